@@ -1,0 +1,9 @@
+#pragma once
+// Numeric constants used across the runtime.
+
+namespace fvi {
+
+constexpr double kLog2Pi = 1.8378770664093454835606594728112;  // log(2 pi)
+constexpr double kSqrt2 = 1.4142135623730950488016887242097;
+
+}  // namespace fvi

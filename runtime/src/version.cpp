@@ -1,0 +1,4 @@
+#include "fvi/version.h"
+namespace fvi {
+const char* version() { return "0.1.0"; }
+}
