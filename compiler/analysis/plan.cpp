@@ -1,0 +1,457 @@
+#include "analysis/plan.h"
+
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace fvic {
+
+const char* method_key(Method m) {
+  switch (m) {
+    case Method::PVI: return "pvi";
+    case Method::SFVI: return "sfvi";
+    case Method::SFVIAvg: return "sfvi_avg";
+    case Method::Independent: return "independent";
+    case Method::VFLAugmented: return "vfl_augmented";
+    case Method::VFLPower: return "vfl_power";
+  }
+  return "?";
+}
+
+const char* method_title(Method m) {
+  switch (m) {
+    case Method::PVI: return "PVI (partitioned variational inference; FedGVI)";
+    case Method::SFVI: return "SFVI (structured federated VI)";
+    case Method::SFVIAvg: return "SFVI-Avg (structured federated VI with local steps and averaging)";
+    case Method::Independent: return "independent (each silo fits its own data, no communication)";
+    case Method::VFLAugmented: return "VFL augmented-variable model (AXDA)";
+    case Method::VFLPower: return "VFL power-likelihood model (AXDA)";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string at_line(const Symbol& s) { return "`" + s.name + "` (line " + std::to_string(s.loc.line) + ")"; }
+
+std::string join(const std::vector<std::string>& items, const std::string& last_sep = " and ") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += i + 1 == items.size() ? last_sep : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+// A parameter's size in the unconstrained space: a simplex of K has K-1 free values.
+SymSize free_size(const Symbol& s) {
+  SymSize n = s.shape.elements();
+  if (s.decl && s.decl->type.simplex && !s.shape.dims.empty()) {
+    SymSize per = s.shape.dims.back();
+    SymSize arrays = SymSize::constant(1);
+    for (size_t i = 0; i + 1 < s.shape.dims.size(); ++i) arrays = arrays * s.shape.dims[i];
+    n = arrays * (per - SymSize::constant(1));
+  }
+  return n;
+}
+
+struct Groups {
+  std::vector<const Symbol*> globals, locals, splits, global_hypers, local_hypers, split_hypers;
+  std::vector<const Symbol*> silo_data, split_data, server_data;
+};
+
+Groups group(const SemanticModel& m) {
+  Groups g;
+  for (const Symbol& s : m.symbols) {
+    bool param = s.kind == SymbolKind::Parameter, hyper = s.kind == SymbolKind::Hyperparameter;
+    if (s.kind == SymbolKind::Data) {
+      if (s.owner == Owner::Silo) g.silo_data.push_back(&s);
+      if (s.owner == Owner::Split) g.split_data.push_back(&s);
+      if (s.owner == Owner::Server) g.server_data.push_back(&s);
+      continue;
+    }
+    if (!param && !hyper) continue;
+    auto& bucket = s.owner == Owner::Silo    ? (param ? g.locals : g.local_hypers)
+                   : s.owner == Owner::Split ? (param ? g.splits : g.split_hypers)
+                                             : (param ? g.globals : g.global_hypers);
+    bucket.push_back(&s);
+  }
+  return g;
+}
+
+std::vector<std::string> names(const std::vector<const Symbol*>& symbols) {
+  std::vector<std::string> out;
+  for (const Symbol* s : symbols) out.push_back(s->name);
+  return out;
+}
+
+SymSize total(const std::vector<const Symbol*>& symbols) {
+  SymSize n = SymSize::constant(0);
+  for (const Symbol* s : symbols) n = n + free_size(*s);
+  return n;
+}
+
+// The variational parameters of a Gaussian over n values, by family.
+SymSize family_size(const std::string& family, const SymSize& n) {
+  SymSize tri = (n * (n + SymSize::constant(1))).divided_by(2);  // lower triangle with diagonal
+  if (family == "fullrank") return n + tri;
+  if (family == "structured") return n + n + (n * (n - SymSize::constant(1))).divided_by(2);
+  return n + n;
+}
+
+std::string family_words(const std::string& family) {
+  if (family == "fullrank") return "means and Cholesky factor";
+  if (family == "structured") return "means, log-scales and unit-lower-triangular L_G";
+  return "means and log-scales";
+}
+
+const Term* coupling_term(const SemanticModel& m) {
+  for (const Term& t : m.terms)
+    if (t.owner == TermOwner::Coupling) return &t;
+  return nullptr;
+}
+
+SymSize draws(const SemanticModel& m) {
+  auto it = m.settings.values.find("mc_samples");
+  if (it != m.settings.values.end()) return SymSize::constant(static_cast<long long>(it->second.number));
+  return SymSize::constant(1);
+}
+
+void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
+  SymSize G = total(g.globals), H = total(g.global_hypers), S = draws(m);
+  std::string qg = "q(" + join(names(g.globals), ", ") + ")";
+  SymSize Q = family_size(plan.family, G);
+  std::string hyper_names = join(names(g.global_hypers), ", ");
+  switch (plan.method) {
+    case Method::PVI:
+      plan.messages.push_back({"server", "silo k", "the global posterior " + qg + " in natural parameters", Q});
+      plan.messages.push_back({"silo k", "server", "the damped change of silo k's factor, same shape", Q});
+      break;
+    case Method::SFVI: {
+      std::string down = qg + ": " + family_words(plan.family) + "; shared draws eps_G";
+      SymSize n = Q + S * G;
+      if (!g.global_hypers.empty()) {
+        down += "; hyperparameters " + hyper_names;
+        n = n + H;
+      }
+      plan.messages.push_back({"server", "silo k", down, n});
+      std::string up = "gradient w.r.t. the parameters of " + qg;
+      if (!g.global_hypers.empty()) up += " and " + hyper_names;
+      plan.messages.push_back({"silo k", "server", up, Q + H});
+      break;
+    }
+    case Method::SFVIAvg: {
+      std::string what = qg + ": " + family_words(plan.family);
+      if (!g.global_hypers.empty()) what += "; hyperparameters " + hyper_names;
+      plan.messages.push_back({"server", "silo k", what, Q + H});
+      plan.messages.push_back({"silo k", "server", "the same after silo k's local steps", Q + H});
+      break;
+    }
+    case Method::Independent: break;
+    case Method::VFLAugmented:
+    case Method::VFLPower: {
+      const Term* t = coupling_term(m);
+      const Symbol* y = t ? m.find(t->subject) : nullptr;
+      SymSize N = y ? y->shape.elements() : SymSize::atom("N");
+      SymSize z = N * S;
+      if (plan.method == Method::VFLAugmented) {
+        plan.messages.push_back({"silo k", "server", "z_k: draws of silo k's auxiliary variables, one per row", z});
+        plan.messages.push_back({"server", "silo k",
+                                 "d log p(" + (y ? y->name : std::string("y")) +
+                                     " | ...)/dz_k: one gradient vector, the same for every silo",
+                                 z});
+      } else {
+        SymSize down = z;
+        std::string what = "the sum of the other silos' z (never one silo's own z)";
+        if (!g.globals.empty()) {
+          what += "; " + qg + " and shared draws";
+          down = down + Q + S * G;
+        }
+        plan.messages.push_back({"silo k", "server", "z_k: draws of silo k's auxiliary variables, one per row", z, 1});
+        plan.messages.push_back({"server", "silo k", what, down, 1});
+        SymSize up = z;
+        std::string grad = "d(silo k's likelihood term)/d(other silos' z): one vector";
+        if (!g.globals.empty()) {
+          grad += "; gradient w.r.t. " + qg;
+          up = up + Q;
+        }
+        plan.messages.push_back({"silo k", "server", grad, up, 2});
+        plan.messages.push_back({"server", "silo k", "H_k: the other silos' likelihood gradients w.r.t. z_k, summed", z, 2});
+      }
+      break;
+    }
+  }
+}
+
+bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, Plan& plan) {
+  std::string requested = m.settings.name("method", "auto");
+  Loc at = m.settings.loc("method");
+  bool vertical = !g.split_data.empty() || !g.splits.empty() || !g.split_hypers.empty();
+  const Term* coupling = coupling_term(m);
+  const Symbol* coupled = coupling ? m.find(coupling->subject) : nullptr;
+
+  if (vertical) {
+    if (!coupling || !coupled) {
+      diags.error(m.program->find(BlockKind::SplitData) ? m.program->find(BlockKind::SplitData)->loc : Loc{},
+                  "the model has split data but no likelihood combines the silos with silo_sum",
+                  "write the likelihood over the silos' summed contributions, e.g. "
+                  "`y ~ bernoulli_logit(b + silo_sum(x * beta))`");
+      return false;
+    }
+    bool labels_public = coupled->owner == Owner::Public;
+    std::string why_vertical = at_line(*g.split_data.front()) + " is split data: each silo holds its own columns of the same rows";
+    if (requested == "auto") {
+      plan.method = labels_public ? Method::VFLPower : Method::VFLAugmented;
+    } else if (requested == "vfl_augmented") {
+      plan.method = Method::VFLAugmented;
+    } else if (requested == "vfl_power") {
+      if (!labels_public) {
+        diags.error(at, "method vfl_power needs the likelihood's data to be public, but " + at_line(*coupled) +
+                            " is server data",
+                    "in the power-likelihood model every silo evaluates the likelihood, so the labels must "
+                    "be in `data`; with server-held labels use method = vfl_augmented");
+        return false;
+      }
+      plan.method = Method::VFLPower;
+    } else {
+      diags.error(at, "method " + requested + " cannot fit a vertically split model",
+                  why_vertical + "; use method = " + (labels_public ? "vfl_power" : "vfl_augmented") +
+                      " (or auto)");
+      return false;
+    }
+    plan.reasons.push_back(why_vertical);
+    if (labels_public)
+      plan.reasons.push_back("the likelihood's data " + at_line(*coupled) +
+                             " is public, so every silo can evaluate its own likelihood term" +
+                             (plan.method == Method::VFLPower ? ": power-likelihood model"
+                                                              : "; the augmented model was requested"));
+    else
+      plan.reasons.push_back("the likelihood's data " + at_line(*coupled) +
+                             " is held by the server: augmented-variable model, labels never leave the server");
+    return true;
+  }
+
+  bool has_silo_data = !g.silo_data.empty();
+  if (!has_silo_data) {
+    diags.error(Loc{}, "nothing in this model is held by silos",
+                "declare the silos' rows in a `silo data` block (or their columns in `split data`)");
+    return false;
+  }
+  bool needs_sfvi = !g.locals.empty() || !g.global_hypers.empty() || !g.local_hypers.empty();
+  std::string why_not_pvi;
+  if (!g.locals.empty())
+    why_not_pvi = at_line(*g.locals.front()) + " is local to each silo, so PVI does not apply";
+  else if (!g.global_hypers.empty() || !g.local_hypers.empty())
+    why_not_pvi = at_line(g.global_hypers.empty() ? *g.local_hypers.front() : *g.global_hypers.front()) +
+                  " is a hyperparameter estimated by maximising the ELBO; its gradient is summed over "
+                  "silos, so PVI does not apply";
+
+  if (requested == "auto") {
+    plan.method = needs_sfvi ? Method::SFVI : Method::PVI;
+  } else if (requested == "pvi") {
+    if (needs_sfvi) {
+      diags.error(at, "method pvi cannot fit this model: " + why_not_pvi,
+                  "use method = sfvi (or sfvi_avg), which handles local parameters and hyperparameters");
+      return false;
+    }
+    plan.method = Method::PVI;
+  } else if (requested == "sfvi") {
+    plan.method = Method::SFVI;
+  } else if (requested == "sfvi_avg") {
+    plan.method = Method::SFVIAvg;
+  } else if (requested == "independent") {
+    plan.method = Method::Independent;
+  } else {
+    diags.error(at, "method " + requested + " is for vertically split data, but this model's silos hold rows",
+                std::string("use method = ") + (needs_sfvi ? "sfvi" : "pvi") + " (or auto)");
+    return false;
+  }
+  if (plan.method == Method::PVI) {
+    plan.reasons.push_back("only global parameters (" + join(names(g.globals), ", ") +
+                           "); each silo holds its own rows (silo data)");
+  } else {
+    plan.reasons.push_back((why_not_pvi.empty() ? std::string("requested") : why_not_pvi) + "; no split data");
+  }
+  return true;
+}
+
+bool check_family(const SemanticModel& m, Diagnostics& diags, Plan& plan) {
+  std::string family = m.settings.name("family", "meanfield");
+  plan.family = family;
+  if (family == "structured" && plan.method != Method::SFVI && plan.method != Method::SFVIAvg &&
+      plan.method != Method::Independent) {
+    diags.error(m.settings.loc("family"),
+                std::string("the structured family is for SFVI, not ") + method_key(plan.method),
+                "use family = meanfield or fullrank");
+    return false;
+  }
+  return true;
+}
+
+void add_notes(const SemanticModel& m, Plan& plan) {
+  auto unused = [&](const char* key, bool applies) {
+    if (m.settings.has(key) && !applies)
+      plan.notes.push_back(std::string("'") + key + "' has no effect with " + method_key(plan.method));
+  };
+  bool pvi = plan.method == Method::PVI;
+  bool vfl = plan.method == Method::VFLAugmented || plan.method == Method::VFLPower;
+  unused("divergence", pvi);
+  unused("damping", pvi);
+  unused("schedule", pvi);
+  unused("rho", vfl);
+  unused("q_z", vfl);
+  unused("q_z_width", vfl);
+  unused("q_z_depth", vfl);
+  unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
+  unused("warm_start", plan.method == Method::SFVI);
+}
+
+void add_privacy(const Groups& g, Plan& plan) {
+  std::vector<std::string> stays;
+  bool vertical = plan.method == Method::VFLAugmented || plan.method == Method::VFLPower;
+  for (const Symbol* s : vertical ? g.split_data : g.silo_data) stays.push_back(s->name);
+  for (const auto* list : {&g.locals, &g.local_hypers, &g.splits, &g.split_hypers})
+    for (const Symbol* s : *list) stays.push_back(s->name);
+  for (const auto* list : {&g.locals, &g.splits})
+    for (const Symbol* s : *list) stays.push_back("q(" + s->name + ")");
+  if (vertical) stays.push_back("the noise behind each z_k");
+  plan.never_leaves = stays;
+  for (const Symbol* s : g.server_data) plan.server_keeps.push_back(s->name);
+  if (plan.method == Method::VFLAugmented)
+    for (const Symbol* s : g.globals) plan.server_keeps.push_back("q(" + s->name + ")");
+}
+
+std::string human_bytes(long long bytes) {
+  std::ostringstream s;
+  if (bytes < 10 * 1024) s << bytes << " B";
+  else if (bytes < 10LL * 1024 * 1024) s << std::fixed << std::setprecision(1) << bytes / 1024.0 << " KiB";
+  else s << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024.0) << " MiB";
+  return s.str();
+}
+
+// The message's size for each silo; several values when silos differ.
+std::vector<long long> evaluate(const SymSize& n, const DataSizes& sizes) {
+  std::vector<long long> out;
+  int silos = std::max(1, sizes.silo_count());
+  for (int k = 0; k < silos; ++k) {
+    auto v = n.eval([&](const std::string& name) { return sizes.lookup(name, k); });
+    if (!v) return {};
+    out.push_back(*v);
+  }
+  return out;
+}
+
+std::string describe_count(const SymSize& n, const DataSizes* sizes) {
+  std::string symbolic = n.str() + " doubles";
+  if (!sizes) return symbolic;
+  std::vector<long long> v = evaluate(n, *sizes);
+  if (v.empty()) return symbolic + " (sizes not in the data)";
+  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  if (*lo == *hi) return std::to_string(*lo) + " doubles, " + human_bytes(*lo * 8);
+  return std::to_string(*lo) + " to " + std::to_string(*hi) + " doubles, " + human_bytes(*lo * 8) + " to " +
+         human_bytes(*hi * 8);
+}
+
+std::string term_line(const Term& t) {
+  std::string what = t.kind == TermKind::Target ? "target += ..." : t.subject + " ~ " + t.distribution;
+  std::string owner;
+  switch (t.owner) {
+    case TermOwner::Server: owner = "server"; break;
+    case TermOwner::Silo: owner = "each silo"; break;
+    case TermOwner::SplitSilo: owner = "silo k (split)"; break;
+    case TermOwner::Coupling: owner = "server, from every silo's contribution"; break;
+  }
+  std::ostringstream s;
+  s << "line " << std::setw(3) << std::left << t.loc.line << " " << std::setw(11) << term_kind_name(t.kind)
+    << std::setw(28) << what << owner;
+  return s.str();
+}
+
+}  // namespace
+
+bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
+  plan.model = model.program->name;
+  Groups g = group(model);
+  if (!choose_method(model, g, diags, plan)) return false;
+  if (!check_family(model, diags, plan)) return false;
+  if (plan.method == Method::PVI) plan.conjugacy = detect_conjugacy(model);
+  add_messages(plan, model, g);
+  add_notes(model, plan);
+  add_privacy(g, plan);
+  return true;
+}
+
+std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSizes* sizes) {
+  std::ostringstream out;
+  std::string silos = sizes && sizes->silo_count() > 0 ? std::to_string(sizes->silo_count()) + " silos" : "S silos";
+  std::string family = plan.family == "fullrank"     ? "full-rank Gaussian family"
+                       : plan.family == "structured" ? "structured Gaussian family"
+                                                     : "mean-field Gaussian family";
+  out << plan.model << ": " << method_title(plan.method) << ", " << silos << ", " << family << '\n';
+  for (const std::string& r : plan.reasons) out << "  why: " << r << '\n';
+  if (plan.method == Method::PVI)
+    out << "  client updates: "
+        << (plan.conjugacy.closed_form ? "closed form (" + plan.conjugacy.reason + ")"
+                                       : "stochastic optimisation (" + plan.conjugacy.reason + ")")
+        << '\n';
+  out << "  terms of the log joint\n";
+  for (const Term& t : model.terms) out << "    " << term_line(t) << '\n';
+  if (plan.messages.empty()) {
+    out << "  no messages: each silo works alone\n";
+  } else {
+    out << "  each iteration\n";
+    int phases = 1;
+    for (const Message& m : plan.messages) phases = std::max(phases, m.phase);
+    for (const Message& m : plan.messages) {
+      std::string route = m.from + " -> " + m.to;
+      out << "    " << (phases > 1 ? "(" + std::to_string(m.phase) + ") " : "") << std::setw(16) << std::left
+          << route << " : " << m.content << "; " << describe_count(m.doubles, sizes) << '\n';
+    }
+  }
+  if (!plan.never_leaves.empty()) out << "  never leaves silo k: " << join(plan.never_leaves) << '\n';
+  if (!plan.server_keeps.empty()) out << "  never leaves the server: " << join(plan.server_keeps) << '\n';
+  for (const std::string& n : plan.notes) out << "  note: " << n << '\n';
+  return out.str();
+}
+
+std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSizes* sizes) {
+  nlohmann::ordered_json j;
+  j["model"] = plan.model;
+  j["method"] = method_key(plan.method);
+  j["family"] = plan.family;
+  if (sizes && sizes->silo_count() > 0) j["silos"] = sizes->silo_count();
+  else j["silos"] = nullptr;
+  j["reasons"] = plan.reasons;
+  if (plan.method == Method::PVI)
+    j["closed_form"] = {{"applies", plan.conjugacy.closed_form}, {"reason", plan.conjugacy.reason}};
+  nlohmann::ordered_json terms = nlohmann::ordered_json::array();
+  for (const Term& t : model.terms)
+    terms.push_back({{"line", t.loc.line},
+                     {"kind", term_kind_name(t.kind)},
+                     {"owner", term_owner_name(t.owner)},
+                     {"subject", t.subject},
+                     {"distribution", t.distribution}});
+  j["terms"] = terms;
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  for (const Message& m : plan.messages) {
+    nlohmann::ordered_json msg = {{"phase", m.phase}, {"from", m.from}, {"to", m.to},
+                                  {"content", m.content}, {"doubles", m.doubles.str()}};
+    if (sizes) {
+      std::vector<long long> v = evaluate(m.doubles, *sizes);
+      if (!v.empty()) {
+        msg["doubles_per_silo"] = v;
+        std::vector<long long> bytes;
+        for (long long x : v) bytes.push_back(8 * x);
+        msg["bytes_per_silo"] = bytes;
+      }
+    }
+    messages.push_back(msg);
+  }
+  j["messages"] = messages;
+  j["never_leaves_silo"] = plan.never_leaves;
+  j["never_leaves_server"] = plan.server_keeps;
+  j["notes"] = plan.notes;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace fvic

@@ -1,0 +1,47 @@
+#pragma once
+// The decomposition planner (DESIGN.md §3): reads the plate and ownership structure of a
+// checked model, chooses PVI/FedGVI, SFVI (or SFVI-Avg, independent), or the vertical AXDA
+// augmented / power-likelihood model, and lists the messages each party sends each iteration —
+// the privacy audit a data owner signs off.
+#include <string>
+#include <vector>
+
+#include "analysis/conjugacy.h"
+#include "analysis/data_sizes.h"
+#include "frontend/semantic.h"
+
+namespace fvic {
+
+enum class Method { PVI, SFVI, SFVIAvg, Independent, VFLAugmented, VFLPower };
+const char* method_key(Method m);    // "pvi", "sfvi", ...
+const char* method_title(Method m);  // "PVI (partitioned variational inference)"
+
+struct Message {
+  std::string from;     // "server", "silo k"
+  std::string to;
+  std::string content;  // what is sent, in words
+  SymSize doubles;      // how many numbers, symbolic in data sizes
+  int phase = 1;        // messages of one phase are sent together; VFL power has two
+};
+
+struct Plan {
+  std::string model;
+  Method method = Method::PVI;
+  std::vector<std::string> reasons;  // why this method, each with a line reference
+  std::string family;
+  Conjugacy conjugacy;               // meaningful for PVI
+  std::vector<Message> messages;     // one iteration
+  std::vector<std::string> never_leaves;  // what stays inside each silo
+  std::vector<std::string> server_keeps;  // what stays on the server
+  std::vector<std::string> notes;         // settings that have no effect with this method, ...
+};
+
+// Chooses the method; an explicit `method =` that cannot handle the model is an error that says
+// why and what would work. Returns false if it reported an error.
+bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan);
+
+// `fvic plan` output. With sizes, each message also shows its doubles and bytes per silo.
+std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSizes* sizes);
+std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSizes* sizes);
+
+}  // namespace fvic

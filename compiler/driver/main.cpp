@@ -1,0 +1,201 @@
+// The fvic command line: check, dump, plan (DESIGN.md §5). Later phases add build and run.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/plan.h"
+#include "frontend/parser.h"
+#include "frontend/semantic.h"
+#include "inference_keys.h"
+
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kModelError = 1;
+constexpr int kUsageError = 2;
+
+const char* kUsage = R"(usage: fvic <command> [options] FILE.fvi
+
+commands:
+  check FILE              report every error and warning in the model
+  plan FILE [--json] [--data PATH] [--set key=value]...
+                          the federated decomposition: method, reasons, terms, and the
+                          messages each party sends per iteration (bytes with --data)
+  dump --ast FILE         the syntax tree
+  dump --plan FILE        the plan as JSON (same as plan --json)
+  help keys               the inference keys and their values
+  --version               print the version
+
+exit status: 0 success, 1 the model has errors, 2 bad command line
+)";
+
+struct Options {
+  std::string command;
+  std::string file;
+  std::string dump_what;
+  std::optional<std::string> data;
+  std::vector<std::string> overrides;
+  bool json = false;
+};
+
+int usage_error(const std::string& message) {
+  std::cerr << "fvic: " << message << "\n\n" << kUsage;
+  return kUsageError;
+}
+
+std::optional<Options> parse_args(int argc, char** argv, int& status) {
+  Options o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    status = usage_error("no command given");
+    return std::nullopt;
+  }
+  o.command = args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* flag) -> std::optional<std::string> {
+      if (i + 1 >= args.size()) {
+        status = usage_error(std::string(flag) + " needs a value");
+        return std::nullopt;
+      }
+      return args[++i];
+    };
+    if (a == "--json") {
+      o.json = true;
+    } else if (a == "--data") {
+      auto v = value("--data");
+      if (!v) return std::nullopt;
+      o.data = *v;
+    } else if (a == "--set") {
+      auto v = value("--set");
+      if (!v) return std::nullopt;
+      o.overrides.push_back(*v);
+    } else if (a.rfind("--set=", 0) == 0) {
+      o.overrides.push_back(a.substr(6));
+    } else if (a == "--ast" || a == "--plan" || a == "--ir" || a == "--cpp") {
+      o.dump_what = a.substr(2);
+    } else if (!a.empty() && a[0] == '-') {
+      status = usage_error("unknown option '" + a + "'");
+      return std::nullopt;
+    } else if (o.file.empty()) {
+      o.file = a;
+    } else {
+      status = usage_error("more than one file given ('" + o.file + "' and '" + a + "')");
+      return std::nullopt;
+    }
+  }
+  return o;
+}
+
+int print_keys() {
+  for (const fvic::stdlib::KeySpec& k : fvic::stdlib::inference_keys()) {
+    std::cout << "  " << k.key << " = " << k.values << "\n      " << k.meaning;
+    if (*k.default_value) std::cout << " (default " << k.default_value << ")";
+    std::cout << '\n';
+  }
+  return kOk;
+}
+
+struct Compiled {
+  std::unique_ptr<fvic::SourceFile> source;
+  std::unique_ptr<fvic::Diagnostics> diags;
+  std::unique_ptr<fvic::Program> program;
+  std::unique_ptr<fvic::SemanticModel> model;
+};
+
+// Reads, parses and (unless only the AST is wanted) checks FILE. Prints diagnostics.
+std::optional<Compiled> compile(const std::string& path, bool check) {
+  Compiled c;
+  try {
+    c.source = std::make_unique<fvic::SourceFile>(fvic::SourceFile::read(path));
+  } catch (const std::exception& e) {
+    std::cerr << "fvic: " << e.what() << '\n';
+    return std::nullopt;
+  }
+  c.diags = std::make_unique<fvic::Diagnostics>(c.source.get());
+  c.program = fvic::parse_program(*c.source, *c.diags);
+  if (c.program) {
+    c.program->name = std::filesystem::path(path).stem().string();
+    if (check) c.model = fvic::check_program(*c.program, *c.diags);
+  }
+  return c;
+}
+
+int run(const Options& o) {
+  if (o.command == "help") {
+    if (o.file == "keys") return print_keys();
+    std::cout << kUsage;
+    return kOk;
+  }
+  if (o.command == "--help" || o.command == "-h") {
+    std::cout << kUsage;
+    return kOk;
+  }
+  if (o.command == "--version") {
+    std::cout << "fvic 0.1.0\n";
+    return kOk;
+  }
+  if (o.command != "check" && o.command != "plan" && o.command != "dump")
+    return usage_error("unknown command '" + o.command + "'");
+  if (o.file.empty()) return usage_error(o.command + " needs a .fvi file");
+  if (o.command == "dump" && o.dump_what.empty())
+    return usage_error("dump needs one of --ast, --plan");
+  if (o.command == "dump" && (o.dump_what == "ir" || o.dump_what == "cpp"))
+    return usage_error("dump --" + o.dump_what + " is not available yet: the IR and the C++ backend "
+                       "are still being built");
+
+  bool ast_only = o.command == "dump" && o.dump_what == "ast";
+  std::optional<Compiled> c = compile(o.file, !ast_only);
+  if (!c) return kModelError;
+  auto finish = [&](int status) {
+    c->diags->print(std::cerr);
+    return status;
+  };
+  if (c->diags->has_errors()) return finish(kModelError);
+  if (ast_only) {
+    std::cout << fvic::dump_ast(*c->program);
+    return finish(kOk);
+  }
+  std::string error;
+  if (!fvic::apply_overrides(c->model->settings, o.overrides, &error)) {
+    c->diags->print(std::cerr);
+    return usage_error(error);
+  }
+  fvic::Plan plan;
+  bool planned = fvic::make_plan(*c->model, *c->diags, plan);
+  if (!planned || c->diags->has_errors()) return finish(kModelError);
+  if (o.command == "check") return finish(kOk);
+
+  std::optional<fvic::DataSizes> sizes;
+  if (o.data) {
+    try {
+      sizes = fvic::read_data_sizes(*o.data);
+    } catch (const std::exception& e) {
+      c->diags->print(std::cerr);
+      std::cerr << "fvic: cannot read sizes from --data: " << e.what() << '\n';
+      return kUsageError;
+    }
+  }
+  const fvic::DataSizes* s = sizes ? &*sizes : nullptr;
+  if (o.json || o.command == "dump") std::cout << fvic::plan_json(plan, *c->model, s);
+  else std::cout << fvic::plan_text(plan, *c->model, s);
+  return finish(kOk);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int status = kOk;
+  std::optional<Options> options = parse_args(argc, argv, status);
+  if (!options) return status;
+  try {
+    return run(*options);
+  } catch (const std::exception& e) {
+    // A bug in fvic, never the user's fault: say so plainly rather than crash.
+    std::cerr << "fvic: internal error: " << e.what() << "\nplease report this with the model file\n";
+    return 3;
+  }
+}

@@ -1,0 +1,156 @@
+#pragma once
+// The abstract syntax tree of a .fvi program. The parser builds it from ANTLR's parse tree (no
+// ANTLR type leaks past parser.cpp); the checker fills in each expression's type, shape and
+// ownership taint; later phases (IR lowering, the planner) read it. Nodes own their children
+// through std::unique_ptr.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/source.h"
+#include "frontend/types.h"
+#include "inference_keys.h"
+
+namespace fvic {
+
+enum class BlockKind {
+  Functions,
+  Data,
+  ServerData,
+  SiloData,
+  SplitData,
+  Hyperparameters,
+  Parameters,
+  Model,
+  Inference,
+};
+const char* block_name(BlockKind kind);  // as written in source: "silo data", ...
+
+// Who holds a declared value (DESIGN.md §2). Data blocks imply it; parameters state it.
+enum class Mark { None, Global, Local, Split };
+const char* mark_name(Mark mark);
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+enum class ExprKind {
+  IntLit,
+  RealLit,
+  Var,
+  Unary,      // name = operator: "-", "+", "!"
+  Binary,     // name = operator: "+", "*", ".*", "==", "&&", ...
+  Cond,       // args = {condition, then, else}
+  Call,       // name = function, args = arguments
+  CondCall,   // normal_lpdf(y | mu, sigma): args[0] = y, args[1..] = parameters
+  Index,      // args[0] = indexed value; indices below
+  Transpose,  // args[0]'
+  ArrayLit,   // { a, b, c }
+  RowVectorLit,  // [ a, b, c ]
+};
+
+enum class IndexKind { Single, Range, All };
+
+struct Index {
+  IndexKind kind = IndexKind::Single;
+  ExprPtr lower;  // Single: the index; Range: lower bound (may be null)
+  ExprPtr upper;  // Range: upper bound (may be null)
+  Loc loc;
+};
+
+struct Expr {
+  ExprKind kind;
+  Loc loc;
+  std::string name;  // variable, function or operator
+  std::string text;  // literal spelling
+  long long int_value = 0;
+  double real_value = 0;
+  std::vector<ExprPtr> args;
+  std::vector<Index> indices;
+
+  // Filled by the checker.
+  Type type;
+  Shape shape;
+  Taint taint;
+
+  Expr(ExprKind k, Loc l) : kind(k), loc(l) {}
+};
+
+// A declared type with its sizes as expressions over data: `array[N] vector<lower=0>[D]`.
+struct TypeDecl {
+  Base base = Base::Real;
+  bool simplex = false;
+  std::vector<ExprPtr> array_sizes;
+  std::vector<ExprPtr> sizes;  // vector/row_vector: 1, matrix: 2
+  ExprPtr lower;
+  ExprPtr upper;
+  Loc loc;
+};
+
+struct VarDecl {
+  BlockKind block;
+  Mark mark = Mark::None;
+  Loc mark_loc;
+  TypeDecl type;
+  std::string name;
+  Loc name_loc;
+  ExprPtr init;  // only for local variables of the model block
+  Loc loc;
+};
+using VarDeclPtr = std::unique_ptr<VarDecl>;
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+
+enum class StmtKind { Tilde, Target, Assign, For, If, Block, Decl, Return, Empty };
+
+struct Stmt {
+  StmtKind kind;
+  Loc loc;
+  // Tilde: lhs ~ dist(args). Target: args[0]. Assign: lhs op= args[0]. Return: args (0 or 1).
+  // For: loop variable `name` in args[0]:args[1], body[0]. If: args[0], body = {then, else?}.
+  ExprPtr lhs;
+  std::string name;  // distribution, loop variable, or assignment operator
+  Loc name_loc;
+  std::vector<ExprPtr> args;
+  std::vector<StmtPtr> body;
+  VarDeclPtr decl;
+
+  Stmt(StmtKind k, Loc l) : kind(k), loc(l) {}
+};
+
+// `key = value;` in the inference block; the value's forms are in stdlib/inference_keys.h.
+struct Setting {
+  std::string key;
+  Loc key_loc;
+  stdlib::KeyValue value;
+  Loc value_loc;
+};
+
+struct FunctionDef {
+  std::string name;
+  Loc loc;
+};
+
+struct Block {
+  BlockKind kind;
+  Loc loc;
+  std::vector<VarDeclPtr> decls;  // data, hyperparameters, parameters
+  std::vector<StmtPtr> stmts;     // model
+  std::vector<Setting> settings;  // inference
+  std::vector<FunctionDef> functions;
+};
+
+struct Program {
+  std::string name;  // the model's name: the file's stem
+  std::vector<Block> blocks;
+
+  const Block* find(BlockKind kind) const;
+  Block* find(BlockKind kind);
+};
+
+// `fvic dump --ast`: one node per line, indented, stable for golden tests.
+std::string dump_ast(const Program& program);
+std::string to_source(const Expr& expr);  // the expression printed back as .fvi text
+
+}  // namespace fvic

@@ -1,0 +1,165 @@
+#include "frontend/ownership.h"
+
+#include <string>
+
+namespace fvic {
+namespace {
+
+using K = TaintKind;
+
+unsigned bit(K k) { return 1u << static_cast<unsigned>(k); }
+
+// The first taint in `t` outside `allowed`, if any.
+std::optional<K> first_outside(const Taint& t, unsigned allowed) {
+  for (unsigned i = 0; i < static_cast<unsigned>(K::Count); ++i)
+    if ((t.bits & (1u << i)) && !(allowed & (1u << i))) return static_cast<K>(i);
+  return std::nullopt;
+}
+
+std::string culprit(const Taint& t, K k) {
+  return std::string(taint_description(k)) + " '" + t.witness[static_cast<size_t>(k)] + "'";
+}
+
+const unsigned kPublic = bit(K::PublicData);
+const unsigned kGlobals = bit(K::GlobalParam) | bit(K::GlobalHyper);
+const unsigned kSplit = bit(K::SplitData) | bit(K::SplitParam) | bit(K::SplitHyper);
+
+std::string why_not(K k, const char* where) {
+  switch (k) {
+    case K::SiloData:
+    case K::LocalParam:
+    case K::LocalHyper:
+      return std::string("a silo's data and local parameters never leave it, and ") + where;
+    case K::ServerData:
+      return std::string("server data never leaves the server, and ") + where;
+    case K::SplitData:
+    case K::SplitParam:
+    case K::SplitHyper:
+      return "split values meet other silos' values only through silo_sum(...)";
+    case K::SiloSum:
+      return "silo_sum(...) belongs in a likelihood evaluated by the server";
+    default:
+      return where;
+  }
+}
+
+}  // namespace
+
+bool check_silo_sum_operand(const Expr& operand, Diagnostics& diags) {
+  const Taint& t = operand.taint;
+  unsigned allowed = kPublic | kSplit;
+  if (auto bad = first_outside(t, allowed)) {
+    std::string help;
+    switch (*bad) {
+      case K::GlobalParam:
+      case K::GlobalHyper:
+        help = "global values live on the server; move '" + t.witness[static_cast<size_t>(*bad)] +
+               "' outside silo_sum, e.g. `b + silo_sum(x * beta)`";
+        break;
+      case K::SiloSum:
+        help = "silo_sum cannot be nested; sum each silo's contribution once";
+        break;
+      case K::ServerData:
+        help = "the operand is computed by each silo, which cannot see server data";
+        break;
+      default:
+        help = "silo_sum's operand is computed by each silo from its own split data and split "
+               "parameters (and public data) only";
+    }
+    diags.error(operand.loc, "silo_sum reads " + culprit(t, *bad), help);
+    return false;
+  }
+  if (!t.any_split()) {
+    diags.error(operand.loc, "silo_sum's operand uses no split data or split parameter",
+                "silo_sum adds up one contribution per silo; its operand should be computed "
+                "from `split data` and `split` parameters, e.g. `silo_sum(x * beta)`");
+    return false;
+  }
+  return true;
+}
+
+std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
+  Term term;
+  term.stmt = f.stmt;
+  term.kind = f.kind;
+  term.distribution = f.distribution;
+  term.uses_silo_sum = f.uses_silo_sum;
+  term.loc = f.loc;
+  term.taint = f.rhs;
+  term.taint.merge(f.lhs);
+  if (f.subject) term.subject = f.subject->name;
+
+  auto reject = [&](K k, const std::string& what, const char* where) {
+    diags.error(f.loc, what + " uses " + culprit(term.taint, k), why_not(k, where));
+    return std::nullopt;
+  };
+
+  const Taint& all = term.taint;
+  if (f.kind == TermKind::Prior) {
+    const Symbol& p = *f.subject;
+    std::string what = "the prior of " + std::string(p.owner == Owner::Silo    ? "local"
+                                                     : p.owner == Owner::Split ? "split"
+                                                                               : "global") +
+                       " " + (p.kind == SymbolKind::Hyperparameter ? "hyperparameter" : "parameter") +
+                       " '" + p.name + "'";
+    if (p.owner == Owner::Global) {
+      unsigned allowed = kPublic | kGlobals | bit(K::ServerData);
+      if (auto bad = first_outside(all, allowed))
+        return reject(*bad, what, "a global prior is evaluated once, by the server");
+      term.owner = TermOwner::Server;
+    } else if (p.owner == Owner::Silo) {
+      unsigned allowed = kPublic | kGlobals | bit(K::SiloData) | bit(K::LocalParam) | bit(K::LocalHyper);
+      if (auto bad = first_outside(all, allowed))
+        return reject(*bad, what, "a local prior is evaluated by each silo on its own");
+      term.owner = TermOwner::Silo;
+    } else {
+      unsigned allowed = kPublic | kSplit;
+      if (auto bad = first_outside(all, allowed)) {
+        if (*bad == K::GlobalParam || *bad == K::GlobalHyper) {
+          diags.error(f.loc, what + " uses " + culprit(all, *bad),
+                      "a split prior is evaluated by its silo alone; give it fixed "
+                      "hyperparameters or split ones");
+          return std::nullopt;
+        }
+        return reject(*bad, what, "a split prior is evaluated by its own silo");
+      }
+      term.owner = TermOwner::SplitSilo;
+    }
+    return term;
+  }
+
+  // A likelihood or `target +=`: the owner follows from the data it reads.
+  std::string what = f.kind == TermKind::Likelihood
+                         ? "the likelihood of '" + term.subject + "'"
+                         : std::string("this target term");
+  bool silo = all.has(K::SiloData) || all.has(K::LocalParam) || all.has(K::LocalHyper);
+  bool split_outside = (f.lhs.any_split() || f.rhs.any_split());
+  if (split_outside) {
+    // Split values outside silo_sum: only a split silo's own likelihood of its own columns.
+    unsigned allowed = kPublic | kSplit;
+    if (auto bad = first_outside(all, allowed))
+      return reject(*bad, what, "it would need split values from one silo and other values");
+    if (!f.lhs.any_split() && f.kind == TermKind::Likelihood) {
+      K k = f.rhs.has(K::SplitParam) ? K::SplitParam : f.rhs.has(K::SplitData) ? K::SplitData : K::SplitHyper;
+      diags.error(f.loc, what + " uses " + culprit(all, k) + " outside silo_sum",
+                  "wrap each silo's contribution in silo_sum(...), e.g. "
+                  "`y ~ bernoulli_logit(b + silo_sum(x * beta))`");
+      return std::nullopt;
+    }
+    term.owner = TermOwner::SplitSilo;
+    return term;
+  }
+  if (silo) {
+    unsigned allowed = kPublic | kGlobals | bit(K::SiloData) | bit(K::LocalParam) | bit(K::LocalHyper);
+    if (auto bad = first_outside(all, allowed))
+      return reject(*bad, what, "a term over silo data is evaluated by that silo");
+    term.owner = TermOwner::Silo;
+    return term;
+  }
+  unsigned allowed = kPublic | kGlobals | bit(K::ServerData) | bit(K::SiloSum);
+  if (auto bad = first_outside(all, allowed)) return reject(*bad, what, "it is evaluated by the server");
+  term.owner = f.uses_silo_sum ? TermOwner::Coupling : TermOwner::Server;
+  return term;
+}
+
+}  // namespace fvic

@@ -1,0 +1,506 @@
+// Parse tree -> AST. Each build function names the grammar rule it implements (grammar/FVI.g4).
+// ANTLR's own error messages are rewritten into located sentences that say what to do.
+#include "frontend/parser.h"
+
+#include <sstream>
+
+#include "FVILexer.h"
+#include "FVIParser.h"
+#include "antlr4-runtime.h"
+
+namespace fvic {
+namespace {
+
+using P = FVIParser;
+
+Loc loc_of(const antlr4::Token* token) {
+  Loc loc;
+  loc.line = static_cast<int>(token->getLine());
+  loc.col = static_cast<int>(token->getCharPositionInLine()) + 1;
+  loc.length = std::max<int>(1, static_cast<int>(token->getText().size()));
+  return loc;
+}
+
+Loc loc_of(antlr4::tree::TerminalNode* node) { return loc_of(node->getSymbol()); }
+
+// The whole span of a rule's text when it sits on one line, else its first token.
+Loc loc_of(antlr4::ParserRuleContext* ctx) {
+  Loc loc = loc_of(ctx->getStart());
+  const antlr4::Token* stop = ctx->getStop();
+  if (stop && stop->getLine() == ctx->getStart()->getLine() &&
+      stop->getStopIndex() >= ctx->getStart()->getStartIndex())
+    loc.length = static_cast<int>(stop->getStopIndex() - ctx->getStart()->getStartIndex() + 1);
+  return loc;
+}
+
+std::string quoted_token(const antlr4::Token* token) {
+  if (token->getType() == antlr4::Token::EOF) return "end of file";
+  return "'" + token->getText() + "'";
+}
+
+// Rewrites ANTLR's "mismatched input 'x' expecting {...}" into our diagnostic form.
+class SyntaxErrorListener : public antlr4::BaseErrorListener {
+ public:
+  explicit SyntaxErrorListener(Diagnostics& diags) : diags_(diags) {}
+
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
+                   size_t column, const std::string& msg, std::exception_ptr) override {
+    if (++count_ > kMaxErrors) return;
+    Loc loc;
+    loc.line = static_cast<int>(line);
+    loc.col = static_cast<int>(column) + 1;
+    if (!offending) {  // a lexer error; our catch-all token makes these rare
+      diags_.error(loc, "cannot read the text here: " + msg,
+                   "remove the character or put it inside a comment");
+      return;
+    }
+    loc.length = std::max<int>(1, static_cast<int>(offending->getText().size()));
+    if (offending->getType() == antlr4::Token::EOF) {
+      loc.length = 1;
+      diags_.error(loc, "unexpected end of file",
+                   "a block, statement or parenthesis is not closed; check for a missing '}', "
+                   "')' or ';'");
+      return;
+    }
+    if (offending->getType() == FVILexer::UNEXPECTED_CHAR) {
+      diags_.error(loc, "unexpected character " + quoted_token(offending),
+                   "this character has no meaning in .fvi; remove it or put it in a comment");
+      return;
+    }
+    auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
+    if (parser && offending->getText() == "[") {
+      // `real x[N];` is Stan's removed array syntax.
+      antlr4::TokenStream* tokens = parser->getTokenStream();
+      size_t i = offending->getTokenIndex();
+      if (i > 0 && tokens->get(i - 1)->getType() == FVILexer::IDENT &&
+          msg.find("expecting") != std::string::npos && msg.find("';'") != std::string::npos) {
+        diags_.error(loc, "unexpected '[' after the name '" + tokens->get(i - 1)->getText() + "'",
+                     "arrays are declared with the type first: write `array[N] real " +
+                         tokens->get(i - 1)->getText() + ";` instead of `real " +
+                         tokens->get(i - 1)->getText() + "[N];`");
+        return;
+      }
+    }
+    std::string expecting;
+    auto at = msg.find("expecting ");
+    if (at != std::string::npos) expecting = msg.substr(at + 10);
+    if (msg.rfind("missing ", 0) == 0) {
+      std::string what = msg.substr(8, msg.find(" at ") - 8);
+      diags_.error(loc, "missing " + what + " before " + quoted_token(offending),
+                   what == "';'" ? "end the statement or declaration with ';'"
+                                 : "insert " + what + " here");
+      return;
+    }
+    std::string help = "check the syntax near here against the language reference";
+    if (expecting == "';'") help = "end the statement or declaration with ';'";
+    else if (!expecting.empty()) help = "expected " + expecting;
+    diags_.error(loc, "unexpected " + quoted_token(offending), help);
+  }
+
+ private:
+  static constexpr int kMaxErrors = 20;
+  Diagnostics& diags_;
+  int count_ = 0;
+};
+
+class AstBuilder {
+ public:
+  explicit AstBuilder(Diagnostics& diags) : diags_(diags) {}
+
+  // program : block* EOF
+  std::unique_ptr<Program> program(P::ProgramContext* ctx) {
+    auto prog = std::make_unique<Program>();
+    int last_order = -1;
+    for (P::BlockContext* b : ctx->block()) {
+      Block block = this->block(b);
+      int order = static_cast<int>(block.kind);
+      if (const Block* prior = prog->find(block.kind)) {
+        diags_.error(block.loc,
+                     std::string("the '") + block_name(block.kind) + "' block appears twice",
+                     "merge it with the one on line " + std::to_string(prior->loc.line));
+        continue;
+      }
+      if (order < last_order) {
+        diags_.error(block.loc,
+                     std::string("the '") + block_name(block.kind) +
+                         "' block is out of order",
+                     "blocks go in this order: functions, data, server data, silo data, split "
+                     "data, hyperparameters, parameters, model, inference");
+      }
+      last_order = std::max(last_order, order);
+      prog->blocks.push_back(std::move(block));
+    }
+    if (!prog->find(BlockKind::Model) && !diags_.has_errors()) {
+      Loc end = loc_of(ctx->EOF());
+      diags_.error(end, "the program has no 'model' block",
+                   "add `model { ... }` with the priors and the likelihood");
+    }
+    return prog;
+  }
+
+ private:
+  Block block(P::BlockContext* ctx) {
+    Block b;
+    b.loc = loc_of(ctx->getStart());
+    auto take_decls = [&](const std::vector<P::VarDeclContext*>& decls) {
+      for (P::VarDeclContext* d : decls) b.decls.push_back(var_decl(d, b.kind));
+    };
+    if (auto* c = dynamic_cast<P::FunctionsBlockContext*>(ctx)) {
+      b.kind = BlockKind::Functions;
+      for (P::FunctionDefContext* f : c->functionDef())
+        b.functions.push_back({f->IDENT()->getText(), loc_of(f->IDENT())});
+    } else if (auto* c = dynamic_cast<P::DataBlockContext*>(ctx)) {
+      b.kind = BlockKind::Data;
+      take_decls(c->varDecl());
+    } else if (auto* c = dynamic_cast<P::ServerDataBlockContext*>(ctx)) {
+      b.kind = BlockKind::ServerData;
+      b.loc = span(c->SERVER(), c->DATA());
+      take_decls(c->varDecl());
+    } else if (auto* c = dynamic_cast<P::SiloDataBlockContext*>(ctx)) {
+      b.kind = BlockKind::SiloData;
+      b.loc = span(c->SILO(), c->DATA());
+      take_decls(c->varDecl());
+    } else if (auto* c = dynamic_cast<P::SplitDataBlockContext*>(ctx)) {
+      b.kind = BlockKind::SplitData;
+      b.loc = span(c->SPLIT(), c->DATA());
+      take_decls(c->varDecl());
+    } else if (auto* c = dynamic_cast<P::HyperparametersBlockContext*>(ctx)) {
+      b.kind = BlockKind::Hyperparameters;
+      take_decls(c->varDecl());
+    } else if (auto* c = dynamic_cast<P::ParametersBlockContext*>(ctx)) {
+      b.kind = BlockKind::Parameters;
+      take_decls(c->varDecl());
+    } else if (auto* c = dynamic_cast<P::ModelBlockContext*>(ctx)) {
+      b.kind = BlockKind::Model;
+      for (P::StatementContext* s : c->statement()) b.stmts.push_back(statement(s));
+    } else if (auto* c = dynamic_cast<P::InferenceBlockContext*>(ctx)) {
+      b.kind = BlockKind::Inference;
+      for (P::SettingContext* s : c->setting()) b.settings.push_back(setting(s));
+    }
+    if (b.loc.length == 1) b.loc.length = static_cast<int>(ctx->getStart()->getText().size());
+    return b;
+  }
+
+  static Loc span(antlr4::tree::TerminalNode* a, antlr4::tree::TerminalNode* b) {
+    Loc l = loc_of(a), r = loc_of(b);
+    if (l.line == r.line) l.length = r.col + r.length - l.col;
+    return l;
+  }
+
+  // varDecl : mark? type IDENT ('=' expr)? ';'
+  VarDeclPtr var_decl(P::VarDeclContext* ctx, BlockKind block) {
+    auto d = std::make_unique<VarDecl>();
+    d->block = block;
+    d->loc = loc_of(ctx->getStart());
+    if (P::MarkContext* m = ctx->mark()) {
+      d->mark_loc = loc_of(m);
+      d->mark = m->GLOBAL() ? Mark::Global : m->LOCAL() ? Mark::Local : Mark::Split;
+    }
+    d->type = type(ctx->type());
+    d->name = ctx->IDENT()->getText();
+    d->name_loc = loc_of(ctx->IDENT());
+    if (ctx->expr()) d->init = expr(ctx->expr());
+    return d;
+  }
+
+  // type : (ARRAY '[' expr (',' expr)* ']')? baseType
+  TypeDecl type(P::TypeContext* ctx) {
+    TypeDecl t;
+    t.loc = loc_of(ctx);
+    for (P::ExprContext* e : ctx->expr()) t.array_sizes.push_back(expr(e));
+    P::BaseTypeContext* base = ctx->baseType();
+    P::BoundsContext* bounds = nullptr;
+    std::vector<P::ExprContext*> sizes;
+    if (auto* c = dynamic_cast<P::IntTypeContext*>(base)) {
+      t.base = Base::Int;
+      bounds = c->bounds();
+    } else if (auto* c = dynamic_cast<P::RealTypeContext*>(base)) {
+      t.base = Base::Real;
+      bounds = c->bounds();
+    } else if (auto* c = dynamic_cast<P::VectorTypeContext*>(base)) {
+      t.base = Base::Vector;
+      bounds = c->bounds();
+      sizes = {c->expr()};
+    } else if (auto* c = dynamic_cast<P::RowVectorTypeContext*>(base)) {
+      t.base = Base::RowVector;
+      bounds = c->bounds();
+      sizes = {c->expr()};
+    } else if (auto* c = dynamic_cast<P::MatrixTypeContext*>(base)) {
+      t.base = Base::Matrix;
+      bounds = c->bounds();
+      sizes = c->expr();
+    } else if (auto* c = dynamic_cast<P::SimplexTypeContext*>(base)) {
+      t.base = Base::Vector;
+      t.simplex = true;
+      sizes = {c->expr()};
+    }
+    for (P::ExprContext* e : sizes) t.sizes.push_back(expr(e));
+    if (bounds) {
+      for (P::BoundContext* b : bounds->bound()) {
+        std::string which = b->IDENT()->getText();
+        ExprPtr value = arith(b->arith());
+        ExprPtr* slot = which == "lower" ? &t.lower : which == "upper" ? &t.upper : nullptr;
+        if (!slot) {
+          diags_.error(loc_of(b->IDENT()), "unknown constraint '" + which + "'",
+                       "a bound is written `lower=...` or `upper=...`");
+        } else if (*slot) {
+          diags_.error(loc_of(b->IDENT()), "the bound '" + which + "' is given twice",
+                       "keep one `" + which + "=` in the angle brackets");
+        } else {
+          *slot = std::move(value);
+        }
+      }
+    }
+    return t;
+  }
+
+  // statement : tildeStmt | targetStmt | assignStmt | forStmt | ifStmt | blockStmt | ...
+  StmtPtr statement(P::StatementContext* ctx) {
+    Loc loc = loc_of(ctx->getStart());
+    if (auto* c = dynamic_cast<P::TildeStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::Tilde, loc);
+      std::vector<P::ExprContext*> es = c->expr();
+      s->lhs = expr(es[0]);
+      s->name = c->IDENT()->getText();
+      s->name_loc = loc_of(c->IDENT());
+      for (size_t i = 1; i < es.size(); ++i) s->args.push_back(expr(es[i]));
+      return s;
+    }
+    if (auto* c = dynamic_cast<P::TargetStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::Target, loc);
+      s->args.push_back(expr(c->expr()));
+      return s;
+    }
+    if (auto* c = dynamic_cast<P::AssignStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::Assign, loc);
+      s->lhs = expr(c->expr(0));
+      s->name = c->op->getText();
+      s->name_loc = loc_of(c->op);
+      s->args.push_back(expr(c->expr(1)));
+      return s;
+    }
+    if (auto* c = dynamic_cast<P::ForStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::For, loc);
+      s->name = c->IDENT()->getText();
+      s->name_loc = loc_of(c->IDENT());
+      s->args.push_back(expr(c->expr(0)));
+      s->args.push_back(expr(c->expr(1)));
+      s->body.push_back(statement(c->statement()));
+      return s;
+    }
+    if (auto* c = dynamic_cast<P::IfStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::If, loc);
+      s->args.push_back(expr(c->expr()));
+      for (P::StatementContext* b : c->statement()) s->body.push_back(statement(b));
+      return s;
+    }
+    if (auto* c = dynamic_cast<P::BlockStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::Block, loc);
+      for (P::StatementContext* b : c->statement()) s->body.push_back(statement(b));
+      return s;
+    }
+    if (auto* c = dynamic_cast<P::DeclStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::Decl, loc);
+      s->decl = var_decl(c->varDecl(), BlockKind::Model);
+      return s;
+    }
+    if (auto* c = dynamic_cast<P::ReturnStmtContext*>(ctx)) {
+      auto s = std::make_unique<Stmt>(StmtKind::Return, loc);
+      if (c->expr()) s->args.push_back(expr(c->expr()));
+      return s;
+    }
+    return std::make_unique<Stmt>(StmtKind::Empty, loc);
+  }
+
+  ExprPtr make(ExprKind kind, antlr4::ParserRuleContext* ctx) {
+    return std::make_unique<Expr>(kind, loc_of(ctx));
+  }
+
+  ExprPtr binary(antlr4::ParserRuleContext* ctx, const antlr4::Token* op, ExprPtr a, ExprPtr b) {
+    auto e = make(ExprKind::Binary, ctx);
+    e->name = op->getText();
+    e->args.push_back(std::move(a));
+    e->args.push_back(std::move(b));
+    return e;
+  }
+
+  // expr : condExpr | orExpr | andExpr | eqExpr | cmpExpr | arithExpr
+  ExprPtr expr(P::ExprContext* ctx) {
+    if (auto* c = dynamic_cast<P::ArithExprContext*>(ctx)) return arith(c->arith());
+    if (auto* c = dynamic_cast<P::CondExprContext*>(ctx)) {
+      auto e = make(ExprKind::Cond, ctx);
+      for (P::ExprContext* x : c->expr()) e->args.push_back(expr(x));
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::OrExprContext*>(ctx))
+      return binary(ctx, expr(c->expr(0)), expr(c->expr(1)), "||");
+    if (auto* c = dynamic_cast<P::AndExprContext*>(ctx))
+      return binary(ctx, expr(c->expr(0)), expr(c->expr(1)), "&&");
+    if (auto* c = dynamic_cast<P::EqExprContext*>(ctx))
+      return binary(ctx, c->op, expr(c->expr(0)), expr(c->expr(1)));
+    if (auto* c = dynamic_cast<P::CmpExprContext*>(ctx))
+      return binary(ctx, c->op, expr(c->expr(0)), expr(c->expr(1)));
+    return make(ExprKind::IntLit, ctx);  // unreachable for a tree without syntax errors
+  }
+
+  ExprPtr binary(antlr4::ParserRuleContext* ctx, ExprPtr a, ExprPtr b, const char* op) {
+    auto e = make(ExprKind::Binary, ctx);
+    e->name = op;
+    e->args.push_back(std::move(a));
+    e->args.push_back(std::move(b));
+    return e;
+  }
+
+  // arith : transposeExpr | indexExpr | powExpr | unaryExpr | mulExpr | addExpr | primaryExpr
+  ExprPtr arith(P::ArithContext* ctx) {
+    if (auto* c = dynamic_cast<P::PrimaryExprContext*>(ctx)) return primary(c->primary());
+    if (auto* c = dynamic_cast<P::AddExprContext*>(ctx))
+      return binary(ctx, c->op, arith(c->arith(0)), arith(c->arith(1)));
+    if (auto* c = dynamic_cast<P::MulExprContext*>(ctx))
+      return binary(ctx, c->op, arith(c->arith(0)), arith(c->arith(1)));
+    if (auto* c = dynamic_cast<P::PowExprContext*>(ctx))
+      return binary(ctx, c->op, arith(c->arith(0)), arith(c->arith(1)));
+    if (auto* c = dynamic_cast<P::UnaryExprContext*>(ctx)) {
+      auto e = make(ExprKind::Unary, ctx);
+      e->name = c->op->getText();
+      e->args.push_back(arith(c->arith()));
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::TransposeExprContext*>(ctx)) {
+      auto e = make(ExprKind::Transpose, ctx);
+      e->args.push_back(arith(c->arith()));
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::IndexExprContext*>(ctx)) {
+      auto e = make(ExprKind::Index, ctx);
+      e->args.push_back(arith(c->arith()));
+      for (P::IndexContext* i : c->index()) e->indices.push_back(index(i));
+      return e;
+    }
+    return make(ExprKind::IntLit, ctx);
+  }
+
+  // index : rangeIndex | singleIndex | allIndex
+  Index index(P::IndexContext* ctx) {
+    Index i;
+    i.loc = loc_of(ctx->getStart());
+    if (auto* c = dynamic_cast<P::RangeIndexContext*>(ctx)) {
+      i.kind = IndexKind::Range;
+      if (c->lo) i.lower = expr(c->lo);
+      if (c->hi) i.upper = expr(c->hi);
+    } else if (auto* c = dynamic_cast<P::SingleIndexContext*>(ctx)) {
+      i.kind = IndexKind::Single;
+      i.lower = expr(c->expr());
+      i.loc = loc_of(c);
+    } else {
+      i.kind = IndexKind::All;
+    }
+    return i;
+  }
+
+  // primary : condCall | call | variable | intLiteral | realLiteral | parens | literals
+  ExprPtr primary(P::PrimaryContext* ctx) {
+    if (auto* c = dynamic_cast<P::VariableContext*>(ctx)) {
+      auto e = make(ExprKind::Var, ctx);
+      e->name = c->IDENT()->getText();
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::CallContext*>(ctx)) {
+      auto e = make(ExprKind::Call, ctx);
+      e->name = c->IDENT()->getText();
+      for (P::ExprContext* a : c->expr()) e->args.push_back(expr(a));
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::CondCallContext*>(ctx)) {
+      auto e = make(ExprKind::CondCall, ctx);
+      e->name = c->IDENT()->getText();
+      for (P::ExprContext* a : c->expr()) e->args.push_back(expr(a));
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::IntLiteralContext*>(ctx)) {
+      auto e = make(ExprKind::IntLit, ctx);
+      e->text = c->INT_LIT()->getText();
+      try {
+        e->int_value = std::stoll(e->text);
+      } catch (const std::out_of_range&) {
+        diags_.error(e->loc, "the integer " + e->text + " is too large",
+                     "integers must fit in 64 bits; write it as a real, e.g. " + e->text + ".0");
+      }
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::RealLiteralContext*>(ctx)) {
+      auto e = make(ExprKind::RealLit, ctx);
+      e->text = c->REAL_LIT()->getText();
+      e->real_value = std::strtod(e->text.c_str(), nullptr);
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::ParensContext*>(ctx)) return expr(c->expr());
+    if (auto* c = dynamic_cast<P::ArrayLiteralContext*>(ctx)) {
+      auto e = make(ExprKind::ArrayLit, ctx);
+      for (P::ExprContext* a : c->expr()) e->args.push_back(expr(a));
+      return e;
+    }
+    if (auto* c = dynamic_cast<P::RowVectorLiteralContext*>(ctx)) {
+      auto e = make(ExprKind::RowVectorLit, ctx);
+      for (P::ExprContext* a : c->expr()) e->args.push_back(expr(a));
+      return e;
+    }
+    return make(ExprKind::IntLit, ctx);
+  }
+
+  // setting : IDENT '=' settingValue ';'
+  Setting setting(P::SettingContext* ctx) {
+    Setting s;
+    s.key = ctx->IDENT()->getText();
+    s.key_loc = loc_of(ctx->IDENT());
+    s.value = setting_value(ctx->settingValue());
+    s.value_loc = loc_of(ctx->settingValue());
+    return s;
+  }
+
+  // settingValue : namedValue | numberValue | stringValue
+  stdlib::KeyValue setting_value(P::SettingValueContext* ctx) {
+    stdlib::KeyValue v;
+    if (auto* c = dynamic_cast<P::NamedValueContext*>(ctx)) {
+      v.kind = stdlib::KeyValue::Kind::Name;
+      v.text = c->IDENT()->getText();
+      v.has_call = !c->settingValue().empty();
+      for (P::SettingValueContext* a : c->settingValue()) v.args.push_back(setting_value(a));
+    } else if (auto* c = dynamic_cast<P::NumberValueContext*>(ctx)) {
+      v.kind = stdlib::KeyValue::Kind::Number;
+      v.text = c->getText();
+      v.is_integer = c->INT_LIT() != nullptr;
+      v.number = std::strtod(v.text.c_str(), nullptr);
+    } else if (auto* c = dynamic_cast<P::StringValueContext*>(ctx)) {
+      v.kind = stdlib::KeyValue::Kind::String;
+      std::string t = c->STRING()->getText();
+      v.text = t.size() >= 2 ? t.substr(1, t.size() - 2) : t;
+    }
+    return v;
+  }
+
+  Diagnostics& diags_;
+};
+
+}  // namespace
+
+std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& diags) {
+  antlr4::ANTLRInputStream input(source.text());
+  FVILexer lexer(&input);
+  antlr4::CommonTokenStream tokens(&lexer);
+  FVIParser parser(&tokens);
+  SyntaxErrorListener listener(diags);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&listener);
+  parser.removeErrorListeners();
+  parser.addErrorListener(&listener);
+
+  P::ProgramContext* tree = parser.program();
+  if (diags.has_errors()) return nullptr;
+  AstBuilder builder(diags);
+  std::unique_ptr<Program> program = builder.program(tree);
+  if (diags.has_errors()) return nullptr;
+  return program;
+}
+
+}  // namespace fvic

@@ -1,0 +1,102 @@
+#pragma once
+// What semantic analysis learns about a program: every declared name with its type, shape and
+// owner; every term of the log joint (each `~` and `target +=`) with its kind and the party that
+// evaluates it; the size equalities that can only be checked against data; and the validated
+// inference settings. The planner and the IR lowering read this, never the raw AST alone.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "frontend/diagnostics.h"
+
+namespace fvic {
+
+// Who holds a value at run time.
+enum class Owner {
+  Public,  // `data`: the server and every silo
+  Server,  // `server data`
+  Silo,    // `silo data` and `local` parameters: each silo its own
+  Split,   // `split data` and `split` values: silo k its own block
+  Global,  // `global` parameters and hyperparameters: the server's posterior, shared
+  Scope,   // model-block locals and loop variables
+};
+const char* owner_name(Owner owner);
+
+enum class SymbolKind { Data, Parameter, Hyperparameter, LocalVariable, LoopVariable };
+
+struct Symbol {
+  std::string name;
+  SymbolKind kind;
+  Owner owner;
+  BlockKind block;
+  const VarDecl* decl = nullptr;  // null for loop variables
+  Type type;
+  Shape shape;
+  Taint taint;  // what the value itself carries
+  Loc loc;
+};
+
+enum class TermKind { Prior, Likelihood, Target };
+const char* term_kind_name(TermKind kind);
+
+// Who evaluates a term of the log joint.
+enum class TermOwner {
+  Server,    // global priors, server-data likelihoods without silo_sum
+  Silo,      // each silo: local priors, likelihoods of silo data
+  SplitSilo, // silo k of a vertical model: split priors
+  Coupling,  // a likelihood through silo_sum: needs every silo's contribution
+};
+const char* term_owner_name(TermOwner owner);
+
+struct Term {
+  const Stmt* stmt;
+  TermKind kind;
+  TermOwner owner;
+  std::string subject;       // the parameter a prior is about, or the data a likelihood scores
+  std::string distribution;  // empty for `target +=`
+  bool uses_silo_sum = false;
+  Taint taint;
+  Loc loc;
+};
+
+// A size equality the compiler cannot decide: `N` (rows of x) must equal `M` (length of y).
+struct SizeCheck {
+  SymSize left;
+  SymSize right;
+  Loc loc;
+  std::string what;
+};
+
+struct InferenceSettings {
+  std::map<std::string, stdlib::KeyValue> values;  // only the keys that were set
+  std::map<std::string, Loc> locs;
+
+  bool has(const std::string& key) const { return values.count(key) > 0; }
+  // The value's name (`auto`, `meanfield`, `gce`), or `fallback` when the key is unset.
+  std::string name(const std::string& key, const std::string& fallback) const;
+  Loc loc(const std::string& key) const;
+};
+
+struct SemanticModel {
+  const Program* program = nullptr;
+  std::vector<Symbol> symbols;  // declaration order; loop and model locals excluded
+  std::vector<Term> terms;
+  std::vector<SizeCheck> size_checks;
+  InferenceSettings settings;
+
+  const Symbol* find(const std::string& name) const;
+  std::vector<const Symbol*> of(SymbolKind kind) const;
+  bool has_block(BlockKind kind) const { return program && program->find(kind); }
+};
+
+// Runs every check on a parsed program. Reports through `diags`; returns the model even when
+// there are errors (callers look at diags.has_errors()).
+std::unique_ptr<SemanticModel> check_program(const Program& program, Diagnostics& diags);
+
+// Applies `--set key=value` overrides on top of the inference block; reports bad ones.
+bool apply_overrides(InferenceSettings& settings, const std::vector<std::string>& overrides,
+                     std::string* error);
+
+}  // namespace fvic

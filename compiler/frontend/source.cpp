@@ -1,0 +1,43 @@
+#include "frontend/source.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fvic {
+
+SourceFile::SourceFile(std::string name, std::string text)
+    : name_(std::move(name)), text_(std::move(text)) {
+  line_starts_.push_back(0);
+  for (size_t i = 0; i < text_.size(); ++i)
+    if (text_[i] == '\n') line_starts_.push_back(i + 1);
+}
+
+SourceFile SourceFile::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open '" + path + "'");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return SourceFile(path, buffer.str());
+}
+
+std::string SourceFile::line(int line) const {
+  if (line < 1 || static_cast<size_t>(line) > line_starts_.size()) return "";
+  size_t begin = line_starts_[line - 1];
+  size_t end = text_.find('\n', begin);
+  if (end == std::string::npos) end = text_.size();
+  std::string s = text_.substr(begin, end - begin);
+  if (!s.empty() && s.back() == '\r') s.pop_back();
+  return s;
+}
+
+Loc SourceFile::span(const Loc& from, const Loc& to) const {
+  Loc out = from;
+  if (to.line == from.line && to.col + to.length > from.col)
+    out.length = to.col + to.length - from.col;
+  else if (to.line != from.line)
+    out.length = std::max<int>(1, static_cast<int>(line(from.line).size()) - from.col + 1);
+  return out;
+}
+
+}  // namespace fvic

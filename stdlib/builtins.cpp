@@ -1,0 +1,126 @@
+#include "builtins.h"
+
+namespace fvic::stdlib {
+
+namespace {
+using A = Arg;
+using Q = Requires;
+using S = Support;
+}  // namespace
+
+const std::vector<Distribution>& distributions() {
+  static const std::vector<Distribution> table = {
+      {"normal", false, A::Reals, S::Real, {{"mu", A::Reals, Q::Finite}, {"sigma", A::Reals, Q::Positive}}},
+      {"student_t", false, A::Reals, S::Real,
+       {{"nu", A::Reals, Q::Positive}, {"mu", A::Reals, Q::Finite}, {"sigma", A::Reals, Q::Positive}}},
+      {"cauchy", false, A::Reals, S::Real, {{"mu", A::Reals, Q::Finite}, {"sigma", A::Reals, Q::Positive}}},
+      {"double_exponential", false, A::Reals, S::Real,
+       {{"mu", A::Reals, Q::Finite}, {"sigma", A::Reals, Q::Positive}}},
+      {"logistic", false, A::Reals, S::Real, {{"mu", A::Reals, Q::Finite}, {"sigma", A::Reals, Q::Positive}}},
+      {"lognormal", false, A::Reals, S::Positive, {{"mu", A::Reals, Q::Finite}, {"sigma", A::Reals, Q::Positive}}},
+      {"exponential", false, A::Reals, S::Positive, {{"beta", A::Reals, Q::Positive}}},
+      {"gamma", false, A::Reals, S::Positive, {{"alpha", A::Reals, Q::Positive}, {"beta", A::Reals, Q::Positive}}},
+      {"inv_gamma", false, A::Reals, S::Positive, {{"alpha", A::Reals, Q::Positive}, {"beta", A::Reals, Q::Positive}}},
+      {"beta", false, A::Reals, S::Unit, {{"alpha", A::Reals, Q::Positive}, {"beta", A::Reals, Q::Positive}}},
+      {"uniform", false, A::Reals, S::Bounded, {{"alpha", A::Reals, Q::Finite}, {"beta", A::Reals, Q::Finite}}},
+      {"bernoulli", true, A::Ints, S::Binary, {{"theta", A::Reals, Q::Unit}}},
+      {"bernoulli_logit", true, A::Ints, S::Binary, {{"alpha", A::Reals, Q::Finite}}},
+      {"binomial", true, A::Ints, S::NonNegativeInt, {{"N", A::Ints, Q::NonNegative}, {"theta", A::Reals, Q::Unit}}},
+      {"binomial_logit", true, A::Ints, S::NonNegativeInt,
+       {{"N", A::Ints, Q::NonNegative}, {"alpha", A::Reals, Q::Finite}}},
+      {"poisson", true, A::Ints, S::NonNegativeInt, {{"lambda", A::Reals, Q::Positive}}},
+      {"poisson_log", true, A::Ints, S::NonNegativeInt, {{"alpha", A::Reals, Q::Finite}}},
+      {"neg_binomial_2", true, A::Ints, S::NonNegativeInt,
+       {{"mu", A::Reals, Q::Positive}, {"phi", A::Reals, Q::Positive}}},
+      {"neg_binomial_2_log", true, A::Ints, S::NonNegativeInt,
+       {{"eta", A::Reals, Q::Finite}, {"phi", A::Reals, Q::Positive}}},
+      {"categorical_logit", true, A::Ints, S::Category, {{"beta", A::VectorOrMatrix, Q::Finite}}},
+      {"multinomial_logit", true, A::Ints, S::NonNegativeInt, {{"gamma", A::Vector, Q::Finite}}},
+      {"dirichlet", false, A::Vector, S::Simplex, {{"alpha", A::Vector, Q::Positive}}},
+  };
+  return table;
+}
+
+const std::vector<Function>& functions() {
+  static const std::vector<Function> table = {
+      // elementwise, real-valued
+      {"exp", Rule::Elementwise, 1, 1}, {"log", Rule::Elementwise, 1, 1},
+      {"log1p", Rule::Elementwise, 1, 1}, {"expm1", Rule::Elementwise, 1, 1},
+      {"log1m", Rule::Elementwise, 1, 1}, {"inv_logit", Rule::Elementwise, 1, 1},
+      {"logit", Rule::Elementwise, 1, 1}, {"log_inv_logit", Rule::Elementwise, 1, 1},
+      {"log1m_inv_logit", Rule::Elementwise, 1, 1}, {"log1p_exp", Rule::Elementwise, 1, 1},
+      {"tanh", Rule::Elementwise, 1, 1}, {"sin", Rule::Elementwise, 1, 1},
+      {"cos", Rule::Elementwise, 1, 1}, {"sqrt", Rule::Elementwise, 1, 1},
+      {"square", Rule::Elementwise, 1, 1}, {"inv", Rule::Elementwise, 1, 1},
+      {"inv_sqrt", Rule::Elementwise, 1, 1}, {"relu", Rule::Elementwise, 1, 1},
+      {"lgamma", Rule::Elementwise, 1, 1}, {"digamma", Rule::Elementwise, 1, 1},
+      {"Phi", Rule::Elementwise, 1, 1}, {"erf", Rule::Elementwise, 1, 1},
+      {"fabs", Rule::Elementwise, 1, 1}, {"abs", Rule::ElementwiseInt, 1, 1},
+      {"pow", Rule::Elementwise, 2, 2}, {"fmin", Rule::Elementwise, 2, 2},
+      {"fmax", Rule::Elementwise, 2, 2}, {"lbeta", Rule::Elementwise, 2, 2},
+      {"lchoose", Rule::Elementwise, 2, 2},
+      // reductions
+      {"sum", Rule::Reduce, 1, 1}, {"prod", Rule::Reduce, 1, 1},
+      {"max", Rule::Reduce, 1, 1}, {"min", Rule::Reduce, 1, 1},
+      {"mean", Rule::ReduceReal, 1, 1}, {"sd", Rule::ReduceReal, 1, 1},
+      {"variance", Rule::ReduceReal, 1, 1}, {"log_sum_exp", Rule::ReduceReal, 1, 1},
+      {"dot_self", Rule::ReduceReal, 1, 1},
+      // linear algebra
+      {"dot_product", Rule::DotProduct, 2, 2},
+      {"rows_dot_product", Rule::RowsDotProduct, 2, 2},
+      {"columns_dot_product", Rule::ColumnsDotProduct, 2, 2},
+      {"softmax", Rule::SameVector, 1, 1}, {"log_softmax", Rule::SameVector, 1, 1},
+      {"cumulative_sum", Rule::SameVector, 1, 1},
+      // constructors
+      {"rep_vector", Rule::RepVector, 2, 2}, {"rep_row_vector", Rule::RepRowVector, 2, 2},
+      {"rep_matrix", Rule::RepMatrix, 2, 3}, {"to_vector", Rule::ToVector, 1, 1},
+      {"to_row_vector", Rule::ToRowVector, 1, 1},
+      // sizes
+      {"num_elements", Rule::Size, 1, 1}, {"rows", Rule::Size, 1, 1},
+      {"cols", Rule::Size, 1, 1}, {"size", Rule::Size, 1, 1},
+      // federation
+      {"silo_sum", Rule::SiloSum, 1, 1},
+  };
+  return table;
+}
+
+const Distribution* find_distribution(const std::string& name) {
+  for (const Distribution& d : distributions())
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+const Function* find_function(const std::string& name) {
+  for (const Function& f : functions())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+const Distribution* find_density_function(const std::string& name, bool* suffix_matches) {
+  for (const char* suffix : {"_lpdf", "_lpmf", "_lupdf", "_lupmf"}) {
+    std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+      const Distribution* d = find_distribution(name.substr(0, name.size() - s.size()));
+      if (d && suffix_matches) *suffix_matches = d->discrete == (s.find("mf") != std::string::npos);
+      return d;
+    }
+  }
+  return nullptr;
+}
+
+const char* arg_description(Arg arg) {
+  switch (arg) {
+    case A::Reals: return "a real or a container of reals";
+    case A::Ints: return "an int or an array of ints";
+    case A::Int: return "an int";
+    case A::Real: return "a real";
+    case A::Vector: return "a vector";
+    case A::VectorLike: return "a vector or row_vector";
+    case A::Matrix: return "a matrix";
+    case A::VectorOrMatrix: return "a vector or a matrix";
+    case A::Any: return "a value";
+  }
+  return "?";
+}
+
+}  // namespace fvic::stdlib

@@ -1,0 +1,79 @@
+#pragma once
+// The one table of built-in functions and distributions. The checker reads it for signatures
+// and shapes; the C++ emitter reads it for the names of the runtime's implementations.
+#include <string>
+#include <vector>
+
+namespace fvic::stdlib {
+
+// What an argument position accepts.
+enum class Arg {
+  Reals,        // int, real, vector, row_vector, matrix or arrays of them (vectorised)
+  Ints,         // int or array of int (vectorised)
+  Int,          // a single int
+  Real,         // a single real (an int is promoted)
+  Vector,       // a vector
+  VectorLike,   // a vector or row_vector
+  Matrix,       // a matrix
+  VectorOrMatrix,  // categorical_logit: one vector of logits, or one row of logits per outcome
+  Any,          // any value (sizes, silo_sum)
+};
+
+// The support of a distribution's outcome, used to check a parameter's declared constraint.
+enum class Support { Real, Positive, Unit, Bounded, Simplex, Int, NonNegativeInt, Binary, Category };
+
+// A condition a parameter must meet; checked at compile time for constants, at run time else.
+enum class Requires { Any, Positive, NonNegative, Unit, Finite };
+
+struct DistParam {
+  const char* name;
+  Arg arg;
+  Requires requires_;
+};
+
+struct Distribution {
+  const char* name;
+  bool discrete;  // *_lpmf rather than *_lpdf
+  Arg outcome;
+  Support support;
+  std::vector<DistParam> params;
+};
+
+// How a function's result type and shape follow from its arguments.
+enum class Rule {
+  Elementwise,      // same container as the (broadcast) arguments, real-valued
+  ElementwiseInt,   // like Elementwise but int stays int (abs)
+  Reduce,           // a container to one scalar (sum of ints stays int)
+  ReduceReal,       // a container to one real
+  DotProduct,       // two vectors of equal length -> real
+  RowsDotProduct,   // two matrices (or vectors) of equal shape -> vector of rows
+  ColumnsDotProduct,  // -> row_vector of columns
+  SameVector,       // vector -> vector of the same length (softmax)
+  RepVector,        // (real, n) -> vector[n]
+  RepRowVector,     // (real, n) -> row_vector[n]
+  RepMatrix,        // (real, m, n) | (vector, n) | (row_vector, m) -> matrix
+  ToVector,         // anything -> vector of all its elements
+  ToRowVector,
+  Size,             // -> int
+  SiloSum,          // silo_sum(e): same type and shape as e
+};
+
+struct Function {
+  const char* name;
+  Rule rule;
+  int min_args;
+  int max_args;
+};
+
+const Distribution* find_distribution(const std::string& name);
+const Function* find_function(const std::string& name);
+const std::vector<Distribution>& distributions();
+const std::vector<Function>& functions();
+
+// For a call spelled `normal_lpdf`, `bernoulli_logit_lpmf` or `normal_lupdf`: the distribution
+// and whether the suffix matches its kind. Null if the name has no such suffix.
+const Distribution* find_density_function(const std::string& name, bool* suffix_matches);
+
+const char* arg_description(Arg arg);  // "real or container of reals", ...
+
+}  // namespace fvic::stdlib

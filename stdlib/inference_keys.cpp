@@ -1,0 +1,350 @@
+#include "inference_keys.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace fvic::stdlib {
+
+std::string KeyValue::str() const {
+  if (kind == Kind::String) return "\"" + text + "\"";
+  if (!has_call) return text;
+  std::string s = text + "(";
+  for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i].str();
+  return s + ")";
+}
+
+namespace {
+
+class ValueParser {
+ public:
+  explicit ValueParser(const std::string& text) : s_(text) {}
+
+  std::optional<KeyValue> parse(std::string* error) {
+    auto v = value();
+    skip_space();
+    if (v && pos_ != s_.size()) {
+      fail("unexpected '" + s_.substr(pos_) + "'");
+      v.reset();
+    }
+    if (!v && error) *error = error_;
+    return v;
+  }
+
+ private:
+  void skip_space() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  void fail(const std::string& why) {
+    if (error_.empty()) error_ = why;
+  }
+
+  // value : name ('(' value (',' value)* ')')? | '-'? number | '"' chars '"'
+  std::optional<KeyValue> value() {
+    skip_space();
+    KeyValue v;
+    if (pos_ >= s_.size()) {
+      fail("a value is missing");
+      return std::nullopt;
+    }
+    char c = s_[pos_];
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      size_t start = pos_;
+      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+        ++pos_;
+      v.text = s_.substr(start, pos_ - start);
+      skip_space();
+      if (pos_ < s_.size() && s_[pos_] == '(') {
+        ++pos_;
+        v.has_call = true;
+        while (true) {
+          auto arg = value();
+          if (!arg) return std::nullopt;
+          v.args.push_back(*arg);
+          skip_space();
+          if (pos_ < s_.size() && s_[pos_] == ',') {
+            ++pos_;
+            continue;
+          }
+          if (pos_ < s_.size() && s_[pos_] == ')') {
+            ++pos_;
+            break;
+          }
+          fail("expected ',' or ')' in '" + s_ + "'");
+          return std::nullopt;
+        }
+      }
+      return v;
+    }
+    if (c == '"') {
+      size_t end = s_.find('"', pos_ + 1);
+      if (end == std::string::npos) {
+        fail("unterminated string");
+        return std::nullopt;
+      }
+      v.kind = KeyValue::Kind::String;
+      v.text = s_.substr(pos_ + 1, end - pos_ - 1);
+      pos_ = end + 1;
+      return v;
+    }
+    if (c == '-' || c == '.' || std::isdigit(static_cast<unsigned char>(c))) {
+      const char* begin = s_.c_str() + pos_;
+      char* end = nullptr;
+      double x = std::strtod(begin, &end);
+      if (end == begin) {
+        fail("'" + s_.substr(pos_) + "' is not a number");
+        return std::nullopt;
+      }
+      v.kind = KeyValue::Kind::Number;
+      v.text = std::string(begin, static_cast<const char*>(end));
+      v.number = x;
+      v.is_integer = v.text.find_first_of(".eE") == std::string::npos;
+      pos_ += static_cast<size_t>(end - begin);
+      return v;
+    }
+    fail(std::string("unexpected '") + c + "'");
+    return std::nullopt;
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+// A numeric argument's range; `open` ends exclude the bound.
+struct Range {
+  double lo, hi;
+  bool lo_open, hi_open;
+  bool integer;
+};
+
+bool in_range(const KeyValue& v, const Range& r) {
+  if (v.kind != KeyValue::Kind::Number || !std::isfinite(v.number)) return false;
+  if (r.integer && !v.is_integer) return false;
+  if (r.lo_open ? v.number <= r.lo : v.number < r.lo) return false;
+  if (r.hi_open ? v.number >= r.hi : v.number > r.hi) return false;
+  return true;
+}
+
+constexpr double kInf = HUGE_VAL;
+const Range kPositive{0, kInf, true, false, false};
+const Range kPositiveInt{1, kInf, false, false, true};
+const Range kNonNegativeInt{0, kInf, false, false, true};
+
+struct Choice {
+  const char* key;
+  std::vector<const char*> names;
+};
+
+const std::vector<Choice>& choices() {
+  static const std::vector<Choice> table = {
+      {"method", {"auto", "pvi", "sfvi", "sfvi_avg", "independent", "vfl_augmented", "vfl_power"}},
+      {"family", {"meanfield", "fullrank", "structured"}},
+      {"schedule", {"synchronous", "sequential", "asynchronous"}},
+      {"q_z", {"meanfield", "amortized"}},
+      {"precision", {"float64", "float32"}},
+      {"estimator", {"stl", "standard"}},
+  };
+  return table;
+}
+
+struct Numeric {
+  const char* key;
+  Range range;
+};
+
+const std::vector<Numeric>& numerics() {
+  static const std::vector<Numeric> table = {
+      {"damping", {0, 1, true, false, false}},
+      {"rounds", kPositiveInt},
+      {"local_steps", kPositiveInt},
+      {"epochs", kPositiveInt},
+      {"lr", kPositive},
+      {"batch_size", kNonNegativeInt},
+      {"mc_samples", kPositiveInt},
+      {"seed", kNonNegativeInt},
+      {"avg_steps", kPositiveInt},
+      {"warm_start", kNonNegativeInt},
+      {"rho", kPositive},
+      {"q_z_width", kPositiveInt},
+      {"q_z_depth", kNonNegativeInt},
+      {"quorum", kPositiveInt},
+      {"deadline", kPositive},
+  };
+  return table;
+}
+
+// Forms of `loss = ...` and `divergence = ...`: a name, optionally with numeric arguments.
+struct Form {
+  const char* name;
+  std::vector<Range> args;
+  const char* first_arg_names = nullptr;  // score_matching's weight: "se" or "imq"
+};
+
+const std::vector<Form>& loss_forms() {
+  static const std::vector<Form> table = {
+      {"nll", {}},
+      {"gce", {{0, 1, true, false, false}}},
+      {"density_power", {kPositive}},
+      {"gamma", {kPositive}},
+      {"score_matching", {kPositive}, "se|imq"},
+  };
+  return table;
+}
+
+const std::vector<Form>& divergence_forms() {
+  static const std::vector<Form> table = {
+      {"kl", {}},
+      {"rkl", {}},
+      {"weighted_kl", {kPositive}},
+      {"alpha_renyi", {kPositive}},
+      {"fisher_rao", {}},
+  };
+  return table;
+}
+
+std::string describe(const Range& r) {
+  std::ostringstream s;
+  s << (r.integer ? "an integer" : "a number");
+  if (r.hi == kInf) {
+    s << (r.lo_open ? " > " : " >= ") << r.lo;
+  } else {
+    s << " in " << (r.lo_open ? "(" : "[") << r.lo << ", " << r.hi << (r.hi_open ? ")" : "]");
+  }
+  return s.str();
+}
+
+std::string validate_form(const std::vector<Form>& forms, const KeyValue& v, const char* what) {
+  std::string accepted;
+  for (const Form& f : forms) {
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += f.name;
+    if (f.first_arg_names) accepted += std::string("(") + f.first_arg_names + ", c)";
+    else if (!f.args.empty()) accepted += "(x)";
+  }
+  if (v.kind != KeyValue::Kind::Name)
+    return std::string("expected a ") + what + ", one of: " + accepted;
+  for (const Form& f : forms) {
+    if (v.text != f.name) continue;
+    size_t expected = f.args.size() + (f.first_arg_names ? 1 : 0);
+    if (v.args.size() != expected) {
+      if (expected == 0)
+        return std::string(what) + " '" + f.name + "' takes no arguments: write `" + f.name + "`";
+      return std::string(what) + " '" + f.name + "' takes " + std::to_string(expected) +
+             (expected == 1 ? " argument" : " arguments") + ", got " +
+             std::to_string(v.args.size());
+    }
+    size_t a = 0;
+    if (f.first_arg_names) {
+      const KeyValue& w = v.args[0];
+      std::string names = f.first_arg_names;
+      bool ok = w.kind == KeyValue::Kind::Name && !w.has_call &&
+                ("|" + names + "|").find("|" + w.text + "|") != std::string::npos;
+      if (!ok) return std::string("the first argument of ") + f.name + " must be one of " + names;
+      a = 1;
+    }
+    for (size_t i = 0; i < f.args.size(); ++i)
+      if (!in_range(v.args[a + i], f.args[i]))
+        return std::string("the argument of ") + f.name + " must be " + describe(f.args[i]) +
+               ", got " + v.args[a + i].str();
+    return "";
+  }
+  return std::string("unknown ") + what + " '" + v.text + "'; accepted: " + accepted;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::optional<KeyValue> parse_key_value(const std::string& text, std::string* error) {
+  return ValueParser(text).parse(error);
+}
+
+const std::vector<KeySpec>& inference_keys() {
+  static const std::vector<KeySpec> table = {
+      {"method", "auto, pvi, sfvi, sfvi_avg, independent, vfl_augmented, vfl_power",
+       "the federated decomposition; auto picks it from the model's structure", "auto"},
+      {"family", "meanfield, fullrank, structured", "the variational family", "meanfield"},
+      {"loss", "nll, gce(d), density_power(b), gamma(g), score_matching(se|imq, c)",
+       "the loss that replaces each likelihood term's negative log likelihood", "nll"},
+      {"divergence", "kl, rkl, weighted_kl(w), alpha_renyi(a), fisher_rao",
+       "the client divergence to the cavity (PVI/FedGVI)", "kl"},
+      {"damping", "a number in (0, 1]", "PVI damping of each factor update (default 1/silos)", ""},
+      {"rounds", "an integer >= 1", "server rounds (iterations)", "10"},
+      {"schedule", "synchronous, sequential, asynchronous", "PVI client schedule", "synchronous"},
+      {"local_steps", "an integer >= 1", "optimiser steps per client update", "100"},
+      {"epochs", "an integer >= 1", "passes over the silo's data per client update", ""},
+      {"lr", "a number > 0", "optimiser step size", "0.01"},
+      {"batch_size", "an integer >= 0", "minibatch rows per step; 0 means all rows", "0"},
+      {"mc_samples", "an integer >= 1", "Monte Carlo draws per gradient estimate", "1"},
+      {"seed", "an integer >= 0", "random seed", "1"},
+      {"avg_steps", "an integer >= 1", "SFVI-Avg local steps between averaging", "10"},
+      {"warm_start", "an integer >= 0", "SFVI-Avg rounds before switching to SFVI", "0"},
+      {"estimator", "stl, standard", "gradient estimator (sticking-the-landing or standard)",
+       "stl"},
+      {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
+      {"q_z", "meanfield, amortized", "the variational family of the auxiliary variables z",
+       "meanfield"},
+      {"q_z_width", "an integer >= 1", "hidden units of the amortised q(z) network", "16"},
+      {"q_z_depth", "an integer >= 0", "hidden layers of the amortised q(z) network", "1"},
+      {"precision", "float64, float32", "the scalar type of the generated kernels", "float64"},
+      {"quorum", "an integer >= 1", "silos needed to close a round (deployment)", ""},
+      {"deadline", "a number > 0", "seconds to wait for silos each round (deployment)", "60"},
+  };
+  return table;
+}
+
+const KeySpec* find_key(const std::string& key) {
+  for (const KeySpec& k : inference_keys())
+    if (key == k.key) return &k;
+  return nullptr;
+}
+
+std::string validate_key_value(const KeySpec& spec, const KeyValue& v) {
+  std::string key = spec.key;
+  if (key == "loss") return validate_form(loss_forms(), v, "loss");
+  if (key == "divergence") return validate_form(divergence_forms(), v, "divergence");
+  for (const Choice& c : choices()) {
+    if (key != c.key) continue;
+    std::string accepted;
+    for (const char* n : c.names) accepted += (accepted.empty() ? "" : ", ") + std::string(n);
+    if (v.kind != KeyValue::Kind::Name || v.has_call)
+      return "'" + key + "' takes one of: " + accepted;
+    for (const char* n : c.names)
+      if (v.text == n) return "";
+    return "unknown " + key + " '" + v.text + "'; accepted: " + accepted;
+  }
+  for (const Numeric& n : numerics()) {
+    if (key != n.key) continue;
+    if (!in_range(v, n.range)) return "'" + key + "' must be " + describe(n.range) + ", got " + v.str();
+    return "";
+  }
+  return "";
+}
+
+std::string suggest_key(const std::string& key) {
+  std::string best;
+  size_t best_distance = 3;  // suggest only close spellings
+  for (const KeySpec& k : inference_keys()) {
+    size_t d = edit_distance(key, k.key);
+    if (d < best_distance) {
+      best_distance = d;
+      best = k.key;
+    }
+  }
+  return best;
+}
+
+}  // namespace fvic::stdlib

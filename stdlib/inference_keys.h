@@ -1,0 +1,42 @@
+#pragma once
+// The inference keys: what may appear in an `inference { }` block or after `--set`, and what
+// values each accepts. One table for the checker, the planner and the generated programs.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fvic::stdlib {
+
+// A value as written: `auto`, `0.5`, `gce(0.8)`, `score_matching(imq, 1.0)`.
+struct KeyValue {
+  enum class Kind { Name, Number, String } kind = Kind::Name;
+  std::string text;
+  double number = 0;
+  bool is_integer = false;
+  std::vector<KeyValue> args;
+  bool has_call = false;
+
+  std::string str() const;  // printed back in the source form
+};
+
+// Parses the right side of `--set key=value`; nullopt (and `error`) if it is not a value.
+std::optional<KeyValue> parse_key_value(const std::string& text, std::string* error);
+
+struct KeySpec {
+  const char* key;
+  const char* values;   // what is accepted, in words, for messages and `fvic help`
+  const char* meaning;  // one line
+  const char* default_value;
+};
+
+const std::vector<KeySpec>& inference_keys();
+const KeySpec* find_key(const std::string& key);
+
+// Checks `value` against the key's accepted values. Returns an empty string if valid, else a
+// sentence saying what is wrong and what is accepted.
+std::string validate_key_value(const KeySpec& spec, const KeyValue& value);
+
+// The closest known key to a misspelt one ("dampng" -> "damping"), or empty.
+std::string suggest_key(const std::string& key);
+
+}  // namespace fvic::stdlib
