@@ -40,8 +40,8 @@ class LogNormal {
   // E[theta] = exp(mu + sigma^2 / 2); Var[theta] = (exp(sigma^2) - 1) exp(2 mu + sigma^2).
   Vector mean() const { return (gaussian_.mean().array() + T(0.5) * gaussian_.variance().array()).exp().matrix(); }
   Vector variance() const {
-    const auto s2 = gaussian_.variance().array();
-    return (s2.exp() - T(1)).cwiseProduct((T(2) * gaussian_.mean().array() + s2).exp()).matrix();
+    const Vector s2 = gaussian_.variance();
+    return ((s2.array().exp() - T(1)) * (T(2) * gaussian_.mean().array() + s2.array()).exp()).matrix();
   }
   Vector median() const { return gaussian_.mean().array().exp().matrix(); }
 
