@@ -84,11 +84,20 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
     std::string expecting;
     auto at = msg.find("expecting ");
     if (at != std::string::npos) expecting = msg.substr(at + 10);
-    if (msg.rfind("missing ", 0) == 0) {
-      std::string what = msg.substr(8, msg.find(" at ") - 8);
-      diags_.error(loc, "missing " + what + " before " + quoted_token(offending),
-                   what == "';'" ? "end the statement or declaration with ';'"
-                                 : "insert " + what + " here");
+    std::string missing;
+    if (msg.rfind("missing ", 0) == 0) missing = msg.substr(8, msg.find(" at ") - 8);
+    else if (expecting.find("';'") != std::string::npos) missing = "';'";
+    const antlr4::Token* previous = nullptr;
+    if (parser && offending->getTokenIndex() > 0)
+      previous = parser->getTokenStream()->get(offending->getTokenIndex() - 1);
+    if (!missing.empty() && previous) {
+      // Point just past the token the missing one should follow: that is where it goes.
+      Loc after = loc_of(previous);
+      after.col += after.length;
+      after.length = 1;
+      diags_.error(after, "missing " + missing + " after " + quoted_token(previous),
+                   missing == "';'" ? "end the statement or declaration with ';'"
+                                    : "insert " + missing + " here");
       return;
     }
     std::string help = "check the syntax near here against the language reference";
@@ -482,9 +491,44 @@ class AstBuilder {
   Diagnostics& diags_;
 };
 
+// ANTLR's parser recurses once per nesting level: per bracket, and per right-nested operator
+// (prefix `-`/`!`, `^`, `?:`). Bound both so that no input, however deep, can exhaust the stack.
+bool nesting_within_limit(const SourceFile& source, Diagnostics& diags) {
+  constexpr int kMaxDepth = 128;
+  constexpr int kMaxRightNested = 1000;  // per statement
+  int depth = 0, right_nested = 0, line = 1, col = 0;
+  char previous = ';';  // the last non-space character
+  auto too_deep = [&](const std::string& what, int limit) {
+    diags.error(Loc{line, col, 1}, what + " are nested more than " + std::to_string(limit) + " deep",
+                "split the expression into local variables in the model block");
+    return false;
+  };
+  for (char c : source.text()) {
+    ++col;
+    if (c == '\n') {
+      ++line;
+      col = 0;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (c == '(' || c == '[' || c == '{') {
+      if (++depth > kMaxDepth) return too_deep("brackets", kMaxDepth);
+    } else if (c == ')' || c == ']' || c == '}') {
+      depth = std::max(0, depth - 1);
+    }
+    bool unary_position = std::string("=(,[{+-*/!^?:<>&|~").find(previous) != std::string::npos;
+    if (c == '^' || c == '?' || c == '!' || ((c == '-' || c == '+') && unary_position))
+      if (++right_nested > kMaxRightNested) return too_deep("operators", kMaxRightNested);
+    if (c == ';' || c == '{' || c == '}') right_nested = 0;
+    previous = c;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& diags) {
+  if (!nesting_within_limit(source, diags)) return nullptr;
   antlr4::ANTLRInputStream input(source.text());
   FVILexer lexer(&input);
   antlr4::CommonTokenStream tokens(&lexer);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for fvic and builds it (Release) into build/.
+# Idempotent: installs only the Debian packages that are missing, then configures and builds.
+# Needs root or sudo for the install step. Usage: scripts/setup.sh [extra cmake -D options]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ cmake ninja-build                  # toolchain
+  antlr4 default-jre-headless            # the parser generator (runs on Java)
+  libantlr4-runtime-dev                  # ANTLR's C++ runtime
+  libeigen3-dev libopenblas-dev          # linear algebra for the runtime and generated kernels
+  nlohmann-json3-dev                     # data, plan and output files
+  catch2                                 # unit tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+cmake --build build -j "$jobs"
+echo "setup: built fvic into build/bin"

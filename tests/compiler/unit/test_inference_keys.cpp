@@ -1,0 +1,60 @@
+// Inference key values: the same parser and validator serve the inference block and --set.
+#include <catch2/catch.hpp>
+
+#include "inference_keys.h"
+
+using namespace fvic::stdlib;
+
+namespace {
+std::string check(const std::string& key, const std::string& value) {
+  std::string error;
+  auto v = parse_key_value(value, &error);
+  if (!v) return "parse: " + error;
+  return validate_key_value(*find_key(key), *v);
+}
+}  // namespace
+
+TEST_CASE("calls, names and numbers parse", "[keys]") {
+  std::string error;
+  auto v = parse_key_value("score_matching(imq, 1.5)", &error);
+  REQUIRE(v);
+  CHECK(v->text == "score_matching");
+  REQUIRE(v->args.size() == 2);
+  CHECK(v->args[0].text == "imq");
+  CHECK(v->args[1].number == 1.5);
+  CHECK(v->str() == "score_matching(imq, 1.5)");
+  auto n = parse_key_value("-3", &error);
+  REQUIRE(n);
+  CHECK(n->is_integer);
+  CHECK(n->number == -3);
+  CHECK_FALSE(parse_key_value("gce(0.8", &error));
+  CHECK_FALSE(parse_key_value("", &error));
+}
+
+TEST_CASE("valid values pass", "[keys]") {
+  CHECK(check("loss", "gce(0.8)") == "");
+  CHECK(check("loss", "density_power(0.5)") == "");
+  CHECK(check("loss", "score_matching(se, 2)") == "");
+  CHECK(check("divergence", "alpha_renyi(2.5)") == "");
+  CHECK(check("damping", "1") == "");
+  CHECK(check("method", "vfl_power") == "");
+  CHECK(check("rounds", "25") == "");
+}
+
+TEST_CASE("invalid values name what is accepted", "[keys]") {
+  CHECK_THAT(check("damping", "1.5"), Catch::Contains("(0, 1]"));
+  CHECK_THAT(check("damping", "0"), Catch::Contains("(0, 1]"));
+  CHECK_THAT(check("rounds", "2.5"), Catch::Contains("integer"));
+  CHECK_THAT(check("loss", "gce(0.8, 1)"), Catch::Contains("takes 1 argument"));
+  CHECK_THAT(check("loss", "gce(1.5)"), Catch::Contains("(0, 1]"));
+  CHECK_THAT(check("loss", "huber"), Catch::Contains("unknown loss"));
+  CHECK_THAT(check("loss", "score_matching(rbf, 1)"), Catch::Contains("se|imq"));
+  CHECK_THAT(check("family", "fullrnk"), Catch::Contains("meanfield"));
+  CHECK_THAT(check("divergence", "kl(1)"), Catch::Contains("no arguments"));
+}
+
+TEST_CASE("misspelt keys get a suggestion", "[keys]") {
+  CHECK(suggest_key("dampng") == "damping");
+  CHECK(suggest_key("mc_sample") == "mc_samples");
+  CHECK(suggest_key("completely_different") == "");
+}
