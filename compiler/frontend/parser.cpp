@@ -55,19 +55,19 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
       return;
     }
     loc.length = std::max<int>(1, static_cast<int>(offending->getText().size()));
+    auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
     if (offending->getType() == antlr4::Token::EOF) {
-      loc.length = 1;
-      diags_.error(loc, "unexpected end of file",
-                   "a block, statement or parenthesis is not closed; check for a missing '}', "
-                   "')' or ';'");
+      end_of_file(parser, offending, loc);
       return;
     }
     if (offending->getType() == FVILexer::UNEXPECTED_CHAR) {
       diags_.error(loc, "unexpected character " + quoted_token(offending),
-                   "this character has no meaning in .fvi; remove it or put it in a comment");
+                   offending->getText() == "#"
+                       ? "comments start with `//` (or are written `/* ... */`)"
+                       : "this character has no meaning in .fvi; remove it or put it in a comment");
       return;
     }
-    auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
+    if (parser && unknown_block(parser, offending, msg, loc)) return;
     if (parser && offending->getText() == "[") {
       // `real x[N];` is Stan's removed array syntax.
       antlr4::TokenStream* tokens = parser->getTokenStream();
@@ -85,8 +85,11 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
     auto at = msg.find("expecting ");
     if (at != std::string::npos) expecting = msg.substr(at + 10);
     std::string missing;
+    std::string text = offending->getText();
     if (msg.rfind("missing ", 0) == 0) missing = msg.substr(8, msg.find(" at ") - 8);
     else if (expecting.find("';'") != std::string::npos) missing = "';'";
+    else if ((text == ";" || text == "}") && expecting.find("')'") != std::string::npos) missing = "')'";
+    else if ((text == ";" || text == "}") && expecting.find("']'") != std::string::npos) missing = "']'";
     const antlr4::Token* previous = nullptr;
     if (parser && offending->getTokenIndex() > 0)
       previous = parser->getTokenStream()->get(offending->getTokenIndex() - 1);
@@ -107,6 +110,72 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
   }
 
  private:
+  // The end of the file came too early: point just past the last token (not at an empty line
+  // after it) and name the innermost bracket left open.
+  void end_of_file(antlr4::Parser* parser, const antlr4::Token* eof, Loc loc) {
+    loc.length = 1;
+    const antlr4::Token* open = nullptr;
+    if (parser && eof->getTokenIndex() > 0) {
+      antlr4::TokenStream* tokens = parser->getTokenStream();
+      std::vector<const antlr4::Token*> stack;
+      for (size_t i = 0; i < eof->getTokenIndex(); ++i) {
+        const antlr4::Token* t = tokens->get(i);
+        std::string x = t->getText();
+        if (x == "{" || x == "(" || x == "[") {
+          stack.push_back(t);
+        } else if ((x == "}" || x == ")" || x == "]") && !stack.empty()) {
+          std::string o = stack.back()->getText();
+          if ((o == "{" && x == "}") || (o == "(" && x == ")") || (o == "[" && x == "]")) stack.pop_back();
+        }
+      }
+      if (!stack.empty()) open = stack.back();
+      loc = loc_of(tokens->get(eof->getTokenIndex() - 1));
+      loc.col += loc.length;
+      loc.length = 1;
+    }
+    if (open) {
+      std::string o = open->getText();
+      std::string close = o == "{" ? "}" : o == "(" ? ")" : "]";
+      diags_.error(loc, "unexpected end of file: the '" + o + "' on line " +
+                            std::to_string(open->getLine()) + " is not closed",
+                   "close it with '" + close + "'");
+      return;
+    }
+    diags_.error(loc, "unexpected end of file",
+                 "a block or statement is not finished; check for a missing '}' or ';'");
+  }
+
+  // A word where a block should start: Stan's blocks that .fvi does not have, or a typo.
+  bool unknown_block(antlr4::Parser* parser, const antlr4::Token* offending, const std::string& msg,
+                     Loc loc) {
+    if (offending->getType() != FVILexer::IDENT || msg.find("'model'") == std::string::npos ||
+        msg.find("'parameters'") == std::string::npos)
+      return false;
+    std::string name = offending->getText();
+    antlr4::TokenStream* tokens = parser->getTokenStream();
+    const antlr4::Token* next = tokens->get(offending->getTokenIndex() + 1);
+    std::string help =
+        "the blocks are, in this order: functions, data, server data, silo data, split data, "
+        "hyperparameters, parameters, model, inference";
+    if (name == "transformed" || name == "generated") {
+      name += " " + next->getText();
+      if (next->getLine() == offending->getLine())
+        loc.length = static_cast<int>(next->getCharPositionInLine() + next->getText().size() -
+                                      offending->getCharPositionInLine());
+      if (name == "transformed data")
+        help = "compute derived data in the data files, or as local variables at the start of the "
+               "model block";
+      else if (name == "transformed parameters")
+        help = "declare derived values as local variables at the start of the model block, e.g. "
+               "`real sigma = exp(log_sigma);`";
+      else if (name == "generated quantities")
+        help = "fvic writes the posterior (posterior.json, draws.csv); compute derived quantities "
+               "from the draws after fitting";
+    }
+    diags_.error(loc, "unknown block '" + name + "'", help);
+    return true;
+  }
+
   static constexpr int kMaxErrors = 20;
   Diagnostics& diags_;
   int count_ = 0;
@@ -140,7 +209,13 @@ class AstBuilder {
       prog->blocks.push_back(std::move(block));
     }
     if (!prog->find(BlockKind::Model) && !diags_.has_errors()) {
+      // Just past the last block (the end of the file may be an empty line).
       Loc end = loc_of(ctx->EOF());
+      if (!ctx->block().empty()) {
+        end = loc_of(ctx->block().back()->getStop());
+        end.col += end.length;
+        end.length = 1;
+      }
       diags_.error(end, "the program has no 'model' block",
                    "add `model { ... }` with the priors and the likelihood");
     }
@@ -525,10 +600,40 @@ bool nesting_within_limit(const SourceFile& source, Diagnostics& diags) {
   return true;
 }
 
+// ANTLR's input stream converts UTF-8 to code points and throws on invalid bytes; find them first.
+bool valid_utf8(const SourceFile& source, Diagnostics& diags) {
+  const std::string& t = source.text();
+  int line = 1, col = 0;
+  for (size_t i = 0; i < t.size();) {
+    unsigned char c = static_cast<unsigned char>(t[i]);
+    ++col;
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= t.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(t[i + k]) >> 6) == 0x2;
+    if (ok && len > 1) {  // no overlong encodings, surrogates, or code points past U+10FFFF
+      unsigned cp = c & (0x7F >> len);
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(t[i + k]) & 0x3F);
+      static const unsigned kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    }
+    if (!ok) {
+      diags.error(Loc{line, col, 1}, "the file is not valid UTF-8 here (byte " + std::to_string(i) + ")",
+                  "save the model as UTF-8 text");
+      return false;
+    }
+    if (c == '\n') {
+      ++line;
+      col = 0;
+    }
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& diags) {
-  if (!nesting_within_limit(source, diags)) return nullptr;
+  if (!valid_utf8(source, diags) || !nesting_within_limit(source, diags)) return nullptr;
   antlr4::ANTLRInputStream input(source.text());
   FVILexer lexer(&input);
   antlr4::CommonTokenStream tokens(&lexer);
@@ -538,6 +643,7 @@ std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& di
   lexer.addErrorListener(&listener);
   parser.removeErrorListeners();
   parser.addErrorListener(&listener);
+  tokens.fill();  // every token is buffered, so an error message may look ahead of the offending one
 
   P::ProgramContext* tree = parser.program();
   if (diags.has_errors()) return nullptr;
