@@ -56,9 +56,9 @@ const std::vector<Function>& functions() {
       {"lgamma", Rule::Elementwise, 1, 1}, {"digamma", Rule::Elementwise, 1, 1},
       {"Phi", Rule::Elementwise, 1, 1}, {"erf", Rule::Elementwise, 1, 1},
       {"fabs", Rule::Elementwise, 1, 1}, {"abs", Rule::ElementwiseInt, 1, 1},
-      {"pow", Rule::Elementwise, 2, 2}, {"fmin", Rule::Elementwise, 2, 2},
-      {"fmax", Rule::Elementwise, 2, 2}, {"lbeta", Rule::Elementwise, 2, 2},
-      {"lchoose", Rule::Elementwise, 2, 2},
+      {"pow", Rule::Elementwise, 2, 2, "pow(x, y)"}, {"fmin", Rule::Elementwise, 2, 2, "fmin(x, y)"},
+      {"fmax", Rule::Elementwise, 2, 2, "fmax(x, y)"}, {"lbeta", Rule::Elementwise, 2, 2, "lbeta(a, b)"},
+      {"lchoose", Rule::Elementwise, 2, 2, "lchoose(n, k)"},
       // reductions
       {"sum", Rule::Reduce, 1, 1}, {"prod", Rule::Reduce, 1, 1},
       {"max", Rule::Reduce, 1, 1}, {"min", Rule::Reduce, 1, 1},
@@ -66,20 +66,20 @@ const std::vector<Function>& functions() {
       {"variance", Rule::ReduceReal, 1, 1}, {"log_sum_exp", Rule::ReduceReal, 1, 1},
       {"dot_self", Rule::ReduceReal, 1, 1},
       // linear algebra
-      {"dot_product", Rule::DotProduct, 2, 2},
-      {"rows_dot_product", Rule::RowsDotProduct, 2, 2},
-      {"columns_dot_product", Rule::ColumnsDotProduct, 2, 2},
+      {"dot_product", Rule::DotProduct, 2, 2, "dot_product(a, b)"},
+      {"rows_dot_product", Rule::RowsDotProduct, 2, 2, "rows_dot_product(a, b)"},
+      {"columns_dot_product", Rule::ColumnsDotProduct, 2, 2, "columns_dot_product(a, b)"},
       {"softmax", Rule::SameVector, 1, 1}, {"log_softmax", Rule::SameVector, 1, 1},
       {"cumulative_sum", Rule::SameVector, 1, 1},
       // constructors
-      {"rep_vector", Rule::RepVector, 2, 2}, {"rep_row_vector", Rule::RepRowVector, 2, 2},
-      {"rep_matrix", Rule::RepMatrix, 2, 3}, {"to_vector", Rule::ToVector, 1, 1},
+      {"rep_vector", Rule::RepVector, 2, 2, "rep_vector(value, n)"}, {"rep_row_vector", Rule::RepRowVector, 2, 2, "rep_row_vector(value, n)"},
+      {"rep_matrix", Rule::RepMatrix, 2, 3, "rep_matrix(value, m, n), rep_matrix(vector, n) or rep_matrix(row_vector, m)"}, {"to_vector", Rule::ToVector, 1, 1},
       {"to_row_vector", Rule::ToRowVector, 1, 1},
       // sizes
       {"num_elements", Rule::Size, 1, 1}, {"rows", Rule::Size, 1, 1},
       {"cols", Rule::Size, 1, 1}, {"size", Rule::Size, 1, 1},
       // federation
-      {"silo_sum", Rule::SiloSum, 1, 1},
+      {"silo_sum", Rule::SiloSum, 1, 1, "silo_sum(per-silo expression)"},
   };
   return table;
 }

@@ -63,6 +63,7 @@ struct Function {
   Rule rule;
   int min_args;
   int max_args;
+  const char* usage = nullptr;  // how to call it, for messages; null: `name(x)`
 };
 
 const Distribution* find_distribution(const std::string& name);

@@ -334,6 +334,30 @@ std::string validate_key_value(const KeySpec& spec, const KeyValue& v) {
   return "";
 }
 
+std::string suggest_value(const KeySpec& spec, const KeyValue& value) {
+  if (value.kind != KeyValue::Kind::Name) return "";
+  std::vector<std::string> names;
+  std::string key = spec.key;
+  for (const Choice& c : choices())
+    if (key == c.key)
+      for (const char* n : c.names) names.push_back(n);
+  if (key == "loss")
+    for (const Form& f : loss_forms()) names.push_back(f.name);
+  if (key == "divergence")
+    for (const Form& f : divergence_forms()) names.push_back(f.name);
+  std::string best;
+  size_t best_distance = 3;  // suggest only close spellings
+  for (const std::string& n : names) {
+    if (n == value.text) return "";  // the name is right; something else is wrong
+    size_t d = edit_distance(value.text, n);
+    if (d < best_distance) {
+      best_distance = d;
+      best = n;
+    }
+  }
+  return best;
+}
+
 std::string suggest_key(const std::string& key) {
   std::string best;
   size_t best_distance = 3;  // suggest only close spellings

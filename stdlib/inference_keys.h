@@ -39,4 +39,7 @@ std::string validate_key_value(const KeySpec& spec, const KeyValue& value);
 // The closest known key to a misspelt one ("dampng" -> "damping"), or empty.
 std::string suggest_key(const std::string& key);
 
+// The closest accepted name for a misspelt value of `spec` ("fullrnk" -> "fullrank"), or empty.
+std::string suggest_value(const KeySpec& spec, const KeyValue& value);
+
 }  // namespace fvic::stdlib

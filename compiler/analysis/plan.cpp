@@ -199,7 +199,14 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
       return false;
     }
     bool labels_public = coupled->owner == Owner::Public;
-    std::string why_vertical = at_line(*g.split_data.front()) + " is split data: each silo holds its own columns of the same rows";
+    // Name the split data that holds columns (a matrix), not a size such as `P`.
+    const Symbol* columns = g.split_data.empty() ? nullptr : g.split_data.front();
+    for (const Symbol* s : g.split_data)
+      if (s->type.rank() > columns->type.rank()) columns = s;
+    std::string why_vertical =
+        columns ? at_line(*columns) + " is split data: each silo holds its own columns of the same rows"
+                : at_line(*(g.splits.empty() ? g.split_hypers.front() : g.splits.front())) +
+                      " is split: each silo holds its own block";
     if (requested == "auto") {
       plan.method = labels_public ? Method::VFLPower : Method::VFLAugmented;
     } else if (requested == "vfl_augmented") {
@@ -233,7 +240,14 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
 
   bool has_silo_data = !g.silo_data.empty();
   if (!has_silo_data) {
-    diags.error(Loc{}, "nothing in this model is held by silos",
+    // Mark the data block that might have been meant as `silo data`, else the parameters.
+    Loc where;
+    for (BlockKind k : {BlockKind::Data, BlockKind::ServerData, BlockKind::Parameters, BlockKind::Model})
+      if (const Block* b = m.program->find(k)) {
+        where = b->loc;
+        break;
+      }
+    diags.error(where, "nothing in this model is held by silos",
                 "declare the silos' rows in a `silo data` block (or their columns in `split data`)");
     return false;
   }

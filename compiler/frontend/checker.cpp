@@ -133,6 +133,13 @@ std::string closest(const std::string& name, const std::vector<std::string>& can
 
 Type scalar(Base b) { return Type{b, 0}; }
 
+// Arguments printed back as source, from index `from`: "mu, 1".
+std::string args_source(const std::vector<ExprPtr>& args, size_t from = 0) {
+  std::string out;
+  for (size_t i = from; i < args.size(); ++i) out += (i > from ? ", " : "") + to_source(*args[i]);
+  return out;
+}
+
 // A numeric literal, possibly negated: for compile-time checks of distribution arguments.
 std::optional<double> literal_value(const Expr& e) {
   if (e.kind == ExprKind::IntLit) return static_cast<double>(e.int_value);
@@ -279,19 +286,20 @@ class Checker {
     return SymSize::atom("(" + to_source(e) + ")");
   }
 
-  void check_size_expr(Expr& e, const VarDecl& d, Owner owner, const char* what) {
+  // True if the size is an int that the declaration may read.
+  bool check_size_expr(Expr& e, const VarDecl& d, Owner owner, const char* what) {
     expr(e);
-    if (e.type.is_error()) return;
+    if (e.type.is_error()) return false;
     if (!e.type.is_int()) {
       diags_.error(e.loc, std::string("the ") + what + " of '" + d.name + "' must be an int, not " +
                               to_string(e.type),
                    "sizes are integers known from data");
-      return;
+      return false;
     }
-    check_decl_reads(e, d, owner, what);
+    return check_decl_reads(e, d, owner, what);
   }
 
-  void check_decl_reads(const Expr& e, const VarDecl& d, Owner owner, const char* what) {
+  bool check_decl_reads(const Expr& e, const VarDecl& d, Owner owner, const char* what) {
     unsigned allowed = allowed_size_taint(d, owner);
     for (unsigned i = 0; i < static_cast<unsigned>(K::Count); ++i) {
       if (!(e.taint.bits & (1u << i)) || (allowed & (1u << i))) continue;
@@ -304,6 +312,10 @@ class Checker {
         help = "every silo must agree on a global's shape; size it with public `data`";
       } else if (d.block == BlockKind::Data) {
         help = "public data can only depend on public data";
+      } else if (owner == Owner::Silo || owner == Owner::Split) {
+        help = std::string("each silo holds its own '") + d.name + "' and cannot see " +
+               taint_description(k) + "; use public `data` or `" +
+               (owner == Owner::Silo ? "silo data" : "split data") + "`";
       } else {
         help = std::string("'") + who + "' is not visible to whoever holds '" + d.name + "'";
       }
@@ -313,8 +325,9 @@ class Checker {
       diags_.error(e.loc, std::string("the ") + what + " of " + kind + " '" + d.name + "' uses " +
                               taint_description(k) + " '" + who + "'",
                    help);
-      return;
+      return false;
     }
+    return true;
   }
 
   void declare(const VarDecl& d) {
@@ -329,6 +342,9 @@ class Checker {
                : d.block == BlockKind::Model           ? SymbolKind::LocalVariable
                                                        : SymbolKind::Data;
     sym.owner = owner_of(d);
+    // A mark check_marks rejected: treat the value as global so its uses add no follow-on errors.
+    if ((d.mark == Mark::Local && !has_silo_data_) || (d.mark == Mark::Split && !has_split_data_))
+      sym.owner = Owner::Global;
     sym.type = Type{d.type.base, static_cast<int>(d.type.array_sizes.size())};
 
     bool sizes_ok = true;
@@ -337,8 +353,9 @@ class Checker {
       sizes_ok &= !s->type.is_error();
       sym.shape.dims.push_back(size_of(*s));
     }
+    Taint size_taint;  // what the sizes read, when they may read it
     for (const ExprPtr& s : d.type.sizes) {
-      check_size_expr(*s, d, sym.owner, "size");
+      if (check_size_expr(*s, d, sym.owner, "size")) size_taint.merge(s->taint);
       sym.shape.dims.push_back(size_of(*s));
     }
     for (const ExprPtr* bound : {&d.type.lower, &d.type.upper}) {
@@ -376,7 +393,7 @@ class Checker {
     }
     if (sym.kind != SymbolKind::LocalVariable)
       sym.taint.add(taint_kind(sym.kind, sym.owner), d.name);
-    for (const ExprPtr& s : d.type.sizes) sym.taint.merge(s->taint);
+    sym.taint.merge(size_taint);
 
     if (const Symbol* prior = lookup(d.name)) {
       diags_.error(d.name_loc, "'" + d.name + "' is already declared",
@@ -457,9 +474,10 @@ class Checker {
         diags_.error(bound->loc, "a loop bound must be an int, not " + to_string(bound->type),
                      "write `for (i in 1:N)` with int bounds");
     }
-    if (lookup(s.name))
+    if (const Symbol* hidden = lookup(s.name))
       diags_.error(s.name_loc, "the loop variable '" + s.name + "' hides another variable",
-                   "choose a name not declared elsewhere");
+                   "'" + s.name + "' is declared on line " + std::to_string(hidden->loc.line) +
+                       "; choose another name for the loop variable");
     Symbol var;
     var.name = s.name;
     var.kind = SymbolKind::LoopVariable;
@@ -505,8 +523,14 @@ class Checker {
         std::string what = sym->kind == SymbolKind::LoopVariable ? "a loop variable"
                            : sym->kind == SymbolKind::Data       ? "data"
                                                                  : "a parameter";
-        diags_.error(lhs.loc, "'" + base->name + "' is " + what + " and cannot be assigned",
-                     "declare a new variable in the model block, e.g. `vector[N] mu = ...;`");
+        std::string help =
+            sym->kind == SymbolKind::LoopVariable ? "a loop variable changes only with its loop"
+            : sym->kind == SymbolKind::Data
+                ? "data is read from the data files; declare a new variable in the model block and "
+                  "assign that"
+                : "its value comes from inference; to fix it at a known value, declare it in "
+                  "`data` instead";
+        diags_.error(lhs.loc, "'" + base->name + "' is " + what + " and cannot be assigned", help);
       }
       return;
     }
@@ -536,7 +560,8 @@ class Checker {
               (to.base == Base::Real && value.type.base == Base::Int && to.array_dims == value.type.array_dims);
     if (!ok) {
       diags_.error(loc, "cannot assign " + to_string(value.type) + " to " + what + " of type " + to_string(to),
-                   "the value must have the declared type");
+                   "declare " + what + " as " + to_string(value.type) + ", or compute a value of type " +
+                       to_string(to));
       return;
     }
     require_same_dims(to_shape, value.shape, loc, what);
@@ -563,13 +588,21 @@ class Checker {
     Expr& lhs = *s.lhs;
     expr(lhs);
     for (const ExprPtr& a : s.args) expr(*a);
+    const Expr* base = &lhs;
+    while (base->kind == ExprKind::Index) base = base->args[0].get();
+    const Symbol* subject = base->kind == ExprKind::Var ? lookup(base->name) : nullptr;
+    bool on_parameter = subject && (subject->kind == SymbolKind::Parameter ||
+                                    subject->kind == SymbolKind::Hyperparameter);
+    // A prior rejected for any reason was still written: no "has no prior" error on top of it.
+    if (on_parameter) prior_attempts_.insert(subject->name);
     bool suffix_ok = false;
     const stdlib::Distribution* dist = stdlib::find_distribution(s.name);
     if (!dist) {
       if (stdlib::find_density_function(s.name, &suffix_ok)) {
         std::string base = s.name.substr(0, s.name.rfind('_'));
         diags_.error(s.name_loc, "'" + s.name + "' is a density function, not a distribution",
-                     "write `" + to_source(lhs) + " ~ " + base + "(...)`");
+                     "`~` takes the distribution's name: write `" + to_source(lhs) + " ~ " + base + "(" +
+                         args_source(s.args) + ")`");
       } else {
         std::vector<std::string> names;
         for (const auto& d : stdlib::distributions()) names.push_back(d.name);
@@ -580,19 +613,21 @@ class Checker {
       }
       return;
     }
+    if (on_parameter && dist->discrete && subject->decl) {
+      // Not "declare the outcome as int": an int parameter is an error of its own.
+      check_support(*dist, *subject, s.name_loc);
+      return;
+    }
     std::vector<const Expr*> args;
     for (const ExprPtr& a : s.args) args.push_back(a.get());
     bool typed = check_distribution_call(*dist, lhs, args, s.name_loc);
 
-    const Expr* base = &lhs;
-    while (base->kind == ExprKind::Index) base = base->args[0].get();
-    const Symbol* subject = base->kind == ExprKind::Var ? lookup(base->name) : nullptr;
-    if (!subject || (subject->kind != SymbolKind::Data && subject->kind != SymbolKind::Parameter &&
-                     subject->kind != SymbolKind::Hyperparameter)) {
+    if (!subject || (subject->kind != SymbolKind::Data && !on_parameter)) {
       if (!lhs.type.is_error())
         diags_.error(lhs.loc, "the left side of '~' must be a parameter or data",
                      "put a declared parameter or data variable (or an element of one) on the left; "
-                     "for a density of a computed value use `target += " + s.name + "_lpdf(...)`");
+                     "for a density of a computed value use `target += " + s.name +
+                         (dist->discrete ? "_lpmf" : "_lpdf") + "(...)`");
       return;
     }
     TermFacts facts;
@@ -601,6 +636,7 @@ class Checker {
     facts.distribution = s.name;
     facts.kind = subject->kind == SymbolKind::Data ? TermKind::Likelihood : TermKind::Prior;
     facts.loc = s.loc;
+    facts.context = context_taint();
     facts.lhs = lhs.taint;
     facts.rhs = context_taint();
     for (const Expr* a : args) {
@@ -614,7 +650,7 @@ class Checker {
       facts.rhs.merge(index_taint);
       facts.lhs = Taint{};
       facts.lhs.add(taint_kind(subject->kind, subject->owner), subject->name);
-      if (typed) check_support(*dist, *subject, s);
+      if (typed) check_support(*dist, *subject, s.name_loc);
     }
     if (auto term = classify_term(facts, diags_)) model_.terms.push_back(*term);
   }
@@ -622,33 +658,41 @@ class Checker {
   void target(const Stmt& s) {
     Expr& e = *s.args[0];
     expr(e);
+    // `target += normal_lpdf(theta | ...)` on a parameter is its prior, even when rejected.
+    const Symbol* density_of = nullptr;
+    if ((e.kind == ExprKind::CondCall || e.kind == ExprKind::Call) && !e.args.empty() &&
+        e.args[0]->kind == ExprKind::Var) {
+      const Symbol* sym = lookup(e.args[0]->name);
+      if (sym && (sym->kind == SymbolKind::Parameter || sym->kind == SymbolKind::Hyperparameter)) {
+        prior_attempts_.insert(sym->name);
+        if (e.kind == ExprKind::CondCall) density_of = sym;
+      }
+    }
     if (e.type.is_error()) return;
-    if (e.type.base == Base::Error) return;
     TermFacts facts;
     facts.stmt = &s;
     facts.kind = TermKind::Target;
     facts.loc = s.loc;
+    facts.context = context_taint();
     facts.rhs = e.taint;
     facts.rhs.merge(context_taint());
     facts.uses_silo_sum = e.taint.has(K::SiloSum);
-    // `target += normal_lpdf(theta | ...)` on a parameter counts as its prior.
-    if (e.kind == ExprKind::CondCall && e.args[0]->kind == ExprKind::Var) {
-      const Symbol* sym = lookup(e.args[0]->name);
-      if (sym && (sym->kind == SymbolKind::Parameter || sym->kind == SymbolKind::Hyperparameter)) {
-        facts.kind = TermKind::Prior;
-        facts.subject = sym;
-        facts.distribution = e.name.substr(0, e.name.rfind('_'));
-        facts.lhs = Taint{};
-        facts.lhs.add(taint_kind(sym->kind, sym->owner), sym->name);
-        facts.rhs = context_taint();
-        for (size_t i = 1; i < e.args.size(); ++i) facts.rhs.merge(e.args[i]->taint);
-      }
+    if (const Symbol* sym = density_of) {
+      facts.kind = TermKind::Prior;
+      facts.subject = sym;
+      facts.distribution = e.name.substr(0, e.name.rfind('_'));
+      facts.lhs = Taint{};
+      facts.lhs.add(taint_kind(sym->kind, sym->owner), sym->name);
+      facts.rhs = context_taint();
+      for (size_t i = 1; i < e.args.size(); ++i) facts.rhs.merge(e.args[i]->taint);
+      if (const stdlib::Distribution* dist = stdlib::find_distribution(facts.distribution))
+        if (sym->decl) check_support(*dist, *sym, e.loc);
     }
     if (auto term = classify_term(facts, diags_)) model_.terms.push_back(*term);
   }
 
   // A distribution's outcome support against a parameter's declared constraint.
-  void check_support(const stdlib::Distribution& dist, const Symbol& p, const Stmt& s) {
+  void check_support(const stdlib::Distribution& dist, const Symbol& p, const Loc& at) {
     const TypeDecl& t = p.decl->type;
     auto lower = t.lower ? literal_value(*t.lower) : std::nullopt;
     auto upper = t.upper ? literal_value(*t.upper) : std::nullopt;
@@ -657,31 +701,31 @@ class Checker {
     switch (dist.support) {
       case S::Positive:
         if (!t.lower || (lower && *lower < 0))
-          diags_.error(s.name_loc, std::string(dist.name) + " is a distribution on positive values, but " +
+          diags_.error(at, std::string(dist.name) + " is a distribution on positive values, but " +
                                        name + " is not constrained to be positive",
                        "declare it with `<lower=0>`");
         break;
       case S::Unit:
         if (!t.lower || !t.upper || (lower && *lower < 0) || (upper && *upper > 1))
-          diags_.error(s.name_loc, std::string(dist.name) + " is a distribution on (0, 1), but " + name +
+          diags_.error(at, std::string(dist.name) + " is a distribution on (0, 1), but " + name +
                                        " is not constrained to that interval",
                        "declare it with `<lower=0, upper=1>`");
         break;
       case S::Bounded:
         if (!t.lower || !t.upper)
-          diags_.error(s.name_loc, "uniform has bounded support, but " + name + " is not bounded",
+          diags_.error(at, "uniform has bounded support, but " + name + " is not bounded",
                        "declare it with `<lower=a, upper=b>` matching the uniform's bounds");
         break;
       case S::Simplex:
         if (!t.simplex)
-          diags_.error(s.name_loc, "dirichlet is a distribution on simplexes, but " + name + " is not a simplex",
+          diags_.error(at, "dirichlet is a distribution on simplexes, but " + name + " is not a simplex",
                        "declare it as `simplex[K] " + p.name + ";`");
         break;
       case S::Int:
       case S::NonNegativeInt:
       case S::Binary:
       case S::Category:
-        diags_.error(s.name_loc, std::string(dist.name) + " is a distribution on integers; parameter " +
+        diags_.error(at, std::string(dist.name) + " is a distribution on integers; parameter " +
                                      name + " is continuous",
                      "discrete parameters are not supported; use a continuous prior");
         break;
@@ -742,9 +786,15 @@ class Checker {
         continue;
       }
       if (!matches(p.arg, a.type)) {
+        std::string help = std::string("pass ") + stdlib::arg_description(p.arg);
+        if (a.kind == ExprKind::Var)
+          if (const Symbol* sym = lookup(a.name); sym && sym->kind == SymbolKind::Data)
+            help = "declare '" + a.name + "' as " +
+                   (p.arg == Arg::Ints ? std::string("`int` or `array[...] int`")
+                                       : std::string(stdlib::arg_description(p.arg)));
         diags_.error(a.loc, "argument " + std::string(p.name) + " of " + dist.name + " must be " +
                                 stdlib::arg_description(p.arg) + ", not " + to_string(a.type),
-                     "check the argument's type");
+                     help);
         ok = false;
         continue;
       }
@@ -756,7 +806,7 @@ class Checker {
         if (need) {
           diags_.error(a.loc, std::string("argument ") + p.name + " of " + dist.name + " must be " + need +
                                   ", got " + to_source(a),
-                       "change the value");
+                       std::string("give ") + p.name + " a " + need + " value");
           ok = false;
         }
       }
@@ -1114,12 +1164,23 @@ class Checker {
     const stdlib::Function* f = stdlib::find_function(e.name);
     if (!f) {
       bool suffix_ok = false;
-      if (stdlib::find_distribution(e.name) || stdlib::find_density_function(e.name, &suffix_ok)) {
-        std::string base = e.name;
-        if (stdlib::find_density_function(e.name, &suffix_ok)) base = e.name.substr(0, e.name.rfind('_'));
-        diags_.error(e.loc, "'" + e.name + "' is a distribution, not a function",
-                     "use it as `y ~ " + base + "(...)` or `target += " + base +
-                         (stdlib::find_distribution(base)->discrete ? "_lpmf" : "_lpdf") + "(y | ...)`");
+      if (stdlib::find_density_function(e.name, &suffix_ok)) {
+        // `normal_lpdf(y, mu, sigma)`: the outcome is separated by '|'.
+        std::string fixed = e.name + "(" + (e.args.empty() ? "y" : to_source(*e.args[0])) + " |";
+        for (size_t i = 1; i < e.args.size(); ++i) fixed += (i > 1 ? ", " : " ") + to_source(*e.args[i]);
+        if (e.args.size() < 2) fixed += " ...";
+        diags_.error(e.loc, "'" + e.name + "' separates its outcome from the parameters with '|'",
+                     "write `" + fixed + ")`");
+        return;
+      }
+      if (const stdlib::Distribution* d = stdlib::find_distribution(e.name)) {
+        std::string help = "use it as `y ~ " + e.name + "(...)` or `target += " + e.name +
+                           (d->discrete ? "_lpmf" : "_lpdf") + "(y | ...)`";
+        if (e.name == "bernoulli_logit" || e.name == "binomial_logit")
+          help += "; for the probabilities themselves use inv_logit(...)";
+        else if (e.name == "categorical_logit")
+          help += "; for the probabilities themselves use softmax(...)";
+        diags_.error(e.loc, "'" + e.name + "' is a distribution, not a function", help);
         return;
       }
       std::vector<std::string> names;
@@ -1136,7 +1197,7 @@ class Checker {
                                                      : std::to_string(f->min_args) + " to " + std::to_string(f->max_args);
       diags_.error(e.loc, e.name + " takes " + count + (f->max_args == 1 ? " argument" : " arguments") +
                               ", got " + std::to_string(n),
-                   "check the call");
+                   std::string("write ") + (f->usage ? f->usage : e.name + "(x)"));
       return;
     }
     if (any_error(e)) return;
@@ -1168,10 +1229,8 @@ class Checker {
           e.type = a.type;
           e.shape = a.shape;
         }
-        if (!(f.rule == Rule::ElementwiseInt && e.type.base == Base::Int)) e.type.base = Base::Real;
-        if (e.name == "relu" || e.name == "tanh") {
-          // allowed on everything; nothing more to check
-        }
+        // Ints become reals (abs keeps them); containers keep their own type: log(vector) is a vector.
+        if (e.type.base == Base::Int && f.rule != Rule::ElementwiseInt) e.type.base = Base::Real;
         return;
       }
       case Rule::Reduce:
@@ -1246,22 +1305,37 @@ class Checker {
 
   void silo_sum(Expr& e) {
     const Expr& a = *e.args[0];
-    if (!check_silo_sum_operand(a, diags_)) return;
-    e.type = a.type;
-    e.shape = a.shape;
-    // The sum over silos is no longer any one silo's value.
+    // The sum over silos is no longer any one silo's value (also when the operand is rejected:
+    // the error is reported once, here, not again by the term around it).
     Taint t;
     if (a.taint.has(K::PublicData)) t.add(K::PublicData, a.taint.witness[static_cast<size_t>(K::PublicData)]);
     t.add(K::SiloSum, "silo_sum(" + to_source(a) + ")");
     e.taint = t;
+    if (!check_silo_sum_operand(a, diags_)) return;
+    e.type = a.type;
+    e.shape = a.shape;
   }
 
   void density_call(Expr& e) {
     bool suffix_ok = false;
     const stdlib::Distribution* dist = stdlib::find_density_function(e.name, &suffix_ok);
     if (!dist) {
+      if (const stdlib::Distribution* d = stdlib::find_distribution(e.name)) {
+        // `normal(y | mu, sigma)`: the density function is normal_lpdf.
+        std::string density = e.name + (d->discrete ? "_lpmf" : "_lpdf");
+        diags_.error(e.loc, "'" + e.name + "' is a distribution, not a function",
+                     "its log density is " + density + ": write `target += " + density + "(" +
+                         to_source(*e.args[0]) + " | " + args_source(e.args, 1) + ")`");
+        return;
+      }
+      std::vector<std::string> names;
+      for (const auto& d : stdlib::distributions())
+        names.push_back(std::string(d.name) + (d.discrete ? "_lpmf" : "_lpdf"));
+      std::string near = closest(e.name, names);
       diags_.error(e.loc, "unknown density function '" + e.name + "'",
-                   "write a distribution name with _lpdf (continuous) or _lpmf (discrete), e.g. normal_lpdf");
+                   near.empty() ? "write a distribution name with _lpdf (continuous) or _lpmf "
+                                  "(discrete), e.g. normal_lpdf"
+                                : "did you mean '" + near + "'?");
       return;
     }
     if (!suffix_ok) {
@@ -1281,11 +1355,9 @@ class Checker {
   // ---- priors ------------------------------------------------------------------------------
 
   void check_priors() {
-    std::set<std::string> with_prior;
-    for (const Term& t : model_.terms)
-      if (t.kind == TermKind::Prior) with_prior.insert(t.subject);
+    // A prior rejected for another reason was still written: no second error for it.
     for (const Symbol& s : model_.symbols) {
-      if (s.kind != SymbolKind::Parameter || with_prior.count(s.name)) continue;
+      if (s.kind != SymbolKind::Parameter || prior_attempts_.count(s.name)) continue;
       diags_.error(s.loc, "parameter '" + s.name + "' has no prior",
                    "every random variable needs a proper prior: add e.g. `" + s.name +
                        " ~ normal(0, 1);` to the model block");
@@ -1311,11 +1383,17 @@ class Checker {
       }
       std::string why = stdlib::validate_key_value(*spec, s.value);
       if (!why.empty()) {
-        diags_.error(s.value_loc, why, std::string("'") + s.key + "' accepts " + spec->values);
+        // The message says what is accepted; the help suggests a spelling or says what the key is.
+        std::string near = stdlib::suggest_value(*spec, s.value);
+        std::string help = s.key + ": " + spec->meaning;
+        if (*spec->default_value) help += std::string(" (default ") + spec->default_value + ")";
+        if (why.find("accepted:") == std::string::npos && (s.key == "loss" || s.key == "divergence"))
+          help = "'" + s.key + "' accepts " + spec->values;
+        diags_.error(s.value_loc, why, near.empty() ? help : "did you mean '" + near + "'?");
         continue;
       }
       out.values[s.key] = s.value;
-      out.locs[s.key] = s.key_loc;
+      out.locs[s.key] = s.value_loc;  // errors about a setting (e.g. an unusable method) mark its value
     }
   }
 
@@ -1324,6 +1402,7 @@ class Checker {
   SemanticModel& model_;
   std::vector<std::vector<Symbol>> scopes_;
   std::vector<Taint> context_;  // conditions of enclosing ifs
+  std::set<std::string> prior_attempts_;  // parameters with a `~` (valid or not)
   bool has_silo_data_ = false;
   bool has_split_data_ = false;
 };

@@ -16,6 +16,31 @@ std::optional<K> first_outside(const Taint& t, unsigned allowed) {
   return std::nullopt;
 }
 
+// Where `k` enters an expression: the leftmost variable (or silo_sum) whose value carries it.
+const Expr* find_culprit(const Expr& e, K k) {
+  if (e.kind == ExprKind::Var) return e.taint.has(k) ? &e : nullptr;
+  if (k == K::SiloSum && e.kind == ExprKind::Call && e.name == "silo_sum") return &e;
+  for (const ExprPtr& a : e.args)
+    if (a)
+      if (const Expr* c = find_culprit(*a, k)) return c;
+  for (const Index& ix : e.indices)
+    for (const ExprPtr* part : {&ix.lower, &ix.upper})
+      if (*part)
+        if (const Expr* c = find_culprit(**part, k)) return c;
+  return nullptr;
+}
+
+// The culprit's use in a statement, or null when it enters through an enclosing condition.
+const Expr* culprit_use(const Stmt* s, K k) {
+  if (!s) return nullptr;
+  if (s->lhs)
+    if (const Expr* c = find_culprit(*s->lhs, k)) return c;
+  for (const ExprPtr& a : s->args)
+    if (a)
+      if (const Expr* c = find_culprit(*a, k)) return c;
+  return nullptr;
+}
+
 std::string culprit(const Taint& t, K k) {
   return std::string(taint_description(k)) + " '" + t.witness[static_cast<size_t>(k)] + "'";
 }
@@ -27,11 +52,15 @@ const unsigned kSplit = bit(K::SplitData) | bit(K::SplitParam) | bit(K::SplitHyp
 std::string why_not(K k, const char* where) {
   switch (k) {
     case K::SiloData:
+      return std::string("a silo's data never leaves it, and ") + where +
+             "; use public `data` here (e.g. a constant computed beforehand)";
     case K::LocalParam:
     case K::LocalHyper:
-      return std::string("a silo's data and local parameters never leave it, and ") + where;
+      return std::string("local parameters never leave their silo, and ") + where +
+             "; a hierarchy goes the other way: a local's prior may use globals";
     case K::ServerData:
-      return std::string("server data never leaves the server, and ") + where;
+      return std::string("server data never leaves the server, and ") + where +
+             "; move the value to public `data` if every silo may see it";
     case K::SplitData:
     case K::SplitParam:
     case K::SplitHyper:
@@ -49,15 +78,20 @@ bool check_silo_sum_operand(const Expr& operand, Diagnostics& diags) {
   const Taint& t = operand.taint;
   unsigned allowed = kPublic | kSplit;
   if (auto bad = first_outside(t, allowed)) {
+    const Expr* where = find_culprit(operand, *bad);
+    Loc at = where ? where->loc : operand.loc;
+    if (*bad == K::SiloSum) {
+      diags.error(at, "silo_sum cannot be nested",
+                  "each silo's contribution is summed once: write `silo_sum(...)` around the "
+                  "per-silo expression only");
+      return false;
+    }
     std::string help;
     switch (*bad) {
       case K::GlobalParam:
       case K::GlobalHyper:
         help = "global values live on the server; move '" + t.witness[static_cast<size_t>(*bad)] +
                "' outside silo_sum, e.g. `b + silo_sum(x * beta)`";
-        break;
-      case K::SiloSum:
-        help = "silo_sum cannot be nested; sum each silo's contribution once";
         break;
       case K::ServerData:
         help = "the operand is computed by each silo, which cannot see server data";
@@ -66,7 +100,7 @@ bool check_silo_sum_operand(const Expr& operand, Diagnostics& diags) {
         help = "silo_sum's operand is computed by each silo from its own split data and split "
                "parameters (and public data) only";
     }
-    diags.error(operand.loc, "silo_sum reads " + culprit(t, *bad), help);
+    diags.error(at, "silo_sum reads " + culprit(t, *bad), help);
     return false;
   }
   if (!t.any_split()) {
@@ -89,8 +123,19 @@ std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
   term.taint.merge(f.lhs);
   if (f.subject) term.subject = f.subject->name;
 
+  // The caret goes under the culprit's use; when it comes from an enclosing `if`, the
+  // statement is marked and the help names the condition.
+  auto report = [&](K k, std::string message, std::string help) {
+    const Expr* use = culprit_use(f.stmt, k);
+    if (use && use->kind == ExprKind::Var && use->name != term.taint.witness[static_cast<size_t>(k)])
+      message += " (through '" + use->name + "')";
+    if (!use && f.context.has(k))
+      help = "an enclosing `if` tests " + culprit(f.context, k) +
+             ", so whether this term counts depends on it; " + help;
+    diags.error(use ? use->loc : f.loc, message, help);
+  };
   auto reject = [&](K k, const std::string& what, const char* where) {
-    diags.error(f.loc, what + " uses " + culprit(term.taint, k), why_not(k, where));
+    report(k, what + " uses " + culprit(term.taint, k), why_not(k, where));
     return std::nullopt;
   };
 
@@ -116,9 +161,9 @@ std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
       unsigned allowed = kPublic | kSplit;
       if (auto bad = first_outside(all, allowed)) {
         if (*bad == K::GlobalParam || *bad == K::GlobalHyper) {
-          diags.error(f.loc, what + " uses " + culprit(all, *bad),
-                      "a split prior is evaluated by its silo alone; give it fixed "
-                      "hyperparameters or split ones");
+          report(*bad, what + " uses " + culprit(all, *bad),
+                 "a split prior is evaluated by its silo alone; give it fixed "
+                 "hyperparameters or split ones");
           return std::nullopt;
         }
         return reject(*bad, what, "a split prior is evaluated by its own silo");
@@ -136,16 +181,16 @@ std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
   bool split_outside = (f.lhs.any_split() || f.rhs.any_split());
   if (split_outside) {
     // Split values outside silo_sum: only a split silo's own likelihood of its own columns.
+    if (!f.lhs.any_split() && f.kind == TermKind::Likelihood) {
+      K k = f.rhs.has(K::SplitParam) ? K::SplitParam : f.rhs.has(K::SplitData) ? K::SplitData : K::SplitHyper;
+      report(k, what + " uses " + culprit(all, k) + " outside silo_sum",
+             "wrap each silo's contribution in silo_sum(...), e.g. "
+             "`y ~ bernoulli_logit(b + silo_sum(x * beta))`");
+      return std::nullopt;
+    }
     unsigned allowed = kPublic | kSplit;
     if (auto bad = first_outside(all, allowed))
       return reject(*bad, what, "it would need split values from one silo and other values");
-    if (!f.lhs.any_split() && f.kind == TermKind::Likelihood) {
-      K k = f.rhs.has(K::SplitParam) ? K::SplitParam : f.rhs.has(K::SplitData) ? K::SplitData : K::SplitHyper;
-      diags.error(f.loc, what + " uses " + culprit(all, k) + " outside silo_sum",
-                  "wrap each silo's contribution in silo_sum(...), e.g. "
-                  "`y ~ bernoulli_logit(b + silo_sum(x * beta))`");
-      return std::nullopt;
-    }
     term.owner = TermOwner::SplitSilo;
     return term;
   }

@@ -25,6 +25,7 @@ struct TermFacts {
   std::string distribution;
   Taint lhs;   // taint of the left side (its indices included)
   Taint rhs;   // taint of everything else the term reads, enclosing loops and ifs included
+  Taint context;  // what the conditions of the enclosing ifs read (part of rhs)
   bool uses_silo_sum = false;
   Loc loc;
 };

@@ -71,7 +71,7 @@ struct SizeCheck {
 
 struct InferenceSettings {
   std::map<std::string, stdlib::KeyValue> values;  // only the keys that were set
-  std::map<std::string, Loc> locs;
+  std::map<std::string, Loc> locs;  // where each value is written (no location for --set)
 
   bool has(const std::string& key) const { return values.count(key) > 0; }
   // The value's name (`auto`, `meanfield`, `gce`), or `fallback` when the key is unset.
