@@ -296,6 +296,12 @@ class Checker {
                    "sizes are integers known from data");
       return false;
     }
+    if (auto v = literal_value(e); v && *v < 0) {
+      diags_.error(e.loc, std::string("the ") + what + " of '" + d.name + "' must not be negative, got " +
+                              to_source(e),
+                   "a size counts elements: 0 or more");
+      return false;
+    }
     return check_decl_reads(e, d, owner, what);
   }
 

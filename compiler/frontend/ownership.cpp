@@ -17,9 +17,10 @@ std::optional<K> first_outside(const Taint& t, unsigned allowed) {
 }
 
 // Where `k` enters an expression: the leftmost variable (or silo_sum) whose value carries it.
+// A silo_sum's value carries none of its operand's taint, so the search does not enter it.
 const Expr* find_culprit(const Expr& e, K k) {
   if (e.kind == ExprKind::Var) return e.taint.has(k) ? &e : nullptr;
-  if (k == K::SiloSum && e.kind == ExprKind::Call && e.name == "silo_sum") return &e;
+  if (e.kind == ExprKind::Call && e.name == "silo_sum") return k == K::SiloSum ? &e : nullptr;
   for (const ExprPtr& a : e.args)
     if (a)
       if (const Expr* c = find_culprit(*a, k)) return c;
@@ -182,7 +183,8 @@ std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
   if (split_outside) {
     // Split values outside silo_sum: only a split silo's own likelihood of its own columns.
     if (!f.lhs.any_split() && f.kind == TermKind::Likelihood) {
-      K k = f.rhs.has(K::SplitParam) ? K::SplitParam : f.rhs.has(K::SplitData) ? K::SplitData : K::SplitHyper;
+      // A split value's own kind first: a split parameter sized by split data also carries that.
+      K k = f.rhs.has(K::SplitParam) ? K::SplitParam : f.rhs.has(K::SplitHyper) ? K::SplitHyper : K::SplitData;
       report(k, what + " uses " + culprit(all, k) + " outside silo_sum",
              "wrap each silo's contribution in silo_sum(...), e.g. "
              "`y ~ bernoulli_logit(b + silo_sum(x * beta))`");

@@ -45,7 +45,7 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
 
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
                    size_t column, const std::string& msg, std::exception_ptr) override {
-    if (++count_ > kMaxErrors) return;
+    if (++count_ > kMaxErrors || suppress_) return;
     Loc loc;
     loc.line = static_cast<int>(line);
     loc.col = static_cast<int>(column) + 1;
@@ -68,6 +68,8 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
       return;
     }
     if (parser && unknown_block(parser, offending, msg, loc)) return;
+    if (parser && misplaced_block(parser, offending, msg, loc)) return;
+    if (parser && not_a_statement(parser, offending, msg)) return;
     if (parser && offending->getText() == "[") {
       // `real x[N];` is Stan's removed array syntax.
       antlr4::TokenStream* tokens = parser->getTokenStream();
@@ -93,6 +95,9 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
     const antlr4::Token* previous = nullptr;
     if (parser && offending->getTokenIndex() > 0)
       previous = parser->getTokenStream()->get(offending->getTokenIndex() - 1);
+    if (previous && missing == "';'" &&
+        (previous->getText() == ";" || previous->getText() == "{" || previous->getText() == "}"))
+      missing.clear();  // nothing to end: the token itself is out of place
     if (!missing.empty() && previous) {
       // Point just past the token the missing one should follow: that is where it goes.
       Loc after = loc_of(previous);
@@ -117,17 +122,7 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
     const antlr4::Token* open = nullptr;
     if (parser && eof->getTokenIndex() > 0) {
       antlr4::TokenStream* tokens = parser->getTokenStream();
-      std::vector<const antlr4::Token*> stack;
-      for (size_t i = 0; i < eof->getTokenIndex(); ++i) {
-        const antlr4::Token* t = tokens->get(i);
-        std::string x = t->getText();
-        if (x == "{" || x == "(" || x == "[") {
-          stack.push_back(t);
-        } else if ((x == "}" || x == ")" || x == "]") && !stack.empty()) {
-          std::string o = stack.back()->getText();
-          if ((o == "{" && x == "}") || (o == "(" && x == ")") || (o == "[" && x == "]")) stack.pop_back();
-        }
-      }
+      std::vector<const antlr4::Token*> stack = open_brackets(tokens, eof->getTokenIndex());
       if (!stack.empty()) open = stack.back();
       loc = loc_of(tokens->get(eof->getTokenIndex() - 1));
       loc.col += loc.length;
@@ -143,6 +138,103 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
     }
     diags_.error(loc, "unexpected end of file",
                  "a block or statement is not finished; check for a missing '}' or ';'");
+  }
+
+  // The brackets opened before token `end` and not closed, outermost first.
+  static std::vector<const antlr4::Token*> open_brackets(antlr4::TokenStream* tokens, size_t end) {
+    std::vector<const antlr4::Token*> stack;
+    for (size_t i = 0; i < end; ++i) {
+      const antlr4::Token* t = tokens->get(i);
+      std::string x = t->getText();
+      if (x == "{" || x == "(" || x == "[") {
+        stack.push_back(t);
+      } else if ((x == "}" || x == ")" || x == "]") && !stack.empty()) {
+        std::string o = stack.back()->getText();
+        if ((o == "{" && x == "}") || (o == "(" && x == ")") || (o == "[" && x == "]")) stack.pop_back();
+      }
+    }
+    return stack;
+  }
+
+  // A block keyword inside another block: usually the '}' of the block before is missing.
+  bool misplaced_block(antlr4::Parser* parser, const antlr4::Token* offending, const std::string& msg,
+                       Loc loc) {
+    if (msg.find("'model'") != std::string::npos) return false;  // at the top level: not this
+    antlr4::TokenStream* tokens = parser->getTokenStream();
+    size_t i = offending->getTokenIndex();
+    auto text = [&](size_t k) { return tokens->get(std::min(k, tokens->size() - 1))->getText(); };
+    size_t type = offending->getType();
+    std::string name = offending->getText();
+    bool block = false;
+    if (type == FVILexer::FUNCTIONS || type == FVILexer::DATA || type == FVILexer::HYPERPARAMETERS ||
+        type == FVILexer::PARAMETERS || type == FVILexer::MODEL || type == FVILexer::INFERENCE) {
+      block = text(i + 1) == "{";
+    } else if (type == FVILexer::SERVER || type == FVILexer::SILO || type == FVILexer::SPLIT) {
+      block = text(i + 1) == "data" && text(i + 2) == "{";
+      name += " data";
+    }
+    if (!block) return false;
+    std::vector<const antlr4::Token*> open = open_brackets(tokens, i);
+    std::string help = "blocks cannot be nested; close the block before it with '}'";
+    if (!open.empty())
+      help = "blocks cannot be nested: is the '}' closing the '" + open.front()->getText() + "' on line " +
+             std::to_string(open.front()->getLine()) + " missing?";
+    diags_.error(loc, "the '" + name + "' block starts inside another block", help);
+    suppress_ = true;  // what follows is parsed out of place: its errors would be noise
+    return true;
+  }
+
+  // A model-block statement that is not one: Stan's print/while/<-/increment_log_prob, or an
+  // expression on its own.
+  bool not_a_statement(antlr4::Parser* parser, const antlr4::Token* offending, const std::string& msg) {
+    antlr4::TokenStream* tokens = parser->getTokenStream();
+    size_t i = offending->getTokenIndex();
+    std::vector<const antlr4::Token*> open = open_brackets(tokens, i);
+    if (open.empty() || open.front()->getTokenIndex() == 0 ||
+        tokens->get(open.front()->getTokenIndex() - 1)->getType() != FVILexer::MODEL)
+      return false;
+    size_t start = i;
+    while (start > 0) {
+      std::string t = tokens->get(start - 1)->getText();
+      if (t == ";" || t == "{" || t == "}") break;
+      --start;
+    }
+    const antlr4::Token* first = tokens->get(start);
+    std::string word = first->getText();
+    std::string help;
+    if (word == "print" || word == "reject")
+      help = "fvic reports through its diagnostics and output files; remove the statement";
+    else if (word == "while")
+      help = "loop with `for (i in 1:N)`";
+    else if (word == "break" || word == "continue")
+      help = "loops run over their whole range; use `if` inside the loop";
+    else if (word == "increment_log_prob")
+      help = "this is Stan's removed form: write `target += ...;`";
+    if (!help.empty()) {
+      diags_.error(loc_of(first), "'" + word + "' is not part of .fvi", help);
+      return true;
+    }
+    if (offending->getText() != ";" || msg.rfind("no viable alternative", 0) != 0) return false;
+    for (size_t k = start; k + 1 < i; ++k) {
+      const antlr4::Token* a = tokens->get(k);
+      const antlr4::Token* b = tokens->get(k + 1);
+      if (a->getText() == "<" && b->getText() == "-" && b->getStartIndex() == a->getStopIndex() + 1) {
+        Loc arrow = loc_of(a);
+        arrow.length = 2;
+        diags_.error(arrow, "'<-' is not an assignment in .fvi", "write '=' (Stan removed '<-')");
+        return true;
+      }
+    }
+    Loc at = loc_of(first);
+    if (offending->getLine() == first->getLine())
+      at.length = static_cast<int>(offending->getStartIndex() - first->getStartIndex());
+    bool density = word.size() > 5 && (word.compare(word.size() - 5, 5, "_lpdf") == 0 ||
+                                       word.compare(word.size() - 5, 5, "_lpmf") == 0);
+    diags_.error(at, "this expression is not a statement",
+                 density ? "add it to the log density: `target += " + word + "(...);`"
+                         : "a statement is `y ~ dist(...);`, `target += ...;`, an assignment `x = ...;`, "
+                           "a declaration, `for` or `if`");
+    return true;
   }
 
   // A word where a block should start: Stan's blocks that .fvi does not have, or a typo.
@@ -179,6 +271,7 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
   static constexpr int kMaxErrors = 20;
   Diagnostics& diags_;
   int count_ = 0;
+  bool suppress_ = false;
 };
 
 class AstBuilder {
