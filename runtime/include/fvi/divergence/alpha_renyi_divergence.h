@@ -1,0 +1,126 @@
+#pragma once
+// Alpha-Renyi divergence between Gaussians, in the normalisation of seed 000 §3.3 (main text; the
+// App. D.1 sign is a typo, spec 000 §3.2 item 3):
+//   D_AR^(alpha)(q : p) = 1/(alpha (alpha - 1)) log int q^alpha p^(1 - alpha)
+// with closed form (spec 000 §3.2 item 3), Sigma_a = alpha Sigma_p + (1 - alpha) Sigma_q, d = mu_q - mu_p:
+//   D = 1/2 d^T Sigma_a^{-1} d - log det Sigma_a / (2 alpha (alpha - 1))
+//       - log det Sigma_q / (2 alpha) + log det Sigma_p / (2 (alpha - 1)).
+// alpha = 1 is KL(q || p) and alpha = 0 is KL(p || q) (seed 000 §5.5).
+//
+// Evaluation (derived). With r_i the eigenvalues of Sigma_p^{-1} Sigma_q, the log-det terms reduce to
+// sum_i g(alpha, r_i), g = -log(alpha + (1 - alpha) r) / (2 alpha (alpha - 1)) - log r / (2 alpha),
+// and g = -[log1p(-t x) / t + log r] / (2 alpha) with t = alpha - 1, x = r - 1. This has no 1/(alpha-1)
+// cancellation, so the divergence is continuous through alpha = 1 to rounding. For alpha < 1/2 we use
+// D^(alpha)(q : p) = D^(1 - alpha)(p : q) (which follows from the integral form), removing the 1/alpha
+// cancellation near alpha = 0. Gradients with respect to q:
+//   d mu_q    = Sigma_a^{-1} d
+//   d Sigma_q = 1/2 Sigma_a^{-1} (Sigma_q - Sigma_p) Sigma_q^{-1} - 1/2 (1 - alpha) Sigma_a^{-1} d d^T Sigma_a^{-1}
+// (the first term is (Sigma_a^{-1} - Sigma_q^{-1}) / (2 alpha) with the 1/alpha removed).
+//
+// The divergence is +infinity when Sigma_a is not positive definite (possible for alpha > 1 when q is
+// wider than p, or alpha < 0 when p is wider than q); that throws fvi::InvalidArgument.
+#include <cmath>
+#include <string>
+
+#include "fvi/divergence/divergence_gradient.h"
+#include "fvi/family/full_rank_gaussian.h"
+#include "fvi/family/mean_field_gaussian.h"
+
+namespace fvi {
+namespace internal {
+
+// log1p(-t x) / t, continuous at t = 0 (value -x).
+template <typename T>
+T log1p_scaled(T t, T x) {
+  return t == T(0) ? -x : std::log1p(-t * x) / t;
+}
+
+// g(alpha, r) above, given r and log r; `a` = alpha + (1 - alpha) r must be > 0 (checked by caller).
+template <typename T>
+T alpha_renyi_logdet_term(T alpha, T r, T log_r) {
+  if (alpha >= T(0.5)) {
+    return -(log1p_scaled(alpha - T(1), std::expm1(log_r)) + log_r) / (T(2) * alpha);
+  }
+  // Swapped form: D^(alpha)(q:p) = D^(1-alpha)(p:q), eigenvalue 1/r.
+  const T alpha_s = T(1) - alpha;
+  return -(log1p_scaled(-alpha, std::expm1(-log_r)) - log_r) / (T(2) * alpha_s);
+}
+
+[[noreturn]] inline void throw_alpha_renyi_infinite(double alpha) {
+  throw_invalid("alpha_renyi_divergence",
+                "alpha Sigma_p + (1 - alpha) Sigma_q is not positive definite for alpha = " + to_string(alpha) +
+                    ", so the divergence is +infinity (for alpha > 1, q is too wide relative to p; for alpha < 0, "
+                    "p is too wide relative to q)");
+}
+
+}  // namespace internal
+
+template <typename T>
+DiagDivergenceGradient<T> alpha_renyi_divergence_gradient(const MeanFieldGaussian<T>& q,
+                                                          const MeanFieldGaussian<T>& p, T alpha) {
+  internal::check_same_dim("alpha_renyi_divergence", q, p);
+  check_finite("alpha_renyi_divergence", "alpha", alpha);
+  DiagDivergenceGradient<T> out;
+  out.d_mean.resize(q.dim());
+  out.d_log_sd.resize(q.dim());
+  out.value = T(0);
+  for (Eigen::Index i = 0; i < q.dim(); ++i) {
+    const T log_r = T(2) * (q.log_sd()[i] - p.log_sd()[i]);
+    const T r = std::exp(log_r);
+    const T a = alpha + (T(1) - alpha) * r;  // Sigma_a / sigma_p^2
+    if (!(a > 0)) internal::throw_alpha_renyi_infinite(double(alpha));
+    const T var_p = p.sd()[i] * p.sd()[i];
+    const T d = q.mean()[i] - p.mean()[i];
+    const T s = d / (var_p * a);  // Sigma_a^{-1} d
+    out.value += T(0.5) * d * s + internal::alpha_renyi_logdet_term(alpha, r, log_r);
+    out.d_mean[i] = s;
+    // 2 sigma_q^2 d/d sigma_q^2: (r - 1)/a - (1 - alpha) sigma_q^2 s^2.
+    out.d_log_sd[i] = std::expm1(log_r) / a - (T(1) - alpha) * q.sd()[i] * q.sd()[i] * s * s;
+  }
+  return out;
+}
+
+template <typename T>
+T alpha_renyi_divergence(const MeanFieldGaussian<T>& q, const MeanFieldGaussian<T>& p, T alpha) {
+  return alpha_renyi_divergence_gradient(q, p, alpha).value;
+}
+
+template <typename T>
+FullDivergenceGradient<T> alpha_renyi_divergence_gradient(const FullRankGaussian<T>& q,
+                                                          const FullRankGaussian<T>& p, T alpha) {
+  internal::check_same_dim("alpha_renyi_divergence", q, p);
+  check_finite("alpha_renyi_divergence", "alpha", alpha);
+  // Whiten by L_p: Sigma_p -> I, Sigma_q -> W = M M^T with M = L_p^{-1} L_q; W = V diag(r) V^T.
+  const auto lp = p.chol().template triangularView<Eigen::Lower>();
+  const MatrixX<T> m = lp.solve(q.chol());
+  Eigen::SelfAdjointEigenSolver<MatrixX<T>> eig(m * m.transpose());
+  const VectorX<T> r = eig.eigenvalues();
+  const MatrixX<T>& v = eig.eigenvectors();
+  const VectorX<T> a = (alpha + (T(1) - alpha) * r.array()).matrix();
+  if (!(a.minCoeff() > 0) || !(r.minCoeff() > 0)) internal::throw_alpha_renyi_infinite(double(alpha));
+  FullDivergenceGradient<T> out;
+  out.value = T(0);
+  for (Eigen::Index i = 0; i < q.dim(); ++i) {
+    out.value += internal::alpha_renyi_logdet_term(alpha, r[i], T(std::log(r[i])));
+  }
+  const VectorX<T> w = lp.solve(q.mean() - p.mean());           // L_p^{-1} d
+  const VectorX<T> vw = v.transpose() * w;
+  const VectorX<T> s_white = v * vw.cwiseQuotient(a);           // (whitened Sigma_a)^{-1} L_p^{-1} d
+  out.value += T(0.5) * vw.dot(vw.cwiseQuotient(a));
+  const VectorX<T> s = p.chol().transpose().template triangularView<Eigen::Upper>().solve(s_white);  // Sigma_a^{-1} d
+  out.d_mean = s;
+  // 1/2 Sigma_a^{-1}(Sigma_q - Sigma_p)Sigma_q^{-1} = L_p^{-T} V diag((r - 1) / (2 a r)) V^T L_p^{-1}.
+  const VectorX<T> c = (r.array() - T(1)) / (T(2) * a.array() * r.array());
+  const MatrixX<T> inner = v * c.asDiagonal() * v.transpose();
+  const MatrixX<T> lp_inv = lp.solve(MatrixX<T>::Identity(q.dim(), q.dim()));
+  MatrixX<T> d_cov = lp_inv.transpose() * inner * lp_inv - T(0.5) * (T(1) - alpha) * s * s.transpose();
+  out.d_cov = T(0.5) * (d_cov + d_cov.transpose());
+  return out;
+}
+
+template <typename T>
+T alpha_renyi_divergence(const FullRankGaussian<T>& q, const FullRankGaussian<T>& p, T alpha) {
+  return alpha_renyi_divergence_gradient(q, p, alpha).value;
+}
+
+}  // namespace fvi
