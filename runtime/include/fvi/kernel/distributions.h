@@ -1,0 +1,321 @@
+#pragma once
+// Log densities of the distributions of stdlib/builtins.cpp on batched tensors, and their
+// vector-Jacobian products, as generated kernels call them.
+//
+//   lpdf(dist, {y, a1, a2, ...})          one log density per outcome element: the shape of y
+//                                         broadcast with the arguments (per row of logits for
+//                                         categorical_logit; one value for multinomial_logit
+//                                         and dirichlet)
+//   lpdf_vjp(dist, k, g, {y, a1, ...})    d(sum of g .* lpdf)/d(operand k), in operand k's shape
+//
+// Integer outcomes and arguments arrive as real tensors holding whole numbers. The formulas are
+// the distributions' standard densities (Stan's parameterisations); each partial derivative is
+// checked against finite differences in tests/runtime/kernel/.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fvi/kernel/ops.h"
+
+namespace fvi::kernel {
+
+template <class T>
+using Operands = std::vector<const Tensor<T>*>;
+template <class T>
+using Arr = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic>;
+
+namespace detail {
+
+constexpr double kLogSqrtTwoPi = 0.91893853320467274178;
+constexpr double kLogPi = 1.14472988584940017414;
+
+// The common shape of all operands (elementwise broadcasting, as in ops.h).
+template <class T>
+void common_shape(const Operands<T>& xs, Eigen::Index& r, Eigen::Index& c, Eigen::Index& s) {
+  r = xs[0]->rows, c = xs[0]->cols, s = xs[0]->draws;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    Eigen::Index nr, nc;
+    broadcast_shape(r, c, xs[i]->rows, xs[i]->cols, nr, nc);
+    r = nr, c = nc;
+    s = joint_draws(s, xs[i]->draws);
+  }
+}
+
+// Evaluates f(y, a1, ...) draw by draw on the operands expanded to the common shape.
+template <class T, class F>
+Tensor<T> elementwise(const Operands<T>& xs, F f) {
+  Eigen::Index r, c, S;
+  common_shape(xs, r, c, S);
+  Tensor<T> out(r, c, S);
+  std::vector<Arr<T>> v(xs.size());
+  for (Eigen::Index s = 0; s < S; ++s) {
+    for (size_t i = 0; i < xs.size(); ++i) v[i] = expand(*xs[i], r, c, s);
+    out.draw(s).array() = f(v);
+  }
+  return out;
+}
+
+inline double lchoose(double n, double k) { return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1); }
+
+template <class T>
+Arr<T> log1p_exp(const Arr<T>& x) {
+  return x.max(0) + (-x.abs()).exp().log1p();
+}
+template <class T>
+Arr<T> inv_logit(const Arr<T>& x) {
+  return 1 / (1 + (-x).exp());
+}
+
+// The log density, elementwise, of the scalar distributions.
+template <class T>
+Arr<T> scalar_lpdf(const std::string& d, const std::vector<Arr<T>>& v) {
+  const Arr<T>& y = v[0];
+  if (d == "normal") {
+    Arr<T> z = (y - v[1]) / v[2];
+    return -0.5 * z.square() - v[2].log() - kLogSqrtTwoPi;
+  }
+  if (d == "student_t") {
+    const Arr<T>&nu = v[1], &sigma = v[3];
+    Arr<T> z = (y - v[2]) / sigma;
+    return ((nu + 1) / 2).lgamma() - (nu / 2).lgamma() - 0.5 * (nu.log() + kLogPi) - sigma.log() -
+           (nu + 1) / 2 * (z.square() / nu).log1p();
+  }
+  if (d == "cauchy") {
+    Arr<T> z = (y - v[1]) / v[2];
+    return -kLogPi - v[2].log() - z.square().log1p();
+  }
+  if (d == "double_exponential") return -std::log(2.0) - v[2].log() - (y - v[1]).abs() / v[2];
+  if (d == "logistic") {
+    Arr<T> z = (y - v[1]) / v[2];
+    return -z - v[2].log() - 2 * log1p_exp<T>(-z);
+  }
+  if (d == "lognormal") {
+    Arr<T> z = (y.log() - v[1]) / v[2];
+    return -0.5 * z.square() - v[2].log() - y.log() - kLogSqrtTwoPi;
+  }
+  if (d == "exponential") return v[1].log() - v[1] * y;
+  if (d == "gamma") return v[1] * v[2].log() - v[1].lgamma() + (v[1] - 1) * y.log() - v[2] * y;
+  if (d == "inv_gamma") return v[1] * v[2].log() - v[1].lgamma() - (v[1] + 1) * y.log() - v[2] / y;
+  if (d == "beta")
+    return (v[1] + v[2]).lgamma() - v[1].lgamma() - v[2].lgamma() + (v[1] - 1) * y.log() + (v[2] - 1) * (-y).log1p();
+  if (d == "uniform") {
+    Arr<T> inside = ((y >= v[1]) && (y <= v[2])).template cast<T>();
+    return (inside > 0).select(-(v[2] - v[1]).log(), Arr<T>::Constant(y.rows(), y.cols(), -INFINITY));
+  }
+  if (d == "bernoulli") return y * v[1].log() + (1 - y) * (-v[1]).log1p();
+  if (d == "bernoulli_logit") return y * v[1] - log1p_exp<T>(v[1]);
+  if (d == "binomial") {
+    Arr<T> lc = y.binaryExpr(v[1], [](T k, T n) { return T(lchoose(double(n), double(k))); });
+    return lc + y * v[2].log() + (v[1] - y) * (-v[2]).log1p();
+  }
+  if (d == "binomial_logit") {
+    Arr<T> lc = y.binaryExpr(v[1], [](T k, T n) { return T(lchoose(double(n), double(k))); });
+    return lc + y * v[2] - v[1] * log1p_exp<T>(v[2]);
+  }
+  if (d == "poisson") return y * v[1].log() - v[1] - (y + 1).lgamma();
+  if (d == "poisson_log") return y * v[1] - v[1].exp() - (y + 1).lgamma();
+  if (d == "neg_binomial_2" || d == "neg_binomial_2_log") {
+    const Arr<T>& phi = v[2];
+    Arr<T> log_mu = d == "neg_binomial_2" ? Arr<T>(v[1].log()) : v[1];
+    Arr<T> mu = log_mu.exp();
+    return (y + phi).lgamma() - (y + 1).lgamma() - phi.lgamma() + y * log_mu + phi * phi.log() -
+           (y + phi) * (mu + phi).log();
+  }
+  throw std::invalid_argument("no kernel for the distribution '" + d + "'");
+}
+
+// d(log density)/d(operand k), elementwise, for the scalar distributions.
+template <class T>
+Arr<T> scalar_partial(const std::string& d, size_t k, const std::vector<Arr<T>>& v) {
+  const Arr<T>& y = v[0];
+  auto zeros = [&] { return Arr<T>::Zero(y.rows(), y.cols()); };
+  if (d == "normal") {
+    Arr<T> z = (y - v[1]) / v[2];
+    if (k == 0) return -z / v[2];
+    if (k == 1) return z / v[2];
+    return (z.square() - 1) / v[2];
+  }
+  if (d == "student_t") {
+    const Arr<T>&nu = v[1], &sigma = v[3];
+    Arr<T> z = (y - v[2]) / sigma;
+    Arr<T> denom = nu + z.square();
+    if (k == 0) return -(nu + 1) * z / (sigma * denom);
+    if (k == 2) return (nu + 1) * z / (sigma * denom);
+    if (k == 3) return -1 / sigma + (nu + 1) * z.square() / (sigma * denom);
+    return 0.5 * (((nu + 1) / 2).digamma() - (nu / 2).digamma() - 1 / nu - (z.square() / nu).log1p() +
+                  (nu + 1) * z.square() / (nu * denom));
+  }
+  if (d == "cauchy") {
+    Arr<T> z = (y - v[1]) / v[2];
+    Arr<T> dz = -2 * z / (1 + z.square());  // d/dz
+    if (k == 0) return dz / v[2];
+    if (k == 1) return -dz / v[2];
+    return -1 / v[2] - dz * z / v[2];
+  }
+  if (d == "double_exponential") {
+    Arr<T> sign = (y - v[1]).sign();
+    if (k == 0) return -sign / v[2];
+    if (k == 1) return sign / v[2];
+    return -1 / v[2] + (y - v[1]).abs() / v[2].square();
+  }
+  if (d == "logistic") {
+    Arr<T> z = (y - v[1]) / v[2];
+    Arr<T> dz = 1 - 2 * inv_logit<T>(z);
+    if (k == 0) return dz / v[2];
+    if (k == 1) return -dz / v[2];
+    return -1 / v[2] - z * dz / v[2];
+  }
+  if (d == "lognormal") {
+    Arr<T> z = (y.log() - v[1]) / v[2];
+    if (k == 0) return -1 / y - z / (v[2] * y);
+    if (k == 1) return z / v[2];
+    return (z.square() - 1) / v[2];
+  }
+  if (d == "exponential") return k == 0 ? Arr<T>(-v[1]) : Arr<T>(1 / v[1] - y);
+  if (d == "gamma") {
+    if (k == 0) return (v[1] - 1) / y - v[2];
+    if (k == 1) return v[2].log() - v[1].digamma() + y.log();
+    return v[1] / v[2] - y;
+  }
+  if (d == "inv_gamma") {
+    if (k == 0) return -(v[1] + 1) / y + v[2] / y.square();
+    if (k == 1) return v[2].log() - v[1].digamma() - y.log();
+    return v[1] / v[2] - 1 / y;
+  }
+  if (d == "beta") {
+    if (k == 0) return (v[1] - 1) / y - (v[2] - 1) / (1 - y);
+    if (k == 1) return (v[1] + v[2]).digamma() - v[1].digamma() + y.log();
+    return (v[1] + v[2]).digamma() - v[2].digamma() + (-y).log1p();
+  }
+  if (d == "uniform") {
+    if (k == 0) return zeros();
+    if (k == 1) return 1 / (v[2] - v[1]);
+    return -1 / (v[2] - v[1]);
+  }
+  if (d == "bernoulli") return k == 0 ? zeros() : Arr<T>(y / v[1] - (1 - y) / (1 - v[1]));
+  if (d == "bernoulli_logit") return k == 0 ? zeros() : Arr<T>(y - inv_logit<T>(v[1]));
+  if (d == "binomial") return k < 2 ? zeros() : Arr<T>(y / v[2] - (v[1] - y) / (1 - v[2]));
+  if (d == "binomial_logit") return k < 2 ? zeros() : Arr<T>(y - v[1] * inv_logit<T>(v[2]));
+  if (d == "poisson") return k == 0 ? zeros() : Arr<T>(y / v[1] - 1);
+  if (d == "poisson_log") return k == 0 ? zeros() : Arr<T>(y - v[1].exp());
+  if (d == "neg_binomial_2" || d == "neg_binomial_2_log") {
+    if (k == 0) return zeros();
+    const Arr<T>& phi = v[2];
+    Arr<T> mu = d == "neg_binomial_2" ? v[1] : Arr<T>(v[1].exp());
+    if (k == 1) {
+      Arr<T> dmu = y / mu - (y + phi) / (mu + phi);
+      return d == "neg_binomial_2" ? dmu : Arr<T>(dmu * mu);
+    }
+    return (y + phi).digamma() - phi.digamma() + phi.log() + 1 - (mu + phi).log() - (y + phi) / (mu + phi);
+  }
+  throw std::invalid_argument("no derivative for the distribution '" + d + "'");
+}
+
+// categorical_logit: y holds categories 1..K; logits is one row per outcome (n x K), or one
+// vector of K logits shared by every outcome.
+template <class T>
+Tensor<T> categorical_logit(const Tensor<T>& y, const Tensor<T>& logits, const Tensor<T>* g, bool vjp) {
+  Eigen::Index n = y.size();
+  bool shared = logits.cols == 1;
+  Eigen::Index K = shared ? logits.rows : logits.cols;
+  if (!shared && logits.rows != n) throw ShapeError("categorical_logit: " + std::to_string(n) + " outcomes, " +
+                                                    std::to_string(logits.rows) + " rows of logits");
+  Eigen::Index S = logits.draws;
+  Tensor<T> out = vjp ? Tensor<T>(logits.rows, logits.cols, S) : Tensor<T>(n, 1, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    Mat<T> L = shared ? Mat<T>(logits.draw(s).transpose()) : Mat<T>(logits.draw(s));  // rows x K
+    Eigen::Matrix<T, Eigen::Dynamic, 1> mx = L.rowwise().maxCoeff();
+    Eigen::Matrix<T, Eigen::Dynamic, 1> lse =
+        mx.array() + (L.colwise() - mx).array().exp().rowwise().sum().log();
+    for (Eigen::Index i = 0; i < n; ++i) {
+      Eigen::Index row = shared ? 0 : i;
+      auto k = static_cast<Eigen::Index>(y.m(i, 0)) - 1;
+      if (k < 0 || k >= K) throw std::out_of_range("categorical outcome " + std::to_string(k + 1) + " outside 1.." + std::to_string(K));
+      if (!vjp) {
+        out.draw(s)(i, 0) = L(row, k) - lse(row);
+        continue;
+      }
+      T gi = g->draw(s)(i, 0);
+      for (Eigen::Index j = 0; j < K; ++j) {
+        T d = gi * ((j == k ? T(1) : T(0)) - std::exp(L(row, j) - lse(row)));
+        if (shared) out.draw(s)(j, 0) += d;
+        else out.draw(s)(i, j) += d;
+      }
+    }
+  }
+  return out;
+}
+
+// multinomial_logit: y is one vector of K counts, gamma K logits: one log density per draw.
+template <class T>
+Tensor<T> multinomial_logit(const Tensor<T>& y, const Tensor<T>& gamma, const Tensor<T>* g, bool vjp) {
+  Tensor<T> ls = log_softmax(gamma);
+  Eigen::Matrix<T, Eigen::Dynamic, 1> counts = y.flat().col(0);
+  T N = counts.sum();
+  if (vjp) {
+    Tensor<T> out(gamma.rows, gamma.cols, gamma.draws);
+    for (Eigen::Index s = 0; s < gamma.draws; ++s)
+      out.flat().col(s) = g->m(0, g->draws == 1 ? 0 : s) *
+                          (counts - N * ls.flat().col(s).array().exp().matrix());
+    return out;
+  }
+  T constant = std::lgamma(double(N) + 1);
+  for (Eigen::Index i = 0; i < counts.size(); ++i) constant -= std::lgamma(double(counts[i]) + 1);
+  Tensor<T> out(1, 1, gamma.draws);
+  for (Eigen::Index s = 0; s < gamma.draws; ++s) out.m(0, s) = constant + counts.dot(ls.flat().col(s));
+  return out;
+}
+
+// dirichlet: theta on the simplex, alpha > 0, both K-vectors: one log density per draw.
+template <class T>
+Tensor<T> dirichlet(const Tensor<T>& theta, const Tensor<T>& alpha, const Tensor<T>* g, int vjp_operand) {
+  Eigen::Index S = joint_draws(theta.draws, alpha.draws);
+  if (vjp_operand < 0) {
+    Tensor<T> out(1, 1, S);
+    for (Eigen::Index s = 0; s < S; ++s) {
+      auto t = theta.flat().col(theta.draws == 1 ? 0 : s).array();
+      auto a = alpha.flat().col(alpha.draws == 1 ? 0 : s).array();
+      out.m(0, s) = std::lgamma(a.sum()) - a.lgamma().sum() + ((a - 1) * t.log()).sum();
+    }
+    return out;
+  }
+  const Tensor<T>& like = vjp_operand == 0 ? theta : alpha;
+  Tensor<T> out(like.rows, like.cols, like.draws);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    auto t = theta.flat().col(theta.draws == 1 ? 0 : s).array();
+    auto a = alpha.flat().col(alpha.draws == 1 ? 0 : s).array();
+    T gs = g->m(0, g->draws == 1 ? 0 : s);
+    Arr<T> d = vjp_operand == 0 ? Arr<T>((a - 1) / t) : Arr<T>(Arr<T>::Constant(a.rows(), 1, a.sum()).digamma() - a.digamma() + t.log());
+    out.flat().col(like.draws == 1 ? 0 : s).array() += gs * d;
+  }
+  return out;
+}
+
+}  // namespace detail
+
+template <class T>
+Tensor<T> lpdf(const std::string& dist, const Operands<T>& xs) {
+  if (dist == "categorical_logit") return detail::categorical_logit<T>(*xs[0], *xs[1], nullptr, false);
+  if (dist == "multinomial_logit") return detail::multinomial_logit<T>(*xs[0], *xs[1], nullptr, false);
+  if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], nullptr, -1);
+  return detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_lpdf<T>(dist, v); });
+}
+
+// The adjoint of lpdf for operand k given the adjoint g of its result.
+template <class T>
+Tensor<T> lpdf_vjp(const std::string& dist, size_t k, const Tensor<T>& g, const Operands<T>& xs) {
+  if (dist == "categorical_logit") {
+    if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
+    return detail::categorical_logit<T>(*xs[0], *xs[1], &g, true);
+  }
+  if (dist == "multinomial_logit") {
+    if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
+    return detail::multinomial_logit<T>(*xs[0], *xs[1], &g, true);
+  }
+  if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], &g, static_cast<int>(k));
+  Tensor<T> partial =
+      detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_partial<T>(dist, k, v); });
+  return sum_like(mul(g, partial), *xs[k]);
+}
+
+}  // namespace fvi::kernel

@@ -1,0 +1,377 @@
+#pragma once
+// The operations generated kernels are written in, on batched tensors (tensor.h). The compiler
+// lowers a model to a sequence of these calls and differentiates it by emitting more of them:
+// each forward operation below has its adjoint expressed with the `*_grad`, `sum_to` and
+// `scatter_*` helpers at the end of this file. The IR interpreter calls the same functions, so
+// interpreted and compiled kernels compute identical numbers.
+#include <unsupported/Eigen/SpecialFunctions>  // lgamma, digamma, erf on arrays
+
+#include <cmath>
+#include <string>
+
+#include "fvi/kernel/tensor.h"
+
+namespace fvi::kernel {
+
+// ---- elementwise ----------------------------------------------------------------------------
+
+// The shape of an elementwise result: equal shapes, a 1x1 operand broadcast to the other, or a
+// 1 x c row broadcast over an r x c matrix (DESIGN.md §2: `x * W + b`).
+inline void broadcast_shape(Eigen::Index ar, Eigen::Index ac, Eigen::Index br, Eigen::Index bc, Eigen::Index& r,
+                            Eigen::Index& c) {
+  if (ar == br && ac == bc) {
+    r = ar, c = ac;
+  } else if (ar * ac == 1) {
+    r = br, c = bc;
+  } else if (br * bc == 1) {
+    r = ar, c = ac;
+  } else if (ar * ac == br * bc && (ac == 1 || ar == 1) && (bc == 1 || br == 1)) {
+    r = ar, c = ac;  // a vector and a row_vector of one length, elementwise
+  } else if (br == 1 && bc == ac) {
+    r = ar, c = ac;
+  } else if (ar == 1 && ac == bc) {
+    r = br, c = bc;
+  } else {
+    throw ShapeError("elementwise operands of shapes " + shape_string(ar, ac, 1) + " and " +
+                     shape_string(br, bc, 1) + " do not broadcast");
+  }
+}
+
+// Operand x as an array of the result's shape (r x c) for draw s.
+template <class T>
+Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> expand(const Tensor<T>& x, Eigen::Index r, Eigen::Index c,
+                                                     Eigen::Index s) {
+  auto d = x.draw(s);
+  if (x.rows == r && x.cols == c) return d.array();
+  if (x.size() == 1) return Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic>::Constant(r, c, d(0, 0));
+  if (x.size() == r * c) return Eigen::Map<const Mat<T>>(d.data(), r, c).array();
+  if (x.rows == 1) return d.array().replicate(r, 1);
+  return d.array().replicate(1, c);
+}
+
+template <class T, class F>
+Tensor<T> zip(const Tensor<T>& a, const Tensor<T>& b, F f) {
+  Eigen::Index r, c;
+  broadcast_shape(a.rows, a.cols, b.rows, b.cols, r, c);
+  Tensor<T> out(r, c, joint_draws(a.draws, b.draws));
+  if (a.rows == r && a.cols == c && b.rows == r && b.cols == c && a.draws == b.draws) {
+    out.m.array() = f(a.m.array(), b.m.array());
+    return out;
+  }
+  for (Eigen::Index s = 0; s < out.draws; ++s) out.draw(s).array() = f(expand(a, r, c, s), expand(b, r, c, s));
+  return out;
+}
+
+template <class T, class F>
+Tensor<T> map(const Tensor<T>& a, F f) {
+  Tensor<T> out(a.rows, a.cols, a.draws);
+  out.m.array() = f(a.m.array());
+  return out;
+}
+
+template <class T>
+Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
+  return zip(a, b, [](const auto& x, const auto& y) { return x + y; });
+}
+template <class T>
+Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
+  return zip(a, b, [](const auto& x, const auto& y) { return x - y; });
+}
+template <class T>
+Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
+  return zip(a, b, [](const auto& x, const auto& y) { return x * y; });
+}
+template <class T>
+Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
+  return zip(a, b, [](const auto& x, const auto& y) { return x / y; });
+}
+template <class T>
+Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
+  return zip(a, b, [](const auto& x, const auto& y) { return x.pow(y); });
+}
+template <class T>
+Tensor<T> neg(const Tensor<T>& a) {
+  return map(a, [](const auto& x) { return -x; });
+}
+
+// Numerically stable building blocks.
+template <class A>
+auto log1p_exp_array(const A& x) {
+  return x.max(0) + (-x.abs()).exp().log1p();
+}
+template <class A>
+auto inv_logit_array(const A& x) {
+  return 1 / (1 + (-x).exp());
+}
+
+// The unary functions of stdlib/builtins.cpp, by name.
+template <class T>
+Tensor<T> unary(const std::string& f, const Tensor<T>& a) {
+  using std::sqrt;
+  if (f == "exp") return map(a, [](const auto& x) { return x.exp(); });
+  if (f == "log") return map(a, [](const auto& x) { return x.log(); });
+  if (f == "log1p") return map(a, [](const auto& x) { return x.log1p(); });
+  if (f == "expm1") return map(a, [](const auto& x) { return x.exp() - 1; });
+  if (f == "log1m") return map(a, [](const auto& x) { return (-x).log1p(); });
+  if (f == "inv_logit") return map(a, [](const auto& x) { return inv_logit_array(x); });
+  if (f == "logit") return map(a, [](const auto& x) { return (x / (1 - x)).log(); });
+  if (f == "log_inv_logit") return map(a, [](const auto& x) { return -log1p_exp_array(-x); });
+  if (f == "log1m_inv_logit") return map(a, [](const auto& x) { return -log1p_exp_array(x); });
+  if (f == "log1p_exp") return map(a, [](const auto& x) { return log1p_exp_array(x); });
+  if (f == "tanh") return map(a, [](const auto& x) { return x.tanh(); });
+  if (f == "sin") return map(a, [](const auto& x) { return x.sin(); });
+  if (f == "cos") return map(a, [](const auto& x) { return x.cos(); });
+  if (f == "sqrt") return map(a, [](const auto& x) { return x.sqrt(); });
+  if (f == "square") return map(a, [](const auto& x) { return x.square(); });
+  if (f == "inv") return map(a, [](const auto& x) { return x.inverse(); });
+  if (f == "inv_sqrt") return map(a, [](const auto& x) { return x.rsqrt(); });
+  if (f == "relu") return map(a, [](const auto& x) { return x.max(0); });
+  if (f == "lgamma") return map(a, [](const auto& x) { return x.lgamma(); });
+  if (f == "digamma") return map(a, [](const auto& x) { return x.digamma(); });
+  if (f == "erf") return map(a, [](const auto& x) { return x.erf(); });
+  if (f == "Phi") return map(a, [](const auto& x) { return 0.5 * (1 + (x * T(M_SQRT1_2)).erf()); });
+  if (f == "fabs" || f == "abs") return map(a, [](const auto& x) { return x.abs(); });
+  if (f == "neg") return neg(a);
+  throw std::invalid_argument("no kernel for the function '" + f + "'");
+}
+
+// d f(x) / dx for the unary function f, given x and y = f(x).
+template <class T>
+Tensor<T> unary_derivative(const std::string& f, const Tensor<T>& x, const Tensor<T>& y) {
+  auto with = [&](auto g) {
+    Tensor<T> out(x.rows, x.cols, x.draws);
+    out.m.array() = g(x.m.array(), y.m.array());
+    return out;
+  };
+  if (f == "exp") return y;
+  if (f == "log") return with([](const auto& a, const auto&) { return a.inverse(); });
+  if (f == "log1p") return with([](const auto& a, const auto&) { return (1 + a).inverse(); });
+  if (f == "expm1") return with([](const auto&, const auto& b) { return b + 1; });
+  if (f == "log1m") return with([](const auto& a, const auto&) { return -(1 - a).inverse(); });
+  if (f == "inv_logit") return with([](const auto&, const auto& b) { return b * (1 - b); });
+  if (f == "logit") return with([](const auto& a, const auto&) { return (a * (1 - a)).inverse(); });
+  if (f == "log_inv_logit") return with([](const auto& a, const auto&) { return inv_logit_array(-a); });
+  if (f == "log1m_inv_logit") return with([](const auto& a, const auto&) { return -inv_logit_array(a); });
+  if (f == "log1p_exp") return with([](const auto& a, const auto&) { return inv_logit_array(a); });
+  if (f == "tanh") return with([](const auto&, const auto& b) { return 1 - b.square(); });
+  if (f == "sin") return with([](const auto& a, const auto&) { return a.cos(); });
+  if (f == "cos") return with([](const auto& a, const auto&) { return -a.sin(); });
+  if (f == "sqrt") return with([](const auto&, const auto& b) { return 0.5 * b.inverse(); });
+  if (f == "square") return with([](const auto& a, const auto&) { return 2 * a; });
+  if (f == "inv") return with([](const auto&, const auto& b) { return -b.square(); });
+  if (f == "inv_sqrt") return with([](const auto&, const auto& b) { return -0.5 * b.cube(); });
+  if (f == "relu") return with([](const auto& a, const auto&) { return (a > 0).template cast<T>(); });
+  if (f == "lgamma") return with([](const auto& a, const auto&) { return a.digamma(); });
+  if (f == "erf") return with([](const auto& a, const auto&) { return T(M_2_SQRTPI) * (-a.square()).exp(); });
+  if (f == "Phi")
+    return with([](const auto& a, const auto&) { return T(0.5 * M_2_SQRTPI * M_SQRT1_2) * (-0.5 * a.square()).exp(); });
+  if (f == "fabs" || f == "abs") return with([](const auto& a, const auto&) { return a.sign(); });
+  if (f == "neg") return with([](const auto& a, const auto&) { return decltype(a.eval())::Constant(a.rows(), a.cols(), -1); });
+  throw std::invalid_argument("no derivative for the function '" + f + "'");
+}
+
+// ---- linear algebra -------------------------------------------------------------------------
+
+// (r x k) * (k x c). When the left side does not vary (data), every draw of the right side is
+// multiplied in one matrix product: the draws sit side by side as columns.
+template <class T>
+Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
+  if (a.cols != b.rows)
+    throw ShapeError("matrix product of " + shape_string(a) + " and " + shape_string(b));
+  Tensor<T> out(a.rows, b.cols, joint_draws(a.draws, b.draws));
+  if (a.draws == 1) {
+    if (b.draws == out.draws) {
+      out.m.noalias() = a.m * b.m;
+    } else {
+      for (Eigen::Index s = 0; s < out.draws; ++s) out.draw(s).noalias() = a.m * b.draw(s);
+    }
+    return out;
+  }
+  for (Eigen::Index s = 0; s < out.draws; ++s) out.draw(s).noalias() = a.draw(s) * b.draw(s);
+  return out;
+}
+
+// The adjoint of matmul's left operand: g * b', summed to `a_draws` draws.
+template <class T>
+Tensor<T> matmul_grad_left(const Tensor<T>& g, const Tensor<T>& b, Eigen::Index a_draws) {
+  Tensor<T> out(g.rows, b.rows, a_draws);
+  if (a_draws == 1 && b.draws == g.draws) {
+    out.m.noalias() = g.m * b.m.transpose();  // sum over draws inside one product
+    return out;
+  }
+  for (Eigen::Index s = 0; s < g.draws; ++s) {
+    if (a_draws == 1) out.m.noalias() += g.draw(s) * b.draw(s).transpose();
+    else out.draw(s).noalias() = g.draw(s) * b.draw(s).transpose();
+  }
+  return out;
+}
+
+// The adjoint of matmul's right operand: a' * g, summed to `b_draws` draws.
+template <class T>
+Tensor<T> matmul_grad_right(const Tensor<T>& a, const Tensor<T>& g, Eigen::Index b_draws) {
+  Tensor<T> out(a.cols, g.cols, b_draws);
+  if (a.draws == 1 && b_draws == g.draws) {
+    out.m.noalias() = a.m.transpose() * g.m;  // every draw in one product
+    return out;
+  }
+  for (Eigen::Index s = 0; s < g.draws; ++s) {
+    if (b_draws == 1) out.m.noalias() += a.draw(s).transpose() * g.draw(s);
+    else out.draw(s).noalias() = a.draw(s).transpose() * g.draw(s);
+  }
+  return out;
+}
+
+template <class T>
+Tensor<T> transpose(const Tensor<T>& a) {
+  Tensor<T> out(a.cols, a.rows, a.draws);
+  if (a.rows == 1 || a.cols == 1) {
+    out.m = Eigen::Map<const Mat<T>>(a.m.data(), out.rows, out.cols * out.draws);  // same memory order
+    return out;
+  }
+  for (Eigen::Index s = 0; s < a.draws; ++s) out.draw(s) = a.draw(s).transpose();
+  return out;
+}
+
+// Reinterpret each draw's values (column-major) as rows x cols: to_vector, to_row_vector.
+template <class T>
+Tensor<T> reshape(const Tensor<T>& a, Eigen::Index rows, Eigen::Index cols) {
+  if (rows * cols != a.size()) throw ShapeError("cannot reshape " + shape_string(a));
+  Tensor<T> out(rows, cols, a.draws);
+  out.m = Eigen::Map<const Mat<T>>(a.m.data(), rows, cols * a.draws);
+  return out;
+}
+
+// ---- reductions and broadcasts --------------------------------------------------------------
+
+template <class T>
+Tensor<T> sum(const Tensor<T>& a) {
+  Tensor<T> out(1, 1, a.draws);
+  out.m = a.flat().colwise().sum();
+  return out;
+}
+
+template <class T>
+Tensor<T> rows_dot_product(const Tensor<T>& a, const Tensor<T>& b) {
+  if (a.rows != b.rows || a.cols != b.cols) throw ShapeError("rows_dot_product of " + shape_string(a) + " and " + shape_string(b));
+  Tensor<T> out(a.rows, 1, joint_draws(a.draws, b.draws));
+  for (Eigen::Index s = 0; s < out.draws; ++s)
+    out.draw(s) = (a.draw(s).array() * b.draw(s).array()).rowwise().sum().matrix();
+  return out;
+}
+
+// x repeated to rows x cols: a scalar everywhere, a row_vector down the rows, a vector across the
+// columns (rep_vector, rep_matrix, and the adjoint of sum).
+template <class T>
+Tensor<T> broadcast(const Tensor<T>& x, Eigen::Index rows, Eigen::Index cols) {
+  Tensor<T> out(rows, cols, x.draws);
+  for (Eigen::Index s = 0; s < x.draws; ++s) out.draw(s).array() = expand(x, rows, cols, s);
+  return out;
+}
+
+// The adjoint of a broadcast: g summed down to rows x cols with `draws` draws.
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& g, Eigen::Index rows, Eigen::Index cols, Eigen::Index draws) {
+  Tensor<T> out(rows, cols, draws);
+  for (Eigen::Index s = 0; s < g.draws; ++s) {
+    auto gs = g.draw(s);
+    auto o = out.draw(draws == 1 ? 0 : s);
+    if (rows == g.rows && cols == g.cols) o += gs;
+    else if (rows * cols == 1) o(0, 0) += gs.sum();
+    else if (rows * cols == g.rows * g.cols) o += Eigen::Map<const Mat<T>>(gs.eval().data(), rows, cols);
+    else if (rows == 1 && cols == g.cols) o += gs.colwise().sum();
+    else if (cols == 1 && rows == g.rows) o += gs.rowwise().sum();
+    else throw ShapeError("cannot sum " + shape_string(g) + " to " + shape_string(rows, cols, draws));
+  }
+  return out;
+}
+
+template <class T>
+Tensor<T> sum_like(const Tensor<T>& g, const Tensor<T>& like) {
+  return sum_to(g, like.rows, like.cols, like.draws);
+}
+
+template <class T>
+Tensor<T> log_softmax(const Tensor<T>& a) {
+  Tensor<T> out(a.rows, a.cols, a.draws);
+  auto x = a.flat();
+  auto o = out.flat();
+  for (Eigen::Index s = 0; s < a.draws; ++s) {
+    T mx = x.col(s).maxCoeff();
+    T lse = mx + std::log((x.col(s).array() - mx).exp().sum());
+    o.col(s).array() = x.col(s).array() - lse;
+  }
+  return out;
+}
+
+template <class T>
+Tensor<T> softmax(const Tensor<T>& a) {
+  return map(log_softmax(a), [](const auto& x) { return x.exp(); });
+}
+
+// Adjoint of y = log_softmax(x) per draw: g - softmax(x) * sum(g).
+template <class T>
+Tensor<T> log_softmax_grad(const Tensor<T>& y, const Tensor<T>& g) {
+  Tensor<T> out(y.rows, y.cols, y.draws);
+  for (Eigen::Index s = 0; s < y.draws; ++s)
+    out.flat().col(s) = g.flat().col(s) - y.flat().col(s).array().exp().matrix() * g.flat().col(s).sum();
+  return out;
+}
+
+// Adjoint of y = softmax(x) per draw: y .* (g - sum(g .* y)).
+template <class T>
+Tensor<T> softmax_grad(const Tensor<T>& y, const Tensor<T>& g) {
+  Tensor<T> out(y.rows, y.cols, y.draws);
+  for (Eigen::Index s = 0; s < y.draws; ++s) {
+    T dot = g.flat().col(s).dot(y.flat().col(s));
+    out.flat().col(s).array() = y.flat().col(s).array() * (g.flat().col(s).array() - dot);
+  }
+  return out;
+}
+
+// ---- indexing (1-based indices, as in the language) -----------------------------------------
+
+template <class T>
+Tensor<T> index_rows(const Tensor<T>& x, const IntVec& idx) {
+  Tensor<T> out(idx.size(), x.cols, x.draws);
+  for (Eigen::Index i = 0; i < idx.size(); ++i) {
+    if (idx[i] < 1 || idx[i] > x.rows)
+      throw std::out_of_range("index " + std::to_string(idx[i]) + " outside 1.." + std::to_string(x.rows));
+    out.m.row(i) = x.m.row(idx[i] - 1);
+  }
+  return out;
+}
+
+template <class T>
+Tensor<T> scatter_rows(const Tensor<T>& g, const IntVec& idx, Eigen::Index rows) {
+  Tensor<T> out(rows, g.cols, g.draws);
+  for (Eigen::Index i = 0; i < idx.size(); ++i) out.m.row(idx[i] - 1) += g.m.row(i);
+  return out;
+}
+
+template <class T>
+Tensor<T> index_cols(const Tensor<T>& x, const IntVec& idx) {
+  Tensor<T> out(x.rows, idx.size(), x.draws);
+  for (Eigen::Index s = 0; s < x.draws; ++s)
+    for (Eigen::Index j = 0; j < idx.size(); ++j) {
+      if (idx[j] < 1 || idx[j] > x.cols)
+        throw std::out_of_range("index " + std::to_string(idx[j]) + " outside 1.." + std::to_string(x.cols));
+      out.draw(s).col(j) = x.draw(s).col(idx[j] - 1);
+    }
+  return out;
+}
+
+template <class T>
+Tensor<T> scatter_cols(const Tensor<T>& g, const IntVec& idx, Eigen::Index cols) {
+  Tensor<T> out(g.rows, cols, g.draws);
+  for (Eigen::Index s = 0; s < g.draws; ++s)
+    for (Eigen::Index j = 0; j < idx.size(); ++j) out.draw(s).col(idx[j] - 1) += g.draw(s).col(j);
+  return out;
+}
+
+inline IntVec range_index(int64_t lo, int64_t hi) {
+  IntVec idx(std::max<int64_t>(0, hi - lo + 1));
+  for (Eigen::Index i = 0; i < idx.size(); ++i) idx[i] = lo + i;
+  return idx;
+}
+
+}  // namespace fvi::kernel
