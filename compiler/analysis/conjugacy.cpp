@@ -49,8 +49,6 @@ Conjugacy detect_conjugacy(const SemanticModel& model) {
   if (loss != "nll" && loss != "score_matching")
     return {false, "the loss " + loss + " has no closed-form update"};
   if (divergence != "kl") return {false, "the divergence " + divergence + " has no closed-form update"};
-  if (model.settings.name("family", "meanfield") != "fullrank")
-    return {false, "closed-form updates need `family = fullrank` (the exact posterior is correlated)"};
   const Term* likelihood = nullptr;
   for (const Term& t : model.terms) {
     if (t.kind == TermKind::Target) return {false, "a `target +=` term is not recognised as conjugate"};
@@ -58,8 +56,11 @@ Conjugacy detect_conjugacy(const SemanticModel& model) {
       const Symbol* p = model.find(t.subject);
       if (!p || p->kind != SymbolKind::Parameter || t.distribution != "normal")
         return {false, "the prior of '" + t.subject + "' is not Gaussian"};
-      for (const ExprPtr& a : t.stmt->args)
-        if (reads_parameters(*a)) return {false, "the prior of '" + t.subject + "' depends on parameters"};
+      // `mu ~ normal(a, b)` or `target += normal_lpdf(mu | a, b)`: the arguments after the outcome.
+      bool via_target = t.stmt->kind == StmtKind::Target;
+      const std::vector<ExprPtr>& args = via_target ? t.stmt->args[0]->args : t.stmt->args;
+      for (size_t i = via_target ? 1 : 0; i < args.size(); ++i)
+        if (reads_parameters(*args[i])) return {false, "the prior of '" + t.subject + "' depends on parameters"};
       const TypeDecl& type = p->decl->type;
       if (type.lower || type.upper || type.simplex)
         return {false, "'" + t.subject + "' is constrained, so its posterior is not Gaussian"};
@@ -74,6 +75,10 @@ Conjugacy detect_conjugacy(const SemanticModel& model) {
   if (reads_parameters(*s.args[1])) return {false, "the noise scale is a parameter (unknown noise)"};
   if (!is_affine_in_parameters(*s.args[0], model))
     return {false, "the likelihood's mean is not linear in the parameters"};
+  // Checked last: the model is conjugate, so the family is the one thing left to change.
+  if (model.settings.name("family", "meanfield") != "fullrank")
+    return {false, "the model is conjugate, but closed-form updates need `family = fullrank` (the exact "
+                   "posterior is correlated)"};
   return {true, "Gaussian prior, likelihood linear in the parameters with known noise"};
 }
 

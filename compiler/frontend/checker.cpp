@@ -629,11 +629,20 @@ class Checker {
     bool typed = check_distribution_call(*dist, lhs, args, s.name_loc);
 
     if (!subject || (subject->kind != SymbolKind::Data && !on_parameter)) {
-      if (!lhs.type.is_error())
-        diags_.error(lhs.loc, "the left side of '~' must be a parameter or data",
-                     "put a declared parameter or data variable (or an element of one) on the left; "
-                     "for a density of a computed value use `target += " + s.name +
-                         (dist->discrete ? "_lpmf" : "_lpdf") + "(...)`");
+      if (lhs.type.is_error()) return;
+      std::string help = "put a declared parameter or data variable (or an element of one) on the left; "
+                         "for a density of a computed value use `target += " + s.name +
+                         (dist->discrete ? "_lpmf" : "_lpdf") + "(...)`";
+      // `to_vector(B) ~ normal(0, 1)`: B itself may stand on the left.
+      if (lhs.kind == ExprKind::Call && (lhs.name == "to_vector" || lhs.name == "to_row_vector") &&
+          lhs.args.size() == 1 && lhs.args[0]->kind == ExprKind::Var)
+        if (const Symbol* inner = lookup(lhs.args[0]->name)) {
+          if (inner->kind == SymbolKind::Parameter || inner->kind == SymbolKind::Hyperparameter)
+            prior_attempts_.insert(inner->name);
+          help = "distributions accept vectors and matrices elementwise: write `" + inner->name + " ~ " +
+                 s.name + "(" + args_source(s.args) + ")`";
+        }
+      diags_.error(lhs.loc, "the left side of '~' must be a parameter or data", help);
       return;
     }
     TermFacts facts;
