@@ -120,7 +120,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
   std::string best;
-  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
+  // Close spellings only, and never a wholly different name (`D` is not a misspelt `N`).
+  size_t best_d = std::min(std::max<size_t>(2, name.size() / 3) + 1, name.size());
   for (const std::string& c : candidates) {
     size_t d = edit_distance(name, c);
     if (d < best_d) {
@@ -248,7 +249,21 @@ class Checker {
     return b;
   }
 
-  void check_marks(const VarDecl& d) {
+  // The owner an unmarked parameter's sizes suggest: local if they read silo data, split if
+  // split data, else global.
+  Owner unmarked_owner(const VarDecl& d) {
+    Taint t;
+    for (const std::vector<ExprPtr>* sizes : {&d.type.array_sizes, &d.type.sizes})
+      for (const ExprPtr& s : *sizes) {
+        expr(*s);
+        t.merge(s->taint);
+      }
+    if (t.has(K::SiloData) && has_silo_data_) return Owner::Silo;
+    if (t.has(K::SplitData) && has_split_data_) return Owner::Split;
+    return Owner::Global;
+  }
+
+  void check_marks(const VarDecl& d, Owner guessed) {
     bool is_param_block = d.block == BlockKind::Parameters || d.block == BlockKind::Hyperparameters;
     if (!is_param_block) {
       if (d.mark != Mark::None) {
@@ -263,6 +278,8 @@ class Checker {
       std::string help = "start the declaration with `global` (shared by all silos)";
       if (has_silo_data_) help += " or `local` (one per silo, never leaves it)";
       if (has_split_data_) help += " or `split` (one block per silo)";
+      if (guessed == Owner::Silo) help = "its size uses silo data, so it is probably `local`: " + help;
+      if (guessed == Owner::Split) help = "its size uses split data, so it is probably `split`: " + help;
       diags_.error(d.loc, "parameter '" + d.name + "' needs a mark: global, local or split", help);
     }
     if (d.mark == Mark::Local && !has_silo_data_)
@@ -325,7 +342,8 @@ class Checker {
       } else {
         help = std::string("'") + who + "' is not visible to whoever holds '" + d.name + "'";
       }
-      std::string kind = d.block == BlockKind::Parameters ? std::string(mark_name(d.mark)) + " parameter"
+      std::string kind = d.block == BlockKind::Parameters
+                             ? (d.mark == Mark::None ? "" : std::string(mark_name(d.mark)) + " ") + "parameter"
                          : d.block == BlockKind::Hyperparameters ? "hyperparameter"
                                                                   : "variable";
       diags_.error(e.loc, std::string("the ") + what + " of " + kind + " '" + d.name + "' uses " +
@@ -337,7 +355,9 @@ class Checker {
   }
 
   void declare(const VarDecl& d) {
-    check_marks(d);
+    bool unmarked = d.block == BlockKind::Parameters && d.mark == Mark::None;
+    Owner guessed = unmarked ? unmarked_owner(d) : Owner::Global;
+    check_marks(d, guessed);
     Symbol sym;
     sym.name = d.name;
     sym.decl = &d;
@@ -351,6 +371,7 @@ class Checker {
     // A mark check_marks rejected: treat the value as global so its uses add no follow-on errors.
     if ((d.mark == Mark::Local && !has_silo_data_) || (d.mark == Mark::Split && !has_split_data_))
       sym.owner = Owner::Global;
+    if (unmarked) sym.owner = guessed;  // likewise for a missing mark
     sym.type = Type{d.type.base, static_cast<int>(d.type.array_sizes.size())};
 
     bool sizes_ok = true;
@@ -513,6 +534,22 @@ class Checker {
   void assign(const Stmt& s) {
     Expr& lhs = *s.lhs;
     Expr& rhs = *s.args[0];
+    if (s.name == "=" && rhs.kind == ExprKind::Call && stdlib::find_distribution(rhs.name) &&
+        !stdlib::find_function(rhs.name)) {
+      // `mu = normal(0, 1);`: a distribution statement written with '='.
+      expr(lhs);
+      for (const ExprPtr& a : rhs.args) expr(*a);
+      const Expr* base = &lhs;
+      while (base->kind == ExprKind::Index) base = base->args[0].get();
+      if (base->kind == ExprKind::Var)
+        if (const Symbol* sym = lookup(base->name);
+            sym && (sym->kind == SymbolKind::Parameter || sym->kind == SymbolKind::Hyperparameter))
+          prior_attempts_.insert(sym->name);
+      diags_.error(s.name_loc, "'=' assigns a value, but " + rhs.name + " is a distribution",
+                   "a distribution statement uses '~': write `" + to_source(lhs) + " ~ " + to_source(rhs) +
+                       ";`");
+      return;
+    }
     expr(lhs);
     expr(rhs);
     const Expr* base = &lhs;
@@ -526,6 +563,9 @@ class Checker {
     if (!local || local->kind != SymbolKind::LocalVariable) {
       const Symbol* sym = lookup(base->name);
       if (sym) {
+        // `b = normal(0, 1)` is a prior written wrongly: no "has no prior" on top.
+        if (sym->kind == SymbolKind::Parameter || sym->kind == SymbolKind::Hyperparameter)
+          prior_attempts_.insert(sym->name);
         std::string what = sym->kind == SymbolKind::LoopVariable ? "a loop variable"
                            : sym->kind == SymbolKind::Data       ? "data"
                                                                  : "a parameter";
@@ -601,6 +641,7 @@ class Checker {
                                     subject->kind == SymbolKind::Hyperparameter);
     // A prior rejected for any reason was still written: no "has no prior" error on top of it.
     if (on_parameter) prior_attempts_.insert(subject->name);
+    if (base->kind == ExprKind::Var && !subject) prior_of_unknown_ = true;
     bool suffix_ok = false;
     const stdlib::Distribution* dist = stdlib::find_distribution(s.name);
     if (!dist) {
@@ -907,6 +948,8 @@ class Checker {
   void variable(Expr& e) {
     const Symbol* sym = lookup(e.name);
     if (!sym) {
+      // Once per name: every later use of a missing declaration would repeat the same error.
+      if (!unknown_reported_.insert(e.name).second) return;
       std::string near = closest(e.name, visible_names());
       diags_.error(e.loc, "unknown variable '" + e.name + "'",
                    near.empty() ? "declare it in a data or parameters block before using it"
@@ -1215,7 +1258,10 @@ class Checker {
                    std::string("write ") + (f->usage ? f->usage : e.name + "(x)"));
       return;
     }
-    if (any_error(e)) return;
+    if (any_error(e)) {
+      if (f->rule == stdlib::Rule::SiloSum) e.taint = silo_sum_taint(*e.args[0]);  // no follow-on flow errors
+      return;
+    }
     function_type(e, *f);
   }
 
@@ -1318,14 +1364,20 @@ class Checker {
     }
   }
 
+  // The sum over silos is no longer any one silo's value.
+  static Taint silo_sum_taint(const Expr& operand) {
+    Taint t;
+    if (operand.taint.has(K::PublicData))
+      t.add(K::PublicData, operand.taint.witness[static_cast<size_t>(K::PublicData)]);
+    t.add(K::SiloSum, "silo_sum(" + to_source(operand) + ")");
+    return t;
+  }
+
   void silo_sum(Expr& e) {
     const Expr& a = *e.args[0];
-    // The sum over silos is no longer any one silo's value (also when the operand is rejected:
-    // the error is reported once, here, not again by the term around it).
-    Taint t;
-    if (a.taint.has(K::PublicData)) t.add(K::PublicData, a.taint.witness[static_cast<size_t>(K::PublicData)]);
-    t.add(K::SiloSum, "silo_sum(" + to_source(a) + ")");
-    e.taint = t;
+    // Also when the operand is rejected: the error is reported once, here, not again by the term
+    // around it.
+    e.taint = silo_sum_taint(a);
     if (!check_silo_sum_operand(a, diags_)) return;
     e.type = a.type;
     e.shape = a.shape;
@@ -1370,7 +1422,10 @@ class Checker {
   // ---- priors ------------------------------------------------------------------------------
 
   void check_priors() {
-    // A prior rejected for another reason was still written: no second error for it.
+    // A prior rejected for another reason was still written: no second error for it. A `~` on
+    // an undeclared name was probably meant for one of these parameters: say nothing until the
+    // name is fixed.
+    if (prior_of_unknown_) return;
     for (const Symbol& s : model_.symbols) {
       if (s.kind != SymbolKind::Parameter || prior_attempts_.count(s.name)) continue;
       diags_.error(s.loc, "parameter '" + s.name + "' has no prior",
@@ -1418,6 +1473,8 @@ class Checker {
   std::vector<std::vector<Symbol>> scopes_;
   std::vector<Taint> context_;  // conditions of enclosing ifs
   std::set<std::string> prior_attempts_;  // parameters with a `~` (valid or not)
+  std::set<std::string> unknown_reported_;  // undeclared names already reported
+  bool prior_of_unknown_ = false;           // some `~` has an undeclared name on its left
   bool has_silo_data_ = false;
   bool has_split_data_ = false;
 };

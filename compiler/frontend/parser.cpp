@@ -46,6 +46,16 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
                    size_t column, const std::string& msg, std::exception_ptr) override {
     if (++count_ > kMaxErrors || suppress_) return;
+    // ANTLR's recovery after an error yields follow-on errors until the next block: after the
+    // first error, report another only if it lies in a block opened after that error.
+    if (auto* p = dynamic_cast<antlr4::Parser*>(recognizer); p && offending) {
+      size_t at = offending->getTokenIndex();
+      if (last_error_ != kNone) {
+        std::vector<const antlr4::Token*> open = open_brackets(p->getTokenStream(), at);
+        if (open.empty() || open.front()->getTokenIndex() <= last_error_) return;
+      }
+      last_error_ = at;
+    }
     Loc loc;
     loc.line = static_cast<int>(line);
     loc.col = static_cast<int>(column) + 1;
@@ -272,6 +282,8 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
   Diagnostics& diags_;
   int count_ = 0;
   bool suppress_ = false;
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t last_error_ = kNone;  // token index of the last syntax error reported
 };
 
 class AstBuilder {
