@@ -750,19 +750,20 @@ class Checker {
   // A distribution's outcome support against a parameter's declared constraint.
   void check_support(const stdlib::Distribution& dist, const Symbol& p, const Loc& at) {
     const TypeDecl& t = p.decl->type;
-    auto lower = t.lower ? literal_value(*t.lower) : std::nullopt;
-    auto upper = t.upper ? literal_value(*t.upper) : std::nullopt;
+    // A bound that is not a literal (e.g. data) is taken to be right; checked when data is read.
+    double lower = t.lower ? literal_value(*t.lower).value_or(0) : 0;
+    double upper = t.upper ? literal_value(*t.upper).value_or(1) : 1;
     using S = stdlib::Support;
     std::string name = "'" + p.name + "'";
     switch (dist.support) {
       case S::Positive:
-        if (!t.lower || (lower && *lower < 0))
+        if (!t.lower || lower < 0)
           diags_.error(at, std::string(dist.name) + " is a distribution on positive values, but " +
                                        name + " is not constrained to be positive",
                        "declare it with `<lower=0>`");
         break;
       case S::Unit:
-        if (!t.lower || !t.upper || (lower && *lower < 0) || (upper && *upper > 1))
+        if (!t.lower || !t.upper || lower < 0 || upper > 1)
           diags_.error(at, std::string(dist.name) + " is a distribution on (0, 1), but " + name +
                                        " is not constrained to that interval",
                        "declare it with `<lower=0, upper=1>`");
