@@ -10,6 +10,8 @@
 #include "frontend/parser.h"
 #include "frontend/semantic.h"
 #include "inference_keys.h"
+#include "ir/lower.h"
+#include "transform/adjoint.h"
 
 namespace {
 
@@ -26,6 +28,7 @@ commands:
                           messages each party sends per iteration (bytes with --data)
   dump --ast FILE         the syntax tree
   dump --plan FILE        the plan as JSON (same as plan --json)
+  dump --ir FILE          the factors of the log joint as IR, with their adjoints
   help keys               the inference keys and their values
   --version               print the version
 
@@ -143,9 +146,8 @@ int run(const Options& o) {
   if (o.file.empty()) return usage_error(o.command + " needs a .fvi file");
   if (o.command == "dump" && o.dump_what.empty())
     return usage_error("dump needs one of --ast, --plan");
-  if (o.command == "dump" && (o.dump_what == "ir" || o.dump_what == "cpp"))
-    return usage_error("dump --" + o.dump_what + " is not available yet: the IR and the C++ backend "
-                       "are still being built");
+  if (o.command == "dump" && o.dump_what == "cpp")
+    return usage_error("dump --cpp is not available yet: the C++ backend is still being built");
 
   bool ast_only = o.command == "dump" && o.dump_what == "ast";
   std::optional<Compiled> c = compile(o.file, !ast_only);
@@ -168,6 +170,13 @@ int run(const Options& o) {
   bool planned = fvic::make_plan(*c->model, *c->diags, plan);
   if (!planned || c->diags->has_errors()) return finish(kModelError);
   if (o.command == "check") return finish(kOk);
+  if (o.command == "dump" && o.dump_what == "ir") {
+    fvic::ir::Module module;
+    if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);
+    fvic::transform::make_adjoints(module);
+    std::cout << fvic::ir::dump(module);
+    return finish(kOk);
+  }
 
   std::optional<fvic::DataSizes> sizes;
   if (o.data) {

@@ -28,8 +28,12 @@ inline void broadcast_shape(Eigen::Index ar, Eigen::Index ac, Eigen::Index br, E
   } else if (ar * ac == br * bc && (ac == 1 || ar == 1) && (bc == 1 || br == 1)) {
     r = ar, c = ac;  // a vector and a row_vector of one length, elementwise
   } else if (br == 1 && bc == ac) {
-    r = ar, c = ac;
+    r = ar, c = ac;  // a row broadcast down the rows
   } else if (ar == 1 && ac == bc) {
+    r = br, c = bc;
+  } else if (bc == 1 && br == ar) {
+    r = ar, c = ac;  // a column broadcast across the columns
+  } else if (ac == 1 && ar == br) {
     r = br, c = bc;
   } else {
     throw ShapeError("elementwise operands of shapes " + shape_string(ar, ac, 1) + " and " +
@@ -326,6 +330,29 @@ Tensor<T> softmax_grad(const Tensor<T>& y, const Tensor<T>& g) {
     out.flat().col(s).array() = y.flat().col(s).array() * (g.flat().col(s).array() - dot);
   }
   return out;
+}
+
+// ---- input groups ---------------------------------------------------------------------------
+
+// A variable's values inside its group (all unconstrained variables of one kind, one after
+// another, matrices column-major): rows x cols from `offset`, for every draw.
+template <class T>
+Tensor<T> slice(const Tensor<T>& group, Eigen::Index offset, Eigen::Index rows, Eigen::Index cols) {
+  if (offset + rows * cols > group.size())
+    throw ShapeError("slice past the end of a group of " + std::to_string(group.size()));
+  Tensor<T> out(rows, cols, group.draws);
+  out.flat() = group.flat().middleRows(offset, rows * cols);
+  return out;
+}
+
+// The adjoint of slice: adds g into the group's gradient at `offset`.
+template <class T>
+void add_to_slice(Tensor<T>& group_gradient, const Tensor<T>& g, Eigen::Index offset) {
+  if (g.draws == group_gradient.draws) {
+    group_gradient.flat().middleRows(offset, g.size()) += g.flat();
+  } else {
+    group_gradient.flat().middleRows(offset, g.size()) += g.flat().rowwise().sum();
+  }
 }
 
 // ---- indexing (1-based indices, as in the language) -----------------------------------------

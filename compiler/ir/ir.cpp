@@ -1,0 +1,106 @@
+#include "ir/ir.h"
+
+#include <sstream>
+
+namespace fvic::ir {
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Input: return "input";
+    case Op::Data: return "data";
+    case Op::Index: return "index";
+    case Op::Const: return "const";
+    case Op::Seed: return "seed";
+    case Op::Unary: return "unary";
+    case Op::Neg: return "neg";
+    case Op::Add: return "add";
+    case Op::Sub: return "sub";
+    case Op::Mul: return "mul";
+    case Op::Div: return "div";
+    case Op::Pow: return "pow";
+    case Op::MatMul: return "matmul";
+    case Op::Transpose: return "transpose";
+    case Op::Reshape: return "reshape";
+    case Op::Sum: return "sum";
+    case Op::RowsDotProduct: return "rows_dot_product";
+    case Op::Broadcast: return "broadcast";
+    case Op::LogSoftmax: return "log_softmax";
+    case Op::Softmax: return "softmax";
+    case Op::IndexRows: return "index_rows";
+    case Op::IndexCols: return "index_cols";
+    case Op::Lpdf: return "lpdf";
+    case Op::UnaryDerivative: return "unary_derivative";
+    case Op::SumTo: return "sum_to";
+    case Op::MatMulGradLeft: return "matmul_grad_left";
+    case Op::MatMulGradRight: return "matmul_grad_right";
+    case Op::ScatterRows: return "scatter_rows";
+    case Op::ScatterCols: return "scatter_cols";
+    case Op::LogSoftmaxGrad: return "log_softmax_grad";
+    case Op::SoftmaxGrad: return "softmax_grad";
+    case Op::LpdfVjp: return "lpdf_vjp";
+  }
+  return "?";
+}
+
+const char* factor_kind_name(FactorKind kind) {
+  switch (kind) {
+    case FactorKind::Density: return "density";
+    case FactorKind::Likelihood: return "likelihood";
+    case FactorKind::Contribution: return "contribution";
+  }
+  return "?";
+}
+
+const Group* Module::group(const std::string& name) const {
+  for (const Group& g : groups)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+namespace {
+
+std::string describe(const Node& n) {
+  std::ostringstream s;
+  s << op_name(n.op);
+  if (!n.name.empty()) s << ' ' << n.name;
+  if (n.op == Op::Const) s << ' ' << n.value;
+  if (n.op == Op::LpdfVjp) s << " operand " << n.k;
+  if (n.op == Op::Input) s << " @" << n.offset.str();
+  if (!n.ints.empty()) {
+    s << " {";
+    for (size_t i = 0; i < n.ints.size(); ++i) s << (i ? "," : "") << n.ints[i];
+    s << '}';
+  }
+  for (size_t i = 0; i < n.args.size(); ++i) s << (i ? ", %" : " %") << n.args[i];
+  s << "  : " << n.rows.str() << " x " << n.cols.str() << (n.varies ? ", S draws" : "");
+  if (n.batched) s << ", batched";
+  return s.str();
+}
+
+}  // namespace
+
+std::string dump(const Module& m) {
+  std::ostringstream out;
+  out << "module " << m.model << '\n';
+  for (const Group& g : m.groups) {
+    out << "  group " << g.name << " (" << g.size.str() << (g.varies ? ", S draws" : ", point estimate") << "):";
+    for (const Slot& s : g.slots) out << ' ' << s.variable << "@" << s.offset.str();
+    out << '\n';
+  }
+  for (const Factor& f : m.factors) {
+    out << "  factor " << f.name << " (" << factor_kind_name(f.kind) << ", " << term_owner_name(f.owner) << ")";
+    if (!f.distribution.empty()) out << " " << f.distribution << " over " << f.rows.str() << " rows";
+    out << '\n';
+    for (size_t i = 0; i < f.nodes.size(); ++i) {
+      if (static_cast<int>(i) == f.forward_end && f.forward_end < static_cast<int>(f.nodes.size()))
+        out << "    -- adjoint\n";
+      out << "    %" << i << " = " << describe(f.nodes[i]) << '\n';
+    }
+    out << "    output %" << f.output << '\n';
+    for (const auto& [input, adjoint] : f.input_adjoints)
+      out << "    d/d %" << input << " (" << f.nodes[input].name << ") = %" << adjoint << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace fvic::ir

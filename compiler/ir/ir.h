@@ -1,0 +1,104 @@
+#pragma once
+// The model IR: the log joint as a set of factors, each a typed tensor SSA graph over batched
+// values (runtime/include/fvi/kernel/tensor.h: every value is rows x cols, with 1 or S draws).
+//
+// A factor is what one party evaluates (DESIGN.md §3, §4):
+//   density       a sum of log densities (priors, their log-Jacobians, `target +=`): (1 x 1, S)
+//   likelihood    one likelihood statement, one log density per observation: (n x 1, S); its
+//                 distribution's arguments are exposed too, so robust losses can replace the NLL
+//   contribution  a silo_sum operand, computed by silo k of a vertical model: (n x 1, S)
+// Each factor reads groups of unconstrained variables (`global`, `local`, `split`, `hyper`,
+// `z_sum`, ...) and its party's data; the adjoint pass (transform/adjoint.h) appends the nodes
+// that compute the gradient of the factor with respect to every group it reads.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/semantic.h"
+
+namespace fvic::ir {
+
+enum class Op {
+  // leaves
+  Input,  // a variable's slice of an input group (unconstrained): group, offset, rows x cols
+  Data,   // a data variable: name (ints arrive as whole-number reals); `batched` if sliced by rows
+  Index,  // an int data variable used as an index: name, `batched` as Data
+  Const,  // a real constant: value
+  Seed,   // the adjoint of an output, supplied by the caller of the backward pass
+  // forward operations (fvi::kernel names)
+  Unary,  // name: exp, log, tanh, relu, ...
+  Neg, Add, Sub, Mul, Div, Pow,
+  MatMul, Transpose, Reshape, Sum, RowsDotProduct, Broadcast, LogSoftmax, Softmax,
+  IndexRows, IndexCols,  // args: value, Index node (1-based)
+  Lpdf,                  // name: distribution; args: outcome, parameters...
+  // adjoint operations
+  UnaryDerivative,  // name; args: x, y
+  SumTo,            // args: g, like: g summed to the shape and draws of `like`
+  MatMulGradLeft, MatMulGradRight,  // args: (g, b, like_a), (a, g, like_b)
+  ScatterRows, ScatterCols,         // args: g, Index node; rows/cols of the result
+  LogSoftmaxGrad, SoftmaxGrad,      // args: y, g
+  LpdfVjp,                          // name, k; args: g, outcome, parameters...
+};
+const char* op_name(Op op);
+
+struct Node {
+  Op op;
+  std::vector<int> args;
+  std::string name;   // function, distribution, data variable or group
+  double value = 0;   // Const
+  int k = 0;          // LpdfVjp: the operand
+  std::vector<long long> ints;  // Index: constant 1-based indices (when it names no data)
+  SymSize offset;     // Input: where the slice starts in its group
+  SymSize rows = SymSize::constant(1);
+  SymSize cols = SymSize::constant(1);
+  bool varies = false;   // has S draws (else one)
+  bool batched = false;  // Data/Index: rows follow the minibatch
+  bool active = false;   // depends on an Input: has an adjoint
+};
+
+enum class FactorKind { Density, Likelihood, Contribution };
+const char* factor_kind_name(FactorKind kind);
+
+// A group of unconstrained variables a factor reads, laid out one after another.
+struct Slot {
+  std::string variable;
+  SymSize offset;
+  SymSize size;
+};
+struct Group {
+  std::string name;  // global, local, split, hyper, local_hyper, split_hyper, z_sum
+  std::vector<Slot> slots;
+  SymSize size = SymSize::constant(0);
+  bool varies = true;  // sampled (S draws) or a point estimate (hyperparameters: 1)
+};
+
+struct Factor {
+  std::string name;
+  FactorKind kind = FactorKind::Density;
+  TermOwner owner = TermOwner::Server;
+  std::vector<Node> nodes;       // forward nodes, then (after the adjoint pass) backward nodes
+  int forward_end = 0;           // nodes [0, forward_end) are the forward pass
+  int output = -1;               // lp, per-observation log density, or contribution
+  std::string distribution;      // likelihood: its distribution
+  int outcome = -1;              // likelihood: the outcome node
+  std::vector<int> arguments;    // likelihood: the distribution's argument nodes
+  SymSize rows = SymSize::constant(1);  // per-observation outputs: the observation count
+  std::vector<std::string> groups;      // groups read, in input order
+  std::vector<std::string> data;        // data variables read
+  // Filled by the adjoint pass.
+  std::vector<int> seeds;                      // Seed nodes: output, then each argument
+  std::map<int, int> input_adjoints;           // Input node -> its adjoint node
+};
+
+struct Module {
+  std::string model;
+  std::vector<Group> groups;
+  std::vector<Factor> factors;
+
+  const Group* group(const std::string& name) const;
+};
+
+// `fvic dump --ir`: every factor's nodes, one per line, stable for golden tests.
+std::string dump(const Module& module);
+
+}  // namespace fvic::ir

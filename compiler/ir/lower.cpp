@@ -1,0 +1,484 @@
+#include "ir/lower.h"
+
+#include <functional>
+#include <set>
+
+#include "builtins.h"
+
+namespace fvic::ir {
+
+namespace {
+
+// A value's logical (rows, cols): scalars 1x1, vectors and 1-D arrays n x 1, row_vectors 1 x n.
+bool dims_of(const Type& t, const Shape& s, SymSize& rows, SymSize& cols) {
+  rows = cols = SymSize::constant(1);
+  if (t.array_dims == 0) {
+    switch (t.base) {
+      case Base::Int:
+      case Base::Real: return true;
+      case Base::Vector: rows = s.dims[0]; return true;
+      case Base::RowVector: cols = s.dims[0]; return true;
+      case Base::Matrix: rows = s.dims[0], cols = s.dims[1]; return true;
+      default: return false;
+    }
+  }
+  if (t.array_dims == 1 && t.base_dims() == 0) {
+    rows = s.dims[0];
+    return true;
+  }
+  return false;
+}
+
+const char* group_of(const Symbol& s) {
+  bool hyper = s.kind == SymbolKind::Hyperparameter;
+  switch (s.owner) {
+    case Owner::Silo: return hyper ? "local_hyper" : "local";
+    case Owner::Split: return hyper ? "split_hyper" : "split";
+    default: return hyper ? "hyper" : "global";
+  }
+}
+
+TermOwner party_of(const Symbol& s) {
+  return s.owner == Owner::Silo ? TermOwner::Silo : s.owner == Owner::Split ? TermOwner::SplitSilo : TermOwner::Server;
+}
+
+class FactorBuilder {
+ public:
+  FactorBuilder(const SemanticModel& model, const Module& module, Diagnostics& diags, Factor& factor)
+      : model_(model), module_(module), diags_(diags), f_(factor) {}
+
+  bool ok() const { return ok_; }
+
+  int add(Node n) {
+    f_.nodes.push_back(std::move(n));
+    return static_cast<int>(f_.nodes.size()) - 1;
+  }
+
+  int constant(double v) {
+    Node n{Op::Const};
+    n.value = v;
+    return add(n);
+  }
+
+  int op(Op o, std::vector<int> args, const SymSize& rows, const SymSize& cols, const std::string& name = "") {
+    Node n{o};
+    n.args = std::move(args);
+    n.name = name;
+    n.rows = rows;
+    n.cols = cols;
+    for (int a : n.args) n.varies |= f_.nodes[a].varies;
+    return add(n);
+  }
+
+  const Node& node(int i) const { return f_.nodes[i]; }
+
+  void unsupported(const Loc& loc, const std::string& what) {
+    if (ok_)
+      diags_.error(loc, what + " is not supported by the code generator yet",
+                   "the checker accepts it, but kernels cannot be generated for it; rewrite it with "
+                   "vectorised statements");
+    ok_ = false;
+  }
+
+  // The constrained value of a parameter; its log-Jacobian is collected for density factors.
+  int parameter(const Symbol& s, const Loc& loc) {
+    auto it = params_.find(s.name);
+    if (it != params_.end()) return it->second;
+    SymSize rows, cols;
+    if (!dims_of(s.type, s.shape, rows, cols) || s.decl->type.simplex) {
+      unsupported(loc, "the parameter type of '" + s.name + "'");
+      return constant(0);
+    }
+    const Group* g = module_.group(group_of(s));
+    Node in{Op::Input};
+    in.name = g->name;
+    for (const Slot& slot : g->slots)
+      if (slot.variable == s.name) in.offset = slot.offset;
+    in.rows = rows;
+    in.cols = cols;
+    in.varies = g->varies;
+    in.active = true;
+    int u = add(in);
+    if (std::find(f_.groups.begin(), f_.groups.end(), g->name) == f_.groups.end()) f_.groups.push_back(g->name);
+    int x = constrain(s, u, loc);
+    params_[s.name] = x;
+    return x;
+  }
+
+  // The bijection from the unconstrained value u to the declared support, and its log-Jacobian.
+  int constrain(const Symbol& s, int u, const Loc& loc) {
+    const TypeDecl& t = s.decl->type;
+    SymSize r = node(u).rows, c = node(u).cols;
+    if (!t.lower && !t.upper) return u;
+    int lower = t.lower ? expr(*t.lower) : -1;
+    int upper = t.upper ? expr(*t.upper) : -1;
+    int x, log_jacobian;
+    if (lower >= 0 && upper < 0) {  // x = a + exp(u), log|dx/du| = u
+      x = op(Op::Add, {lower, op(Op::Unary, {u}, r, c, "exp")}, r, c);
+      log_jacobian = op(Op::Sum, {u}, one(), one());
+    } else if (upper >= 0 && lower < 0) {  // x = b - exp(u)
+      x = op(Op::Sub, {upper, op(Op::Unary, {u}, r, c, "exp")}, r, c);
+      log_jacobian = op(Op::Sum, {u}, one(), one());
+    } else {  // x = a + (b - a) inv_logit(u), log|dx/du| = log(b - a) + log_inv_logit(u) + log1m_inv_logit(u)
+      int width = op(Op::Sub, {upper, lower}, node(upper).rows, node(upper).cols);
+      x = op(Op::Add, {lower, op(Op::Mul, {width, op(Op::Unary, {u}, r, c, "inv_logit")}, r, c)}, r, c);
+      int per = op(Op::Add,
+                   {op(Op::Unary, {u}, r, c, "log_inv_logit"), op(Op::Unary, {u}, r, c, "log1m_inv_logit")}, r, c);
+      per = op(Op::Add, {per, op(Op::Unary, {width}, node(width).rows, node(width).cols, "log")}, r, c);
+      log_jacobian = op(Op::Sum, {per}, one(), one());
+    }
+    (void)loc;
+    jacobians_.push_back({party_of(s), log_jacobian});
+    return x;
+  }
+
+  static SymSize one() { return SymSize::constant(1); }
+
+  int data(const Symbol& s, bool as_index, const Loc& loc) {
+    std::string key = (as_index ? "#" : "") + s.name;
+    auto it = data_.find(key);
+    if (it != data_.end()) return it->second;
+    SymSize rows, cols;
+    if (!dims_of(s.type, s.shape, rows, cols)) {
+      unsupported(loc, "the data type of '" + s.name + "'");
+      return constant(0);
+    }
+    Node n{as_index ? Op::Index : Op::Data};
+    n.name = s.name;
+    n.rows = rows;
+    n.cols = cols;
+    n.batched = batch_rows_ && !s.shape.dims.empty() && s.shape.dims[0].equals(*batch_rows_);
+    if (n.batched) n.rows = *batch_rows_;
+    int id = add(n);
+    if (std::find(f_.data.begin(), f_.data.end(), s.name) == f_.data.end()) f_.data.push_back(s.name);
+    data_[key] = id;
+    return id;
+  }
+
+  void set_batch_rows(const SymSize& rows) { batch_rows_ = rows; }
+  void set_silo_sum_input(bool on) { silo_sum_input_ = on; }
+
+  struct Jacobian {
+    TermOwner party;
+    int node;
+  };
+  const std::vector<Jacobian>& jacobians() const { return jacobians_; }
+
+  // An index expression: a constant, an int data variable (a multi-index), or a constant range.
+  int index(const Index& ix, const SymSize& extent, const Loc& loc) {
+    Node n{Op::Index};
+    if (ix.kind == IndexKind::All) {
+      unsupported(loc, "the index ':'");
+      return constant(0);
+    }
+    if (ix.kind == IndexKind::Range) {
+      auto lo = ix.lower ? literal(*ix.lower) : std::optional<long long>(1);
+      auto hi = ix.upper ? literal(*ix.upper) : extent.constant_value();
+      if (!lo || !hi) {
+        unsupported(loc, "a range index with bounds that are not constants");
+        return constant(0);
+      }
+      for (long long i = *lo; i <= *hi; ++i) n.ints.push_back(i);
+      n.rows = SymSize::constant(static_cast<long long>(n.ints.size()));
+      return add(n);
+    }
+    const Expr& e = *ix.lower;
+    if (auto v = literal(e)) {
+      n.ints.push_back(*v);
+      return add(n);
+    }
+    if (e.kind == ExprKind::Var) {
+      const Symbol* s = model_.find(e.name);
+      if (s && s->kind == SymbolKind::Data) return data(*s, true, e.loc);
+    }
+    unsupported(e.loc, "an index that is not a constant or an int data variable");
+    return constant(0);
+  }
+
+  static std::optional<long long> literal(const Expr& e) {
+    if (e.kind == ExprKind::IntLit) return e.int_value;
+    return std::nullopt;
+  }
+
+  int expr(const Expr& e) {
+    SymSize rows, cols;
+    if (!dims_of(e.type, e.shape, rows, cols)) {
+      unsupported(e.loc, "a value of type " + to_string(e.type));
+      return constant(0);
+    }
+    switch (e.kind) {
+      case ExprKind::IntLit: return constant(static_cast<double>(e.int_value));
+      case ExprKind::RealLit: return constant(e.real_value);
+      case ExprKind::Var: return variable(e);
+      case ExprKind::Unary:
+        if (e.name == "-") return op(Op::Neg, {expr(*e.args[0])}, rows, cols);
+        if (e.name == "+") return expr(*e.args[0]);
+        unsupported(e.loc, "the operator '" + e.name + "'");
+        return constant(0);
+      case ExprKind::Binary: return binary(e, rows, cols);
+      case ExprKind::Transpose: return op(Op::Transpose, {expr(*e.args[0])}, rows, cols);
+      case ExprKind::Index: return indexed(e, rows, cols);
+      case ExprKind::Call: return call(e, rows, cols);
+      case ExprKind::CondCall: {
+        std::vector<int> args;
+        for (const ExprPtr& a : e.args) args.push_back(expr(*a));
+        std::string dist = e.name.substr(0, e.name.rfind('_'));
+        int lp = op(Op::Lpdf, args, node(args[0]).rows, node(args[0]).cols, dist);
+        return op(Op::Sum, {lp}, one(), one());
+      }
+      default:
+        unsupported(e.loc, "this expression");
+        return constant(0);
+    }
+  }
+
+  int variable(const Expr& e) {
+    const Symbol* s = model_.find(e.name);
+    if (!s) {
+      auto local = locals_.find(e.name);
+      if (local != locals_.end()) return expr(*local->second);
+      unsupported(e.loc, "the loop or local variable '" + e.name + "'");
+      return constant(0);
+    }
+    if (s->kind == SymbolKind::Data) return data(*s, false, e.loc);
+    return parameter(*s, e.loc);
+  }
+
+  int binary(const Expr& e, const SymSize& rows, const SymSize& cols) {
+    const std::string& o = e.name;
+    int a = expr(*e.args[0]), b = expr(*e.args[1]);
+    bool linear_algebra = o == "*" && !e.args[0]->type.is_scalar() && !e.args[1]->type.is_scalar();
+    if (linear_algebra) return op(Op::MatMul, {a, b}, rows, cols);
+    if (o == "+") return op(Op::Add, {a, b}, rows, cols);
+    if (o == "-") return op(Op::Sub, {a, b}, rows, cols);
+    if (o == "*" || o == ".*") return op(Op::Mul, {a, b}, rows, cols);
+    if (o == "/" || o == "./") return op(Op::Div, {a, b}, rows, cols);
+    if (o == "^" || o == ".^") return op(Op::Pow, {a, b}, rows, cols);
+    unsupported(e.loc, "the operator '" + o + "'");
+    return constant(0);
+  }
+
+  int indexed(const Expr& e, const SymSize& rows, const SymSize& cols) {
+    const Expr& base = *e.args[0];
+    int x = expr(base);
+    if (base.type.array_dims > 1 || (base.type.array_dims == 1 && base.type.base_dims() > 0)) {
+      unsupported(e.loc, "indexing arrays of containers");
+      return x;
+    }
+    SymSize r = node(x).rows, c = node(x).cols;
+    bool row_vector = base.type.array_dims == 0 && base.type.base == Base::RowVector;
+    for (size_t i = 0; i < e.indices.size(); ++i) {
+      bool along_rows = !row_vector && i == 0;
+      int idx = index(e.indices[i], along_rows ? r : c, e.loc);
+      SymSize n = node(idx).ints.empty() ? node(idx).rows : SymSize::constant(static_cast<long long>(node(idx).ints.size()));
+      if (along_rows) r = n;
+      else c = n;
+      x = op(along_rows ? Op::IndexRows : Op::IndexCols, {x, idx}, r, c);
+    }
+    // A vector result of a matrix column or row keeps the checker's orientation.
+    if (!node(x).rows.equals(rows) || !node(x).cols.equals(cols)) {
+      if (node(x).rows.equals(cols) && node(x).cols.equals(rows)) return op(Op::Transpose, {x}, rows, cols);
+    }
+    return x;
+  }
+
+  int call(const Expr& e, const SymSize& rows, const SymSize& cols) {
+    const std::string& f = e.name;
+    const stdlib::Function* fn = stdlib::find_function(f);
+    if (f == "silo_sum") {
+      if (!silo_sum_input_) return expr(*e.args[0]);
+      Node z{Op::Input};
+      z.name = "z_sum";
+      z.offset = SymSize::constant(0);
+      z.rows = rows;
+      z.cols = cols;
+      z.varies = true;
+      z.active = true;
+      if (std::find(f_.groups.begin(), f_.groups.end(), "z_sum") == f_.groups.end()) f_.groups.push_back("z_sum");
+      return add(z);
+    }
+    std::vector<int> args;
+    for (const ExprPtr& a : e.args) args.push_back(expr(*a));
+    if (fn && (fn->rule == stdlib::Rule::Elementwise || fn->rule == stdlib::Rule::ElementwiseInt) && args.size() == 1)
+      return op(Op::Unary, args, rows, cols, f);
+    if (f == "pow") return op(Op::Pow, args, rows, cols);
+    if (f == "sum") return op(Op::Sum, args, rows, cols);
+    if (f == "dot_product") return op(Op::Sum, {op(Op::Mul, args, node(args[0]).rows, node(args[0]).cols)}, rows, cols);
+    if (f == "dot_self") return op(Op::Sum, {op(Op::Mul, {args[0], args[0]}, node(args[0]).rows, node(args[0]).cols)}, rows, cols);
+    if (f == "rows_dot_product") return op(Op::RowsDotProduct, args, rows, cols);
+    if (f == "softmax") return op(Op::Softmax, args, rows, cols);
+    if (f == "log_softmax") return op(Op::LogSoftmax, args, rows, cols);
+    if (f == "rep_vector" || f == "rep_row_vector" || f == "rep_matrix") return op(Op::Broadcast, {args[0]}, rows, cols);
+    if (f == "to_vector" || f == "to_row_vector") return op(Op::Reshape, args, rows, cols);
+    unsupported(e.loc, "the function '" + f + "'");
+    return constant(0);
+  }
+
+  void bind_local(const std::string& name, const Expr* init) { locals_[name] = init; }
+
+ private:
+  const SemanticModel& model_;
+  const Module& module_;
+  Diagnostics& diags_;
+  Factor& f_;
+  bool ok_ = true;
+  std::map<std::string, int> params_, data_;
+  std::map<std::string, const Expr*> locals_;
+  std::vector<Jacobian> jacobians_;
+  std::optional<SymSize> batch_rows_;
+  bool silo_sum_input_ = false;
+};
+
+void build_groups(const SemanticModel& m, Module& module) {
+  for (const char* name : {"global", "local", "split", "hyper", "local_hyper", "split_hyper"}) {
+    Group g;
+    g.name = name;
+    g.varies = std::string(name).find("hyper") == std::string::npos;
+    for (const Symbol& s : m.symbols) {
+      if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.name) continue;
+      SymSize n = s.shape.elements();
+      g.slots.push_back({s.name, g.size, n});
+      g.size = g.size + n;
+    }
+    if (!g.slots.empty()) module.groups.push_back(g);
+  }
+}
+
+// The model block's local variables (declared with a value, never reassigned) as bindings.
+bool collect_locals(const Block* model, std::vector<std::pair<std::string, const Expr*>>& out, Diagnostics& diags) {
+  if (!model) return true;
+  bool ok = true;
+  for (const StmtPtr& s : model->stmts) {
+    if (s->kind == StmtKind::Decl) {
+      if (!s->decl->init) {
+        diags.error(s->loc, "a model-block variable without a value is not supported by the code generator yet",
+                    "declare it with its value: `vector[N] mu = ...;`");
+        ok = false;
+      } else {
+        out.push_back({s->decl->name, s->decl->init.get()});
+      }
+    } else if (s->kind != StmtKind::Tilde && s->kind != StmtKind::Target && s->kind != StmtKind::Empty) {
+      diags.error(s->loc, "loops, conditionals and assignments are not supported by the code generator yet",
+                  "write the model with vectorised statements");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void mark_active(Factor& f) {
+  for (Node& n : f.nodes)
+    if (n.op != Op::Input)
+      for (int a : n.args) n.active |= f.nodes[a].active;
+}
+
+}  // namespace
+
+bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
+  module.model = model.program->name;
+  build_groups(model, module);
+  std::vector<std::pair<std::string, const Expr*>> locals;
+  if (!collect_locals(model.program->find(BlockKind::Model), locals, diags)) return false;
+  bool ok = true;
+
+  // Density factors: one per party kind, holding its priors, its `target +=` terms and the
+  // log-Jacobians of its own parameters.
+  for (TermOwner party : {TermOwner::Server, TermOwner::Silo, TermOwner::SplitSilo}) {
+    Factor f;
+    f.kind = FactorKind::Density;
+    f.owner = party;
+    f.name = party == TermOwner::Server ? "server_density" : party == TermOwner::Silo ? "silo_density" : "split_density";
+    FactorBuilder b(model, module, diags, f);
+    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    std::vector<int> parts;
+    for (const Term& t : model.terms) {
+      if (t.owner != party || t.kind == TermKind::Likelihood) continue;
+      const Stmt& s = *t.stmt;
+      if (s.kind == StmtKind::Target) {
+        parts.push_back(b.expr(*s.args[0]));
+        if (!s.args[0]->type.is_scalar()) parts.back() = b.op(Op::Sum, {parts.back()}, FactorBuilder::one(), FactorBuilder::one());
+        continue;
+      }
+      std::vector<int> args{b.expr(*s.lhs)};
+      for (const ExprPtr& a : s.args) args.push_back(b.expr(*a));
+      int lp = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
+      parts.push_back(b.op(Op::Sum, {lp}, FactorBuilder::one(), FactorBuilder::one()));
+    }
+    for (const auto& j : b.jacobians())
+      if (j.party == party) parts.push_back(j.node);
+    if (parts.empty()) continue;
+    int total = parts[0];
+    for (size_t i = 1; i < parts.size(); ++i)
+      total = b.op(Op::Add, {total, parts[i]}, FactorBuilder::one(), FactorBuilder::one());
+    f.output = total;
+    ok &= b.ok();
+    mark_active(f);
+    f.forward_end = static_cast<int>(f.nodes.size());
+    module.factors.push_back(std::move(f));
+  }
+
+  // Likelihood factors, and the contributions of vertical models.
+  int count = 0;
+  for (const Term& t : model.terms) {
+    if (t.kind != TermKind::Likelihood) continue;
+    const Stmt& s = *t.stmt;
+    const Symbol* y = model.find(t.subject);
+    Factor f;
+    f.kind = FactorKind::Likelihood;
+    f.owner = t.owner;
+    f.name = "likelihood_" + t.subject + (count++ ? "_" + std::to_string(count) : "");
+    f.distribution = s.name;
+    f.rows = y->shape.dims.empty() ? SymSize::constant(1) : y->shape.dims[0];
+    FactorBuilder b(model, module, diags, f);
+    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    b.set_batch_rows(f.rows);
+    b.set_silo_sum_input(t.owner == TermOwner::Coupling);
+    f.outcome = b.expr(*s.lhs);
+    for (const ExprPtr& a : s.args) f.arguments.push_back(b.expr(*a));
+    std::vector<int> args{f.outcome};
+    args.insert(args.end(), f.arguments.begin(), f.arguments.end());
+    f.output = b.op(Op::Lpdf, args, b.node(f.outcome).rows, b.node(f.outcome).cols, s.name);
+    if (s.name == "multinomial_logit" || s.name == "dirichlet") f.nodes[f.output].rows = FactorBuilder::one();
+    f.rows = f.nodes[f.output].rows;
+    ok &= b.ok();
+    mark_active(f);
+    f.forward_end = static_cast<int>(f.nodes.size());
+
+    if (t.owner == TermOwner::Coupling) {
+      // The silo_sum operand becomes silo k's contribution factor.
+      std::function<const Expr*(const Expr&)> find_operand = [&](const Expr& e) -> const Expr* {
+        if (e.kind == ExprKind::Call && e.name == "silo_sum") return e.args[0].get();
+        for (const ExprPtr& a : e.args)
+          if (const Expr* found = find_operand(*a)) return found;
+        return nullptr;
+      };
+      const Expr* operand = nullptr;
+      for (const ExprPtr& a : s.args)
+        if (!operand) operand = find_operand(*a);
+      Factor c;
+      c.kind = FactorKind::Contribution;
+      c.owner = TermOwner::SplitSilo;
+      c.name = "contribution_" + t.subject;
+      c.rows = f.rows;
+      FactorBuilder cb(model, module, diags, c);
+      for (const auto& [name, init] : locals) cb.bind_local(name, init);
+      cb.set_batch_rows(c.rows);
+      c.output = cb.expr(*operand);
+      ok &= cb.ok();
+      mark_active(c);
+      c.forward_end = static_cast<int>(c.nodes.size());
+      module.factors.push_back(std::move(f));
+      module.factors.push_back(std::move(c));
+      Group z;
+      z.name = "z_sum";
+      z.slots.push_back({"z_sum", SymSize::constant(0), module.factors[module.factors.size() - 2].rows});
+      z.size = z.slots[0].size;
+      if (!module.group("z_sum")) module.groups.push_back(z);
+      continue;
+    }
+    module.factors.push_back(std::move(f));
+  }
+  return ok;
+}
+
+}  // namespace fvic::ir

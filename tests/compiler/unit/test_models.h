@@ -1,0 +1,104 @@
+#pragma once
+// Test support: load a model from a file, and make random data and variables that satisfy its
+// declarations (small sizes, ints inside their bounds, positive values where constrained).
+#include <filesystem>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "frontend/parser.h"
+#include "frontend/semantic.h"
+#include "ir/interpret.h"
+
+#ifndef FVIC_SOURCE_DIR
+#error "FVIC_SOURCE_DIR must name the source tree"
+#endif
+
+namespace fvic::test {
+
+inline std::vector<std::string> acceptance_models() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance"))
+    if (e.path().extension() == ".fvi") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct LoadedModel {
+  SourceFile source;
+  Diagnostics diags;
+  std::unique_ptr<Program> program;
+  std::unique_ptr<SemanticModel> model;
+  explicit LoadedModel(const std::string& path) : source(SourceFile::read(path)), diags(&source) {
+    program = parse_program(source, diags);
+    if (program) {
+      program->name = std::filesystem::path(path).stem().string();
+      model = check_program(*program, diags);
+    }
+  }
+  bool ok() const { return model && !diags.has_errors(); }
+  std::string errors() const {
+    std::ostringstream s;
+    diags.print(s);
+    return s.str();
+  }
+};
+
+// Random data for every data declaration, in order, so sizes are known when needed.
+inline ir::Bindings random_bindings(const SemanticModel& m, const ir::Module& module, std::mt19937& rng,
+                                    long long draws) {
+  ir::Bindings b;
+  std::normal_distribution<double> normal;
+  auto size = [&](const SymSize& s) {
+    return *s.eval([&](const std::string& n) -> std::optional<long long> {
+      auto it = b.data.find(n);
+      if (it == b.data.end()) return std::nullopt;
+      return static_cast<long long>(it->second.m(0, 0));
+    });
+  };
+  auto bound = [&](const ExprPtr& e, double fallback) -> double {
+    if (!e) return fallback;
+    if (e->kind == ExprKind::IntLit) return static_cast<double>(e->int_value);
+    if (e->kind == ExprKind::RealLit) return e->real_value;
+    if (e->kind == ExprKind::Var) return b.data.at(e->name).m(0, 0);
+    return fallback;
+  };
+  // Small sizes, one per int data scalar, chosen so products stay small but shapes differ.
+  std::vector<long long> sizes = {5, 3, 4, 2, 3};
+  size_t next_size = 0;
+  for (const Symbol& s : m.symbols) {
+    if (s.kind != SymbolKind::Data) continue;
+    const TypeDecl& t = s.decl->type;
+    if (s.type.is_int()) {
+      double lo = bound(t.lower, 0);
+      long long v = std::max<long long>(static_cast<long long>(lo) + 1, sizes[next_size++ % sizes.size()]);
+      if (t.upper) v = std::min<long long>(v, static_cast<long long>(bound(t.upper, v)));
+      b.data[s.name] = ir::RealTensor::constant(static_cast<double>(v));
+      continue;
+    }
+    long long rows = 1, cols = 1;
+    if (!s.shape.dims.empty()) rows = size(s.shape.dims[0]);
+    if (s.shape.dims.size() > 1) cols = size(s.shape.dims[1]);
+    if (s.type.base == Base::RowVector) std::swap(rows, cols);
+    ir::RealTensor v(rows, cols, 1);
+    if (s.type.base == Base::Int) {
+      double lo = bound(t.lower, 0), hi = bound(t.upper, lo + 4);
+      std::uniform_int_distribution<long long> pick(static_cast<long long>(lo), static_cast<long long>(hi));
+      for (Eigen::Index i = 0; i < v.m.size(); ++i) v.m.data()[i] = static_cast<double>(pick(rng));
+    } else {
+      for (Eigen::Index i = 0; i < v.m.size(); ++i)
+        v.m.data()[i] = t.lower ? bound(t.lower, 0) + std::abs(normal(rng)) + 0.1 : normal(rng);
+    }
+    b.data[s.name] = v;
+  }
+  for (const ir::Group& g : module.groups) {
+    long long n = size(g.size);
+    ir::RealTensor x(n, 1, g.varies ? draws : 1);
+    for (Eigen::Index i = 0; i < x.m.size(); ++i) x.m.data()[i] = 0.5 * normal(rng);
+    b.inputs[g.name] = x;
+  }
+  return b;
+}
+
+}  // namespace fvic::test
