@@ -81,6 +81,9 @@ class FactorBuilder {
   }
 
   // The constrained value of a parameter; its log-Jacobian is collected for density factors.
+  // A hyperparameter has none: it is a point estimate maximising the ELBO (empirical Bayes), not
+  // a random variable, so a log-Jacobian would move its optimum (sigma = exp(u) would maximise
+  // ELBO + u), and would only be counted where the value happens to meet a density factor.
   int parameter(const Symbol& s, const Loc& loc) {
     auto it = params_.find(s.name);
     if (it != params_.end()) return it->second;
@@ -128,7 +131,7 @@ class FactorBuilder {
       log_jacobian = op(Op::Sum, {per}, one(), one());
     }
     (void)loc;
-    jacobians_.push_back({party_of(s), log_jacobian});
+    if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
     return x;
   }
 
@@ -287,6 +290,16 @@ class FactorBuilder {
     const stdlib::Function* fn = stdlib::find_function(f);
     if (f == "silo_sum") {
       if (!silo_sum_input_) return expr(*e.args[0]);
+      // One auxiliary vector per silo (z_sum) carries one silo_sum: a second one would read the
+      // first one's sum.
+      if (silo_sums_++) {
+        if (ok_)
+          diags_.error(e.loc, "a second silo_sum in one likelihood is not supported by the code generator yet",
+                       "a vertical model has one silo_sum for now (each silo sends one auxiliary value per row); "
+                       "where the sums add up, write one: `silo_sum(x * beta + z * gamma)`");
+        ok_ = false;
+        return constant(0);
+      }
       Node z{Op::Input};
       z.name = "z_sum";
       z.offset = SymSize::constant(0);
@@ -327,6 +340,7 @@ class FactorBuilder {
   std::vector<Jacobian> jacobians_;
   std::optional<SymSize> batch_rows_;
   bool silo_sum_input_ = false;
+  int silo_sums_ = 0;
 };
 
 void build_groups(const SemanticModel& m, Module& module) {
@@ -422,6 +436,13 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   for (const Term& t : model.terms) {
     if (t.kind != TermKind::Likelihood) continue;
     const Stmt& s = *t.stmt;
+    if (t.owner == TermOwner::Coupling && module.group("z_sum")) {
+      // The z_sum group carries one coupling likelihood's silo_sum; a second would share it.
+      diags.error(s.loc, "a second likelihood through silo_sum is not supported by the code generator yet",
+                  "a vertical model has one silo_sum for now (each silo sends one auxiliary value per row)");
+      ok = false;
+      continue;
+    }
     const Symbol* y = model.find(t.subject);
     Factor f;
     f.kind = FactorKind::Likelihood;

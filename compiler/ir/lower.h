@@ -4,7 +4,7 @@
 // `target +=`), one likelihood factor per likelihood statement, and for vertical models one
 // contribution factor per silo_sum operand, whose sum reaches the coupling likelihood as the
 // input group `z_sum`. Each parameter's log-Jacobian is added once, in the density factor of
-// its own party — never once per silo for a global.
+// its own party — never once per silo for a global; hyperparameters (point estimates) have none.
 #include "analysis/plan.h"
 #include "ir/ir.h"
 
