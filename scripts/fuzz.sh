@@ -26,5 +26,10 @@ for f in "$out"/default/queue/id:*; do
   cp "$f" "tests/fuzz/corpus/$(sha1sum "$f" | cut -c1-16)"
   new=$((new + 1))
 done
-echo "fuzz: $new new corpus inputs, $crashes crashes or hangs (in $out/default/{crashes,hangs})"
+# Keep the corpus small: only inputs that reach new coverage (crash regressions stay by name).
+rm -rf build-fuzz/cmin
+AFL_SKIP_CPUFREQ=1 afl-cmin -i tests/fuzz/corpus -o build-fuzz/cmin -m none -t 2000 -- build-fuzz/bin/fuzz_frontend > build-fuzz/cmin.log 2>&1
+find tests/fuzz/corpus -type f ! -name 'crash-*' ! -name 'utf8-*' -delete
+cp build-fuzz/cmin/* tests/fuzz/corpus/
+echo "fuzz: $new new inputs, corpus now $(ls tests/fuzz/corpus | wc -l) files; $crashes crashes or hangs (in $out/default/{crashes,hangs})"
 [ "$crashes" -eq 0 ]
