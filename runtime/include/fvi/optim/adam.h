@@ -1,0 +1,76 @@
+#pragma once
+// Adam (Kingma & Ba 2015, Algorithm 1), with PyTorch's defaults, which the FedGVI experiments use
+// (spec 000 §5.5: "Adam, lr 0.0005, other settings at PyTorch defaults"); SFVI uses optax Adam
+// (spec 002 §2.3). Minimises: params <- params - lr_t m_hat / (sqrt(v_hat) + eps), with
+// m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t). To maximise an ELBO, pass -gradient.
+// The state (t, m, v) can be saved and restored for checkpoints.
+#include <cmath>
+
+#include "fvi/check.h"
+#include "fvi/eigen_types.h"
+#include "fvi/optim/step_size_schedule.h"
+
+namespace fvi {
+
+struct AdamOptions {
+  StepSizeSchedule learning_rate = StepSizeSchedule(1e-3);
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+};
+
+template <typename T = double>
+class Adam {
+ public:
+  explicit Adam(Eigen::Index size, AdamOptions options = {})
+      : options_(options), m_(VectorX<T>::Zero(size)), v_(VectorX<T>::Zero(size)) {
+    check_bounded("Adam", "beta1", options_.beta1, 0.0, 1.0 - 1e-16);
+    check_bounded("Adam", "beta2", options_.beta2, 0.0, 1.0 - 1e-16);
+    check_positive("Adam", "epsilon", options_.epsilon);
+  }
+
+  // One step on `params` given the gradient of the objective to minimise. A non-finite gradient
+  // throws (and leaves params and state untouched).
+  void step(VectorX<T>& params, const VectorX<T>& gradient) {
+    check_size("Adam::step", "params", params.size(), m_.size());
+    check_size("Adam::step", "gradient", gradient.size(), m_.size());
+    check_finite("Adam::step", "gradient", gradient);
+    ++t_;
+    const T b1 = T(options_.beta1), b2 = T(options_.beta2);
+    m_ = b1 * m_ + (T(1) - b1) * gradient;
+    v_ = b2 * v_ + (T(1) - b2) * gradient.cwiseAbs2();
+    const T c1 = T(1) - T(std::pow(options_.beta1, double(t_)));
+    const T c2 = T(1) - T(std::pow(options_.beta2, double(t_)));
+    const T lr = T(options_.learning_rate(t_ - 1));
+    params.array() -= lr * (m_.array() / c1) / ((v_.array() / c2).sqrt() + T(options_.epsilon));
+  }
+
+  long iteration() const { return t_; }
+  const VectorX<T>& first_moment() const { return m_; }
+  const VectorX<T>& second_moment() const { return v_; }
+
+  // Restore a checkpointed state.
+  void restore(long iteration, const VectorX<T>& m, const VectorX<T>& v) {
+    check_size("Adam::restore", "m", m.size(), m_.size());
+    check_size("Adam::restore", "v", v.size(), v_.size());
+    check_finite("Adam::restore", "m", m);
+    check_nonnegative("Adam::restore", "iteration", double(iteration));
+    for (Eigen::Index i = 0; i < v.size(); ++i) check_nonnegative("Adam::restore", "v", double(v[i]));
+    t_ = iteration;
+    m_ = m;
+    v_ = v;
+  }
+  void reset() {
+    t_ = 0;
+    m_.setZero();
+    v_.setZero();
+  }
+
+ private:
+  AdamOptions options_;
+  long t_ = 0;
+  VectorX<T> m_;
+  VectorX<T> v_;
+};
+
+}  // namespace fvi
