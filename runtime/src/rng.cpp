@@ -112,27 +112,35 @@ std::uint64_t CounterRng::uniform_int(std::uint64_t n) {
   }
 }
 
-void CounterRng::fill_normal(Eigen::Ref<Eigen::MatrixXd> out) {
-  // Ref<MatrixXd> may have an outer stride; index element by element in column-major order.
-  const Eigen::Index n = out.size();
+namespace {
+// Column-major fill of a possibly strided matrix, two normals per block.
+template <typename Scalar>
+void fill_normal_impl(Eigen::Ref<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>> out, const RngKey& key,
+                      std::uint64_t& next_block) {
+  const Eigen::Index rows = out.rows(), n = out.size();
+  if (n == 0) return;
+  Scalar* data = out.data();
+  const Eigen::Index stride = out.outerStride();
   Eigen::Index k = 0;
   while (k < n) {
-    const auto z = standard_normal_pair(key_, take_block());
+    const auto z = standard_normal_pair(key, checked_block(next_block));
+    ++next_block;
     for (int t = 0; t < 2 && k < n; ++t, ++k) {
-      out(k % out.rows(), k / out.rows()) = z[t];
+      const Eigen::Index j = k / rows, i = k - j * rows;
+      data[j * stride + i] = static_cast<Scalar>(z[t]);
     }
   }
 }
+}  // namespace
+
+void CounterRng::fill_normal(Eigen::Ref<Eigen::MatrixXd> out) {
+  buffered_ = 0;
+  fill_normal_impl<double>(out, key_, next_block_);
+}
 
 void CounterRng::fill_normal(Eigen::Ref<Eigen::MatrixXf> out) {
-  const Eigen::Index n = out.size();
-  Eigen::Index k = 0;
-  while (k < n) {
-    const auto z = standard_normal_pair(key_, take_block());
-    for (int t = 0; t < 2 && k < n; ++t, ++k) {
-      out(k % out.rows(), k / out.rows()) = static_cast<float>(z[t]);
-    }
-  }
+  buffered_ = 0;
+  fill_normal_impl<float>(out, key_, next_block_);
 }
 
 Eigen::MatrixXd CounterRng::normal(Eigen::Index rows, Eigen::Index cols) {

@@ -62,6 +62,13 @@ TEST_CASE("fill_normal is independent of the matrix shape", "[rng]") {
   for (std::uint32_t k = 0; k < 30; ++k) {
     CHECK(v[k] == fvi::standard_normal_pair(key, k / 2)[k % 2]);
   }
+  // A strided block of a larger matrix receives the same draws and nothing around it changes.
+  Eigen::MatrixXd big = Eigen::MatrixXd::Zero(8, 7);
+  CounterRng d(key);
+  d.fill_normal(big.block(1, 1, 6, 5));
+  CHECK(big.block(1, 1, 6, 5) == m);
+  CHECK(big.col(0).isZero(0));
+  CHECK(big.row(7).isZero(0));
   // float matrices receive the same draws, rounded.
   CounterRng c(key);
   Eigen::MatrixXf f(6, 5);

@@ -125,3 +125,18 @@ TEST_CASE("alpha-Renyi: infinite divergence and bad alpha are reported", "[diver
   CHECK_THROWS_WITH(fvi::alpha_renyi_divergence(mf1(0, 1), mf1(0, 1), std::nan("")),
                     "alpha_renyi_divergence: alpha is NaN");
 }
+
+TEMPLATE_TEST_CASE("alpha-Renyi compiles and agrees in float", "[divergence][alpha_renyi][float]", float, double) {
+  using T = TestType;
+  const auto qd = MeanFieldGaussian<>::from_mean_sd(Eigen::Vector2d(0.5, -1), Eigen::Vector2d(0.7, 0.6));
+  const auto pd = MeanFieldGaussian<>::from_mean_sd(Eigen::Vector2d(0, 0.5), Eigen::Vector2d(1.1, 0.9));
+  const MeanFieldGaussian<T> q(qd.mean().cast<T>(), qd.log_sd().cast<T>()), p(pd.mean().cast<T>(), pd.log_sd().cast<T>());
+  const FullRankGaussian<T> qf(q.mean(), fvi::MatrixX<T>(q.sd().asDiagonal()));
+  const FullRankGaussian<T> pf(p.mean(), fvi::MatrixX<T>(p.sd().asDiagonal()));
+  const double tol = 200 * double(std::numeric_limits<T>::epsilon()) * 5;  // O(1) terms, ~100 roundings
+  for (double alpha : {0.0, 0.5, 1.0, 2.5}) {
+    const double ref = fvi::alpha_renyi_divergence(qd, pd, alpha);
+    CHECK_THAT(double(fvi::alpha_renyi_divergence(q, p, T(alpha))), WithinAbs(ref, tol));
+    CHECK_THAT(double(fvi::alpha_renyi_divergence(qf, pf, T(alpha))), WithinAbs(ref, tol));
+  }
+}

@@ -26,7 +26,6 @@ fvi::test::QuadratureResult geodesic_length(double m1, double s1, double m2, dou
     return fvi::test::integrate([](double y) { return std::sqrt(2.0) / y; }, std::min(s1, s2), std::max(s1, s2));
   }
   const double c = ((x2 * x2 + s2 * s2) - (x1 * x1 + s1 * s1)) / (2 * (x2 - x1));
-  const double r = std::hypot(x1 - c, s1);
   const double t1 = std::atan2(s1, x1 - c), t2 = std::atan2(s2, x2 - c);
   // On the circle x = c + r cos t, y = r sin t: |ds| = sqrt(2) r |dt| / (r sin t).
   return fvi::test::integrate([](double t) { return std::sqrt(2.0) / std::sin(t); }, std::min(t1, t2), std::max(t1, t2));

@@ -101,3 +101,15 @@ TEST_CASE("normal losses with derivatives for mu and sigma", "[loss][likelihood_
     CHECK(r.ok());
   }
 }
+
+TEMPLATE_TEST_CASE("likelihood losses compile and agree in float", "[loss][likelihood_loss][float]", float, double) {
+  using T = TestType;
+  const std::vector<int> y = {1, 0, 1};
+  const Eigen::Vector3d eta(0.3, -1.2, 2.5);
+  for (const auto& spec : kSpecs) {
+    fvi::VectorX<T> g;
+    const double ref = fvi::bernoulli_logit_loss(spec, y, Eigen::VectorXd(eta));
+    const double got = fvi::bernoulli_logit_loss(spec, y, fvi::VectorX<T>(eta.cast<T>()), &g);
+    CHECK_THAT(got, WithinAbs(ref, 100 * double(std::numeric_limits<T>::epsilon()) * 5));
+  }
+}

@@ -35,9 +35,9 @@ T log1p_scaled(T t, T x) {
   return t == T(0) ? -x : std::log1p(-t * x) / t;
 }
 
-// g(alpha, r) above, given r and log r; `a` = alpha + (1 - alpha) r must be > 0 (checked by caller).
+// g(alpha, r) above, given log r; `a` = alpha + (1 - alpha) r must be > 0 (checked by caller).
 template <typename T>
-T alpha_renyi_logdet_term(T alpha, T r, T log_r) {
+T alpha_renyi_logdet_term(T alpha, T log_r) {
   if (alpha >= T(0.5)) {
     return -(log1p_scaled(alpha - T(1), std::expm1(log_r)) + log_r) / (T(2) * alpha);
   }
@@ -72,7 +72,7 @@ DiagDivergenceGradient<T> alpha_renyi_divergence_gradient(const MeanFieldGaussia
     const T var_p = p.sd()[i] * p.sd()[i];
     const T d = q.mean()[i] - p.mean()[i];
     const T s = d / (var_p * a);  // Sigma_a^{-1} d
-    out.value += T(0.5) * d * s + internal::alpha_renyi_logdet_term(alpha, r, log_r);
+    out.value += T(0.5) * d * s + internal::alpha_renyi_logdet_term(alpha, log_r);
     out.d_mean[i] = s;
     // 2 sigma_q^2 d/d sigma_q^2: (r - 1)/a - (1 - alpha) sigma_q^2 s^2.
     out.d_log_sd[i] = std::expm1(log_r) / a - (T(1) - alpha) * q.sd()[i] * q.sd()[i] * s * s;
@@ -101,7 +101,7 @@ FullDivergenceGradient<T> alpha_renyi_divergence_gradient(const FullRankGaussian
   FullDivergenceGradient<T> out;
   out.value = T(0);
   for (Eigen::Index i = 0; i < q.dim(); ++i) {
-    out.value += internal::alpha_renyi_logdet_term(alpha, r[i], T(std::log(r[i])));
+    out.value += internal::alpha_renyi_logdet_term(alpha, T(std::log(r[i])));
   }
   const VectorX<T> w = lp.solve(q.mean() - p.mean());           // L_p^{-1} d
   const VectorX<T> vw = v.transpose() * w;

@@ -47,23 +47,32 @@ void check_unit_lower_triangular(const char* function, const char* name, const E
   }
 }
 
-// log N(r; 0, D L L^T D) for each column of r, D = diag(sd), L unit lower triangular.
+// log N(r; 0, D L L^T D) for each column of r, D = diag(sd), L unit lower triangular (nullptr: L = I).
 template <typename T>
 VectorX<T> log_density_unit_lower(const MatrixX<T>& r, const VectorX<T>& sd, const VectorX<T>& log_sd,
-                                  const MatrixX<T>& unit_lower) {
-  const MatrixX<T> w = unit_lower.template triangularView<Eigen::UnitLower>().solve(
-      (r.array().colwise() / sd.array()).matrix());
+                                  const MatrixX<T>* unit_lower) {
+  MatrixX<T> w = (r.array().colwise() / sd.array()).matrix();
+  if (unit_lower) unit_lower->template triangularView<Eigen::UnitLower>().solveInPlace(w);
   const T constant = -T(0.5) * T(r.rows()) * T(kLog2Pi) - log_sd.sum();
   return (constant - T(0.5) * w.colwise().squaredNorm().array()).matrix().transpose();
 }
 
-// (D L L^T D)^{-1} r for each column.
+// (D L L^T D)^{-1} r for each column (nullptr: L = I).
 template <typename T>
-MatrixX<T> precision_times_unit_lower(const MatrixX<T>& r, const VectorX<T>& sd, const MatrixX<T>& unit_lower) {
-  const MatrixX<T> w =
-      unit_lower.template triangularView<Eigen::UnitLower>().solve((r.array().colwise() / sd.array()).matrix());
-  const MatrixX<T> v = unit_lower.transpose().template triangularView<Eigen::UnitUpper>().solve(w);
-  return (v.array().colwise() / sd.array()).matrix();
+MatrixX<T> precision_times_unit_lower(const MatrixX<T>& r, const VectorX<T>& sd, const MatrixX<T>* unit_lower) {
+  MatrixX<T> w = (r.array().colwise() / sd.array()).matrix();
+  if (unit_lower) {
+    unit_lower->template triangularView<Eigen::UnitLower>().solveInPlace(w);
+    unit_lower->transpose().template triangularView<Eigen::UnitUpper>().solveInPlace(w);
+  }
+  return (w.array().colwise() / sd.array()).matrix();
+}
+
+// L eps with L unit lower triangular (nullptr: L = I).
+template <typename T>
+MatrixX<T> apply_unit_lower(const MatrixX<T>& eps, const MatrixX<T>* unit_lower) {
+  if (!unit_lower) return eps;
+  return unit_lower->template triangularView<Eigen::UnitLower>() * eps;
 }
 
 }  // namespace internal
@@ -83,10 +92,9 @@ class StructuredGlobalGaussian {
     validate();
   }
 
-  // Uncorrelated block (L_G = I).
+  // Uncorrelated block (L_G = I; no n x n matrix is stored).
   StructuredGlobalGaussian(Vector mean, Vector log_sd)
       : mean_(std::move(mean)), log_sd_(std::move(log_sd)), correlated_(false) {
-    lower_ = Matrix::Identity(mean_.size(), mean_.size());
     validate();
   }
 
@@ -126,9 +134,11 @@ class StructuredGlobalGaussian {
   const Vector& mean() const { return mean_; }
   const Vector& log_sd() const { return log_sd_; }
   const Vector& sd() const { return sd_; }
-  const Matrix& unit_lower() const { return lower_; }
+  // L_G (materialised as the identity for an uncorrelated block).
+  Matrix unit_lower() const { return correlated_ ? lower_ : Matrix::Identity(dim(), dim()); }
   // Sigma_GG = D_G L_G L_G^T D_G (spec 002 §2.5).
   Matrix covariance() const {
+    if (!correlated_) return Matrix(sd_.cwiseAbs2().asDiagonal());
     const Matrix k = sd_.asDiagonal() * lower_;
     return k * k.transpose();
   }
@@ -149,19 +159,19 @@ class StructuredGlobalGaussian {
   // u = Z_G - mu_G = sigma_G .* (L_G eps_G), n x S.
   Matrix offset(const Matrix& eps) const {
     check_size("StructuredGlobalGaussian::offset", "eps rows", eps.rows(), dim());
-    const Matrix le = lower_.template triangularView<Eigen::UnitLower>() * eps;
+    const Matrix le = internal::apply_unit_lower<T>(eps, lower_ptr());
     return (le.array().colwise() * sd_.array()).matrix();
   }
   Matrix sample(const Matrix& eps) const { return offset(eps).colwise() + mean_; }
 
   Vector log_density(const Matrix& z) const {
     check_size("StructuredGlobalGaussian::log_density", "z rows", z.rows(), dim());
-    return internal::log_density_unit_lower<T>(z.colwise() - mean_, sd_, log_sd_, lower_);
+    return internal::log_density_unit_lower<T>(z.colwise() - mean_, sd_, log_sd_, lower_ptr());
   }
   // grad_{Z_G} log q(Z_G) = -Sigma_GG^{-1} (Z_G - mu_G), parameters fixed (spec 002 §2.5).
   Matrix score(const Matrix& z) const {
     check_size("StructuredGlobalGaussian::score", "z rows", z.rows(), dim());
-    return -internal::precision_times_unit_lower<T>(z.colwise() - mean_, sd_, lower_);
+    return -internal::precision_times_unit_lower<T>(z.colwise() - mean_, sd_, lower_ptr());
   }
   T entropy() const { return T(0.5) * T(dim()) * (T(kLog2Pi) + T(1)) + log_sd_.sum(); }
 
@@ -180,7 +190,7 @@ class StructuredGlobalGaussian {
     check_size("StructuredGlobalGaussian::vjp", "cotangent rows", cotangent.rows(), dim());
     check_size("StructuredGlobalGaussian::vjp", "cotangent cols", cotangent.cols(), eps.cols());
     Vector g = Vector::Zero(num_params());
-    const Matrix le = lower_.template triangularView<Eigen::UnitLower>() * eps;
+    const Matrix le = internal::apply_unit_lower<T>(eps, lower_ptr());
     g.segment(dim(), dim()) = (cotangent.array() * le.array()).rowwise().sum().matrix().cwiseProduct(sd_);
     if (correlated_) {
       const Matrix gl = (cotangent.array().colwise() * sd_.array()).matrix() * eps.transpose();
@@ -202,16 +212,20 @@ class StructuredGlobalGaussian {
     check_size("StructuredGlobalGaussian", "log_sd", log_sd_.size(), mean_.size());
     check_finite("StructuredGlobalGaussian", "mean", mean_);
     check_finite("StructuredGlobalGaussian", "log_sd", log_sd_);
-    check_size("StructuredGlobalGaussian", "unit_lower rows", lower_.rows(), mean_.size());
-    internal::check_unit_lower_triangular("StructuredGlobalGaussian", "unit_lower", lower_);
+    if (correlated_) {
+      check_size("StructuredGlobalGaussian", "unit_lower rows", lower_.rows(), mean_.size());
+      internal::check_unit_lower_triangular("StructuredGlobalGaussian", "unit_lower", lower_);
+    }
     sd_ = log_sd_.array().exp().matrix();
     check_positive("StructuredGlobalGaussian", "exp(log_sd)", sd_);
   }
 
+  const Matrix* lower_ptr() const { return correlated_ ? &lower_ : nullptr; }
+
   Vector mean_;
   Vector log_sd_;
   Vector sd_;
-  Matrix lower_;
+  Matrix lower_;  // empty unless correlated_
   bool correlated_ = false;
 };
 
@@ -239,14 +253,10 @@ class StructuredLocalGaussian {
       check_size(fn, "coupling rows", coupling_.rows(), mean_.size());
       check_size(fn, "coupling cols", coupling_.cols(), global_dim_);
       check_finite(fn, "coupling", coupling_);
-    } else {
-      coupling_ = Matrix::Zero(mean_.size(), global_dim_);
     }
     if (correlated_) {
       check_size(fn, "unit_lower rows", lower_.rows(), mean_.size());
       internal::check_unit_lower_triangular(fn, "unit_lower", lower_);
-    } else {
-      lower_ = Matrix::Identity(mean_.size(), mean_.size());
     }
     sd_ = log_sd_.array().exp().matrix();
     check_positive(fn, "exp(log_sd)", sd_);
@@ -285,12 +295,15 @@ class StructuredLocalGaussian {
   bool correlated() const { return correlated_; }
   Eigen::Index num_params() const { return num_params_for(dim(), global_dim_, coupled_, correlated_); }
   const Vector& mean() const { return mean_; }
-  const Matrix& coupling() const { return coupling_; }
+  // C_j (materialised as zeros for an uncoupled block).
+  Matrix coupling() const { return coupled_ ? coupling_ : Matrix::Zero(dim(), global_dim_); }
   const Vector& log_sd() const { return log_sd_; }
   const Vector& sd() const { return sd_; }
-  const Matrix& unit_lower() const { return lower_; }
+  // L_j (materialised as the identity for an uncorrelated block).
+  Matrix unit_lower() const { return correlated_ ? lower_ : Matrix::Identity(dim(), dim()); }
   // Conditional covariance Sigma_{L_j L_j} = D_j L_j L_j^T D_j.
   Matrix conditional_covariance() const {
+    if (!correlated_) return Matrix(sd_.cwiseAbs2().asDiagonal());
     const Matrix k = sd_.asDiagonal() * lower_;
     return k * k.transpose();
   }
@@ -298,6 +311,7 @@ class StructuredLocalGaussian {
   // C_j Sigma_GG C_j^T + Sigma_{L_j L_j} (derived from spec 002 §2.5); used for the silo's output.
   Matrix marginal_covariance(const StructuredGlobalGaussian<T>& global) const {
     check_size("StructuredLocalGaussian::marginal_covariance", "global dim", global.dim(), global_dim_);
+    if (!coupled_) return conditional_covariance();
     return coupling_ * global.covariance() * coupling_.transpose() + conditional_covariance();
   }
 
@@ -322,27 +336,31 @@ class StructuredLocalGaussian {
   // Z_L = mu_j + C_j u + sigma_j .* (L_j eps_L), u = Z_G - mu_G (n x S), eps_L (m x S).
   Matrix sample(const Matrix& u, const Matrix& eps) const {
     check_shapes("StructuredLocalGaussian::sample", u, eps);
-    const Matrix le = lower_.template triangularView<Eigen::UnitLower>() * eps;
-    return ((coupling_ * u).colwise() + mean_) + (le.array().colwise() * sd_.array()).matrix();
+    const Matrix le = internal::apply_unit_lower<T>(eps, lower_ptr());
+    Matrix z = (le.array().colwise() * sd_.array()).matrix().colwise() + mean_;
+    if (coupled_) z += coupling_ * u;
+    return z;
   }
 
   // r = Z_L - mu_j - C_j u.
   Matrix residual(const Matrix& z, const Matrix& u) const {
     check_shapes("StructuredLocalGaussian::residual", u, z);
+    if (!coupled_) return z.colwise() - mean_;
     return (z - coupling_ * u).colwise() - mean_;
   }
 
   // log q(Z_L | Z_G) per column.
   Vector log_density(const Matrix& z, const Matrix& u) const {
-    return internal::log_density_unit_lower<T>(residual(z, u), sd_, log_sd_, lower_);
+    return internal::log_density_unit_lower<T>(residual(z, u), sd_, log_sd_, lower_ptr());
   }
   // grad_{Z_L} log q(Z_L | Z_G) = -Sigma_LL^{-1} r (spec 002 §2.5).
   Matrix score_local(const Matrix& z, const Matrix& u) const {
-    return -internal::precision_times_unit_lower<T>(residual(z, u), sd_, lower_);
+    return -internal::precision_times_unit_lower<T>(residual(z, u), sd_, lower_ptr());
   }
   // grad_{Z_G} log q(Z_L | Z_G) = C_j^T Sigma_LL^{-1} r (spec 002 §2.5).
   Matrix score_global(const Matrix& z, const Matrix& u) const {
-    return coupling_.transpose() * internal::precision_times_unit_lower<T>(residual(z, u), sd_, lower_);
+    if (!coupled_) return Matrix::Zero(global_dim_, z.cols());
+    return coupling_.transpose() * internal::precision_times_unit_lower<T>(residual(z, u), sd_, lower_ptr());
   }
   // Conditional entropy H[q(Z_L | Z_G)] (the same for every Z_G).
   T entropy() const { return T(0.5) * T(dim()) * (T(kLog2Pi) + T(1)) + log_sd_.sum(); }
@@ -361,7 +379,7 @@ class StructuredLocalGaussian {
       g.segment(k, dim() * global_dim_) = Eigen::Map<const Vector>(gc.data(), dim() * global_dim_);
       k += dim() * global_dim_;
     }
-    const Matrix le = lower_.template triangularView<Eigen::UnitLower>() * eps;
+    const Matrix le = internal::apply_unit_lower<T>(eps, lower_ptr());
     g.segment(k, dim()) = (cotangent.array() * le.array()).rowwise().sum().matrix().cwiseProduct(sd_);
     k += dim();
     if (correlated_) {
@@ -374,7 +392,10 @@ class StructuredLocalGaussian {
   }
 
   // Cotangent on u = Z_G - mu_G induced by a cotangent h on Z_L: C_j^T h.
-  Matrix offset_cotangent(const Matrix& cotangent) const { return coupling_.transpose() * cotangent; }
+  Matrix offset_cotangent(const Matrix& cotangent) const {
+    if (!coupled_) return Matrix::Zero(global_dim_, cotangent.cols());
+    return coupling_.transpose() * cotangent;
+  }
 
  private:
   void check_shapes(const char* fn, const Matrix& u, const Matrix& other) const {
@@ -383,11 +404,13 @@ class StructuredLocalGaussian {
     check_size(fn, "eps/z cols", other.cols(), u.cols());
   }
 
+  const Matrix* lower_ptr() const { return correlated_ ? &lower_ : nullptr; }
+
   Vector mean_;
-  Matrix coupling_;
+  Matrix coupling_;  // empty unless coupled_
   Vector log_sd_;
   Vector sd_;
-  Matrix lower_;
+  Matrix lower_;  // empty unless correlated_
   Eigen::Index global_dim_ = 0;
   bool coupled_ = false;
   bool correlated_ = false;
@@ -405,9 +428,9 @@ struct SfviSiloGradient {
 // Z_G = global.sample(eps_global), Z_L = local.sample(global.offset(eps_global), eps_local).
 template <typename T>
 SfviSiloGradient<T> sfvi_silo_gradient(const StructuredGlobalGaussian<T>& global,
-                                       const StructuredLocalGaussian<T>& local, const MatrixX<T>& eps_global,
-                                       const MatrixX<T>& eps_local, const MatrixX<T>& grad_log_p_global,
-                                       const MatrixX<T>& grad_log_p_local) {
+                                       const StructuredLocalGaussian<T>& local, const MatrixArg<T>& eps_global,
+                                       const MatrixArg<T>& eps_local, const MatrixArg<T>& grad_log_p_global,
+                                       const MatrixArg<T>& grad_log_p_local) {
   const MatrixX<T> u = global.offset(eps_global);
   const MatrixX<T> z = local.sample(u, eps_local);
   // STL: subtract the scores of q(Z_L | Z_G) with its parameters held fixed (spec 002 §2.2).
