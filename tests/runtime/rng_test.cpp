@@ -26,6 +26,22 @@ TEST_CASE("philox4x32_10 matches the Random123 known-answer vectors", "[rng]") {
         A4{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
 }
 
+TEST_CASE("the documented key/counter layout and Box-Muller conversion", "[rng]") {
+  const RngKey key{0x0123456789abcdefull, 5, 9, 2};
+  for (std::uint32_t b : {0u, 1u, 77u}) {
+    const auto w = fvi::rng_block(key, b);
+    // counter = (block, stream, round, party), key = (seed low, seed high).
+    CHECK(w == fvi::philox4x32_10({b, 2, 9, 5}, {0x89abcdefu, 0x01234567u}));
+    // 53-bit uniforms from word pairs: u1 in (0, 1] from (w0, w1), u2 in [0, 1) from (w2, w3).
+    const double u1 = (double((std::uint64_t(w[0] >> 5) << 26) | (w[1] >> 6)) + 1) / 9007199254740992.0;
+    const double u2 = double((std::uint64_t(w[2] >> 5) << 26) | (w[3] >> 6)) / 9007199254740992.0;
+    const double r = std::sqrt(-2 * std::log(u1)), pi = std::acos(-1.0);
+    const auto z = fvi::standard_normal_pair(key, b);
+    CHECK_THAT(z[0], WithinAbs(r * std::cos(2 * pi * u2), 1e-15 * (1 + r)));
+    CHECK_THAT(z[1], WithinAbs(r * std::sin(2 * pi * u2), 1e-15 * (1 + r)));
+  }
+}
+
 TEST_CASE("draws depend only on (seed, party, round, stream)", "[rng]") {
   const RngKey key{42, 3, 7, fvi::rng_stream::kLocalNoise};
   CounterRng a(key), b(key);
