@@ -10,7 +10,9 @@ TEST_CASE("divergence gradients lay out like the family's parameters", "[diverge
   g.d_log_sd = Eigen::Vector2d(3, 4);
   const fvi::MeanFieldGaussian<> q(Eigen::VectorXd::Constant(2, 10.0), Eigen::VectorXd::Constant(2, 0.3));
   // params() = [mean; log_sd], so d/d params = [d_mean; d_log_sd].
-  CHECK(g.params_gradient() == Eigen::Vector4d(1, 2, 3, 4));
+  Eigen::VectorXd expected(4);
+  expected << 1, 2, 3, 4;
+  CHECK(g.params_gradient() == expected);
   CHECK(q.params().size() == g.params_gradient().size());
   CHECK_THROWS_WITH(fvi::internal::check_same_dim("f", q, fvi::MeanFieldGaussian<>(Eigen::VectorXd::Zero(3), Eigen::VectorXd::Zero(3))),
                     "f: p dimension has size 3 but 2 was expected");
