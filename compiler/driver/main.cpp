@@ -12,6 +12,7 @@
 #include "inference_keys.h"
 #include "ir/lower.h"
 #include "transform/adjoint.h"
+#include "backend/cpp/emit.h"
 
 namespace {
 
@@ -29,6 +30,8 @@ commands:
   dump --ast FILE         the syntax tree
   dump --plan FILE        the plan as JSON (same as plan --json)
   dump --ir FILE          the factors of the log joint as IR, with their adjoints
+  dump --cpp FILE [-o OUT.cpp]
+                          the generated C++ kernels (docs/kernel-abi.md)
   help keys               the inference keys and their values
   --version               print the version
 
@@ -40,6 +43,7 @@ struct Options {
   std::string file;
   std::string dump_what;
   std::optional<std::string> data;
+  std::optional<std::string> output;
   std::vector<std::string> overrides;
   bool json = false;
 };
@@ -72,6 +76,10 @@ std::optional<Options> parse_args(int argc, char** argv, int& status) {
       auto v = value("--data");
       if (!v) return std::nullopt;
       o.data = *v;
+    } else if (a == "-o" || a == "--output") {
+      auto v = value("-o");
+      if (!v) return std::nullopt;
+      o.output = *v;
     } else if (a == "--set") {
       auto v = value("--set");
       if (!v) return std::nullopt;
@@ -145,9 +153,7 @@ int run(const Options& o) {
     return usage_error("unknown command '" + o.command + "'");
   if (o.file.empty()) return usage_error(o.command + " needs a .fvi file");
   if (o.command == "dump" && o.dump_what.empty())
-    return usage_error("dump needs one of --ast, --plan");
-  if (o.command == "dump" && o.dump_what == "cpp")
-    return usage_error("dump --cpp is not available yet: the C++ backend is still being built");
+    return usage_error("dump needs one of --ast, --plan, --ir, --cpp");
 
   bool ast_only = o.command == "dump" && o.dump_what == "ast";
   std::optional<Compiled> c = compile(o.file, !ast_only);
@@ -170,11 +176,26 @@ int run(const Options& o) {
   bool planned = fvic::make_plan(*c->model, *c->diags, plan);
   if (!planned || c->diags->has_errors()) return finish(kModelError);
   if (o.command == "check") return finish(kOk);
-  if (o.command == "dump" && o.dump_what == "ir") {
+  if (o.command == "dump" && (o.dump_what == "ir" || o.dump_what == "cpp")) {
     fvic::ir::Module module;
     if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);
     fvic::transform::make_adjoints(module);
-    std::cout << fvic::ir::dump(module);
+    if (o.dump_what == "ir") {
+      std::cout << fvic::ir::dump(module);
+      return finish(kOk);
+    }
+    std::string cpp;
+    if (!fvic::backend::emit_cpp(module, *c->model, cpp, *c->diags)) return finish(kModelError);
+    if (o.output) {
+      std::ofstream file(*o.output);
+      file << cpp;
+      if (!file) {
+        std::cerr << "fvic: cannot write '" << *o.output << "'\n";
+        return finish(kModelError);
+      }
+    } else {
+      std::cout << cpp;
+    }
     return finish(kOk);
   }
 

@@ -112,6 +112,10 @@ SymSize SymSize::operator*(const SymSize& o) const {
 }
 
 std::string SymSize::str() const {
+  return str([](const std::string& a) { return a; });
+}
+
+std::string SymSize::str(const std::function<std::string(const std::string&)>& atom) const {
   if (unknown_) return "?";
   if (terms_.empty()) return "0";
   // Highest degree first, then by name, constants last: "D*K + 2*D + 3".
@@ -132,7 +136,7 @@ std::string SymSize::str() const {
       continue;
     }
     if (c != 1) out << c << '*';
-    for (size_t i = 0; i < monomial.size(); ++i) out << (i ? "*" : "") << monomial[i];
+    for (size_t i = 0; i < monomial.size(); ++i) out << (i ? "*" : "") << atom(monomial[i]);
   }
   if (denominator_ != 1) return "(" + out.str() + ")/" + std::to_string(denominator_);
   return out.str();

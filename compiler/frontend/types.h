@@ -54,6 +54,8 @@ class SymSize {
   SymSize divided_by(long long d) const;
 
   std::string str() const;  // "2*D*K + 3", "?" when unknown
+  // The same with each atom spelled by `atom` (e.g. as a C++ variable).
+  std::string str(const std::function<std::string(const std::string&)>& atom) const;
   // The value given each atom's value; nullopt if an atom has none or the size is unknown.
   std::optional<long long> eval(
       const std::function<std::optional<long long>(const std::string&)>& lookup) const;

@@ -1,0 +1,79 @@
+/* The kernel ABI (docs/kernel-abi.md): how the model-independent runtime engines call the
+ * factors the compiler generated for one model. Plain C, so that a JIT backend can provide the
+ * same table without a C++ compile. Every tensor is column-major rows x (cols * draws), draw s in
+ * columns [s*cols, (s+1)*cols) — the layout of fvi/kernel/tensor.h. */
+#ifndef FVI_KERNEL_ABI_H
+#define FVI_KERNEL_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FVI_ABI_VERSION 1
+
+typedef struct fvi_tensor {
+  double* data;
+  int64_t rows;
+  int64_t cols;
+  int64_t draws;
+} fvi_tensor;
+
+/* One party's data: every variable it holds, by name (ints as whole-number doubles). */
+typedef struct fvi_data {
+  int count;
+  const char* const* names;
+  const fvi_tensor* values;
+} fvi_data;
+
+/* A message for the caller when a call fails (returns nonzero / NULL). */
+typedef struct fvi_error {
+  char message[512];
+} fvi_error;
+
+enum fvi_factor_kind { FVI_DENSITY = 0, FVI_LIKELIHOOD = 1, FVI_CONTRIBUTION = 2 };
+enum fvi_owner { FVI_SERVER = 0, FVI_SILO = 1, FVI_SPLIT_SILO = 2, FVI_COUPLING = 3 };
+
+typedef struct fvi_factor_info {
+  const char* name;
+  int kind;                  /* fvi_factor_kind */
+  int owner;                 /* fvi_owner: which party evaluates it */
+  const char* distribution;  /* likelihoods: the distribution; else "" */
+  int group_count;           /* input groups read, in the order forward() takes them */
+  const int* groups;         /* indices into fvi_model.group_names */
+  int seed_count;            /* backward() seeds: the output, then each distribution argument */
+} fvi_factor_info;
+
+typedef struct fvi_model {
+  int abi_version; /* FVI_ABI_VERSION */
+  const char* name;
+  int group_count;
+  const char* const* group_names; /* global, local, split, hyper, local_hyper, split_hyper, z_sum */
+  const int* group_varies;        /* 1: S draws (sampled); 0: one value (point estimate) */
+  int factor_count;
+  const fvi_factor_info* factors;
+
+  /* The number of unconstrained values in a group, from the sizes in `data`. */
+  int (*group_size)(int group, const fvi_data* data, int64_t* size, fvi_error* error);
+  /* Binds a factor to its party's data (checked against the declared shapes). */
+  void* (*create)(int factor, const fvi_data* data, fvi_error* error);
+  /* Evaluates the factor on rows [batch_begin, batch_begin + batch_count) of its observations
+   * (batch_count < 0: all rows) for the draws in `inputs` (one tensor per group read, size x 1).
+   * `output` is set to point at the factor's result, owned by the state: a density is 1 x 1,
+   * a likelihood or contribution n x 1, each with the inputs' draws. */
+  int (*forward)(void* state, int64_t batch_begin, int64_t batch_count, const fvi_tensor* inputs,
+                 fvi_tensor* output, fvi_error* error);
+  /* After forward(): the gradient of sum(seed .* output) (+ sum(seed_k .* argument_k) for a
+   * likelihood) with respect to each input group, written into `gradients` (caller-allocated,
+   * shaped like the inputs; overwritten). A NULL seed counts as zero. */
+  int (*backward)(void* state, const fvi_tensor* const* seeds, fvi_tensor* gradients, fvi_error* error);
+  void (*destroy)(void* state);
+} fvi_model;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FVI_KERNEL_ABI_H */

@@ -1,0 +1,183 @@
+// The generated C++ of every acceptance model, through the C ABI: each factor's output and each
+// input group's gradient equal the IR interpreter's (same kernel calls, so to rounding), and the
+// sum of the factors equals the hand-written log joint of unit/reference_models.h.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <random>
+
+#include "fvi/kernel/abi.h"
+#include "ir/interpret.h"
+#include "ir/lower.h"
+#include "reference_models.h"
+#include "test_models.h"
+#include "transform/adjoint.h"
+
+#define FVI_MODELS(X)                                                                                   \
+  X(bnn_classifier) X(clutter) X(glmm_sixcities) X(hier_logreg) X(linreg_conjugate) X(multinomial_eb) \
+  X(robust_logreg) X(split_nn) X(vfl_logreg) X(vfl_logreg_power) X(vfl_poisson_multilevel)
+
+#define DECLARE(name) extern "C" const fvi_model* fvi_model_##name(void);
+FVI_MODELS(DECLARE)
+#undef DECLARE
+
+namespace {
+
+using fvic::ir::RealTensor;
+namespace ref = fvic::test::reference;
+
+struct Generated {
+  const char* name;
+  const fvi_model* (*model)();
+  std::function<ref::LogJoint(const ref::Values&, const ref::Values&, Eigen::Index)> reference;
+};
+
+std::vector<Generated> generated() {
+#define ENTRY(name) {#name, fvi_model_##name, ref::name},
+  return {FVI_MODELS(ENTRY)};
+#undef ENTRY
+}
+
+fvi_tensor view(RealTensor& t) { return fvi_tensor{t.m.data(), t.rows, t.cols, t.draws}; }
+
+void require_close(const RealTensor& a, const RealTensor& b, const std::string& what) {
+  INFO(what);
+  REQUIRE(a.rows == b.rows);
+  REQUIRE(a.cols == b.cols);
+  REQUIRE(a.draws == b.draws);
+  // The same kernel calls in the same order: equal up to a few roundings of the largest value.
+  double scale = std::max(1.0, std::max(a.m.cwiseAbs().maxCoeff(), b.m.cwiseAbs().maxCoeff()));
+  CHECK((a.m - b.m).cwiseAbs().maxCoeff() <= 64 * std::numeric_limits<double>::epsilon() * scale);
+}
+
+}  // namespace
+
+TEST_CASE("every acceptance model has generated kernels", "[emitted]") {
+  CHECK(generated().size() == fvic::test::acceptance_models().size());
+}
+
+TEST_CASE("generated kernels equal the interpreter and the hand-written log joint", "[emitted]") {
+  for (const Generated& g : generated()) {
+    INFO("model " << g.name);
+    fvic::test::LoadedModel m(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/" + g.name + ".fvi");
+    REQUIRE(m.ok());
+    fvic::ir::Module module;
+    REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
+    fvic::transform::make_adjoints(module);
+    const fvi_model* abi = g.model();
+    REQUIRE(abi->abi_version == FVI_ABI_VERSION);
+    REQUIRE(abi->factor_count == static_cast<int>(module.factors.size()));
+
+    std::mt19937 rng(5);
+    fvic::ir::Bindings b = fvic::test::random_bindings(*m.model, module, rng, 3);
+    std::vector<std::string> names;
+    std::vector<fvi_tensor> values;
+    std::vector<RealTensor> data_copies;
+    for (const auto& [name, value] : b.data) {
+      names.push_back(name);
+      data_copies.push_back(value);
+    }
+    std::vector<const char*> name_ptrs;
+    for (size_t i = 0; i < names.size(); ++i) {
+      name_ptrs.push_back(names[i].c_str());
+      values.push_back(view(data_copies[i]));
+    }
+    fvi_data data{static_cast<int>(names.size()), name_ptrs.data(), values.data()};
+
+    // Group sizes from the ABI agree with the bindings the interpreter uses.
+    for (int gi = 0; gi < abi->group_count; ++gi) {
+      int64_t size = -1;
+      fvi_error error{};
+      REQUIRE(abi->group_size(gi, &data, &size, &error) == 0);
+      CHECK(size == b.inputs.at(abi->group_names[gi]).rows);
+    }
+
+    Eigen::VectorXd total = Eigen::VectorXd::Zero(3);
+    std::map<std::string, RealTensor> contributions;
+    // Contributions first: the coupling likelihood reads their sum as z_sum.
+    std::vector<int> order;
+    for (int fi = 0; fi < abi->factor_count; ++fi)
+      if (abi->factors[fi].kind == FVI_CONTRIBUTION) order.push_back(fi);
+    for (int fi = 0; fi < abi->factor_count; ++fi)
+      if (abi->factors[fi].kind != FVI_CONTRIBUTION) order.push_back(fi);
+
+    for (int fi : order) {
+      const fvi_factor_info& info = abi->factors[fi];
+      const fvic::ir::Factor& f = module.factors[fi];
+      INFO("factor " << info.name);
+      REQUIRE(std::string(info.name) == f.name);
+      if (info.kind == FVI_LIKELIHOOD && b.inputs.count("z_sum") && !contributions.empty())
+        b.inputs["z_sum"] = contributions.begin()->second;
+
+      fvi_error error{};
+      void* state = abi->create(fi, &data, &error);
+      INFO(error.message);
+      REQUIRE(state != nullptr);
+      std::vector<RealTensor> inputs;
+      for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(abi->group_names[info.groups[k]]));
+      std::vector<fvi_tensor> input_views;
+      for (RealTensor& t : inputs) input_views.push_back(view(t));
+      fvi_tensor out{};
+      REQUIRE(abi->forward(state, 0, -1, input_views.data(), &out, &error) == 0);
+      RealTensor compiled(out.rows, out.cols, out.draws);
+      compiled.m = Eigen::Map<Eigen::MatrixXd>(out.data, out.rows, out.cols * out.draws);
+
+      fvic::ir::Interpreter interp(module, f);
+      const RealTensor& interpreted = interp.forward(b);
+      require_close(compiled, interpreted, "forward");
+      if (info.kind == FVI_CONTRIBUTION) {
+        contributions[info.name] = compiled;
+      } else {
+        for (Eigen::Index s = 0; s < 3; ++s) total[s] += compiled.draw(s).sum();
+      }
+
+      // Backward with random seeds, through the ABI and through the interpreter.
+      std::normal_distribution<double> normal;
+      std::vector<RealTensor> seeds;
+      for (int k = 0; k < info.seed_count; ++k) {
+        const fvic::ir::Node& n = f.nodes[f.seeds[k]];
+        int target = k == 0 ? f.output : f.arguments[k - 1];
+        RealTensor t = RealTensor::zeros_like(interp.value(target));
+        for (Eigen::Index i = 0; i < t.m.size(); ++i) t.m.data()[i] = normal(rng);
+        (void)n;
+        seeds.push_back(t);
+      }
+      std::vector<fvi_tensor> seed_views;
+      for (RealTensor& t : seeds) seed_views.push_back(view(t));
+      std::vector<const fvi_tensor*> seed_ptrs;
+      for (fvi_tensor& t : seed_views) seed_ptrs.push_back(&t);
+      std::vector<RealTensor> grads;
+      for (const RealTensor& t : inputs) grads.push_back(RealTensor::zeros_like(t));
+      std::vector<fvi_tensor> grad_views;
+      for (RealTensor& t : grads) grad_views.push_back(view(t));
+      REQUIRE(abi->backward(state, seed_ptrs.data(), grad_views.data(), &error) == 0);
+      auto expected = interp.backward(b, seeds);
+      for (int k = 0; k < info.group_count; ++k) {
+        std::string group = abi->group_names[info.groups[k]];
+        require_close(grads[k], expected.at(group), "gradient w.r.t. " + group);
+      }
+      abi->destroy(state);
+    }
+
+    for (Eigen::Index s = 0; s < 3; ++s) {
+      ref::LogJoint expected = g.reference(b.data, b.inputs, s);
+      INFO("draw " << s << ": generated " << total[s] << ", hand-written " << expected.value);
+      CHECK(std::abs(total[s] - expected.value) <= 1e-12 * expected.scale);
+    }
+  }
+}
+
+TEST_CASE("a data variable of the wrong shape is refused with its name", "[emitted]") {
+  const fvi_model* abi = fvi_model_hier_logreg();
+  RealTensor D = RealTensor::constant(3), N = RealTensor::constant(4);
+  RealTensor x(4, 2, 1), y(4, 1, 1);  // x should be 4 x 3
+  std::vector<const char*> names = {"D", "N", "x", "y"};
+  std::vector<fvi_tensor> values = {view(D), view(N), view(x), view(y)};
+  fvi_data data{4, names.data(), values.data()};
+  int likelihood = -1;
+  for (int fi = 0; fi < abi->factor_count; ++fi)
+    if (abi->factors[fi].kind == FVI_LIKELIHOOD) likelihood = fi;
+  fvi_error error{};
+  CHECK(abi->create(likelihood, &data, &error) == nullptr);
+  CHECK_THAT(std::string(error.message), Catch::Contains("'x'"));
+}
