@@ -4,6 +4,7 @@
 #include <set>
 
 #include "builtins.h"
+#include "transform/dead_code.h"
 
 namespace fvic::ir {
 
@@ -499,6 +500,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     }
     module.factors.push_back(std::move(f));
   }
+  transform::eliminate_dead_code(module);
   return ok;
 }
 

@@ -2,8 +2,8 @@
 # Golden test of one program (stanc3-style): runs fvic on FILE and compares with the expected
 # output checked in beside it. Used by CTest, one test per file.
 #
-#   run_golden.sh FVIC good FILE   fvic check passes silently; FILE.ast / FILE.plan (if present)
-#                                  equal `fvic dump --ast` / `fvic plan`
+#   run_golden.sh FVIC good FILE   fvic check passes silently; FILE.ast / FILE.plan / FILE.ir (if
+#                                  present) equal `fvic dump --ast` / `fvic plan` / `fvic dump --ir`
 #   run_golden.sh FVIC bad FILE    fvic check fails (exit 1); its stderr equals FILE.expected, and
 #                                  every `// expect: LINE:COL: TEXT` comment in FILE appears in it
 #
@@ -26,6 +26,8 @@ if [ "$mode" = good ]; then
   base=${name%.fvi}
   [ -f "$base.ast" ] || [ "${FVIC_UPDATE_GOLDEN:-0}" = 1 ] && compare "$("$fvic" dump --ast "$name" 2>&1)" "$base.ast"
   [ -f "$base.plan" ] || [ "${FVIC_UPDATE_GOLDEN:-0}" = 1 ] && compare "$("$fvic" plan "$name" 2>&1)" "$base.plan"
+  # IR dumps only for programs that have one (the code generator does not take every program yet).
+  [ -f "$base.ir" ] && compare "$("$fvic" dump --ir "$name" 2>&1)" "$base.ir"
   exit $status
 fi
 

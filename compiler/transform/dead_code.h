@@ -1,0 +1,12 @@
+#pragma once
+// Dead-code elimination on a factor's forward nodes: removes what no output reads — e.g. the
+// log-Jacobian of a global computed while lowering a silo's local prior, which belongs to the
+// server's factor. Run after lowering, before the adjoint pass.
+#include "ir/ir.h"
+
+namespace fvic::transform {
+
+void eliminate_dead_code(ir::Factor& factor);
+void eliminate_dead_code(ir::Module& module);
+
+}  // namespace fvic::transform
