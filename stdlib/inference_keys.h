@@ -36,6 +36,9 @@ const KeySpec* find_key(const std::string& key);
 // sentence saying what is wrong and what is accepted.
 std::string validate_key_value(const KeySpec& spec, const KeyValue& value);
 
+// Levenshtein distance: the number of one-character edits from a to b (for "did you mean").
+size_t edit_distance(const std::string& a, const std::string& b);
+
 // The closest known key to a misspelt one ("dampng" -> "damping"), or empty.
 std::string suggest_key(const std::string& key);
 

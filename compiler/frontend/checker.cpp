@@ -106,24 +106,12 @@ namespace {
 using stdlib::Arg;
 using K = TaintKind;
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
   std::string best;
   // Close spellings only, and never a wholly different name (`D` is not a misspelt `N`).
   size_t best_d = std::min(std::max<size_t>(2, name.size() / 3) + 1, name.size());
   for (const std::string& c : candidates) {
-    size_t d = edit_distance(name, c);
+    size_t d = stdlib::edit_distance(name, c);
     if (d < best_d) {
       best_d = d;
       best = c;
