@@ -93,6 +93,8 @@ class Emitter {
     o << "struct Factor {\n  virtual ~Factor() = default;\n"
       << "  virtual void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) = 0;\n"
       << "  virtual Tensor<Real>& output() = 0;\n"
+      << "  // A likelihood's outcome and distribution arguments after forward(); others have none.\n"
+      << "  virtual void arguments(fvi_tensor* values) { (void)values; }\n"
       << "  virtual void backward(const fvi_tensor* const* seeds, fvi_tensor* gradients) = 0;\n};\n\n";
     o << body.str();
     abi(o);
@@ -225,6 +227,13 @@ class Emitter {
     for (int i = 0; i < f.forward_end; ++i) o << "    " << statement(f, i) << '\n';
     o << "  }\n\n";
     o << "  Tensor<Real>& output() override { return v_[" << f.output << "]; }\n\n";
+    if (f.outcome >= 0) {
+      o << "  void arguments(fvi_tensor* values) override {\n";
+      o << "    values[0] = to_abi(v_[" << f.outcome << "]);\n";
+      for (size_t a = 0; a < f.arguments.size(); ++a)
+        o << "    values[" << a + 1 << "] = to_abi(v_[" << f.arguments[a] << "]);\n";
+      o << "  }\n\n";
+    }
     o << "  void backward(const fvi_tensor* const* seeds, fvi_tensor* gradients) override {\n";
     for (size_t i = f.forward_end; i < f.nodes.size(); ++i) o << "    " << statement(f, i) << '\n';
     for (size_t g = 0; g < f.groups.size(); ++g) {
@@ -289,10 +298,12 @@ class Emitter {
       << "    *output = to_abi(f->output());\n  });\n}\n\n";
     o << "int backward(void* state, const fvi_tensor* const* seeds, fvi_tensor* gradients, fvi_error* error) {\n"
       << "  return guarded(error, [&] { static_cast<Factor*>(state)->backward(seeds, gradients); });\n}\n\n";
+    o << "int arguments(void* state, fvi_tensor* values, fvi_error* error) {\n"
+      << "  return guarded(error, [&] { static_cast<Factor*>(state)->arguments(values); });\n}\n\n";
     o << "void destroy(void* state) { delete static_cast<Factor*>(state); }\n\n";
     o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
       << ", kGroupNames, kGroupVaries, " << m_.factors.size()
-      << ", kFactors, group_size, create, forward, backward, destroy};\n\n";
+      << ", kFactors, group_size, create, forward, backward, arguments, destroy};\n\n";
   }
 
   const ir::Module& m_;

@@ -181,3 +181,41 @@ TEST_CASE("a data variable of the wrong shape is refused with its name", "[emitt
   CHECK(abi->create(likelihood, &data, &error) == nullptr);
   CHECK_THAT(std::string(error.message), Catch::Contains("'x'"));
 }
+
+TEST_CASE("a likelihood exposes its outcome and distribution arguments after forward", "[emitted]") {
+  // robust_logreg: y ~ bernoulli_logit(x * w + b), so argument 1 must be x * w + b for each draw.
+  const fvi_model* abi = fvi_model_robust_logreg();
+  const int n = 5, d = 2, draws = 3;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  RealTensor D = RealTensor::constant(d), N = RealTensor::constant(n);
+  RealTensor x(n, d, 1), y(n, 1, 1), theta(d + 1, 1, draws);
+  for (Eigen::Index i = 0; i < x.m.size(); ++i) x.m.data()[i] = normal(rng);
+  for (int i = 0; i < n; ++i) y.m(i, 0) = i % 2;
+  for (Eigen::Index i = 0; i < theta.m.size(); ++i) theta.m.data()[i] = normal(rng);
+  std::vector<const char*> names = {"D", "N", "x", "y"};
+  std::vector<fvi_tensor> values = {view(D), view(N), view(x), view(y)};
+  fvi_data data{4, names.data(), values.data()};
+  int likelihood = -1;
+  for (int fi = 0; fi < abi->factor_count; ++fi)
+    if (abi->factors[fi].kind == FVI_LIKELIHOOD) likelihood = fi;
+  REQUIRE(abi->factors[likelihood].seed_count == 2);
+  fvi_error error{};
+  void* state = abi->create(likelihood, &data, &error);
+  REQUIRE(state != nullptr);
+  fvi_tensor input = view(theta), output{};
+  REQUIRE(abi->forward(state, 1, 3, &input, &output, &error) == 0);  // rows 1..3
+  fvi_tensor args[2]{};
+  REQUIRE(abi->arguments(state, args, &error) == 0);
+  CHECK(args[0].rows == 3);
+  for (int r = 0; r < 3; ++r) CHECK(args[0].data[r] == y.m(r + 1, 0));
+  REQUIRE(args[1].rows == 3);
+  REQUIRE(args[1].draws == draws);
+  for (int s = 0; s < draws; ++s)
+    for (int r = 0; r < 3; ++r) {
+      double eta = theta.m(d, s);
+      for (int j = 0; j < d; ++j) eta += x.m(r + 1, j) * theta.m(j, s);
+      CHECK(args[1].data[s * 3 + r] == Approx(eta).epsilon(1e-14));
+    }
+  abi->destroy(state);
+}

@@ -69,6 +69,11 @@ typedef struct fvi_model {
    * likelihood) with respect to each input group, written into `gradients` (caller-allocated,
    * shaped like the inputs; overwritten). A NULL seed counts as zero. */
   int (*backward)(void* state, const fvi_tensor* const* seeds, fvi_tensor* gradients, fvi_error* error);
+  /* After forward(), for a likelihood: values[0] is the outcome (the rows of the batch) and
+   * values[k], k = 1 .. seed_count - 1, the distribution's k-th argument, as the kernel computed
+   * them (a constant argument may be 1 x 1 with one draw: it broadcasts). Views into the state,
+   * valid until the next call. Robust losses are computed from these by the runtime. */
+  int (*arguments)(void* state, fvi_tensor* values, fvi_error* error);
   void (*destroy)(void* state);
 } fvi_model;
 
