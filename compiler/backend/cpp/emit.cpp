@@ -9,6 +9,7 @@ namespace fvic::backend {
 
 using ir::Node;
 using ir::Op;
+using ir::Slot;
 
 namespace {
 
@@ -301,9 +302,65 @@ class Emitter {
     o << "int arguments(void* state, fvi_tensor* values, fvi_error* error) {\n"
       << "  return guarded(error, [&] { static_cast<Factor*>(state)->arguments(values); });\n}\n\n";
     o << "void destroy(void* state) { delete static_cast<Factor*>(state); }\n\n";
+    const size_t variables = variable_table(o);
     o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
       << ", kGroupNames, kGroupVaries, " << m_.factors.size()
-      << ", kFactors, group_size, create, forward, backward, arguments, destroy};\n\n";
+      << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
+      << ", kVariables, variable_shape};\n\n";
+  }
+
+  // fvi_variable_info for every slot of every group, and variable_shape() giving its offset and
+  // declared dimensions from the data's sizes. Returns the number of variables.
+  size_t variable_table(std::ostringstream& o) {
+    struct Bound {
+      std::string literal = "0", data = "\"\"";
+    };
+    auto bound = [](const Expr* e) {
+      Bound b;
+      if (!e) return b;
+      const Expr* x = e;
+      bool negate = false;
+      if (x->kind == ExprKind::Unary && x->name == "-" && !x->args.empty()) negate = true, x = x->args[0].get();
+      if (x->kind == ExprKind::IntLit) b.literal = number((negate ? -1 : 1) * double(x->int_value));
+      else if (x->kind == ExprKind::RealLit) b.literal = number((negate ? -1 : 1) * x->real_value);
+      else if (x->kind == ExprKind::Var && !negate) b.data = quoted(x->name);
+      else b.data = quoted("(expression)");
+      return b;
+    };
+    std::vector<std::pair<size_t, const Slot*>> slots;
+    for (size_t g = 0; g < m_.groups.size(); ++g)
+      for (const Slot& slot : m_.groups[g].slots) slots.push_back({g, &slot});
+    o << "const fvi_variable_info kVariables[] = {\n";
+    for (const auto& [g, slot] : slots) {
+      const Symbol* s = model_.find(slot->variable);
+      const TypeDecl* t = s && s->decl ? &s->decl->type : nullptr;
+      const Expr* lo = t ? t->lower.get() : nullptr;
+      const Expr* hi = t ? t->upper.get() : nullptr;
+      const char* transform = lo && hi ? "FVI_INTERVAL" : lo ? "FVI_LOWER" : hi ? "FVI_UPPER" : "FVI_IDENTITY";
+      Bound l = bound(lo), u = bound(hi);
+      o << "    {" << quoted(slot->variable) << ", " << g << ", " << transform << ", " << l.literal << ", " << u.literal
+        << ", " << l.data << ", " << u.data << ", " << (s ? s->shape.dims.size() : 0) << "},\n";
+    }
+    if (slots.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0},\n";
+    o << "};\n\n";
+    o << "int variable_shape(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error) {\n"
+      << "  (void)dims;\n  return guarded(error, [&] {\n    Sizes s(data);\n    (void)s;\n    switch (variable) {\n";
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const Slot& slot = *slots[i].second;
+      const Symbol* s = model_.find(slot.variable);
+      SizeSpeller local;
+      std::string off = local(slot.offset);
+      std::vector<std::string> dims;
+      if (s)
+        for (const SymSize& d : s->shape.dims) dims.push_back(local(d));
+      o << "      case " << i << ": {\n";
+      for (const std::string& a : local.used) o << "        const int64_t size_" << a << " = s.size_" << a << ";\n";
+      o << "        *offset = " << off << ";\n";
+      for (size_t d = 0; d < dims.size(); ++d) o << "        dims[" << d << "] = " << dims[d] << ";\n";
+      o << "        return;\n      }\n";
+    }
+    o << "      default: throw std::out_of_range(\"no such variable\");\n    }\n  });\n}\n\n";
+    return slots.size();
   }
 
   const ir::Module& m_;

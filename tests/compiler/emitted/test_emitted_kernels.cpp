@@ -219,3 +219,31 @@ TEST_CASE("a likelihood exposes its outcome and distribution arguments after for
     }
   abi->destroy(state);
 }
+
+TEST_CASE("the variable table gives each parameter's group, offset, shape and transform", "[emitted]") {
+  // hier_logreg declares: global vector[D] beta; global real<lower=0> tau; local real alpha.
+  const fvi_model* abi = fvi_model_hier_logreg();
+  REQUIRE(abi->variable_count == 3);
+  RealTensor D = RealTensor::constant(4);
+  std::vector<const char*> names = {"D"};
+  std::vector<fvi_tensor> values = {view(D)};
+  fvi_data data{1, names.data(), values.data()};
+  const char* expected_names[] = {"beta", "tau", "alpha"};
+  const char* expected_groups[] = {"global", "global", "local"};
+  const int expected_transform[] = {FVI_IDENTITY, FVI_LOWER, FVI_IDENTITY};
+  const int64_t expected_offset[] = {0, 4, 0};
+  const int expected_rank[] = {1, 0, 0};
+  for (int i = 0; i < 3; ++i) {
+    const fvi_variable_info& v = abi->variables[i];
+    CHECK(std::string(v.name) == expected_names[i]);
+    CHECK(std::string(abi->group_names[v.group]) == expected_groups[i]);
+    CHECK(v.transform == expected_transform[i]);
+    CHECK(v.rank == expected_rank[i]);
+    int64_t offset = -1, dims[4] = {-1, -1, -1, -1};
+    fvi_error error{};
+    REQUIRE(abi->variable_shape(i, &data, &offset, dims, &error) == 0);
+    CHECK(offset == expected_offset[i]);
+    if (i == 0) CHECK(dims[0] == 4);
+  }
+  CHECK(abi->variables[1].lower == 0.0);
+}

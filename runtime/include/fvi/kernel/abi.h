@@ -46,6 +46,22 @@ typedef struct fvi_factor_info {
   int seed_count;            /* backward() seeds: the output, then each distribution argument */
 } fvi_factor_info;
 
+enum fvi_transform { FVI_IDENTITY = 0, FVI_LOWER = 1, FVI_UPPER = 2, FVI_INTERVAL = 3 };
+
+/* A parameter (or hyperparameter) as the user declared it: where it sits in its group and how
+ * its unconstrained values map to the declared support. A bound is a literal (`lower`, `upper`)
+ * or, when `lower_data` / `upper_data` is not empty, the value of that scalar data variable. */
+typedef struct fvi_variable_info {
+  const char* name;
+  int group;      /* index into fvi_model.group_names */
+  int transform;  /* fvi_transform: x = lower + exp(u), upper - exp(u), lower + (upper - lower) inv_logit(u) */
+  double lower;
+  double upper;
+  const char* lower_data;
+  const char* upper_data;
+  int rank;       /* 0 scalar, 1 vector or row_vector, 2 matrix (arrays count their dimensions) */
+} fvi_variable_info;
+
 typedef struct fvi_model {
   int abi_version; /* FVI_ABI_VERSION */
   const char* name;
@@ -75,6 +91,12 @@ typedef struct fvi_model {
    * valid until the next call. Robust losses are computed from these by the runtime. */
   int (*arguments)(void* state, fvi_tensor* values, fvi_error* error);
   void (*destroy)(void* state);
+
+  /* The declared parameters, in group order. variable_shape gives the i-th one's offset in its
+   * group and its dimensions (rows x cols, elements column-major; dims[0..rank) as declared). */
+  int variable_count;
+  const fvi_variable_info* variables;
+  int (*variable_shape)(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error);
 } fvi_model;
 
 #ifdef __cplusplus
