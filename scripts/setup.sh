@@ -12,6 +12,9 @@ packages=(
   libeigen3-dev libopenblas-dev          # linear algebra for the runtime and generated kernels
   nlohmann-json3-dev                     # data, plan and output files
   catch2                                 # unit tests
+  python3                                # the examples' data generators and their tests (stdlib only)
+  # datasets for the examples
+  dataset-fashion-mnist                  # FashionMNIST idx files for examples/fashion_bnn
 )
 
 missing=()
