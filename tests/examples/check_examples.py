@@ -390,8 +390,9 @@ def check_fashion_bnn(fvic, tmp):
     per_silo, n_test, silos, d, k = 600, 1000, 3, 784, 10
     dirty = generate_twice("fashion_bnn", os.path.join(tmp, "p20"),
                            "--slice", str(per_silo), "--contamination", "20")
-    clean = os.path.join(tmp, "p0")
+    clean, light = os.path.join(tmp, "p0"), os.path.join(tmp, "p10")
     generate("fashion_bnn", clean, "--slice", str(per_silo), "--contamination", "0")
+    generate("fashion_bnn", light, "--slice", str(per_silo), "--contamination", "10")
     for folder in (dirty, clean):
         names = sorted(os.listdir(folder))
         want = sorted(["data.json", "test.json", "test"] + [f"silo-{s}{e}" for s in (1, 2, 3)
@@ -410,12 +411,16 @@ def check_fashion_bnn(fvic, tmp):
         copies[image] += 1
     pixel = array.array("f", [v / 255 for v in range(256)])
 
-    changed, seen = 0, collections.Counter()
+    changed, changed10, seen = 0, 0, collections.Counter()
     for s in range(1, silos + 1):
         x, y = read_npy_dir(dirty, f"silo-{s}", per_silo, d, k)
         x0, y0 = read_npy_dir(clean, f"silo-{s}", per_silo, d, k)
         require(x == x0, f"silo {s}: the images differ between 0% and 20% contamination")
         changed += sum(a != b for a, b in zip(y, y0))
+        _, y10 = read_npy_dir(light, f"silo-{s}", per_silo, d, k)
+        changed10 += sum(a != b for a, b in zip(y10, y0))
+        require(all(b == c for a, b, c in zip(y0, y10, y) if a != b),
+                f"silo {s}: a label wrong at 10% is not wrong the same way at 20% (nesting)")
         for r in range(per_silo):
             row = x0[r * d:(r + 1) * d]
             image = bytes(round(v * 255) for v in row)
@@ -427,6 +432,8 @@ def check_fashion_bnn(fvic, tmp):
     require(changed == (20 * silos * per_silo + 50) // 100,
             f"{changed} training labels differ from the clean ones, expected exactly 20% of "
             f"{silos * per_silo}")
+    require(changed10 == (10 * silos * per_silo + 50) // 100,
+            f"{changed10} training labels differ at 10%, expected exactly 10% of {silos * per_silo}")
     # Rows are distinct training images: no image appears more often than in the raw data.
     for image, count in seen.items():
         require(count <= copies[image], f"an image appears {count} times in the silos but "
