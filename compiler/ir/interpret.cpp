@@ -72,6 +72,10 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     }
     case Op::Const: out = RealTensor::constant(n.value); return;
     case Op::Seed: out = (*seeds).at(next_seed_++); return;
+    case Op::Mean:
+    case Op::Sd:
+    case Op::Noise:
+      throw std::invalid_argument("the interpreter evaluates factors from draws, not their mean-field variants");
     case Op::Unary: out = k::unary(n.name, v(0)); return;
     case Op::Neg: out = k::neg(v(0)); return;
     case Op::Add: out = k::add(v(0), v(1)); return;

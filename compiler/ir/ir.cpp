@@ -11,6 +11,9 @@ const char* op_name(Op op) {
     case Op::Index: return "index";
     case Op::Const: return "const";
     case Op::Seed: return "seed";
+    case Op::Mean: return "mean";
+    case Op::Sd: return "sd";
+    case Op::Noise: return "noise";
     case Op::Unary: return "unary";
     case Op::Neg: return "neg";
     case Op::Add: return "add";
@@ -65,7 +68,8 @@ std::string describe(const Node& n) {
   if (!n.name.empty()) s << ' ' << n.name;
   if (n.op == Op::Const) s << ' ' << n.value;
   if (n.op == Op::LpdfVjp) s << " operand " << n.k;
-  if (n.op == Op::Input) s << " @" << n.offset.str();
+  if (n.op == Op::Input || n.op == Op::Mean || n.op == Op::Sd) s << " @" << n.offset.str();
+  if (n.op == Op::Noise) s << " stream " << n.k;
   if (!n.ints.empty()) {
     s << " {";
     for (size_t i = 0; i < n.ints.size(); ++i) s << (i ? "," : "") << n.ints[i];
@@ -99,6 +103,13 @@ std::string dump(const Module& m) {
     out << "    output %" << f.output << '\n';
     for (const auto& [input, adjoint] : f.input_adjoints)
       out << "    d/d %" << input << " (" << f.nodes[input].name << ") = %" << adjoint << '\n';
+    // The mean-field variant, where it differs: which products it samples locally.
+    size_t index = static_cast<size_t>(&f - m.factors.data());
+    if (index < m.meanfield.size())
+      for (const Node& n : m.meanfield[index].nodes)
+        if (n.op == Op::Noise)
+          out << "    meanfield: local reparameterisation of the product of %" << n.ints.at(0) << " and %"
+              << n.ints.at(1) << " (" << n.rows.str() << " x " << n.cols.str() << ", noise stream " << n.k << ")\n";
   }
   return out.str();
 }

@@ -25,6 +25,11 @@ enum class Op {
   Index,  // an int data variable used as an index: name, `batched` as Data
   Const,  // a real constant: value
   Seed,   // the adjoint of an output, supplied by the caller of the backward pass
+  // leaves of a factor's mean-field variant (transform/local_reparam.h)
+  Mean,   // a variable's slice of its group's variational mean: group, offset, rows x cols, 1 draw
+  Sd,     // the same slice of the group's variational standard deviation
+  Noise,  // standard normals, rows x cols with S draws, drawn by the kernel: stream k; args: the
+          // value whose rows it matches (rows follow the minibatch if `batched`)
   // forward operations (fvi::kernel names)
   Unary,  // name: exp, log, tanh, relu, ...
   Neg, Add, Sub, Mul, Div, Pow,
@@ -47,7 +52,8 @@ struct Node {
   std::string name;   // function, distribution, data variable or group
   double value = 0;   // Const
   int k = 0;          // LpdfVjp: the operand
-  std::vector<long long> ints;  // Index: constant 1-based indices (when it names no data)
+  std::vector<long long> ints;  // Index: constant 1-based indices (when it names no data); Noise:
+                                // the data and parameter nodes of the product it samples
   SymSize offset;     // Input: where the slice starts in its group
   SymSize rows = SymSize::constant(1);
   SymSize cols = SymSize::constant(1);
@@ -94,6 +100,10 @@ struct Module {
   std::string model;
   std::vector<Group> groups;
   std::vector<Factor> factors;
+  // factors[i] evaluated from a mean-field Gaussian's means and sds rather than from draws
+  // (forward_meanfield, docs/kernel-abi.md): the same inputs and outputs, with every eligible
+  // product of data and a parameter locally reparameterised (transform/local_reparam.h).
+  std::vector<Factor> meanfield;
 
   const Group* group(const std::string& name) const;
 };

@@ -5,6 +5,7 @@
 
 #include "builtins.h"
 #include "transform/dead_code.h"
+#include "transform/local_reparam.h"
 
 namespace fvic::ir {
 
@@ -501,6 +502,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     module.factors.push_back(std::move(f));
   }
   transform::eliminate_dead_code(module);
+  transform::make_meanfield_variants(module);
   return ok;
 }
 

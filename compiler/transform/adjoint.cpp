@@ -44,8 +44,10 @@ class Adjoint {
     return add(n);
   }
 
+  // Every likelihood argument gets a seed, active or not, so that seed k always belongs to
+  // argument k (kernel ABI: seed_count = 1 + the distribution's arguments).
   void seed(int node, const std::string& what) {
-    if (node < 0 || !at(node).active) return;
+    if (node < 0) return;
     Node s{Op::Seed};
     s.name = what;
     s.rows = at(node).rows;
@@ -53,7 +55,7 @@ class Adjoint {
     s.varies = at(node).varies;
     int id = add(s);
     f_.seeds.push_back(id);
-    accumulate(node, id);
+    if (at(node).active) accumulate(node, id);
   }
 
   // Adds a contribution to node i's adjoint, summed down to i's shape and draws if broadcast.
@@ -70,7 +72,9 @@ class Adjoint {
     auto arg = [&](size_t k) { return n.args[k]; };
     auto active = [&](size_t k) { return at(n.args[k]).active; };
     switch (n.op) {
-      case Op::Input: f_.input_adjoints[i] = g; return;
+      case Op::Input:
+      case Op::Mean:
+      case Op::Sd: f_.input_adjoints[i] = g; return;
       case Op::Unary:
         accumulate(arg(0), make(Op::Mul, {g, make(Op::UnaryDerivative, {arg(0), i}, arg(0), n.name)}, i));
         return;
@@ -143,6 +147,7 @@ void make_adjoint(ir::Factor& factor) { Adjoint(factor).run(); }
 
 void make_adjoints(ir::Module& module) {
   for (ir::Factor& f : module.factors) make_adjoint(f);
+  for (ir::Factor& f : module.meanfield) make_adjoint(f);
 }
 
 }  // namespace fvic::transform

@@ -6,20 +6,10 @@
 #include <functional>
 #include <random>
 
-#include "fvi/kernel/abi.h"
+#include "generated_models.h"
 #include "ir/interpret.h"
-#include "ir/lower.h"
 #include "reference_models.h"
-#include "test_models.h"
 #include "transform/adjoint.h"
-
-#define FVI_MODELS(X)                                                                                   \
-  X(bnn_classifier) X(clutter) X(glmm_sixcities) X(hier_logreg) X(linreg_conjugate) X(multinomial_eb) \
-  X(robust_logreg) X(split_nn) X(vfl_logreg) X(vfl_logreg_power) X(vfl_poisson_multilevel)
-
-#define DECLARE(name) extern "C" const fvi_model* fvi_model_##name(void);
-FVI_MODELS(DECLARE)
-#undef DECLARE
 
 namespace {
 

@@ -97,6 +97,32 @@ typedef struct fvi_model {
   int variable_count;
   const fvi_variable_info* variables;
   int (*variable_shape)(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error);
+
+  /* Like create(), but the factor computes in float32 (`precision = float32`): data are converted
+   * to float once here, inputs and seeds on each call, outputs, arguments and gradients back to
+   * double (views into the state, as for create()). Every other call is the same. */
+  void* (*create_float32)(int factor, const fvi_data* data, fvi_error* error);
+
+  /* Like forward(), for a mean-field Gaussian family: for each input group (fvi_factor_info.groups
+   * order) the engine passes the variational mean and standard deviation (size x 1, one draw)
+   * instead of draws, the number of draws S and a noise key. The kernel draws its own noise
+   * (fvi/kernel/noise.h: Philox, a pure function of the key, the group or product, and the
+   * element) and evaluates S draws: where a parameter enters only through a product with data
+   * (x * W) it samples the product's Gaussian directly (local reparameterisation: mean x*mu,
+   * variance x^2*sd^2, one normal per row, column and draw, the same for a row whatever the
+   * minibatch), elsewhere theta = mean + sd .* eps (the group's noise is the same in every factor
+   * called with one key). A point-estimated group (group_varies = 0) passes its value as the mean
+   * and sds[g].data = NULL (or sds = NULL when no group has a sd). The output has S draws (one if
+   * nothing is sampled); arguments() works after this call as after forward(). */
+  int (*forward_meanfield)(void* state, int64_t batch_begin, int64_t batch_count, const fvi_tensor* means,
+                           const fvi_tensor* sds, int64_t draws, uint64_t noise_key, fvi_tensor* output,
+                           fvi_error* error);
+  /* After forward_meanfield(): the gradient of sum(seed .* output) + sum(seed_k .* argument_k),
+   * summed over the draws, with respect to each group's mean and sd, written into caller-allocated
+   * size x 1 tensors (overwritten). d_sds may be NULL, or d_sds[g].data NULL for a group without
+   * a sd. A NULL seed counts as zero. backward() is not valid after forward_meanfield(). */
+  int (*backward_meanfield)(void* state, const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds,
+                            fvi_error* error);
 } fvi_model;
 
 #ifdef __cplusplus

@@ -5,27 +5,48 @@
 #include <exception>
 #include <string>
 
+#include <utility>
+#include <vector>
+
 #include "fvi/kernel/abi.h"
+#include "fvi/kernel/noise.h"
 #include "fvi/kernel/tensor.h"
 
 namespace fvi::kernel {
 
-inline Tensor<double> from_abi(const fvi_tensor& t) {
-  Tensor<double> out(t.rows, t.cols, t.draws);
-  out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws);
+// An ABI tensor (always double) as a kernel tensor of scalar T: a copy, converted for float.
+template <class T = double>
+Tensor<T> from_abi(const fvi_tensor& t) {
+  Tensor<T> out(t.rows, t.cols, t.draws);
+  out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws).cast<T>();
   return out;
 }
 
 inline fvi_tensor to_abi(Tensor<double>& t) { return fvi_tensor{t.m.data(), t.rows, t.cols, t.draws}; }
 
-inline void copy_to_abi(const Tensor<double>& t, fvi_tensor& out) {
-  if (out.rows * out.cols * out.draws != t.m.size())
-    throw ShapeError("gradient buffer of " + shape_string(out.rows, out.cols, out.draws) + " for " + shape_string(t));
-  Eigen::Map<Mat<double>>(out.data, t.m.rows(), t.m.cols()) = t.m;
+// A kernel value as an ABI view: the value itself for double, else converted into `buffer`
+// (owned by the caller, valid as long as it lives).
+inline fvi_tensor export_abi(Tensor<double>& t, Tensor<double>& buffer) {
+  (void)buffer;
+  return to_abi(t);
+}
+template <class T>
+fvi_tensor export_abi(const Tensor<T>& t, Tensor<double>& buffer) {
+  buffer = Tensor<double>(t.rows, t.cols, t.draws);
+  buffer.m = t.m.template cast<double>();
+  return to_abi(buffer);
 }
 
-// The data variable `name`, which must be rows x cols (a scalar is 1 x 1).
-inline Tensor<double> bind_data(const fvi_data* data, const char* name, int64_t rows, int64_t cols) {
+template <class T>
+void copy_to_abi(const Tensor<T>& t, fvi_tensor& out) {
+  if (out.rows * out.cols * out.draws != t.m.size())
+    throw ShapeError("gradient buffer of " + shape_string(out.rows, out.cols, out.draws) + " for " + shape_string(t));
+  Eigen::Map<Mat<double>>(out.data, t.m.rows(), t.m.cols()) = t.m.template cast<double>();
+}
+
+// The data variable `name`, which must be rows x cols (a scalar is 1 x 1), converted to T.
+template <class T = double>
+Tensor<T> bind_data(const fvi_data* data, const char* name, int64_t rows, int64_t cols) {
   for (int i = 0; data && i < data->count; ++i) {
     if (std::string(data->names[i]) != name) continue;
     const fvi_tensor& t = data->values[i];
@@ -33,8 +54,8 @@ inline Tensor<double> bind_data(const fvi_data* data, const char* name, int64_t 
       throw ShapeError(std::string("data variable '") + name + "' has " + std::to_string(t.rows) + " x " +
                        std::to_string(t.cols) + " values; the model declares " + std::to_string(rows) + " x " +
                        std::to_string(cols));
-    Tensor<double> out(rows, cols, 1);
-    out.m = Eigen::Map<const Mat<double>>(t.data, rows, cols);
+    Tensor<T> out(rows, cols, 1);
+    out.m = Eigen::Map<const Mat<double>>(t.data, rows, cols).cast<T>();
     return out;
   }
   throw std::invalid_argument(std::string("data variable '") + name + "' is missing");
@@ -49,17 +70,50 @@ inline int64_t data_size(const fvi_data* data, const char* name) {
   return static_cast<int64_t>(v);
 }
 
-inline Tensor<double> batch_rows(const Tensor<double>& full, int64_t begin, int64_t count) {
+template <class T>
+Tensor<T> batch_rows(const Tensor<T>& full, int64_t begin, int64_t count) {
   if (count < 0) return full;
   if (begin < 0 || begin + count > full.rows) throw std::out_of_range("batch outside the data's rows");
-  Tensor<double> out(count, full.cols, 1);
+  Tensor<T> out(count, full.cols, 1);
   out.m = full.m.middleRows(begin, count);
   return out;
 }
 
-inline IntVec batch_index(const Tensor<double>& full, int64_t begin, int64_t count) {
-  Tensor<double> rows = batch_rows(full, begin, count);
-  return rows.m.col(0).cast<int64_t>();
+template <class T>
+IntVec batch_index(const Tensor<T>& full, int64_t begin, int64_t count) {
+  Tensor<T> rows = batch_rows(full, begin, count);
+  return rows.m.col(0).template cast<int64_t>();
+}
+
+// An input group's mean-field sample: theta = mean + sd .* eps for the `ranges` (offset, length)
+// the kernel reads by ordinary reparameterisation, eps = noise[offset + i, s] of `stream`; zero
+// elsewhere. Without a sd (a point estimate, or a NULL sd), theta is the mean with one draw.
+template <class T>
+void meanfield_sample(const Tensor<T>& mean, const Tensor<T>* sd, Eigen::Index draws, uint64_t key, uint32_t stream,
+                      const std::vector<std::pair<int64_t, int64_t>>& ranges, Tensor<T>& theta, Tensor<T>& eps) {
+  if (!sd) {
+    theta = mean;
+    eps = Tensor<T>(mean.rows, 1, 1);
+    return;
+  }
+  theta = Tensor<T>(mean.rows, 1, draws);
+  eps = Tensor<T>(mean.rows, 1, draws);
+  for (const auto& [offset, length] : ranges) {
+    if (offset + length > mean.rows) throw ShapeError("a variable past the end of its group's mean");
+    for (Eigen::Index s = 0; s < draws; ++s) {
+      T* e = eps.m.col(s).data() + offset;
+      normal_range<T>(key, stream, static_cast<uint64_t>(s * mean.rows + offset), length, e);
+      for (int64_t i = 0; i < length; ++i) theta.m(offset + i, s) = mean.m(offset + i, 0) + sd->m(offset + i, 0) * e[i];
+    }
+  }
+}
+
+// The gradients of a mean-field sample's mean and sd from the gradient of theta:
+// d mean += sum_s d theta, d sd += sum_s d theta .* eps.
+template <class T>
+void meanfield_chain(const Tensor<T>& d_theta, const Tensor<T>& eps, bool sampled, Tensor<T>& d_mean, Tensor<T>& d_sd) {
+  d_mean.m.col(0) += d_theta.m.rowwise().sum();
+  if (sampled) d_sd.m.col(0) += (d_theta.m.array() * eps.m.array()).rowwise().sum().matrix();
 }
 
 template <class F>

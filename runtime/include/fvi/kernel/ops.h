@@ -62,6 +62,11 @@ Tensor<T> zip(const Tensor<T>& a, const Tensor<T>& b, F f) {
     out.m.array() = f(a.m.array(), b.m.array());
     return out;
   }
+  if (a.rows == r && a.cols == c && b.rows == r && b.cols == c) {  // one operand does not vary
+    if (a.draws == 1) out.m.array() = f(a.m.array().replicate(1, out.draws), b.m.array());
+    else out.m.array() = f(a.m.array(), b.m.array().replicate(1, out.draws));
+    return out;
+  }
   for (Eigen::Index s = 0; s < out.draws; ++s) out.draw(s).array() = f(expand(a, r, c, s), expand(b, r, c, s));
   return out;
 }
@@ -125,7 +130,7 @@ Tensor<T> unary(const std::string& f, const Tensor<T>& a) {
   if (f == "tanh") return map(a, [](const auto& x) { return x.tanh(); });
   if (f == "sin") return map(a, [](const auto& x) { return x.sin(); });
   if (f == "cos") return map(a, [](const auto& x) { return x.cos(); });
-  if (f == "sqrt") return map(a, [](const auto& x) { return x.sqrt(); });
+  if (f == "sqrt" || f == "safe_sqrt") return map(a, [](const auto& x) { return x.sqrt(); });
   if (f == "square") return map(a, [](const auto& x) { return x.square(); });
   if (f == "inv") return map(a, [](const auto& x) { return x.inverse(); });
   if (f == "inv_sqrt") return map(a, [](const auto& x) { return x.rsqrt(); });
@@ -161,6 +166,9 @@ Tensor<T> unary_derivative(const std::string& f, const Tensor<T>& x, const Tenso
   if (f == "sin") return with([](const auto& a, const auto&) { return a.cos(); });
   if (f == "cos") return with([](const auto& a, const auto&) { return -a.sin(); });
   if (f == "sqrt") return with([](const auto&, const auto& b) { return 0.5 * b.inverse(); });
+  // The local reparameterisation's sqrt(x^2 sigma^2) (transform/local_reparam.h): derivative 0 at
+  // 0, where the value is constant in every sigma_j with x_j != 0 (so the result is exact).
+  if (f == "safe_sqrt") return with([](const auto&, const auto& b) { return (b > 0).select(0.5 * b.inverse(), T(0)); });
   if (f == "square") return with([](const auto& a, const auto&) { return 2 * a; });
   if (f == "inv") return with([](const auto&, const auto& b) { return -b.square(); });
   if (f == "inv_sqrt") return with([](const auto&, const auto& b) { return -0.5 * b.cube(); });

@@ -1,0 +1,136 @@
+// Benchmarks (issue 3) of the bnn_classifier model (examples/acceptance/bnn_classifier.fvi,
+// 784-200-10) through its generated kernels, mean-field family with local reparameterisation of
+// x * W1 (forward_meanfield / backward_meanfield), in double and float32:
+//
+// (b) one batch of 256 rows, S = 10 draws, forward + backward: achieved GFLOP/s against the best
+//     dgemm / sgemm rate measured in the same run (target: at least 60%). Counted flops are the
+//     matrix products the computation needs: layer 1, two products forward (x mu, x^2 sd^2) and
+//     two backward (x' dM, (x^2)' dV), each 2 B D H; layer 2, per draw one forward (h W2) and two
+//     backward (dL W2', h' dL), each 2 B H K. Elementwise work and the noise are not counted.
+// (c) one client epoch of the FashionMNIST setting (spec 000 §6): 20,000 rows in batches of 256,
+//     10 draws, loss gce(0.8) through fvi/loss (from the kernel's logits), the KL to a N(0, 1)
+//     prior in closed form, Adam (fvi/optim/adam.h) on (mean, log sd): target under 0.5 s on
+//     2 cores. The engine (runtime/include/fvi/engine/) does not call forward_meanfield yet, so
+//     this is the loop it will run.
+//
+//   bench_bnn [rows]
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "bench_util.h"
+#include "fvi/loss/likelihood_loss.h"
+#include "fvi/optim/adam.h"
+
+extern "C" const fvi_model* fvi_model_bnn_classifier(void);
+
+namespace {
+
+constexpr Eigen::Index D = 784, H = 200, K = 10, B = 256, S = 10;
+constexpr Eigen::Index P = D * H + H + H * K + K;  // the global group: W1, b1, W2, b2
+
+struct Bnn {
+  Bnn(const fvi_model* model, const fvi_data& data, bool float32) : m(model) {
+    fvi_error error{};
+    int lik = bench::factor_index(m, FVI_LIKELIHOOD);
+    state = float32 ? m->create_float32(lik, &data, &error) : m->create(lik, &data, &error);
+    if (!state) bench::check(1, error, "create");
+  }
+  ~Bnn() { m->destroy(state); }
+  // One minibatch: forward_meanfield, the GCE loss of the logits of every draw, its gradient
+  // through backward_meanfield. Returns the loss (mean over draws, summed over rows).
+  double step(Eigen::Index begin, Eigen::Index count, Eigen::VectorXd& mean, Eigen::VectorXd& sd, uint64_t key,
+              const fvi::LossSpec& loss, const Eigen::VectorXi& labels, Eigen::VectorXd& d_mean, Eigen::VectorXd& d_sd) {
+    fvi_error error{};
+    fvi_tensor mv{mean.data(), P, 1, 1}, sv{sd.data(), P, 1, 1}, out{};
+    bench::check(m->forward_meanfield(state, begin, count, &mv, &sv, S, key, &out, &error), error, "forward_meanfield");
+    fvi_tensor args[2];
+    bench::check(m->arguments(state, args, &error), error, "arguments");
+    const fvi_tensor& logits = args[1];  // count x K, S draws
+    seed.resize(count, K * S);
+    double total = 0;
+    Eigen::VectorXi y = labels.segment(begin, count);
+    for (Eigen::Index s = 0; s < S; ++s) {
+      Eigen::Map<const Eigen::MatrixXd> L(logits.data + s * count * K, count, K);
+      total += fvi::categorical_logit_loss(loss, y, Eigen::MatrixXd(L), &d_logits);
+      seed.middleCols(s * K, K) = -d_logits / double(S);  // the kernel's seeds are for the log density
+    }
+    fvi_tensor seed_view{seed.data(), count, K, S}, dm{d_mean.data(), P, 1, 1}, ds{d_sd.data(), P, 1, 1};
+    const fvi_tensor* seeds[2] = {nullptr, &seed_view};
+    bench::check(m->backward_meanfield(state, seeds, &dm, &ds, &error), error, "backward_meanfield");
+    return total / double(S);
+  }
+  const fvi_model* m;
+  void* state = nullptr;
+  Eigen::MatrixXd seed, d_logits;
+};
+
+double flops_per_batch(Eigen::Index b) {
+  return 4 * 2.0 * double(b) * D * H + 3 * 2.0 * double(b) * H * K * S;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 20000;
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> pixel(0, 1);
+  Eigen::MatrixXd x(N, D), y(N, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = pixel(rng);  // pixels / 255
+  Eigen::VectorXi labels(N);
+  for (Eigen::Index i = 0; i < N; ++i) labels[i] = int(rng() % K), y(i) = labels[i] + 1;  // the model's 1..K
+  bench::Data data;
+  data.add("D", Eigen::MatrixXd::Constant(1, 1, double(D)));
+  data.add("H", Eigen::MatrixXd::Constant(1, 1, double(H)));
+  data.add("K", Eigen::MatrixXd::Constant(1, 1, double(K)));
+  data.add("N", Eigen::MatrixXd::Constant(1, 1, double(N)));
+  data.add("x", x);
+  data.add("y", y);
+  const fvi_data& view = data.view();
+  const fvi_model* m = fvi_model_bnn_classifier();
+  const fvi::LossSpec gce = fvi::LossSpec::generalized_cross_entropy(0.8);
+
+  double dpeak = bench::gemm_peak_gflops<double>(), speak = bench::gemm_peak_gflops<float>();
+  std::printf("bnn_classifier 784-200-10, mean-field with local reparameterisation of x * W1\n");
+  std::printf("  machine: best dgemm %.1f GFLOP/s, best sgemm %.1f GFLOP/s (OpenBLAS, 2 threads)\n", dpeak, speak);
+
+  Eigen::VectorXd mean = 0.03 * Eigen::VectorXd::Random(P), sd = Eigen::VectorXd::Constant(P, std::sqrt(1e-3));
+  Eigen::VectorXd d_mean(P), d_sd(P);
+  for (bool float32 : {false, true}) {
+    Bnn bnn(m, view, float32);
+    const double peak = float32 ? speak : dpeak;
+    uint64_t key = 1;
+    double t = bench::best_seconds(10, [&] { bnn.step(0, B, mean, sd, key++, gce, labels, d_mean, d_sd); });
+    double gflops = flops_per_batch(B) / t / 1e9;
+    std::printf("  (b) %s batch of %ld rows, S = %ld: %.2f ms forward + backward, %.1f GFLOP/s = %.0f%% of the best %s\n",
+                float32 ? "float32" : "double ", long(B), long(S), 1e3 * t, gflops, 100 * gflops / peak,
+                float32 ? "sgemm" : "dgemm");
+  }
+
+  // (c) one epoch: every batch of the silo once, Adam on (mean, log sd) of q.
+  for (bool float32 : {false, true}) {
+    Bnn bnn(m, view, float32);
+    Eigen::VectorXd params(2 * P), grad(2 * P);
+    params << mean, sd.array().log().matrix();
+    fvi::AdamOptions options;
+    options.learning_rate = fvi::StepSizeSchedule(5e-4);
+    fvi::Adam<double> adam(2 * P, options);
+    double loss = 0;
+    uint64_t key = 100;
+    double t = bench::seconds([&] {
+      for (Eigen::Index begin = 0; begin < N; begin += B) {
+        Eigen::Index count = std::min(B, N - begin);
+        Eigen::VectorXd mu = params.head(P), s = params.tail(P).array().exp().matrix();
+        loss = bnn.step(begin, count, mu, s, key++, gce, labels, d_mean, d_sd);
+        // Objective per batch: (sum of the batch's losses) / |batch| + KL(q : N(0, 1)) / N.
+        grad.head(P) = d_mean / double(count) + mu / double(N);
+        grad.tail(P) = (d_sd / double(count) + (s - s.cwiseInverse()) / double(N)).cwiseProduct(s);
+        adam.step(params, grad);
+      }
+    });
+    std::printf("  (c) %s epoch of %ld rows (batch %ld, %ld draws, gce(0.8), Adam): %.3f s (target < 0.5 s); last "
+                "batch loss %.2f\n",
+                float32 ? "float32" : "double ", long(N), long(B), long(S), t, loss);
+  }
+  return 0;
+}

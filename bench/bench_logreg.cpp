@@ -1,0 +1,72 @@
+// Benchmark (issue 3): logistic regression log density and gradient through the generated kernels
+// of examples/acceptance/robust_logreg.fvi (y ~ bernoulli_logit(x * w + b)), N = 100,000 rows,
+// D = 100, S = 16 draws: one forward (per-row log densities for every draw) and one backward
+// (gradient of their sum with respect to the 101 x 16 draws) over all rows, through the C ABI.
+//
+// Achieved bandwidth counts the bytes the computation cannot avoid: x read once by each pass
+// (forward and backward are separate calls), y, the N x S output written, and the N x S seed read.
+// It is printed beside a STREAM-style triad measured in the same run (target: at least 50%).
+//
+//   bench_logreg [N D S]
+#include <cstdlib>
+#include <random>
+
+#include "bench_util.h"
+
+extern "C" const fvi_model* fvi_model_robust_logreg(void);
+
+namespace {
+
+struct Result {
+  double seconds, gbs;
+};
+
+Result run(const fvi_model* m, const fvi_data& data, Eigen::Index N, Eigen::Index D, Eigen::Index S, bool float32,
+           double x_bytes) {
+  fvi_error error{};
+  int lik = bench::factor_index(m, FVI_LIKELIHOOD);
+  void* state = float32 ? m->create_float32(lik, &data, &error) : m->create(lik, &data, &error);
+  if (!state) bench::check(1, error, "create");
+  Eigen::MatrixXd theta = 0.1 * Eigen::MatrixXd::Random(D + 1, S), grad(D + 1, S), seed = Eigen::MatrixXd::Ones(N, S);
+  fvi_tensor in{theta.data(), D + 1, 1, S}, g{grad.data(), D + 1, 1, S}, sd{seed.data(), N, 1, S};
+  const fvi_tensor* seeds[2] = {&sd, nullptr};
+  double t = bench::best_seconds(10, [&] {
+    fvi_tensor out{};
+    bench::check(m->forward(state, 0, -1, &in, &out, &error), error, "forward");
+    bench::check(m->backward(state, seeds, &g, &error), error, "backward");
+  });
+  m->destroy(state);
+  double bytes = 2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8;
+  return {t, bytes / t / 1e9};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 100000, D = argc > 2 ? std::atol(argv[2]) : 100,
+               S = argc > 3 ? std::atol(argv[3]) : 16;
+  std::mt19937 rng(1);
+  std::normal_distribution<double> normal;
+  Eigen::MatrixXd x(N, D), y(N, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  for (Eigen::Index i = 0; i < N; ++i) y(i) = double(rng() % 2);
+  bench::Data data;
+  data.add("D", Eigen::MatrixXd::Constant(1, 1, double(D)));
+  data.add("N", Eigen::MatrixXd::Constant(1, 1, double(N)));
+  data.add("x", x);
+  data.add("y", y);
+  const fvi_data& view = data.view();
+  const fvi_model* m = fvi_model_robust_logreg();
+
+  double triad1 = bench::triad_gbs(1), triad2 = bench::triad_gbs(2);
+  double triad = std::max(triad1, triad2);
+  std::printf("logistic regression log density + gradient, N = %ld, D = %ld, S = %ld draws\n", long(N), long(D), long(S));
+  std::printf("  machine: STREAM triad %.1f GB/s (1 thread %.1f, 2 threads %.1f)\n", triad, triad1, triad2);
+  Result d = run(m, view, N, D, S, false, double(N * D) * 8);
+  std::printf("  double : %.2f ms per forward + backward, %.1f GB/s = %.0f%% of the triad\n", 1e3 * d.seconds, d.gbs,
+              100 * d.gbs / triad);
+  Result f = run(m, view, N, D, S, true, double(N * D) * 4);
+  std::printf("  float32: %.2f ms per forward + backward, %.1f GB/s = %.0f%% of the triad (x held as float)\n",
+              1e3 * f.seconds, f.gbs, 100 * f.gbs / triad);
+  return 0;
+}

@@ -1,0 +1,106 @@
+#pragma once
+// What every benchmark here shares: timing, the machine's own limits measured in the same run
+// (a STREAM-style triad for memory bandwidth, the best dgemm / sgemm for arithmetic), and the
+// C ABI plumbing for generated kernels.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "fvi/kernel/abi.h"
+
+namespace bench {
+
+inline double seconds(const std::function<void()>& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The best of `repeats` timings (after one warm-up): the figure least disturbed by other work on
+// a shared machine.
+inline double best_seconds(int repeats, const std::function<void()>& f) {
+  f();
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) best = std::min(best, seconds(f));
+  return best;
+}
+
+// STREAM triad a = b + s c over arrays far larger than the last-level cache, on `threads`
+// threads (each its own contiguous part): bytes moved / time, counting 3 x 8 bytes per element
+// as STREAM does. Returns GB/s.
+inline double triad_gbs(int threads, Eigen::Index n = 20'000'000) {
+  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  const double s = 3.0;
+  auto part = [&](int t) {
+    Eigen::Index lo = n * t / threads, hi = n * (t + 1) / threads;
+    for (Eigen::Index i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+  };
+  double t = best_seconds(5, [&] {
+    std::vector<std::thread> pool;
+    for (int k = 1; k < threads; ++k) pool.emplace_back(part, k);
+    part(0);
+    for (auto& th : pool) th.join();
+  });
+  volatile double sink = a[n / 2];
+  (void)sink;
+  return 3.0 * 8.0 * double(n) / t / 1e9;
+}
+
+// The best matrix-product rate (GFLOP/s, 2 n^3 flops) over a few square sizes, through Eigen
+// with EIGEN_USE_BLAS, i.e. OpenBLAS with its own threads: the arithmetic limit the kernels'
+// products can reach.
+template <class T>
+double gemm_peak_gflops() {
+  double best = 0;
+  for (int n : {256, 512, 1024, 2048}) {
+    using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+    M a = M::Random(n, n), b = M::Random(n, n), c(n, n);
+    double t = best_seconds(n >= 2048 ? 2 : 5, [&] { c.noalias() = a * b; });
+    best = std::max(best, 2.0 * double(n) * n * n / t / 1e9);
+  }
+  return best;
+}
+
+// A party's data for the ABI: names and tensors (ints as whole-number doubles).
+struct Data {
+  void add(const std::string& name, Eigen::MatrixXd value) {
+    names.push_back(name);
+    values.push_back(std::move(value));
+  }
+  const fvi_data& view() {
+    pointers.clear();
+    tensors.clear();
+    for (size_t i = 0; i < names.size(); ++i) {
+      pointers.push_back(names[i].c_str());
+      tensors.push_back(fvi_tensor{values[i].data(), values[i].rows(), values[i].cols(), 1});
+    }
+    data = fvi_data{static_cast<int>(names.size()), pointers.data(), tensors.data()};
+    return data;
+  }
+  std::vector<std::string> names;
+  std::vector<Eigen::MatrixXd> values;
+  std::vector<const char*> pointers;
+  std::vector<fvi_tensor> tensors;
+  fvi_data data{};
+};
+
+inline void check(int status, const fvi_error& error, const char* what) {
+  if (status != 0) {
+    std::fprintf(stderr, "%s failed: %s\n", what, error.message);
+    std::exit(1);
+  }
+}
+
+inline int factor_index(const fvi_model* m, int kind) {
+  for (int f = 0; f < m->factor_count; ++f)
+    if (m->factors[f].kind == kind) return f;
+  return -1;
+}
+
+}  // namespace bench

@@ -1,0 +1,56 @@
+#pragma once
+// The kernel operations generated code calls, instantiated once in libfvi for double and float
+// (runtime/src/kernel/instances.cpp) and declared `extern template` here, so that a generated
+// translation unit compiles only its own factor classes and not, again, every distribution and
+// every function of the string-dispatched `unary` and `lpdf` (bench/: compile time).
+#include "fvi/kernel/abi_support.h"
+#include "fvi/kernel/distributions.h"
+
+// P is `extern template` (declaration) or `template` (definition).
+#define FVI_KERNEL_INSTANCES(P, T)                                                                          \
+  P Tensor<T> add<T>(const Tensor<T>&, const Tensor<T>&);                                                   \
+  P Tensor<T> sub<T>(const Tensor<T>&, const Tensor<T>&);                                                   \
+  P Tensor<T> mul<T>(const Tensor<T>&, const Tensor<T>&);                                                   \
+  P Tensor<T> div<T>(const Tensor<T>&, const Tensor<T>&);                                                   \
+  P Tensor<T> pow<T>(const Tensor<T>&, const Tensor<T>&);                                                   \
+  P Tensor<T> neg<T>(const Tensor<T>&);                                                                     \
+  P Tensor<T> unary<T>(const std::string&, const Tensor<T>&);                                               \
+  P Tensor<T> unary_derivative<T>(const std::string&, const Tensor<T>&, const Tensor<T>&);                  \
+  P Tensor<T> matmul<T>(const Tensor<T>&, const Tensor<T>&);                                                \
+  P Tensor<T> matmul_grad_left<T>(const Tensor<T>&, const Tensor<T>&, Eigen::Index);                        \
+  P Tensor<T> matmul_grad_right<T>(const Tensor<T>&, const Tensor<T>&, Eigen::Index);                       \
+  P Tensor<T> transpose<T>(const Tensor<T>&);                                                               \
+  P Tensor<T> reshape<T>(const Tensor<T>&, Eigen::Index, Eigen::Index);                                     \
+  P Tensor<T> sum<T>(const Tensor<T>&);                                                                     \
+  P Tensor<T> rows_dot_product<T>(const Tensor<T>&, const Tensor<T>&);                                      \
+  P Tensor<T> broadcast<T>(const Tensor<T>&, Eigen::Index, Eigen::Index);                                   \
+  P Tensor<T> sum_to<T>(const Tensor<T>&, Eigen::Index, Eigen::Index, Eigen::Index);                        \
+  P Tensor<T> sum_like<T>(const Tensor<T>&, const Tensor<T>&);                                              \
+  P Tensor<T> log_softmax<T>(const Tensor<T>&);                                                             \
+  P Tensor<T> softmax<T>(const Tensor<T>&);                                                                 \
+  P Tensor<T> log_softmax_grad<T>(const Tensor<T>&, const Tensor<T>&);                                      \
+  P Tensor<T> softmax_grad<T>(const Tensor<T>&, const Tensor<T>&);                                          \
+  P Tensor<T> slice<T>(const Tensor<T>&, Eigen::Index, Eigen::Index, Eigen::Index);                         \
+  P void add_to_slice<T>(Tensor<T>&, const Tensor<T>&, Eigen::Index);                                       \
+  P Tensor<T> index_rows<T>(const Tensor<T>&, const IntVec&);                                               \
+  P Tensor<T> scatter_rows<T>(const Tensor<T>&, const IntVec&, Eigen::Index);                               \
+  P Tensor<T> index_cols<T>(const Tensor<T>&, const IntVec&);                                               \
+  P Tensor<T> scatter_cols<T>(const Tensor<T>&, const IntVec&, Eigen::Index);                               \
+  P Tensor<T> lpdf<T>(const std::string&, const Operands<T>&);                                              \
+  P Tensor<T> lpdf_vjp<T>(const std::string&, size_t, const Tensor<T>&, const Operands<T>&);                \
+  P Tensor<T> noise<T>(Eigen::Index, Eigen::Index, Eigen::Index, uint64_t, uint32_t, Eigen::Index,          \
+                       Eigen::Index);                                                                       \
+  P Tensor<T> from_abi<T>(const fvi_tensor&);                                                               \
+  P void copy_to_abi<T>(const Tensor<T>&, fvi_tensor&);                                                     \
+  P Tensor<T> bind_data<T>(const fvi_data*, const char*, int64_t, int64_t);                                 \
+  P Tensor<T> batch_rows<T>(const Tensor<T>&, int64_t, int64_t);                                            \
+  P IntVec batch_index<T>(const Tensor<T>&, int64_t, int64_t);                                              \
+  P void meanfield_sample<T>(const Tensor<T>&, const Tensor<T>*, Eigen::Index, uint64_t, uint32_t,           \
+                             const std::vector<std::pair<int64_t, int64_t>>&, Tensor<T>&, Tensor<T>&);      \
+  P void meanfield_chain<T>(const Tensor<T>&, const Tensor<T>&, bool, Tensor<T>&, Tensor<T>&);
+
+namespace fvi::kernel {
+FVI_KERNEL_INSTANCES(extern template, double)
+FVI_KERNEL_INSTANCES(extern template, float)
+extern template fvi_tensor export_abi<float>(const Tensor<float>&, Tensor<double>&);
+}  // namespace fvi::kernel

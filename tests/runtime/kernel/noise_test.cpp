@@ -1,0 +1,58 @@
+// fvi/kernel/noise.h: the kernels' own noise. Its Philox blocks equal fvi::philox4x32_10 (the
+// runtime's reference generator, itself pinned to Random123's test vectors in rng_test.cpp), its
+// normals have mean 0 and variance 1 within Monte Carlo error, and element j of a stream is the
+// same whichever range it is drawn in (so a minibatch's rows see the full evaluation's noise).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "fvi/kernel/noise.h"
+#include "fvi/rng.h"
+
+using namespace fvi::kernel;
+
+TEST_CASE("noise blocks are Philox4x32-10 of (index, stream, tag) under the key", "[kernel][noise]") {
+  const uint64_t key = 0x0123456789ABCDEFull;
+  uint32_t w[4][noise_detail::kLanes];
+  const uint64_t first = (uint64_t(7) << 32) + 0xFFFFFFF8u;  // crosses a 32-bit boundary
+  noise_detail::philox_lanes(first, 42, key, w);
+  for (int i = 0; i < noise_detail::kLanes; ++i) {
+    uint64_t b = first + i;
+    auto expected = fvi::philox4x32_10({uint32_t(b), uint32_t(b >> 32), 42u, noise_detail::kTag},
+                                       {uint32_t(key), uint32_t(key >> 32)});
+    for (int k = 0; k < 4; ++k) CHECK(w[k][i] == expected[k]);
+  }
+}
+
+TEST_CASE("noise is standard normal and does not depend on the range it is drawn in", "[kernel][noise]") {
+  const int64_t n = 200000;
+  std::vector<double> z(n);
+  normal_range<double>(99, 3, 0, n, z.data());
+  double mean = 0, m2 = 0, m4 = 0;
+  for (double v : z) mean += v;
+  mean /= n;
+  for (double v : z) m2 += (v - mean) * (v - mean), m4 += std::pow(v - mean, 4);
+  m2 /= n - 1;
+  m4 /= n;
+  // Standard errors of the mean (1/sqrt(n)), variance (sqrt(2/n)) and fourth moment (sqrt(96/n)).
+  CHECK(std::abs(mean) <= 5 / std::sqrt(double(n)));
+  CHECK(std::abs(m2 - 1) <= 5 * std::sqrt(2.0 / n));
+  CHECK(std::abs(m4 - 3) <= 5 * std::sqrt(96.0 / n));
+  // Any sub-range of the stream, starting anywhere, gives the same numbers.
+  for (int64_t first : {1, 3, 63, 64, 65, 1001}) {
+    std::vector<double> part(300);
+    normal_range<double>(99, 3, first, 300, part.data());
+    for (int i = 0; i < 300; ++i) CHECK(part[i] == z[first + i]);
+  }
+  // Another stream or key gives other numbers.
+  std::vector<double> other(8);
+  normal_range<double>(99, 4, 0, 8, other.data());
+  CHECK(other[0] != z[0]);
+  normal_range<double>(98, 3, 0, 8, other.data());
+  CHECK(other[0] != z[0]);
+  // A tensor's rows [b, b + r) of total T: element (r, c, s) is normal (s * cols + c) * T + b + r.
+  Tensor<double> t = noise<double>(4, 2, 3, 99, 3, 5, 100);
+  for (int s = 0; s < 3; ++s)
+    for (int c = 0; c < 2; ++c)
+      for (int r = 0; r < 4; ++r) CHECK(t.draw(s)(r, c) == z[(s * 2 + c) * 100 + 5 + r]);
+}
