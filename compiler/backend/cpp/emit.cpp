@@ -157,7 +157,7 @@ class Emitter {
         std::string in = (meanfield ? "theta_[" : "in_[") + slot_of(n.name) + "]";
         // z_sum holds the summed contributions of the batch's rows: as many rows as were passed.
         if (n.name == "z_sum") return call("slice", {in, "0", in + ".size()", "1"});
-        return call("slice", {in, sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
+        return call("slice", {in, meanfield ? compact_offset(f, i) : sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
       }
       case Op::Mean:
         return call("slice", {"mean_[" + slot_of(n.name) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
@@ -294,24 +294,47 @@ class Emitter {
   // theta = mean + sd .* eps is sampled for the slices the variant reads as Input (noise stream =
   // the group's index, so factors called with one key share theta); Mean / Sd leaves read the
   // group's means and sds directly (local reparameterisation).
+  // The Input nodes of group `group` in a mean-field variant, in node order: the ranges its
+  // compact theta holds (abi_support.h meanfield_sample).
+  static std::vector<size_t> inputs_of(const ir::Factor& mf, const std::string& group) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < mf.nodes.size(); ++i)
+      if (mf.nodes[i].op == Op::Input && mf.nodes[i].name == group) out.push_back(i);
+    return out;
+  }
+  std::string range_length(const ir::Factor& mf, size_t node, size_t slot) {
+    const Node& n = mf.nodes[node];
+    return n.name == "z_sum" ? "mean_[" + std::to_string(slot) + "].size()" : sizes_(n.rows) + " * " + sizes_(n.cols);
+  }
+  std::string ranges_of(const ir::Factor& mf, size_t slot) {
+    std::string out;
+    for (size_t i : inputs_of(mf, mf.groups[slot]))
+      out += std::string(out.empty() ? "" : ", ") + "{" + sizes_(mf.nodes[i].offset) + ", " + range_length(mf, i, slot) + "}";
+    return "{" + out + "}";
+  }
+  // Where Input node `node` of a mean-field variant starts in its group's compact theta.
+  std::string compact_offset(const ir::Factor& mf, size_t node) {
+    const std::string& group = mf.nodes[node].name;
+    size_t slot = std::find(mf.groups.begin(), mf.groups.end(), group) - mf.groups.begin();
+    std::string offset = "0";
+    for (size_t i : inputs_of(mf, group)) {
+      if (i == node) break;
+      offset += " + " + range_length(mf, i, slot);
+    }
+    return offset;
+  }
+
   void meanfield_passes(std::ostringstream& o, const ir::Factor& mf) {
     o << "  void forward_meanfield(int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
       << "                         int64_t draws, uint64_t noise_key) override {\n";
     o << "    (void)begin, (void)count;\n    meanfield_ = true;\n    draws_ = draws;\n    key_ = noise_key;\n";
     for (size_t g = 0; g < mf.groups.size(); ++g) {
-      std::string ranges;
-      for (const Node& n : mf.nodes)
-        if (n.op == Op::Input && n.name == mf.groups[g])
-          ranges += std::string(ranges.empty() ? "" : ", ") + "{" + sizes_(n.offset) + ", " +
-                    (n.name == "z_sum" ? "mean_[" + std::to_string(g) + "].size()"
-                                       : sizes_(n.rows) + " * " + sizes_(n.cols)) +
-                    "}";
       o << "    mean_[" << g << "] = from_abi<Real>(means[" << g << "]);\n";
       o << "    has_sd_[" << g << "] = sds && sds[" << g << "].data;\n";
       o << "    if (has_sd_[" << g << "]) sd_[" << g << "] = from_abi<Real>(sds[" << g << "]);\n";
       o << "    else sd_[" << g << "] = Tensor<Real>::zeros_like(mean_[" << g << "]);\n";
       o << "    meanfield_sample(mean_[" << g << "], has_sd_[" << g << "] ? &sd_[" << g << "] : nullptr, draws, noise_key, "
-        << group_index(mf.groups[g]) << "u, {" << ranges << "}, theta_[" << g << "], eps_[" << g << "]);\n";
+        << group_index(mf.groups[g]) << "u, " << ranges_of(mf, g) << ", theta_[" << g << "], eps_[" << g << "]);\n";
     }
     for (int i = 0; i < mf.forward_end; ++i) o << "    " << statement(mf, i, true) << '\n';
     o << "  }\n\n";
@@ -327,9 +350,11 @@ class Emitter {
         const Node& n = mf.nodes[input];
         if (n.name != mf.groups[g]) continue;
         std::string target = n.op == Op::Input ? dt : n.op == Op::Mean ? dm : ds;
-        o << "    add_to_slice(" << target << ", w_[" << adjoint << "], " << sizes_(n.offset) << ");\n";
+        std::string offset = n.op == Op::Input ? compact_offset(mf, input) : sizes_(n.offset);
+        o << "    add_to_slice(" << target << ", w_[" << adjoint << "], " << offset << ");\n";
       }
-      o << "    meanfield_chain(" << dt << ", eps_[" << g << "], has_sd_[" << g << "], " << dm << ", " << ds << ");\n";
+      o << "    meanfield_chain(" << dt << ", eps_[" << g << "], has_sd_[" << g << "], " << ranges_of(mf, g) << ", " << dm
+        << ", " << ds << ");\n";
       o << "    copy_to_abi(" << dm << ", d_means[" << g << "]);\n";
       o << "    if (d_sds && d_sds[" << g << "].data) copy_to_abi(" << ds << ", d_sds[" << g << "]);\n";
     }

@@ -85,35 +85,47 @@ IntVec batch_index(const Tensor<T>& full, int64_t begin, int64_t count) {
   return rows.m.col(0).template cast<int64_t>();
 }
 
-// An input group's mean-field sample: theta = mean + sd .* eps for the `ranges` (offset, length)
-// the kernel reads by ordinary reparameterisation, eps = noise[offset + i, s] of `stream`; zero
-// elsewhere. Without a sd (a point estimate, or a NULL sd), theta is the mean with one draw.
+// An input group's mean-field sample, for the `ranges` (offset, length) of the group that the
+// kernel reads by ordinary reparameterisation, stored one after another (compact: a locally
+// reparameterised matrix of the group is neither sampled nor stored): row i of range r is
+// theta = mean[offset + i] + sd[offset + i] eps, eps = normal s * group size + offset + i of
+// `stream`. Without a sd (a point estimate, or a NULL sd) theta is the mean with one draw.
 template <class T>
 void meanfield_sample(const Tensor<T>& mean, const Tensor<T>* sd, Eigen::Index draws, uint64_t key, uint32_t stream,
                       const std::vector<std::pair<int64_t, int64_t>>& ranges, Tensor<T>& theta, Tensor<T>& eps) {
-  if (!sd) {
-    theta = mean;
-    eps = Tensor<T>(mean.rows, 1, 1);
-    return;
-  }
-  theta = Tensor<T>(mean.rows, 1, draws);
-  eps = Tensor<T>(mean.rows, 1, draws);
+  int64_t rows = 0;
   for (const auto& [offset, length] : ranges) {
-    if (offset + length > mean.rows) throw ShapeError("a variable past the end of its group's mean");
-    for (Eigen::Index s = 0; s < draws; ++s) {
-      T* e = eps.m.col(s).data() + offset;
-      normal_range<T>(key, stream, static_cast<uint64_t>(s * mean.rows + offset), length, e);
-      for (int64_t i = 0; i < length; ++i) theta.m(offset + i, s) = mean.m(offset + i, 0) + sd->m(offset + i, 0) * e[i];
+    if (offset < 0 || offset + length > mean.rows) throw ShapeError("a variable past the end of its group's mean");
+    rows += length;
+  }
+  const Eigen::Index S = sd ? draws : 1;
+  theta = Tensor<T>(rows, 1, S);
+  eps = Tensor<T>(rows, 1, S);
+  int64_t at = 0;
+  for (const auto& [offset, length] : ranges) {
+    for (Eigen::Index s = 0; s < S; ++s) {
+      T* e = eps.m.col(s).data() + at;
+      if (sd) normal_range<T>(key, stream, static_cast<uint64_t>(s * mean.rows + offset), length, e);
+      for (int64_t i = 0; i < length; ++i)
+        theta.m(at + i, s) = mean.m(offset + i, 0) + (sd ? sd->m(offset + i, 0) * e[i] : T(0));
     }
+    at += length;
   }
 }
 
-// The gradients of a mean-field sample's mean and sd from the gradient of theta:
-// d mean += sum_s d theta, d sd += sum_s d theta .* eps.
+// The gradients of a mean-field sample's mean and sd (group-sized) from the gradient of its
+// compact theta (meanfield_sample): d mean += sum_s d theta, d sd += sum_s d theta .* eps.
 template <class T>
-void meanfield_chain(const Tensor<T>& d_theta, const Tensor<T>& eps, bool sampled, Tensor<T>& d_mean, Tensor<T>& d_sd) {
-  d_mean.m.col(0) += d_theta.m.rowwise().sum();
-  if (sampled) d_sd.m.col(0) += (d_theta.m.array() * eps.m.array()).rowwise().sum().matrix();
+void meanfield_chain(const Tensor<T>& d_theta, const Tensor<T>& eps, bool sampled,
+                     const std::vector<std::pair<int64_t, int64_t>>& ranges, Tensor<T>& d_mean, Tensor<T>& d_sd) {
+  int64_t at = 0;
+  for (const auto& [offset, length] : ranges) {
+    d_mean.m.col(0).segment(offset, length) += d_theta.m.middleRows(at, length).rowwise().sum();
+    if (sampled)
+      d_sd.m.col(0).segment(offset, length) +=
+          (d_theta.m.middleRows(at, length).array() * eps.m.middleRows(at, length).array()).rowwise().sum().matrix();
+    at += length;
+  }
 }
 
 template <class F>

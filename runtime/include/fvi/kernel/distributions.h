@@ -59,7 +59,7 @@ inline double lchoose(double n, double k) { return std::lgamma(n + 1) - std::lga
 
 template <class T>
 Arr<T> log1p_exp(const Arr<T>& x) {
-  return x.max(0) + (-x.abs()).exp().log1p();
+  return log1p_exp_array(x);
 }
 template <class T>
 Arr<T> inv_logit(const Arr<T>& x) {

@@ -47,7 +47,8 @@
   P IntVec batch_index<T>(const Tensor<T>&, int64_t, int64_t);                                              \
   P void meanfield_sample<T>(const Tensor<T>&, const Tensor<T>*, Eigen::Index, uint64_t, uint32_t,           \
                              const std::vector<std::pair<int64_t, int64_t>>&, Tensor<T>&, Tensor<T>&);      \
-  P void meanfield_chain<T>(const Tensor<T>&, const Tensor<T>&, bool, Tensor<T>&, Tensor<T>&);
+  P void meanfield_chain<T>(const Tensor<T>&, const Tensor<T>&, bool, const std::vector<std::pair<int64_t, int64_t>>&, \
+                            Tensor<T>&, Tensor<T>&);
 
 namespace fvi::kernel {
 FVI_KERNEL_INSTANCES(extern template, double)

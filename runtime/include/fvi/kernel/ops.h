@@ -53,6 +53,23 @@ Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> expand(const Tensor<T>& x, Eigen
   return d.array().replicate(1, c);
 }
 
+// Whether with_column can give x's columns for an r x c result.
+template <class T>
+bool column_operand(const Tensor<T>& x, Eigen::Index r, Eigen::Index c) {
+  return (x.rows == r && x.cols == c) || x.size() == 1 || (x.rows == 1 && x.cols == c) || (x.cols == 1 && x.rows == r);
+}
+
+// Calls k with column j of operand x expanded to r rows, for draw s, as an Eigen expression.
+template <class T, class K>
+void with_column(const Tensor<T>& x, Eigen::Index r, Eigen::Index s, Eigen::Index j, K k) {
+  using Col = Eigen::Array<T, Eigen::Dynamic, 1>;
+  auto d = x.draw(s);
+  if (x.rows == r && x.cols > 1) return k(d.col(j).array());
+  if (x.rows == r) return k(d.col(0).array());
+  if (x.size() == 1) return k(Col::Constant(r, d(0, 0)));
+  return k(Col::Constant(r, d(0, j)));  // a row broadcast down the rows
+}
+
 template <class T, class F>
 Tensor<T> zip(const Tensor<T>& a, const Tensor<T>& b, F f) {
   Eigen::Index r, c;
@@ -62,12 +79,19 @@ Tensor<T> zip(const Tensor<T>& a, const Tensor<T>& b, F f) {
     out.m.array() = f(a.m.array(), b.m.array());
     return out;
   }
-  if (a.rows == r && a.cols == c && b.rows == r && b.cols == c) {  // one operand does not vary
-    if (a.draws == 1) out.m.array() = f(a.m.array().replicate(1, out.draws), b.m.array());
-    else out.m.array() = f(a.m.array(), b.m.array().replicate(1, out.draws));
-    return out;
+  // Draw by draw and column by column, each operand's column as an expression (no copies): a
+  // whole column, one value of a broadcast row, or a constant.
+  bool simple = column_operand(a, r, c) && column_operand(b, r, c);
+  for (Eigen::Index s = 0; s < out.draws; ++s) {
+    if (!simple) {
+      out.draw(s).array() = f(expand(a, r, c, s), expand(b, r, c, s));
+      continue;
+    }
+    for (Eigen::Index j = 0; j < c; ++j)
+      with_column(a, r, s, j, [&](const auto& x) {
+        with_column(b, r, s, j, [&](const auto& y) { out.draw(s).col(j).array() = f(x, y); });
+      });
   }
-  for (Eigen::Index s = 0; s < out.draws; ++s) out.draw(s).array() = f(expand(a, r, c, s), expand(b, r, c, s));
   return out;
 }
 
@@ -104,9 +128,15 @@ Tensor<T> neg(const Tensor<T>& a) {
 }
 
 // Numerically stable building blocks.
+// log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x| in (0, 1]. log1p(t) is computed as
+// t log(u) / (u - 1) with u = 1 + t (Goldberg's identity, a few ulps): Eigen vectorises log but
+// not double log1p, and this is the inner loop of every logistic likelihood.
 template <class A>
 auto log1p_exp_array(const A& x) {
-  return x.max(0) + (-x.abs()).exp().log1p();
+  using T = typename A::Scalar;
+  Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> t = (-x.abs()).exp();
+  Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> u = t + T(1);
+  return (x.max(T(0)) + (u == T(1)).select(t, t * u.log() / (u - T(1)))).eval();
 }
 template <class A>
 auto inv_logit_array(const A& x) {
@@ -124,8 +154,9 @@ Tensor<T> unary(const std::string& f, const Tensor<T>& a) {
   if (f == "log1m") return map(a, [](const auto& x) { return (-x).log1p(); });
   if (f == "inv_logit") return map(a, [](const auto& x) { return inv_logit_array(x); });
   if (f == "logit") return map(a, [](const auto& x) { return (x / (1 - x)).log(); });
-  if (f == "log_inv_logit") return map(a, [](const auto& x) { return -log1p_exp_array(-x); });
-  if (f == "log1m_inv_logit") return map(a, [](const auto& x) { return -log1p_exp_array(x); });
+  // log1p_exp_array returns an array: negate it into another (not an expression of a temporary).
+  if (f == "log_inv_logit") return map(a, [](const auto& x) { return (-log1p_exp_array(-x)).eval(); });
+  if (f == "log1m_inv_logit") return map(a, [](const auto& x) { return (-log1p_exp_array(x)).eval(); });
   if (f == "log1p_exp") return map(a, [](const auto& x) { return log1p_exp_array(x); });
   if (f == "tanh") return map(a, [](const auto& x) { return x.tanh(); });
   if (f == "sin") return map(a, [](const auto& x) { return x.sin(); });
