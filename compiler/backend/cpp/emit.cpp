@@ -1,4 +1,5 @@
 #include "backend/cpp/emit.h"
+#include "backend/cpp/emit_data_checks.h"
 
 #include <cctype>
 #include <iomanip>
@@ -420,10 +421,11 @@ class Emitter {
       << "  return guarded(error, [&] { static_cast<Factor*>(state)->arguments(values); });\n}\n\n";
     o << "void destroy(void* state) { delete static_cast<Factor*>(state); }\n\n";
     const size_t variables = variable_table(o);
+    emit_data_table(model_, o);
     o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
       << ", kGroupNames, kGroupVaries, " << m_.factors.size()
       << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
-      << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield};\n\n";
+      << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable};\n\n";
   }
 
   // fvi_variable_info for every slot of every group, and variable_shape() giving its offset and

@@ -62,6 +62,43 @@ typedef struct fvi_variable_info {
   int rank;       /* 0 scalar, 1 vector or row_vector, 2 matrix (arrays count their dimensions) */
 } fvi_variable_info;
 
+/* The model's data declarations (docs/kernel-abi.md, "Data declarations"): what the generated
+ * programs check each party's data against before inference starts (fvi/data/validate.h). Sizes
+ * and bounds are expressions over data ints and reals: numbers, names, + - * / (int / int
+ * truncates, as in Stan) and parentheses, e.g. "N", "2*D + 1", "(D*D + D)/2", "K", "-1.5". An
+ * empty string is a size or bound the generated code cannot spell: it is not checked. */
+enum fvi_data_party { FVI_DATA_PUBLIC = 0, FVI_DATA_SERVER = 1, FVI_DATA_SILO = 2, FVI_DATA_SPLIT = 3 };
+
+typedef struct fvi_data_declaration {
+  const char* name;
+  int party;                /* fvi_data_party: data, server data, silo data, split data */
+  int is_int;               /* int or array of int: every value a whole number */
+  int row_vector;           /* a row_vector (not in an array): its tensor is 1 x n */
+  int simplex;              /* simplex[K]: non-negative values summing to 1 */
+  int rank;                 /* the number of dims: array dims first, then the vector's or matrix's */
+  const char* const* dims;  /* rank size expressions */
+  const char* lower;        /* "" when unbounded below */
+  const char* upper;        /* "" when unbounded above */
+  const char* declaration;  /* as written, for messages: "array[N] int<lower=0, upper=1> y" */
+  int line;                 /* its line in the model */
+} fvi_data_declaration;
+
+/* A size equality the compiler could not decide, checked once the data is read:
+ * `left` and `right` must be equal where `what` (e.g. "the inner dimensions of '*'") needs it. */
+typedef struct fvi_size_check {
+  const char* left;
+  const char* right;
+  const char* what;
+  int line;
+} fvi_size_check;
+
+typedef struct fvi_data_table {
+  int declaration_count;
+  const fvi_data_declaration* declarations;  /* in declaration order */
+  int size_check_count;
+  const fvi_size_check* size_checks;
+} fvi_data_table;
+
 typedef struct fvi_model {
   int abi_version; /* FVI_ABI_VERSION */
   const char* name;
@@ -123,6 +160,10 @@ typedef struct fvi_model {
    * a sd. A NULL seed counts as zero. backward() is not valid after forward_meanfield(). */
   int (*backward_meanfield)(void* state, const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds,
                             fvi_error* error);
+
+  /* The data each party must give: every declaration of the data blocks with its shape, type
+   * and bounds, and the size equalities to check (fvi/data/validate.h reads it). */
+  const fvi_data_table* data_table;
 } fvi_model;
 
 #ifdef __cplusplus
