@@ -206,13 +206,16 @@ void convert(const char* raw, const Header& h, std::vector<double>& out, const s
     for (size_t k = 0; k < n; ++k) out[k] = value(k);
     return;
   }
-  // C order: element (i, j) at i * cols + j; ours is column-major, j * rows + i. Blocks of rows
-  // keep the writes within a few cache lines.
-  constexpr size_t kBlock = 64;
-  for (size_t i0 = 0; i0 < rows; i0 += kBlock) {
-    const size_t i1 = std::min(rows, i0 + kBlock);
-    for (size_t j = 0; j < cols; ++j)
-      for (size_t i = i0; i < i1; ++i) out[j * rows + i] = value(i * cols + j);
+  // C order: element (i, j) at i * cols + j; ours is column-major, j * rows + i. Tiles of
+  // kTile x kTile keep both the reads and the writes within a few cache lines.
+  constexpr size_t kTile = 32;
+  for (size_t i0 = 0; i0 < rows; i0 += kTile) {
+    const size_t i1 = std::min(rows, i0 + kTile);
+    for (size_t j0 = 0; j0 < cols; j0 += kTile) {
+      const size_t j1 = std::min(cols, j0 + kTile);
+      for (size_t j = j0; j < j1; ++j)
+        for (size_t i = i0; i < i1; ++i) out[j * rows + i] = value(i * cols + j);
+    }
   }
 }
 
@@ -296,11 +299,12 @@ Variable read_npy(const std::string& path, const std::string& name) {
   // The prefix read may have taken a few data bytes (a header shorter than 2 bytes of v2+).
   const size_t extra = head.size() - h.data_offset;
   check_size(h, file_size - h.data_offset, path);
-  std::vector<char> raw(h.data_bytes);
-  std::memcpy(raw.data(), head.data() + h.data_offset, std::min(extra, raw.size()));
-  if (raw.size() > extra && std::fread(raw.data() + extra, 1, raw.size() - extra, f.get()) != raw.size() - extra)
+  // The elements in one read, into memory that is not zeroed first.
+  const std::unique_ptr<char[]> raw(new char[std::max<size_t>(1, h.data_bytes)]);
+  std::memcpy(raw.get(), head.data() + h.data_offset, std::min(extra, h.data_bytes));
+  if (h.data_bytes > extra && std::fread(raw.get() + extra, 1, h.data_bytes - extra, f.get()) != h.data_bytes - extra)
     throw DataError(path + ": cannot be read (it shrank while being read?)");
-  return make_variable(raw.data(), h, name, path);
+  return make_variable(raw.get(), h, name, path);
 }
 
 DataSet read_npy_directory(const std::string& dir) {
