@@ -146,6 +146,7 @@ const std::vector<Choice>& choices() {
       {"q_z", {"meanfield", "amortized"}},
       {"precision", {"float64", "float32"}},
       {"estimator", {"stl", "standard"}},
+      {"lr_schedule", {"cosine", "constant"}},
   };
   return table;
 }
@@ -161,6 +162,7 @@ const std::vector<Numeric>& numerics() {
       {"rounds", kPositiveInt},
       {"local_steps", kPositiveInt},
       {"epochs", kPositiveInt},
+      {"patience", kNonNegativeInt},
       {"lr", kPositive},
       {"batch_size", kNonNegativeInt},
       {"mc_samples", kPositiveInt},
@@ -275,7 +277,11 @@ const std::vector<KeySpec>& inference_keys() {
       {"schedule", "synchronous, sequential, asynchronous", "PVI client schedule", "synchronous"},
       {"local_steps", "an integer >= 1", "optimiser steps per client update", "100"},
       {"epochs", "an integer >= 1", "passes over the silo's data per client update", ""},
+      {"patience", "an integer >= 0",
+       "with epochs: stop a client update after this many epochs without a better objective, keeping the best (0: never)",
+       "0"},
       {"lr", "a number > 0", "optimiser step size", "0.01"},
+      {"lr_schedule", "cosine, constant", "step size within a client update: cosine decay to 0, or constant", "cosine"},
       {"batch_size", "an integer >= 0", "minibatch rows per step; 0 means all rows", "0"},
       {"mc_samples", "an integer >= 1", "Monte Carlo draws per gradient estimate", "1"},
       {"seed", "an integer >= 0", "random seed", "1"},

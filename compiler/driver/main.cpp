@@ -1,4 +1,4 @@
-// The fvic command line: check, dump, plan (DESIGN.md §5). Later phases add build and run.
+// The fvic command line: check, plan, dump, build, run (DESIGN.md §5).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +13,8 @@
 #include "ir/lower.h"
 #include "transform/adjoint.h"
 #include "backend/cpp/emit.h"
+#include "driver/build.h"
+#include <unistd.h>
 
 namespace {
 
@@ -32,6 +34,10 @@ commands:
   dump --ir FILE          the factors of the log joint as IR, with their adjoints
   dump --cpp FILE [-o OUT.cpp]
                           the generated C++ kernels (docs/kernel-abi.md)
+  build FILE -o DIR       emit and compile DIR/NAME-sim (server and silos in one process)
+  run FILE --data DIR --output OUT [--set key=value]... [--test FILE] [--quiet]
+                          build if needed (cached in $FVIC_CACHE or ~/.cache/fvic) and run
+                          the simulation: posterior.json, draws.csv, metrics.csv in OUT
   help keys               the inference keys and their values
   --version               print the version
 
@@ -45,7 +51,9 @@ struct Options {
   std::optional<std::string> data;
   std::optional<std::string> output;
   std::vector<std::string> overrides;
+  std::optional<std::string> test;
   bool json = false;
+  bool quiet = false;
 };
 
 int usage_error(const std::string& message) {
@@ -86,6 +94,12 @@ std::optional<Options> parse_args(int argc, char** argv, int& status) {
       o.overrides.push_back(*v);
     } else if (a.rfind("--set=", 0) == 0) {
       o.overrides.push_back(a.substr(6));
+    } else if (a == "--test") {
+      auto v = value("--test");
+      if (!v) return std::nullopt;
+      o.test = *v;
+    } else if (a == "--quiet") {
+      o.quiet = true;
     } else if (a == "--ast" || a == "--plan" || a == "--ir" || a == "--cpp") {
       o.dump_what = a.substr(2);
     } else if (!a.empty() && a[0] == '-') {
@@ -149,9 +163,12 @@ int run(const Options& o) {
     std::cout << "fvic 0.1.0\n";
     return kOk;
   }
-  if (o.command != "check" && o.command != "plan" && o.command != "dump")
+  if (o.command != "check" && o.command != "plan" && o.command != "dump" && o.command != "build" &&
+      o.command != "run")
     return usage_error("unknown command '" + o.command + "'");
   if (o.file.empty()) return usage_error(o.command + " needs a .fvi file");
+  if (o.command == "build" && !o.output) return usage_error("build needs -o DIR");
+  if (o.command == "run" && (!o.data || !o.output)) return usage_error("run needs --data DIR and --output OUT");
   if (o.command == "dump" && o.dump_what.empty())
     return usage_error("dump needs one of --ast, --plan, --ir, --cpp");
 
@@ -176,6 +193,46 @@ int run(const Options& o) {
   bool planned = fvic::make_plan(*c->model, *c->diags, plan);
   if (!planned || c->diags->has_errors()) return finish(kModelError);
   if (o.command == "check") return finish(kOk);
+  if (o.command == "build" || o.command == "run") {
+    fvic::ir::Module module;
+    if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);
+    fvic::transform::make_adjoints(module);
+    fvic::driver::BuildRequest request;
+    request.model = c->model->program->name;
+    request.method = fvic::method_key(plan.method);
+    if (!fvic::backend::emit_cpp(module, *c->model, request.kernels_cpp, *c->diags)) return finish(kModelError);
+    // The program gets the inference block as written; run's --set goes to the program itself.
+    if (const fvic::Block* inference = c->program->find(fvic::BlockKind::Inference))
+      for (const fvic::Setting& setting : inference->settings)
+        request.inference.push_back({setting.key, setting.value.str()});
+    request.verbose = !o.quiet;
+    c->diags->print(std::cerr);
+    request.out_dir = o.command == "build" ? *o.output : fvic::driver::cache_directory(request);
+    std::string program = request.out_dir + "/" + request.model + "-sim";
+    if (o.command == "build" || !std::filesystem::exists(program)) {
+      std::string error;
+      program = fvic::driver::build_programs(request, error);
+      if (program.empty()) {
+        std::cerr << "fvic: " << error << '\n';
+        return kModelError;
+      }
+    }
+    if (o.command == "build") {
+      std::cout << program << '\n';
+      return kOk;
+    }
+    std::vector<std::string> args = {program, "--data", *o.data, "--output", *o.output};
+    for (const std::string& kv : o.overrides) args.insert(args.end(), {"--set", kv});
+    if (o.test) args.insert(args.end(), {"--test", *o.test});
+    if (o.quiet) args.push_back("--quiet");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::cout.flush();
+    execv(program.c_str(), argv.data());
+    std::cerr << "fvic: cannot run " << program << '\n';
+    return kModelError;
+  }
   if (o.command == "dump" && (o.dump_what == "ir" || o.dump_what == "cpp")) {
     fvic::ir::Module module;
     if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);

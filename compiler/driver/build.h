@@ -1,0 +1,27 @@
+#pragma once
+// `fvic build` and `fvic run`: write the generated kernels and the program's main, compile them
+// against the prebuilt runtime (libfvi), and run the simulation program.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fvic::driver {
+
+struct BuildRequest {
+  std::string model;        // the model's name
+  std::string method;       // the planned method key: pvi, sfvi, ...
+  std::string kernels_cpp;  // fvic's generated kernels (backend/cpp/emit.h)
+  std::vector<std::pair<std::string, std::string>> inference;  // the model's inference block
+  std::string out_dir;
+  bool verbose = true;
+};
+
+// Writes OUT/NAME_model.cpp and OUT/NAME_sim.cpp and compiles OUT/NAME-sim. Returns the program's
+// path, or empty with `error` set (the compiler's output included).
+std::string build_programs(const BuildRequest& request, std::string& error);
+
+// The directory `fvic run` builds a model in: $FVIC_CACHE (or ~/.cache/fvic) / NAME-HASH, where
+// the hash covers everything that goes into the program, so a changed model or runtime rebuilds.
+std::string cache_directory(const BuildRequest& request);
+
+}  // namespace fvic::driver

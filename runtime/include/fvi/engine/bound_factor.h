@@ -1,0 +1,91 @@
+#pragma once
+// One factor of a compiled model bound to one party's data (docs/kernel-abi.md): the C ABI calls
+// wrapped so that an engine works with Eigen matrices (one column per Monte Carlo draw) and a
+// failure is an exception naming the factor.
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fvi/eigen_types.h"
+#include "fvi/kernel/abi.h"
+
+namespace fvi::engine {
+
+// A model call that failed: the message names the factor and says what went wrong.
+class ModelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The number of unconstrained values in `group` ("global", "local", ...), or -1 if the model
+// has no such group.
+int64_t group_size(const fvi_model& model, const std::string& group, const fvi_data& data);
+int group_index(const fvi_model& model, const std::string& group);
+
+enum class Precision { kFloat64, kFloat32 };
+
+class BoundFactor {
+ public:
+  // kFloat32 binds the factor through create_float32 (`precision = float32`): the same calls,
+  // computed in single precision.
+  BoundFactor(const fvi_model& model, int factor, const fvi_data& data, Precision precision = Precision::kFloat64);
+  ~BoundFactor();
+  BoundFactor(const BoundFactor&) = delete;
+  BoundFactor& operator=(const BoundFactor&) = delete;
+
+  const fvi_factor_info& info() const { return model_->factors[factor_]; }
+  const std::string& name() const { return name_; }
+  // Rows of the factor's observations (1 for a density).
+  int64_t rows() const { return rows_; }
+
+  // Evaluates rows [begin, begin + count) (count < 0: all) for the draws in `inputs`: one matrix
+  // per group the factor reads (info().groups order), size x draws. Returns rows x draws
+  // (categorical arguments aside, every output is one value per row and draw).
+  const Eigen::Map<const Eigen::MatrixXd>& forward(int64_t begin, int64_t count, const std::vector<Eigen::MatrixXd>& inputs);
+
+  // After forward(): the gradient of sum(seed0 .* output) + sum_k sum(seed_k .* argument_k) with
+  // respect to each input group (same shapes as the inputs). A null seed counts as zero.
+  std::vector<Eigen::MatrixXd> backward(const std::vector<const Eigen::MatrixXd*>& seeds);
+
+  // For a mean-field Gaussian family (kernel ABI forward_meanfield): each input group's mean and
+  // sd (size x 1; an empty sd for a point-estimated group), S draws made by the kernel from
+  // `noise_key`, with local reparameterisation of data products. Returns rows x S.
+  const Eigen::Map<const Eigen::MatrixXd>& forward_meanfield(int64_t begin, int64_t count,
+                                                             const std::vector<Eigen::VectorXd>& means,
+                                                             const std::vector<Eigen::VectorXd>& sds, int64_t draws,
+                                                             uint64_t noise_key);
+  // After forward_meanfield(): the gradient of the seeded sum (as backward()) with respect to
+  // each group's mean and sd, summed over the draws.
+  struct MeanFieldGradient {
+    std::vector<Eigen::VectorXd> d_means, d_sds;
+  };
+  MeanFieldGradient backward_meanfield(const std::vector<const Eigen::MatrixXd*>& seeds);
+
+  // After forward() of a likelihood: the outcome rows and each distribution argument, each as
+  // rows x (cols * draws) with its draws count.
+  struct Argument {
+    Eigen::Map<const Eigen::MatrixXd> values{nullptr, 0, 0};
+    int64_t rows = 0, cols = 0, draws = 0;
+  };
+  std::vector<Argument> arguments();
+
+ private:
+  void check(int status, const char* what) const;
+  std::vector<fvi_tensor> seed_views(const std::vector<const Eigen::MatrixXd*>& seeds, int64_t draws) const;
+  void set_output();
+
+  const fvi_model* model_;
+  int factor_;
+  std::string name_;
+  void* state_ = nullptr;
+  int64_t rows_ = 1;
+  std::vector<fvi_tensor> input_views_;
+  std::vector<int64_t> input_sizes_;
+  int64_t draws_ = 1;  // of the last forward call
+  fvi_tensor output_{};
+  Eigen::Map<const Eigen::MatrixXd> output_map_{nullptr, 0, 0};
+  mutable fvi_error error_{};
+};
+
+}  // namespace fvi::engine

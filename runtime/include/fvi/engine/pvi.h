@@ -1,0 +1,114 @@
+#pragma once
+// Partitioned variational inference and FedGVI (seed 000, Algorithms 1-2, in the natural-parameter
+// form of spec 000 §2.3): the server holds q_s = prior x prod_m t_m; client m forms the cavity
+// q_s / t_m, solves its local (generalised) VI problem
+//     q_m = argmin_q  E_q[sum_i L(y_i | theta)] + D(q : cavity)            (seed 000 Eq. 4)
+// and sends the damped change of its factor, tau (eta(q_m) - eta(q_s))       (seed 000 Eq. 5)
+// The engine never sees the model: it calls the compiled factors through the kernel ABI.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fvi/engine/bound_factor.h"
+#include "fvi/engine/gaussian_family.h"
+#include "fvi/engine/quadratic_probe.h"
+#include "fvi/engine/settings.h"
+#include "fvi/rng.h"
+
+namespace fvi::engine {
+
+struct PviOptions {
+  LossSpec loss;
+  DivergenceSpec divergence;
+  double damping = 1;      // tau
+  long local_steps = 100;  // optimiser steps per client update (when epochs = 0)
+  long epochs = 0;         // passes over the silo's rows per client update (overrides local_steps)
+  double lr = 0.01;
+  long batch_size = 0;     // 0: all rows
+  long mc_samples = 1;
+  uint64_t seed = 1;
+  std::string lr_schedule = "cosine";  // within a client update: constant or cosine (to 0)
+  long patience = 0;       // with epochs: stop after this many epochs without improvement (0: never)
+  Precision precision = Precision::kFloat64;
+
+  // From the inference keys; damping defaults to 1/silos (spec 000 §2.5).
+  static PviOptions from(const Settings& settings, int silos);
+};
+
+// Natural parameters as a flat message (what crosses the network) and back.
+std::vector<double> pack(const DiagGaussianNatural<double>& eta);
+std::vector<double> pack(const GaussianNatural<double>& eta);
+void unpack(const std::vector<double>& message, DiagGaussianNatural<double>& eta);
+void unpack(const std::vector<double>& message, GaussianNatural<double>& eta);
+
+template <class Q>
+class PviClient {
+ public:
+  using Family = GaussianFamily<Q>;
+  using Natural = typename Family::Natural;
+
+  // `data`: this silo's data together with the public data.
+  PviClient(const fvi_model& model, const fvi_data& data, int silo, PviOptions options);
+
+  struct Update {
+    Natural delta;              // tau (eta(q_m) - eta(q_s)): the only thing sent
+    long steps = 0;             // optimiser steps taken (0: closed form)
+    double objective = 0;       // the local objective at the end (MC estimate)
+  };
+  Update update(const Natural& server, uint32_t round);
+  // E_q[sum_i L(y_i | theta)] over this silo's rows for q = the given global posterior (Monte
+  // Carlo, mc_samples draws per minibatch): the silo's term of the objective, one number.
+  double evaluate(const Natural& server, uint32_t round);
+
+  int64_t observations() const;
+  Eigen::Index dim() const { return dim_; }
+  bool closed_form() const { return closed_form_.has_value(); }
+  const Natural& factor() const { return factor_; }
+  void set_factor(const Natural& factor) { factor_ = factor; }
+
+ private:
+  struct Gradient {
+    double loss = 0;
+    Eigen::VectorXd d_params;  // with respect to q's parameters (empty if not asked)
+  };
+  // The loss on minibatch `batch` of `batches`, scaled to the whole silo, averaged over
+  // `draws` draws of q: the mean-field family through the kernels' local reparameterisation,
+  // the full-rank one by sampling theta. The noise is a pure function of `rng`'s next values.
+  Gradient loss_gradient(const Q& q, long batch, long batches, long draws, CounterRng& rng, bool with_gradient);
+  long batches() const;
+
+  std::vector<std::unique_ptr<BoundFactor>> likelihoods_;
+  int silo_;
+  PviOptions options_;
+  Eigen::Index dim_ = 0;
+  Natural factor_;
+  std::optional<Natural> closed_form_;  // the likelihood's natural parameters, when quadratic
+};
+
+template <class Q>
+class PviServer {
+ public:
+  using Family = GaussianFamily<Q>;
+  using Natural = typename Family::Natural;
+
+  // `data`: the public and server data. Reads the prior from the model's server density, which
+  // must be Gaussian on the unconstrained scale.
+  PviServer(const fvi_model& model, const fvi_data& data, uint64_t seed);
+
+  const Natural& posterior() const { return posterior_; }
+  const Natural& prior() const { return prior_; }
+  Q distribution() const { return Family::distribution(posterior_); }
+  // eta_s += delta (spec 000 §2.3). Refused, with nothing changed, if the result is not a proper
+  // Gaussian.
+  void apply(const Natural& delta, int silo);
+  void set_posterior(const Natural& eta) { posterior_ = eta; }
+  // KL(q_s : prior), the server's term of the negative ELBO.
+  double kl_to_prior() const;
+
+ private:
+  Natural prior_, posterior_;
+};
+
+}  // namespace fvi::engine

@@ -1,0 +1,57 @@
+#pragma once
+// The files a run writes (DESIGN.md §5): posterior.json (means and sds of the declared variables
+// on their constrained scale, elements row-major), draws.csv (Stan's CSV layout, so ArviZ,
+// CmdStanPy and R's posterior package read it) and metrics.csv (one row per round).
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fvi/eigen_types.h"
+#include "fvi/kernel/abi.h"
+
+namespace fvi::program {
+
+// One declared variable of a group, resolved against the data's sizes.
+struct VariableLayout {
+  std::string name;
+  int64_t offset = 0;
+  std::vector<int64_t> dims;  // as declared: [] scalar, [n] vector, [r, c] matrix
+  int transform = FVI_IDENTITY;
+  double lower = 0, upper = 0;
+  int64_t elements() const;
+};
+
+// The variables of `group` ("global", "local", ...) in declaration order.
+std::vector<VariableLayout> variable_layout(const fvi_model& model, const std::string& group, const fvi_data& data);
+
+// Unconstrained draws (size x S) to the declared supports.
+Eigen::MatrixXd constrain(const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& unconstrained);
+
+struct PosteriorSummary {
+  std::string model, method;
+  int silos = 0, rounds = 0;
+  std::vector<double> elbo;
+};
+
+// Writes posterior.json with each variable's mean and sd computed from `draws` (constrained,
+// size x S); for identity transforms the exact `mean` and `sd` of q are used instead.
+void write_posterior_json(const std::string& path, const PosteriorSummary& summary,
+                          const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& draws,
+                          const Eigen::VectorXd& mean, const Eigen::VectorXd& sd);
+
+void write_draws_csv(const std::string& path, const std::string& model, const std::vector<VariableLayout>& layout,
+                     const Eigen::MatrixXd& draws, const Eigen::VectorXd& log_density,
+                     const std::vector<std::pair<std::string, std::string>>& config);
+
+class MetricsWriter {
+ public:
+  explicit MetricsWriter(const std::string& path);
+  void row(int round, double elbo, double seconds, long long bytes_sent, long long bytes_received,
+           const std::vector<std::pair<std::string, double>>& extra = {});
+
+ private:
+  std::ofstream out_;
+  bool header_written_ = false;
+};
+
+}  // namespace fvi::program

@@ -1,0 +1,31 @@
+#pragma once
+// NAME-sim: the server and every silo of a model in one process (silos on threads, messages over
+// an in-process transport that counts their bytes), as `fvic run` and `fvic build` produce it.
+//   NAME-sim --data DIR --output OUT [--set key=value]... [--test FILE] [--quiet]
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fvi/kernel/abi.h"
+
+namespace fvi::program {
+
+// What fvic knows of the model beyond its kernels: the planned method and the inference block.
+struct ModelDescription {
+  const char* name;
+  const char* method;  // pvi, sfvi, ...
+  std::vector<std::pair<std::string, std::string>> inference;
+};
+
+struct SimArguments {
+  std::string data, output, test;
+  std::vector<std::string> overrides;
+  bool quiet = false;
+};
+
+// Parses argv; on a usage error returns false with `error` set.
+bool parse_sim_arguments(int argc, char** argv, SimArguments& args, std::string& error);
+
+int run_sim(const fvi_model& model, const ModelDescription& description, int argc, char** argv);
+
+}  // namespace fvi::program

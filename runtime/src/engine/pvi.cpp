@@ -1,0 +1,311 @@
+#include "fvi/engine/pvi.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <type_traits>
+
+#include "fvi/engine/factor_loss.h"
+#include "fvi/optim/adam.h"
+#include "fvi/optim/early_stopping.h"
+#include "fvi/rng.h"
+
+namespace fvi::engine {
+
+PviOptions PviOptions::from(const Settings& s, int silos) {
+  PviOptions o;
+  o.loss = s.loss();
+  o.divergence = s.divergence();
+  o.damping = s.number("damping", 1.0 / std::max(1, silos));
+  o.local_steps = s.integer("local_steps", 100);
+  o.epochs = s.integer("epochs", 0);
+  o.lr = s.number("lr", 0.01);
+  o.batch_size = s.integer("batch_size", 0);
+  o.mc_samples = s.integer("mc_samples", 1);
+  o.seed = static_cast<uint64_t>(s.integer("seed", 1));
+  o.lr_schedule = s.name("lr_schedule", "cosine");
+  o.patience = s.integer("patience", 0);
+  o.precision = s.name("precision", "float64") == "float32" ? Precision::kFloat32 : Precision::kFloat64;
+  return o;
+}
+
+std::vector<double> pack(const DiagGaussianNatural<double>& eta) {
+  std::vector<double> m(eta.eta1.data(), eta.eta1.data() + eta.dim());
+  m.insert(m.end(), eta.eta2.data(), eta.eta2.data() + eta.dim());
+  return m;
+}
+
+std::vector<double> pack(const GaussianNatural<double>& eta) {
+  std::vector<double> m(eta.eta1.data(), eta.eta1.data() + eta.dim());
+  for (Eigen::Index j = 0; j < eta.dim(); ++j)
+    for (Eigen::Index i = j; i < eta.dim(); ++i) m.push_back(eta.eta2(i, j));  // symmetric: lower triangle
+  return m;
+}
+
+void unpack(const std::vector<double>& m, DiagGaussianNatural<double>& eta) {
+  if (m.size() % 2 != 0) throw std::invalid_argument("a mean-field message needs an even number of values");
+  const Eigen::Index d = Eigen::Index(m.size() / 2);
+  eta.eta1 = Eigen::Map<const Eigen::VectorXd>(m.data(), d);
+  eta.eta2 = Eigen::Map<const Eigen::VectorXd>(m.data() + d, d);
+}
+
+void unpack(const std::vector<double>& m, GaussianNatural<double>& eta) {
+  const Eigen::Index d = FullRankGaussian<double>::dim_from_num_params(Eigen::Index(m.size()));
+  eta.eta1 = Eigen::Map<const Eigen::VectorXd>(m.data(), d);
+  eta.eta2.resize(d, d);
+  size_t k = size_t(d);
+  for (Eigen::Index j = 0; j < d; ++j)
+    for (Eigen::Index i = j; i < d; ++i, ++k) eta.eta2(i, j) = eta.eta2(j, i) = m[k];
+}
+
+namespace {
+
+constexpr bool kDiagonal(const DiagGaussianNatural<double>*) { return true; }
+constexpr bool kDiagonal(const GaussianNatural<double>*) { return false; }
+
+// The only group a PVI model's factors may read.
+void require_global_only(const fvi_model& model, const BoundFactor& f) {
+  const fvi_factor_info& info = f.info();
+  if (info.group_count != 1 || std::string(model.group_names[info.groups[0]]) != "global")
+    throw ModelError(f.name() + ": PVI needs factors that read only the global parameters; this model has local, " +
+                     "split or hyper parameters (use method = sfvi or a vertical method)");
+}
+
+}  // namespace
+
+template <class Q>
+PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, PviOptions options)
+    : silo_(silo), options_(std::move(options)) {
+  dim_ = group_size(model, "global", data);
+  if (dim_ <= 0) throw ModelError("PVI needs global parameters; this model has none");
+  for (int f = 0; f < model.factor_count; ++f) {
+    const fvi_factor_info& info = model.factors[f];
+    if (info.owner != FVI_SILO) continue;
+    if (info.kind == FVI_DENSITY) continue;  // local priors: none in a PVI model (checked below)
+    auto bound = std::make_unique<BoundFactor>(model, f, data, options_.precision);
+    require_global_only(model, *bound);
+    if (!loss_supported(options_.loss, info.distribution))
+      throw std::invalid_argument("loss = " + options_.loss.name() + " is not available for the " +
+                                  std::string(info.distribution) + " likelihood of " + bound->name() +
+                                  " (it is for bernoulli_logit, categorical_logit, poisson_log and normal)");
+    likelihoods_.push_back(std::move(bound));
+  }
+  factor_ = Family::zero(dim_);
+  // A closed-form update (spec 000 §2.6): NLL with KL or weighted KL, and a likelihood whose log
+  // density is exactly quadratic in the parameters. Probing costs D + 2 evaluations, so only for
+  // moderate D.
+  const bool kl = options_.divergence.kind == DivergenceKind::kKl || options_.divergence.kind == DivergenceKind::kWeightedKl;
+  if (options_.loss.kind == LossKind::kNegativeLogLikelihood && kl && dim_ <= 2000 && !likelihoods_.empty()) {
+    auto gradient = [&](const Eigen::MatrixXd& theta) {
+      Eigen::MatrixXd g = Eigen::MatrixXd::Zero(theta.rows(), theta.cols());
+      for (auto& f : likelihoods_) {
+        f->forward(0, -1, {theta});
+        const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(f->rows(), theta.cols());
+        g += f->backward({&seed})[0];
+      }
+      return g;
+    };
+    const Natural* tag = nullptr;
+    // For the mean-field family the probe's check also confirms the curvature is diagonal, so
+    // cavity x likelihood stays in the family.
+    if (auto q = probe_quadratic(dim_, kDiagonal(tag), options_.seed, gradient)) {
+      const double w = options_.divergence.kind == DivergenceKind::kWeightedKl ? options_.divergence.parameter : 1.0;
+      // (1/w) KL is the loss tempered by w (seed 000 Lemma B.1): the factor is the likelihood^w.
+      closed_form_ = Family::from_quadratic(w * q->h, w * q->lambda);
+    }
+  }
+}
+
+template <class Q>
+int64_t PviClient<Q>::observations() const {
+  int64_t n = 0;
+  for (const auto& f : likelihoods_) n = std::max(n, f->rows());
+  return n;
+}
+
+template <class Q>
+long PviClient<Q>::batches() const {
+  if (options_.batch_size <= 0) return 1;
+  return std::max<long>(1, long((observations() + options_.batch_size - 1) / options_.batch_size));
+}
+
+template <class Q>
+typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long batch, long batches, long draws,
+                                                             CounterRng& rng, bool with_gradient) {
+  Gradient out;
+  if (with_gradient) out.d_params = Eigen::VectorXd::Zero(q.num_params());
+  if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
+    // The kernels draw the noise (local reparameterisation of data products); one key per step,
+    // shared by every likelihood so that theta is the same draw in each.
+    const uint64_t key = (uint64_t(rng()) << 32) | rng();
+    const std::vector<Eigen::VectorXd> means{q.mean()}, sds{q.sd()};
+    for (auto& f : likelihoods_) {
+      const int64_t n = f->rows();
+      const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
+      if (end <= begin) continue;
+      const double scale = double(n) / double(end - begin);
+      MeanFieldLoss l = factor_loss_meanfield(*f, options_.loss, begin, end - begin, means, sds, draws, key, scale,
+                                              with_gradient);
+      out.loss += l.value;
+      if (with_gradient) {
+        // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
+        out.d_params.head(dim_) += l.gradient.d_means[0];
+        out.d_params.tail(dim_) += (l.gradient.d_sds[0].array() * q.sd().array()).matrix();
+      }
+    }
+  } else {
+    const Eigen::MatrixXd eps = rng.normal(dim_, draws);
+    const Eigen::MatrixXd theta = q.sample(eps);
+    Eigen::MatrixXd d_theta = Eigen::MatrixXd::Zero(dim_, draws);
+    for (auto& f : likelihoods_) {
+      const int64_t n = f->rows();
+      const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
+      if (end <= begin) continue;
+      const double scale = double(n) / double(end - begin);
+      FactorLoss l = factor_loss(*f, options_.loss, begin, end - begin, {theta}, scale, with_gradient);
+      out.loss += l.value;
+      if (with_gradient) d_theta += l.gradients[0];
+    }
+    if (with_gradient) out.d_params = q.vjp(eps, d_theta);
+  }
+  return out;
+}
+
+template <class Q>
+double PviClient<Q>::evaluate(const Natural& server, uint32_t round) {
+  const Q q = Family::distribution(server);
+  const long n_batches = batches();
+  // The same draws every round (common random numbers): the printed objective then moves with q,
+  // not with the Monte Carlo noise. At least 16 draws: one draw makes it jump.
+  (void)round;
+  CounterRng rng(RngKey{options_.seed, uint32_t(silo_), 0, rng_stream::kUserStream + 1});
+  double total = 0;
+  for (long b = 0; b < n_batches; ++b)
+    total += loss_gradient(q, b, n_batches, std::max(options_.mc_samples, 16L), rng, false).loss / double(n_batches);
+  return total;
+}
+
+template <class Q>
+typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32_t round) {
+  Update out;
+  const Natural cavity = natural_quotient(server, factor_);  // seed 000 Eq. 3
+  const Q q_server = Family::distribution(server);
+  Natural q_new;
+  if (closed_form_) {
+    q_new = natural_product(cavity, *closed_form_);  // q_m = cavity x likelihood, exactly
+    if (!Family::proper(q_new)) throw ModelError("silo " + std::to_string(silo_) + ": the closed-form update is not a proper Gaussian");
+  } else {
+    const bool cavity_proper = Family::proper(cavity);
+    if (!cavity_proper && options_.divergence.kind != DivergenceKind::kKl)
+      throw ModelError("silo " + std::to_string(silo_) + ": the cavity is not a proper Gaussian, so divergence = " +
+                       options_.divergence.name() + " is undefined; use damping < 1 or divergence = kl");
+    std::optional<Q> q_cavity;
+    if (cavity_proper) q_cavity = Family::distribution(cavity);
+    const long n_batches = batches();
+    const long steps = options_.epochs > 0 ? options_.epochs * n_batches : options_.local_steps;
+    AdamOptions adam_options;
+    adam_options.learning_rate = options_.lr_schedule == "constant" ? StepSizeSchedule::constant(options_.lr)
+                                                                     : StepSizeSchedule::cosine(options_.lr, steps);
+    Eigen::VectorXd params = q_server.params();  // warm start at q_s (spec 000 §6 [repo])
+    Adam<double> adam(params.size(), adam_options);
+    CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
+    CounterRng shuffle(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kMinibatch});
+    std::vector<long> order(n_batches);
+    // Early stopping on the epoch objective, keeping the best parameters (spec 000 §5.5 [repo]).
+    const bool stop_early = options_.epochs > 0 && options_.patience > 0;
+    std::optional<EarlyStopping> stopping;
+    if (stop_early) stopping.emplace(EarlyStoppingOptions{options_.patience, 0, false});
+    Eigen::VectorXd best = params;
+    double epoch_objective = 0;
+    long t = 0;
+    for (; t < steps; ++t) {
+      if (t % n_batches == 0) {  // a new epoch: visit the contiguous minibatches in a fresh order
+        std::iota(order.begin(), order.end(), 0L);
+        std::shuffle(order.begin(), order.end(), shuffle);
+        epoch_objective = 0;
+      }
+      const Q q = Family::from_params(params);
+      Gradient g = loss_gradient(q, order[t % n_batches], n_batches, options_.mc_samples, noise, true);
+      Eigen::VectorXd d_div;
+      const double div = q_cavity ? Family::divergence(q, *q_cavity, options_.divergence, &d_div)
+                                  : Family::improper_kl(q, cavity, &d_div);
+      g.d_params += d_div;
+      out.objective = g.loss + div;
+      epoch_objective += out.objective / double(n_batches);
+      if (!std::isfinite(out.objective) || !g.d_params.allFinite())
+        throw ModelError("silo " + std::to_string(silo_) + ": the local objective is not finite at step " +
+                         std::to_string(t + 1) + " of round " + std::to_string(round) + "; try a smaller lr");
+      adam.step(params, g.d_params);
+      if (stopping && (t + 1) % n_batches == 0) {
+        stopping->update(epoch_objective);
+        if (stopping->improved()) best = params;
+        if (stopping->should_stop()) {
+          ++t;
+          break;
+        }
+      }
+    }
+    if (stopping) params = best;
+    out.steps = t;
+    q_new = to_natural(Family::from_params(params));
+  }
+  // seed 000 Eq. 5: the damped change of this silo's factor.
+  const Natural updated = damped_factor_update(factor_, q_new, server, options_.damping);
+  out.delta = natural_quotient(updated, factor_);
+  factor_ = updated;
+  return out;
+}
+
+template <class Q>
+PviServer<Q>::PviServer(const fvi_model& model, const fvi_data& data, uint64_t seed) {
+  const int64_t dim = group_size(model, "global", data);
+  if (dim <= 0) throw ModelError("PVI needs global parameters; this model has none");
+  std::vector<std::unique_ptr<BoundFactor>> densities;
+  for (int f = 0; f < model.factor_count; ++f) {
+    if (model.factors[f].owner != FVI_SERVER) continue;
+    if (model.factors[f].kind != FVI_DENSITY)
+      throw ModelError(std::string(model.factors[f].name) + ": PVI has no server-side likelihood; use another method");
+    densities.push_back(std::make_unique<BoundFactor>(model, f, data));
+    require_global_only(model, *densities.back());
+  }
+  auto gradient = [&](const Eigen::MatrixXd& theta) {
+    Eigen::MatrixXd g = Eigen::MatrixXd::Zero(theta.rows(), theta.cols());
+    for (auto& f : densities) {
+      f->forward(0, -1, {theta});
+      const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, theta.cols());
+      g += f->backward({&seed})[0];
+    }
+    return g;
+  };
+  const Natural* tag = nullptr;
+  auto q = probe_quadratic(dim, kDiagonal(tag), seed, gradient);
+  if (!q)
+    throw ModelError("PVI needs a Gaussian prior on the global parameters (on the unconstrained scale), with " +
+                     std::string(kDiagonal(tag) ? "independent coordinates for family = meanfield" : "any covariance") +
+                     "; this model's prior is not. Use normal() priors on unconstrained globals, or method = sfvi");
+  prior_ = Family::from_quadratic(q->h, q->lambda);
+  if (!Family::proper(prior_)) throw ModelError("the prior of the global parameters is improper");
+  posterior_ = prior_;
+}
+
+template <class Q>
+void PviServer<Q>::apply(const Natural& delta, int silo) {
+  const Natural next = natural_product(posterior_, delta);
+  if (!Family::proper(next))
+    throw ModelError("the update of silo " + std::to_string(silo) +
+                     " would make the global posterior improper; it was not applied");
+  posterior_ = next;
+}
+
+template <class Q>
+double PviServer<Q>::kl_to_prior() const {
+  return Family::divergence(distribution(), Family::distribution(prior_), DivergenceSpec{}, nullptr);
+}
+
+template class PviClient<MeanFieldGaussian<double>>;
+template class PviClient<FullRankGaussian<double>>;
+template class PviServer<MeanFieldGaussian<double>>;
+template class PviServer<FullRankGaussian<double>>;
+
+}  // namespace fvi::engine

@@ -1,0 +1,166 @@
+#include "fvi/program/output.h"
+
+#include <cmath>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace fvi::program {
+
+int64_t VariableLayout::elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+namespace {
+
+double bound_value(const char* data_name, double literal, const fvi_data& data, const std::string& variable) {
+  if (!data_name || !*data_name) return literal;
+  for (int i = 0; i < data.count; ++i)
+    if (std::string(data.names[i]) == data_name && data.values[i].rows * data.values[i].cols == 1)
+      return data.values[i].data[0];
+  throw std::runtime_error("the bound '" + std::string(data_name) + "' of " + variable +
+                           " is not a scalar of the data; its posterior is reported unconstrained");
+}
+
+// Stan's element names: W.2.3 for W[2, 3]; column-major order (as in Stan's CSV).
+std::vector<std::string> element_names(const VariableLayout& v) {
+  std::vector<std::string> names;
+  if (v.dims.empty()) return {v.name};
+  if (v.dims.size() == 1) {
+    for (int64_t i = 0; i < v.dims[0]; ++i) names.push_back(v.name + "." + std::to_string(i + 1));
+    return names;
+  }
+  for (int64_t j = 0; j < v.dims[1]; ++j)
+    for (int64_t i = 0; i < v.dims[0]; ++i)
+      names.push_back(v.name + "." + std::to_string(i + 1) + "." + std::to_string(j + 1));
+  return names;
+}
+
+}  // namespace
+
+std::vector<VariableLayout> variable_layout(const fvi_model& model, const std::string& group, const fvi_data& data) {
+  std::vector<VariableLayout> out;
+  for (int i = 0; i < model.variable_count; ++i) {
+    const fvi_variable_info& info = model.variables[i];
+    if (info.group < 0 || group != model.group_names[info.group]) continue;
+    VariableLayout v;
+    v.name = info.name;
+    int64_t dims[8] = {0};
+    fvi_error error{};
+    if (model.variable_shape(i, &data, &v.offset, dims, &error) != 0)
+      throw std::runtime_error("the shape of " + v.name + ": " + error.message);
+    // Arrays of vectors and the like flatten to (first dim, rest) for naming; rank <= 2 is exact.
+    for (int d = 0; d < info.rank && d < 8; ++d) v.dims.push_back(dims[d]);
+    if (v.dims.size() > 2) {
+      int64_t rest = 1;
+      for (size_t d = 1; d < v.dims.size(); ++d) rest *= v.dims[d];
+      v.dims = {v.dims[0], rest};
+    }
+    v.transform = info.transform;
+    try {
+      v.lower = bound_value(info.lower_data, info.lower, data, v.name);
+      v.upper = bound_value(info.upper_data, info.upper, data, v.name);
+    } catch (const std::runtime_error&) {
+      v.transform = FVI_IDENTITY;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+Eigen::MatrixXd constrain(const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& u) {
+  Eigen::MatrixXd x = u;
+  for (const VariableLayout& v : layout) {
+    auto block = x.middleRows(v.offset, v.elements());
+    switch (v.transform) {
+      case FVI_LOWER: block = (v.lower + block.array().exp()).matrix(); break;
+      case FVI_UPPER: block = (v.upper - block.array().exp()).matrix(); break;
+      case FVI_INTERVAL:
+        block = (v.lower + (v.upper - v.lower) / (1 + (-block.array()).exp())).matrix();
+        break;
+      default: break;
+    }
+  }
+  return x;
+}
+
+void write_posterior_json(const std::string& path, const PosteriorSummary& summary,
+                          const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& draws,
+                          const Eigen::VectorXd& mean, const Eigen::VectorXd& sd) {
+  nlohmann::ordered_json j;
+  j["model"] = summary.model;
+  j["method"] = summary.method;
+  j["silos"] = summary.silos;
+  j["rounds"] = summary.rounds;
+  nlohmann::ordered_json vars = nlohmann::ordered_json::object();
+  const double n = double(draws.cols());
+  for (const VariableLayout& v : layout) {
+    nlohmann::ordered_json entry;
+    entry["shape"] = v.dims;
+    std::vector<double> means, sds;
+    // Stored column-major; written row-major.
+    const int64_t rows = v.dims.empty() ? 1 : v.dims[0];
+    const int64_t cols = v.dims.size() > 1 ? v.dims[1] : 1;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t k = v.offset + c * rows + r;
+        if (v.transform == FVI_IDENTITY) {
+          means.push_back(mean[k]);
+          sds.push_back(sd[k]);
+        } else {
+          const double m = draws.row(k).mean();
+          means.push_back(m);
+          sds.push_back(std::sqrt((draws.row(k).array() - m).square().sum() / std::max(1.0, n - 1)));
+        }
+      }
+    entry["mean"] = means;
+    entry["sd"] = sds;
+    vars[v.name] = entry;
+  }
+  j["variables"] = vars;
+  j["elbo"] = summary.elbo;
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << std::setw(2) << j << '\n';
+}
+
+void write_draws_csv(const std::string& path, const std::string& model, const std::vector<VariableLayout>& layout,
+                     const Eigen::MatrixXd& draws, const Eigen::VectorXd& log_density,
+                     const std::vector<std::pair<std::string, std::string>>& config) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << "# model = " << model << "\n# method = variational (fvic)\n";
+  for (const auto& [k, v] : config) out << "# " << k << " = " << v << '\n';
+  out << "# draws from the variational posterior; log_g__ is log q on the unconstrained scale\n";
+  out << "lp__,log_p__,log_g__";
+  for (const VariableLayout& v : layout)
+    for (const std::string& name : element_names(v)) out << ',' << name;
+  out << '\n' << std::setprecision(10);
+  for (Eigen::Index s = 0; s < draws.cols(); ++s) {
+    out << "0,0," << log_density[s];
+    for (const VariableLayout& v : layout)
+      for (int64_t e = 0; e < v.elements(); ++e) out << ',' << draws(v.offset + e, s);
+    out << '\n';
+  }
+}
+
+MetricsWriter::MetricsWriter(const std::string& path) : out_(path) {
+  if (!out_) throw std::runtime_error("cannot write " + path);
+}
+
+void MetricsWriter::row(int round, double elbo, double seconds, long long sent, long long received,
+                        const std::vector<std::pair<std::string, double>>& extra) {
+  if (!header_written_) {
+    out_ << "round,elbo,seconds,bytes_sent,bytes_received";
+    for (const auto& [k, v] : extra) out_ << ',' << k;
+    out_ << '\n';
+    header_written_ = true;
+  }
+  out_ << round << ',' << std::setprecision(10) << elbo << ',' << seconds << ',' << sent << ',' << received;
+  for (const auto& [k, v] : extra) out_ << ',' << v;
+  out_ << '\n' << std::flush;
+}
+
+}  // namespace fvi::program

@@ -1,0 +1,93 @@
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+
+#include "fvi/engine/settings.h"
+#include "fvi/program/pvi_run.h"
+#include "fvi/program/sim.h"
+
+namespace fvi::program {
+
+namespace {
+
+const char* kUsage =
+    "usage: %s --data DIR --output OUT [--set key=value]... [--test FILE] [--quiet]\n"
+    "  --data DIR     data.json, server.json, silo-1.json ... silo-S.json (DESIGN.md section 5)\n"
+    "  --output OUT   where posterior.json, draws.csv and metrics.csv are written\n"
+    "  --set k=v      an inference key (fvic help keys), overriding the model's inference block\n"
+    "  --test FILE    held-out data (the variables of one silo): predictive metrics each round\n";
+
+}  // namespace
+
+bool parse_sim_arguments(int argc, char** argv, SimArguments& a, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string& into) {
+      if (i + 1 >= argc) {
+        error = arg + " needs a value";
+        return false;
+      }
+      into = argv[++i];
+      return true;
+    };
+    if (arg == "--data") {
+      if (!value(a.data)) return false;
+    } else if (arg == "--output") {
+      if (!value(a.output)) return false;
+    } else if (arg == "--test") {
+      if (!value(a.test)) return false;
+    } else if (arg == "--set") {
+      std::string kv;
+      if (!value(kv)) return false;
+      a.overrides.push_back(kv);
+    } else if (arg.rfind("--set=", 0) == 0) {
+      a.overrides.push_back(arg.substr(6));
+    } else if (arg == "--quiet") {
+      a.quiet = true;
+    } else {
+      error = "unknown argument '" + arg + "'";
+      return false;
+    }
+  }
+  if (a.data.empty()) error = "--data DIR is required";
+  else if (a.output.empty()) error = "--output OUT is required";
+  return error.empty();
+}
+
+int run_sim(const fvi_model& model, const ModelDescription& description, int argc, char** argv) {
+  // Messages name the program, not the cache directory `fvic run` built it in.
+  const std::string program = std::filesystem::path(argv[0]).filename().string();
+  argv[0] = const_cast<char*>(program.c_str());
+  if (argc > 1 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::printf(kUsage, argv[0]);
+    return 0;
+  }
+  SimArguments args;
+  std::string error;
+  if (!parse_sim_arguments(argc, argv, args, error)) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
+    std::fprintf(stderr, kUsage, argv[0]);
+    return 2;
+  }
+  if (model.abi_version != FVI_ABI_VERSION) {
+    std::fprintf(stderr, "%s: the model's kernels use ABI %d, the runtime %d; rebuild with fvic build\n", argv[0],
+                 model.abi_version, FVI_ABI_VERSION);
+    return 2;
+  }
+  try {
+    engine::Settings settings(description.inference, args.overrides);
+    std::filesystem::create_directories(args.output);
+    std::string method = settings.name("method", description.method);
+    if (method == "auto") method = description.method;
+    if (method == "pvi") return run_pvi(model, description, settings, args);
+    std::fprintf(stderr, "%s: method = %s is not implemented in NAME-sim yet\n", argv[0], method.c_str());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
+    return 1;
+  }
+}
+
+}  // namespace fvi::program
