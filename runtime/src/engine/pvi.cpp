@@ -26,6 +26,7 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   o.seed = static_cast<uint64_t>(s.integer("seed", 1));
   o.lr_schedule = s.name("lr_schedule", "cosine");
   o.patience = s.integer("patience", 0);
+  o.init_sd = s.number("init_sd", 0);
   o.precision = s.name("precision", "float64") == "float32" ? Precision::kFloat32 : Precision::kFloat64;
   return o;
 }
@@ -93,10 +94,12 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
   }
   factor_ = Family::zero(dim_);
   // A closed-form update (spec 000 §2.6): NLL with KL or weighted KL, and a likelihood whose log
-  // density is exactly quadratic in the parameters. Probing costs D + 2 evaluations, so only for
-  // moderate D.
+  // density is exactly quadratic in the parameters. Probing costs 3 evaluations for the mean-field
+  // family and D + 2 for the full-rank one, so the latter only for moderate D.
   const bool kl = options_.divergence.kind == DivergenceKind::kKl || options_.divergence.kind == DivergenceKind::kWeightedKl;
-  if (options_.loss.kind == LossKind::kNegativeLogLikelihood && kl && dim_ <= 2000 && !likelihoods_.empty()) {
+  const Natural* tag = nullptr;
+  if (options_.loss.kind == LossKind::kNegativeLogLikelihood && kl && (kDiagonal(tag) || dim_ <= 2000) &&
+      !likelihoods_.empty()) {
     auto gradient = [&](const Eigen::MatrixXd& theta) {
       Eigen::MatrixXd g = Eigen::MatrixXd::Zero(theta.rows(), theta.cols());
       for (auto& f : likelihoods_) {
@@ -106,13 +109,12 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
       }
       return g;
     };
-    const Natural* tag = nullptr;
     // For the mean-field family the probe's check also confirms the curvature is diagonal, so
     // cavity x likelihood stays in the family.
     if (auto q = probe_quadratic(dim_, kDiagonal(tag), options_.seed, gradient)) {
       const double w = options_.divergence.kind == DivergenceKind::kWeightedKl ? options_.divergence.parameter : 1.0;
       // (1/w) KL is the loss tempered by w (seed 000 Lemma B.1): the factor is the likelihood^w.
-      closed_form_ = Family::from_quadratic(w * q->h, w * q->lambda);
+      closed_form_ = Family::from_quadratic(*q, w);
     }
   }
 }
@@ -207,7 +209,12 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
     AdamOptions adam_options;
     adam_options.learning_rate = options_.lr_schedule == "constant" ? StepSizeSchedule::constant(options_.lr)
                                                                      : StepSizeSchedule::cosine(options_.lr, steps);
-    Eigen::VectorXd params = q_server.params();  // warm start at q_s (spec 000 §6 [repo])
+    // Warm start at q_s (spec 000 §6 [repo]); a client's first update may start narrower, as the
+    // reference BNN code does (init q = N(0, 1e-3 I)): a wide prior drowns a network's signal.
+    const bool first_update = !updated_once_;
+    Eigen::VectorXd params = first_update && options_.init_sd > 0
+                                 ? Family::with_sd(q_server.mean(), options_.init_sd).params()
+                                 : q_server.params();
     Adam<double> adam(params.size(), adam_options);
     CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
     CounterRng shuffle(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kMinibatch});
@@ -250,6 +257,7 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
     out.steps = t;
     q_new = to_natural(Family::from_params(params));
   }
+  updated_once_ = true;
   // seed 000 Eq. 5: the damped change of this silo's factor.
   const Natural updated = damped_factor_update(factor_, q_new, server, options_.damping);
   out.delta = natural_quotient(updated, factor_);
@@ -284,7 +292,7 @@ PviServer<Q>::PviServer(const fvi_model& model, const fvi_data& data, uint64_t s
     throw ModelError("PVI needs a Gaussian prior on the global parameters (on the unconstrained scale), with " +
                      std::string(kDiagonal(tag) ? "independent coordinates for family = meanfield" : "any covariance") +
                      "; this model's prior is not. Use normal() priors on unconstrained globals, or method = sfvi");
-  prior_ = Family::from_quadratic(q->h, q->lambda);
+  prior_ = Family::from_quadratic(*q, 1.0);
   if (!Family::proper(prior_)) throw ModelError("the prior of the global parameters is improper");
   posterior_ = prior_;
 }

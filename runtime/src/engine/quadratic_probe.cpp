@@ -20,17 +20,22 @@ std::optional<Quadratic> probe_quadratic(Eigen::Index dim, bool diagonal, uint64
   const Eigen::MatrixXd g = gradient(points);
   Quadratic q;
   q.h = g.col(0);
+  q.diagonal = diagonal;
+  const Eigen::VectorXd r = points.col(probes);
+  Eigen::VectorXd predicted, lambda_r_abs;
   if (diagonal) {
-    q.lambda = (q.h - g.col(1)).asDiagonal();
+    q.lambda_diagonal = q.h - g.col(1);
+    predicted = q.h - (q.lambda_diagonal.array() * r.array()).matrix();
+    lambda_r_abs = (q.lambda_diagonal.array() * r.array()).abs().matrix();
   } else {
     q.lambda = (-(g.middleCols(1, dim).colwise() - q.h));
     q.lambda = 0.5 * (q.lambda + q.lambda.transpose()).eval();
+    predicted = q.h - q.lambda * r;
+    lambda_r_abs = q.lambda.cwiseAbs() * r.cwiseAbs();
   }
-  const Eigen::VectorXd r = points.col(probes);
-  const Eigen::VectorXd predicted = q.h - q.lambda * r;
   // Rounding of sums of D terms of size |h| + |Lambda r|: a relative 1e-8 is far above it and far
   // below any curvature a non-quadratic density shows over a unit step.
-  const double scale = 1 + q.h.cwiseAbs().maxCoeff() + (q.lambda.cwiseAbs() * r.cwiseAbs()).maxCoeff();
+  const double scale = 1 + q.h.cwiseAbs().maxCoeff() + lambda_r_abs.maxCoeff();
   if (!((g.col(probes) - predicted).cwiseAbs().maxCoeff() <= 1e-8 * scale)) return std::nullopt;
   return q;
 }

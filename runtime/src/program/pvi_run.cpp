@@ -4,15 +4,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include "fvi/engine/pvi.h"
 #include "fvi/program/output.h"
 #include "fvi/data/readers.h"
 #include "fvi/data/validate.h"
 #include "fvi/program/predictive.h"
+#include "fvi/program/pvi_rounds.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -20,24 +19,6 @@ namespace fvi::program {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Runs f(k) for every silo k on its own thread and rethrows the first failure.
-template <class F>
-void for_each_silo_in_parallel(int silos, F f) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(silos);
-  for (int k = 0; k < silos; ++k)
-    threads.emplace_back([&, k] {
-      try {
-        f(k);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
 
 std::string human_bytes(long long b) {
   char buf[32];
@@ -47,12 +28,18 @@ std::string human_bytes(long long b) {
   return buf;
 }
 
+// Draws written to draws.csv: output_draws, or by default 1000 (CmdStan's) but no more than keep
+// the file near 10 million values (a 784-200-10 network has 159,010 parameters), and at least 10.
+long output_draws(const engine::Settings& settings, Eigen::Index parameters) {
+  if (settings.has("output_draws")) return settings.integer("output_draws", 1000);
+  return std::max(10L, std::min(1000L, long(10000000 / std::max<Eigen::Index>(1, parameters))));
+}
+
 template <class Q>
 int run(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
         const SimArguments& args) {
   using Server = engine::PviServer<Q>;
   using Client = engine::PviClient<Q>;
-  using Natural = typename Server::Natural;
   // Every party's data is read and checked against the declarations before anything runs.
   data::DataDirectory dir = data::load_data_directory(args.data);
   if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
@@ -100,49 +87,17 @@ int run(const fvi_model& model, const ModelDescription& description, const engin
 
   MetricsWriter metrics(args.output + "/metrics.csv");
   PosteriorSummary summary{description.name, "pvi", S, int(rounds), {}};
-  const long long message_bytes = 8LL * (long long)engine::pack(server.posterior()).size();
   const auto start = Clock::now();
-  std::mutex server_mutex;
+  std::vector<Client*> client_ptrs;
+  for (auto& c : clients) client_ptrs.push_back(c.get());
+  PviRounds<Q> rounds_runner(server, client_ptrs, schedule);
 
   for (long r = 1; r <= rounds; ++r) {
     const uint32_t round = uint32_t(r);
-    long long sent = 0, received = 0;
-    if (schedule == "sequential") {
-      for (int k = 0; k < S; ++k) {
-        auto u = clients[k]->update(server.posterior(), round);
-        server.apply(u.delta, k + 1);
-        sent += message_bytes, received += message_bytes;
-      }
-    } else if (schedule == "asynchronous") {
-      // Each silo reads whatever the global posterior is when it starts and the server applies
-      // each change as it arrives (seed 000 §2.1): the order depends on timing.
-      for_each_silo_in_parallel(S, [&](int k) {
-        Natural current;
-        {
-          std::lock_guard<std::mutex> lock(server_mutex);
-          current = server.posterior();
-        }
-        auto u = clients[k]->update(current, round);
-        std::lock_guard<std::mutex> lock(server_mutex);
-        server.apply(u.delta, k + 1);
-      });
-      sent += S * message_bytes, received += S * message_bytes;
-    } else {
-      std::vector<typename Client::Update> updates(S);
-      const Natural current = server.posterior();
-      for_each_silo_in_parallel(S, [&](int k) { updates[k] = clients[k]->update(current, round); });
-      for (int k = 0; k < S; ++k) server.apply(updates[k].delta, k + 1);  // in silo order: deterministic
-      sent += S * message_bytes, received += S * message_bytes;
-    }
-    // The objective of the new global posterior: each silo's expected loss (one number each)
-    // plus the server's KL to the prior. With the NLL this is minus the ELBO.
-    std::vector<double> losses(S);
-    const Natural current = server.posterior();
-    for_each_silo_in_parallel(S, [&](int k) { losses[k] = clients[k]->evaluate(current, round); });
-    received += 8LL * S;
-    double objective = server.kl_to_prior();
-    for (double l : losses) objective += l;
-    summary.elbo.push_back(-objective);
+    Traffic traffic = rounds_runner.run_round(round);
+    const double elbo = rounds_runner.elbo(traffic);
+    const long long sent = traffic.sent, received = traffic.received;
+    summary.elbo.push_back(elbo);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
     std::vector<std::pair<std::string, double>> extra;
@@ -166,9 +121,9 @@ int run(const fvi_model& model, const ModelDescription& description, const engin
         test_text += buf;
       }
     }
-    metrics.row(int(r), -objective, seconds, sent, received, extra);
+    metrics.row(int(r), elbo, seconds, sent, received, extra);
     if (!args.quiet) {
-      std::printf("round %3ld/%ld  elbo %.6g  %.2f s  sent %s  received %s%s\n", r, rounds, -objective, seconds,
+      std::printf("round %3ld/%ld  elbo %.6g  %.2f s  sent %s  received %s%s\n", r, rounds, elbo, seconds,
                   human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
       std::fflush(stdout);
     }
@@ -176,7 +131,7 @@ int run(const fvi_model& model, const ModelDescription& description, const engin
 
   const Q q = server.distribution();
   CounterRng rng(RngKey{options.seed, 0, 0, rng_stream::kUserStream + 3});
-  const Eigen::MatrixXd eps = rng.normal(q.dim(), 1000);
+  const Eigen::MatrixXd eps = rng.normal(q.dim(), output_draws(settings, q.dim()));
   const Eigen::MatrixXd u = q.sample(eps);
   const Eigen::MatrixXd x = constrain(layout, u);
   write_posterior_json(args.output + "/posterior.json", summary, layout, x, q.mean(), engine::GaussianFamily<Q>::sd(q));

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -7,6 +8,9 @@
 #include "fvi/engine/settings.h"
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/sim.h"
+
+// OpenBLAS's thread count (weak: absent when another BLAS is linked).
+extern "C" __attribute__((weak)) void openblas_set_num_threads(int);
 
 namespace fvi::program {
 
@@ -76,6 +80,9 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
                  model.abi_version, FVI_ABI_VERSION);
     return 2;
   }
+  // The silos run on threads of their own: a multi-threaded BLAS under each would oversubscribe
+  // the cores (OpenBLAS threads spin while they wait).
+  if (openblas_set_num_threads && !std::getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
   try {
     engine::Settings settings(description.inference, args.overrides);
     std::filesystem::create_directories(args.output);

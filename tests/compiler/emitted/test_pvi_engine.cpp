@@ -139,7 +139,7 @@ TEST_CASE("the quadratic probe recovers a Gaussian exactly and refuses anything 
   auto quadratic = [&](const Eigen::MatrixXd& t) { return Eigen::MatrixXd((-(a * t)).colwise() + h); };
   auto q = fvi::engine::probe_quadratic(3, false, 1, quadratic);
   REQUIRE(q);
-  CHECK((q->lambda - a).cwiseAbs().maxCoeff() < 1e-12);
+  CHECK((q->full() - a).cwiseAbs().maxCoeff() < 1e-12);
   CHECK((q->h - h).cwiseAbs().maxCoeff() < 1e-12);
   // Probed as diagonal, the off-diagonal curvature is caught by the check at a random point.
   CHECK_FALSE(fvi::engine::probe_quadratic(3, true, 1, quadratic));

@@ -9,6 +9,7 @@
 #include "fvi/divergence/kl_divergence.h"
 #include "fvi/divergence/reverse_kl_divergence.h"
 #include "fvi/divergence/weighted_kl_divergence.h"
+#include "fvi/engine/quadratic_probe.h"
 #include "fvi/engine/settings.h"
 #include "fvi/family/natural_gaussian.h"
 
@@ -23,12 +24,15 @@ struct GaussianFamily<MeanFieldGaussian<double>> {
   using Natural = DiagGaussianNatural<double>;
   static const char* name() { return "meanfield"; }
   static Q from_params(const Eigen::VectorXd& p) { return Q::from_params(p); }
+  static Q with_sd(const Eigen::VectorXd& mean, double sd) {
+    return Q::from_mean_sd(mean, Eigen::VectorXd::Constant(mean.size(), sd));
+  }
   static Eigen::VectorXd sd(const Q& q) { return q.sd(); }
   static Natural zero(Eigen::Index d) { return Natural::zero(d); }
   // A factor's curvature as the family can hold it: the diagonal of -2 eta2 (a full Hessian
   // from a probe keeps only its diagonal, which is exact when the likelihood factorises).
-  static Natural from_quadratic(const Eigen::VectorXd& h, const Eigen::MatrixXd& lambda) {
-    return {h, -0.5 * lambda.diagonal()};
+  static Natural from_quadratic(const Quadratic& q, double weight) {
+    return {weight * q.h, -0.5 * weight * (q.diagonal ? q.lambda_diagonal : Eigen::VectorXd(q.lambda.diagonal()))};
   }
   static double divergence(const Q& q, const Q& p, const DivergenceSpec& d, Eigen::VectorXd* gradient) {
     DiagDivergenceGradient<double> g;
@@ -64,11 +68,12 @@ struct GaussianFamily<FullRankGaussian<double>> {
   using Natural = GaussianNatural<double>;
   static const char* name() { return "fullrank"; }
   static Q from_params(const Eigen::VectorXd& p) { return Q::from_params(p); }
+  static Q with_sd(const Eigen::VectorXd& mean, double sd) {
+    return Q(mean, sd * Eigen::MatrixXd::Identity(mean.size(), mean.size()));
+  }
   static Eigen::VectorXd sd(const Q& q) { return q.covariance().diagonal().cwiseSqrt(); }
   static Natural zero(Eigen::Index d) { return Natural::zero(d); }
-  static Natural from_quadratic(const Eigen::VectorXd& h, const Eigen::MatrixXd& lambda) {
-    return {h, -0.5 * lambda};
-  }
+  static Natural from_quadratic(const Quadratic& q, double weight) { return {weight * q.h, -0.5 * weight * q.full()}; }
   static double divergence(const Q& q, const Q& p, const DivergenceSpec& d, Eigen::VectorXd* gradient) {
     FullDivergenceGradient<double> g;
     switch (d.kind) {

@@ -30,6 +30,7 @@ struct PviOptions {
   long mc_samples = 1;
   uint64_t seed = 1;
   std::string lr_schedule = "cosine";  // within a client update: constant or cosine (to 0)
+  double init_sd = 0;      // > 0: a client's first update starts at N(q_s mean, init_sd^2), not at q_s
   long patience = 0;       // with epochs: stop after this many epochs without improvement (0: never)
   Precision precision = Precision::kFloat64;
 
@@ -84,6 +85,7 @@ class PviClient {
   PviOptions options_;
   Eigen::Index dim_ = 0;
   Natural factor_;
+  bool updated_once_ = false;
   std::optional<Natural> closed_form_;  // the likelihood's natural parameters, when quadratic
 };
 

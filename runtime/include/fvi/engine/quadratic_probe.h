@@ -13,8 +13,11 @@
 namespace fvi::engine {
 
 struct Quadratic {
-  Eigen::VectorXd h;       // gradient at 0
-  Eigen::MatrixXd lambda;  // minus the Hessian (D x D; diagonal only when probed as diagonal)
+  Eigen::VectorXd h;                // gradient at 0
+  bool diagonal = false;            // probed as diagonal: only lambda_diagonal is set
+  Eigen::MatrixXd lambda;           // minus the Hessian, D x D (not diagonal)
+  Eigen::VectorXd lambda_diagonal;  // its diagonal (diagonal): D values, for models too large for D x D
+  Eigen::MatrixXd full() const { return diagonal ? Eigen::MatrixXd(lambda_diagonal.asDiagonal()) : lambda; }
 };
 
 // `gradient(points)` returns the gradient of log f at each column of `points` (D x S -> D x S).
