@@ -16,6 +16,7 @@ namespace fvi::engine {
 PviOptions PviOptions::from(const Settings& s, int silos) {
   PviOptions o;
   o.loss = s.loss();
+  s.score_matching(o.score_weight, o.score_length_scale);
   o.divergence = s.divergence();
   o.damping = s.number("damping", 1.0 / std::max(1, silos));
   o.local_steps = s.integer("local_steps", 100);
@@ -93,6 +94,10 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
     likelihoods_.push_back(std::move(bound));
   }
   factor_ = Family::zero(dim_);
+  if (!options_.score_weight.empty()) {
+    bind_location_model();
+    return;
+  }
   // A closed-form update (spec 000 §2.6): NLL with KL or weighted KL, and a likelihood whose log
   // density is exactly quadratic in the parameters. Probing costs 3 evaluations for the mean-field
   // family and D + 2 for the full-rank one, so the latter only for moderate D.
@@ -117,6 +122,40 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
       closed_form_ = Family::from_quadratic(*q, w);
     }
   }
+}
+
+// Score matching needs x ~ normal(theta, sigma) with theta the (one) global parameter and sigma
+// known: checked by evaluating the likelihood at two draws and reading its arguments.
+template <class Q>
+void PviClient<Q>::bind_location_model() {
+  const auto refuse = [&](const std::string& why) {
+    throw ModelError("loss = score_matching needs a Gaussian location model, x ~ normal(theta, sigma) with theta the "
+                     "one global parameter and sigma known (seed 000 Prop 4.10); " + why);
+  };
+  if (likelihoods_.size() != 1) refuse("this model has " + std::to_string(likelihoods_.size()) + " likelihoods");
+  BoundFactor& f = *likelihoods_[0];
+  if (std::string(f.info().distribution) != "normal") refuse("its likelihood is " + std::string(f.info().distribution));
+  if (dim_ != 1) refuse("it has " + std::to_string(dim_) + " global values");
+  const DivergenceKind d = options_.divergence.kind;
+  if (d != DivergenceKind::kKl && d != DivergenceKind::kWeightedKl)
+    throw ModelError("loss = score_matching has a closed-form update with divergence = kl or weighted_kl only");
+  const Eigen::MatrixXd theta = (Eigen::MatrixXd(1, 2) << 0.37, -1.91).finished();
+  f.forward(0, -1, {theta});
+  const auto args = f.arguments();
+  const auto& mu = args[1];
+  const auto& sigma = args[2];
+  for (Eigen::Index s = 0; s < 2; ++s)
+    for (Eigen::Index i = 0; i < mu.rows; ++i)
+      if (mu.values(i, mu.draws == 1 ? 0 : s) != theta(0, s)) refuse("its mean is not the parameter itself");
+  if (sigma.rows * sigma.cols != 1 || sigma.draws != 1) refuse("its sigma is not one known value");
+  location_ = LocationModel{args[0].values.col(0).transpose(), sigma.values(0, 0) * sigma.values(0, 0)};
+}
+
+template <class Q>
+ScoreWeight<double> PviClient<Q>::score_weight() const {
+  const double scale = default_score_weight_scale(location_->sigma2);  // spec 000 §2.6 [repo]
+  return options_.score_weight == "imq" ? ScoreWeight<double>::inverse_multiquadric(scale, options_.score_length_scale)
+                                        : ScoreWeight<double>::squared_exponential(scale, options_.score_length_scale);
 }
 
 template <class Q>
@@ -177,6 +216,14 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
 template <class Q>
 double PviClient<Q>::evaluate(const Natural& server, uint32_t round) {
   const Q q = Family::distribution(server);
+  if (location_) {
+    // E_q[sum_i L_SM(x_i, theta)] in closed form, the weights centred at q's mean.
+    const MeanFieldGaussian<double> q1 = MeanFieldGaussian<double>::from_mean_sd(q.mean(), Family::sd(q));
+    double total = 0;
+    for (Eigen::Index i = 0; i < location_->xs.cols(); ++i)
+      total += expected_score_matching_loss<double>(location_->xs.col(i), q1, location_->sigma2, score_weight(), q.mean()).value;
+    return total;
+  }
   const long n_batches = batches();
   // The same draws every round (common random numbers): the printed objective then moves with q,
   // not with the Monte Carlo noise. At least 16 draws: one draw makes it jump.
@@ -194,7 +241,15 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
   const Natural cavity = natural_quotient(server, factor_);  // seed 000 Eq. 3
   const Q q_server = Family::distribution(server);
   Natural q_new;
-  if (closed_form_) {
+  if (location_) {
+    // seed 000 Prop 4.10 (spec 000 §2.6, the corrected completion of the square): q_m is the
+    // cavity times exp(-k sum_i L_SM(x_i, theta)), weights centred at the cavity mean.
+    if (!Family::proper(cavity))
+      throw ModelError("silo " + std::to_string(silo_) + ": the cavity is not a proper Gaussian, so the score-matching "
+                       "weights have no centre; use damping < 1");
+    const double k = options_.divergence.kind == DivergenceKind::kWeightedKl ? options_.divergence.parameter : 1.0;
+    q_new = score_matching_conjugate_update(cavity, location_->xs, location_->sigma2, score_weight(), k);
+  } else if (closed_form_) {
     q_new = natural_product(cavity, *closed_form_);  // q_m = cavity x likelihood, exactly
     if (!Family::proper(q_new)) throw ModelError("silo " + std::to_string(silo_) + ": the closed-form update is not a proper Gaussian");
   } else {

@@ -68,7 +68,17 @@ LossSpec Settings::loss() const {
   if (v.text == "gce") return LossSpec::generalized_cross_entropy(p);
   if (v.text == "density_power") return LossSpec::density_power(p);
   if (v.text == "gamma") return LossSpec::gamma(p);
+  if (v.text == "score_matching") return LossSpec::nll();
   throw std::invalid_argument("loss = " + v.str() + " is not available to this engine yet");
+}
+
+bool Settings::score_matching(std::string& weight, double& length_scale) const {
+  auto it = values_.find("loss");
+  if (it == values_.end() || it->second.text != "score_matching") return false;
+  const auto& args = it->second.args;
+  weight = args.size() > 0 ? args[0].text : "se";
+  length_scale = args.size() > 1 ? args[1].number : 1.0;
+  return true;
 }
 
 DivergenceSpec Settings::divergence() const {

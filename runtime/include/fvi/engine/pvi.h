@@ -15,12 +15,16 @@
 #include "fvi/engine/gaussian_family.h"
 #include "fvi/engine/quadratic_probe.h"
 #include "fvi/engine/settings.h"
+#include "fvi/loss/score_matching.h"
 #include "fvi/rng.h"
 
 namespace fvi::engine {
 
 struct PviOptions {
   LossSpec loss;
+  // loss = score_matching(se|imq, c): the weight ("se" or "imq") and c; empty for other losses.
+  std::string score_weight;
+  double score_length_scale = 1;
   DivergenceSpec divergence;
   double damping = 1;      // tau
   long local_steps = 100;  // optimiser steps per client update (when epochs = 0)
@@ -87,6 +91,15 @@ class PviClient {
   Natural factor_;
   bool updated_once_ = false;
   std::optional<Natural> closed_form_;  // the likelihood's natural parameters, when quadratic
+  // Weighted score matching (seed 000 Prop 4.10) of a Gaussian location model x ~ normal(theta,
+  // sigma): the silo's observations and sigma^2.
+  struct LocationModel {
+    Eigen::MatrixXd xs;  // 1 x n
+    double sigma2 = 1;
+  };
+  std::optional<LocationModel> location_;
+  void bind_location_model();
+  ScoreWeight<double> score_weight() const;
 };
 
 template <class Q>

@@ -30,7 +30,10 @@ class Settings {
   std::string name(const std::string& key, const std::string& fallback) const;
   double number(const std::string& key, double fallback) const;
   long integer(const std::string& key, long fallback) const;
+  // The loss; for score_matching(...) the NLL's spec is returned and score_matching() says so.
   LossSpec loss() const;
+  // score_matching(se|imq, c): the weight's kind and length scale c; false for any other loss.
+  bool score_matching(std::string& weight, double& length_scale) const;
   DivergenceSpec divergence() const;
   // key = value lines of every key set, for the configuration echo at start.
   std::vector<std::pair<std::string, std::string>> entries() const;
