@@ -1,5 +1,6 @@
 #include "fvi/program/pvi_rounds.h"
 
+#include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <thread>
@@ -42,19 +43,29 @@ Traffic PviRounds<Q>::run_round(uint32_t round) {
   Traffic traffic;
   std::mutex traffic_mutex;
   // One silo's turn: q_s down, the packed change of its factor back up.
+  std::vector<Natural> previous(S);  // each silo's factor before this round's update
   auto exchange = [&](int k, const std::vector<double>& down) {
     Natural q_s;
     engine::unpack(down, q_s);
+    previous[k] = clients_[k]->factor();
     const std::vector<double> up = engine::pack(clients_[k]->update(q_s, round).delta);
     std::lock_guard<std::mutex> lock(traffic_mutex);
     traffic.sent += 8LL * (long long)down.size();
     traffic.received += 8LL * (long long)up.size();
     return up;
   };
+  // A change the server refuses (it would make q improper) is dropped with a warning and the
+  // silo's factor is put back, so that server and silo still agree; the round goes on.
   auto apply = [&](int k, const std::vector<double>& up) {
     Natural delta;
     engine::unpack(up, delta);
-    server_.apply(delta, k + 1);
+    try {
+      server_.apply(delta, k + 1);
+    } catch (const engine::ModelError& e) {
+      std::fprintf(stderr, "round %u: warning: %s; silo %d keeps its previous factor\n", round, e.what(), k + 1);
+      clients_[k]->set_factor(previous[k]);
+      ++rejected_;
+    }
   };
   if (schedule_ == "sequential") {
     for (int k = 0; k < S; ++k) apply(k, exchange(k, engine::pack(server_.posterior())));

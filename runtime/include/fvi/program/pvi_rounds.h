@@ -35,6 +35,9 @@ class PviRounds {
   // sent by each) plus the server's KL to the prior. With the NLL and KL this is the ELBO.
   double elbo(Traffic& traffic);
 
+  // Silo updates the server refused so far (each is reported on stderr as it happens).
+  long rejected() const { return rejected_; }
+
  private:
   std::vector<double> receive(const std::vector<double>& message, int silo, uint32_t round);
 
@@ -42,6 +45,7 @@ class PviRounds {
   std::vector<Client*> clients_;
   std::string schedule_;
   std::mutex server_mutex_;
+  long rejected_ = 0;
 };
 
 }  // namespace fvi::program
