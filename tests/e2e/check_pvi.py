@@ -126,6 +126,10 @@ def case_linreg_exact(fvic, cache, work):
     require(rows == 140, f"expected 140 training rows, read {rows}")
     mean = solve(prec, rhs)
     cov = inverse(prec)
+    # The generalised-Bayes posterior with learning rate 2 (likelihood squared, seed 000 Eq. 2).
+    prec2 = [[2 * prec[i][j] - (1.0 if i == j else 0.0) for j in range(d)] for i in range(d)]
+    mean2 = solve(prec2, [2 * r for r in rhs])
+    sd2 = [math.sqrt(inverse(prec2)[i][i]) for i in range(d)]
     sd = [math.sqrt(cov[i][i]) for i in range(d)]
     out = os.path.join(work, "linreg")
     run_fvic(fvic, cache, os.path.join(ex, "linreg_conjugate.fvi"), data, out, ["damping=1"])
@@ -151,6 +155,16 @@ def case_linreg_exact(fvic, cache, work):
         err_sd = max(abs(g - s) / s for g, s in zip(w["sd"], sd))
         print(f"linreg_exact: schedule {schedule}, 1 round: relative errors {err:.2e} (means), {err_sd:.2e} (sds)")
         require(err <= 1e-6 and err_sd <= 1e-6, f"schedule {schedule}: not the exact posterior ({err}, {err_sd})")
+    # loss_weight = 2 and weighted_kl(2), i.e. (1/2) KL, are the same generalised posterior (seed 000
+    # Lemma B.1: P(L, (1/w) KL) = P(w L, KL)).
+    for sets in (["loss_weight=2"], ["divergence=weighted_kl(2)"]):
+        out = os.path.join(work, sets[0].split("=")[0])
+        run_fvic(fvic, cache, os.path.join(ex, "linreg_conjugate.fvi"), data, out, ["damping=1", "rounds=2"] + sets)
+        w = posterior(out)["variables"]["w"]
+        err = max(abs(g - m) / abs(m) for g, m in zip(w["mean"], mean2))
+        err_sd = max(abs(g - s) / s for g, s in zip(w["sd"], sd2))
+        print(f"linreg_exact: {sets[0]}: relative errors {err:.2e} (means), {err_sd:.2e} (sds) against likelihood^2")
+        require(err <= 1e-6 and err_sd <= 1e-6, f"{sets[0]}: not the tempered posterior ({err}, {err_sd})")
 
 
 # Settings that make the stochastic client updates converge tightly enough to compare

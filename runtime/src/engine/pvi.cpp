@@ -28,6 +28,7 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   o.lr_schedule = s.name("lr_schedule", "cosine");
   o.patience = s.integer("patience", 0);
   o.init_sd = s.number("init_sd", 0);
+  o.loss_weight = s.number("loss_weight", 1);
   o.precision = s.name("precision", "float64") == "float32" ? Precision::kFloat32 : Precision::kFloat64;
   return o;
 }
@@ -117,7 +118,8 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
     // For the mean-field family the probe's check also confirms the curvature is diagonal, so
     // cavity x likelihood stays in the family.
     if (auto q = probe_quadratic(dim_, kDiagonal(tag), options_.seed, gradient)) {
-      const double w = options_.divergence.kind == DivergenceKind::kWeightedKl ? options_.divergence.parameter : 1.0;
+      const double w = options_.loss_weight *
+                       (options_.divergence.kind == DivergenceKind::kWeightedKl ? options_.divergence.parameter : 1.0);
       // (1/w) KL is the loss tempered by w (seed 000 Lemma B.1): the factor is the likelihood^w.
       closed_form_ = Family::from_quadratic(*q, w);
     }
@@ -185,7 +187,7 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
       const int64_t n = f->rows();
       const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
       if (end <= begin) continue;
-      const double scale = double(n) / double(end - begin);
+      const double scale = options_.loss_weight * double(n) / double(end - begin);
       MeanFieldLoss l = factor_loss_meanfield(*f, options_.loss, begin, end - begin, means, sds, draws, key, scale,
                                               with_gradient);
       out.loss += l.value;
@@ -203,7 +205,7 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
       const int64_t n = f->rows();
       const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
       if (end <= begin) continue;
-      const double scale = double(n) / double(end - begin);
+      const double scale = options_.loss_weight * double(n) / double(end - begin);
       FactorLoss l = factor_loss(*f, options_.loss, begin, end - begin, {theta}, scale, with_gradient);
       out.loss += l.value;
       if (with_gradient) d_theta += l.gradients[0];
@@ -222,7 +224,7 @@ double PviClient<Q>::evaluate(const Natural& server, uint32_t round) {
     double total = 0;
     for (Eigen::Index i = 0; i < location_->xs.cols(); ++i)
       total += expected_score_matching_loss<double>(location_->xs.col(i), q1, location_->sigma2, score_weight(), q.mean()).value;
-    return total;
+    return options_.loss_weight * total;
   }
   const long n_batches = batches();
   // The same draws every round (common random numbers): the printed objective then moves with q,
@@ -247,7 +249,8 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
     if (!Family::proper(cavity))
       throw ModelError("silo " + std::to_string(silo_) + ": the cavity is not a proper Gaussian, so the score-matching "
                        "weights have no centre; use damping < 1");
-    const double k = options_.divergence.kind == DivergenceKind::kWeightedKl ? options_.divergence.parameter : 1.0;
+    const double k = options_.loss_weight *
+                     (options_.divergence.kind == DivergenceKind::kWeightedKl ? options_.divergence.parameter : 1.0);
     q_new = score_matching_conjugate_update(cavity, location_->xs, location_->sigma2, score_weight(), k);
   } else if (closed_form_) {
     q_new = natural_product(cavity, *closed_form_);  // q_m = cavity x likelihood, exactly

@@ -22,6 +22,9 @@ namespace fvi::engine {
 
 struct PviOptions {
   LossSpec loss;
+  // The generalised-Bayes learning rate (seed 000 Eq. 2): the loss is multiplied by it. With KL,
+  // loss_weight = w is divergence = weighted_kl(w), i.e. (1/w) KL (seed 000 Lemma B.1).
+  double loss_weight = 1;
   // loss = score_matching(se|imq, c): the weight ("se" or "imq") and c; empty for other losses.
   std::string score_weight;
   double score_length_scale = 1;
