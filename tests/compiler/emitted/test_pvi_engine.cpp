@@ -104,6 +104,35 @@ TEST_CASE("robust losses through the kernel: values match the runtime's, gradien
   }
 }
 
+TEST_CASE("robust losses through the mean-field kernels: gradients in the mean and sd match finite differences",
+          "[engine]") {
+  // With the noise key fixed the kernels' draws are a smooth function of (mean, sd), so the
+  // chained loss (factor_loss_meanfield) must be its exact gradient.
+  std::mt19937_64 rng(12);
+  const int n = 9, d = 2, S = 4;
+  Data data = logreg_data(n, d, rng);
+  const fvi_model& model = *fvi_model_robust_logreg();
+  BoundFactor f(model, factor_named(model, "likelihood_y"), data.abi());
+  std::normal_distribution<double> normal;
+  Eigen::VectorXd mean(d + 1), sd(d + 1);
+  for (int i = 0; i <= d; ++i) mean[i] = normal(rng), sd[i] = 0.3 + 0.5 * std::abs(normal(rng));
+  for (const fvi::LossSpec& loss : {fvi::LossSpec::nll(), fvi::LossSpec::generalized_cross_entropy(0.8),
+                                    fvi::LossSpec::density_power(0.7), fvi::LossSpec::gamma(1.5)}) {
+    INFO(loss.name());
+    auto value = [&](const Eigen::VectorXd& p) {
+      return fvi::engine::factor_loss_meanfield(f, loss, 1, 6, {p.head(d + 1)}, {p.tail(d + 1)}, S, 77, 1.7, false).value;
+    };
+    Eigen::VectorXd p(2 * (d + 1));
+    p << mean, sd;
+    const auto l = fvi::engine::factor_loss_meanfield(f, loss, 1, 6, {mean}, {sd}, S, 77, 1.7, true);
+    Eigen::VectorXd analytic(2 * (d + 1));
+    analytic << l.gradient.d_means[0], l.gradient.d_sds[0];
+    auto check = fvi::test::check_gradient(value, p, analytic);
+    INFO(check.report());
+    CHECK(check.ok());
+  }
+}
+
 TEST_CASE("the density-power loss of a normal likelihood: a constant sigma argument gets a seed of its own",
           "[engine]") {
   // clutter: x ~ normal(theta, 1), the constant sigma after the parameter.
