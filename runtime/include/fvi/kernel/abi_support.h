@@ -22,6 +22,20 @@ Tensor<T> from_abi(const fvi_tensor& t) {
   return out;
 }
 
+// from_abi into an existing tensor, reusing its buffer (the seeds of every backward call).
+template <class T>
+void assign_from_abi(const fvi_tensor& t, Tensor<T>& out) {
+  out.reshape_for(t.rows, t.cols, t.draws);
+  out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws).template cast<T>();
+}
+
+// A zero tensor shaped like `like`, reusing out's buffer (an absent seed).
+template <class T>
+void assign_zeros_like(const Tensor<T>& like, Tensor<T>& out) {
+  out.reshape_for(like.rows, like.cols, like.draws);
+  out.m.setZero();
+}
+
 inline fvi_tensor to_abi(Tensor<double>& t) { return fvi_tensor{t.m.data(), t.rows, t.cols, t.draws}; }
 
 // A kernel value as an ABI view: the value itself for double, else converted into `buffer`
@@ -77,6 +91,15 @@ Tensor<T> batch_rows(const Tensor<T>& full, int64_t begin, int64_t count) {
   Tensor<T> out(count, full.cols, 1);
   out.m = full.m.middleRows(begin, count);
   return out;
+}
+
+// Rows [begin, begin + count) of `full` into `out`, reusing its buffer (a minibatch; a full-data
+// call reads the bound data in place and never copies it: compiler/backend/cpp/emit.cpp).
+template <class T>
+void batch_rows_into(const Tensor<T>& full, int64_t begin, int64_t count, Tensor<T>& out) {
+  if (begin < 0 || count < 0 || begin + count > full.rows) throw std::out_of_range("batch outside the data's rows");
+  out.reshape_for(count, full.cols, 1);
+  out.m = full.m.middleRows(begin, count);
 }
 
 template <class T>

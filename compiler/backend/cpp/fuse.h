@@ -1,0 +1,37 @@
+#pragma once
+// Fusion planning for the C++ emitter: which elementwise nodes of a factor's pass are computed
+// together in one generated loop (runtime/include/fvi/kernel/fused.h).
+//
+// A chain is a set of elementwise nodes of one shape (rows, cols and draws as the IR knows them)
+// in one pass (forward or backward). Each member after the first reads at least one earlier
+// member; the chain is emitted where its last member stood, so no node outside the chain that
+// stands between its first and last members may read a member. A member read by anything
+// outside the chain (another node, the other pass, the output, the arguments, the gradients) is
+// written to memory; the others live only in a block of cache.
+#include <set>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace fvic::backend {
+
+struct FusedChain {
+  std::vector<int> nodes;   // members, in node order
+  std::vector<int> leaves;  // nodes read by members and not members, in first-use order
+  std::set<int> escaping;   // members read outside the chain
+};
+
+struct FusionPlan {
+  std::vector<FusedChain> chains;     // each with at least two members
+  std::vector<int> chain_of;          // node -> its chain, or -1
+  bool emits_at(int node) const;      // whether node is the last member of its chain
+};
+
+// Chains of nodes [begin, end) of f. `pinned` are nodes read outside f's node list (the output,
+// the arguments, the input adjoints), which must be written to memory.
+FusionPlan plan_fusion(const ir::Factor& f, int begin, int end, const std::set<int>& pinned);
+
+// Whether node n can be a member of a chain.
+bool fusable(const ir::Node& n);
+
+}  // namespace fvic::backend
