@@ -277,9 +277,8 @@ class Emitter {
       case Op::Seed: {
         int k = static_cast<int>(std::find(f.seeds.begin(), f.seeds.end(), static_cast<int>(i)) - f.seeds.begin());
         int like = k == 0 ? f.output : f.arguments[k - 1];
-        std::string seed = "seeds[" + std::to_string(k) + "]", own = vals + std::to_string(i) + "]";
-        return "if (seeds && " + seed + ") assign_from_abi(*" + seed + ", " + own + ");\n    else assign_zeros_like(" +
-               ref(f, like, meanfield) + ", " + own + ");";
+        return "assign_seed(seeds, " + std::to_string(k) + ", " + ref(f, like, meanfield) + ", " + vals +
+               std::to_string(i) + "]);";
       }
       case Op::Unary: return call("unary", {quoted(n.name), v(0)});
       case Op::Neg: return call("neg", {v(0)});

@@ -22,18 +22,18 @@ Tensor<T> from_abi(const fvi_tensor& t) {
   return out;
 }
 
-// from_abi into an existing tensor, reusing its buffer (the seeds of every backward call).
+// Seed k of a backward call into `out`, reusing its buffer: zeros shaped like `like` when the
+// caller passed none.
 template <class T>
-void assign_from_abi(const fvi_tensor& t, Tensor<T>& out) {
-  out.reshape_for(t.rows, t.cols, t.draws);
-  out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws).template cast<T>();
-}
-
-// A zero tensor shaped like `like`, reusing out's buffer (an absent seed).
-template <class T>
-void assign_zeros_like(const Tensor<T>& like, Tensor<T>& out) {
-  out.reshape_for(like.rows, like.cols, like.draws);
-  out.m.setZero();
+void assign_seed(const fvi_tensor* const* seeds, int k, const Tensor<T>& like, Tensor<T>& out) {
+  if (seeds && seeds[k]) {
+    const fvi_tensor& t = *seeds[k];
+    out.reshape_for(t.rows, t.cols, t.draws);
+    out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws).template cast<T>();
+  } else {
+    out.reshape_for(like.rows, like.cols, like.draws);
+    out.m.setZero();
+  }
 }
 
 inline fvi_tensor to_abi(Tensor<double>& t) { return fvi_tensor{t.m.data(), t.rows, t.cols, t.draws}; }
