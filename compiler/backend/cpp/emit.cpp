@@ -162,8 +162,12 @@ class Emitter {
   void statements(std::ostringstream& o, const ir::Factor& f, int begin, int end, bool meanfield) {
     FusionPlan plan = plan_fusion(f, begin, end, pinned(f));
     for (int i = begin; i < end; ++i) {
+      if (plan.deferred_after[i] >= 0) continue;
       if (plan.chain_of[i] < 0) o << "    " << statement(f, i, meanfield) << '\n';
-      else if (plan.emits_at(i)) fused_chain(o, f, plan.chains[plan.chain_of[i]], meanfield);
+      if (!plan.emits_at(i)) continue;
+      const FusedChain& chain = plan.chains[plan.chain_of[i]];
+      fused_chain(o, f, chain, meanfield);
+      for (int m : chain.deferred) o << "    " << statement(f, m, meanfield) << '\n';
     }
   }
 
@@ -341,7 +345,7 @@ class Emitter {
     o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
     o << "    (void)begin, (void)count;\n    meanfield_ = false;\n    full_ = count < 0;\n";
     for (size_t g = 0; g < f.groups.size(); ++g)
-      o << "    in_[" << g << "] = from_abi<Real>(inputs[" << g << "]);\n";
+      o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n";
     statements(o, f, 0, f.forward_end, false);
     o << "  }\n\n";
     o << "  fvi_tensor output() override {\n    return export_abi(meanfield_ ? " << ref(mf, mf.output, true) << " : "
@@ -422,9 +426,9 @@ class Emitter {
       << "                         int64_t draws, uint64_t noise_key) override {\n";
     o << "    (void)begin, (void)count;\n    meanfield_ = true;\n    full_ = count < 0;\n    draws_ = draws;\n    key_ = noise_key;\n";
     for (size_t g = 0; g < mf.groups.size(); ++g) {
-      o << "    mean_[" << g << "] = from_abi<Real>(means[" << g << "]);\n";
+      o << "    assign_from_abi(means[" << g << "], mean_[" << g << "]);\n";
       o << "    has_sd_[" << g << "] = sds && sds[" << g << "].data;\n";
-      o << "    if (has_sd_[" << g << "]) sd_[" << g << "] = from_abi<Real>(sds[" << g << "]);\n";
+      o << "    if (has_sd_[" << g << "]) assign_from_abi(sds[" << g << "], sd_[" << g << "]);\n";
       o << "    else sd_[" << g << "] = Tensor<Real>::zeros_like(mean_[" << g << "]);\n";
       o << "    meanfield_sample(mean_[" << g << "], has_sd_[" << g << "] ? &sd_[" << g << "] : nullptr, draws, noise_key, "
         << group_index(mf.groups[g]) << "u, " << ranges_of(mf, g) << ", theta_[" << g << "], eps_[" << g << "]);\n";

@@ -19,6 +19,26 @@ bool same_shape(const Node& a, const Node& b) {
 
 bool is_scalar(const Node& n) { return n.rows.str() == "1" && n.cols.str() == "1"; }
 
+// Whether node i can join chain c (first member `first`): the chain is emitted where i stands, so
+// every node between that reads a member — directly or through another such node — moves after
+// the chain (`deferred`). That needs each of them to be outside every chain and none of them to
+// be read by i.
+bool can_join(const ir::Factor& f, const std::vector<int>& chain_of, int c, int first, int i, std::vector<int>& deferred) {
+  std::set<int> moved;
+  for (int m = first + 1; m < i; ++m) {
+    if (chain_of[m] == c) continue;
+    bool reads = false;
+    for (int x : f.nodes[m].args) reads |= chain_of[x] == c || moved.count(x) > 0;
+    if (!reads) continue;
+    if (chain_of[m] >= 0) return false;
+    moved.insert(m);
+  }
+  for (int x : f.nodes[i].args)
+    if (moved.count(x)) return false;
+  deferred.assign(moved.begin(), moved.end());
+  return true;
+}
+
 }  // namespace
 
 bool FusionPlan::emits_at(int node) const {
@@ -46,6 +66,7 @@ FusionPlan plan_fusion(const ir::Factor& f, int begin, int end, const std::set<i
   const int count = static_cast<int>(f.nodes.size());
   FusionPlan plan;
   plan.chain_of.assign(count, -1);
+  plan.deferred_after.assign(count, -1);
   // readers[i]: the nodes that read node i.
   std::vector<std::vector<int>> readers(count);
   for (int i = 0; i < count; ++i)
@@ -72,16 +93,10 @@ FusionPlan plan_fusion(const ir::Factor& f, int begin, int end, const std::set<i
     for (int a : n.args) {
       int c = plan.chain_of[a];
       if (c < 0 || a < begin || !same_shape(f.nodes[a], n)) continue;
-      // Nothing outside chain c between its first member and i may read a member of c.
-      const FusedChain& chain = chains[c];
-      bool ok = true;
-      for (int m = chain.nodes.front() + 1; m < i && ok; ++m) {
-        if (plan.chain_of[m] == c) continue;
-        for (int x : f.nodes[m].args)
-          if (plan.chain_of[x] == c) ok = false;
-      }
-      if (ok) {
+      std::vector<int> deferred;
+      if (can_join(f, plan.chain_of, c, chains[c].nodes.front(), i, deferred)) {
         joined = c;
+        chains[c].deferred = deferred;
         break;
       }
     }
@@ -93,10 +108,12 @@ FusionPlan plan_fusion(const ir::Factor& f, int begin, int end, const std::set<i
     plan.chain_of[i] = joined;
   }
 
-  // Keep chains of two or more; find their leaves and escaping members.
+  // Keep chains of two or more; find their leaves and escaping members. A single node keeps its
+  // place: nothing was deferred for it.
   std::vector<int> renumber(chains.size(), -1);
   for (size_t c = 0; c < chains.size(); ++c) {
     if (chains[c].nodes.size() < 2) continue;
+    for (int m : chains[c].deferred) plan.deferred_after[m] = static_cast<int>(plan.chains.size());
     renumber[c] = static_cast<int>(plan.chains.size());
     plan.chains.push_back(std::move(chains[c]));
   }

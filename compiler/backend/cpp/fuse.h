@@ -4,11 +4,13 @@
 //
 // A chain is a set of elementwise nodes of one shape (rows, cols and draws as the IR knows them)
 // in one pass (forward or backward). Each member after the first reads at least one earlier
-// member; the chain is emitted where its last member stood, so no node outside the chain that
-// stands between its first and last members may read a member. A member read by anything
+// member; the chain is emitted where its last member stood, and the nodes between its first and
+// last members that read a member (a sum of one, say) move after it, unless a member reads them
+// (then the node does not join). A member read by anything
 // outside the chain (another node, the other pass, the output, the arguments, the gradients) is
 // written to memory; the others live only in a block of cache.
 #include <set>
+#include <string>
 #include <vector>
 
 #include "ir/ir.h"
@@ -19,11 +21,13 @@ struct FusedChain {
   std::vector<int> nodes;   // members, in node order
   std::vector<int> leaves;  // nodes read by members and not members, in first-use order
   std::set<int> escaping;   // members read outside the chain
+  std::vector<int> deferred;  // nodes between the members, emitted after the chain
 };
 
 struct FusionPlan {
   std::vector<FusedChain> chains;     // each with at least two members
   std::vector<int> chain_of;          // node -> its chain, or -1
+  std::vector<int> deferred_after;    // node -> the chain it is emitted after, or -1
   bool emits_at(int node) const;      // whether node is the last member of its chain
 };
 

@@ -22,14 +22,19 @@ Tensor<T> from_abi(const fvi_tensor& t) {
   return out;
 }
 
+// from_abi into `out`, reusing its buffer (the inputs, means and sds of every call).
+template <class T>
+void assign_from_abi(const fvi_tensor& t, Tensor<T>& out) {
+  out.reshape_for(t.rows, t.cols, t.draws);
+  out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws).template cast<T>();
+}
+
 // Seed k of a backward call into `out`, reusing its buffer: zeros shaped like `like` when the
 // caller passed none.
 template <class T>
 void assign_seed(const fvi_tensor* const* seeds, int k, const Tensor<T>& like, Tensor<T>& out) {
   if (seeds && seeds[k]) {
-    const fvi_tensor& t = *seeds[k];
-    out.reshape_for(t.rows, t.cols, t.draws);
-    out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws).template cast<T>();
+    assign_from_abi(*seeds[k], out);
   } else {
     out.reshape_for(like.rows, like.cols, like.draws);
     out.m.setZero();
@@ -46,7 +51,7 @@ inline fvi_tensor export_abi(Tensor<double>& t, Tensor<double>& buffer) {
 }
 template <class T>
 fvi_tensor export_abi(const Tensor<T>& t, Tensor<double>& buffer) {
-  buffer = Tensor<double>(t.rows, t.cols, t.draws);
+  buffer.reshape_for(t.rows, t.cols, t.draws);
   buffer.m = t.m.template cast<double>();
   return to_abi(buffer);
 }

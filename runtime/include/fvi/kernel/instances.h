@@ -46,6 +46,7 @@
   P Tensor<T> noise<T>(Eigen::Index, Eigen::Index, Eigen::Index, uint64_t, uint32_t, Eigen::Index,          \
                        Eigen::Index);                                                                       \
   P Tensor<T> from_abi<T>(const fvi_tensor&);                                                               \
+  P void assign_from_abi<T>(const fvi_tensor&, Tensor<T>&);                                                 \
   P void assign_seed<T>(const fvi_tensor* const*, int, const Tensor<T>&, Tensor<T>&);                      \
   P void copy_to_abi<T>(const Tensor<T>&, fvi_tensor&);                                                     \
   P Tensor<T> bind_data<T>(const fvi_data*, const char*, int64_t, int64_t);                                 \
