@@ -1,6 +1,6 @@
 // fvi/kernel/fused.h: a fused chain computes what the unfused operations compute, for every way
 // an operand broadcasts (whole, a column across columns, a row down the rows, a scalar, one draw
-// across draws), over one block or many, on one thread or two, and into reused buffers.
+// across draws), over one block or many, and into reused buffers.
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -60,7 +60,7 @@ TEST_CASE("a fused chain equals its unfused operations, buffers reused across sh
   Tensor<double> n1, n3, n5;
   check_chain(3, 4, 2, rng, n1, n3, n5);          // one block per column
   check_chain(2500, 3, 1, rng, n1, n3, n5);       // several blocks per column, one draw
-  check_chain(1500, 60, 2, rng, n1, n3, n5);      // two threads
+  check_chain(1500, 60, 2, rng, n1, n3, n5);      // many columns, several blocks each
   check_chain(1, 1, 3, rng, n1, n3, n5);          // scalars
 }
 

@@ -10,9 +10,7 @@
 // Each node's block is computed with the same Eigen formulas as the unfused operation (ops.h
 // unary_eval, distributions.h scalar_lpdf / scalar_partial), so fused and unfused kernels agree
 // to rounding (tests/runtime/kernel/fused_test.cpp).
-#include <array>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "fvi/kernel/distributions.h"
@@ -20,24 +18,11 @@
 namespace fvi::kernel {
 
 constexpr Eigen::Index kBlock = 1024;
-// Loops over at least this many elements run on two threads (the machine's two cores; a thread
-// costs tens of microseconds, these loops take a millisecond or more).
-constexpr Eigen::Index kParallelElements = Eigen::Index(1) << 17;
-
-// run(0, n) on this thread, or run(0, n / 2) here and run(n / 2, n) on a second thread.
-template <class Run>
-void parallel_halves(Eigen::Index n, bool parallel, Run run) {
-  if (!parallel || n < 2) return run(0, n);
-  std::thread other([&] { run(n / 2, n); });
-  run(0, n / 2);
-  other.join();
-}
 
 template <class T>
 using BlockMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstBlockMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
 // One block of a fused loop: n elements of every leaf (operand from outside the chain) and of
 // every node of the chain, each contiguous.
 template <class T>
@@ -113,37 +98,32 @@ void fused(const std::vector<const Tensor<T>*>& leaves, const std::vector<Tensor
   const Eigen::Index rows = flat ? r * c : r, cols = flat ? 1 : c;
   const Eigen::Index block = std::max<Eigen::Index>(1, std::min(rows, kBlock));
   const Eigen::Index per_column = (rows + block - 1) / block, blocks = per_column * cols * S;
-  // Blocks [lo, hi) in (draw, column, rows) order, with their own scratch.
-  auto run = [&](Eigen::Index lo, Eigen::Index hi) {
-    std::vector<Eigen::Array<T, Eigen::Dynamic, 1>> scratch(L + K);
-    FusedBlock<T> b;
-    b.leaf_ptr.resize(L);
-    b.node_ptr.resize(K);
-    for (size_t i = 0; i < L; ++i)
-      if (kind[i] == Constant) scratch[i].resize(block), b.leaf_ptr[i] = scratch[i].data();
-    for (size_t k = 0; k < K; ++k)
-      if (out_of_node[k] < 0) scratch[L + k].resize(block), b.node_ptr[k] = scratch[L + k].data();
-    Eigen::Index filled = -1;  // the (draw, column) the constant leaves hold
-    for (Eigen::Index at = lo; at < hi; ++at) {
-      const Eigen::Index sj = at / per_column, s = sj / cols, j = sj % cols, i0 = (at % per_column) * block;
-      if (sj != filled) {
-        for (size_t i = 0; i < L; ++i)
-          if (kind[i] == Constant) scratch[i].setConstant(leaves[i]->draw(s)(0, leaves[i]->size() == 1 ? 0 : j));
-        filled = sj;
-      }
-      b.n = std::min(block, rows - i0);
-      for (size_t i = 0; i < L; ++i) {
-        const Tensor<T>& x = *leaves[i];
-        const Eigen::Index ds = x.draws == 1 ? 0 : s;
-        if (kind[i] == Full) b.leaf_ptr[i] = x.m.data() + ds * r * c + j * rows + i0;
-        else if (kind[i] == Column) b.leaf_ptr[i] = x.m.data() + ds * r + i0;
-      }
-      for (size_t k = 0; k < K; ++k)
-        if (out_of_node[k] >= 0) b.node_ptr[k] = outs[out_of_node[k]]->m.data() + s * r * c + j * rows + i0;
-      body(b);
+  std::vector<Eigen::Array<T, Eigen::Dynamic, 1>> scratch(L + K);
+  FusedBlock<T> b;
+  b.leaf_ptr.resize(L);
+  b.node_ptr.resize(K);
+  for (size_t i = 0; i < L; ++i)
+    if (kind[i] == Constant) scratch[i].resize(block), b.leaf_ptr[i] = scratch[i].data();
+  for (size_t k = 0; k < K; ++k)
+    if (out_of_node[k] < 0) scratch[L + k].resize(block), b.node_ptr[k] = scratch[L + k].data();
+  // Blocks in (draw, column, rows) order. (Two threads, each half of the blocks, ran slower on
+  // the two-core machine: OpenBLAS's threads spin between products; bench/README.md.)
+  for (Eigen::Index at = 0; at < blocks; ++at) {
+    const Eigen::Index sj = at / per_column, s = sj / cols, j = sj % cols, i0 = (at % per_column) * block;
+    if (i0 == 0)  // a new (draw, column): the constant leaves' values
+      for (size_t i = 0; i < L; ++i)
+        if (kind[i] == Constant) scratch[i].setConstant(leaves[i]->draw(s)(0, leaves[i]->size() == 1 ? 0 : j));
+    b.n = std::min(block, rows - i0);
+    for (size_t i = 0; i < L; ++i) {
+      const Tensor<T>& x = *leaves[i];
+      const Eigen::Index ds = x.draws == 1 ? 0 : s;
+      if (kind[i] == Full) b.leaf_ptr[i] = x.m.data() + ds * r * c + j * rows + i0;
+      else if (kind[i] == Column) b.leaf_ptr[i] = x.m.data() + ds * r + i0;
     }
-  };
-  parallel_halves(blocks, blocks * block >= kParallelElements, run);
+    for (size_t k = 0; k < K; ++k)
+      if (out_of_node[k] >= 0) b.node_ptr[k] = outs[out_of_node[k]]->m.data() + s * r * c + j * rows + i0;
+    body(b);
+  }
 }
 
 }  // namespace fvi::kernel
