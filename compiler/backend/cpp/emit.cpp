@@ -149,25 +149,12 @@ class Emitter {
     return "(full_ ? data_" + n.name + " : " + own + ")";
   }
 
-  // The pinned nodes of a factor: read by the generated code outside its node statements.
-  static std::set<int> pinned(const ir::Factor& f) {
-    std::set<int> out{f.output};
-    if (f.outcome >= 0) out.insert(f.outcome);
-    out.insert(f.arguments.begin(), f.arguments.end());
-    for (const auto& [input, adjoint] : f.input_adjoints) out.insert(adjoint);
-    return out;
-  }
-
   // The statements of nodes [begin, end) of f, fused chains (fuse.h) as one loop each.
   void statements(std::ostringstream& o, const ir::Factor& f, int begin, int end, bool meanfield) {
-    FusionPlan plan = plan_fusion(f, begin, end, pinned(f));
-    for (int i = begin; i < end; ++i) {
-      if (plan.deferred_after[i] >= 0) continue;
-      if (plan.chain_of[i] < 0) o << "    " << statement(f, i, meanfield) << '\n';
-      if (!plan.emits_at(i)) continue;
-      const FusedChain& chain = plan.chains[plan.chain_of[i]];
-      fused_chain(o, f, chain, meanfield);
-      for (int m : chain.deferred) o << "    " << statement(f, m, meanfield) << '\n';
+    FusionPlan plan = plan_fusion(f, begin, end, pinned_nodes(f));
+    for (const Step& step : schedule(plan, begin, end)) {
+      if (step.chain >= 0) fused_chain(o, f, plan.chains[step.chain], meanfield);
+      else o << "    " << statement(f, step.node, meanfield) << '\n';
     }
   }
 

@@ -41,6 +41,26 @@ bool can_join(const ir::Factor& f, const std::vector<int>& chain_of, int c, int 
 
 }  // namespace
 
+std::set<int> pinned_nodes(const ir::Factor& f) {
+  std::set<int> out{f.output};
+  if (f.outcome >= 0) out.insert(f.outcome);
+  out.insert(f.arguments.begin(), f.arguments.end());
+  for (const auto& [input, adjoint] : f.input_adjoints) out.insert(adjoint);
+  return out;
+}
+
+std::vector<Step> schedule(const FusionPlan& plan, int begin, int end) {
+  std::vector<Step> out;
+  for (int i = begin; i < end; ++i) {
+    if (plan.deferred_after[i] >= 0) continue;
+    if (plan.chain_of[i] < 0) out.push_back({i, -1});
+    if (!plan.emits_at(i)) continue;
+    out.push_back({-1, plan.chain_of[i]});
+    for (int m : plan.chains[plan.chain_of[i]].deferred) out.push_back({m, -1});
+  }
+  return out;
+}
+
 bool FusionPlan::emits_at(int node) const {
   int c = chain_of[node];
   return c >= 0 && chains[c].nodes.back() == node;

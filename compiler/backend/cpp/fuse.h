@@ -31,9 +31,20 @@ struct FusionPlan {
   bool emits_at(int node) const;      // whether node is the last member of its chain
 };
 
-// Chains of nodes [begin, end) of f. `pinned` are nodes read outside f's node list (the output,
-// the arguments, the input adjoints), which must be written to memory.
+// The nodes generated code reads outside f's node list: the output, the outcome, the arguments
+// and the input adjoints. A chain writes these to memory.
+std::set<int> pinned_nodes(const ir::Factor& f);
+
+// Chains of nodes [begin, end) of f.
 FusionPlan plan_fusion(const ir::Factor& f, int begin, int end, const std::set<int>& pinned);
+
+// The order of the generated statements of nodes [begin, end): each step is one node's
+// statement or one chain's loop (emitted where its last member stood, its deferred nodes after it).
+struct Step {
+  int node = -1;   // a node outside every chain
+  int chain = -1;  // or a chain of plan.chains
+};
+std::vector<Step> schedule(const FusionPlan& plan, int begin, int end);
 
 // Whether node n can be a member of a chain.
 bool fusable(const ir::Node& n);
