@@ -129,14 +129,16 @@ Tensor<T> neg(const Tensor<T>& a) {
 
 // Numerically stable building blocks.
 // log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x| in (0, 1]. log1p(t) is computed as
-// t log(u) / (u - 1) with u = 1 + t (Goldberg's identity, a few ulps): Eigen vectorises log but
-// not double log1p, and this is the inner loop of every logistic likelihood.
+// log(u) - ((u - 1) - t) / u with u = 1 + t (the rounding of u corrected to first order, about
+// an ulp; t itself when u rounds to 1): Eigen vectorises log but not double log1p, this is the
+// inner loop of every logistic likelihood, and it is a third faster than Goldberg's
+// t log(u) / (u - 1) with its select.
 template <class A>
 auto log1p_exp_array(const A& x) {
   using T = typename A::Scalar;
   Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> t = (-x.abs()).exp();
   Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> u = t + T(1);
-  return (x.max(T(0)) + (u == T(1)).select(t, t * u.log() / (u - T(1)))).eval();
+  return (x.max(T(0)) + (u.log() - ((u - T(1)) - t) / u)).eval();
 }
 template <class A>
 auto inv_logit_array(const A& x) {
