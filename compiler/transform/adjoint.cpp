@@ -75,9 +75,13 @@ class Adjoint {
       case Op::Input:
       case Op::Mean:
       case Op::Sd: f_.input_adjoints[i] = g; return;
-      case Op::Unary:
-        accumulate(arg(0), make(Op::Mul, {g, make(Op::UnaryDerivative, {arg(0), i}, arg(0), n.name)}, i));
+      case Op::Unary: {
+        // relu's derivative (x > 0) equals (y > 0): reading y lets the backward pass drop x (the
+        // pre-activation, as large as the activation) once the forward pass is done.
+        int x = n.name == "relu" ? i : arg(0);
+        accumulate(arg(0), make(Op::Mul, {g, make(Op::UnaryDerivative, {x, i}, arg(0), n.name)}, i));
         return;
+      }
       case Op::Neg: accumulate(arg(0), make(Op::Neg, {g}, i)); return;
       case Op::Add:
         accumulate(arg(0), g);

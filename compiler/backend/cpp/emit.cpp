@@ -1,6 +1,8 @@
 #include "backend/cpp/emit.h"
 #include "backend/cpp/emit_data_checks.h"
+#include "backend/cpp/fuse.h"
 
+#include <algorithm>
 #include <cctype>
 #include <iomanip>
 #include <set>
@@ -137,12 +139,92 @@ class Emitter {
     return "-1";
   }
 
+  // How generated code names node k's value. Data are read in place: a non-batched one is the
+  // bound tensor itself, a batched one too on a full-data call (full_), else its minibatch copy.
+  std::string ref(const ir::Factor& f, int k, bool meanfield) const {
+    const Node& n = f.nodes[k];
+    const std::string own = (meanfield ? "w_[" : "v_[") + std::to_string(k) + "]";
+    if (n.op != Op::Data) return own;
+    if (!n.batched) return "data_" + n.name;
+    return "(full_ ? data_" + n.name + " : " + own + ")";
+  }
+
+  // The statements of nodes [begin, end) of f, fused chains (fuse.h) as one loop each.
+  void statements(std::ostringstream& o, const ir::Factor& f, int begin, int end, bool meanfield) {
+    FusionPlan plan = plan_fusion(f, begin, end, pinned_nodes(f));
+    for (const Step& step : schedule(plan, begin, end)) {
+      if (step.chain >= 0) fused_chain(o, f, plan.chains[step.chain], meanfield);
+      else o << "    " << statement(f, step.node, meanfield) << '\n';
+    }
+  }
+
+  // One fused chain as a call of fvi::kernel::fused with a body computing each member's block.
+  void fused_chain(std::ostringstream& o, const ir::Factor& f, const FusedChain& chain, bool meanfield) {
+    auto member = [&](int node) { return int(std::find(chain.nodes.begin(), chain.nodes.end(), node) - chain.nodes.begin()); };
+    auto leaf = [&](int node) { return int(std::find(chain.leaves.begin(), chain.leaves.end(), node) - chain.leaves.begin()); };
+    auto in_chain = [&](int node) { return member(node) < int(chain.nodes.size()); };
+    auto array = [&](int node) {  // an operand's block as an Eigen array
+      return in_chain(node) ? "b.value(" + std::to_string(member(node)) + ")" : "b.leaf(" + std::to_string(leaf(node)) + ")";
+    };
+    auto pointer = [&](int node) {
+      return in_chain(node) ? "b.node_ptr[" + std::to_string(member(node)) + "]"
+                            : "b.leaf_ptr[" + std::to_string(leaf(node)) + "]";
+    };
+    std::string leaves, outs, out_of_node;
+    for (int l : chain.leaves) leaves += (leaves.empty() ? "&" : ", &") + ref(f, l, meanfield);
+    int written = 0;
+    for (int m : chain.nodes) {
+      bool escapes = chain.escaping.count(m) > 0;
+      if (escapes) outs += (outs.empty() ? "&" : ", &") + ref(f, m, meanfield);
+      out_of_node += (out_of_node.empty() ? "" : ", ") + std::to_string(escapes ? written++ : -1);
+    }
+    o << "    // nodes";
+    for (int m : chain.nodes) o << ' ' << m;
+    o << ": one fused loop\n";
+    o << "    fused<Real>({" << leaves << "}, {" << outs << "}, {" << out_of_node << "}, [&](const FusedBlock<Real>& b) {\n";
+    for (size_t k = 0; k < chain.nodes.size(); ++k) {
+      const Node& n = f.nodes[chain.nodes[k]];
+      const std::string dst = "b.node(" + std::to_string(k) + ")", out = "b.node_ptr[" + std::to_string(k) + "]";
+      auto a = [&](size_t j) { return array(n.args[j]); };
+      auto p = [&](size_t j) { return pointer(n.args[j]); };
+      std::string line;
+      switch (n.op) {
+        case Op::Add: line = dst + " = " + a(0) + " + " + a(1) + ";"; break;
+        case Op::Sub: line = dst + " = " + a(0) + " - " + a(1) + ";"; break;
+        case Op::Mul: line = dst + " = " + a(0) + " * " + a(1) + ";"; break;
+        case Op::Div: line = dst + " = " + a(0) + " / " + a(1) + ";"; break;
+        case Op::Pow: line = dst + " = " + a(0) + ".pow(" + a(1) + ");"; break;
+        case Op::Neg: line = dst + " = -" + a(0) + ";"; break;
+        case Op::Unary: line = "unary_block<Real>(" + quoted(n.name) + ", " + p(0) + ", b.n, " + out + ");"; break;
+        case Op::UnaryDerivative:
+          line = "unary_derivative_block<Real>(" + quoted(n.name) + ", " + p(0) + ", " + p(1) + ", b.n, " + out + ");";
+          break;
+        case Op::Lpdf: {
+          std::string ops;
+          for (size_t j = 0; j < n.args.size(); ++j) ops += (j ? ", " : "") + p(j);
+          line = "lpdf_block<Real>(" + quoted(n.name) + ", {" + ops + "}, b.n, " + out + ");";
+          break;
+        }
+        case Op::LpdfVjp: {
+          std::string ops;
+          for (size_t j = 1; j < n.args.size(); ++j) ops += (j > 1 ? ", " : "") + p(j);
+          line = "lpdf_vjp_block<Real>(" + quoted(n.name) + ", " + std::to_string(n.k) + ", " + p(0) + ", {" + ops +
+                 "}, b.n, " + out + ");";
+          break;
+        }
+        default: line = "// ?"; break;
+      }
+      o << "      " << line << "  // " << (meanfield ? "w_[" : "v_[") << chain.nodes[k] << "]\n";
+    }
+    o << "    });\n";
+  }
+
   // forward or backward node i as one statement.
   // In a mean-field variant (`meanfield`) values live in w_ and inputs are the sampled theta_.
   std::string statement(const ir::Factor& f, size_t i, bool meanfield = false) {
     const Node& n = f.nodes[i];
     const std::string vals = meanfield ? "w_[" : "v_[";
-    auto v = [&](size_t k) { return vals + std::to_string(n.args[k]) + "]"; };
+    auto v = [&](size_t k) { return ref(f, n.args[k], meanfield); };
     auto ix = [&](size_t k) { return "ix_[" + std::to_string(n.args[k]) + "]"; };
     std::string target = vals + std::to_string(i) + "] = ";
     auto slot_of = [&](const std::string& group) {
@@ -170,8 +252,9 @@ class Emitter {
         std::string total = n.batched ? sizes_(f.rows) : rows;
         return call("noise<Real>", {rows, sizes_(n.cols), "draws_", "key_", std::to_string(n.k) + "u", first, total});
       }
-      case Op::Data:
-        return target + (n.batched ? "batch_rows(data_" + n.name + ", begin, count);" : "data_" + n.name + ";");
+      case Op::Data:  // read in place (ref) unless a minibatch of it is needed
+        if (!n.batched) return "// " + vals + std::to_string(i) + "] is data_" + n.name;
+        return "if (!full_) batch_rows_into(data_" + n.name + ", begin, count, " + vals + std::to_string(i) + "]);";
       case Op::Index: {
         std::string t = "ix_[" + std::to_string(i) + "] = ";
         if (n.name.empty()) {
@@ -185,8 +268,8 @@ class Emitter {
       case Op::Seed: {
         int k = static_cast<int>(std::find(f.seeds.begin(), f.seeds.end(), static_cast<int>(i)) - f.seeds.begin());
         int like = k == 0 ? f.output : f.arguments[k - 1];
-        return target + "seeds && seeds[" + std::to_string(k) + "] ? from_abi<Real>(*seeds[" + std::to_string(k) +
-               "]) : Tensor<Real>::zeros_like(" + vals + std::to_string(like) + "]);";
+        return "assign_seed(seeds, " + std::to_string(k) + ", " + ref(f, like, meanfield) + ", " + vals +
+               std::to_string(i) + "]);";
       }
       case Op::Unary: return call("unary", {quoted(n.name), v(0)});
       case Op::Neg: return call("neg", {v(0)});
@@ -247,31 +330,31 @@ class Emitter {
     }
     o << "  }\n\n";
     o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
-    o << "    (void)begin, (void)count;\n    meanfield_ = false;\n";
+    o << "    (void)begin, (void)count;\n    meanfield_ = false;\n    full_ = count < 0;\n";
     for (size_t g = 0; g < f.groups.size(); ++g)
-      o << "    in_[" << g << "] = from_abi<Real>(inputs[" << g << "]);\n";
-    for (int i = 0; i < f.forward_end; ++i) o << "    " << statement(f, i) << '\n';
+      o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n";
+    statements(o, f, 0, f.forward_end, false);
     o << "  }\n\n";
-    o << "  fvi_tensor output() override {\n    return export_abi(meanfield_ ? w_[" << mf.output << "] : v_[" << f.output
-      << "], exported_[0]);\n  }\n\n";
+    o << "  fvi_tensor output() override {\n    return export_abi(meanfield_ ? " << ref(mf, mf.output, true) << " : "
+      << ref(f, f.output, false) << ", exported_[0]);\n  }\n\n";
     if (f.outcome >= 0) {
       o << "  void arguments(fvi_tensor* values) override {\n";
-      o << "    std::vector<Tensor<Real>>& x = meanfield_ ? w_ : v_;\n";
-      o << "    values[0] = export_abi(x[meanfield_ ? " << mf.outcome << " : " << f.outcome << "], exported_[1]);\n";
+      o << "    values[0] = export_abi(meanfield_ ? " << ref(mf, mf.outcome, true) << " : " << ref(f, f.outcome, false)
+        << ", exported_[1]);\n";
       for (size_t a = 0; a < f.arguments.size(); ++a)
-        o << "    values[" << a + 1 << "] = export_abi(x[meanfield_ ? " << mf.arguments[a] << " : " << f.arguments[a]
-          << "], exported_[" << a + 2 << "]);\n";
+        o << "    values[" << a + 1 << "] = export_abi(meanfield_ ? " << ref(mf, mf.arguments[a], true) << " : "
+          << ref(f, f.arguments[a], false) << ", exported_[" << a + 2 << "]);\n";
       o << "  }\n\n";
     }
     o << "  void backward(const fvi_tensor* const* seeds, fvi_tensor* gradients) override {\n";
     o << "    if (meanfield_) throw std::logic_error(\"backward() after forward_meanfield(): call backward_meanfield()\");\n";
-    for (size_t i = f.forward_end; i < f.nodes.size(); ++i) o << "    " << statement(f, i) << '\n';
+    statements(o, f, f.forward_end, static_cast<int>(f.nodes.size()), false);
     for (size_t g = 0; g < f.groups.size(); ++g) {
       o << "    Tensor<Real> g" << g << " = Tensor<Real>::zeros_like(in_[" << g << "]);\n";
       for (const auto& [input, adjoint] : f.input_adjoints) {
         const Node& n = f.nodes[input];
         if (n.name != f.groups[g]) continue;
-        o << "    add_to_slice(g" << g << ", v_[" << adjoint << "], " << sizes_(n.offset) << ");\n";
+        o << "    add_to_slice(g" << g << ", " << ref(f, adjoint, false) << ", " << sizes_(n.offset) << ");\n";
       }
       o << "    copy_to_abi(g" << g << ", gradients[" << g << "]);\n";
     }
@@ -283,7 +366,7 @@ class Emitter {
     o << "  Tensor<Real> in_[" << groups << "], theta_[" << groups << "], eps_[" << groups << "], mean_[" << groups
       << "], sd_[" << groups << "];\n";
     o << "  bool has_sd_[" << groups << "] = {};\n";
-    o << "  bool meanfield_ = false;\n  int64_t draws_ = 1;\n  uint64_t key_ = 0;\n";
+    o << "  bool meanfield_ = false;\n  bool full_ = true;  // the last forward read every row\n  int64_t draws_ = 1;\n  uint64_t key_ = 0;\n";
     o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
     o << "  std::vector<Tensor<Real>> w_ = std::vector<Tensor<Real>>(" << mf.nodes.size() << ");\n";
     o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << std::max(f.nodes.size(), mf.nodes.size()) << ");\n";
@@ -328,20 +411,20 @@ class Emitter {
   void meanfield_passes(std::ostringstream& o, const ir::Factor& mf) {
     o << "  void forward_meanfield(int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
       << "                         int64_t draws, uint64_t noise_key) override {\n";
-    o << "    (void)begin, (void)count;\n    meanfield_ = true;\n    draws_ = draws;\n    key_ = noise_key;\n";
+    o << "    (void)begin, (void)count;\n    meanfield_ = true;\n    full_ = count < 0;\n    draws_ = draws;\n    key_ = noise_key;\n";
     for (size_t g = 0; g < mf.groups.size(); ++g) {
-      o << "    mean_[" << g << "] = from_abi<Real>(means[" << g << "]);\n";
+      o << "    assign_from_abi(means[" << g << "], mean_[" << g << "]);\n";
       o << "    has_sd_[" << g << "] = sds && sds[" << g << "].data;\n";
-      o << "    if (has_sd_[" << g << "]) sd_[" << g << "] = from_abi<Real>(sds[" << g << "]);\n";
+      o << "    if (has_sd_[" << g << "]) assign_from_abi(sds[" << g << "], sd_[" << g << "]);\n";
       o << "    else sd_[" << g << "] = Tensor<Real>::zeros_like(mean_[" << g << "]);\n";
       o << "    meanfield_sample(mean_[" << g << "], has_sd_[" << g << "] ? &sd_[" << g << "] : nullptr, draws, noise_key, "
         << group_index(mf.groups[g]) << "u, " << ranges_of(mf, g) << ", theta_[" << g << "], eps_[" << g << "]);\n";
     }
-    for (int i = 0; i < mf.forward_end; ++i) o << "    " << statement(mf, i, true) << '\n';
+    statements(o, mf, 0, mf.forward_end, true);
     o << "  }\n\n";
     o << "  void backward_meanfield(const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds) override {\n";
     o << "    if (!meanfield_) throw std::logic_error(\"backward_meanfield() needs forward_meanfield() first\");\n";
-    for (size_t i = mf.forward_end; i < mf.nodes.size(); ++i) o << "    " << statement(mf, i, true) << '\n';
+    statements(o, mf, mf.forward_end, static_cast<int>(mf.nodes.size()), true);
     for (size_t g = 0; g < mf.groups.size(); ++g) {
       std::string dt = "dt" + std::to_string(g), dm = "dm" + std::to_string(g), ds = "ds" + std::to_string(g);
       o << "    Tensor<Real> " << dt << " = Tensor<Real>::zeros_like(theta_[" << g << "]);\n";
@@ -352,7 +435,7 @@ class Emitter {
         if (n.name != mf.groups[g]) continue;
         std::string target = n.op == Op::Input ? dt : n.op == Op::Mean ? dm : ds;
         std::string offset = n.op == Op::Input ? compact_offset(mf, input) : sizes_(n.offset);
-        o << "    add_to_slice(" << target << ", w_[" << adjoint << "], " << offset << ");\n";
+        o << "    add_to_slice(" << target << ", " << ref(mf, adjoint, true) << ", " << offset << ");\n";
       }
       o << "    meanfield_chain(" << dt << ", eps_[" << g << "], has_sd_[" << g << "], " << ranges_of(mf, g) << ", " << dm
         << ", " << ds << ");\n";

@@ -460,3 +460,43 @@ TEST_CASE("a minibatch's rows and gradients are the rows and partial sums of the
             8 * std::numeric_limits<double>::epsilon() * std::max(1.0, mf_full.m.cwiseAbs().maxCoeff()));
   });
 }
+
+// Every node keeps its buffer across calls (fvi/kernel/fused.h, abi_support.h): a state that has
+// seen other batch sizes, full-data calls and mean-field calls computes exactly what a fresh
+// state computes.
+TEST_CASE("buffers reused across calls of other batch sizes give a fresh state's results", "[emitted][minibatch]") {
+  for_each_factor(23, 3, [](const fvi_model* m, int fi, Data& data, fvic::ir::Bindings& b, std::mt19937& rng) {
+    const fvi_factor_info& info = m->factors[fi];
+    std::vector<RealTensor> inputs;
+    for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(m->group_names[info.groups[k]]));
+    for (int k = 0; k < info.group_count; ++k)
+      if (std::string(m->group_names[info.groups[k]]) == "z_sum") return;  // rows follow the caller's batch
+    Bound reused(m, fi, data.data);
+    const int64_t rows = reused.forward(inputs).rows;
+    std::normal_distribution<double> normal;
+    std::vector<MatrixXd> means, sds;
+    for (int k = 0; k < info.group_count; ++k) {
+      means.push_back(MatrixXd::Random(inputs[k].rows, 1));
+      sds.push_back(m->group_varies[info.groups[k]] ? MatrixXd(MatrixXd::Random(inputs[k].rows, 1).cwiseAbs()) : MatrixXd());
+    }
+    // (begin, count): a batch, a smaller one, the full data, a larger batch.
+    std::vector<std::pair<int64_t, int64_t>> calls{{0, -1}};
+    if (info.kind != FVI_DENSITY && rows >= 4) calls = {{1, rows - 2}, {0, 1}, {0, -1}, {0, rows - 1}};
+    for (auto [begin, count] : calls) {
+      INFO("rows " << begin << " + " << count);
+      RealTensor out = reused.forward(inputs, begin, count);
+      Bound fresh(m, fi, data.data);
+      RealTensor expected = fresh.forward(inputs, begin, count);
+      CHECK((out.m - expected.m).cwiseAbs().maxCoeff() == 0.0);
+      RealTensor seed = RealTensor::zeros_like(out);
+      for (Eigen::Index i = 0; i < seed.m.size(); ++i) seed.m.data()[i] = normal(rng);
+      std::vector<RealTensor*> seeds(info.seed_count, nullptr);
+      seeds[0] = &seed;
+      std::vector<RealTensor> got = reused.backward(seeds, inputs), want = fresh.backward(seeds, inputs);
+      for (size_t k = 0; k < got.size(); ++k) CHECK((got[k].m - want[k].m).cwiseAbs().maxCoeff() == 0.0);
+      RealTensor mf = reused.forward_meanfield(means, sds, 3, 9, begin, count);
+      RealTensor mf_expected = fresh.forward_meanfield(means, sds, 3, 9, begin, count);
+      CHECK((mf.m - mf_expected.m).cwiseAbs().maxCoeff() == 0.0);
+    }
+  });
+}

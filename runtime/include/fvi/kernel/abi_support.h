@@ -22,6 +22,25 @@ Tensor<T> from_abi(const fvi_tensor& t) {
   return out;
 }
 
+// from_abi into `out`, reusing its buffer (the inputs, means and sds of every call).
+template <class T>
+void assign_from_abi(const fvi_tensor& t, Tensor<T>& out) {
+  out.reshape_for(t.rows, t.cols, t.draws);
+  out.m = Eigen::Map<const Mat<double>>(t.data, t.rows, t.cols * t.draws).template cast<T>();
+}
+
+// Seed k of a backward call into `out`, reusing its buffer: zeros shaped like `like` when the
+// caller passed none.
+template <class T>
+void assign_seed(const fvi_tensor* const* seeds, int k, const Tensor<T>& like, Tensor<T>& out) {
+  if (seeds && seeds[k]) {
+    assign_from_abi(*seeds[k], out);
+  } else {
+    out.reshape_for(like.rows, like.cols, like.draws);
+    out.m.setZero();
+  }
+}
+
 inline fvi_tensor to_abi(Tensor<double>& t) { return fvi_tensor{t.m.data(), t.rows, t.cols, t.draws}; }
 
 // A kernel value as an ABI view: the value itself for double, else converted into `buffer`
@@ -32,7 +51,7 @@ inline fvi_tensor export_abi(Tensor<double>& t, Tensor<double>& buffer) {
 }
 template <class T>
 fvi_tensor export_abi(const Tensor<T>& t, Tensor<double>& buffer) {
-  buffer = Tensor<double>(t.rows, t.cols, t.draws);
+  buffer.reshape_for(t.rows, t.cols, t.draws);
   buffer.m = t.m.template cast<double>();
   return to_abi(buffer);
 }
@@ -77,6 +96,15 @@ Tensor<T> batch_rows(const Tensor<T>& full, int64_t begin, int64_t count) {
   Tensor<T> out(count, full.cols, 1);
   out.m = full.m.middleRows(begin, count);
   return out;
+}
+
+// Rows [begin, begin + count) of `full` into `out`, reusing its buffer (a minibatch; a full-data
+// call reads the bound data in place and never copies it: compiler/backend/cpp/emit.cpp).
+template <class T>
+void batch_rows_into(const Tensor<T>& full, int64_t begin, int64_t count, Tensor<T>& out) {
+  if (begin < 0 || count < 0 || begin + count > full.rows) throw std::out_of_range("batch outside the data's rows");
+  out.reshape_for(count, full.cols, 1);
+  out.m = full.m.middleRows(begin, count);
 }
 
 template <class T>

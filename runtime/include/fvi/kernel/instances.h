@@ -4,7 +4,7 @@
 // translation unit compiles only its own factor classes and not, again, every distribution and
 // every function of the string-dispatched `unary` and `lpdf` (bench/: compile time).
 #include "fvi/kernel/abi_support.h"
-#include "fvi/kernel/distributions.h"
+#include "fvi/kernel/fused.h"
 
 // P is `extern template` (declaration) or `template` (definition).
 #define FVI_KERNEL_INSTANCES(P, T)                                                                          \
@@ -37,10 +37,17 @@
   P Tensor<T> index_cols<T>(const Tensor<T>&, const IntVec&);                                               \
   P Tensor<T> scatter_cols<T>(const Tensor<T>&, const IntVec&, Eigen::Index);                               \
   P Tensor<T> lpdf<T>(const std::string&, const Operands<T>&);                                              \
+  P void unary_block<T>(const std::string&, const T*, Eigen::Index, T*);                                    \
+  P void unary_derivative_block<T>(const std::string&, const T*, const T*, Eigen::Index, T*);               \
+  P void lpdf_block<T>(const std::string&, const std::vector<const T*>&, Eigen::Index, T*);                 \
+  P void lpdf_vjp_block<T>(const std::string&, size_t, const T*, const std::vector<const T*>&, Eigen::Index, T*); \
+  P void batch_rows_into<T>(const Tensor<T>&, int64_t, int64_t, Tensor<T>&);                               \
   P Tensor<T> lpdf_vjp<T>(const std::string&, size_t, const Tensor<T>&, const Operands<T>&);                \
   P Tensor<T> noise<T>(Eigen::Index, Eigen::Index, Eigen::Index, uint64_t, uint32_t, Eigen::Index,          \
                        Eigen::Index);                                                                       \
   P Tensor<T> from_abi<T>(const fvi_tensor&);                                                               \
+  P void assign_from_abi<T>(const fvi_tensor&, Tensor<T>&);                                                 \
+  P void assign_seed<T>(const fvi_tensor* const*, int, const Tensor<T>&, Tensor<T>&);                      \
   P void copy_to_abi<T>(const Tensor<T>&, fvi_tensor&);                                                     \
   P Tensor<T> bind_data<T>(const fvi_data*, const char*, int64_t, int64_t);                                 \
   P Tensor<T> batch_rows<T>(const Tensor<T>&, int64_t, int64_t);                                            \

@@ -35,6 +35,19 @@ struct Tensor {
     t.m(0, 0) = value;
     return t;
   }
+  // A tensor every element of which the caller writes: no zero-filling pass.
+  static Tensor uninitialized(Eigen::Index r, Eigen::Index c, Eigen::Index s) {
+    Tensor t;
+    t.m.resize(r, c * s);
+    t.rows = r, t.cols = c, t.draws = s;
+    return t;
+  }
+  // Shapes this tensor as r x c with s draws, reusing its buffer when the size is unchanged
+  // (values then undefined until written): the kernels' per-node buffers across calls.
+  void reshape_for(Eigen::Index r, Eigen::Index c, Eigen::Index s) {
+    if (m.rows() != r || m.cols() != c * s) m.resize(r, c * s);
+    rows = r, cols = c, draws = s;
+  }
   static Tensor zeros(Eigen::Index r, Eigen::Index c, Eigen::Index s) { return Tensor(r, c, s); }
   static Tensor zeros_like(const Tensor& o) { return Tensor(o.rows, o.cols, o.draws); }
 
