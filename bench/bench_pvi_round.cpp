@@ -45,6 +45,11 @@ bench::Data silo_data(Eigen::Index n, unsigned seed) {
 int main(int argc, char** argv) {
   const Eigen::Index n = argc > 1 ? std::atol(argv[1]) : 20000;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  if (argc > 3 || n < kBatch || rounds < 1) {
+    std::fprintf(stderr, "usage: bench_pvi_round [rows per silo >= %ld] [rounds >= 1]\n",
+                 static_cast<long>(kBatch));
+    return 2;
+  }
   const fvi_model& model = *fvi_model_bnn_classifier();
   std::vector<bench::Data> silos;
   for (int k = 0; k < kSilos; ++k) silos.push_back(silo_data(n, 10 + k));
