@@ -1,6 +1,7 @@
 #include "fvi/program/output.h"
 
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -161,6 +162,36 @@ void MetricsWriter::row(int round, double elbo, double seconds, long long sent, 
   out_ << round << ',' << std::setprecision(10) << elbo << ',' << seconds << ',' << sent << ',' << received;
   for (const auto& [k, v] : extra) out_ << ',' << v;
   out_ << '\n' << std::flush;
+}
+
+std::string human_bytes(long long b) {
+  char buf[32];
+  if (b < 10 * 1024) std::snprintf(buf, sizeof buf, "%lld B", b);
+  else if (b < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.1f MB", b / 1048576.0);
+  return buf;
+}
+
+long output_draws(const engine::Settings& settings, Eigen::Index parameters) {
+  if (settings.has("output_draws")) return settings.integer("output_draws", 1000);
+  return std::max(10L, std::min(1000L, long(10000000 / std::max<Eigen::Index>(1, parameters))));
+}
+
+void print_posterior(const std::string& what, const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& draws,
+                     const Eigen::VectorXd& mean, const Eigen::VectorXd& sd) {
+  std::printf("posterior (mean, sd) of %s:\n", what.c_str());
+  for (const VariableLayout& v : layout) {
+    const int64_t shown = std::min<int64_t>(v.elements(), 8);
+    for (int64_t e = 0; e < shown; ++e) {
+      const int64_t k = v.offset + e;
+      const double m = v.transform == FVI_IDENTITY ? mean[k] : draws.row(k).mean();
+      const double s = v.transform == FVI_IDENTITY ? sd[k] : std::sqrt((draws.row(k).array() - m).square().mean());
+      std::printf("  %s%s  %10.4f  %9.4f\n", v.name.c_str(),
+                  v.dims.empty() ? "" : ("[" + std::to_string(e + 1) + "]").c_str(), m, s);
+    }
+    if (shown < v.elements())
+      std::printf("  %s: %lld more in posterior.json\n", v.name.c_str(), (long long)(v.elements() - shown));
+  }
 }
 
 }  // namespace fvi::program

@@ -1,6 +1,10 @@
 #include "fvi/program/predictive.h"
 
 #include <cmath>
+#include <cstdio>
+
+#include "fvi/data/readers.h"
+#include "fvi/data/validate.h"
 
 namespace fvi::program {
 
@@ -57,6 +61,38 @@ PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::Matrix
   if (dist == "bernoulli_logit" || dist == "categorical_logit") m.accuracy = correct / double(n);
   if (dist == "normal") m.rmse = std::sqrt(squared / double(n));
   return m;
+}
+
+std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std::string, double>>& columns) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "  test lpd %.4f", m.mean_log_density);
+  std::string text = buf;
+  columns.push_back({"test_log_density", m.mean_log_density});
+  if (m.accuracy >= 0) {
+    columns.push_back({"test_accuracy", m.accuracy});
+    std::snprintf(buf, sizeof buf, "  accuracy %.4f", m.accuracy);
+    text += buf;
+  }
+  if (m.rmse >= 0) {
+    columns.push_back({"test_rmse", m.rmse});
+    std::snprintf(buf, sizeof buf, "  rmse %.4f", m.rmse);
+    text += buf;
+  }
+  return text;
+}
+
+HeldOut load_held_out(const fvi_model& model, const std::string& path, const data::DataSet& public_data,
+                      engine::Precision precision) {
+  data::DataSet test = data::load_test_data(path);
+  data::Problems problems;
+  data::validate_party(*model.data_table, data::Party::Silo, test, public_data, problems);
+  if (!problems.empty()) throw data::DataError(problems.text());
+  HeldOut out;
+  out.data = std::make_unique<data::DataSet>(std::move(test).merged(public_data));
+  for (int f = 0; f < model.factor_count && !out.likelihood; ++f)
+    if (model.factors[f].kind == FVI_LIKELIHOOD && model.factors[f].owner == FVI_SILO)
+      out.likelihood = std::make_unique<engine::BoundFactor>(model, f, out.data->view(), precision);
+  return out;
 }
 
 }  // namespace fvi::program

@@ -1,5 +1,7 @@
 #include "fvi/program/pvi_rounds.h"
 
+#include "fvi/program/parallel.h"
+
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
@@ -7,27 +9,6 @@
 
 namespace fvi::program {
 
-namespace {
-
-// Runs f(k) for every silo k on a thread of its own and rethrows the first failure.
-template <class F>
-void for_each_silo_in_parallel(int silos, F f) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(silos);
-  for (int k = 0; k < silos; ++k)
-    threads.emplace_back([&, k] {
-      try {
-        f(k);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-}  // namespace
 
 template <class Q>
 PviRounds<Q>::PviRounds(Server& server, std::vector<Client*> clients, std::string schedule)

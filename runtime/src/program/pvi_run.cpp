@@ -20,21 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string human_bytes(long long b) {
-  char buf[32];
-  if (b < 10 * 1024) std::snprintf(buf, sizeof buf, "%lld B", b);
-  else if (b < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.1f MB", b / 1048576.0);
-  return buf;
-}
-
-// Draws written to draws.csv: output_draws, or by default 1000 (CmdStan's) but no more than keep
-// the file near 10 million values (a 784-200-10 network has 159,010 parameters), and at least 10.
-long output_draws(const engine::Settings& settings, Eigen::Index parameters) {
-  if (settings.has("output_draws")) return settings.integer("output_draws", 1000);
-  return std::max(10L, std::min(1000L, long(10000000 / std::max<Eigen::Index>(1, parameters))));
-}
-
 template <class Q>
 int run(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
         const SimArguments& args) {
@@ -59,19 +44,9 @@ int run(const fvi_model& model, const ModelDescription& description, const engin
   for (int k = 0; k < S; ++k) clients.push_back(std::make_unique<Client>(model, silo_data[k].view(), k + 1, options));
   const std::vector<VariableLayout> layout = variable_layout(model, "global", server_data.view());
 
-  // Held-out data: one silo's variables, checked like a silo's.
-  std::optional<data::DataSet> test_data;
-  std::unique_ptr<engine::BoundFactor> test_likelihood;
-  if (!args.test.empty()) {
-    data::DataSet test = data::load_test_data(args.test);
-    data::Problems problems;
-    data::validate_party(*model.data_table, data::Party::Silo, test, dir.public_data, problems);
-    if (!problems.empty()) throw data::DataError(problems.text());
-    test_data = std::move(test).merged(dir.public_data);
-    for (int f = 0; f < model.factor_count && !test_likelihood; ++f)
-      if (model.factors[f].kind == FVI_LIKELIHOOD && model.factors[f].owner == FVI_SILO)
-        test_likelihood = std::make_unique<engine::BoundFactor>(model, f, test_data->view(), options.precision);
-  }
+  HeldOut held_out;
+  if (!args.test.empty()) held_out = load_held_out(model, args.test, dir.public_data, options.precision);
+  engine::BoundFactor* test_likelihood = held_out.likelihood.get();
 
   if (!args.quiet) {
     std::printf("%s: method = pvi, family = %s, silos = %d, rounds = %ld, schedule = %s\n", description.name,
@@ -106,20 +81,7 @@ int run(const fvi_model& model, const ModelDescription& description, const engin
       CounterRng rng(RngKey{options.seed, 0, 0, rng_stream::kUserStream + 2});  // the same draws every round
       const Q q = server.distribution();
       const PredictiveMetrics pm = predictive_metrics(*test_likelihood, q.sample(rng.normal(q.dim(), predictive_draws)));
-      extra.push_back({"test_log_density", pm.mean_log_density});
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "  test lpd %.4f", pm.mean_log_density);
-      test_text = buf;
-      if (pm.accuracy >= 0) {
-        extra.push_back({"test_accuracy", pm.accuracy});
-        std::snprintf(buf, sizeof buf, "  accuracy %.4f", pm.accuracy);
-        test_text += buf;
-      }
-      if (pm.rmse >= 0) {
-        extra.push_back({"test_rmse", pm.rmse});
-        std::snprintf(buf, sizeof buf, "  rmse %.4f", pm.rmse);
-        test_text += buf;
-      }
+      test_text = report_metrics(pm, extra);
     }
     metrics.row(int(r), elbo, seconds, sent, received, extra);
     if (!args.quiet) {
@@ -137,19 +99,7 @@ int run(const fvi_model& model, const ModelDescription& description, const engin
   write_posterior_json(args.output + "/posterior.json", summary, layout, x, q.mean(), engine::GaussianFamily<Q>::sd(q));
   write_draws_csv(args.output + "/draws.csv", description.name, layout, x, q.log_density(u), settings.entries());
   if (!args.quiet) {
-    std::printf("posterior (mean, sd) of the global parameters:\n");
-    const Eigen::VectorXd sd = engine::GaussianFamily<Q>::sd(q);
-    for (const VariableLayout& v : layout) {
-      const int64_t shown = std::min<int64_t>(v.elements(), 8);
-      for (int64_t e = 0; e < shown; ++e) {
-        const int64_t k = v.offset + e;
-        const double m = v.transform == FVI_IDENTITY ? q.mean()[k] : x.row(k).mean();
-        const double s = v.transform == FVI_IDENTITY ? sd[k] : std::sqrt((x.row(k).array() - m).square().mean());
-        std::printf("  %s%s  %10.4f  %9.4f\n", v.name.c_str(),
-                    v.dims.empty() ? "" : ("[" + std::to_string(e + 1) + "]").c_str(), m, s);
-      }
-      if (shown < v.elements()) std::printf("  %s: %lld more in posterior.json\n", v.name.c_str(), (long long)(v.elements() - shown));
-    }
+    print_posterior("the global parameters", layout, x, q.mean(), engine::GaussianFamily<Q>::sd(q));
     std::printf("wrote %s/posterior.json, draws.csv, metrics.csv\n", args.output.c_str());
   }
   return 0;

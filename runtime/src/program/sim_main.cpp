@@ -7,6 +7,7 @@
 
 #include "fvi/engine/settings.h"
 #include "fvi/program/pvi_run.h"
+#include "fvi/program/sfvi_run.h"
 #include "fvi/program/sim.h"
 
 // OpenBLAS's thread count (weak: absent when another BLAS is linked).
@@ -89,6 +90,8 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     std::string method = settings.name("method", description.method);
     if (method == "auto") method = description.method;
     if (method == "pvi") return run_pvi(model, description, settings, args);
+    if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
+      return run_sfvi(model, description, settings, args, method);
     std::fprintf(stderr, "%s: method = %s is not implemented in NAME-sim yet\n", argv[0], method.c_str());
     return 3;
   } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include "fvi/engine/pvi.h"
 #include "fvi/loss/likelihood_loss.h"
 #include "support/gradient_check.h"
+#include "abi_data.h"
 
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
 extern "C" const fvi_model* fvi_model_linreg_conjugate(void);
@@ -19,37 +20,9 @@ extern "C" const fvi_model* fvi_model_hier_logreg(void);
 namespace {
 
 using fvi::engine::BoundFactor;
-
-// Owned data with its ABI view.
-struct Data {
-  std::vector<std::string> names;
-  std::vector<Eigen::MatrixXd> values;
-  std::vector<const char*> ptrs;
-  std::vector<fvi_tensor> tensors;
-  fvi_data view;
-  void add(const std::string& n, Eigen::MatrixXd v) {
-    names.push_back(n);
-    values.push_back(std::move(v));
-  }
-  const fvi_data& abi() {
-    ptrs.clear();
-    tensors.clear();
-    for (size_t i = 0; i < names.size(); ++i) {
-      ptrs.push_back(names[i].c_str());
-      tensors.push_back(fvi_tensor{values[i].data(), values[i].rows(), values[i].cols(), 1});
-    }
-    view = fvi_data{int(names.size()), ptrs.data(), tensors.data()};
-    return view;
-  }
-};
-
-Eigen::MatrixXd scalar(double v) { return Eigen::MatrixXd::Constant(1, 1, v); }
-
-int factor_named(const fvi_model& m, const std::string& name) {
-  for (int f = 0; f < m.factor_count; ++f)
-    if (name == m.factors[f].name) return f;
-  return -1;
-}
+using fvic::test::Data;
+using fvic::test::factor_named;
+using fvic::test::scalar;
 
 Data logreg_data(int n, int d, std::mt19937_64& rng) {
   std::normal_distribution<double> normal;

@@ -36,6 +36,8 @@ class BoundFactor {
 
   const fvi_factor_info& info() const { return model_->factors[factor_]; }
   const std::string& name() const { return name_; }
+  // The name of the i-th input group the factor reads ("global", "local", "hyper", ...).
+  std::string group_name(int i) const { return model_->group_names[info().groups[i]]; }
   // Rows of the factor's observations (1 for a density).
   int64_t rows() const { return rows_; }
 

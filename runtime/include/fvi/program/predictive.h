@@ -3,8 +3,12 @@
 // observation, log (1/S) sum_s p(y_i | theta_s), and accuracy (bernoulli_logit,
 // categorical_logit: the class with the highest predictive probability) or RMSE (normal: the
 // predictive mean).
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "fvi/data/dataset.h"
 #include "fvi/engine/bound_factor.h"
 
 namespace fvi::program {
@@ -18,5 +22,18 @@ struct PredictiveMetrics {
 
 // `draws`: the global parameters, size x S. Evaluated in blocks of `block` rows.
 PredictiveMetrics predictive_metrics(engine::BoundFactor& likelihood, const Eigen::MatrixXd& draws, int64_t block = 2048);
+
+// Appends the metrics' columns (test_log_density, test_accuracy, test_rmse) to `columns` and
+// returns their text for a progress line ("  test lpd -0.5825  accuracy 0.7400").
+std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std::string, double>>& columns);
+
+// Held-out data (`--test FILE`): one silo's variables, checked like a silo's against the model's
+// declarations, with the model's silo likelihood bound to them. The data must outlive `likelihood`.
+struct HeldOut {
+  std::unique_ptr<data::DataSet> data;
+  std::unique_ptr<engine::BoundFactor> likelihood;
+};
+HeldOut load_held_out(const fvi_model& model, const std::string& path, const data::DataSet& public_data,
+                      engine::Precision precision = engine::Precision::kFloat64);
 
 }  // namespace fvi::program

@@ -1,0 +1,182 @@
+#pragma once
+// Structured federated VI (seed 002): SFVI (Algorithm 1), SFVI-Avg(m) (Algorithm 2) and the
+// independent baseline, for models with `global` and `local` parameters and `hyperparameters`.
+//
+// The ELBO splits as (spec 002 §2.2, with the digest's correction: the local prior is the silo's)
+//     L = E[log p_theta(Z_G) - log q(Z_G)]                                       server
+//       + sum_j E[log p_theta(y_j, Z_{L_j} | Z_G) - log q(Z_{L_j} | Z_G)]        silo j
+// The server holds eta_G (the global block of the structured Gaussian, spec 002 §2.5) and the
+// point-estimated hyperparameters theta; silo j holds eta_{L_j}, which never leaves it. Every
+// gradient is the sticking-the-landing estimator (seed 002 Eq. 6) unless `estimator = standard`.
+// The engine never sees the model: it calls the compiled factors through the kernel ABI.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fvi/engine/bound_factor.h"
+#include "fvi/engine/settings.h"
+#include "fvi/family/structured_gaussian.h"
+#include "fvi/optim/adam.h"
+
+namespace fvi::engine {
+
+struct SfviOptions {
+  // The structure of the family (spec 002 §2.5): meanfield = none of these; structured = a
+  // correlated global block and locals coupled to the globals (C_j); fullrank adds correlated
+  // local blocks (L_j).
+  bool correlated_global = false, coupled = false, correlated_local = false;
+  bool stl = true;         // estimator: sticking-the-landing (true) or standard (closed-form entropy)
+  double lr = 0.01;        // Adam, server and silos alike
+  long mc_samples = 1;     // draws per gradient estimate
+  long batch_size = 0;     // rows per step in each silo (0: all rows)
+  long avg_steps = 10;     // SFVI-Avg: local steps between averagings
+  double init_sd = 0.135;  // initial sd of every variational block (sigma = exp(-2), as the authors' code)
+  uint64_t seed = 1;
+
+  static SfviOptions from(const Settings& settings);
+};
+
+// What the server sends every silo each iteration (seed 002 Alg. 1 step 2): eta_G, theta, and
+// the key of eps_G (the silo draws the same eps_G from it: a seed instead of n_G x S numbers).
+struct SfviBroadcast {
+  Eigen::VectorXd global_params;  // eta_G (StructuredGlobalGaussian::params order)
+  Eigen::VectorXd hyper;          // theta, unconstrained
+  uint32_t round = 0;             // eps_G = the server's global-noise stream of this round
+};
+
+// What silo j returns (Alg. 1 step 8): g_j^eta (seed 002 Eq. 10) and g_j^theta (Eq. 13), both
+// gradients of the ELBO (to maximise), and its ELBO term's estimate (for progress only).
+struct SfviContribution {
+  Eigen::VectorXd d_global, d_hyper;
+  double elbo_term = 0;
+};
+
+// What SFVI-Avg and the independent fit return after their local steps (Alg. 2).
+struct SfviLocalFit {
+  Eigen::VectorXd global_params, hyper;
+  double elbo_term = 0;  // the silo's last local objective (for progress only)
+};
+
+// Flat messages (what crosses the network) and back.
+std::vector<double> pack(const SfviBroadcast& m);
+SfviBroadcast unpack_broadcast(const std::vector<double>& message, Eigen::Index global_params, Eigen::Index hyper);
+std::vector<double> pack(const SfviContribution& m);
+SfviContribution unpack_contribution(const std::vector<double>& message, Eigen::Index global_params, Eigen::Index hyper);
+std::vector<double> pack(const SfviLocalFit& m);
+SfviLocalFit unpack_local_fit(const std::vector<double>& message, Eigen::Index global_params, Eigen::Index hyper);
+
+// eps_G of `round`: n_G x S standard normals from the server's global-noise stream.
+Eigen::MatrixXd global_noise(uint64_t seed, uint32_t round, Eigen::Index n, long draws);
+
+// The input groups a factor reads, bound to this party's values: "global" -> Z_G (n_G x S),
+// "local" -> Z_L (m x S), "hyper" -> theta (h x 1).
+struct GroupValues {
+  const Eigen::MatrixXd* global = nullptr;
+  const Eigen::MatrixXd* local = nullptr;
+  const Eigen::MatrixXd* hyper = nullptr;
+};
+
+// A sum of factors, log p(...) per draw, and its gradient with respect to each group.
+class LogDensity {
+ public:
+  void add(std::unique_ptr<BoundFactor> factor) { factors_.push_back(std::move(factor)); }
+  bool empty() const { return factors_.empty(); }
+  int64_t rows() const;  // rows of the likelihoods (0 if none)
+
+  struct Value {
+    Eigen::VectorXd per_draw;  // log p for each draw (S)
+    Eigen::MatrixXd d_global, d_local;  // n x S, m x S (empty if the group is absent)
+    Eigen::VectorXd d_hyper;            // h, summed over the draws
+  };
+  // Likelihood rows [begin, begin + count) (count < 0: all), scaled by `likelihood_scale`;
+  // densities (priors) scaled by `density_scale`.
+  Value evaluate(const GroupValues& values, long draws, Eigen::Index global_dim, Eigen::Index local_dim,
+                 Eigen::Index hyper_dim, int64_t begin, int64_t count, double likelihood_scale,
+                 double density_scale, bool with_gradient);
+
+ private:
+  std::vector<std::unique_ptr<BoundFactor>> factors_;
+};
+
+class SfviServer {
+ public:
+  // `data`: the public and server data; the server density is log p_theta(Z_G).
+  SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions options);
+
+  Eigen::Index global_dim() const { return global_dim_; }
+  Eigen::Index hyper_dim() const { return hyper_dim_; }
+  const StructuredGlobalGaussian<double>& q() const { return q_; }
+  const Eigen::VectorXd& hyper() const { return hyper_; }
+
+  SfviBroadcast broadcast(uint32_t round) const;
+  // Alg. 1 steps 9-11: sums the silos' gradients, adds the server's own terms (seed 002 Eqs. 9,
+  // 12) at the eps_G it broadcast, and takes one Adam step. Returns the ELBO estimate (server
+  // term plus the silos' terms).
+  double step(const std::vector<SfviContribution>& contributions, uint32_t round);
+  // The server's terms alone (for the tests): gradient with respect to (eta_G, theta) and the
+  // ELBO term, at the given eps_G.
+  SfviContribution server_term(const Eigen::MatrixXd& eps_global);
+  // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
+  void average(const std::vector<SfviLocalFit>& fits);
+  void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
+
+ private:
+  SfviOptions options_;
+  LogDensity prior_;
+  Eigen::Index global_dim_ = 0, hyper_dim_ = 0;
+  StructuredGlobalGaussian<double> q_;
+  Eigen::VectorXd hyper_;
+  Adam<double> adam_;
+};
+
+class SfviSilo {
+ public:
+  // `data`: this silo's data together with the public data. `global_prior` binds the server
+  // density here too (SFVI-Avg and the independent fit need log p_theta(Z_G) in the silo); it
+  // fails, naming the variable, if the global priors read server data.
+  SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviOptions options, bool global_prior);
+
+  int silo() const { return silo_; }
+  Eigen::Index local_dim() const { return local_dim_; }
+  int64_t observations() const { return likelihood_rows_; }
+  const StructuredLocalGaussian<double>& q() const { return q_; }
+
+  // SFVI, Alg. 1 steps 3-8: draws eps_L, computes g_j^eta and g_j^theta, steps its own Adam on
+  // eta_{L_j} (Eq. 11), and returns the gradients. `iteration` picks the minibatch and the noise.
+  SfviContribution contribute(const SfviBroadcast& message, uint32_t iteration);
+
+  // SFVI-Avg (Alg. 2): `steps` local steps on (eta_G, theta, eta_{L_j}) from the broadcast
+  // values, with log p(y_j, Z_L | Z_G) scaled by `scale` (n / n_j; 1 for the independent fit).
+  SfviLocalFit fit_locally(const SfviBroadcast& message, long steps, double scale, uint32_t round);
+
+  // The gradients of this silo's ELBO term at given noise (no step; for the tests).
+  SfviContribution gradient(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                            const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local, double scale,
+                            Eigen::VectorXd* d_local);
+  const Eigen::VectorXd& local_params() const { return local_params_; }
+  void set_local_params(const Eigen::VectorXd& params);
+
+ private:
+  // Rows [begin, begin + count) of the minibatch of `iteration`, and the likelihood's scale.
+  void minibatch(uint32_t iteration, int64_t& begin, int64_t& count, double& scale) const;
+  Eigen::MatrixXd local_noise(uint32_t iteration, long draws) const;
+  // The silo's gradients with the likelihood rows [begin, begin + count) scaled by
+  // likelihood_scale and the local prior by density_scale.
+  SfviContribution gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                               const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local, int64_t begin,
+                               int64_t count, double likelihood_scale, double density_scale, Eigen::VectorXd* d_local);
+
+  int silo_;
+  SfviOptions options_;
+  LogDensity joint_;   // log p(y_j, Z_L | Z_G): the silo density and the likelihoods
+  LogDensity prior_;   // log p(Z_G), when bound (global_prior)
+  Eigen::Index global_dim_ = 0, local_dim_ = 0, hyper_dim_ = 0;
+  int64_t likelihood_rows_ = 0;
+  Eigen::VectorXd local_params_;
+  StructuredLocalGaussian<double> q_;
+  Adam<double> adam_;
+  std::vector<long> batch_order_;
+};
+
+}  // namespace fvi::engine

@@ -1,0 +1,434 @@
+#include "fvi/engine/sfvi.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include "fvi/divergence/wasserstein_barycenter.h"
+#include "fvi/rng.h"
+
+namespace fvi::engine {
+
+SfviOptions SfviOptions::from(const Settings& s) {
+  SfviOptions o;
+  const std::string family = s.name("family", "meanfield");
+  if (family == "structured" || family == "fullrank") o.correlated_global = o.coupled = true;
+  if (family == "fullrank") o.correlated_local = true;
+  if (family != "meanfield" && family != "structured" && family != "fullrank")
+    throw std::invalid_argument("family = " + family + " is not an SFVI family (meanfield, structured, fullrank)");
+  o.stl = s.name("estimator", "stl") == "stl";
+  o.lr = s.number("lr", 0.01);
+  o.mc_samples = s.integer("mc_samples", 1);
+  o.batch_size = s.integer("batch_size", 0);
+  o.avg_steps = s.integer("avg_steps", 10);
+  o.init_sd = s.number("init_sd", std::exp(-2.0));
+  o.seed = static_cast<uint64_t>(s.integer("seed", 1));
+  return o;
+}
+
+// ---- messages ------------------------------------------------------------------------------
+
+namespace {
+
+void append(std::vector<double>& out, const Eigen::VectorXd& v) { out.insert(out.end(), v.data(), v.data() + v.size()); }
+
+// Reads `n` values at `at`, refusing a short or non-finite message (it names the field).
+Eigen::VectorXd take(const std::vector<double>& in, size_t& at, Eigen::Index n, const char* what) {
+  if (at + size_t(n) > in.size())
+    throw std::invalid_argument(std::string("SFVI message too short for ") + what);
+  Eigen::VectorXd v = Eigen::Map<const Eigen::VectorXd>(in.data() + at, n);
+  if (!v.allFinite()) throw std::invalid_argument(std::string("SFVI message: ") + what + " is not finite");
+  at += size_t(n);
+  return v;
+}
+
+void expect_end(const std::vector<double>& in, size_t at) {
+  if (at != in.size()) throw std::invalid_argument("SFVI message has " + std::to_string(in.size() - at) + " extra values");
+}
+
+}  // namespace
+
+namespace {
+
+// Every SFVI message is two vectors and one number: (eta_G, theta, round) down; (g_eta,
+// g_theta, ELBO term) or (eta_G, theta, ELBO term) up.
+std::vector<double> pack_parts(const Eigen::VectorXd& a, const Eigen::VectorXd& b, double c) {
+  std::vector<double> out;
+  append(out, a);
+  append(out, b);
+  out.push_back(c);
+  return out;
+}
+
+struct Parts {
+  Eigen::VectorXd a, b;
+  double c = 0;
+};
+
+Parts unpack_parts(const std::vector<double>& in, Eigen::Index na, Eigen::Index nb, const char* a, const char* b,
+                   const char* c) {
+  Parts p;
+  size_t at = 0;
+  p.a = take(in, at, na, a);
+  p.b = take(in, at, nb, b);
+  p.c = take(in, at, 1, c)[0];
+  expect_end(in, at);
+  return p;
+}
+
+}  // namespace
+
+std::vector<double> pack(const SfviBroadcast& m) { return pack_parts(m.global_params, m.hyper, double(m.round)); }
+
+SfviBroadcast unpack_broadcast(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
+  Parts p = unpack_parts(in, np, nh, "eta_G", "theta", "round");
+  if (p.c < 0 || p.c != std::floor(p.c) || p.c > 4294967295.0) throw std::invalid_argument("SFVI message: bad round");
+  return {std::move(p.a), std::move(p.b), uint32_t(p.c)};
+}
+
+std::vector<double> pack(const SfviContribution& m) { return pack_parts(m.d_global, m.d_hyper, m.elbo_term); }
+
+SfviContribution unpack_contribution(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
+  Parts p = unpack_parts(in, np, nh, "g_eta", "g_theta", "ELBO term");
+  return {std::move(p.a), std::move(p.b), p.c};
+}
+
+std::vector<double> pack(const SfviLocalFit& m) { return pack_parts(m.global_params, m.hyper, m.elbo_term); }
+
+SfviLocalFit unpack_local_fit(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
+  Parts p = unpack_parts(in, np, nh, "eta_G", "theta", "ELBO term");
+  return {std::move(p.a), std::move(p.b), p.c};
+}
+
+Eigen::MatrixXd global_noise(uint64_t seed, uint32_t round, Eigen::Index n, long draws) {
+  CounterRng rng(RngKey{seed, 0, round, rng_stream::kGlobalNoise});
+  return rng.normal(n, draws);
+}
+
+// ---- log densities through the kernels -------------------------------------------------------
+
+int64_t LogDensity::rows() const {
+  int64_t n = 0;
+  for (const auto& f : factors_)
+    if (f->info().kind == FVI_LIKELIHOOD) n = std::max(n, f->rows());
+  return n;
+}
+
+LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Eigen::Index global_dim,
+                                       Eigen::Index local_dim, Eigen::Index hyper_dim, int64_t begin, int64_t count,
+                                       double likelihood_scale, double density_scale, bool with_gradient) {
+  Value out;
+  out.per_draw = Eigen::VectorXd::Zero(draws);
+  if (with_gradient) {
+    if (values.global) out.d_global = Eigen::MatrixXd::Zero(global_dim, draws);
+    if (values.local) out.d_local = Eigen::MatrixXd::Zero(local_dim, draws);
+    out.d_hyper = Eigen::VectorXd::Zero(hyper_dim);
+  }
+  for (auto& f : factors_) {
+    const bool likelihood = f->info().kind == FVI_LIKELIHOOD;
+    const double scale = likelihood ? likelihood_scale : density_scale;
+    std::vector<Eigen::MatrixXd> inputs;
+    std::vector<char> which;
+    for (int g = 0; g < f->info().group_count; ++g) {
+      const std::string name = f->group_name(g);
+      const Eigen::MatrixXd* v = name == "global" ? values.global
+                                 : name == "local" ? values.local
+                                 : name == "hyper" ? values.hyper
+                                                   : nullptr;
+      if (!v) throw ModelError(f->name() + ": reads the " + name + " group, which SFVI does not provide here");
+      inputs.push_back(*v);
+      which.push_back(name[0]);
+    }
+    const auto& lp = likelihood ? f->forward(begin, count, inputs) : f->forward(0, -1, inputs);
+    out.per_draw += scale * lp.colwise().sum().transpose();
+    if (!with_gradient) continue;
+    const Eigen::MatrixXd seed = Eigen::MatrixXd::Constant(lp.rows(), lp.cols(), scale);
+    const std::vector<Eigen::MatrixXd> d = f->backward({&seed});
+    for (size_t g = 0; g < d.size(); ++g) {
+      if (which[g] == 'g') out.d_global += d[g];
+      else if (which[g] == 'l') out.d_local += d[g];
+      else out.d_hyper += d[g].rowwise().sum();
+    }
+  }
+  return out;
+}
+
+namespace {
+
+Eigen::Index size_of(const fvi_model& model, const char* group, const fvi_data& data) {
+  return std::max<int64_t>(0, group_size(model, group, data));
+}
+
+// Adds the factors of `kind` owned by `owner` to `into`.
+void bind(LogDensity& into, const fvi_model& model, const fvi_data& data, int owner, int kind) {
+  for (int f = 0; f < model.factor_count; ++f)
+    if (model.factors[f].owner == owner && model.factors[f].kind == kind)
+      into.add(std::make_unique<BoundFactor>(model, f, data));
+}
+
+// A block's initial parameters: mean 0, sd init_sd, no correlation or coupling.
+Eigen::VectorXd initial_global(Eigen::Index n, const SfviOptions& o) {
+  StructuredGlobalGaussian<double> q = o.correlated_global
+                                           ? StructuredGlobalGaussian<double>(Eigen::VectorXd::Zero(n),
+                                                                              Eigen::VectorXd::Constant(n, std::log(o.init_sd)),
+                                                                              Eigen::MatrixXd::Identity(n, n))
+                                           : StructuredGlobalGaussian<double>(Eigen::VectorXd::Zero(n),
+                                                                              Eigen::VectorXd::Constant(n, std::log(o.init_sd)));
+  return q.params();
+}
+
+// The entropy's gradient with respect to the log-sds (the standard estimator's closed form).
+void add_entropy_gradient(Eigen::VectorXd& g, Eigen::Index first_log_sd, Eigen::Index n) {
+  g.segment(first_log_sd, n).array() += 1.0;
+}
+
+AdamOptions adam_options(double lr) {
+  AdamOptions a;
+  a.learning_rate = StepSizeSchedule(lr);
+  return a;
+}
+
+}  // namespace
+
+// ---- server ----------------------------------------------------------------------------------
+
+SfviServer::SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions options)
+    : options_(options),
+      global_dim_(size_of(model, "global", data)),
+      hyper_dim_(size_of(model, "hyper", data)),
+      q_(StructuredGlobalGaussian<double>::from_params(initial_global(global_dim_, options), global_dim_,
+                                                       options.correlated_global)),
+      hyper_(Eigen::VectorXd::Zero(hyper_dim_)),
+      adam_(q_.num_params() + hyper_dim_, adam_options(options.lr)) {
+  bind(prior_, model, data, FVI_SERVER, FVI_DENSITY);
+  if (global_dim_ == 0) throw ModelError("SFVI needs global parameters; this model has none");
+}
+
+SfviBroadcast SfviServer::broadcast(uint32_t round) const { return {q_.params(), hyper_, round}; }
+
+SfviContribution SfviServer::server_term(const Eigen::MatrixXd& eps) {
+  const long S = eps.cols();
+  const Eigen::MatrixXd z = q_.sample(eps);
+  const Eigen::MatrixXd theta = hyper_;
+  GroupValues values{&z, nullptr, &theta};
+  SfviContribution out;
+  LogDensity::Value lp;
+  if (!prior_.empty()) lp = prior_.evaluate(values, S, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
+  else lp = {Eigen::VectorXd::Zero(S), Eigen::MatrixXd::Zero(global_dim_, S), {}, Eigen::VectorXd::Zero(hyper_dim_)};
+  // seed 002 Eq. 9, first term; Eq. 12, first term (the hyperparameters' prior and global priors).
+  const Eigen::MatrixXd cotangent = options_.stl ? Eigen::MatrixXd(lp.d_global - q_.score(z)) : lp.d_global;
+  out.d_global = q_.vjp(eps, cotangent) / double(S);
+  if (!options_.stl) add_entropy_gradient(out.d_global, global_dim_, global_dim_);
+  out.d_hyper = lp.d_hyper / double(S);
+  out.elbo_term = (lp.per_draw - q_.log_density(z)).mean();
+  return out;
+}
+
+double SfviServer::step(const std::vector<SfviContribution>& contributions, uint32_t round) {
+  SfviContribution total = server_term(global_noise(options_.seed, round, global_dim_, options_.mc_samples));
+  // Alg. 1 step 10: the silos' gradients are summed, not averaged.
+  for (const SfviContribution& c : contributions) {
+    total.d_global += c.d_global;
+    total.d_hyper += c.d_hyper;
+    total.elbo_term += c.elbo_term;
+  }
+  Eigen::VectorXd params(q_.num_params() + hyper_dim_), gradient(params.size());
+  params << q_.params(), hyper_;
+  gradient << -total.d_global, -total.d_hyper;  // Adam minimises; the ELBO is maximised
+  adam_.step(params, gradient);
+  set(params.head(q_.num_params()), params.tail(hyper_dim_));
+  return total.elbo_term;
+}
+
+void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper) {
+  q_ = StructuredGlobalGaussian<double>::from_params(global_params, global_dim_, options_.correlated_global);
+  hyper_ = hyper;
+}
+
+void SfviServer::average(const std::vector<SfviLocalFit>& fits) {
+  std::vector<StructuredGlobalGaussian<double>> qs;
+  Eigen::VectorXd hyper = Eigen::VectorXd::Zero(hyper_dim_);
+  for (const SfviLocalFit& f : fits) {
+    qs.push_back(StructuredGlobalGaussian<double>::from_params(f.global_params, global_dim_, options_.correlated_global));
+    hyper += f.hyper / double(fits.size());  // Alg. 2: theta <- J^-1 sum_j theta_j
+  }
+  // seed 002 Eqs. 14-15: the 2-Wasserstein barycenter (closed form for a diagonal block).
+  StructuredGlobalGaussian<double> b = wasserstein_barycenter(qs);
+  if (options_.correlated_global && !b.correlated())
+    b = StructuredGlobalGaussian<double>(b.mean(), b.log_sd(), Eigen::MatrixXd::Identity(global_dim_, global_dim_));
+  set(b.params(), hyper);
+}
+
+// ---- silo ------------------------------------------------------------------------------------
+
+SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviOptions options, bool global_prior)
+    : silo_(silo),
+      options_(options),
+      global_dim_(size_of(model, "global", data)),
+      local_dim_(size_of(model, "local", data)),
+      hyper_dim_(size_of(model, "hyper", data)),
+      adam_(1, adam_options(options.lr)) {
+  bind(joint_, model, data, FVI_SILO, FVI_DENSITY);
+  bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
+  if (global_prior) {
+    try {
+      bind(prior_, model, data, FVI_SERVER, FVI_DENSITY);
+    } catch (const ModelError& e) {
+      throw ModelError(std::string("silo ") + std::to_string(silo) +
+                       ": SFVI-Avg and the independent fit evaluate the global priors in each silo, but " + e.what());
+    }
+  }
+  likelihood_rows_ = joint_.rows();
+  const Eigen::Index m = local_dim_, n = global_dim_;
+  // Initial local block: mean 0, sd init_sd, C_j = 0, L_j = I.
+  StructuredLocalGaussian<double> q0(Eigen::VectorXd::Zero(m), options.coupled ? Eigen::MatrixXd::Zero(m, n) : Eigen::MatrixXd(),
+                                     Eigen::VectorXd::Constant(m, std::log(options.init_sd)),
+                                     options.correlated_local ? Eigen::MatrixXd::Identity(m, m) : Eigen::MatrixXd(), n);
+  set_local_params(q0.params());
+}
+
+void SfviSilo::set_local_params(const Eigen::VectorXd& params) {
+  if (adam_.first_moment().size() != params.size()) adam_ = Adam<double>(params.size(), adam_options(options_.lr));
+  local_params_ = params;
+  q_ = StructuredLocalGaussian<double>::from_params(params, local_dim_, global_dim_, options_.coupled,
+                                                    options_.correlated_local);
+}
+
+Eigen::MatrixXd SfviSilo::local_noise(uint32_t iteration, long draws) const {
+  CounterRng rng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kLocalNoise});
+  return rng.normal(local_dim_, draws);
+}
+
+void SfviSilo::minibatch(uint32_t iteration, int64_t& begin, int64_t& count, double& scale) const {
+  const int64_t n = likelihood_rows_;
+  if (options_.batch_size <= 0 || options_.batch_size >= n) {
+    begin = 0, count = -1, scale = 1;
+    return;
+  }
+  // Contiguous batches visited in a fresh random order each epoch (the kernels take contiguous
+  // rows); the likelihood is scaled by n / |batch| so the estimate stays unbiased.
+  const int64_t batches = (n + options_.batch_size - 1) / options_.batch_size;
+  const uint32_t epoch = uint32_t((iteration - 1) / uint64_t(batches));
+  std::vector<int64_t> order(batches);
+  std::iota(order.begin(), order.end(), 0);
+  CounterRng shuffle(RngKey{options_.seed, uint32_t(silo_), epoch, rng_stream::kMinibatch});
+  std::shuffle(order.begin(), order.end(), shuffle);
+  const int64_t b = order[(iteration - 1) % uint64_t(batches)];
+  begin = b * options_.batch_size;
+  count = std::min<int64_t>(options_.batch_size, n - begin);
+  scale = double(n) / double(count);
+}
+
+SfviContribution SfviSilo::gradient(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                    const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local, double scale,
+                                    Eigen::VectorXd* d_local) {
+  return gradient_at(global, hyper, eps_global, eps_local, 0, -1, scale, scale, d_local);
+}
+
+SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                       const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
+                                       int64_t begin, int64_t count, double likelihood_scale, double density_scale,
+                                       Eigen::VectorXd* d_local) {
+  const long S = eps_global.cols();
+  const Eigen::MatrixXd u = global.offset(eps_global);
+  const Eigen::MatrixXd z_global = u.colwise() + global.mean();
+  const Eigen::MatrixXd z_local = q_.sample(u, eps_local);
+  const Eigen::MatrixXd theta = hyper;
+  GroupValues values{&z_global, local_dim_ > 0 ? &z_local : nullptr, &theta};
+  LogDensity::Value lp = joint_.evaluate(values, S, global_dim_, local_dim_, hyper_dim_, begin, count,
+                                         likelihood_scale, density_scale, true);
+  if (lp.d_local.size() == 0) lp.d_local = Eigen::MatrixXd::Zero(local_dim_, S);
+  // STL (seed 002 Eq. 6): the scores of q(Z_L | Z_G) with its parameters held fixed.
+  Eigen::MatrixXd a = lp.d_global, h = lp.d_local;
+  if (options_.stl) {
+    a -= q_.score_global(z_local, u);
+    h -= q_.score_local(z_local, u);
+  }
+  SfviContribution out;
+  // seed 002 Eq. 10: through Z_G directly, and through Z_L's dependence on u = Z_G - mu_G.
+  out.d_global = (global.vjp(eps_global, a) + global.vjp_offset(eps_global, q_.offset_cotangent(h))) / double(S);
+  out.d_hyper = lp.d_hyper / double(S);  // seed 002 Eq. 13
+  out.elbo_term = (lp.per_draw - q_.log_density(z_local, u)).mean();
+  if (d_local) {
+    *d_local = q_.vjp(u, eps_local, h) / double(S);  // seed 002 Eq. 11
+    if (!options_.stl) {
+      const Eigen::Index first_log_sd = local_dim_ + (options_.coupled ? local_dim_ * global_dim_ : 0);
+      add_entropy_gradient(*d_local, first_log_sd, local_dim_);
+    }
+  }
+  return out;
+}
+
+SfviContribution SfviSilo::contribute(const SfviBroadcast& m, uint32_t iteration) {
+  const StructuredGlobalGaussian<double> global =
+      StructuredGlobalGaussian<double>::from_params(m.global_params, global_dim_, options_.correlated_global);
+  const Eigen::MatrixXd eps_global = global_noise(options_.seed, m.round, global_dim_, options_.mc_samples);
+  int64_t begin = 0, count = -1;
+  double scale = 1;
+  minibatch(iteration, begin, count, scale);
+  Eigen::VectorXd d_local;
+  SfviContribution out = gradient_at(global, m.hyper, eps_global, local_noise(iteration, options_.mc_samples), begin,
+                                     count, scale, 1, &d_local);
+  // Alg. 1 step 7: the silo's own Adam on eta_{L_j}, with the pre-update eta_G.
+  if (local_dim_ > 0) {
+    Eigen::VectorXd params = local_params_;
+    adam_.step(params, -d_local);
+    set_local_params(params);
+  }
+  return out;
+}
+
+SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double scale, uint32_t round) {
+  if (prior_.empty() && global_dim_ > 0)
+    throw ModelError("fit_locally needs the global priors in the silo (construct with global_prior)");
+  StructuredGlobalGaussian<double> global =
+      StructuredGlobalGaussian<double>::from_params(m.global_params, global_dim_, options_.correlated_global);
+  Eigen::VectorXd hyper = m.hyper;
+  const Eigen::Index np = global.num_params();
+  // A fresh optimiser for the copy of (eta_G, theta) each round (the broadcast moved it); the
+  // local block keeps its own Adam across rounds (not stated in seed 002; our choice).
+  Adam<double> adam(np + hyper_dim_, adam_options(options_.lr));
+  SfviLocalFit out;
+  for (long t = 0; t < steps; ++t) {
+    // Local steps draw their own eps_G: nothing is shared within a round. Stream per (round, step).
+    const uint32_t iteration = uint32_t(round) * uint32_t(steps) + uint32_t(t) + 1;
+    CounterRng rng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kUserStream + 10});
+    const Eigen::MatrixXd eps_global = rng.normal(global_dim_, options_.mc_samples);
+    const Eigen::MatrixXd eps_local = rng.normal(local_dim_, options_.mc_samples);
+    int64_t begin = 0, count = -1;
+    double batch_scale = 1;
+    minibatch(iteration, begin, count, batch_scale);
+    Eigen::VectorXd d_local;
+    // Alg. 2: log p(y_j, Z_L | Z_G) scaled by n / n_j; the global prior and entropies are not.
+    SfviContribution g = gradient_at(global, hyper, eps_global, eps_local, begin, count, scale * batch_scale, scale, &d_local);
+    // The server's terms, computed here: log p(Z_G) - log q(Z_G).
+    const Eigen::MatrixXd z = global.sample(eps_global);
+    const Eigen::MatrixXd theta = hyper;
+    GroupValues values{&z, nullptr, &theta};
+    const LogDensity::Value lp = prior_.evaluate(values, options_.mc_samples, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
+    const Eigen::MatrixXd cotangent = options_.stl ? Eigen::MatrixXd(lp.d_global - global.score(z)) : lp.d_global;
+    Eigen::VectorXd d_global = g.d_global + global.vjp(eps_global, cotangent) / double(options_.mc_samples);
+    if (!options_.stl) add_entropy_gradient(d_global, global_dim_, global_dim_);
+    const Eigen::VectorXd d_hyper = g.d_hyper + lp.d_hyper / double(options_.mc_samples);
+    out.elbo_term = g.elbo_term + (lp.per_draw - global.log_density(z)).mean();
+
+    Eigen::VectorXd params(np + hyper_dim_), gradient(np + hyper_dim_);
+    params << global.params(), hyper;
+    gradient << -d_global, -d_hyper;
+    adam.step(params, gradient);
+    global = StructuredGlobalGaussian<double>::from_params(params.head(np), global_dim_, options_.correlated_global);
+    hyper = params.tail(hyper_dim_);
+    if (local_dim_ > 0) {
+      Eigen::VectorXd local = local_params_;
+      adam_.step(local, -d_local);
+      set_local_params(local);
+    }
+  }
+  out.global_params = global.params();
+  out.hyper = hyper;
+  return out;
+}
+
+}  // namespace fvi::engine
