@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""End-to-end checks of SFVI through `fvic run`: usage  check_sfvi.py FVIC CACHE CASE.
+
+  privacy      hier_logreg, SFVI: the server's files hold the global parameters only; each
+               silo's local intercept is in silo-K/posterior.json alone; the bytes counted are
+               exactly the messages of seed 002 Alg. 1 (eta_G and the round down, g_eta and
+               the ELBO term up: no eps_G, no local value), computed here from the sizes.
+  methods      sfvi_avg, independent and a warm-started sfvi run and write their files; the
+               independent fit sends nothing and writes each silo's own global posterior.
+  glmm_nuts    glmm_sixcities (the Six Cities data, 2 silos of 300 and 237 children), structured
+               SFVI: the posterior means of beta agree with long-run NUTS on the pooled data
+               (examples/glmm_sixcities/reference/nuts_summary.json) within 0.25 posterior sd.
+
+Exit 0 on success, 1 with a message on the first failure, 77 (skipped) when an example's data
+is absent.
+"""
+import csv
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_pvi import EXAMPLES, Failure, posterior, require, run_fvic  # noqa: E402
+
+HIER = os.path.join(EXAMPLES, "hier_logreg")
+
+
+def metrics_rows(out):
+    with open(os.path.join(out, "metrics.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def case_privacy(fvic, cache, work):
+    out = os.path.join(work, "sfvi")
+    rounds = 300
+    run_fvic(fvic, cache, os.path.join(HIER, "hier_logreg.fvi"), os.path.join(HIER, "data"), out,
+             ["rounds=%d" % rounds, "mc_samples=2", "refresh=100"])
+    post = posterior(out)
+    require(set(post["variables"]) == {"beta", "tau"},
+            "posterior.json should hold beta and tau only, has %s" % sorted(post["variables"]))
+    with open(os.path.join(out, "draws.csv")) as f:
+        header = next(line for line in f if not line.startswith("#"))
+    require("alpha" not in header, "draws.csv (the server's) names a local variable: " + header)
+    silos = sorted(d for d in os.listdir(os.path.join(HIER, "data")) if d.startswith("silo-"))
+    for s in silos:
+        k = s[len("silo-"):-len(".json")]
+        local = posterior(os.path.join(out, "silo-" + k))
+        require(set(local["variables"]) == {"alpha"}, "silo-%s/posterior.json should hold alpha only" % k)
+    # Bytes: mean-field eta_G of beta (D = 3) and log tau is 2 x 4 numbers; no hyperparameters.
+    with open(os.path.join(HIER, "data", "data.json")) as f:
+        d = json.load(f)["D"]
+    n_params = 2 * (d + 1)
+    per_message = 8 * (n_params + 1)  # eta_G + round down; g_eta + ELBO term up
+    last = metrics_rows(out)[-1]
+    expected = rounds * len(silos) * per_message
+    require(int(last["bytes_sent"]) == expected and int(last["bytes_received"]) == expected,
+            "bytes sent/received %s/%s, expected %d each" % (last["bytes_sent"], last["bytes_received"], expected))
+
+
+def case_methods(fvic, cache, work):
+    model, data = os.path.join(HIER, "hier_logreg.fvi"), os.path.join(HIER, "data")
+    n_silos = len([d for d in os.listdir(data) if d.startswith("silo-")])
+    for method, sets in [("sfvi_avg", ["method=sfvi_avg", "rounds=20", "avg_steps=10"]),
+                         ("independent", ["method=independent", "rounds=20", "avg_steps=10"]),
+                         ("warm", ["warm_start=3", "avg_steps=10", "rounds=100"])]:
+        out = os.path.join(work, method)
+        run_fvic(fvic, cache, model, data, out, sets)
+        rows = metrics_rows(out)
+        require(rows, method + ": metrics.csv is empty")
+        for k in range(1, n_silos + 1):
+            local = posterior(os.path.join(out, "silo-%d" % k))
+            require(set(local["variables"]) == {"alpha"}, "%s: silo-%d/posterior.json" % (method, k))
+        if method == "independent":
+            require(int(rows[-1]["bytes_sent"]) == 0 and int(rows[-1]["bytes_received"]) == 0,
+                    "the independent fit communicated: %s" % rows[-1])
+            require(not os.path.exists(os.path.join(out, "posterior.json")),
+                    "the independent fit has no global posterior of the federation")
+            for k in range(1, n_silos + 1):
+                with open(os.path.join(out, "silo-%d" % k, "global.json")) as f:
+                    g = json.load(f)
+                require(set(g["variables"]) == {"beta", "tau"}, "independent: silo-%d/global.json" % k)
+        else:
+            require(set(posterior(out)["variables"]) == {"beta", "tau"}, method + ": posterior.json")
+            require(int(rows[-1]["bytes_sent"]) > 0, method + ": no bytes counted")
+
+
+def case_glmm_nuts(fvic, cache, work):
+    ex = os.path.join(EXAMPLES, "glmm_sixcities")
+    ref_path = os.path.join(ex, "reference", "nuts_summary.json")
+    if not os.path.exists(ref_path):
+        print("skipped: %s is absent" % ref_path)
+        sys.exit(77)
+    with open(ref_path) as f:
+        ref = json.load(f)
+    out = os.path.join(work, "glmm")
+    run_fvic(fvic, cache, os.path.join(ex, "glmm_sixcities.fvi"), os.path.join(ex, "data"), out, [])
+    beta = posterior(out)["variables"]["beta"]
+    for i in range(4):
+        name = "beta[%d]" % (i + 1)
+        r = ref["parameters"][name]
+        z = abs(beta["mean"][i] - r["mean"]) / r["sd"]
+        print("%s: SFVI %.4f (sd %.4f), NUTS %.4f (sd %.4f): %.3f NUTS sd apart"
+              % (name, beta["mean"][i], beta["sd"][i], r["mean"], r["sd"], z))
+        require(z < 0.25, "%s is %.3f posterior sd from NUTS (limit 0.25)" % (name, z))
+
+
+CASES = {"privacy": case_privacy, "methods": case_methods, "glmm_nuts": case_glmm_nuts}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
+        print("usage: check_sfvi.py FVIC CACHE {%s}" % "|".join(CASES), file=sys.stderr)
+        return 2
+    fvic, cache, case = sys.argv[1:]
+    with tempfile.TemporaryDirectory() as work:
+        try:
+            CASES[case](fvic, cache, work)
+        except Failure as e:
+            print("FAILED:", e, file=sys.stderr)
+            return 1
+    print("ok:", case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
