@@ -31,6 +31,7 @@ constexpr std::uint32_t kGlobalNoise = 1;  // eps_G, drawn by the server (spec 0
 constexpr std::uint32_t kLocalNoise = 2;   // eps_{L_j}, drawn by silo j (Alg. 1 step 4)
 constexpr std::uint32_t kMinibatch = 3;    // minibatch indices
 constexpr std::uint32_t kInitialisation = 4;
+constexpr std::uint32_t kAuxiliaryNoise = 5;  // tau_k behind silo k's auxiliary z_k (seed 004 Eq. 9-10)
 constexpr std::uint32_t kUserStream = 1000;
 }  // namespace rng_stream
 

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "abi_data.h"
+#include "dual.h"
 #include "fvi/engine/sfvi.h"
 
 extern "C" const fvi_model* fvi_model_hier_logreg(void);
@@ -25,32 +26,11 @@ using fvi::engine::SfviOptions;
 using fvi::engine::SfviServer;
 using fvi::engine::SfviSilo;
 using fvic::test::Data;
+using fvic::test::Dual;
+using fvic::test::normal_lpdf;
+using fvic::test::kHalfLog2Pi;
 using fvic::test::scalar;
 using Global = fvi::StructuredGlobalGaussian<double>;
-
-// Forward-mode dual numbers: value and one directional derivative.
-struct Dual {
-  double v = 0, d = 0;
-  Dual(double value = 0, double derivative = 0) : v(value), d(derivative) {}
-};
-Dual operator+(Dual a, Dual b) { return {a.v + b.v, a.d + b.d}; }
-Dual operator-(Dual a, Dual b) { return {a.v - b.v, a.d - b.d}; }
-Dual operator*(Dual a, Dual b) { return {a.v * b.v, a.d * b.v + a.v * b.d}; }
-Dual operator/(Dual a, Dual b) { return {a.v / b.v, (a.d * b.v - a.v * b.d) / (b.v * b.v)}; }
-Dual exp(Dual a) { return {std::exp(a.v), std::exp(a.v) * a.d}; }
-Dual log(Dual a) { return {std::log(a.v), a.d / a.v}; }
-Dual log1p_exp(Dual a) {
-  const double s = 1 / (1 + std::exp(-a.v));
-  return {a.v > 0 ? a.v + std::log1p(std::exp(-a.v)) : std::log1p(std::exp(a.v)), s * a.d};
-}
-
-const double kHalfLog2Pi = 0.5 * std::log(2 * M_PI);
-
-// log N(x; mu, sd), written out.
-Dual normal_lpdf(Dual x, Dual mu, Dual sd) {
-  const Dual z = (x - mu) / sd;
-  return Dual(-kHalfLog2Pi) - Dual(0.5) * z * z - log(sd);
-}
 
 struct Silo {
   Eigen::MatrixXd x;

@@ -1,0 +1,150 @@
+#pragma once
+// Vertical federated VI with auxiliary variables (seed 004): the augmented-variable model
+// (Algorithm 1) and the power-likelihood model (Algorithm 2), for models with `split data` and
+// `split` parameters whose likelihood meets the silos through one `silo_sum`.
+//
+// Silo k holds its columns x_k, its block theta_k (q(theta_k) mean-field Gaussian), its point-
+// estimated `split` hyperparameters h_k, and q(z_k | theta_k) over one auxiliary value per row,
+//     z_ik ~ N(m_ik, rho^2),   m_k = g_k(x_k, theta_k, h_k)   (the silo_sum operand; seed 004 Eq. 6),
+// either mean-field (2N parameters) or amortised (fvi/family/amortized_gaussian.h). The server
+// holds the `global` parameters (q mean-field) and, in the augmented model, the labels.
+//
+// ELBO (seed 004 §3.1, §3.2; per draw, STL throughout):
+//   augmented:  L0 = log p(y | globals, sum_k z_k) + log p(globals) - log q(globals)      server
+//               Lk = sum_i [log N(z_ik; m_ik, rho) - log q(z_ik | theta_k)]
+//                    + log p(theta_k, h_k) - log q(theta_k)                               silo k
+//   power:      the likelihood is (1/J) sum_k log p(y | globals, m_k + sum_{j != k} z_j), term k
+//               evaluated by silo k; the global prior and entropy stay on the server.
+// Each silo keeps the noise behind the z it sent and reuses it when the server's gradient comes
+// back (seed 004 §3.1, "Implementation trick"), so the federated gradient is exactly the
+// gradient of the pooled ELBO estimator at the same noise.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fvi/engine/bound_factor.h"
+#include "fvi/engine/settings.h"
+#include "fvi/family/amortized_gaussian.h"
+#include "fvi/family/mean_field_gaussian.h"
+#include "fvi/optim/adam.h"
+
+namespace fvi::engine {
+
+struct VflOptions {
+  bool power = false;       // method = vfl_power (Alg. 2) instead of vfl_augmented (Alg. 1)
+  double rho = 1.0;         // sd of the coupling z_ik ~ N(m_ik, rho^2)
+  bool amortized = false;   // q_z = amortized (else mean-field)
+  long width = 16, depth = 1;
+  double lr = 0.01;
+  long mc_samples = 1;
+  long local_steps = 1;     // silo steps per iteration; steps after the first hold z fixed
+  double init_sd = 0.135;   // initial sd of q(theta), q(globals) and q(z)
+  double hyper_init_sd = 0.1;  // split hyperparameters (a network body) start N(0, this^2)
+  uint64_t seed = 1;
+
+  static VflOptions from(const Settings& settings, bool power);
+};
+
+// The pieces of one silo's ELBO gradient that depend on the other parties (what crosses the
+// network), and the silo's own term of the ELBO estimate.
+struct VflSiloStep {
+  double elbo_term = 0;
+};
+
+class VflServer {
+ public:
+  // `data`: public and server data. In the augmented model the coupling likelihood is bound here.
+  VflServer(const fvi_model& model, const fvi_data& data, VflOptions options, int silos);
+
+  Eigen::Index global_dim() const { return global_dim_; }
+  int64_t rows() const { return rows_; }
+  const MeanFieldGaussian<double>& q() const { return q_; }
+  void set_params(const Eigen::VectorXd& params) { q_ = MeanFieldGaussian<double>::from_params(params); }
+
+  // The global draws of `iteration` (n_G x S, from the server's noise stream).
+  Eigen::MatrixXd global_noise(uint32_t iteration) const;
+  Eigen::MatrixXd globals(const Eigen::MatrixXd& eps) const { return q_.sample(eps); }
+
+  // Augmented model, Alg. 1 steps 4-6: from the summed z (N x S), the gradient G = dL0/dz_sum
+  // (N x S; the same for every silo) and the server's gradient with respect to q(globals).
+  // Returns L0's estimate.
+  double augmented_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& z_sum, Eigen::MatrixXd& G,
+                            Eigen::VectorXd& d_params);
+  // The server's own terms: log p(globals) - log q(globals) (STL), given the globals' adjoint
+  // from the likelihood (n_G x S, summed over silos in the power model). Returns their estimate.
+  double prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params);
+  // One Adam step on q(globals) with the ELBO gradient d_params.
+  void step(const Eigen::VectorXd& d_params);
+
+ private:
+  VflOptions options_;
+  int silos_;
+  Eigen::Index global_dim_ = 0;
+  int64_t rows_ = 0;
+  std::vector<std::unique_ptr<BoundFactor>> prior_;  // server_density
+  std::unique_ptr<BoundFactor> likelihood_;          // augmented model: the coupling likelihood
+  MeanFieldGaussian<double> q_;
+  Adam<double> adam_;
+};
+
+class VflSilo {
+ public:
+  // `data`: this silo's split data with the public data. In the power model the coupling
+  // likelihood is bound here too (its data must be public).
+  VflSilo(const fvi_model& model, const fvi_data& data, int silo, int silos, VflOptions options);
+
+  int silo() const { return silo_; }
+  int64_t rows() const { return rows_; }
+  Eigen::Index split_dim() const { return split_dim_; }
+  Eigen::Index hyper_dim() const { return hyper_dim_; }
+  // [q(theta) params; h; q(z) params (mean-field mu, log sd, or the network)]
+  const Eigen::VectorXd& params() const { return params_; }
+  void set_params(const Eigen::VectorXd& params);
+  MeanFieldGaussian<double> q_theta() const;
+  Eigen::VectorXd hyper() const { return params_.segment(2 * split_dim_, hyper_dim_); }
+
+  // Alg. 1 step 14 / Alg. 2 step 21: draws theta_k and z_k for `iteration` with fresh noise,
+  // keeps the noise, and returns z_k (N x S).
+  const Eigen::MatrixXd& propose(uint32_t iteration);
+  // The noise behind the last proposal: eps (p_k x S) of theta_k, tau (N x S) of z_k.
+  const Eigen::MatrixXd& kept_theta_noise() const { return eps_; }
+  const Eigen::MatrixXd& kept_z_noise() const { return tau_; }
+  // Power model, Alg. 2 step 9: with the globals' draws and the sum of the other silos' z
+  // (N x S), evaluates this silo's likelihood term (weight 1/J). Returns H_k = d term / d z_sum
+  // (N x S: the gradient the server passes to every other silo) and adds the term's gradient
+  // with respect to the globals to d_globals (n_G x S).
+  Eigen::MatrixXd power_message(const Eigen::MatrixXd& globals, const Eigen::MatrixXd& others_z,
+                                Eigen::MatrixXd& d_globals, double& likelihood_term);
+  // The gradient of this silo's ELBO term at the kept noise (seed 004 Eqs. 11-13, 15-17), given
+  // the adjoint of z_k from the other parties (G, or sum_{j != k} H_j). Returns the term's
+  // estimate (the power model's own likelihood term included).
+  double gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_params);
+  // Alg. 1 steps 9-13: the gradient above and one Adam step; then local_steps - 1 steps on
+  // (theta_k, h_k) with z_k held at the value sent (given z, the rest of the ELBO does not
+  // involve them). Returns the term's estimate.
+  double update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration);
+
+  // The contribution m_k for given split draws (p_k x S) and the current h_k (for predictions).
+  Eigen::MatrixXd contribution(const Eigen::MatrixXd& theta);
+
+ private:
+  // Rebinds the kept draws' derived values (theta, m, q(z) outputs, z) from the kept noise.
+  void evaluate_kept();
+  double local_only_step(uint32_t iteration, long step);
+
+  int silo_, silos_;
+  VflOptions options_;
+  Eigen::Index split_dim_ = 0, hyper_dim_ = 0, global_dim_ = 0, z_params_ = 0;
+  int64_t rows_ = 0;
+  std::unique_ptr<BoundFactor> contribution_, density_, likelihood_;
+  AmortizedGaussianNet net_;
+  Eigen::VectorXd params_;
+  Adam<double> adam_;
+  // The kept draw (from propose): noise, and what it produced.
+  Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
+  Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)
+  double own_likelihood_ = 0;
+  Eigen::VectorXd y_;  // power model with an amortised q(z): the outcome rows (a network input)
+};
+
+}  // namespace fvi::engine

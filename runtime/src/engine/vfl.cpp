@@ -1,0 +1,357 @@
+#include "fvi/engine/vfl.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "fvi/math/constants.h"
+#include "fvi/rng.h"
+
+namespace fvi::engine {
+
+VflOptions VflOptions::from(const Settings& s, bool power) {
+  VflOptions o;
+  o.power = power;
+  o.rho = s.number("rho", 1.0);
+  o.amortized = s.name("q_z", "meanfield") == "amortized";
+  o.width = s.integer("q_z_width", 16);
+  o.depth = s.integer("q_z_depth", 1);
+  o.lr = s.number("lr", 0.01);
+  o.mc_samples = s.integer("mc_samples", 1);
+  o.local_steps = s.integer("local_steps", 1);
+  o.init_sd = s.number("init_sd", std::exp(-2.0));
+  o.seed = static_cast<uint64_t>(s.integer("seed", 1));
+  const std::string family = s.name("family", "meanfield");
+  if (family != "meanfield")
+    throw std::invalid_argument("family = " + family + ": vertical models take family = meanfield for q(theta_k) "
+                                "(q(z) is chosen by q_z)");
+  return o;
+}
+
+namespace {
+
+AdamOptions adam_options(double lr) {
+  AdamOptions a;
+  a.learning_rate = StepSizeSchedule(lr);
+  return a;
+}
+
+Eigen::Index size_of(const fvi_model& model, const char* group, const fvi_data& data) {
+  return std::max<int64_t>(0, group_size(model, group, data));
+}
+
+// The one factor of `kind` owned by `owner`, bound to `data` (null if the model has none).
+std::unique_ptr<BoundFactor> bind_one(const fvi_model& model, const fvi_data& data, int owner, int kind) {
+  std::unique_ptr<BoundFactor> found;
+  for (int f = 0; f < model.factor_count; ++f) {
+    if (model.factors[f].owner != owner || model.factors[f].kind != kind) continue;
+    if (found) throw ModelError("a vertical model has one " + std::string(kind == FVI_LIKELIHOOD ? "likelihood" : "factor") +
+                                " of this kind per party; this one has more (" + found->name() + ")");
+    found = std::make_unique<BoundFactor>(model, f, data);
+  }
+  return found;
+}
+
+// The factor's inputs, one per group it reads, from the named values (a missing one is an error
+// naming the factor and the group).
+std::vector<Eigen::MatrixXd> inputs_of(const BoundFactor& f, const std::vector<std::pair<std::string, const Eigen::MatrixXd*>>& values) {
+  std::vector<Eigen::MatrixXd> inputs;
+  for (int g = 0; g < f.info().group_count; ++g) {
+    const std::string name = f.group_name(g);
+    const Eigen::MatrixXd* v = nullptr;
+    for (const auto& [n, value] : values)
+      if (n == name) v = value;
+    if (!v) throw ModelError(f.name() + ": reads the " + name + " group, which the vertical engine does not provide to it");
+    inputs.push_back(*v);
+  }
+  return inputs;
+}
+
+// The gradient of `f` (after forward) for the named group, or zeros of the given shape.
+Eigen::MatrixXd gradient_of(const BoundFactor& f, const std::vector<Eigen::MatrixXd>& gradients, const std::string& group,
+                            Eigen::Index rows, Eigen::Index cols) {
+  for (int g = 0; g < f.info().group_count; ++g)
+    if (f.group_name(g) == group) return gradients[g];
+  return Eigen::MatrixXd::Zero(rows, cols);
+}
+
+// [d mu; d log sd] of a mean-field Gaussian from the adjoint of its draws x = mu + sd .* eps.
+Eigen::VectorXd meanfield_params_gradient(const Eigen::MatrixXd& dx, const Eigen::MatrixXd& eps, const Eigen::VectorXd& sd) {
+  Eigen::VectorXd g(2 * dx.rows());
+  g << dx.rowwise().sum(), (dx.array() * eps.array()).rowwise().sum().matrix().cwiseProduct(sd);
+  return g;
+}
+
+}  // namespace
+
+// ---- server ----------------------------------------------------------------------------------
+
+VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions options, int silos)
+    : options_(options), silos_(silos), global_dim_(size_of(model, "global", data)), adam_(1, adam_options(options.lr)) {
+  for (int f = 0; f < model.factor_count; ++f)
+    if (model.factors[f].owner == FVI_SERVER && model.factors[f].kind == FVI_DENSITY)
+      prior_.push_back(std::make_unique<BoundFactor>(model, f, data));
+  if (!options.power) {
+    likelihood_ = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD);
+    if (!likelihood_) throw ModelError("the augmented-variable model needs a likelihood through silo_sum; this model has none");
+    rows_ = likelihood_->rows();
+  }
+  q_ = MeanFieldGaussian<double>(Eigen::VectorXd::Zero(global_dim_), Eigen::VectorXd::Constant(global_dim_, std::log(options.init_sd)));
+  adam_ = Adam<double>(q_.num_params(), adam_options(options.lr));
+}
+
+Eigen::MatrixXd VflServer::global_noise(uint32_t iteration) const {
+  CounterRng rng(RngKey{options_.seed, 0, iteration, rng_stream::kGlobalNoise});
+  return rng.normal(global_dim_, options_.mc_samples);
+}
+
+double VflServer::augmented_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& z_sum, Eigen::MatrixXd& G,
+                                     Eigen::VectorXd& d_params) {
+  const long S = z_sum.cols();
+  const Eigen::MatrixXd b = q_.sample(eps);
+  const auto inputs = inputs_of(*likelihood_, {{"global", &b}, {"z_sum", &z_sum}});
+  const auto& lp = likelihood_->forward(0, -1, inputs);
+  const double value = lp.sum() / double(S);
+  const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(lp.rows(), lp.cols());
+  const auto d = likelihood_->backward({&seed});
+  // seed 004 Alg. 1 step 5: G = dL0/dz_j, the same for every silo (additive link).
+  G = gradient_of(*likelihood_, d, "z_sum", z_sum.rows(), S);
+  const Eigen::MatrixXd d_b = gradient_of(*likelihood_, d, "global", global_dim_, S);
+  return value + prior_gradient(eps, d_b, d_params);
+}
+
+double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params) {
+  const long S = eps.cols();
+  d_params = Eigen::VectorXd::Zero(q_.num_params());
+  if (global_dim_ == 0) return 0;
+  const Eigen::MatrixXd b = q_.sample(eps);
+  Eigen::MatrixXd db = d_globals;
+  Eigen::VectorXd per_draw = -q_.log_density(b);
+  for (auto& f : prior_) {
+    const auto inputs = inputs_of(*f, {{"global", &b}});
+    per_draw += f->forward(0, -1, inputs).transpose();
+    const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
+    db += gradient_of(*f, f->backward({&seed}), "global", global_dim_, S);
+  }
+  db -= q_.score(b);  // STL: the entropy term through the draw only (seed 004 Eq. 4)
+  d_params = meanfield_params_gradient(db, eps, q_.sd()) / double(S);
+  return per_draw.mean();
+}
+
+void VflServer::step(const Eigen::VectorXd& d_params) {
+  if (global_dim_ == 0) return;
+  Eigen::VectorXd params = q_.params();
+  adam_.step(params, Eigen::VectorXd(-d_params));  // Adam minimises; the ELBO is maximised
+  q_ = MeanFieldGaussian<double>::from_params(params);
+}
+
+// ---- silo ------------------------------------------------------------------------------------
+
+VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int silos, VflOptions options)
+    : silo_(silo),
+      silos_(silos),
+      options_(options),
+      split_dim_(size_of(model, "split", data)),
+      hyper_dim_(size_of(model, "split_hyper", data)),
+      global_dim_(size_of(model, "global", data)),
+      adam_(1, adam_options(options.lr)) {
+  contribution_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
+  if (!contribution_) throw ModelError("silo " + std::to_string(silo) + ": the model has no silo_sum contribution");
+  density_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_DENSITY);
+  rows_ = contribution_->rows();
+  if (options.power) {
+    likelihood_ = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD);
+    if (!likelihood_) throw ModelError("the power-likelihood model needs a likelihood through silo_sum; this model has none");
+    if (likelihood_->rows() != rows_)
+      throw ModelError("silo " + std::to_string(silo) + ": the likelihood has " + std::to_string(likelihood_->rows()) +
+                       " rows but the silo's contribution has " + std::to_string(rows_));
+  }
+  const int64_t n = rows_;
+  // Initial values: q(theta) = N(0, init_sd^2); h ~ N(0, hyper_init_sd^2) (a network body must
+  // not start symmetric); q(z) = N(0, init_sd^2) per row, or the network at N(m_i, init_sd^2).
+  CounterRng init(RngKey{options.seed, uint32_t(silo), 0, rng_stream::kInitialisation});
+  Eigen::VectorXd z_params;
+  if (options.amortized) {
+    net_ = AmortizedGaussianNet(options.power ? 2 : 1, options.width, options.depth);
+    z_params = net_.initial_params(init.normal(net_.num_params(), 1), options.init_sd);
+  } else {
+    z_params.resize(2 * n);
+    z_params << Eigen::VectorXd::Zero(n), Eigen::VectorXd::Constant(n, std::log(options.init_sd));
+  }
+  z_params_ = z_params.size();
+  params_.resize(2 * split_dim_ + hyper_dim_ + z_params_);
+  params_ << Eigen::VectorXd::Zero(split_dim_), Eigen::VectorXd::Constant(split_dim_, std::log(options.init_sd)),
+      options.hyper_init_sd * init.normal(hyper_dim_, 1), z_params;
+  adam_ = Adam<double>(params_.size(), adam_options(options.lr));
+  if (options.power && options.amortized) {
+    // The network reads y_i: take the outcome rows from the likelihood (one evaluation at zero).
+    const Eigen::MatrixXd g = Eigen::MatrixXd::Zero(global_dim_, 1), zs = Eigen::MatrixXd::Zero(n, 1);
+    likelihood_->forward(0, -1, inputs_of(*likelihood_, {{"global", &g}, {"z_sum", &zs}}));
+    y_ = likelihood_->arguments()[0].values.col(0);
+  }
+}
+
+void VflSilo::set_params(const Eigen::VectorXd& params) {
+  if (params.size() != params_.size())
+    throw std::invalid_argument("silo " + std::to_string(silo_) + ": " + std::to_string(params.size()) +
+                                " parameters given, expected " + std::to_string(params_.size()));
+  params_ = params;
+}
+
+MeanFieldGaussian<double> VflSilo::q_theta() const {
+  return MeanFieldGaussian<double>(params_.head(split_dim_), params_.segment(split_dim_, split_dim_));
+}
+
+Eigen::MatrixXd VflSilo::contribution(const Eigen::MatrixXd& theta) {
+  const Eigen::MatrixXd h = hyper();
+  return contribution_->forward(0, -1, inputs_of(*contribution_, {{"split", &theta}, {"split_hyper", &h}}));
+}
+
+const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
+  const long S = options_.mc_samples;
+  eps_ = CounterRng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kLocalNoise}).normal(split_dim_, S);
+  tau_ = CounterRng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kAuxiliaryNoise}).normal(rows_, S);
+  evaluate_kept();
+  return z_;
+}
+
+void VflSilo::evaluate_kept() {
+  const long S = tau_.cols();
+  theta_ = q_theta().sample(eps_);
+  m_ = contribution(theta_);
+  const Eigen::VectorXd z_params = params_.tail(z_params_);
+  if (options_.amortized) {
+    // seed 004 Eq. 9: one network evaluation per (row, draw), inputs m_ik (and y_i).
+    Eigen::MatrixXd u(net_.inputs(), rows_ * S);
+    u.row(0) = Eigen::Map<const Eigen::RowVectorXd>(m_.data(), rows_ * S);
+    if (options_.power) u.row(1) = y_.transpose().replicate(1, S);
+    const Eigen::MatrixXd& out = net_.forward(z_params, u);
+    a_ = Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(out.row(0)).data(), rows_, S);
+    s_ = Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(out.row(1)).data(), rows_, S);
+    z_ = m_ + a_ + (s_.array().exp() * tau_.array()).matrix();
+  } else {
+    // seed 004 Eq. 10: z = mu_z + sigma_z tau, independent of theta.
+    const Eigen::VectorXd mu = z_params.head(rows_), sd = z_params.tail(rows_).array().exp();
+    z_ = (tau_.array().colwise() * sd.array()).colwise() + mu.array();
+  }
+}
+
+Eigen::MatrixXd VflSilo::power_message(const Eigen::MatrixXd& globals, const Eigen::MatrixXd& others_z,
+                                       Eigen::MatrixXd& d_globals, double& likelihood_term) {
+  const long S = m_.cols();
+  // seed 004 Eq. 7: silo k's likelihood sees its own exact contribution plus the others' z.
+  const Eigen::MatrixXd z_sum = m_ + others_z;
+  const auto& lp = likelihood_->forward(0, -1, inputs_of(*likelihood_, {{"global", &globals}, {"z_sum", &z_sum}}));
+  const double weight = 1.0 / double(silos_);
+  own_likelihood_ = weight * lp.sum() / double(S);
+  likelihood_term = own_likelihood_;
+  const Eigen::MatrixXd seed = Eigen::MatrixXd::Constant(lp.rows(), lp.cols(), weight);
+  const auto d = likelihood_->backward({&seed});
+  if (global_dim_ > 0) d_globals += gradient_of(*likelihood_, d, "global", global_dim_, S);
+  own_likelihood_adjoint_ = gradient_of(*likelihood_, d, "z_sum", rows_, S);
+  return own_likelihood_adjoint_;
+}
+
+double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_params) {
+  const long S = z_.cols();
+  const double rho2 = options_.rho * options_.rho;
+  d_params = Eigen::VectorXd::Zero(params_.size());
+  const Eigen::MatrixXd sd_z = options_.amortized
+                                   ? Eigen::MatrixXd(s_.array().exp())
+                                   : Eigen::MatrixXd(params_.tail(rows_).array().exp().matrix().replicate(1, S));
+  const Eigen::ArrayXXd r = (z_ - m_).array();  // z - m
+  // Terms in z: the other parties' adjoint, the coupling log N(z; m, rho^2) (seed 004 Eq. 6),
+  // and -log q(z | .) through the draw (STL): d/dz = tau / sigma.
+  const Eigen::MatrixXd g_z = (z_adjoint.array() - r / rho2 + tau_.array() / sd_z.array()).matrix();
+  // The explicit dependence on m: the coupling's mean, and the power model's own likelihood.
+  Eigen::MatrixXd a_m = (r / rho2).matrix();
+  if (options_.power) a_m += own_likelihood_adjoint_;
+  double value = (-0.5 * r.square() / rho2).sum() - double(rows_ * S) * (std::log(options_.rho) + 0.5 * kLog2Pi);
+  value += (sd_z.array().log() + 0.5 * tau_.array().square()).sum() + double(rows_ * S) * 0.5 * kLog2Pi;  // -log q(z|.)
+  const Eigen::Index z_at = 2 * split_dim_ + hyper_dim_;
+  const Eigen::VectorXd z_params = params_.tail(z_params_);
+  if (options_.amortized) {
+    const Eigen::Index R = rows_ * S;
+    auto flat = [R](const Eigen::MatrixXd& x) { return Eigen::Map<const Eigen::RowVectorXd>(x.data(), R); };
+    // z = m + a + exp(s) tau. Path adjoints of the network's outputs (psi's gradient, Eq. 12):
+    Eigen::MatrixXd d_out(2, R);
+    d_out.row(0) = flat(g_z);
+    d_out.row(1) = flat(Eigen::MatrixXd(g_z.array() * sd_z.array() * tau_.array()));
+    Eigen::VectorXd d_net = Eigen::VectorXd::Zero(z_params_);
+    net_.backward(z_params, d_out, &d_net);
+    d_params.tail(z_params_) = d_net;
+    // theta's path also meets -log q(z | m(theta)) with psi held fixed: d/da = -tau/sigma,
+    // d/ds = 1 - tau^2, and m enters through the network's input and the mean's offset.
+    const Eigen::MatrixXd explicit_a = -(tau_.array() / sd_z.array()).matrix();
+    const Eigen::MatrixXd explicit_s = (1.0 - tau_.array().square()).matrix();
+    d_out.row(0) += flat(explicit_a);
+    d_out.row(1) += flat(explicit_s);
+    const Eigen::MatrixXd d_u = net_.backward(z_params, d_out, nullptr);
+    a_m += g_z + explicit_a + Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(d_u.row(0)).data(), rows_, S);
+  } else {
+    d_params.segment(z_at, rows_) = g_z.rowwise().sum();
+    d_params.segment(z_at + rows_, rows_) = (g_z.array() * sd_z.array() * tau_.array()).rowwise().sum();
+  }
+  // theta_k and h_k: through m (the contribution kernel), the split priors, and -log q(theta).
+  const Eigen::MatrixXd h = hyper();
+  contribution_->forward(0, -1, inputs_of(*contribution_, {{"split", &theta_}, {"split_hyper", &h}}));
+  const auto dc = contribution_->backward({&a_m});
+  Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
+  Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
+  const MeanFieldGaussian<double> q = q_theta();
+  value -= q.log_density(theta_).sum();
+  if (density_) {
+    const auto& lp = density_->forward(0, -1, inputs_of(*density_, {{"split", &theta_}, {"split_hyper", &h}}));
+    value += lp.sum();
+    const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
+    const auto dd = density_->backward({&seed});
+    d_theta += gradient_of(*density_, dd, "split", split_dim_, S);
+    d_h += gradient_of(*density_, dd, "split_hyper", hyper_dim_, 1).rowwise().sum();
+  }
+  d_theta -= q.score(theta_);  // STL
+  d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd());
+  d_params.segment(2 * split_dim_, hyper_dim_) = d_h;
+  d_params /= double(S);
+  return value / double(S) + (options_.power ? own_likelihood_ : 0.0);
+}
+
+double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
+  Eigen::VectorXd d;
+  const double value = gradient(z_adjoint, d);
+  adam_.step(params_, Eigen::VectorXd(-d));
+  for (long step = 1; step < options_.local_steps; ++step) local_only_step(iteration, step);
+  return value;
+}
+
+double VflSilo::local_only_step(uint32_t iteration, long step) {
+  // With z_k fixed at the value sent, the rest of the ELBO in (theta_k, h_k) is
+  // E[log N(z_k; m_k, rho^2) + log p(theta_k, h_k) - log q(theta_k)] (seed 004 §5.3: several
+  // local updates for a fixed z).
+  const long S = z_.cols();
+  const double rho2 = options_.rho * options_.rho;
+  CounterRng rng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kUserStream + uint32_t(step)});
+  const Eigen::MatrixXd eps = rng.normal(split_dim_, S);
+  const MeanFieldGaussian<double> q = q_theta();
+  const Eigen::MatrixXd theta = q.sample(eps), h = hyper();
+  const Eigen::MatrixXd m = contribution_->forward(0, -1, inputs_of(*contribution_, {{"split", &theta}, {"split_hyper", &h}}));
+  const Eigen::MatrixXd a_m = (z_ - m) / rho2;
+  const auto dc = contribution_->backward({&a_m});
+  Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
+  Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
+  double value = (-0.5 * (z_ - m).array().square() / rho2).sum() - q.log_density(theta).sum();
+  if (density_) {
+    value += density_->forward(0, -1, inputs_of(*density_, {{"split", &theta}, {"split_hyper", &h}})).sum();
+    const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
+    const auto dd = density_->backward({&seed});
+    d_theta += gradient_of(*density_, dd, "split", split_dim_, S);
+    d_h += gradient_of(*density_, dd, "split_hyper", hyper_dim_, 1).rowwise().sum();
+  }
+  d_theta -= q.score(theta);
+  Eigen::VectorXd d = Eigen::VectorXd::Zero(params_.size());
+  d.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps, q.sd());
+  d.segment(2 * split_dim_, hyper_dim_) = d_h;
+  adam_.step(params_, Eigen::VectorXd(-d / double(S)));
+  return value / double(S);
+}
+
+}  // namespace fvi::engine

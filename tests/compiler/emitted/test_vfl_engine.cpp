@@ -1,0 +1,317 @@
+// The vertical engine on generated kernels (seed 004; spec 004 §3):
+// - the decomposition is exact: the server's and the silos' gradients, exchanged as Algorithms 1
+//   and 2 exchange them, equal the gradient of the pooled ELBO estimator at the same noise,
+//   computed in one place by forward-mode dual numbers through a hand-written log joint, a
+//   hand-written network and the Gaussian densities (no kernel or engine code) — for the
+//   augmented and the power-likelihood model, with mean-field and amortised q(z);
+// - with a Gaussian likelihood the augmented model is y ~ N(b + sum_k x_k beta_k, sigma^2 + J rho^2)
+//   (spec 004 §2.2); mean-field VI of a Gaussian target has the exact posterior means and the
+//   sds 1 / sqrt(diagonal of the precision), which the fit reaches within its Monte Carlo error.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "abi_data.h"
+#include "dual.h"
+#include "fvi/engine/vfl.h"
+
+extern "C" const fvi_model* fvi_model_vfl_logreg(void);
+extern "C" const fvi_model* fvi_model_vfl_logreg_power(void);
+extern "C" const fvi_model* fvi_model_vfl_linreg(void);
+
+namespace {
+
+using fvi::engine::VflOptions;
+using fvi::engine::VflServer;
+using fvi::engine::VflSilo;
+using fvic::test::Data;
+using fvic::test::Dual;
+using fvic::test::normal_lpdf;
+using fvic::test::scalar;
+
+// A vertically split data set: silo k holds columns [first_k, first_k + P_k) of X.
+struct Split {
+  int N = 0;
+  std::vector<int> P;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  int first(int k) const {
+    int f = 0;
+    for (int j = 0; j < k; ++j) f += P[j];
+    return f;
+  }
+  Eigen::MatrixXd columns(int k) const { return X.middleCols(first(k), P[k]); }
+};
+
+Split logistic_split(int N, const std::vector<int>& P, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Split s{N, P, {}, {}};
+  int p = 0;
+  for (int q : P) p += q;
+  s.X.resize(N, p);
+  s.y.resize(N);
+  for (Eigen::Index i = 0; i < s.X.size(); ++i) s.X.data()[i] = normal(rng);
+  for (int i = 0; i < N; ++i) s.y[i] = normal(rng) > 0 ? 1 : 0;
+  return s;
+}
+
+// The documented network (fvi/family/amortized_gaussian.h) in any scalar type: layers of
+// (weight out x in column-major, bias), tanh hidden layers, linear output (a, s).
+template <typename T, typename P>
+std::pair<T, T> network(const std::vector<P>& params, size_t at, const std::vector<T>& input, int width, int depth) {
+  std::vector<T> h = input;
+  for (int l = 0; l <= depth; ++l) {
+    const int in = int(h.size()), out = l < depth ? width : 2;
+    std::vector<T> next(out);
+    for (int o = 0; o < out; ++o) {
+      T sum = T(params[at + size_t(in * out + o)]);
+      for (int i = 0; i < in; ++i) sum = sum + T(params[at + size_t(i * out + o)]) * h[i];
+      next[o] = l < depth ? tanh(sum) : sum;
+    }
+    at += size_t(in * out + out);
+    h = next;
+  }
+  return {h[0], h[1]};
+}
+
+struct Setup {
+  bool power = false, amortized = false;
+  double rho = 0.7;
+  long S = 2;
+  int width = 3, depth = 2;
+};
+
+// The pooled ELBO estimator of the vertical logistic model at parameters p = [server (mu_b,
+// log sd_b); silo 1; ...; silo J] (duals), with the noise each party drew; the densities of q use
+// the plain values `fixed` for their parameters (STL), never for the draws.
+Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, const Split& d, const Setup& o,
+                 const Eigen::MatrixXd& eps_b, const std::vector<Eigen::MatrixXd>& eps,
+                 const std::vector<Eigen::MatrixXd>& tau, const std::vector<size_t>& offset) {
+  const int J = int(d.P.size()), N = d.N;
+  Dual total = 0;
+  for (long s = 0; s < o.S; ++s) {
+    const Dual b = p[0] + exp(p[1]) * Dual(eps_b(0, s));
+    total = total + normal_lpdf(b, 0, 1) - normal_lpdf(b, fixed[0], std::exp(fixed[1]));
+    std::vector<std::vector<Dual>> m(J, std::vector<Dual>(N)), z(J, std::vector<Dual>(N));
+    for (int k = 0; k < J; ++k) {
+      const size_t at = offset[k];
+      const int P = d.P[k];
+      std::vector<Dual> theta(P);
+      for (int c = 0; c < P; ++c) {
+        theta[c] = p[at + c] + exp(p[at + P + c]) * Dual(eps[k](c, s));
+        total = total + normal_lpdf(theta[c], 0, 1) - normal_lpdf(theta[c], fixed[at + c], std::exp(fixed[at + P + c]));
+      }
+      const size_t zat = at + 2 * size_t(P);
+      for (int i = 0; i < N; ++i) {
+        for (int c = 0; c < P; ++c) m[k][i] = m[k][i] + Dual(d.X(i, d.first(k) + c)) * theta[c];
+        Dual log_q;
+        if (o.amortized) {
+          std::vector<Dual> u{m[k][i]};
+          if (o.power) u.push_back(Dual(d.y[i]));
+          const auto [a, sv] = network(p, zat, u, o.width, o.depth);
+          z[k][i] = m[k][i] + a + exp(sv) * Dual(tau[k](i, s));
+          const auto [a0, s0] = network(fixed, zat, u, o.width, o.depth);  // psi held fixed, m not
+          log_q = normal_lpdf(z[k][i], m[k][i] + a0, exp(s0));
+        } else {
+          z[k][i] = p[zat + i] + exp(p[zat + N + i]) * Dual(tau[k](i, s));
+          log_q = normal_lpdf(z[k][i], fixed[zat + i], std::exp(fixed[zat + N + i]));
+        }
+        total = total + normal_lpdf(z[k][i], m[k][i], o.rho) - log_q;
+      }
+    }
+    auto bernoulli_logit = [](double y, Dual eta) { return Dual(y) * eta - log1p_exp(eta); };
+    for (int i = 0; i < N; ++i) {
+      Dual all = 0;
+      for (int k = 0; k < J; ++k) all = all + z[k][i];
+      if (!o.power) {
+        total = total + bernoulli_logit(d.y[i], b + all);  // seed 004 Eq. 6
+      } else {
+        for (int k = 0; k < J; ++k)  // seed 004 Eq. 7: silo k's own m plus the others' z, weight 1/J
+          total = total + Dual(1.0 / J) * bernoulli_logit(d.y[i], b + m[k][i] + all - z[k][i]);
+      }
+    }
+  }
+  return total / Dual(double(o.S));
+}
+
+void check_exact_decomposition(const Setup& o) {
+  std::mt19937_64 rng(o.power * 2 + o.amortized + 11);
+  std::normal_distribution<double> normal;
+  const Split d = logistic_split(7, {2, 3, 1}, rng);
+  const int J = int(d.P.size());
+  const fvi_model& model = o.power ? *fvi_model_vfl_logreg_power() : *fvi_model_vfl_logreg();
+  VflOptions opt;
+  opt.power = o.power;
+  opt.amortized = o.amortized;
+  opt.rho = o.rho;
+  opt.mc_samples = o.S;
+  opt.width = o.width;
+  opt.depth = o.depth;
+  opt.seed = 5;
+  Data server_data;
+  server_data.add("N", scalar(d.N));
+  server_data.add("y", d.y);
+  VflServer server(model, server_data.abi(), opt, J);
+  std::vector<Data> silo_data(J);
+  std::vector<std::unique_ptr<VflSilo>> silos;
+  std::vector<double> fixed{0.3 * normal(rng), -0.5 + 0.2 * normal(rng)};
+  server.set_params(Eigen::Map<Eigen::VectorXd>(fixed.data(), 2));
+  std::vector<size_t> offset;
+  for (int k = 0; k < J; ++k) {
+    silo_data[k].add("N", scalar(d.N));
+    if (o.power) silo_data[k].add("y", d.y);
+    silo_data[k].add("P", scalar(d.P[k]));
+    silo_data[k].add("x", d.columns(k));
+    silos.push_back(std::make_unique<VflSilo>(model, silo_data[k].abi(), k + 1, J, opt));
+    Eigen::VectorXd params(silos[k]->params().size());
+    for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.4 * normal(rng);
+    params.segment(d.P[k], d.P[k]).array() -= 0.5;  // log sds of q(theta)
+    silos[k]->set_params(params);
+    offset.push_back(fixed.size());
+    fixed.insert(fixed.end(), params.data(), params.data() + params.size());
+  }
+
+  // Federated, as the algorithms exchange it.
+  const uint32_t t = 3;
+  std::vector<Eigen::MatrixXd> z, eps, tau;
+  Eigen::MatrixXd z_all = Eigen::MatrixXd::Zero(d.N, o.S);
+  for (auto& s : silos) {
+    z.push_back(s->propose(t));
+    eps.push_back(s->kept_theta_noise());
+    tau.push_back(s->kept_z_noise());
+    z_all += z.back();
+  }
+  const Eigen::MatrixXd eps_b = server.global_noise(t);
+  double elbo = 0;
+  Eigen::VectorXd d_server;
+  std::vector<Eigen::MatrixXd> adjoint(J);
+  if (!o.power) {
+    Eigen::MatrixXd G;
+    elbo += server.augmented_gradient(eps_b, z_all, G, d_server);
+    for (int k = 0; k < J; ++k) adjoint[k] = G;  // Alg. 1: one vector for every silo
+  } else {
+    const Eigen::MatrixXd b = server.globals(eps_b);
+    Eigen::MatrixXd d_b = Eigen::MatrixXd::Zero(1, o.S), H_all = Eigen::MatrixXd::Zero(d.N, o.S);
+    std::vector<Eigen::MatrixXd> H(J);
+    for (int k = 0; k < J; ++k) {
+      double term = 0;
+      H[k] = silos[k]->power_message(b, z_all - z[k], d_b, term);  // silo k sees sum_{j != k} z_j only
+      H_all += H[k];
+    }
+    for (int k = 0; k < J; ++k) adjoint[k] = H_all - H[k];  // Alg. 2 step 13
+    elbo += server.prior_gradient(eps_b, d_b, d_server);
+  }
+  Eigen::VectorXd federated(fixed.size());
+  federated.head(2) = d_server;
+  for (int k = 0; k < J; ++k) {
+    Eigen::VectorXd g;
+    elbo += silos[k]->gradient(adjoint[k], g);
+    federated.segment(offset[k], g.size()) = g;
+  }
+
+  // Pooled, by dual numbers, one coordinate at a time.
+  std::vector<Dual> p(fixed.begin(), fixed.end());
+  const Dual value = pooled_elbo(p, fixed, d, o, eps_b, eps, tau, offset);
+  CHECK(elbo == Approx(value.v).epsilon(0).margin(1e-10 * std::max(1.0, std::abs(value.v))));
+  for (size_t c = 0; c < fixed.size(); ++c) {
+    p[c].d = 1;
+    const double pooled = pooled_elbo(p, fixed, d, o, eps_b, eps, tau, offset).d;
+    p[c].d = 0;
+    INFO("coordinate " << c << ": federated " << federated[c] << ", pooled " << pooled);
+    CHECK(std::abs(federated[c] - pooled) <= 1e-10 * std::max(1.0, std::abs(pooled)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("VFL augmented model: federated gradient = pooled gradient (mean-field q(z))", "[vfl]") {
+  check_exact_decomposition({false, false});
+}
+
+TEST_CASE("VFL augmented model: federated gradient = pooled gradient (amortised q(z))", "[vfl]") {
+  check_exact_decomposition({false, true});
+}
+
+TEST_CASE("VFL power model: federated gradient = pooled gradient (mean-field q(z))", "[vfl]") {
+  check_exact_decomposition({true, false});
+}
+
+TEST_CASE("VFL power model: federated gradient = pooled gradient (amortised q(z))", "[vfl]") {
+  check_exact_decomposition({true, true});
+}
+
+TEST_CASE("VFL augmented model with a Gaussian likelihood reaches the exact posterior", "[vfl]") {
+  // spec 004 §2.2: integrating z out gives y ~ N(b + sum_k x_k beta_k, sigma^2 + J rho^2).
+  std::mt19937_64 rng(20261123);
+  std::normal_distribution<double> normal;
+  const int N = 40, J = 2;
+  const double sigma = 0.8, rho = 0.5;
+  Split d{N, {2, 1}, Eigen::MatrixXd(N, 3), Eigen::VectorXd(N)};
+  for (Eigen::Index i = 0; i < d.X.size(); ++i) d.X.data()[i] = normal(rng);
+  const Eigen::Vector3d beta_true(0.8, -0.5, 0.3);
+  for (int i = 0; i < N; ++i) d.y[i] = 0.4 + d.X.row(i).dot(beta_true) + std::hypot(sigma, rho) * normal(rng);
+
+  // The exact posterior of w = (b, beta) under the collapsed model, prior N(0, I).
+  Eigen::MatrixXd A(N, 4);
+  A << Eigen::VectorXd::Ones(N), d.X;
+  const double v = sigma * sigma + J * rho * rho;
+  const Eigen::MatrixXd precision = Eigen::MatrixXd::Identity(4, 4) + A.transpose() * A / v;
+  const Eigen::VectorXd exact_mean = precision.ldlt().solve(A.transpose() * d.y / v);
+  // Mean-field VI of the joint Gaussian over (b, beta, z): sd_i = 1 / sqrt(Lambda_ii), with
+  // Lambda_bb = 1 + N / sigma^2 and Lambda_(beta_c) = 1 + sum_i x_ic^2 / rho^2.
+  Eigen::VectorXd meanfield_sd(4);
+  meanfield_sd[0] = 1 / std::sqrt(1 + N / (sigma * sigma));
+  for (int c = 0; c < 3; ++c) meanfield_sd[c + 1] = 1 / std::sqrt(1 + d.X.col(c).squaredNorm() / (rho * rho));
+
+  VflOptions opt;
+  opt.rho = rho;
+  opt.mc_samples = 8;
+  opt.lr = 0.01;
+  Data server_data;
+  server_data.add("N", scalar(N));
+  server_data.add("sigma", scalar(sigma));
+  server_data.add("y", d.y);
+  const fvi_model& model = *fvi_model_vfl_linreg();
+  VflServer server(model, server_data.abi(), opt, J);
+  std::vector<Data> silo_data(J);
+  std::vector<std::unique_ptr<VflSilo>> silos;
+  for (int k = 0; k < J; ++k) {
+    silo_data[k].add("N", scalar(N));
+    silo_data[k].add("sigma", scalar(sigma));
+    silo_data[k].add("P", scalar(d.P[k]));
+    silo_data[k].add("x", d.columns(k));
+    silos.push_back(std::make_unique<VflSilo>(model, silo_data[k].abi(), k + 1, J, opt));
+  }
+  auto current = [&]() {  // (means of b, beta; sds of b, beta)
+    Eigen::VectorXd out(8);
+    out[0] = server.q().mean()[0];
+    out[4] = server.q().sd()[0];
+    int c = 1;
+    for (auto& s : silos) {
+      const auto q = s->q_theta();
+      for (Eigen::Index i = 0; i < q.dim(); ++i, ++c) out[c] = q.mean()[i], out[c + 4] = q.sd()[i];
+    }
+    return out;
+  };
+  // Burn in, then batch means of the iterates (Polyak averaging); the batch means' spread gives
+  // the Monte Carlo error of their average.
+  const int burn = 6000, batches = 20, per_batch = 300;
+  Eigen::MatrixXd batch_means = Eigen::MatrixXd::Zero(8, batches);
+  for (uint32_t t = 1; t <= uint32_t(burn + batches * per_batch); ++t) {
+    Eigen::MatrixXd z_sum = Eigen::MatrixXd::Zero(N, opt.mc_samples), G;
+    for (auto& s : silos) z_sum += s->propose(t);
+    Eigen::VectorXd d_server;
+    server.augmented_gradient(server.global_noise(t), z_sum, G, d_server);
+    server.step(d_server);
+    for (auto& s : silos) s->update(G, t);
+    if (t > uint32_t(burn)) batch_means.col((t - burn - 1) / per_batch) += current() / per_batch;
+  }
+  const Eigen::VectorXd average = batch_means.rowwise().mean();
+  const Eigen::VectorXd se = ((batch_means.colwise() - average).array().square().rowwise().sum() / (batches - 1.0) / batches).sqrt();
+  for (int c = 0; c < 4; ++c) {
+    INFO("parameter " << c << ": mean " << average[c] << " exact " << exact_mean[c] << " (MC se " << se[c]
+                      << "); sd " << average[c + 4] << " mean-field optimum " << meanfield_sd[c] << " (MC se " << se[c + 4] << ")");
+    CHECK(std::abs(average[c] - exact_mean[c]) < 4 * se[c] + 1e-3 * meanfield_sd[c]);
+    CHECK(std::abs(average[c + 4] - meanfield_sd[c]) < 4 * se[c + 4] + 1e-3 * meanfield_sd[c]);
+  }
+}
