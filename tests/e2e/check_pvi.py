@@ -418,19 +418,22 @@ CASES = {
 }
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
-        print(__doc__, file=sys.stderr)
+def run_case(cases, usage):
+    """The main of every check_*.py: `SCRIPT FVIC CACHE CASE` runs cases[CASE](fvic, cache, work)
+    in a fresh temporary folder; 0 on success, 1 on a Failure (printed), 2 on bad usage."""
+    if len(sys.argv) != 4 or sys.argv[3] not in cases:
+        print(usage, file=sys.stderr)
         return 2
     fvic, cache, case = sys.argv[1:]
     with tempfile.TemporaryDirectory() as work:
         try:
-            CASES[case](fvic, cache, work)
+            cases[case](fvic, cache, work)
         except Failure as e:
             print(f"{case}: FAILED: {e}", file=sys.stderr)
             return 1
+    print("ok:", case)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_case(CASES, __doc__))

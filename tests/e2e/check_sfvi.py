@@ -21,10 +21,9 @@ import csv
 import json
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_pvi import EXAMPLES, Failure, posterior, require, run_fvic  # noqa: E402
+from check_pvi import EXAMPLES, posterior, require, run_case, run_fvic  # noqa: E402
 
 HIER = os.path.join(EXAMPLES, "hier_logreg")
 
@@ -113,20 +112,5 @@ def case_glmm_nuts(fvic, cache, work):
 CASES = {"privacy": case_privacy, "methods": case_methods, "glmm_nuts": case_glmm_nuts}
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
-        print("usage: check_sfvi.py FVIC CACHE {%s}" % "|".join(CASES), file=sys.stderr)
-        return 2
-    fvic, cache, case = sys.argv[1:]
-    with tempfile.TemporaryDirectory() as work:
-        try:
-            CASES[case](fvic, cache, work)
-        except Failure as e:
-            print("FAILED:", e, file=sys.stderr)
-            return 1
-    print("ok:", case)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_case(CASES, __doc__))

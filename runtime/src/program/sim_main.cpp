@@ -8,6 +8,7 @@
 #include "fvi/engine/settings.h"
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/sfvi_run.h"
+#include "fvi/program/vfl_run.h"
 #include "fvi/program/sim.h"
 
 // OpenBLAS's thread count (weak: absent when another BLAS is linked).
@@ -92,6 +93,7 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     if (method == "pvi") return run_pvi(model, description, settings, args);
     if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
       return run_sfvi(model, description, settings, args, method);
+    if (method == "vfl_augmented" || method == "vfl_power") return run_vfl(model, description, settings, args, method);
     std::fprintf(stderr, "%s: method = %s is not implemented in NAME-sim yet\n", argv[0], method.c_str());
     return 3;
   } catch (const std::exception& e) {
