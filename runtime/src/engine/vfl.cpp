@@ -14,6 +14,7 @@ VflOptions VflOptions::from(const Settings& s, bool power) {
   o.power = power;
   o.rho = s.number("rho", 1.0);
   o.amortized = s.name("q_z", "meanfield") == "amortized";
+  o.auxiliary = s.name("q_z", "meanfield") != "none";
   o.width = s.integer("q_z_width", 16);
   o.depth = s.integer("q_z_depth", 1);
   o.lr = s.number("lr", 0.01);
@@ -171,7 +172,9 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   // not start symmetric); q(z) = N(0, init_sd^2) per row, or the network at N(m_i, init_sd^2).
   CounterRng init(RngKey{options.seed, uint32_t(silo), 0, rng_stream::kInitialisation});
   Eigen::VectorXd z_params;
-  if (options.amortized) {
+  if (!options.auxiliary) {
+    // no q(z)
+  } else if (options.amortized) {
     net_ = AmortizedGaussianNet(options.power ? 2 : 1, options.width, options.depth);
     z_params = net_.initial_params(init.normal(net_.num_params(), 1), options.init_sd);
   } else {
@@ -183,7 +186,7 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   params_ << Eigen::VectorXd::Zero(split_dim_), Eigen::VectorXd::Constant(split_dim_, std::log(options.init_sd)),
       options.hyper_init_sd * init.normal(hyper_dim_, 1), z_params;
   adam_ = Adam<double>(params_.size(), adam_options(options.lr));
-  if (options.power && options.amortized) {
+  if (options.power && options.amortized && options.auxiliary) {
     // The network reads y_i: take the outcome rows from the likelihood (one evaluation at zero).
     const Eigen::MatrixXd g = Eigen::MatrixXd::Zero(global_dim_, 1), zs = Eigen::MatrixXd::Zero(n, 1);
     likelihood_->forward(0, -1, inputs_of(*likelihood_, {{"global", &g}, {"z_sum", &zs}}));
@@ -202,10 +205,28 @@ MeanFieldGaussian<double> VflSilo::q_theta() const {
   return MeanFieldGaussian<double>(params_.head(split_dim_), params_.segment(split_dim_, split_dim_));
 }
 
-Eigen::MatrixXd VflSilo::contribution(const Eigen::MatrixXd& theta) {
-  const Eigen::MatrixXd h = hyper();
-  return contribution_->forward(0, -1, inputs_of(*contribution_, {{"split", &theta}, {"split_hyper", &h}}));
+namespace {
+
+// m_k for the draws of theta (p_k x S). A contribution that reads no split parameter (a network
+// of point estimates only) is the same for every draw: its one column is repeated S times.
+Eigen::MatrixXd contribution_draws(BoundFactor& contribution, const Eigen::MatrixXd& theta, const Eigen::MatrixXd& h) {
+  const Eigen::MatrixXd m = contribution.forward(0, -1, inputs_of(contribution, {{"split", &theta}, {"split_hyper", &h}}));
+  return m.cols() == theta.cols() ? m : Eigen::MatrixXd(m.replicate(1, theta.cols()));
 }
+
+// The gradient of sum(a_m .* m) with respect to the contribution's groups (forward at theta, h
+// first). A draw-independent contribution takes the adjoint summed over the draws.
+std::vector<Eigen::MatrixXd> contribution_backward(BoundFactor& contribution, const Eigen::MatrixXd& theta,
+                                                   const Eigen::MatrixXd& h, const Eigen::MatrixXd& a_m) {
+  const auto& m = contribution.forward(0, -1, inputs_of(contribution, {{"split", &theta}, {"split_hyper", &h}}));
+  if (m.cols() == a_m.cols()) return contribution.backward({&a_m});
+  const Eigen::MatrixXd summed = a_m.rowwise().sum();
+  return contribution.backward({&summed});
+}
+
+}  // namespace
+
+Eigen::MatrixXd VflSilo::contribution(const Eigen::MatrixXd& theta) { return contribution_draws(*contribution_, theta, hyper()); }
 
 const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
   const long S = options_.mc_samples;
@@ -220,7 +241,9 @@ void VflSilo::evaluate_kept() {
   theta_ = q_theta().sample(eps_);
   m_ = contribution(theta_);
   const Eigen::VectorXd z_params = params_.tail(z_params_);
-  if (options_.amortized) {
+  if (!options_.auxiliary) {
+    z_ = m_;  // the classical split network: the contribution itself goes up
+  } else if (options_.amortized) {
     // seed 004 Eq. 9: one network evaluation per (row, draw), inputs m_ik (and y_i).
     Eigen::MatrixXd u(net_.inputs(), rows_ * S);
     u.row(0) = Eigen::Map<const Eigen::RowVectorXd>(m_.data(), rows_ * S);
@@ -256,6 +279,11 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
   const long S = z_.cols();
   const double rho2 = options_.rho * options_.rho;
   d_params = Eigen::VectorXd::Zero(params_.size());
+  if (!options_.auxiliary) {  // z = m: the other parties' adjoint goes straight to m
+    Eigen::MatrixXd a_m = z_adjoint;
+    if (options_.power) a_m += own_likelihood_adjoint_;
+    return theta_gradient(a_m, d_params) + (options_.power ? own_likelihood_ : 0.0);
+  }
   const Eigen::MatrixXd sd_z = options_.amortized
                                    ? Eigen::MatrixXd(s_.array().exp())
                                    : Eigen::MatrixXd(params_.tail(rows_).array().exp().matrix().replicate(1, S));
@@ -279,7 +307,7 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
     d_out.row(1) = flat(Eigen::MatrixXd(g_z.array() * sd_z.array() * tau_.array()));
     Eigen::VectorXd d_net = Eigen::VectorXd::Zero(z_params_);
     net_.backward(z_params, d_out, &d_net);
-    d_params.tail(z_params_) = d_net;
+    d_params.tail(z_params_) = d_net / double(S);
     // theta's path also meets -log q(z | m(theta)) with psi held fixed: d/da = -tau/sigma,
     // d/ds = 1 - tau^2, and m enters through the network's input and the mean's offset.
     const Eigen::MatrixXd explicit_a = -(tau_.array() / sd_z.array()).matrix();
@@ -289,13 +317,19 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
     const Eigen::MatrixXd d_u = net_.backward(z_params, d_out, nullptr);
     a_m += g_z + explicit_a + Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(d_u.row(0)).data(), rows_, S);
   } else {
-    d_params.segment(z_at, rows_) = g_z.rowwise().sum();
-    d_params.segment(z_at + rows_, rows_) = (g_z.array() * sd_z.array() * tau_.array()).rowwise().sum();
+    d_params.segment(z_at, rows_) = g_z.rowwise().sum() / double(S);
+    d_params.segment(z_at + rows_, rows_) = (g_z.array() * sd_z.array() * tau_.array()).rowwise().sum() / double(S);
   }
+  return (value + theta_gradient(a_m, d_params) * double(S)) / double(S) + (options_.power ? own_likelihood_ : 0.0);
+}
+
+double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params) {
   // theta_k and h_k: through m (the contribution kernel), the split priors, and -log q(theta).
+  // Fills d_params' theta and h parts (divided by S) and returns their terms' estimate.
+  const long S = z_.cols();
+  double value = 0;
   const Eigen::MatrixXd h = hyper();
-  contribution_->forward(0, -1, inputs_of(*contribution_, {{"split", &theta_}, {"split_hyper", &h}}));
-  const auto dc = contribution_->backward({&a_m});
+  const auto dc = contribution_backward(*contribution_, theta_, h, a_m);
   Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
   const MeanFieldGaussian<double> q = q_theta();
@@ -309,10 +343,9 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
     d_h += gradient_of(*density_, dd, "split_hyper", hyper_dim_, 1).rowwise().sum();
   }
   d_theta -= q.score(theta_);  // STL
-  d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd());
-  d_params.segment(2 * split_dim_, hyper_dim_) = d_h;
-  d_params /= double(S);
-  return value / double(S) + (options_.power ? own_likelihood_ : 0.0);
+  d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd()) / double(S);
+  d_params.segment(2 * split_dim_, hyper_dim_) = d_h / double(S);
+  return value / double(S);
 }
 
 double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
@@ -324,6 +357,7 @@ double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
 }
 
 double VflSilo::local_only_step(uint32_t iteration, long step) {
+  if (!options_.auxiliary) return 0;  // without z there is nothing to hold fixed
   // With z_k fixed at the value sent, the rest of the ELBO in (theta_k, h_k) is
   // E[log N(z_k; m_k, rho^2) + log p(theta_k, h_k) - log q(theta_k)] (seed 004 §5.3: several
   // local updates for a fixed z).
@@ -333,9 +367,9 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   const Eigen::MatrixXd eps = rng.normal(split_dim_, S);
   const MeanFieldGaussian<double> q = q_theta();
   const Eigen::MatrixXd theta = q.sample(eps), h = hyper();
-  const Eigen::MatrixXd m = contribution_->forward(0, -1, inputs_of(*contribution_, {{"split", &theta}, {"split_hyper", &h}}));
+  const Eigen::MatrixXd m = contribution_draws(*contribution_, theta, h);
   const Eigen::MatrixXd a_m = (z_ - m) / rho2;
-  const auto dc = contribution_->backward({&a_m});
+  const auto dc = contribution_backward(*contribution_, theta, h, a_m);
   Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
   double value = (-0.5 * (z_ - m).array().square() / rho2).sum() - q.log_density(theta).sum();
@@ -352,6 +386,15 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   d.segment(2 * split_dim_, hyper_dim_) = d_h;
   adam_.step(params_, Eigen::VectorXd(-d / double(S)));
   return value / double(S);
+}
+
+Eigen::MatrixXd VflSilo::predictive_z(const fvi_model& model, const fvi_data& test, long draws, uint64_t key) const {
+  std::unique_ptr<BoundFactor> contribution = bind_one(model, test, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
+  CounterRng rng(RngKey{key, uint32_t(silo_), 0, rng_stream::kUserStream + 7});
+  const Eigen::MatrixXd theta = q_theta().sample(rng.normal(split_dim_, draws)), h = hyper();
+  Eigen::MatrixXd z = contribution_draws(*contribution, theta, h);
+  if (options_.auxiliary) z += options_.rho * rng.normal(z.rows(), draws);  // z* ~ N(m*, rho^2)
+  return z;
 }
 
 }  // namespace fvi::engine

@@ -8,15 +8,21 @@
 
 namespace fvi::program {
 
-PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::MatrixXd& draws, int64_t block) {
+namespace {
+
+// The metrics of `f` with the inputs of rows [begin, begin + count) given by `inputs`.
+template <typename Inputs>
+PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t block, const Inputs& inputs) {
   PredictiveMetrics m;
   const std::string dist = f.info().distribution;
-  const Eigen::Index S = draws.cols();
   double log_density = 0, correct = 0, squared = 0;
   const int64_t n = f.rows();
   for (int64_t begin = 0; begin < n; begin += block) {
     const int64_t count = std::min(block, n - begin);
-    const auto& lp = f.forward(begin, count, {draws});  // count x S
+    // Kept alive to the end of the block: an argument the kernel passes through unchanged (a
+    // logit that is the z_sum input itself) is a view of its input.
+    const std::vector<Eigen::MatrixXd> in = inputs(begin, count);
+    const auto& lp = f.forward(begin, count, in);  // count x S
     for (int64_t i = 0; i < count; ++i) {
       const double top = lp.row(i).maxCoeff();
       log_density += top + std::log((lp.row(i).array() - top).exp().sum() / double(S));
@@ -61,6 +67,26 @@ PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::Matrix
   if (dist == "bernoulli_logit" || dist == "categorical_logit") m.accuracy = correct / double(n);
   if (dist == "normal") m.rmse = std::sqrt(squared / double(n));
   return m;
+}
+
+}  // namespace
+
+PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::MatrixXd& draws, int64_t block) {
+  return metrics_of(f, draws.cols(), block, [&](int64_t, int64_t) { return std::vector<Eigen::MatrixXd>{draws}; });
+}
+
+PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::MatrixXd& globals, const Eigen::MatrixXd& z_sum,
+                                     int64_t block) {
+  return metrics_of(f, z_sum.cols(), block, [&](int64_t begin, int64_t count) {
+    std::vector<Eigen::MatrixXd> inputs;
+    for (int g = 0; g < f.info().group_count; ++g) {
+      const std::string name = f.group_name(g);
+      if (name == "global") inputs.push_back(globals);
+      else if (name == "z_sum") inputs.push_back(z_sum.middleRows(begin, count));
+      else throw engine::ModelError(f.name() + ": reads the " + name + " group, which a held-out vertical row does not have");
+    }
+    return inputs;
+  });
 }
 
 std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std::string, double>>& columns) {

@@ -11,6 +11,7 @@
 #include "fvi/engine/vfl.h"
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
+#include "fvi/program/predictive.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -117,6 +118,29 @@ void write_split_posterior(const std::string& dir, const fvi_model& model, const
   write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, u), mean, sd);
 }
 
+// Held-out rows of a vertical model: the server's part (labels) with the coupling likelihood bound
+// to it, and each silo's columns of the same rows.
+struct HeldOutRows {
+  std::unique_ptr<data::DataSet> server;  // on the heap: the likelihood keeps views into it
+  std::vector<data::DataSet> silos;
+  std::unique_ptr<engine::BoundFactor> likelihood;
+};
+
+HeldOutRows load_held_out_rows(const fvi_model& model, const std::string& path, int silos) {
+  data::DataDirectory dir = data::load_data_directory(path);
+  data::validate_or_throw(*model.data_table, dir);
+  if (int(dir.silos.size()) != silos)
+    throw data::DataError("--test " + path + ": " + std::to_string(dir.silos.size()) + " silos' columns, but the run has " +
+                          std::to_string(silos) + " silos");
+  HeldOutRows out;
+  out.server = std::make_unique<data::DataSet>(std::move(dir.server).merged(dir.public_data));
+  for (auto& s : dir.silos) out.silos.push_back(std::move(s).merged(dir.public_data));
+  for (int f = 0; f < model.factor_count && !out.likelihood; ++f)
+    if (model.factors[f].kind == FVI_LIKELIHOOD && model.factors[f].owner == FVI_COUPLING)
+      out.likelihood = std::make_unique<engine::BoundFactor>(model, f, out.server->view());
+  return out;
+}
+
 }  // namespace
 
 int run_vfl(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
@@ -126,9 +150,6 @@ int run_vfl(const fvi_model& model, const ModelDescription& description, const e
   data::validate_or_throw(*model.data_table, dir);
   const int S = int(dir.silos.size());
   if (S == 0) throw data::DataError(args.data + ": no silo data (silo-1.json, silo-1.csv or silo-1/) was found");
-  if (!args.test.empty())
-    throw std::invalid_argument("--test: held-out rows of a vertical model are split across the silos too; scoring "
-                                "them is not supported by NAME-sim yet");
   const bool power = method == "vfl_power";
   const engine::VflOptions options = engine::VflOptions::from(settings, power);
   const long rounds = settings.integer("rounds", 1000);
@@ -148,9 +169,13 @@ int run_vfl(const fvi_model& model, const ModelDescription& description, const e
                             std::to_string(expected) + "; vertically split data has the same rows in every silo");
   }
 
+  // Held-out rows (`--test DIR`): a data directory like --data's, each silo its columns of them.
+  HeldOutRows held_out;
+  if (!args.test.empty()) held_out = load_held_out_rows(model, args.test, S);
+
   if (!args.quiet) {
     std::printf("%s: method = %s, q_z = %s, rho = %g, silos = %d, rounds = %ld\n", description.name, method.c_str(),
-                options.amortized ? "amortized" : "meanfield", options.rho, S, rounds);
+                !options.auxiliary ? "none" : options.amortized ? "amortized" : "meanfield", options.rho, S, rounds);
     std::printf("  global parameters %lld (on the server), rows %lld\n", (long long)server.global_dim(),
                 (long long)silos[0]->rows());
     for (const auto& s : silos)
@@ -178,10 +203,20 @@ int run_vfl(const fvi_model& model, const ModelDescription& description, const e
       for (int k = 0; k < S; ++k)
         extra.push_back({"silo" + std::to_string(k + 1) + "_bytes_per_iteration",
                          double(federation.silo_sent[k] + federation.silo_received[k]) / double(t)});
+      std::string test_text;
+      if (held_out.likelihood) {
+        // seed 004 §5.3's held-out scoring: z_k* ~ N(m_k*, rho^2) from each silo, summed.
+        const long draws = 200;
+        Eigen::MatrixXd z_sum = Eigen::MatrixXd::Zero(held_out.likelihood->rows(), draws);
+        for (int k = 0; k < S; ++k)
+          z_sum += silos[k]->predictive_z(model, held_out.silos[k].view(), draws, options.seed + uint64_t(t));
+        const Eigen::MatrixXd globals = output_draws_of(server.q(), options.seed + uint64_t(t), 0, draws);
+        test_text = report_metrics(predictive_metrics(*held_out.likelihood, globals, z_sum), extra);
+      }
       metrics.row(int(summary.elbo.size()), elbo, seconds, federation.sent, federation.received, extra);
       if (!args.quiet) {
-        std::printf("iteration %6ld/%ld  elbo %.6g  %.2f s  sent %s  received %s\n", t, rounds, elbo, seconds,
-                    human_bytes(federation.sent).c_str(), human_bytes(federation.received).c_str());
+        std::printf("iteration %6ld/%ld  elbo %.6g  %.2f s  sent %s  received %s%s\n", t, rounds, elbo, seconds,
+                    human_bytes(federation.sent).c_str(), human_bytes(federation.received).c_str(), test_text.c_str());
         std::fflush(stdout);
       }
       window = 0, in_window = 0;

@@ -34,6 +34,7 @@ struct VflOptions {
   bool power = false;       // method = vfl_power (Alg. 2) instead of vfl_augmented (Alg. 1)
   double rho = 1.0;         // sd of the coupling z_ik ~ N(m_ik, rho^2)
   bool amortized = false;   // q_z = amortized (else mean-field)
+  bool auxiliary = true;    // q_z = none: no z; silo k sends m_k itself (the classical split network)
   long width = 16, depth = 1;
   double lr = 0.01;
   long mc_samples = 1;
@@ -124,13 +125,18 @@ class VflSilo {
   // involve them). Returns the term's estimate.
   double update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration);
 
-  // The contribution m_k for given split draws (p_k x S) and the current h_k (for predictions).
+  // The contribution m_k for given split draws (p_k x S) and the current h_k.
   Eigen::MatrixXd contribution(const Eigen::MatrixXd& theta);
+  // For held-out rows (`test`: this silo's columns of them): S draws of z_k* ~ N(m_k*, rho^2),
+  // theta_k ~ q (the coupling's prior for rows never fitted; m_k* itself with q_z = none).
+  Eigen::MatrixXd predictive_z(const fvi_model& model, const fvi_data& test, long draws, uint64_t key) const;
 
  private:
   // Rebinds the kept draws' derived values (theta, m, q(z) outputs, z) from the kept noise.
   void evaluate_kept();
   double local_only_step(uint32_t iteration, long step);
+  // The theta_k and h_k parts of the gradient given the adjoint of m_k (N x S).
+  double theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params);
 
   int silo_, silos_;
   VflOptions options_;

@@ -22,6 +22,10 @@ struct PredictiveMetrics {
 
 // `draws`: the global parameters, size x S. Evaluated in blocks of `block` rows.
 PredictiveMetrics predictive_metrics(engine::BoundFactor& likelihood, const Eigen::MatrixXd& draws, int64_t block = 2048);
+// A vertical model's coupling likelihood: the globals' draws (n_G x S) and the summed silo
+// contributions of every held-out row (N x S).
+PredictiveMetrics predictive_metrics(engine::BoundFactor& likelihood, const Eigen::MatrixXd& globals,
+                                     const Eigen::MatrixXd& z_sum, int64_t block = 2048);
 
 // Appends the metrics' columns (test_log_density, test_accuracy, test_rmse) to `columns` and
 // returns their text for a progress line ("  test lpd -0.5825  accuracy 0.7400").
