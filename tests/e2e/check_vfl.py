@@ -16,6 +16,10 @@ n = 500, p = 20), written into a temporary folder.
                mean-field VI of the original model (logreg_pooled.fvi, one silo, PVI): the mean
                distance in centralised posterior sds decreases strictly.
 
+  heldout      the classical split network (split_nn_deterministic.fvi, q_z = none) on one Pima
+               fold: the held-out mean log likelihood NAME-sim reports equals the one computed here
+               from the silos' written networks and the test rows (examples/split_nn), to 1e-9.
+
 Exit 0 on success, 1 with a message on the first failure.
 """
 import csv
@@ -118,7 +122,39 @@ def case_rho(fvic, cache, work):
             "the distance to centralised VI does not shrink with rho: %s" % distance)
 
 
-CASES = {"privacy": case_privacy, "elbo": case_elbo, "rho": case_rho}
+def case_heldout(fvic, cache, work):
+    import math
+    subprocess.run([sys.executable, os.path.join(EXAMPLES, "split_nn", "generate.py"), "--output", work],
+                   check=True, capture_output=True)
+    fold = os.path.join(work, "fold-3")
+    out = os.path.join(work, "heldout")
+    run_fvic(fvic, cache, os.path.join(EXAMPLES, "split_nn", "split_nn_deterministic.fvi"),
+             os.path.join(fold, "train"), out, ["rounds=300", "lr=0.01", "refresh=300"],
+             test=os.path.join(fold, "test"))
+    reported = float(metrics_rows(out)[-1]["test_log_density"])
+    with open(os.path.join(fold, "test", "server.json")) as f:
+        y = json.load(f)["y"]
+    eta = [0.0] * len(y)
+    for k in (1, 2):
+        net = posterior(os.path.join(out, "silo-%d" % k))["variables"]
+        with open(os.path.join(fold, "test", "silo-%d.json" % k)) as f:
+            x = json.load(f)["x"]
+        P, H = net["W1"]["shape"]
+        W1, c1, W2, w = (net[n]["mean"] for n in ("W1", "c1", "W2", "w"))  # row-major elements
+        for i, row in enumerate(x):
+            h1 = [math.tanh(sum(row[p] * W1[p * H + j] for p in range(P)) + c1[j]) for j in range(H)]
+            h2 = [math.tanh(sum(h1[j] * W2[j * 2 + c] for j in range(H))) for c in range(2)]
+            eta[i] += h2[0] * w[0] + h2[1] * w[1]
+    # log p(y | eta) of a Bernoulli with logit eta, stably
+    lp = [(-math.log1p(math.exp(-e)) if e > 0 else e - math.log1p(math.exp(e))) if t == 1 else
+          (-e - math.log1p(math.exp(-e)) if e > 0 else -math.log1p(math.exp(e))) for t, e in zip(y, eta)]
+    expected = sum(lp) / len(lp)
+    print("held-out mean log likelihood: NAME-sim %.12f, computed here %.12f" % (reported, expected))
+    # metrics.csv prints 10 significant digits; the sums here and in NAME-sim differ in the last bits
+    require(abs(reported - expected) < 1e-9, "held-out log likelihood %.12f != %.12f" % (reported, expected))
+
+
+CASES = {"privacy": case_privacy, "elbo": case_elbo, "rho": case_rho, "heldout": case_heldout}
 
 
 if __name__ == "__main__":
