@@ -157,10 +157,6 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
 
 namespace {
 
-Eigen::Index size_of(const fvi_model& model, const char* group, const fvi_data& data) {
-  return std::max<int64_t>(0, group_size(model, group, data));
-}
-
 // Adds the factors of `kind` owned by `owner` to `into`.
 void bind(LogDensity& into, const fvi_model& model, const fvi_data& data, int owner, int kind) {
   for (int f = 0; f < model.factor_count; ++f)
@@ -184,24 +180,18 @@ void add_entropy_gradient(Eigen::VectorXd& g, Eigen::Index first_log_sd, Eigen::
   g.segment(first_log_sd, n).array() += 1.0;
 }
 
-AdamOptions adam_options(double lr) {
-  AdamOptions a;
-  a.learning_rate = StepSizeSchedule(lr);
-  return a;
-}
-
 }  // namespace
 
 // ---- server ----------------------------------------------------------------------------------
 
 SfviServer::SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions options)
     : options_(options),
-      global_dim_(size_of(model, "global", data)),
-      hyper_dim_(size_of(model, "hyper", data)),
+      global_dim_(group_dim(model, "global", data)),
+      hyper_dim_(group_dim(model, "hyper", data)),
       q_(StructuredGlobalGaussian<double>::from_params(initial_global(global_dim_, options), global_dim_,
                                                        options.correlated_global)),
       hyper_(Eigen::VectorXd::Zero(hyper_dim_)),
-      adam_(q_.num_params() + hyper_dim_, adam_options(options.lr)) {
+      adam_(q_.num_params() + hyper_dim_, AdamOptions{StepSizeSchedule(options.lr)}) {
   bind(prior_, model, data, FVI_SERVER, FVI_DENSITY);
   if (global_dim_ == 0) throw ModelError("SFVI needs global parameters; this model has none");
 }
@@ -266,10 +256,10 @@ void SfviServer::average(const std::vector<SfviLocalFit>& fits) {
 SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviOptions options, bool global_prior)
     : silo_(silo),
       options_(options),
-      global_dim_(size_of(model, "global", data)),
-      local_dim_(size_of(model, "local", data)),
-      hyper_dim_(size_of(model, "hyper", data)),
-      adam_(1, adam_options(options.lr)) {
+      global_dim_(group_dim(model, "global", data)),
+      local_dim_(group_dim(model, "local", data)),
+      hyper_dim_(group_dim(model, "hyper", data)),
+      adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   bind(joint_, model, data, FVI_SILO, FVI_DENSITY);
   bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
   if (global_prior) {
@@ -290,7 +280,7 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
 }
 
 void SfviSilo::set_local_params(const Eigen::VectorXd& params) {
-  if (adam_.first_moment().size() != params.size()) adam_ = Adam<double>(params.size(), adam_options(options_.lr));
+  if (adam_.first_moment().size() != params.size()) adam_ = Adam<double>(params.size(), AdamOptions{StepSizeSchedule(options_.lr)});
   local_params_ = params;
   q_ = StructuredLocalGaussian<double>::from_params(params, local_dim_, global_dim_, options_.coupled,
                                                     options_.correlated_local);
@@ -389,7 +379,7 @@ SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double sc
   const Eigen::Index np = global.num_params();
   // A fresh optimiser for the copy of (eta_G, theta) each round (the broadcast moved it); the
   // local block keeps its own Adam across rounds (not stated in seed 002; our choice).
-  Adam<double> adam(np + hyper_dim_, adam_options(options_.lr));
+  Adam<double> adam(np + hyper_dim_, AdamOptions{StepSizeSchedule(options_.lr)});
   SfviLocalFit out;
   for (long t = 0; t < steps; ++t) {
     // Local steps draw their own eps_G: nothing is shared within a round. Stream per (round, step).

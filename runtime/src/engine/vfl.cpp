@@ -31,16 +31,6 @@ VflOptions VflOptions::from(const Settings& s, bool power) {
 
 namespace {
 
-AdamOptions adam_options(double lr) {
-  AdamOptions a;
-  a.learning_rate = StepSizeSchedule(lr);
-  return a;
-}
-
-Eigen::Index size_of(const fvi_model& model, const char* group, const fvi_data& data) {
-  return std::max<int64_t>(0, group_size(model, group, data));
-}
-
 // The one factor of `kind` owned by `owner`, bound to `data` (null if the model has none).
 std::unique_ptr<BoundFactor> bind_one(const fvi_model& model, const fvi_data& data, int owner, int kind) {
   std::unique_ptr<BoundFactor> found;
@@ -88,7 +78,7 @@ Eigen::VectorXd meanfield_params_gradient(const Eigen::MatrixXd& dx, const Eigen
 // ---- server ----------------------------------------------------------------------------------
 
 VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions options, int silos)
-    : options_(options), silos_(silos), global_dim_(size_of(model, "global", data)), adam_(1, adam_options(options.lr)) {
+    : options_(options), silos_(silos), global_dim_(group_dim(model, "global", data)), adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   for (int f = 0; f < model.factor_count; ++f)
     if (model.factors[f].owner == FVI_SERVER && model.factors[f].kind == FVI_DENSITY)
       prior_.push_back(std::make_unique<BoundFactor>(model, f, data));
@@ -98,7 +88,7 @@ VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions op
     rows_ = likelihood_->rows();
   }
   q_ = MeanFieldGaussian<double>(Eigen::VectorXd::Zero(global_dim_), Eigen::VectorXd::Constant(global_dim_, std::log(options.init_sd)));
-  adam_ = Adam<double>(q_.num_params(), adam_options(options.lr));
+  adam_ = Adam<double>(q_.num_params(), AdamOptions{StepSizeSchedule(options.lr)});
 }
 
 Eigen::MatrixXd VflServer::global_noise(uint32_t iteration) const {
@@ -152,10 +142,10 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
     : silo_(silo),
       silos_(silos),
       options_(options),
-      split_dim_(size_of(model, "split", data)),
-      hyper_dim_(size_of(model, "split_hyper", data)),
-      global_dim_(size_of(model, "global", data)),
-      adam_(1, adam_options(options.lr)) {
+      split_dim_(group_dim(model, "split", data)),
+      hyper_dim_(group_dim(model, "split_hyper", data)),
+      global_dim_(group_dim(model, "global", data)),
+      adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   contribution_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
   if (!contribution_) throw ModelError("silo " + std::to_string(silo) + ": the model has no silo_sum contribution");
   density_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_DENSITY);
@@ -185,7 +175,7 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   params_.resize(2 * split_dim_ + hyper_dim_ + z_params_);
   params_ << Eigen::VectorXd::Zero(split_dim_), Eigen::VectorXd::Constant(split_dim_, std::log(options.init_sd)),
       options.hyper_init_sd * init.normal(hyper_dim_, 1), z_params;
-  adam_ = Adam<double>(params_.size(), adam_options(options.lr));
+  adam_ = Adam<double>(params_.size(), AdamOptions{StepSizeSchedule(options.lr)});
   if (options.power && options.amortized && options.auxiliary) {
     // The network reads y_i: take the outcome rows from the likelihood (one evaluation at zero).
     const Eigen::MatrixXd g = Eigen::MatrixXd::Zero(global_dim_, 1), zs = Eigen::MatrixXd::Zero(n, 1);
@@ -207,26 +197,24 @@ MeanFieldGaussian<double> VflSilo::q_theta() const {
 
 namespace {
 
-// m_k for the draws of theta (p_k x S). A contribution that reads no split parameter (a network
-// of point estimates only) is the same for every draw: its one column is repeated S times.
+// m_k for the draws of theta (p_k x S), by a forward call that contribution_backward may follow.
+// A contribution that reads no split parameter (a network of point estimates only) is the same
+// for every draw: its one column is repeated S times.
 Eigen::MatrixXd contribution_draws(BoundFactor& contribution, const Eigen::MatrixXd& theta, const Eigen::MatrixXd& h) {
   const Eigen::MatrixXd m = contribution.forward(0, -1, inputs_of(contribution, {{"split", &theta}, {"split_hyper", &h}}));
   return m.cols() == theta.cols() ? m : Eigen::MatrixXd(m.replicate(1, theta.cols()));
 }
 
-// The gradient of sum(a_m .* m) with respect to the contribution's groups (forward at theta, h
-// first). A draw-independent contribution takes the adjoint summed over the draws.
-std::vector<Eigen::MatrixXd> contribution_backward(BoundFactor& contribution, const Eigen::MatrixXd& theta,
-                                                   const Eigen::MatrixXd& h, const Eigen::MatrixXd& a_m) {
-  const auto& m = contribution.forward(0, -1, inputs_of(contribution, {{"split", &theta}, {"split_hyper", &h}}));
-  if (m.cols() == a_m.cols()) return contribution.backward({&a_m});
+// After contribution_draws: the gradient of sum(a_m .* m) with respect to the contribution's
+// groups. A draw-independent contribution takes the adjoint summed over the draws.
+std::vector<Eigen::MatrixXd> contribution_backward(BoundFactor& contribution, const Eigen::MatrixXd& a_m) {
+  for (int g = 0; g < contribution.info().group_count; ++g)
+    if (contribution.group_name(g) == "split") return contribution.backward({&a_m});
   const Eigen::MatrixXd summed = a_m.rowwise().sum();
   return contribution.backward({&summed});
 }
 
 }  // namespace
-
-Eigen::MatrixXd VflSilo::contribution(const Eigen::MatrixXd& theta) { return contribution_draws(*contribution_, theta, hyper()); }
 
 const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
   const long S = options_.mc_samples;
@@ -239,7 +227,7 @@ const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
 void VflSilo::evaluate_kept() {
   const long S = tau_.cols();
   theta_ = q_theta().sample(eps_);
-  m_ = contribution(theta_);
+  m_ = contribution_draws(*contribution_, theta_, hyper());  // theta_gradient's backward follows this forward
   const Eigen::VectorXd z_params = params_.tail(z_params_);
   if (!options_.auxiliary) {
     z_ = m_;  // the classical split network: the contribution itself goes up
@@ -320,7 +308,7 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
     d_params.segment(z_at, rows_) = g_z.rowwise().sum() / double(S);
     d_params.segment(z_at + rows_, rows_) = (g_z.array() * sd_z.array() * tau_.array()).rowwise().sum() / double(S);
   }
-  return (value + theta_gradient(a_m, d_params) * double(S)) / double(S) + (options_.power ? own_likelihood_ : 0.0);
+  return value / double(S) + theta_gradient(a_m, d_params) + (options_.power ? own_likelihood_ : 0.0);
 }
 
 double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params) {
@@ -329,7 +317,7 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
   const long S = z_.cols();
   double value = 0;
   const Eigen::MatrixXd h = hyper();
-  const auto dc = contribution_backward(*contribution_, theta_, h, a_m);
+  const auto dc = contribution_backward(*contribution_, a_m);  // the forward of evaluate_kept
   Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
   const MeanFieldGaussian<double> q = q_theta();
@@ -369,7 +357,7 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   const Eigen::MatrixXd theta = q.sample(eps), h = hyper();
   const Eigen::MatrixXd m = contribution_draws(*contribution_, theta, h);
   const Eigen::MatrixXd a_m = (z_ - m) / rho2;
-  const auto dc = contribution_backward(*contribution_, theta, h, a_m);
+  const auto dc = contribution_backward(*contribution_, a_m);
   Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
   double value = (-0.5 * (z_ - m).array().square() / rho2).sum() - q.log_density(theta).sum();

@@ -9,7 +9,6 @@
 #include "fvi/engine/pvi.h"
 #include "fvi/program/output.h"
 #include "fvi/data/readers.h"
-#include "fvi/data/validate.h"
 #include "fvi/program/predictive.h"
 #include "fvi/program/pvi_rounds.h"
 #include "fvi/rng.h"
@@ -26,11 +25,8 @@ int run(const fvi_model& model, const ModelDescription& description, const engin
   using Server = engine::PviServer<Q>;
   using Client = engine::PviClient<Q>;
   // Every party's data is read and checked against the declarations before anything runs.
-  data::DataDirectory dir = data::load_data_directory(args.data);
-  if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
-  data::validate_or_throw(*model.data_table, dir);
+  data::DataDirectory dir = load_run_data(model, args.data);
   const int S = int(dir.silos.size());
-  if (S == 0) throw data::DataError(args.data + ": no silo data (silo-1.json, silo-1.csv or silo-1/) was found");
   const engine::PviOptions options = engine::PviOptions::from(settings, S);
   const long rounds = settings.integer("rounds", 10);
   const std::string schedule = settings.name("schedule", "synchronous");

@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "fvi/data/readers.h"
-#include "fvi/data/validate.h"
 #include "fvi/engine/sfvi.h"
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
@@ -161,11 +160,8 @@ GlobalOutput global_output(const fvi_model& model, const fvi_data& data, const G
 
 int run_sfvi(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
              const SimArguments& args, const std::string& method) {
-  data::DataDirectory dir = data::load_data_directory(args.data);
-  if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
-  data::validate_or_throw(*model.data_table, dir);
+  data::DataDirectory dir = load_run_data(model, args.data);
   const int S = int(dir.silos.size());
-  if (S == 0) throw data::DataError(args.data + ": no silo data (silo-1.json, silo-1.csv or silo-1/) was found");
   const engine::SfviOptions options = engine::SfviOptions::from(settings);
   const long rounds = settings.integer("rounds", 10);
   const long warm_start = method == "sfvi" ? settings.integer("warm_start", 0) : 0;

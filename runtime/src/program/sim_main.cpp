@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "fvi/data/validate.h"
 #include "fvi/engine/settings.h"
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/sfvi_run.h"
@@ -60,6 +61,14 @@ bool parse_sim_arguments(int argc, char** argv, SimArguments& a, std::string& er
   if (a.data.empty()) error = "--data DIR is required";
   else if (a.output.empty()) error = "--output OUT is required";
   return error.empty();
+}
+
+data::DataDirectory load_run_data(const fvi_model& model, const std::string& path) {
+  data::DataDirectory dir = data::load_data_directory(path);
+  if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
+  data::validate_or_throw(*model.data_table, dir);
+  if (dir.silos.empty()) throw data::DataError(path + ": no silo data (silo-1.json, silo-1.csv or silo-1/) was found");
+  return dir;
 }
 
 int run_sim(const fvi_model& model, const ModelDescription& description, int argc, char** argv) {

@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "fvi/data/readers.h"
-#include "fvi/data/validate.h"
 #include "fvi/engine/vfl.h"
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
@@ -28,7 +27,7 @@ long long bytes_of(const Eigen::MatrixXd& m) { return (long long)(m.size() * siz
 class VerticalFederation {
  public:
   VerticalFederation(VflServer& server, std::vector<std::unique_ptr<VflSilo>>& silos, bool power)
-      : server_(server), silos_(silos), power_(power) {}
+      : silo_sent(silos.size()), silo_received(silos.size()), server_(server), silos_(silos), power_(power) {}
 
   long long sent = 0, received = 0;
   std::vector<long long> silo_sent, silo_received;  // per silo, this run
@@ -36,7 +35,6 @@ class VerticalFederation {
   // One iteration of Algorithm 1 or 2. Returns the ELBO estimate (the parties' terms summed).
   double iteration(uint32_t t) {
     const int J = int(silos_.size());
-    silo_sent.resize(J), silo_received.resize(J);
     std::vector<Eigen::MatrixXd> z(J);
     // Alg. 1 step 14 / Alg. 2 step 21: each silo draws z_k and keeps its noise; z_k goes up.
     for_each_silo_in_parallel(J, [&](int k) { z[k] = silos_[k]->propose(t); });
@@ -127,8 +125,7 @@ struct HeldOutRows {
 };
 
 HeldOutRows load_held_out_rows(const fvi_model& model, const std::string& path, int silos) {
-  data::DataDirectory dir = data::load_data_directory(path);
-  data::validate_or_throw(*model.data_table, dir);
+  data::DataDirectory dir = load_run_data(model, path);
   if (int(dir.silos.size()) != silos)
     throw data::DataError("--test " + path + ": " + std::to_string(dir.silos.size()) + " silos' columns, but the run has " +
                           std::to_string(silos) + " silos");
@@ -145,11 +142,8 @@ HeldOutRows load_held_out_rows(const fvi_model& model, const std::string& path, 
 
 int run_vfl(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
             const SimArguments& args, const std::string& method) {
-  data::DataDirectory dir = data::load_data_directory(args.data);
-  if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
-  data::validate_or_throw(*model.data_table, dir);
+  data::DataDirectory dir = load_run_data(model, args.data);
   const int S = int(dir.silos.size());
-  if (S == 0) throw data::DataError(args.data + ": no silo data (silo-1.json, silo-1.csv or silo-1/) was found");
   const bool power = method == "vfl_power";
   const engine::VflOptions options = engine::VflOptions::from(settings, power);
   const long rounds = settings.integer("rounds", 1000);

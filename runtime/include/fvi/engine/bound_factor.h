@@ -2,6 +2,7 @@
 // One factor of a compiled model bound to one party's data (docs/kernel-abi.md): the C ABI calls
 // wrapped so that an engine works with Eigen matrices (one column per Monte Carlo draw) and a
 // failure is an exception naming the factor.
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,10 @@ class ModelError : public std::runtime_error {
 // The number of unconstrained values in `group` ("global", "local", ...), or -1 if the model
 // has no such group.
 int64_t group_size(const fvi_model& model, const std::string& group, const fvi_data& data);
+// The same, 0 when the model has no such group (an engine's block sizes).
+inline Eigen::Index group_dim(const fvi_model& model, const std::string& group, const fvi_data& data) {
+  return std::max<int64_t>(0, group_size(model, group, data));
+}
 int group_index(const fvi_model& model, const std::string& group);
 
 enum class Precision { kFloat64, kFloat32 };

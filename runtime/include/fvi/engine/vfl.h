@@ -125,8 +125,6 @@ class VflSilo {
   // involve them). Returns the term's estimate.
   double update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration);
 
-  // The contribution m_k for given split draws (p_k x S) and the current h_k.
-  Eigen::MatrixXd contribution(const Eigen::MatrixXd& theta);
   // For held-out rows (`test`: this silo's columns of them): S draws of z_k* ~ N(m_k*, rho^2),
   // theta_k ~ q (the coupling's prior for rows never fitted; m_k* itself with q_z = none).
   Eigen::MatrixXd predictive_z(const fvi_model& model, const fvi_data& test, long draws, uint64_t key) const;

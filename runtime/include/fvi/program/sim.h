@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "fvi/data/readers.h"
 #include "fvi/kernel/abi.h"
 
 namespace fvi::program {
@@ -27,5 +28,10 @@ struct SimArguments {
 bool parse_sim_arguments(int argc, char** argv, SimArguments& args, std::string& error);
 
 int run_sim(const fvi_model& model, const ModelDescription& description, int argc, char** argv);
+
+// A data directory (--data, or a vertical model's --test) read and checked against the model's
+// declarations before any inference; throws DataError naming the file and variable, or that
+// there is no silo.
+data::DataDirectory load_run_data(const fvi_model& model, const std::string& dir);
 
 }  // namespace fvi::program
