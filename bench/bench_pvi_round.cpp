@@ -85,12 +85,15 @@ int main(int argc, char** argv) {
     using Q = fvi::MeanFieldGaussian<double>;
     fvi::engine::PviServer<Q> server(model, public_data.view(), options.seed);
     std::vector<std::unique_ptr<fvi::engine::PviClient<Q>>> clients;
-    std::vector<fvi::engine::PviClient<Q>*> pointers;
+    std::vector<std::unique_ptr<fvi::program::PviSiloEndpoint<Q>>> endpoints;
+    std::vector<fvi::program::SiloEndpoint*> pointers;
     for (int k = 0; k < kSilos; ++k) {
       clients.push_back(std::make_unique<fvi::engine::PviClient<Q>>(model, silos[k].view(), k + 1, options));
-      pointers.push_back(clients.back().get());
+      endpoints.push_back(std::make_unique<fvi::program::PviSiloEndpoint<Q>>(*clients.back()));
+      pointers.push_back(endpoints.back().get());
     }
-    fvi::program::PviRounds<Q> runner(server, pointers, "synchronous");
+    fvi::program::InProcessTransport transport(pointers);
+    fvi::program::PviRounds<Q> runner(server, transport, "synchronous");
     double best = 1e300;
     for (int r = 1; r <= rounds; ++r) best = std::min(best, bench::seconds([&] { runner.run_round(uint32_t(r)); }));
     const double limit = flops / ((float32 ? speak : dpeak) * 1e9);

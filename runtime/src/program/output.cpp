@@ -147,7 +147,9 @@ void write_draws_csv(const std::string& path, const std::string& model, const st
   }
 }
 
-MetricsWriter::MetricsWriter(const std::string& path) : out_(path) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append) {
+  header_written_ = append && std::ifstream(path).peek() != std::ifstream::traits_type::eof();
+  out_.open(path, append ? std::ios::app : std::ios::trunc);
   if (!out_) throw std::runtime_error("cannot write " + path);
 }
 

@@ -1,88 +1,179 @@
 #include "fvi/program/pvi_rounds.h"
 
-#include "fvi/program/parallel.h"
-
 #include <cstdio>
-#include <exception>
 #include <stdexcept>
-#include <thread>
 
 namespace fvi::program {
 
+namespace {
+
+// Values in a packed natural parameter of dimension d (engine::pack).
+size_t packed_size(const DiagGaussianNatural<double>&, Eigen::Index d) { return size_t(2 * d); }
+size_t packed_size(const GaussianNatural<double>&, Eigen::Index d) { return size_t(d + d * (d + 1) / 2); }
+
+template <class Natural>
+Natural unpacked(const double* begin, size_t count) {
+  Natural eta;
+  engine::unpack(std::vector<double>(begin, begin + count), eta);
+  return eta;
+}
+
+}  // namespace
 
 template <class Q>
-PviRounds<Q>::PviRounds(Server& server, std::vector<Client*> clients, std::string schedule)
-    : server_(server), clients_(std::move(clients)), schedule_(std::move(schedule)) {
+PviRounds<Q>::PviRounds(Server& server, Transport& transport, std::string schedule)
+    : server_(server), transport_(transport), schedule_(std::move(schedule)) {
   if (schedule_ != "synchronous" && schedule_ != "sequential" && schedule_ != "asynchronous")
     throw std::invalid_argument("schedule = " + schedule_ + " is not a PVI schedule");
+  factors_.assign(transport_.silos(), engine::GaussianFamily<Q>::zero(server_.posterior().dim()));
+  updated_.assign(transport_.silos(), 0);
 }
 
 template <class Q>
-Traffic PviRounds<Q>::run_round(uint32_t round) {
-  using Natural = typename Server::Natural;
-  const int S = int(clients_.size());
-  Traffic traffic;
-  std::mutex traffic_mutex;
-  // One silo's turn: q_s down, the packed change of its factor back up.
-  std::vector<Natural> previous(S);  // each silo's factor before this round's update
-  auto exchange = [&](int k, const std::vector<double>& down) {
-    Natural q_s;
-    engine::unpack(down, q_s);
-    previous[k] = clients_[k]->factor();
-    const std::vector<double> up = engine::pack(clients_[k]->update(q_s, round).delta);
-    std::lock_guard<std::mutex> lock(traffic_mutex);
-    traffic.sent += 8LL * (long long)down.size();
-    traffic.received += 8LL * (long long)up.size();
-    return up;
-  };
-  // A change the server refuses (it would make q improper) is dropped with a warning and the
-  // silo's factor is put back, so that server and silo still agree; the round goes on.
-  auto apply = [&](int k, const std::vector<double>& up) {
-    Natural delta;
-    engine::unpack(up, delta);
+std::string PviRounds<Q>::accept(int k, Message& reply, uint32_t round) {
+  const Eigen::Index d = server_.posterior().dim();
+  const size_t P = packed_size(Natural{}, d);
+  std::string reason = check_reply(reply, P);
+  // A change that would make q_s improper (a precision that is not positive definite) is refused
+  // at once; in the synchronous schedule q_s has not moved since it was sent.
+  if (reason.empty() &&
+      !engine::GaussianFamily<Q>::proper(natural_product(server_.posterior(), unpacked<Natural>(reply.data(), P))))
+    reason = "it would make the global posterior improper (its precision is not positive definite)";
+  if (!reason.empty()) {
+    std::fprintf(stderr, "round %u: refused the change from silo %d: %s\n", round, k + 1, reason.c_str());
+    ++rejected_;
+  }
+  return reason;
+}
+
+template <class Q>
+void PviRounds<Q>::run_round(uint32_t round) {
+  const int S = transport_.silos();
+  const Eigen::Index d = server_.posterior().dim();
+  const size_t P = packed_size(Natural{}, d);
+  // Applies silo k's change; one the server refuses (it would make q_s improper) is dropped with
+  // a warning, and the silo keeps its previous factor.
+  auto apply = [&](int k, const Message& up) {
+    const Natural delta = unpacked<Natural>(up.data(), P);
     try {
       server_.apply(delta, k + 1);
+      factors_[k] = natural_product(factors_[k], delta);
     } catch (const engine::ModelError& e) {
       std::fprintf(stderr, "round %u: warning: %s; silo %d keeps its previous factor\n", round, e.what(), k + 1);
-      clients_[k]->set_factor(previous[k]);
       ++rejected_;
     }
   };
+  // q_s and silo k's factor, as the silo needs them: [first update?, q_s, t_k].
+  auto request = [&](int k) {
+    Message m{updated_[k] ? 0.0 : 1.0};
+    const Message q = engine::pack(server_.posterior()), t = engine::pack(factors_[k]);
+    m.insert(m.end(), q.begin(), q.end());
+    m.insert(m.end(), t.begin(), t.end());
+    return m;
+  };
+  Exchange x;
+  x.round = round;
+  x.phase = Phase::kPviUpdate;
+  x.request = request;
   if (schedule_ == "sequential") {
-    for (int k = 0; k < S; ++k) apply(k, exchange(k, engine::pack(server_.posterior())));
+    for (int k = 0; k < S; ++k) {
+      x.silos = {k};
+      x.reply = [&](int j, Message& up) {
+        std::string reason = accept(j, up, round);
+        if (reason.empty()) updated_[j] = 1, apply(j, up);
+        return reason;
+      };
+      transport_.exchange(x);
+    }
   } else if (schedule_ == "asynchronous") {
-    for_each_silo_in_parallel(S, [&](int k) {
-      std::vector<double> down;
-      {
-        std::lock_guard<std::mutex> lock(server_mutex_);
-        down = engine::pack(server_.posterior());
-      }
-      const std::vector<double> up = exchange(k, down);
-      std::lock_guard<std::mutex> lock(server_mutex_);
-      apply(k, up);
-    });
+    x.reply = [&](int k, Message& up) {
+      std::string reason = accept(k, up, round);
+      if (reason.empty()) updated_[k] = 1, apply(k, up);
+      return reason;
+    };
+    transport_.exchange(x);
   } else {
-    const std::vector<double> down = engine::pack(server_.posterior());
-    std::vector<std::vector<double>> ups(S);
-    for_each_silo_in_parallel(S, [&](int k) { ups[k] = exchange(k, down); });
-    for (int k = 0; k < S; ++k) apply(k, ups[k]);  // in silo order: deterministic
+    std::vector<Message> ups(S);
+    x.reply = [&](int k, Message& up) {
+      std::string reason = accept(k, up, round);
+      if (reason.empty()) ups[k] = std::move(up);
+      return reason;
+    };
+    const std::vector<bool> arrived = transport_.exchange(x);
+    for (int k = 0; k < S; ++k)  // in silo order: deterministic
+      if (arrived[k]) updated_[k] = 1, apply(k, ups[k]);
   }
-  return traffic;
 }
 
 template <class Q>
-double PviRounds<Q>::elbo(Traffic& traffic) {
-  const int S = int(clients_.size());
-  std::vector<double> losses(S);
-  const typename Server::Natural current = server_.posterior();
-  for_each_silo_in_parallel(S, [&](int k) { losses[k] = clients_[k]->evaluate(current, 0); });
-  traffic.received += 8LL * S;
+double PviRounds<Q>::elbo() {
+  const int S = transport_.silos();
+  std::vector<double> losses(S, 0.0);
+  Exchange x;
+  x.round = 0;
+  x.phase = Phase::kPviEvaluate;
+  const Message q = engine::pack(server_.posterior());
+  x.request = [&](int) { return q; };
+  x.reply = [&](int k, Message& reply) {
+    std::string reason = check_reply(reply, 1);
+    if (reason.empty()) losses[k] = reply[0];
+    return reason;
+  };
+  const std::vector<bool> arrived = transport_.exchange(x);
+  missing_terms_ = 0;
   double objective = server_.kl_to_prior();
-  for (double l : losses) objective += l;
+  for (int k = 0; k < S; ++k) {
+    if (arrived[k]) objective += losses[k];
+    else ++missing_terms_;
+  }
   return -objective;
+}
+
+template <class Q>
+Message PviRounds<Q>::state() const {
+  Message m = engine::pack(server_.posterior());
+  for (size_t k = 0; k < factors_.size(); ++k) {
+    const Message t = engine::pack(factors_[k]);
+    m.insert(m.end(), t.begin(), t.end());
+    m.push_back(updated_[k]);
+  }
+  return m;
+}
+
+template <class Q>
+void PviRounds<Q>::restore(const Message& m) {
+  const size_t P = packed_size(Natural{}, server_.posterior().dim());
+  if (m.size() != P + factors_.size() * (P + 1))
+    throw std::invalid_argument("the checkpoint does not match this model and number of silos");
+  server_.set_posterior(unpacked<Natural>(m.data(), P));
+  for (size_t k = 0; k < factors_.size(); ++k) {
+    const double* at = m.data() + P + k * (P + 1);
+    factors_[k] = unpacked<Natural>(at, P);
+    updated_[k] = at[P] != 0;
+  }
+}
+
+template <class Q>
+Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& request) {
+  using Natural = typename Client::Natural;
+  const Eigen::Index d = client_.dim();
+  const size_t P = packed_size(Natural{}, d);
+  if (phase == Phase::kPviEvaluate) {
+    const std::string bad = check_reply(request, P);
+    if (!bad.empty()) throw std::invalid_argument("the server's q_s has " + bad);
+    return {client_.evaluate(unpacked<Natural>(request.data(), P), round)};
+  }
+  if (phase != Phase::kPviUpdate) throw std::invalid_argument(std::string("a PVI silo cannot do ") + phase_name(phase));
+  const std::string bad = check_reply(request, 1 + 2 * P);
+  if (!bad.empty()) throw std::invalid_argument("the server's request has " + bad);
+  client_.set_first_update(request[0] != 0);
+  client_.set_factor(unpacked<Natural>(request.data() + 1 + P, P));
+  return engine::pack(client_.update(unpacked<Natural>(request.data() + 1, P), round).delta);
 }
 
 template class PviRounds<MeanFieldGaussian<double>>;
 template class PviRounds<FullRankGaussian<double>>;
+template class PviSiloEndpoint<MeanFieldGaussian<double>>;
+template class PviSiloEndpoint<FullRankGaussian<double>>;
 
 }  // namespace fvi::program

@@ -8,6 +8,7 @@
 #include "fvi/data/validate.h"
 #include "fvi/engine/settings.h"
 #include "fvi/program/pvi_run.h"
+#include "fvi/program/roles.h"
 #include "fvi/program/sfvi_run.h"
 #include "fvi/program/vfl_run.h"
 #include "fvi/program/sim.h"
@@ -97,14 +98,29 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
   try {
     engine::Settings settings(description.inference, args.overrides);
     std::filesystem::create_directories(args.output);
-    std::string method = settings.name("method", description.method);
-    if (method == "auto") method = description.method;
-    if (method == "pvi") return run_pvi(model, description, settings, args);
-    if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
-      return run_sfvi(model, description, settings, args, method);
-    if (method == "vfl_augmented" || method == "vfl_power") return run_vfl(model, description, settings, args, method);
-    std::fprintf(stderr, "%s: method = %s is not implemented in NAME-sim yet\n", argv[0], method.c_str());
-    return 3;
+    const std::string method = run_method(settings, description);
+    if (method != "pvi") {  // not yet split into a server's side and silo hosts
+      if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
+        return run_sfvi(model, description, settings, args, method);
+      return run_vfl(model, description, settings, args, method);
+    }
+    // Every party's data is read and checked against the declarations before anything runs.
+    data::DataDirectory dir = load_run_data(model, args.data);
+    const int S = int(dir.silos.size());
+    const data::DataSet server_data = dir.server.merged(dir.public_data);
+    std::vector<std::unique_ptr<SiloHost>> hosts;
+    std::vector<SiloEndpoint*> endpoints;
+    std::vector<std::string> lines;
+    for (int k = 0; k < S; ++k) {
+      hosts.push_back(make_silo_host(model, settings, method, std::move(dir.silos[k]).merged(dir.public_data), k + 1, S));
+      endpoints.push_back(&hosts.back()->endpoint());
+      lines.push_back(hosts.back()->describe());
+    }
+    InProcessTransport transport(endpoints);
+    ServerRun run{model, description, settings, args, method, dir.public_data, server_data, transport, lines, "", false};
+    const int status = serve(run);
+    for (int k = 0; k < S; ++k) hosts[k]->finish(args.output + "/silo-" + std::to_string(k + 1));
+    return status;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
     return 1;

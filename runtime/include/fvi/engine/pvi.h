@@ -75,6 +75,9 @@ class PviClient {
   bool closed_form() const { return closed_form_.has_value(); }
   const Natural& factor() const { return factor_; }
   void set_factor(const Natural& factor) { factor_ = factor; }
+  // Whether the next update is this silo's first (init_sd applies to the first only).
+  bool first_update() const { return !updated_once_; }
+  void set_first_update(bool first) { updated_once_ = !first; }
 
  private:
   struct Gradient {

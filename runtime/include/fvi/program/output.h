@@ -57,7 +57,8 @@ void print_posterior(const std::string& what, const std::vector<VariableLayout>&
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& path);
+  // append: continue a resumed run's file (its header is already there).
+  explicit MetricsWriter(const std::string& path, bool append = false);
   void row(int round, double elbo, double seconds, long long bytes_sent, long long bytes_received,
            const std::vector<std::pair<std::string, double>>& extra = {});
 

@@ -1,51 +1,71 @@
 #pragma once
-// The server rounds of a PVI / FedGVI simulation (spec 000 Algorithm 1): every silo updates its
-// factor once per round under the schedule, and the server applies each damped change. Every
-// message crosses as it would cross the network, packed into a flat vector of doubles (an
-// in-process transport), and its bytes are counted. NAME-sim and the benchmarks run this.
+// The server rounds of PVI / FedGVI (spec 000 Algorithm 1) over any Transport, and the silo's
+// endpoint that answers them. Every silo updates its factor once per round under the schedule and
+// the server applies each damped change. NAME-sim, NAME-server and the benchmarks run this.
+//
+// The server keeps every silo's factor t_k (it is the sum of the changes it applied, so the
+// server knows it anyway) and sends it with q_s: a silo then holds no state between rounds, a
+// restarted silo needs nothing to rejoin, and a change the server refused or never received
+// cannot leave the silo and the server disagreeing about t_k.
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "fvi/engine/pvi.h"
+#include "fvi/program/federation.h"
 
 namespace fvi::program {
-
-struct Traffic {
-  long long sent = 0, received = 0;  // bytes, as the server counts them
-};
 
 template <class Q>
 class PviRounds {
  public:
   using Server = engine::PviServer<Q>;
-  using Client = engine::PviClient<Q>;
+  using Natural = typename Server::Natural;
 
   // schedule: synchronous (silos in parallel on the same q_s, changes applied in silo order),
   // sequential (one silo after another, each on the latest q_s), or asynchronous (in parallel,
   // each change applied as it arrives: the order depends on timing, seed 000 §2.1).
-  PviRounds(Server& server, std::vector<Client*> clients, std::string schedule);
+  PviRounds(Server& server, Transport& transport, std::string schedule);
 
-  // One server round. Returns the bytes the server sent (q_s to each silo) and received (the
-  // silos' factor changes).
-  Traffic run_round(uint32_t round);
+  // One server round. A silo whose change is missing (dropped out, refused) keeps its factor.
+  void run_round(uint32_t round);
 
   // Minus the objective of the current global posterior: each silo's expected loss (one number
-  // sent by each) plus the server's KL to the prior. With the NLL and KL this is the ELBO.
-  double elbo(Traffic& traffic);
+  // sent by each) plus the server's KL to the prior. With the NLL and KL this is the ELBO. A silo
+  // that does not answer is left out (and counted in missing_terms()).
+  double elbo();
+  int missing_terms() const { return missing_terms_; }
 
-  // Silo updates the server refused so far (each is reported on stderr as it happens).
+  // Silo changes refused or missing so far (each refusal is reported on stderr as it happens).
   long rejected() const { return rejected_; }
 
+  // The server's state for a checkpoint (q_s, every t_k, which silos have updated) and back.
+  Message state() const;
+  void restore(const Message& state);
+
  private:
-  std::vector<double> receive(const std::vector<double>& message, int silo, uint32_t round);
+  std::string accept(int k, Message& reply, uint32_t round);
 
   Server& server_;
-  std::vector<Client*> clients_;
+  Transport& transport_;
   std::string schedule_;
-  std::mutex server_mutex_;
+  std::vector<Natural> factors_;
+  std::vector<char> updated_;
   long rejected_ = 0;
+  int missing_terms_ = 0;
+};
+
+// A silo of PVI / FedGVI: owns its PviClient (and so its data) and answers kPviUpdate and
+// kPviEvaluate.
+template <class Q>
+class PviSiloEndpoint : public SiloEndpoint {
+ public:
+  using Client = engine::PviClient<Q>;
+  explicit PviSiloEndpoint(Client& client) : client_(client) {}
+  Message handle(uint32_t round, Phase phase, const Message& request) override;
+
+ private:
+  Client& client_;
 };
 
 }  // namespace fvi::program

@@ -1,11 +1,13 @@
 #pragma once
-// The PVI / FedGVI simulation: one server and S silos in one process (spec 000 Algorithms 1-2).
-#include "fvi/engine/settings.h"
-#include "fvi/program/sim.h"
+// PVI / FedGVI runs (spec 000 Algorithms 1-2): the server's side and a silo's side.
+#include <memory>
+
+#include "fvi/program/roles.h"
 
 namespace fvi::program {
 
-int run_pvi(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
-            const SimArguments& args);
+int serve_pvi(ServerRun& run);
+std::unique_ptr<SiloHost> pvi_silo_host(const fvi_model& model, const engine::Settings& settings, data::DataSet data,
+                                        int silo, int silos);
 
 }  // namespace fvi::program

@@ -1,0 +1,96 @@
+#pragma once
+// The server's side and the silos' side of a federated run, apart from how messages travel.
+// A coordinator (the server's algorithm: fvi/program/pvi_rounds.h, sfvi_rounds.h, vfl_rounds.h)
+// asks silos for work through a Transport; a SiloEndpoint (a silo's algorithm) answers. Every
+// message is a flat vector of doubles (the engines' pack()). NAME-sim joins the two sides in one
+// process (InProcessTransport below); NAME-server and NAME-client join them over gRPC
+// (runtime/net/), so both run the same engines and the same rounds: only the transport differs.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fvi::program {
+
+using Message = std::vector<double>;
+
+// What a request asks of a silo. The values are part of the wire protocol: never renumber.
+enum class Phase : uint32_t {
+  kPviUpdate = 1,        // [first update?, q_s, the silo's factor t_k] -> the damped change of t_k
+  kPviEvaluate = 2,      // q_s -> E_q[silo loss]
+  kSfviContribute = 10,  // broadcast -> the silo's gradients (seed 002 Alg. 1)
+  kSfviFitLocally = 11,  // [steps, scale, broadcast] -> local fit (seed 002 Alg. 2)
+  kSfviEvaluate = 12,    // broadcast -> the silo's ELBO term at fixed noise
+  kSfviFinish = 13,      // the final broadcast -> nothing (the silo writes its local posterior)
+  kVflPropose = 20,      // nothing -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
+  kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
+  kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
+  kVflFinish = 23,       // nothing -> nothing (the silo writes its split posterior)
+};
+const char* phase_name(Phase phase);
+bool known_phase(uint32_t phase);
+
+// A silo's side: answers the server's requests, one at a time. Throws ModelError (or any
+// std::exception) when it cannot; the transport reports it and the silo's reply is missing.
+class SiloEndpoint {
+ public:
+  virtual ~SiloEndpoint() = default;
+  virtual Message handle(uint32_t round, Phase phase, const Message& request) = 0;
+  // Everything handle() depends on beyond the model and data, for a checkpoint, and back.
+  virtual Message state() const { return {}; }
+  virtual void restore(const Message& state) { (void)state; }
+};
+
+// Bytes that crossed, as the server counts them (payload doubles, 8 bytes each).
+struct SiloTraffic {
+  long long sent = 0, received = 0;  // server -> silo, silo -> server
+};
+
+// One exchange with (some of) the silos: each is sent request(k) and its reply goes to
+// reply(k, ...), which accepts it (returns "") or refuses it with the reason. Both callbacks are
+// called under one lock (never two at once), request(k) just before silo k gets its request.
+struct Exchange {
+  uint32_t round = 0;
+  Phase phase = Phase::kPviUpdate;
+  std::vector<int> silos;  // 0-based; empty: every silo
+  std::function<Message(int k)> request;
+  std::function<std::string(int k, Message& reply)> reply;
+};
+
+// The server's side of the wire.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int silos() const = 0;
+  // Runs the exchange; returns, per silo, whether its reply was accepted. A silo that failed,
+  // was refused, or missed the deadline has `false`: the coordinator proceeds without it by its
+  // documented rule (docs/user-guide.md, "Dropouts").
+  virtual std::vector<bool> exchange(const Exchange& exchange) = 0;
+  const std::vector<SiloTraffic>& traffic() const { return traffic_; }
+  long long total_sent() const;
+  long long total_received() const;
+
+ protected:
+  std::vector<SiloTraffic> traffic_;
+};
+
+// Every silo in this process, on threads of its own (NAME-sim).
+class InProcessTransport : public Transport {
+ public:
+  explicit InProcessTransport(std::vector<SiloEndpoint*> endpoints);
+  int silos() const override { return int(endpoints_.size()); }
+  std::vector<bool> exchange(const Exchange& exchange) override;
+  // Silos run one after another (PVI's sequential schedule asks one silo at a time anyway).
+  void set_parallel(bool parallel) { parallel_ = parallel; }
+
+ private:
+  std::vector<SiloEndpoint*> endpoints_;
+  bool parallel_ = true;
+};
+
+// The reason a reply of the wrong length or with a non-finite value is refused ("" if neither).
+std::string check_reply(const Message& reply, size_t expected_size);
+
+}  // namespace fvi::program

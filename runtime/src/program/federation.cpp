@@ -1,0 +1,78 @@
+#include "fvi/program/federation.h"
+
+#include <cmath>
+
+#include "fvi/program/parallel.h"
+
+namespace fvi::program {
+
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::kPviUpdate: return "pvi update";
+    case Phase::kPviEvaluate: return "pvi evaluate";
+    case Phase::kSfviContribute: return "sfvi contribute";
+    case Phase::kSfviFitLocally: return "sfvi local fit";
+    case Phase::kSfviEvaluate: return "sfvi evaluate";
+    case Phase::kSfviFinish: return "sfvi finish";
+    case Phase::kVflPropose: return "vfl propose";
+    case Phase::kVflPower: return "vfl power";
+    case Phase::kVflUpdate: return "vfl update";
+    case Phase::kVflFinish: return "vfl finish";
+  }
+  return "unknown";
+}
+
+bool known_phase(uint32_t phase) { return std::string(phase_name(Phase(phase))) != "unknown"; }
+
+long long Transport::total_sent() const {
+  long long total = 0;
+  for (const auto& t : traffic_) total += t.sent;
+  return total;
+}
+
+long long Transport::total_received() const {
+  long long total = 0;
+  for (const auto& t : traffic_) total += t.received;
+  return total;
+}
+
+std::string check_reply(const Message& reply, size_t expected_size) {
+  if (reply.size() != expected_size)
+    return std::to_string(reply.size()) + " values where " + std::to_string(expected_size) + " were expected";
+  for (size_t i = 0; i < reply.size(); ++i)
+    if (!std::isfinite(reply[i])) return "value " + std::to_string(i) + " is not finite";
+  return "";
+}
+
+InProcessTransport::InProcessTransport(std::vector<SiloEndpoint*> endpoints) : endpoints_(std::move(endpoints)) {
+  traffic_.resize(endpoints_.size());
+}
+
+std::vector<bool> InProcessTransport::exchange(const Exchange& x) {
+  std::vector<int> silos = x.silos;
+  if (silos.empty())
+    for (int k = 0; k < int(endpoints_.size()); ++k) silos.push_back(k);
+  std::vector<bool> accepted(endpoints_.size(), false);
+  std::mutex lock;
+  auto one = [&](int i) {
+    const int k = silos[i];
+    Message request;
+    {
+      std::lock_guard<std::mutex> guard(lock);
+      request = x.request(k);
+      traffic_[k].sent += 8LL * (long long)request.size();
+    }
+    Message reply = endpoints_[k]->handle(x.round, x.phase, request);
+    std::lock_guard<std::mutex> guard(lock);
+    traffic_[k].received += 8LL * (long long)reply.size();
+    accepted[k] = x.reply(k, reply).empty();
+  };
+  if (parallel_) {
+    for_each_silo_in_parallel(int(silos.size()), one);
+  } else {
+    for (int i = 0; i < int(silos.size()); ++i) one(i);
+  }
+  return accepted;
+}
+
+}  // namespace fvi::program

@@ -1,0 +1,28 @@
+#include "fvi/program/roles.h"
+
+#include <stdexcept>
+
+#include "fvi/program/pvi_run.h"
+
+namespace fvi::program {
+
+std::string run_method(const engine::Settings& settings, const ModelDescription& description) {
+  std::string method = settings.name("method", description.method);
+  if (method == "auto") method = description.method;
+  for (const char* known : {"pvi", "sfvi", "sfvi_avg", "independent", "vfl_augmented", "vfl_power"})
+    if (method == known) return method;
+  throw std::invalid_argument("method = " + method + " is not implemented in the generated programs yet");
+}
+
+int serve(ServerRun& run) {
+  if (run.method == "pvi") return serve_pvi(run);
+  throw std::invalid_argument("method = " + run.method + " cannot run over the network yet");
+}
+
+std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::Settings& settings,
+                                         const std::string& method, data::DataSet data, int silo, int silos) {
+  if (method == "pvi") return pvi_silo_host(model, settings, std::move(data), silo, silos);
+  throw std::invalid_argument("method = " + method + " cannot run over the network yet");
+}
+
+}  // namespace fvi::program
