@@ -14,10 +14,12 @@ struct BuildRequest {
   std::vector<std::pair<std::string, std::string>> inference;  // the model's inference block
   std::string out_dir;
   bool verbose = true;
+  bool networked = false;   // also NAME-server and NAME-client (fvic build; fvic run needs NAME-sim only)
 };
 
-// Writes OUT/NAME_model.cpp and OUT/NAME_sim.cpp and compiles OUT/NAME-sim. Returns the program's
-// path, or empty with `error` set (the compiler's output included).
+// Writes OUT/NAME_model.cpp and the programs' mains and compiles OUT/NAME-sim (and, when
+// `networked`, OUT/NAME-server and OUT/NAME-client). Returns NAME-sim's path, or empty with
+// `error` set (the compiler's output included).
 std::string build_programs(const BuildRequest& request, std::string& error);
 
 // The directory `fvic run` builds a model in: $FVIC_CACHE (or ~/.cache/fvic) / NAME-HASH, where

@@ -206,6 +206,7 @@ int run(const Options& o) {
       for (const fvic::Setting& setting : inference->settings)
         request.inference.push_back({setting.key, setting.value.str()});
     request.verbose = !o.quiet;
+    request.networked = o.command == "build";
     c->diags->print(std::cerr);
     request.out_dir = o.command == "build" ? *o.output : fvic::driver::cache_directory(request);
     std::string program = request.out_dir + "/" + request.model + "-sim";

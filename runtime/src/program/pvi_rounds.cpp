@@ -106,11 +106,11 @@ void PviRounds<Q>::run_round(uint32_t round) {
 }
 
 template <class Q>
-double PviRounds<Q>::elbo() {
+double PviRounds<Q>::elbo(uint32_t round) {
   const int S = transport_.silos();
   std::vector<double> losses(S, 0.0);
   Exchange x;
-  x.round = 0;
+  x.round = round;
   x.phase = Phase::kPviEvaluate;
   const Message q = engine::pack(server_.posterior());
   x.request = [&](int) { return q; };

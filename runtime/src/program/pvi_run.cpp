@@ -83,7 +83,7 @@ int serve(ServerRun& run) {
   for (long r = first; r <= rounds; ++r) {
     const uint32_t round = uint32_t(r);
     rounds_runner.run_round(round);
-    const double elbo = rounds_runner.elbo();
+    const double elbo = rounds_runner.elbo(round);
     const long long sent = run.transport.total_sent(), received = run.transport.total_received();
     summary.elbo.push_back(elbo);
     const double seconds = seconds_before + std::chrono::duration<double>(Clock::now() - start).count();

@@ -33,7 +33,7 @@ class PviRounds {
   // Minus the objective of the current global posterior: each silo's expected loss (one number
   // sent by each) plus the server's KL to the prior. With the NLL and KL this is the ELBO. A silo
   // that does not answer is left out (and counted in missing_terms()).
-  double elbo();
+  double elbo(uint32_t round);
   int missing_terms() const { return missing_terms_; }
 
   // Silo changes refused or missing so far (each refusal is reported on stderr as it happens).

@@ -1,0 +1,29 @@
+#pragma once
+// What both ends of the wire agree on: the protocol version, the model's fingerprint, and how a
+// silo proves who it is (docs/deployment.md).
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "fvi/kernel/abi.h"
+
+namespace fvi::net {
+
+constexpr uint32_t kProtocolVersion = 1;
+
+// A hash of the model's name, parameter groups and factors: a server and a silo built from
+// different models (or versions of one) refuse each other.
+uint64_t model_fingerprint(const fvi_model& model);
+
+// A tokens file: one line per silo, "K TOKEN" (blank lines and lines starting with '#' skipped).
+// Throws std::runtime_error naming the file and line when it is malformed.
+std::map<int, std::string> read_tokens(const std::string& path);
+// The first line of a file, without its newline (a client's --token-file).
+std::string read_secret(const std::string& path);
+// The whole of a file (a PEM certificate or key); throws naming the file if it cannot be read.
+std::string read_file(const std::string& path);
+
+// Compares in time that depends only on the lengths (a token check must not leak a prefix).
+bool same_secret(const std::string& a, const std::string& b);
+
+}  // namespace fvi::net

@@ -1,0 +1,283 @@
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "fvi/data/validate.h"
+#include "fvi/net/arguments.h"
+#include "fvi/net/programs.h"
+#include "fvi/net/protocol.h"
+#include "fvi/net/tls.h"
+#include "fvi/program/checkpoint.h"
+#include "fvi/program/roles.h"
+#include "fvi/v1/federation.grpc.pb.h"
+
+namespace fvi::net {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* kClientUsage =
+    "usage: %s --server HOST:PORT --silo K --data DIR [--output OUT] [options]\n"
+    "  --server HOST:PORT     the server to join\n"
+    "  --silo K               which silo this is (1-based)\n"
+    "  --data DIR             this silo's data: DIR/data.json (public) and DIR/silo-K.*\n"
+    "  --output OUT           OUT/silo-K/: the silo's own outputs and checkpoint (default .)\n"
+    "  --set key=value        must agree with the server's keys (the silo runs the server's)\n"
+    "  --ca F                 the PEM certificate that signed the server's (TLS is on by default)\n"
+    "  --cert F --key F       this silo's certificate and key, when the server asks for one\n"
+    "  --server-name NAME     the name in the server's certificate, if not the address dialled\n"
+    "  --token-file F         a file holding this silo's token\n"
+    "  --insecure             no TLS: a trusted network only\n"
+    "  --reconnect-timeout S  give up after S seconds without reaching the server (default 120)\n"
+    "  --resume               continue from OUT/silo-K/checkpoint\n"
+    "  --quiet                no progress lines\n";
+
+// A refusal the client cannot retry away (wrong token, wrong model, no such silo).
+class Refused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+bool retryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         code == grpc::StatusCode::RESOURCE_EXHAUSTED || code == grpc::StatusCode::ABORTED ||
+         code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::INTERNAL ||
+         code == grpc::StatusCode::UNKNOWN;
+}
+
+// Calls `rpc` (given a fresh context) until it succeeds; retries what a lost connection or a
+// restarting server causes, with exponential backoff and jitter, for at most `patience` seconds.
+template <class Rpc>
+void call(const char* what, double patience, double rpc_deadline, Rpc rpc) {
+  const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(patience));
+  double backoff = 0.1;
+  std::mt19937 jitter(std::random_device{}());
+  for (;;) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                             std::chrono::duration<double>(rpc_deadline)));
+    const grpc::Status status = rpc(context);
+    if (status.ok()) return;
+    if (!retryable(status.error_code())) throw Refused(std::string(what) + ": refused by the server: " + status.error_message());
+    if (Clock::now() >= give_up)
+      throw std::runtime_error(std::string(what) + ": no answer from the server for " + std::to_string(int(patience)) +
+                               " s (" + status.error_message() + ")");
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff * (0.5 + std::uniform_real_distribution<>(0, 1)(jitter))));
+    backoff = std::min(backoff * 2, 5.0);
+  }
+}
+
+// The replies this silo gave last, per phase: a resumed server asks again for what it had not
+// checkpointed, and must get the same answers (the silo's state has moved on since).
+struct ReplyCache {
+  std::map<uint32_t, std::pair<uint32_t, program::Message>> last;  // phase -> (round, reply)
+
+  std::vector<double> flatten() const {
+    std::vector<double> out;
+    for (const auto& [phase, entry] : last) {
+      out.push_back(phase);
+      out.push_back(entry.first);
+      out.push_back(double(entry.second.size()));
+      out.insert(out.end(), entry.second.begin(), entry.second.end());
+    }
+    return out;
+  }
+  void unflatten(const std::vector<double>& in, const std::string& path) {
+    last.clear();
+    for (size_t i = 0; i < in.size();) {
+      if (in.size() - i < 3 || in[i + 2] < 0 || in[i + 2] > double(in.size() - i - 3))
+        throw std::runtime_error(path + ": a damaged checkpoint");
+      const size_t n = size_t(in[i + 2]);
+      last[uint32_t(in[i])] = {uint32_t(in[i + 1]), program::Message(in.begin() + long(i) + 3, in.begin() + long(i + 3 + n))};
+      i += 3 + n;
+    }
+  }
+};
+
+data::DataSet load_silo_data(const fvi_model& model, const std::string& dir, int silo) {
+  if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
+  data::DataSet public_data = data::load_party(dir, "data");
+  data::DataSet own = data::load_party(dir, "silo-" + std::to_string(silo));
+  if (!own.found()) throw data::DataError(dir + ": no data for silo " + std::to_string(silo) + " (" + own.files()[0] + ")");
+  data::Problems problems;
+  validate_party(*model.data_table, data::Party::Public, public_data, data::DataSet(), problems);
+  validate_party(*model.data_table, data::Party::Silo, own, public_data, problems);
+  if (!problems.empty()) throw data::DataError(problems.text());
+  return std::move(own).merged(public_data);
+}
+
+}  // namespace
+
+int run_client(const fvi_model& model, const program::ModelDescription& description, int argc, char** argv) {
+  const std::string name = std::filesystem::path(argv[0]).filename().string();
+  if (argc > 1 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::printf(kClientUsage, name.c_str());
+    return 0;
+  }
+  Arguments args;
+  std::string error;
+  if (!parse_arguments(argc, argv,
+                       {"server", "silo", "data", "output", "ca", "cert", "key", "server-name", "token-file",
+                        "reconnect-timeout", "test-fault"},
+                       {"insecure", "resume", "quiet"}, args, error)) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), error.c_str());
+    std::fprintf(stderr, kClientUsage, name.c_str());
+    return 2;
+  }
+  for (const char* required : {"server", "silo", "data"})
+    if (!args.has(required)) {
+      std::fprintf(stderr, "%s: --%s is required\n", name.c_str(), required);
+      std::fprintf(stderr, kClientUsage, name.c_str());
+      return 2;
+    }
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    const int silo = int(args.number("silo", 0));
+    if (silo < 1) throw std::invalid_argument("--silo must be at least 1");
+    const bool quiet = args.flag("quiet");
+    const double patience = args.number("reconnect-timeout", 120);
+    const std::string out_dir = args.get("output", ".") + "/silo-" + std::to_string(silo);
+    const std::string checkpoint = out_dir + "/checkpoint";
+    // The data first: a silo with bad data stops before it bothers the server.
+    data::DataSet data = load_silo_data(model, args.get("data"), silo);
+    std::filesystem::create_directories(out_dir);
+
+    auto channel = grpc::CreateCustomChannel(args.get("server"), channel_credentials(args), channel_arguments(args));
+    auto stub = fvi::v1::Federation::NewStub(channel);
+    fvi::v1::Credentials who;
+    who.set_protocol(kProtocolVersion);
+    who.set_model(description.name);
+    who.set_fingerprint(model_fingerprint(model));
+    who.set_silo(uint32_t(silo));
+    if (args.has("token-file")) who.set_token(read_secret(args.get("token-file")));
+
+    // Join: learn the run's method, silos and keys.
+    fvi::v1::JoinRequest join;
+    *join.mutable_who() = who;
+    join.set_description("silo " + std::to_string(silo) + ": joining");
+    fvi::v1::JoinReply joined;
+    call("join", patience, 10, [&](grpc::ClientContext& c) { return stub->Join(&c, join, &joined); });
+    std::vector<std::string> server_keys;
+    for (const auto& s : joined.settings()) server_keys.push_back(s.key() + "=" + s.value());
+    engine::Settings settings(description.inference, server_keys);
+    // A key given to the silo must be the server's: the silo runs the server's keys.
+    const engine::Settings mine({}, args.sets);
+    for (const auto& [key, value] : mine.entries()) {
+      std::string theirs = "(not set)";
+      for (const auto& [k, v] : settings.entries())
+        if (k == key) theirs = v;
+      if (theirs != value)
+        throw std::runtime_error("the server runs " + key + " = " + theirs + "; this silo was given " + key + " = " + value);
+    }
+    const int silos = int(joined.silos());
+    if (silo > silos) throw Refused("the run has " + std::to_string(silos) + " silos; there is no silo " + std::to_string(silo));
+    std::unique_ptr<program::SiloHost> host =
+        program::make_silo_host(model, settings, joined.method(), std::move(data), silo, silos);
+    // Join again with what the silo holds (sizes only), for the server's echo.
+    join.set_description(host->describe());
+    join.set_ready(true);
+    call("join", patience, 10, [&](grpc::ClientContext& c) { return stub->Join(&c, join, &joined); });
+
+    ReplyCache cache;
+    program::CheckpointRecord record;
+    if (args.flag("resume") && program::load_checkpoint(checkpoint, "silo", record)) {
+      host->endpoint().restore(record.state);
+      cache.unflatten(record.extra, checkpoint);
+      if (!quiet) std::printf("%s: resumed from %s (round %u)\n", name.c_str(), checkpoint.c_str(), record.round);
+    }
+    if (!quiet) {
+      std::printf("%s: %s; server %s, method = %s, silos = %d\n", name.c_str(), host->describe().c_str(),
+                  args.get("server").c_str(), joined.method().c_str(), silos);
+      for (const auto& [key, value] : settings.entries()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
+      std::fflush(stdout);
+    }
+
+    // Fault injection for the deployment tests (docs/deployment.md): before its real reply in
+    // round R, the silo sends a bad one: nan, size, nonpd, or stale.
+    std::string fault;
+    uint32_t fault_round = 0;
+    if (args.has("test-fault")) {
+      const std::string f = args.get("test-fault");
+      const size_t at = f.find('@');
+      fault = f.substr(0, at);
+      fault_round = at == std::string::npos ? 1 : uint32_t(std::stoul(f.substr(at + 1)));
+    }
+
+    long handled = 0;
+    for (;;) {
+      fvi::v1::TaskRequest ask;
+      *ask.mutable_who() = who;
+      fvi::v1::Task task;
+      call("waiting for work", patience, 30, [&](grpc::ClientContext& c) { return stub->NextTask(&c, ask, &task); });
+      if (task.status() == fvi::v1::Task::WAIT) continue;
+      if (task.status() == fvi::v1::Task::DONE) break;
+      if (!program::known_phase(task.phase())) throw std::runtime_error("the server asked for an unknown phase " + std::to_string(task.phase()));
+      const program::Phase phase = program::Phase(task.phase());
+      fvi::v1::Result result;
+      *result.mutable_who() = who;
+      result.set_exchange(task.exchange());
+      result.set_round(task.round());
+      result.set_phase(task.phase());
+      const auto hit = cache.last.find(task.phase());
+      program::Message reply;
+      if (hit != cache.last.end() && hit->second.first == task.round()) {
+        reply = hit->second.second;  // asked again (a resumed server): the same answer
+      } else {
+        try {
+          reply = host->endpoint().handle(task.round(), phase, program::Message(task.values().begin(), task.values().end()));
+          cache.last[task.phase()] = {task.round(), reply};
+          record.kind = "silo";
+          record.round = task.round();
+          record.state = host->endpoint().state();
+          record.extra = cache.flatten();
+          program::save_checkpoint(checkpoint, record);  // before the reply leaves: a kill cannot lose it
+        } catch (const std::exception& e) {
+          result.set_error(e.what());
+          std::fprintf(stderr, "%s: round %u (%s): %s\n", name.c_str(), task.round(), program::phase_name(phase), e.what());
+        }
+      }
+      if (!fault.empty() && task.round() == fault_round && result.error().empty() && !reply.empty()) {
+        fvi::v1::Result bad = result;
+        program::Message values = reply;
+        if (fault == "nan") values[values.size() / 2] = std::nan("");
+        if (fault == "size") values.pop_back();
+        if (fault == "nonpd")  // a precision change that makes q_s's precision negative
+          for (size_t i = values.size() / 2; i < values.size(); ++i) values[i] = 1e6;
+        if (fault == "stale") bad.set_round(task.round() - 1), bad.set_exchange(task.exchange() - 1);
+        *bad.mutable_values() = {values.begin(), values.end()};
+        fvi::v1::Ack ack;
+        call("submit", patience, 30, [&](grpc::ClientContext& c) { return stub->Submit(&c, bad, &ack); });
+        std::printf("%s: test fault %s in round %u: the server %s (%s)\n", name.c_str(), fault.c_str(), task.round(),
+                    ack.accepted() ? "ACCEPTED it" : "refused it", ack.reason().c_str());
+        std::fflush(stdout);
+        fault.clear();
+      }
+      *result.mutable_values() = {reply.begin(), reply.end()};
+      fvi::v1::Ack ack;
+      call("submit", patience, 30, [&](grpc::ClientContext& c) { return stub->Submit(&c, result, &ack); });
+      if (!ack.accepted())
+        std::fprintf(stderr, "%s: round %u (%s): the server did not take the reply: %s\n", name.c_str(), task.round(),
+                     program::phase_name(phase), ack.reason().c_str());
+      ++handled;
+    }
+    host->finish(out_dir);
+    if (!quiet) std::printf("%s: the run is over (%ld requests answered)\n", name.c_str(), handled);
+    return 0;
+  } catch (const Refused& e) {
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace fvi::net

@@ -1,0 +1,73 @@
+#include "fvi/net/protocol.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fvi::net {
+
+namespace {
+
+// FNV-1a, 64 bits: a fingerprint, not a defence (tokens and TLS are the defence).
+void mix(uint64_t& h, const std::string& s) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  h = (h ^ 0xff) * 0x100000001b3ULL;  // a separator, so that "ab"+"c" differs from "a"+"bc"
+}
+
+}  // namespace
+
+uint64_t model_fingerprint(const fvi_model& model) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  mix(h, model.name ? model.name : "");
+  mix(h, std::to_string(model.abi_version));
+  for (int g = 0; g < model.group_count; ++g) mix(h, model.group_names[g]);
+  for (int f = 0; f < model.factor_count; ++f) {
+    const fvi_factor_info& info = model.factors[f];
+    mix(h, info.name);
+    mix(h, std::to_string(info.kind) + "/" + std::to_string(info.owner) + "/" + info.distribution);
+    for (int i = 0; i < info.group_count; ++i) mix(h, std::to_string(info.groups[i]));
+  }
+  return h;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string read_secret(const std::string& path) {
+  std::string text = read_file(path);
+  const size_t end = text.find_first_of("\r\n");
+  if (end != std::string::npos) text.resize(end);
+  if (text.empty()) throw std::runtime_error(path + ": the token is empty");
+  return text;
+}
+
+std::map<int, std::string> read_tokens(const std::string& path) {
+  std::istringstream in(read_file(path));
+  std::map<int, std::string> tokens;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    int silo = 0;
+    std::string token, rest;
+    if (!(fields >> silo >> token) || (fields >> rest) || silo < 1)
+      throw std::runtime_error(path + ":" + std::to_string(n) + ": expected \"K TOKEN\" (a silo number from 1, a token)");
+    if (!tokens.emplace(silo, token).second)
+      throw std::runtime_error(path + ":" + std::to_string(n) + ": silo " + std::to_string(silo) + " has a token already");
+  }
+  return tokens;
+}
+
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= (unsigned char)(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace fvi::net

@@ -1,0 +1,271 @@
+#include "fvi/net/server_transport.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "fvi/net/protocol.h"
+
+namespace fvi::net {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long NextTask holds a request open waiting for work before answering WAIT.
+constexpr std::chrono::seconds kLongPoll{5};
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string where(uint32_t round, uint32_t phase) {
+  return "round " + std::to_string(round) + " (" + program::phase_name(program::Phase(phase)) + ")";
+}
+
+}  // namespace
+
+ServerTransport::ServerTransport(ServerPolicy policy) : policy_(std::move(policy)) {
+  if (policy_.quorum <= 0 || policy_.quorum > policy_.silos) policy_.quorum = policy_.silos;
+  silo_.resize(policy_.silos);
+  traffic_.resize(policy_.silos);
+  std::random_device device;
+  sequence_ = (uint64_t(device()) << 32) ^ device();
+}
+
+void ServerTransport::log(const std::string& line) {
+  std::fprintf(stderr, "server: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+long ServerTransport::refused() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return refused_;
+}
+
+grpc::Status ServerTransport::authenticate(grpc::ServerContext* context, const fvi::v1::Credentials& who, int& k) {
+  const std::string peer = context->peer();
+  auto refuse = [&](grpc::StatusCode code, const std::string& reason) {
+    log("refused " + peer + " (silo " + std::to_string(who.silo()) + "): " + reason);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++refused_;
+    return grpc::Status(code, reason);
+  };
+  if (who.protocol() != kProtocolVersion)
+    return refuse(grpc::StatusCode::FAILED_PRECONDITION, "protocol version " + std::to_string(who.protocol()) +
+                                                             "; this server speaks version " +
+                                                             std::to_string(kProtocolVersion));
+  if (who.model() != policy_.model || who.fingerprint() != policy_.fingerprint)
+    return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                  "this server runs model " + policy_.model + " built from other kernels than the client's " +
+                      who.model() + "; build both programs from the same .fvi file");
+  if (who.silo() < 1 || int(who.silo()) > policy_.silos)
+    return refuse(grpc::StatusCode::PERMISSION_DENIED, "there is no silo " + std::to_string(who.silo()) +
+                                                           " in this run (silos 1.." + std::to_string(policy_.silos) +
+                                                           ")");
+  if (!policy_.tokens.empty()) {
+    const auto it = policy_.tokens.find(int(who.silo()));
+    if (it == policy_.tokens.end() || !same_secret(it->second, who.token()))
+      return refuse(grpc::StatusCode::UNAUTHENTICATED, "wrong token for silo " + std::to_string(who.silo()));
+  }
+  if (policy_.client_certificates) {
+    const std::string expected = "silo-" + std::to_string(who.silo());
+    bool found = false;
+    for (const auto& name : context->auth_context()->FindPropertyValues("x509_common_name"))
+      found = found || std::string(name.data(), name.size()) == expected;
+    if (!found)
+      return refuse(grpc::StatusCode::UNAUTHENTICATED, "the client certificate is not the one of " + expected);
+  }
+  k = int(who.silo()) - 1;
+  return grpc::Status::OK;
+}
+
+grpc::Status ServerTransport::Join(grpc::ServerContext* context, const fvi::v1::JoinRequest* request,
+                                   fvi::v1::JoinReply* reply) {
+  int k = 0;
+  const grpc::Status status = authenticate(context, request->who(), k);
+  if (!status.ok()) return status;
+  if (request->ready()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool again = silo_[k].joined;
+    silo_[k].joined = true;
+    silo_[k].description = request->description().substr(0, 200);
+    if (!policy_.quiet) log(std::string(again ? "silo rejoined: " : "silo joined: ") + silo_[k].description);
+  }
+  changed_.notify_all();
+  reply->set_silos(uint32_t(policy_.silos));
+  reply->set_method(policy_.method);
+  for (const auto& [key, value] : policy_.settings) {
+    auto* s = reply->add_settings();
+    s->set_key(key);
+    s->set_value(value);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ServerTransport::NextTask(grpc::ServerContext* context, const fvi::v1::TaskRequest* request,
+                                       fvi::v1::Task* task) {
+  int k = 0;
+  const grpc::Status status = authenticate(context, request->who(), k);
+  if (!status.ok()) return status;
+  std::unique_lock<std::mutex> lock(mutex_);
+  silo_[k].joined = true;
+  // Hold the request open until there is work (or the run is over), at most kLongPoll and never
+  // past the client's own deadline.
+  auto until = Clock::now() + kLongPoll;
+  const auto client_deadline = context->deadline();
+  const auto client_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               client_deadline - std::chrono::system_clock::now() -
+                                               std::chrono::milliseconds(200));
+  until = std::min(until, client_until);
+  auto ready = [&] { return done_ || (current_ && silo_[k].asked && !silo_[k].answered); };
+  changed_.wait_until(lock, until, ready);
+  if (done_) {
+    task->set_status(fvi::v1::Task::DONE);
+    silo_[k].heard_done = true;
+    lock.unlock();
+    changed_.notify_all();
+    return grpc::Status::OK;
+  }
+  if (!ready()) {
+    task->set_status(fvi::v1::Task::WAIT);
+    return grpc::Status::OK;
+  }
+  Silo& s = silo_[k];
+  if (!s.has_request) {  // built once per exchange: a silo that asks again gets the same request
+    s.request = current_->request(k);
+    s.has_request = true;
+    traffic_[k].sent += 8LL * (long long)s.request.size();
+  }
+  task->set_status(fvi::v1::Task::WORK);
+  task->set_exchange(sequence_);
+  task->set_round(current_->round);
+  task->set_phase(uint32_t(current_->phase));
+  *task->mutable_values() = {s.request.begin(), s.request.end()};
+  return grpc::Status::OK;
+}
+
+grpc::Status ServerTransport::Submit(grpc::ServerContext* context, const fvi::v1::Result* result, fvi::v1::Ack* ack) {
+  int k = 0;
+  const grpc::Status status = authenticate(context, result->who(), k);
+  if (!status.ok()) return status;
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto refuse = [&](const std::string& reason) {
+    ++refused_;
+    ack->set_accepted(false);
+    ack->set_reason(reason);
+    lock.unlock();
+    log("refused a reply from silo " + std::to_string(k + 1) + " (" + context->peer() + ") for " +
+        where(result->round(), result->phase()) + ": " + reason);
+    return grpc::Status::OK;
+  };
+  if (!current_ || result->exchange() != sequence_ || result->round() != current_->round ||
+      result->phase() != uint32_t(current_->phase))
+    return refuse(current_ ? "stale: the server is at " + where(current_->round, uint32_t(current_->phase))
+                           : "stale: the server is not waiting for any reply");
+  Silo& s = silo_[k];
+  if (!s.asked) return refuse("silo " + std::to_string(k + 1) + " was not asked in this exchange");
+  if (s.answered) return refuse("silo " + std::to_string(k + 1) + " has answered this exchange already");
+  if (!result->error().empty()) {
+    s.answered = true;
+    ack->set_accepted(false);
+    ack->set_reason("recorded: the round goes on without this silo");
+    lock.unlock();
+    changed_.notify_all();
+    log("silo " + std::to_string(k + 1) + " could not do " + where(result->round(), result->phase()) + ": " +
+        result->error().substr(0, 500));
+    return grpc::Status::OK;
+  }
+  program::Message reply(result->values().begin(), result->values().end());
+  traffic_[k].received += 8LL * (long long)reply.size();
+  std::string reason;
+  try {
+    reason = current_->reply(k, reply);
+  } catch (const std::exception& e) {
+    reason = e.what();
+  }
+  if (!reason.empty()) return refuse(reason);
+  s.answered = s.accepted = true;
+  ack->set_accepted(true);
+  lock.unlock();
+  changed_.notify_all();
+  return grpc::Status::OK;
+}
+
+std::vector<bool> ServerTransport::exchange(const program::Exchange& x) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  current_ = &x;
+  ++sequence_;
+  int asked = 0;
+  for (int k = 0; k < policy_.silos; ++k) {
+    Silo& s = silo_[k];
+    s.asked = x.silos.empty() || std::find(x.silos.begin(), x.silos.end(), k) != x.silos.end();
+    s.answered = s.accepted = s.has_request = false;
+    s.request.clear();
+    asked += s.asked;
+  }
+  // After the deadline an exchange of every silo proceeds with a quorum; one that asked only
+  // some silos (PVI's sequential schedule) proceeds without the missing ones.
+  const int needed = x.silos.empty() ? policy_.quorum : 0;
+  lock.unlock();
+  changed_.notify_all();
+  lock.lock();
+  const auto deadline = after(policy_.deadline), give_up = after(std::max(policy_.deadline, policy_.give_up));
+  for (;;) {
+    int pending = 0, accepted = 0;
+    for (const Silo& s : silo_) pending += s.asked && !s.answered, accepted += s.accepted;
+    if (pending == 0) break;
+    const auto now = Clock::now();
+    if (now >= deadline && accepted >= needed) break;
+    if (now >= give_up) {
+      current_ = nullptr;
+      throw QuorumLost(where(x.round, uint32_t(x.phase)) + ": " + std::to_string(accepted) + " of " +
+                       std::to_string(asked) + " silos answered within " + std::to_string(int(policy_.give_up)) +
+                       " s, and the quorum is " + std::to_string(needed));
+    }
+    changed_.wait_until(lock, now < deadline ? deadline : give_up);
+  }
+  std::vector<bool> accepted(policy_.silos, false);
+  std::string missing;
+  for (int k = 0; k < policy_.silos; ++k) {
+    accepted[k] = silo_[k].accepted;
+    if (silo_[k].asked && !silo_[k].accepted) missing += " " + std::to_string(k + 1);
+  }
+  current_ = nullptr;
+  lock.unlock();
+  if (!missing.empty()) log(where(x.round, uint32_t(x.phase)) + ": going on without silo(s)" + missing);
+  return accepted;
+}
+
+std::vector<std::string> ServerTransport::wait_for_silos(double timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto until = after(timeout);
+  auto joined = [&] {
+    int n = 0;
+    for (const Silo& s : silo_) n += s.joined;
+    return n;
+  };
+  changed_.wait_until(lock, until, [&] { return joined() == policy_.silos; });
+  if (joined() < policy_.quorum)
+    throw QuorumLost(std::to_string(joined()) + " of " + std::to_string(policy_.silos) + " silos joined within " +
+                     std::to_string(int(timeout)) + " s; the quorum is " + std::to_string(policy_.quorum));
+  std::vector<std::string> lines;
+  for (int k = 0; k < policy_.silos; ++k)
+    lines.push_back(silo_[k].joined ? silo_[k].description : "silo " + std::to_string(k + 1) + ": not joined yet");
+  return lines;
+}
+
+void ServerTransport::finish(double grace) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_ = true;
+  lock.unlock();
+  changed_.notify_all();
+  lock.lock();
+  changed_.wait_until(lock, after(grace), [&] {
+    for (const Silo& s : silo_)
+      if (s.joined && !s.heard_done) return false;
+    return true;
+  });
+}
+
+}  // namespace fvi::net
