@@ -75,6 +75,8 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     if (silos < 1) throw std::invalid_argument("--silos must be at least 1");
     engine::Settings settings(description.inference, args.sets);
     const std::string method = program::run_method(settings, description);
+    if (method == "independent")
+      throw std::invalid_argument("method = independent needs no server (each silo fits alone): run NAME-sim");
     program::SimArguments sim;
     sim.data = args.get("data");
     sim.output = args.get("output");

@@ -237,6 +237,46 @@ void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd
   hyper_ = hyper;
 }
 
+namespace {
+
+// [values; Adam's t, m, v]
+Eigen::VectorXd with_adam(const Eigen::VectorXd& values, const Adam<double>& adam) {
+  const Eigen::Index n = adam.first_moment().size();
+  Eigen::VectorXd out(values.size() + 1 + 2 * n);
+  out << values, double(adam.iteration()), adam.first_moment(), adam.second_moment();
+  return out;
+}
+
+Eigen::VectorXd restore_adam(const Eigen::VectorXd& state, Eigen::Index values, Adam<double>& adam) {
+  const Eigen::Index n = adam.first_moment().size();
+  if (state.size() != values + 1 + 2 * n) throw std::invalid_argument("the checkpoint does not match this model");
+  adam.restore(long(state[values]), state.segment(values + 1, n), state.segment(values + 1 + n, n));
+  return state.head(values);
+}
+
+}  // namespace
+
+Eigen::VectorXd SfviServer::checkpoint() const {
+  Eigen::VectorXd values(q_.num_params() + hyper_dim_);
+  values << q_.params(), hyper_;
+  return with_adam(values, adam_);
+}
+
+void SfviServer::restore(const Eigen::VectorXd& state) {
+  const Eigen::Index np = q_.num_params();
+  const Eigen::VectorXd values = restore_adam(state, np + hyper_dim_, adam_);
+  set(values.head(np), values.tail(hyper_dim_));
+}
+
+Eigen::VectorXd SfviSilo::checkpoint() const { return with_adam(local_params_, adam_); }
+
+void SfviSilo::restore(const Eigen::VectorXd& state) {
+  const Eigen::VectorXd values = restore_adam(state, local_params_.size(), adam_);
+  Adam<double> adam = adam_;
+  set_local_params(values);
+  adam_ = adam;
+}
+
 void SfviServer::average(const std::vector<SfviLocalFit>& fits) {
   std::vector<StructuredGlobalGaussian<double>> qs;
   Eigen::VectorXd hyper = Eigen::VectorXd::Zero(hyper_dim_);

@@ -14,6 +14,7 @@ const char* phase_name(Phase phase) {
     case Phase::kSfviFitLocally: return "sfvi local fit";
     case Phase::kSfviEvaluate: return "sfvi evaluate";
     case Phase::kSfviFinish: return "sfvi finish";
+    case Phase::kSfviSizes: return "sfvi sizes";
     case Phase::kVflPropose: return "vfl propose";
     case Phase::kVflPower: return "vfl power";
     case Phase::kVflUpdate: return "vfl update";
@@ -60,11 +61,11 @@ std::vector<bool> InProcessTransport::exchange(const Exchange& x) {
     {
       std::lock_guard<std::mutex> guard(lock);
       request = x.request(k);
-      traffic_[k].sent += 8LL * (long long)request.size();
+      if (x.counted) traffic_[k].sent += 8LL * (long long)request.size();
     }
     Message reply = endpoints_[k]->handle(x.round, x.phase, request);
     std::lock_guard<std::mutex> guard(lock);
-    traffic_[k].received += 8LL * (long long)reply.size();
+    if (x.counted) traffic_[k].received += 8LL * (long long)reply.size();
     accepted[k] = x.reply(k, reply).empty();
   };
   if (parallel_) {

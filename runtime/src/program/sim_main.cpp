@@ -99,11 +99,8 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     engine::Settings settings(description.inference, args.overrides);
     std::filesystem::create_directories(args.output);
     const std::string method = run_method(settings, description);
-    if (method != "pvi") {  // not yet split into a server's side and silo hosts
-      if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
-        return run_sfvi(model, description, settings, args, method);
+    if (method == "vfl_augmented" || method == "vfl_power")  // not yet split into a server's side and silo hosts
       return run_vfl(model, description, settings, args, method);
-    }
     // Every party's data is read and checked against the declarations before anything runs.
     data::DataDirectory dir = load_run_data(model, args.data);
     const int S = int(dir.silos.size());

@@ -120,6 +120,9 @@ class SfviServer {
   // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
   void average(const std::vector<SfviLocalFit>& fits);
   void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
+  // Everything the server's steps depend on (eta_G, theta, Adam's state), for a checkpoint.
+  Eigen::VectorXd checkpoint() const;
+  void restore(const Eigen::VectorXd& state);
 
  private:
   SfviOptions options_;
@@ -156,6 +159,9 @@ class SfviSilo {
                             Eigen::VectorXd* d_local);
   const Eigen::VectorXd& local_params() const { return local_params_; }
   void set_local_params(const Eigen::VectorXd& params);
+  // eta_{L_j} and its Adam's state, for a checkpoint (written by the silo, never sent).
+  Eigen::VectorXd checkpoint() const;
+  void restore(const Eigen::VectorXd& state);
 
  private:
   // Rows [begin, begin + count) of the minibatch of `iteration`, and the likelihood's scale.

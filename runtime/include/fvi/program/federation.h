@@ -24,6 +24,7 @@ enum class Phase : uint32_t {
   kSfviFitLocally = 11,  // [steps, scale, broadcast] -> local fit (seed 002 Alg. 2)
   kSfviEvaluate = 12,    // broadcast -> the silo's ELBO term at fixed noise
   kSfviFinish = 13,      // the final broadcast -> nothing (the silo writes its local posterior)
+  kSfviSizes = 14,       // nothing -> [n_j] (SFVI-Avg's n / n_j scaling)
   kVflPropose = 20,      // nothing -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
@@ -57,6 +58,9 @@ struct Exchange {
   std::vector<int> silos;  // 0-based; empty: every silo
   std::function<Message(int k)> request;
   std::function<std::string(int k, Message& reply)> reply;
+  // False for the simulation's bookkeeping that is not part of the algorithm (the independent
+  // baseline's fits, read for its progress lines): its bytes are not counted.
+  bool counted = true;
 };
 
 // The server's side of the wire.

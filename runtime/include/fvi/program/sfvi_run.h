@@ -1,13 +1,15 @@
 #pragma once
-// The SFVI simulation (seed 002): one server and S silos in one process, for method = sfvi
-// (Algorithm 1, optionally warm-started by `warm_start` rounds of SFVI-Avg), sfvi_avg
-// (Algorithm 2) and independent (each silo fits its own data; no communication).
-#include "fvi/engine/settings.h"
-#include "fvi/program/sim.h"
+// SFVI runs (seed 002): method = sfvi (Algorithm 1, optionally warm-started by `warm_start`
+// rounds of SFVI-Avg), sfvi_avg (Algorithm 2) and independent (each silo fits its own data and
+// sends only its progress): the server's side and a silo's side.
+#include <memory>
+
+#include "fvi/program/roles.h"
 
 namespace fvi::program {
 
-int run_sfvi(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
-             const SimArguments& args, const std::string& method);
+int serve_sfvi(ServerRun& run);
+std::unique_ptr<SiloHost> sfvi_silo_host(const fvi_model& model, const engine::Settings& settings,
+                                         const std::string& method, data::DataSet data, int silo, int silos);
 
 }  // namespace fvi::program
