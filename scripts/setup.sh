@@ -11,6 +11,9 @@ packages=(
   libantlr4-runtime-dev                  # ANTLR's C++ runtime
   libeigen3-dev libopenblas-dev          # linear algebra for the runtime and generated kernels
   nlohmann-json3-dev                     # data, plan and output files
+  libgrpc++-dev libprotobuf-dev          # NAME-server and NAME-client: gRPC over TLS
+  protobuf-compiler protobuf-compiler-grpc pkg-config
+  openssl                                # test and demo certificates
   catch2                                 # unit tests
   python3                                # the examples' data generators and their tests (stdlib only)
   # datasets for the examples

@@ -86,6 +86,8 @@ VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions op
     likelihood_ = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD);
     if (!likelihood_) throw ModelError("the augmented-variable model needs a likelihood through silo_sum; this model has none");
     rows_ = likelihood_->rows();
+  } else if (auto likelihood = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD)) {
+    rows_ = likelihood->rows();  // the power model's likelihood reads public data: the server knows its rows
   }
   q_ = MeanFieldGaussian<double>(Eigen::VectorXd::Zero(global_dim_), Eigen::VectorXd::Constant(global_dim_, std::log(options.init_sd)));
   adam_ = Adam<double>(q_.num_params(), AdamOptions{StepSizeSchedule(options.lr)});
@@ -221,7 +223,46 @@ const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
   eps_ = CounterRng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kLocalNoise}).normal(split_dim_, S);
   tau_ = CounterRng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kAuxiliaryNoise}).normal(rows_, S);
   evaluate_kept();
+  proposed_ = iteration;
   return z_;
+}
+
+namespace {
+
+// [values; Adam's t, m, v; tail...]
+Eigen::VectorXd with_adam(const Eigen::VectorXd& values, const Adam<double>& adam, std::initializer_list<double> tail) {
+  const Eigen::Index n = adam.first_moment().size();
+  Eigen::VectorXd out(values.size() + 1 + 2 * n + Eigen::Index(tail.size()));
+  out.head(values.size()) = values;
+  out[values.size()] = double(adam.iteration());
+  out.segment(values.size() + 1, n) = adam.first_moment();
+  out.segment(values.size() + 1 + n, n) = adam.second_moment();
+  Eigen::Index i = values.size() + 1 + 2 * n;
+  for (double v : tail) out[i++] = v;
+  return out;
+}
+
+Eigen::VectorXd restore_adam(const Eigen::VectorXd& state, Eigen::Index values, Eigen::Index tail, Adam<double>& adam) {
+  const Eigen::Index n = adam.first_moment().size();
+  if (state.size() != values + 1 + 2 * n + tail) throw std::invalid_argument("the checkpoint does not match this model");
+  adam.restore(long(state[values]), state.segment(values + 1, n), state.segment(values + 1 + n, n));
+  return state.head(values);
+}
+
+}  // namespace
+
+Eigen::VectorXd VflServer::checkpoint() const { return with_adam(q_.params(), adam_, {}); }
+
+void VflServer::restore(const Eigen::VectorXd& state) {
+  q_ = MeanFieldGaussian<double>::from_params(restore_adam(state, q_.num_params(), 0, adam_));
+}
+
+Eigen::VectorXd VflSilo::checkpoint() const { return with_adam(params_, adam_, {double(proposed_)}); }
+
+void VflSilo::restore(const Eigen::VectorXd& state) {
+  set_params(restore_adam(state, params_.size(), 1, adam_));
+  const uint32_t proposed = uint32_t(state[state.size() - 1]);
+  if (proposed > 0) propose(proposed);
 }
 
 void VflSilo::evaluate_kept() {

@@ -19,6 +19,7 @@ const char* phase_name(Phase phase) {
     case Phase::kVflPower: return "vfl power";
     case Phase::kVflUpdate: return "vfl update";
     case Phase::kVflFinish: return "vfl finish";
+    case Phase::kVflPredict: return "vfl predict";
   }
   return "unknown";
 }

@@ -4,6 +4,7 @@
 
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/sfvi_run.h"
+#include "fvi/program/vfl_run.h"
 
 namespace fvi::program {
 
@@ -18,7 +19,7 @@ std::string run_method(const engine::Settings& settings, const ModelDescription&
 int serve(ServerRun& run) {
   if (run.method == "pvi") return serve_pvi(run);
   if (run.method == "sfvi" || run.method == "sfvi_avg" || run.method == "independent") return serve_sfvi(run);
-  throw std::invalid_argument("method = " + run.method + " cannot run over the network yet");
+  return serve_vfl(run);
 }
 
 std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::Settings& settings,
@@ -26,7 +27,7 @@ std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::S
   if (method == "pvi") return pvi_silo_host(model, settings, std::move(data), silo, silos);
   if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
     return sfvi_silo_host(model, settings, method, std::move(data), silo, silos);
-  throw std::invalid_argument("method = " + method + " cannot run over the network yet");
+  return vfl_silo_host(model, settings, method, std::move(data), silo, silos);
 }
 
 }  // namespace fvi::program

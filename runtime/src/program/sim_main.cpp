@@ -99,8 +99,6 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     engine::Settings settings(description.inference, args.overrides);
     std::filesystem::create_directories(args.output);
     const std::string method = run_method(settings, description);
-    if (method == "vfl_augmented" || method == "vfl_power")  // not yet split into a server's side and silo hosts
-      return run_vfl(model, description, settings, args, method);
     // Every party's data is read and checked against the declarations before anything runs.
     data::DataDirectory dir = load_run_data(model, args.data);
     const int S = int(dir.silos.size());
@@ -112,6 +110,14 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
       hosts.push_back(make_silo_host(model, settings, method, std::move(dir.silos[k]).merged(dir.public_data), k + 1, S));
       endpoints.push_back(&hosts.back()->endpoint());
       lines.push_back(hosts.back()->describe());
+    }
+    if (!args.test.empty() && (method == "vfl_augmented" || method == "vfl_power")) {
+      // A vertical model's held-out rows: each silo gets its own columns of them.
+      data::DataDirectory test = load_run_data(model, args.test);
+      if (int(test.silos.size()) != S)
+        throw data::DataError("--test " + args.test + ": " + std::to_string(test.silos.size()) +
+                              " silos' columns, but the run has " + std::to_string(S) + " silos");
+      for (int k = 0; k < S; ++k) hosts[k]->set_test_data(std::move(test.silos[k]).merged(test.public_data));
     }
     InProcessTransport transport(endpoints);
     ServerRun run{model, description, settings, args, method, dir.public_data, server_data, transport, lines, "", false};

@@ -76,6 +76,9 @@ class VflServer {
   double prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params);
   // One Adam step on q(globals) with the ELBO gradient d_params.
   void step(const Eigen::VectorXd& d_params);
+  // q(globals) and its Adam's state, for a checkpoint.
+  Eigen::VectorXd checkpoint() const;
+  void restore(const Eigen::VectorXd& state);
 
  private:
   VflOptions options_;
@@ -129,6 +132,11 @@ class VflSilo {
   // theta_k ~ q (the coupling's prior for rows never fitted; m_k* itself with q_z = none).
   Eigen::MatrixXd predictive_z(const fvi_model& model, const fvi_data& test, long draws, uint64_t key) const;
 
+  // The silo's parameters, its Adam's state and the iteration of its last proposal, for a
+  // checkpoint; restore() draws that proposal again (its noise is a function of the iteration).
+  Eigen::VectorXd checkpoint() const;
+  void restore(const Eigen::VectorXd& state);
+
  private:
   // Rebinds the kept draws' derived values (theta, m, q(z) outputs, z) from the kept noise.
   void evaluate_kept();
@@ -144,6 +152,7 @@ class VflSilo {
   AmortizedGaussianNet net_;
   Eigen::VectorXd params_;
   Adam<double> adam_;
+  uint32_t proposed_ = 0;  // the iteration of the kept draw (0: none yet)
   // The kept draw (from propose): noise, and what it produced.
   Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
   Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)

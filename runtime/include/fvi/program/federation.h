@@ -29,6 +29,7 @@ enum class Phase : uint32_t {
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
   kVflFinish = 23,       // nothing -> nothing (the silo writes its split posterior)
+  kVflPredict = 24,      // [key, draws] -> z_k* of the held-out rows (rows x draws)
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);

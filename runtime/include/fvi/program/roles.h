@@ -37,6 +37,8 @@ class SiloHost {
   virtual std::string describe() const = 0;
   // After the run: the silo's own outputs (local or split posteriors) under `dir`.
   virtual void finish(const std::string& dir) { (void)dir; }
+  // The silo's columns of held-out rows (a vertical model's --test; merged with the public data).
+  virtual void set_test_data(data::DataSet data) { (void)data; }
 };
 
 // The server's run of `method`; returns the program's exit status.

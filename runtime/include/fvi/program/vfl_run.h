@@ -1,13 +1,14 @@
 #pragma once
-// The vertical simulation (seed 004): one server and S silos in one process for method =
-// vfl_augmented (Algorithm 1: labels on the server) and vfl_power (Algorithm 2: labels public).
-// Every message is counted as the bytes it would be on the network.
-#include "fvi/engine/settings.h"
-#include "fvi/program/sim.h"
+// Vertical runs (seed 004): method = vfl_augmented (Algorithm 1: labels on the server) and
+// vfl_power (Algorithm 2: labels public): the server's side and a silo's side.
+#include <memory>
+
+#include "fvi/program/roles.h"
 
 namespace fvi::program {
 
-int run_vfl(const fvi_model& model, const ModelDescription& description, const engine::Settings& settings,
-            const SimArguments& args, const std::string& method);
+int serve_vfl(ServerRun& run);
+std::unique_ptr<SiloHost> vfl_silo_host(const fvi_model& model, const engine::Settings& settings,
+                                        const std::string& method, data::DataSet data, int silo, int silos);
 
 }  // namespace fvi::program
