@@ -69,8 +69,9 @@ bool write_file(const fs::path& path, const std::string& text) {
 std::string cache_directory(const BuildRequest& r) {
   std::error_code ec;
   const auto lib_time = fs::last_write_time(FVIC_LIBFVI, ec).time_since_epoch().count();
+  const auto net_time = fs::last_write_time(FVIC_LIBFVI_NET, ec).time_since_epoch().count();
   const std::string key = r.kernels_cpp + program_main(r, "sim") + compile_flags() + FVIC_CXX + FVIC_LINK_LIBS +
-                          std::to_string(lib_time);
+                          std::to_string(lib_time) + (r.networked ? " " + std::to_string(net_time) : "");
   char hash[32];
   std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(key));
   const char* env = std::getenv("FVIC_CACHE");

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -54,22 +55,28 @@ bool retryable(grpc::StatusCode code) {
 
 // Calls `rpc` (given a fresh context) until it succeeds; retries what a lost connection or a
 // restarting server causes, with exponential backoff and jitter, for at most `patience` seconds.
+// Each attempt waits for the channel to be ready (within its deadline): gRPC only makes progress
+// on a reconnection while some call is waiting, so a call that failed fast while the server was
+// down would leave the reconnection idle until the next attempt.
 template <class Rpc>
 void call(const char* what, double patience, double rpc_deadline, Rpc rpc) {
   const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(patience));
   double backoff = 0.1;
-  std::mt19937 jitter(std::random_device{}());
+  static thread_local std::mt19937 jitter(std::random_device{}());
   for (;;) {
+    const double left = std::chrono::duration<double>(give_up - Clock::now()).count();
     grpc::ClientContext context;
+    context.set_wait_for_ready(true);
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                             std::chrono::duration<double>(rpc_deadline)));
+                             std::chrono::duration<double>(std::clamp(left, 0.5, rpc_deadline))));
     const grpc::Status status = rpc(context);
     if (status.ok()) return;
     if (!retryable(status.error_code())) throw Refused(std::string(what) + ": refused by the server: " + status.error_message());
     if (Clock::now() >= give_up)
       throw std::runtime_error(std::string(what) + ": no answer from the server for " + std::to_string(int(patience)) +
-                               " s (" + status.error_message() + ")");
+                               " s (" + status.error_message() +
+                               "); is it running, and do --server and the TLS options match its own?");
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff * (0.5 + std::uniform_real_distribution<>(0, 1)(jitter))));
     backoff = std::min(backoff * 2, 5.0);
   }

@@ -109,7 +109,14 @@ grpc::Status ServerTransport::NextTask(grpc::ServerContext* context, const fvi::
   const grpc::Status status = authenticate(context, request->who(), k);
   if (!status.ok()) return status;
   std::unique_lock<std::mutex> lock(mutex_);
-  silo_[k].joined = true;
+  if (!silo_[k].joined) {
+    // A silo that polls without joining again (its server was restarted with --resume) counts as
+    // joined: wake whoever waits for the silos to arrive.
+    silo_[k].joined = true;
+    silo_[k].description = "silo " + std::to_string(k + 1) + " (reconnected)";
+    if (!policy_.quiet) log("silo reconnected: " + silo_[k].description);
+    changed_.notify_all();
+  }
   // Hold the request open until there is work (or the run is over), at most kLongPoll and never
   // past the client's own deadline.
   auto until = Clock::now() + kLongPoll;

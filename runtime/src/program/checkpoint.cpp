@@ -13,7 +13,7 @@ namespace fvi::program {
 
 namespace {
 
-constexpr char kMagic[8] = {'F', 'V', 'I', 'C', 'K', 'P', 'T', '1'};
+constexpr char kMagic[8] = {'F', 'V', 'I', 'C', 'K', 'P', 'T', '2'};
 
 void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
 void put_doubles(std::string& out, const std::vector<double>& v) {
@@ -54,6 +54,7 @@ void save_checkpoint(const std::string& path, const CheckpointRecord& r) {
   put_u64(bytes, r.round);
   put_doubles(bytes, r.state);
   put_doubles(bytes, r.extra);
+  put_doubles(bytes, r.traffic);
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) throw std::runtime_error("cannot write the checkpoint " + tmp);
@@ -87,6 +88,7 @@ bool load_checkpoint(const std::string& path, const std::string& kind, Checkpoin
   r.round = uint32_t(reader.u64());
   r.state = reader.doubles();
   r.extra = reader.doubles();
+  r.traffic = reader.doubles();
   if (reader.at != bytes.size()) throw std::runtime_error(path + ": trailing bytes after the checkpoint");
   return true;
 }

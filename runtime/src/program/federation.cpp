@@ -1,6 +1,7 @@
 #include "fvi/program/federation.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "fvi/program/parallel.h"
 
@@ -36,6 +37,21 @@ long long Transport::total_received() const {
   long long total = 0;
   for (const auto& t : traffic_) total += t.received;
   return total;
+}
+
+std::vector<double> Transport::traffic_counts() const {
+  std::vector<double> counts;
+  for (const auto& t : traffic_) counts.insert(counts.end(), {double(t.sent), double(t.received)});
+  return counts;
+}
+
+void Transport::restore_traffic(const std::vector<double>& counts) {
+  if (counts.empty()) return;  // a checkpoint without counters: start from zero
+  if (counts.size() != 2 * traffic_.size())
+    throw std::runtime_error("the checkpoint's byte counters are for " + std::to_string(counts.size() / 2) +
+                             " silos, not " + std::to_string(traffic_.size()));
+  for (size_t k = 0; k < traffic_.size(); ++k)
+    traffic_[k] = {(long long)counts[2 * k], (long long)counts[2 * k + 1]};
 }
 
 std::string check_reply(const Message& reply, size_t expected_size) {

@@ -73,6 +73,7 @@ int serve(ServerRun& run) {
   CheckpointRecord record;
   if (run.resume && !run.checkpoint.empty() && load_checkpoint(run.checkpoint, "pvi-server", record)) {
     rounds_runner.restore(record.state);
+    run.transport.restore_traffic(record.traffic);
     first = long(record.round) + 1;
     if (!record.extra.empty()) seconds_before = record.extra[0];
     summary.elbo.assign(record.extra.begin() + (record.extra.empty() ? 0 : 1), record.extra.end());
@@ -101,6 +102,7 @@ int serve(ServerRun& run) {
       record.kind = "pvi-server";
       record.round = round;
       record.state = rounds_runner.state();
+      record.traffic = run.transport.traffic_counts();
       record.extra = {seconds};
       record.extra.insert(record.extra.end(), summary.elbo.begin(), summary.elbo.end());
       save_checkpoint(run.checkpoint, record);

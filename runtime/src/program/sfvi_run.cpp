@@ -387,6 +387,7 @@ int serve_sfvi(ServerRun& run) {
       own[k] = engine::unpack_local_fit(Message(at + 5 + k * fit, at + 5 + (k + 1) * fit), server.q().num_params(),
                                         server.hyper_dim());
     summary.elbo = record.extra;
+    run.transport.restore_traffic(record.traffic);
     first = long(record.round) + 1;
     if (!args.quiet) std::printf("resumed from %s after step %u\n", run.checkpoint.c_str(), record.round);
   }
@@ -439,6 +440,7 @@ int serve_sfvi(ServerRun& run) {
       record.state.insert(record.state.end(), f.begin(), f.end());
     }
     record.extra = summary.elbo;
+    record.traffic = run.transport.traffic_counts();
     save_checkpoint(run.checkpoint, record);
   };
 

@@ -309,6 +309,7 @@ int serve_vfl(ServerRun& run) {
     std::vector<Eigen::MatrixXd> z;
     for (int k = 0; k < S; ++k) z.push_back(matrix(at + 3 + k * z_size, server.rows(), options.mc_samples));
     federation.set_last_z(std::move(z));
+    run.transport.restore_traffic(record.traffic);
     summary.elbo = record.extra;
     first = long(record.round) + 1;
     if (!args.quiet) std::printf("resumed from %s after iteration %u\n", run.checkpoint.c_str(), record.round);
@@ -324,7 +325,7 @@ int serve_vfl(ServerRun& run) {
       summary.elbo.push_back(elbo);
       const long long sent = run.transport.total_sent(), received = run.transport.total_received();
       // Bytes per iteration for each party (the issue's `fvic plan` numbers, measured).
-      const double done = double(t - first + 1);
+      const double done = double(t);
       std::vector<std::pair<std::string, double>> extra{{"server_bytes_per_iteration", double(sent + received) / done}};
       for (int k = 0; k < S; ++k)
         extra.push_back({"silo" + std::to_string(k + 1) + "_bytes_per_iteration",
@@ -353,6 +354,7 @@ int serve_vfl(ServerRun& run) {
       record.state.insert(record.state.end(), {double(in_window), window, seconds_now()});
       for (const Eigen::MatrixXd& z : federation.last_z()) record.state.insert(record.state.end(), z.data(), z.data() + z.size());
       record.extra = summary.elbo;
+      record.traffic = run.transport.traffic_counts();
       save_checkpoint(run.checkpoint, record);
     }
   }

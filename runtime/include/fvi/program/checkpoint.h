@@ -12,7 +12,8 @@ struct CheckpointRecord {
   std::string kind;            // what wrote it: "pvi-server", "sfvi-silo", ... (checked on load)
   uint32_t round = 0;          // the last round completed
   std::vector<double> state;   // the coordinator's or the endpoint's state
-  std::vector<double> extra;   // the run's own bookkeeping (progress, byte counters, cached replies)
+  std::vector<double> extra;   // the run's own bookkeeping (progress, cached replies)
+  std::vector<double> traffic; // the server's byte counters (Transport::traffic_counts)
 };
 
 // Writes `record` to `path` atomically. Throws std::runtime_error naming the file if it cannot.

@@ -76,6 +76,10 @@ class Transport {
   const std::vector<SiloTraffic>& traffic() const { return traffic_; }
   long long total_sent() const;
   long long total_received() const;
+  // The counters as doubles (sent, received per silo) for a checkpoint, and back: a resumed run
+  // goes on counting from where the killed one stopped.
+  std::vector<double> traffic_counts() const;
+  void restore_traffic(const std::vector<double>& counts);
 
  protected:
   std::vector<SiloTraffic> traffic_;
