@@ -2,15 +2,20 @@
 """End-to-end checks of the deployed programs, NAME-server and NAME-client as real processes
 talking gRPC on 127.0.0.1: usage  check_deploy.py FVIC CACHE CASE.
 
-`FVIC build` compiles examples/pima_logreg once into CACHE/deploy-pima_logreg (reused while it
-is newer than FVIC). The data are the example's 614 training rows dealt into 4 silos (data.json
-as it is), written into a temporary folder with the test's certificates (a CA, a server
-certificate for IP:127.0.0.1 and DNS:localhost, client certificates with CN silo-1..silo-4, all
-made here with openssl) and tokens. Every process runs with a time limit and is killed at the end.
+One model of each decomposition, each dealt into 4 silos in a temporary folder: PVI on
+pima_logreg (its 614 training rows round-robin), SFVI on hier_logreg (hospitals 1 and 2, and
+hospital 3 as two), VFL on vfl_logreg (the generator's 20 columns in 4 blocks of 5). `FVIC build`
+compiles each once into CACHE/deploy-NAME (rebuilt when fvic or the runtime libraries are newer).
+The test's certificates (a CA, a server certificate for IP:127.0.0.1 and DNS:localhost, client
+certificates with CN silo-1..silo-4) are made here with openssl, with the silos' tokens. Every
+process runs with a time limit and is killed at the end. Cases (PVI unless named otherwise):
 
   pvi_equal    TLS and tokens, 1 server and 4 clients, PVI with keys given to the server only:
                posterior.json (means, sds, ELBOs) equals NAME-sim's on the same data and keys,
                and metrics.csv has one row per round, 1..R.
+  sfvi_equal, vfl_equal
+               the same for SFVI and VFL, and each silo's posterior.json (its locals, its split
+               block) equals the one NAME-sim wrote for it.
   mtls         TLS with client certificates (--client-ca): a client presenting silo-2's
                certificate while claiming silo 1 is refused (exit 3, "refused" on stderr, and
                logged by the server), a client without a certificate cannot connect; then the
@@ -23,14 +28,17 @@ made here with openssl) and tokens. Every process runs with a time limit and is 
                says the server refused its bad reply, the server's stderr names the silo, the
                round and the reason, and the posterior is NAME-sim's (the bad replies changed
                nothing).
-  client_kill  --quorum 3 --deadline 2: a client killed (SIGKILL) mid-run; the server logs
-               "going on without silo(s) K" and goes on; the client restarted with --resume
-               rejoins ("silo rejoined"), the last round has every silo's term, the server exits
-               0 with a finite posterior and one metrics row per round.
-  server_kill  the server killed (SIGKILL) after a few rounds and restarted with --resume on the
-               same port and output folder while the clients keep running (they reconnect): the
-               posterior equals an uninterrupted run's with the same (default) seed, and so do
-               the byte counters in metrics.csv's last row.
+  client_kill, sfvi_client_kill, vfl_client_kill
+               --quorum 3 --deadline 2: a client killed (SIGKILL) mid-run; the server logs
+               "going on without silo(s) K", goes on, and its progress lines say what is
+               missing; the client restarted with --resume rejoins ("silo rejoined"), the last
+               step has every silo, the server exits 0 with a finite posterior (and finite silo
+               posteriors) and one metrics row per step.
+  server_kill, sfvi_server_kill, vfl_server_kill
+               the server killed (SIGKILL) mid-run and restarted with --resume on the same port
+               and output folder while the clients keep running (they reconnect): the
+               posteriors (the server's and every silo's) equal an uninterrupted run's with the
+               same (default) seed, and so do the byte counters in metrics.csv's last row.
 
 Exit 0 on success, 1 with a message on the first failure, 77 (skip) without openssl.
 """
@@ -48,9 +56,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_pvi import EXAMPLES, Failure, posterior, require, run_case  # noqa: E402
 
-EX = os.path.join(EXAMPLES, "pima_logreg")
-MODEL = os.path.join(EX, "pima_logreg.fvi")
-NAME = "pima_logreg"
 SILOS = 4
 # The server and NAME-sim run the same engines and the same rounds in the same order; only how
 # the messages travel differs (docs/deployment.md). The same arithmetic in the same order gives
@@ -61,9 +66,19 @@ SAME = 1e-9
 # ---------------------------------------------------------------------------------------------
 # The programs, the data, the credentials
 
-def programs(fvic, cache):
+class Model:
+    """One model of each decomposition, with its data dealt into 4 silos by `deal(work)`."""
+
+    def __init__(self, example, deal):
+        self.name = example
+        self.fvi = os.path.join(EXAMPLES, example, example + ".fvi")
+        self.deal = deal
+
+
+def programs(fvic, cache, model):
     """CACHE/deploy-NAME holding NAME-sim, NAME-server and NAME-client, built by `FVIC build` if
     missing or older than FVIC."""
+    NAME, MODEL = model.name, model.fvi
     out = os.path.join(cache, "deploy-" + NAME)
     paths = {role: os.path.join(out, f"{NAME}-{role}") for role in ("sim", "server", "client")}
     # Rebuilt when fvic or the runtime libraries it links into the programs are newer.
@@ -80,8 +95,8 @@ def programs(fvic, cache):
 
 
 def four_silos(work):
-    """The example's training rows (silo-1..3.json) dealt round-robin into 4 silos; data.json as is."""
-    src, out = os.path.join(EX, "data"), os.path.join(work, "data")
+    """pima_logreg's training rows (silo-1..3.json) dealt round-robin into 4 silos; data.json as is."""
+    src, out = os.path.join(EXAMPLES, "pima_logreg", "data"), os.path.join(work, "data")
     os.makedirs(out)
     shutil.copy(os.path.join(src, "data.json"), os.path.join(out, "data.json"))
     rows = []
@@ -95,6 +110,39 @@ def four_silos(work):
         with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
             json.dump({"N": len(part), "x": [x for x, _ in part], "y": [y for _, y in part]}, f)
     return out
+
+
+def four_hospitals(work):
+    """hier_logreg's hospitals 1 and 2 as they are, hospital 3's 70 patients as two hospitals of
+    35 (each silo has its own intercept; the split only makes a fourth silo)."""
+    src, out = os.path.join(EXAMPLES, "hier_logreg", "data"), os.path.join(work, "data")
+    os.makedirs(out)
+    for f in ("data.json", "silo-1.json", "silo-2.json"):
+        shutil.copy(os.path.join(src, f), os.path.join(out, f))
+    with open(os.path.join(src, "silo-3.json")) as f:
+        third = json.load(f)
+    half = third["N"] // 2
+    for k, rows in ((3, slice(0, half)), (4, slice(half, None))):
+        part = {"x": third["x"][rows], "y": third["y"][rows]}
+        with open(os.path.join(out, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": len(part["y"]), **part}, f)
+    return out
+
+
+def four_column_blocks(work):
+    """vfl_logreg's 500 rows with their 20 columns in 4 blocks of 5, one per silo, labels on the
+    server (the example's generator, --silos 4)."""
+    out = os.path.join(work, "vfl")
+    generator = os.path.join(EXAMPLES, "vfl_logreg", "generate.py")
+    p = subprocess.run([sys.executable, generator, "--silos", str(SILOS), "--output", out], capture_output=True,
+                       text=True, timeout=120)
+    require(p.returncode == 0, f"{generator} failed:\n{p.stderr}")
+    return os.path.join(out, "augmented")
+
+
+PVI = Model("pima_logreg", four_silos)
+SFVI = Model("hier_logreg", four_hospitals)
+VFL = Model("vfl_logreg", four_column_blocks)
 
 
 def openssl(*args, cwd):
@@ -247,9 +295,10 @@ def tls_server(certs, work):
 
 
 def round_lines(text):
-    """The progress lines of a server's stdout: [(round, rounds, line)]."""
+    """The progress lines of a server's stdout: [(round, rounds, line)] (PVI's rounds, SFVI's
+    warm start and iterations, VFL's iterations)."""
     return [(int(m.group(1)), int(m.group(2)), m.group(0))
-            for m in re.finditer(r"^round +(\d+)/(\d+) .*$", text, re.MULTILINE)]
+            for m in re.finditer(r"^(?:round|warm start|iteration) +(\d+)/(\d+) .*$", text, re.MULTILINE)]
 
 
 def last_round(party):
@@ -277,8 +326,9 @@ def same_posterior(got, want, what):
                 for s in ("mean", "sd")), f"{what}: shapes differ")
     pairs = [(f"{n} {stat}[{i + 1}]", a, b) for n in want["variables"] for stat in ("mean", "sd")
              for i, (a, b) in enumerate(zip(got["variables"][n][stat], want["variables"][n][stat]))]
-    require(len(got["elbo"]) == len(want["elbo"]), f"{what}: {len(got['elbo'])} ELBOs vs {len(want['elbo'])}")
-    pairs += [(f"elbo[{i + 1}]", a, b) for i, (a, b) in enumerate(zip(got["elbo"], want["elbo"]))]
+    got_elbo, want_elbo = got.get("elbo", []), want.get("elbo", [])  # a silo's posterior has none
+    require(len(got_elbo) == len(want_elbo), f"{what}: {len(got_elbo)} ELBOs vs {len(want_elbo)}")
+    pairs += [(f"elbo[{i + 1}]", a, b) for i, (a, b) in enumerate(zip(got_elbo, want_elbo))]
     worst = 0.0
     for label, a, b in pairs:
         require(math.isfinite(a) and math.isfinite(b), f"{what}: {label} is not finite ({a!r}, {b!r})")
@@ -306,12 +356,12 @@ def finite_posterior(out):
     return post
 
 
-def setup(fvic, cache, work, certs=True):
+def setup(fvic, cache, work, certs=True, model=PVI):
     if shutil.which("openssl") is None:
         print("openssl is not installed: skipped")
         sys.exit(77)
-    bins = programs(fvic, cache)
-    data = four_silos(work)
+    bins = programs(fvic, cache, model)
+    data = model.deal(work)
     return bins, data, (certificates(work) if certs else None), tokens(work)
 
 
@@ -350,6 +400,48 @@ def case_pvi_equal(fvic, cache, work):
         require(f.readline() == g.readline(), "metrics.csv headers of the server and NAME-sim differ")
     print(f"pvi_equal: server (TLS, tokens, 4 clients) and NAME-sim agree; largest relative difference {worst:.1e}; "
           f"metrics.csv rounds {rounds}")
+
+
+def same_silo_posteriors(got_dir, want_dir, what):
+    """Each silo-K/posterior.json that NAME-sim wrote (a silo's locals or split block) equals the
+    one the client for silo K wrote; returns (how many, the largest relative difference)."""
+    worst, n = 0.0, 0
+    for k in range(1, SILOS + 1):
+        want = os.path.join(want_dir, f"silo-{k}")
+        if not os.path.exists(os.path.join(want, "posterior.json")):
+            continue
+        got = os.path.join(got_dir, f"silo-{k}")
+        require(os.path.exists(os.path.join(got, "posterior.json")), f"the client for silo {k} wrote no posterior.json")
+        worst = max(worst, same_posterior(posterior(got), posterior(want), f"{what}, silo {k}"))
+        n += 1
+    return n, worst
+
+
+def equal_case(label, model, sets):
+    """1 server and 4 clients over TLS with tokens: the server's posterior.json and each silo's
+    equal NAME-sim's with the same keys (given to the server only)."""
+
+    def case(fvic, cache, work):
+        bins, data, certs, token_files = setup(fvic, cache, work, model=model)
+        want_dir = os.path.join(work, "sim")
+        want = sim(bins, data, want_dir, sets)
+        out, silos = os.path.join(work, "server"), os.path.join(work, "silos")
+        d = Deployment(work, bins, data)
+        try:
+            server, port = d.server(out, sets, tls_server(certs, work))
+            clients = [d.client(port, k, silos, tls_client(certs, token_files, k)) for k in range(1, SILOS + 1)]
+            complete(d, server, clients, timeout=120)
+            d.check("refused" not in server.stderr(), "the server refused something")
+            d.check("going on without" not in server.stderr(), "the server went on without a silo")
+        finally:
+            d.close()
+        worst = same_posterior(posterior(out), want, f"{model.name}-server vs NAME-sim")
+        n, worst_silo = same_silo_posteriors(silos, want_dir, f"{model.name}-client vs NAME-sim")
+        require(n > 0, f"NAME-sim wrote no silo posterior for {model.name}")
+        print(f"{label}: {model.name} ({', '.join(sets)}): server and 4 clients equal NAME-sim: the server's "
+              f"posterior to {worst:.1e}, the {n} silos' posteriors to {worst_silo:.1e}")
+
+    return case
 
 
 def case_mtls(fvic, cache, work):
@@ -466,102 +558,142 @@ def case_faults(fvic, cache, work):
     print(f"faults: the posterior is NAME-sim's (to {worst:.1e}): the refused replies changed nothing")
 
 
-def case_client_kill(fvic, cache, work):
-    bins, data, certs, token_files = setup(fvic, cache, work)
-    rounds = 30
-    sets = [f"rounds={rounds}", "local_steps=1000"]
-    out, silos = os.path.join(work, "server"), os.path.join(work, "silos")
-    d = Deployment(work, bins, data)
-    victim = 2
-    try:
-        server, port = d.server(out, sets, tls_server(certs, work) + ["--quorum", "3", "--deadline", "2"])
-        clients = {k: d.client(port, k, silos, tls_client(certs, token_files, k)) for k in range(1, SILOS + 1)}
-        d.until("round 3", lambda: last_round(server) >= 3, 40, [server])
-        clients[victim].kill()
-        killed_after = last_round(server)
-        d.check(killed_after < rounds - 5, f"the run was nearly over ({killed_after} rounds) when the client was killed")
-        going_on = re.compile(rf"^server: round (\d+) \(pvi \w+\): going on without silo\(s\) {victim}$", re.MULTILINE)
-        d.until(f"'going on without silo(s) {victim}'", lambda: going_on.search(server.stderr()), 20, [server])
-        without = int(going_on.search(server.stderr()).group(1))
-        # It goes on: a round completes without the silo.
-        d.until("a round without the killed silo", lambda: last_round(server) >= without, 20, [server])
-        d.check("silo terms missing" in round_lines(server.stdout())[-1][2],
-                "a round without the killed silo does not say its term is missing")
-        back = d.client(port, victim, silos, tls_client(certs, token_files, victim) + ["--resume"],
-                        name=f"client-{victim}-resumed")
-        d.until("'silo rejoined'", lambda: f"server: silo rejoined: silo {victim}:" in server.stderr(), 20,
-                [server, back])
-        rejoined_at = last_round(server)
-        complete(d, server, [c for k, c in clients.items() if k != victim] + [back], timeout=90)
-        d.check("resumed from" in back.stdout(), "the restarted client did not say it resumed from its checkpoint")
-        last = round_lines(server.stdout())[-1]
-        d.check(last[0] == rounds and "missing" not in last[2], f"the last round is not complete: {last[2]}")
-        print(f"client_kill: silo {victim} killed after round {killed_after}; "
-              f"'{going_on.search(server.stderr()).group(0)}'; rejoined in round {rejoined_at + 1}")
-    finally:
-        d.close()
-    post = finite_posterior(out)
-    rows = metrics_rounds(out)
-    require(rows == list(range(1, rounds + 1)), f"metrics.csv rounds {rows}, expected 1..{rounds}")
-    print(f"client_kill: the run completed; w means {[round(v, 3) for v in post['variables']['w']['mean']]}")
+def client_kill_case(label, model, sets, steps, kill_at=3):
+    """--quorum 3 --deadline 2: a client killed (SIGKILL) once `kill_at` of the run's `steps`
+    progress lines are out; the server logs "going on without silo(s) K" and goes on by its
+    decomposition's rule (docs/deployment.md); the client restarted with --resume rejoins and
+    the run ends with every silo, exit 0, a finite posterior and one metrics row per step."""
+
+    def case(fvic, cache, work):
+        bins, data, certs, token_files = setup(fvic, cache, work, model=model)
+        out, silos = os.path.join(work, "server"), os.path.join(work, "silos")
+        d = Deployment(work, bins, data)
+        victim = 2
+        steps_of = lambda party: len(round_lines(party.stdout()))  # noqa: E731
+        try:
+            server, port = d.server(out, sets, tls_server(certs, work) + ["--quorum", "3", "--deadline", "2"])
+            clients = {k: d.client(port, k, silos, tls_client(certs, token_files, k)) for k in range(1, SILOS + 1)}
+            d.until(f"{kill_at} steps", lambda: steps_of(server) >= kill_at, 40, [server])
+            clients[victim].kill()
+            killed_after = steps_of(server)
+            d.check(killed_after < steps - 5, f"the run was nearly over ({killed_after} steps) when the client was killed")
+            going_on = re.compile(rf"^server: round (\d+) \(([^)]*)\): going on without silo\(s\) {victim}$", re.MULTILINE)
+            d.until(f"'going on without silo(s) {victim}'", lambda: going_on.search(server.stderr()), 20, [server])
+            first_without = going_on.search(server.stderr()).group(0)
+            # It goes on: a step completes without the silo.
+            at = steps_of(server)
+            d.until("a step without the killed silo", lambda: steps_of(server) > at, 30, [server])
+            said = "silo terms missing" if model is PVI else "silo replies missing"
+            d.check(any(said in line for _, _, line in round_lines(server.stdout())[killed_after:]),
+                    f"no progress line since the silo went missing says '{said}'")
+            back = d.client(port, victim, silos, tls_client(certs, token_files, victim) + ["--resume"],
+                            name=f"client-{victim}-resumed")
+            d.until("'silo rejoined'", lambda: f"server: silo rejoined: silo {victim}:" in server.stderr(), 20,
+                    [server, back])
+            rejoined_at, log_at = steps_of(server), len(server.stderr())
+            complete(d, server, [c for k, c in clients.items() if k != victim] + [back], timeout=120)
+            d.check("resumed from" in back.stdout(), "the restarted client did not say it resumed from its checkpoint")
+            # Once back, the silo is in every exchange (but one or two in flight when it rejoined).
+            later = going_on.findall(server.stderr()[log_at:])
+            d.check(len(later) <= 2, f"after rejoining, silo {victim} was still missing from {len(later)} exchanges")
+            d.check(steps_of(server) == steps, f"the server printed {steps_of(server)} steps, not {steps}")
+            last = round_lines(server.stdout())[-1]
+            d.check("missing" not in last[2], f"the last step is not complete: {last[2]}")
+            missed = len(going_on.findall(server.stderr()))
+            print(f"{label}: {model.name}: silo {victim} killed after {killed_after} of {steps} steps; "
+                  f"'{first_without}'; {missed} exchanges without it; rejoined after step {rejoined_at}")
+        finally:
+            d.close()
+        post = finite_posterior(out)
+        rows = metrics_rounds(out)
+        require(rows == list(range(1, steps + 1)), f"metrics.csv rows {rows}, expected 1..{steps}")
+        n = 0
+        for k in range(1, SILOS + 1):
+            if os.path.exists(os.path.join(silos, f"silo-{k}", "posterior.json")):
+                finite_posterior(os.path.join(silos, f"silo-{k}"))
+                n += 1
+        means = {name: [round(v, 3) for v in var["mean"]] for name, var in post["variables"].items()}
+        print(f"{label}: the run completed; {n} finite silo posteriors; posterior means {means}")
+
+    return case
 
 
-def case_server_kill(fvic, cache, work):
-    bins, data, certs, token_files = setup(fvic, cache, work)
-    rounds = 12
-    sets = [f"rounds={rounds}", "local_steps=1000"]
-    d = Deployment(work, bins, data)
-    try:
-        ref = os.path.join(work, "reference")
-        server, port = d.server(ref, sets, tls_server(certs, work), name="reference-server")
-        clients = [d.client(port, k, os.path.join(work, "reference-silos"), tls_client(certs, token_files, k),
-                            name=f"reference-client-{k}") for k in range(1, SILOS + 1)]
-        complete(d, server, clients)
+def server_kill_case(label, model, sets, steps, kill_at=3):
+    """The server killed (SIGKILL) a few steps into the run and restarted with --resume on the
+    same port and output folder while the clients keep running: the posteriors (the server's and
+    each silo's), the ELBOs and the byte counters equal an uninterrupted run's. `sets` make one
+    progress line per step (a PVI round, an SFVI warm-start round or iteration, a VFL iteration),
+    `steps` of them; the kill comes once `kill_at` have been printed."""
 
-        out = os.path.join(work, "server")
-        server, port = d.server(out, sets, tls_server(certs, work))
-        clients = [d.client(port, k, os.path.join(work, "silos"), tls_client(certs, token_files, k, reconnect=60))
-                   for k in range(1, SILOS + 1)]
-        d.until("round 3", lambda: last_round(server) >= 3, 40, [server])
-        server.kill()
-        killed_after = last_round(server)
-        d.check(killed_after < rounds, "the run was over when the server was killed")
-        time.sleep(0.5)
-        d.check(all(c.running() for c in clients), "a client stopped when the server was killed")
-        again, port2 = d.server(out, sets, tls_server(certs, work) + ["--resume"], port=port, name="server-resumed")
-        d.check(port2 == port, f"the resumed server listens on {port2}, not {port}")
-        # Every client is still polling: the resumed server has its silos at once and must not
-        # wait out --join-timeout (60 s here) before its first round.
-        d.until("round from the resumed server although its 4 clients are polling it",
-                lambda: round_lines(again.stdout()), 20, [again])
-        complete(d, again, clients)
-        resumed = re.search(r"^resumed from .* after round (\d+)$", again.stdout(), re.MULTILINE)
-        d.check(resumed and int(resumed.group(1)) >= 3, "the restarted server did not resume after round 3 or later")
-        d.check(round_lines(again.stdout())[0][0] == int(resumed.group(1)) + 1,
-                "the resumed server did not go on with the round after its checkpoint")
-        print(f"server_kill: server killed after round {killed_after}; '{resumed.group(0)}'")
-    finally:
-        d.close()
-    worst = same_posterior(posterior(out), posterior(ref), "killed and resumed vs uninterrupted")
-    rows = metrics_rounds(out)
-    require(rows[-1] == rounds and sorted(set(rows)) == list(range(1, rounds + 1)),
-            f"metrics.csv rounds {rows}: not every round 1..{rounds}")
-    # The byte counters were checkpointed too: the resumed run ends having counted what the
-    # uninterrupted one did.
-    got, want = (last_metrics(o) for o in (out, ref))
-    for column in ("bytes_sent", "bytes_received"):
-        require(got[column] == want[column], f"metrics.csv {column} ends at {got[column]} after the resume, "
-                                             f"{want[column]} in the uninterrupted run")
-    print(f"server_kill: the posterior equals the uninterrupted run's (to {worst:.1e}); metrics.csv rounds {rows}")
+    def case(fvic, cache, work):
+        bins, data, certs, token_files = setup(fvic, cache, work, model=model)
+        d = Deployment(work, bins, data)
+        try:
+            ref, ref_silos = os.path.join(work, "reference"), os.path.join(work, "reference-silos")
+            server, port = d.server(ref, sets, tls_server(certs, work), name="reference-server")
+            clients = [d.client(port, k, ref_silos, tls_client(certs, token_files, k), name=f"reference-client-{k}")
+                       for k in range(1, SILOS + 1)]
+            complete(d, server, clients, timeout=120)
+            d.check(len(round_lines(server.stdout())) == steps, f"the uninterrupted run did not print {steps} steps")
+
+            out, silos = os.path.join(work, "server"), os.path.join(work, "silos")
+            server, port = d.server(out, sets, tls_server(certs, work))
+            clients = [d.client(port, k, silos, tls_client(certs, token_files, k, reconnect=60))
+                       for k in range(1, SILOS + 1)]
+            d.until(f"{kill_at} steps", lambda: len(round_lines(server.stdout())) >= kill_at, 40, [server])
+            server.kill()
+            killed_after = len(round_lines(server.stdout()))
+            d.check(killed_after < steps, "the run was over when the server was killed")
+            time.sleep(0.5)
+            d.check(all(c.running() for c in clients), "a client stopped when the server was killed")
+            again, port2 = d.server(out, sets, tls_server(certs, work) + ["--resume"], port=port,
+                                    name="server-resumed")
+            d.check(port2 == port, f"the resumed server listens on {port2}, not {port}")
+            # Every client is still polling: the resumed server has its silos at once and must not
+            # wait out --join-timeout (60 s here) before its first step.
+            d.until("a step from the resumed server although its 4 clients are polling it",
+                    lambda: round_lines(again.stdout()), 20, [again])
+            complete(d, again, clients, timeout=120)
+            resumed = re.search(r"^resumed from .* after (?:round|step|iteration) (\d+)$", again.stdout(), re.MULTILINE)
+            d.check(resumed and int(resumed.group(1)) >= kill_at - 1,
+                    f"the restarted server did not resume from a checkpoint after step {kill_at - 1} or later")
+            after = int(resumed.group(1))
+            d.check(len(round_lines(again.stdout())) == steps - after,
+                    f"the resumed server printed {len(round_lines(again.stdout()))} steps, not the {steps - after} "
+                    f"after its checkpoint")
+            print(f"{label}: server killed after {killed_after} of {steps} steps; '{resumed.group(0)}'")
+        finally:
+            d.close()
+        worst = same_posterior(posterior(out), posterior(ref), "killed and resumed vs uninterrupted")
+        n, worst_silo = same_silo_posteriors(silos, ref_silos, "killed and resumed vs uninterrupted")
+        # The byte counters were checkpointed too: the resumed run ends having counted what the
+        # uninterrupted one did.
+        got, want = (last_metrics(o) for o in (out, ref))
+        for column in ("bytes_sent", "bytes_received"):
+            require(got[column] == want[column], f"metrics.csv {column} ends at {got[column]} after the resume, "
+                                                 f"{want[column]} in the uninterrupted run")
+        print(f"{label}: {model.name}: the posterior equals the uninterrupted run's (to {worst:.1e}; {n} silo "
+              f"posteriors to {worst_silo:.1e}); bytes sent {got['bytes_sent']}, received {got['bytes_received']} "
+              f"as uninterrupted")
+
+    return case
 
 
 CASES = {
     "pvi_equal": case_pvi_equal,
+    "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
+    "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),
     "mtls": case_mtls,
     "wrong_token": case_wrong_token,
     "faults": case_faults,
-    "client_kill": case_client_kill,
-    "server_kill": case_server_kill,
+    "client_kill": client_kill_case("client_kill", PVI, ["rounds=30", "local_steps=1000"], 30),
+    "sfvi_client_kill": client_kill_case("sfvi_client_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
+                                         kill_at=60),
+    "vfl_client_kill": client_kill_case("vfl_client_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60),
+    "server_kill": server_kill_case("server_kill", PVI, ["rounds=12", "local_steps=1000"], 12),
+    "sfvi_server_kill": server_kill_case("sfvi_server_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
+                                         kill_at=60),
+    "vfl_server_kill": server_kill_case("vfl_server_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60),
 }
 
 

@@ -425,9 +425,13 @@ def run_case(cases, usage):
         print(usage, file=sys.stderr)
         return 2
     fvic, cache, case = sys.argv[1:]
-    with tempfile.TemporaryDirectory() as work:
+    keep = os.environ.get("FVI_E2E_KEEP")  # a folder to run in and keep, for a look afterwards
+    if keep:
+        shutil.rmtree(keep, ignore_errors=True)
+        os.makedirs(keep)
+    with tempfile.TemporaryDirectory() as temporary:
         try:
-            cases[case](fvic, cache, work)
+            cases[case](fvic, cache, keep or temporary)
         except Failure as e:
             print(f"{case}: FAILED: {e}", file=sys.stderr)
             return 1

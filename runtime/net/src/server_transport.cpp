@@ -199,7 +199,7 @@ grpc::Status ServerTransport::Submit(grpc::ServerContext* context, const fvi::v1
   return grpc::Status::OK;
 }
 
-std::vector<bool> ServerTransport::exchange(const program::Exchange& x) {
+std::vector<bool> ServerTransport::run_exchange(const program::Exchange& x) {
   std::unique_lock<std::mutex> lock(mutex_);
   current_ = &x;
   ++sequence_;

@@ -1,5 +1,6 @@
 #include "fvi/program/federation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -39,6 +40,14 @@ long long Transport::total_received() const {
   return total;
 }
 
+std::vector<bool> Transport::exchange(const Exchange& x) {
+  std::vector<bool> accepted = run_exchange(x);
+  if (x.counted)
+    for (int k = 0; k < silos(); ++k)
+      if (!accepted[k] && (x.silos.empty() || std::find(x.silos.begin(), x.silos.end(), k) != x.silos.end())) ++missing_;
+  return accepted;
+}
+
 std::vector<double> Transport::traffic_counts() const {
   std::vector<double> counts;
   for (const auto& t : traffic_) counts.insert(counts.end(), {double(t.sent), double(t.received)});
@@ -66,7 +75,7 @@ InProcessTransport::InProcessTransport(std::vector<SiloEndpoint*> endpoints) : e
   traffic_.resize(endpoints_.size());
 }
 
-std::vector<bool> InProcessTransport::exchange(const Exchange& x) {
+std::vector<bool> InProcessTransport::run_exchange(const Exchange& x) {
   std::vector<int> silos = x.silos;
   if (silos.empty())
     for (int k = 0; k < int(endpoints_.size()); ++k) silos.push_back(k);

@@ -414,7 +414,9 @@ int serve_sfvi(ServerRun& run) {
     }
     return report_metrics(pm, extra);
   };
-  // One progress line and one metrics row.
+  // One progress line and one metrics row; the line says if some silos' replies were missing
+  // since the last one (their part is absent from the figure).
+  long missing_before = run.transport.missing_replies();
   auto report = [&](const char* label, long r, long of, double elbo) {
     summary.elbo.push_back(elbo);
     std::vector<std::pair<std::string, double>> extra;
@@ -423,10 +425,13 @@ int serve_sfvi(ServerRun& run) {
     const long long sent = run.transport.total_sent(), received = run.transport.total_received();
     metrics.row(int(++row), elbo, seconds, sent, received, extra);
     if (!args.quiet) {
-      std::printf("%s %6ld/%ld  elbo %.6g  %.2f s  sent %s  received %s%s\n", label, r, of, elbo, seconds,
+      const long missing = run.transport.missing_replies() - missing_before;
+      std::printf("%s %6ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", label, r, of, elbo,
+                  missing ? (" (" + std::to_string(missing) + " silo replies missing)").c_str() : "", seconds,
                   human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
       std::fflush(stdout);
     }
+    missing_before = run.transport.missing_replies();
   };
   auto save = [&](long step) {
     if (run.checkpoint.empty()) return;

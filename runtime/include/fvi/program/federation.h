@@ -71,8 +71,11 @@ class Transport {
   virtual int silos() const = 0;
   // Runs the exchange; returns, per silo, whether its reply was accepted. A silo that failed,
   // was refused, or missed the deadline has `false`: the coordinator proceeds without it by its
-  // documented rule (docs/user-guide.md, "Dropouts").
-  virtual std::vector<bool> exchange(const Exchange& exchange) = 0;
+  // documented rule (docs/deployment.md, "Dropouts and stragglers").
+  std::vector<bool> exchange(const Exchange& exchange);
+  // Replies the coordinator went on without, so far (counted exchanges only): progress lines
+  // say when a figure lacks some silos' part.
+  long missing_replies() const { return missing_; }
   const std::vector<SiloTraffic>& traffic() const { return traffic_; }
   long long total_sent() const;
   long long total_received() const;
@@ -82,7 +85,11 @@ class Transport {
   void restore_traffic(const std::vector<double>& counts);
 
  protected:
+  virtual std::vector<bool> run_exchange(const Exchange& exchange) = 0;
   std::vector<SiloTraffic> traffic_;
+
+ private:
+  long missing_ = 0;
 };
 
 // Every silo in this process, on threads of its own (NAME-sim).
@@ -90,9 +97,11 @@ class InProcessTransport : public Transport {
  public:
   explicit InProcessTransport(std::vector<SiloEndpoint*> endpoints);
   int silos() const override { return int(endpoints_.size()); }
-  std::vector<bool> exchange(const Exchange& exchange) override;
   // Silos run one after another (PVI's sequential schedule asks one silo at a time anyway).
   void set_parallel(bool parallel) { parallel_ = parallel; }
+
+ protected:
+  std::vector<bool> run_exchange(const Exchange& exchange) override;
 
  private:
   std::vector<SiloEndpoint*> endpoints_;

@@ -43,7 +43,6 @@ class ServerTransport final : public program::Transport, public fvi::v1::Federat
   explicit ServerTransport(ServerPolicy policy);
 
   int silos() const override { return policy_.silos; }
-  std::vector<bool> exchange(const program::Exchange& exchange) override;
 
   // Waits until every silo has joined, or until `timeout` seconds have passed with a quorum
   // joined (throws QuorumLost otherwise). Returns each silo's description line.
@@ -58,6 +57,9 @@ class ServerTransport final : public program::Transport, public fvi::v1::Federat
   grpc::Status NextTask(grpc::ServerContext* context, const fvi::v1::TaskRequest* request,
                         fvi::v1::Task* task) override;
   grpc::Status Submit(grpc::ServerContext* context, const fvi::v1::Result* result, fvi::v1::Ack* ack) override;
+
+ protected:
+  std::vector<bool> run_exchange(const program::Exchange& exchange) override;
 
  private:
   using Clock = std::chrono::steady_clock;
