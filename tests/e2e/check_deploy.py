@@ -28,6 +28,9 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                says the server refused its bad reply, the server's stderr names the silo, the
                round and the reason, and the posterior is NAME-sim's (the bad replies changed
                nothing).
+  huge_message a client sends a 2 MB reply to a server with --max-message 1: gRPC refuses it
+               unread (RESOURCE_EXHAUSTED, "larger than max"), the client says so, sends its
+               real reply, and the posterior is NAME-sim's.
   client_kill, sfvi_client_kill, vfl_client_kill
                --quorum 3 --deadline 2: a client killed (SIGKILL) mid-run; the server logs
                "going on without silo(s) K", goes on, and its progress lines say what is
@@ -558,6 +561,30 @@ def case_faults(fvic, cache, work):
     print(f"faults: the posterior is NAME-sim's (to {worst:.1e}): the refused replies changed nothing")
 
 
+def case_huge_message(fvic, cache, work):
+    bins, data, certs, token_files = setup(fvic, cache, work)
+    sets = ["rounds=4"]
+    want = sim(bins, data, os.path.join(work, "sim"), sets)
+    out = os.path.join(work, "server")
+    d = Deployment(work, bins, data)
+    try:
+        # pima's messages are hundreds of bytes: a 1 MB limit refuses only the 2 MB fault.
+        server, port = d.server(out, sets, tls_server(certs, work) + ["--max-message", "1"])
+        clients = [d.client(port, k, os.path.join(work, "silos"), tls_client(certs, token_files, k) +
+                            (["--test-fault", "huge@2", "--max-message", "1"] if k == 1 else []))
+                   for k in range(1, SILOS + 1)]
+        complete(d, server, clients)
+        said = re.search(r"test fault huge in round 2: the server (refused it|ACCEPTED it) \((.*)\)$",
+                         clients[0].stdout(), re.MULTILINE)
+        d.check(said and said.group(1) == "refused it", "the 2 MB reply was not refused")
+        d.check("larger than max" in said.group(2), f"the refusal does not say why: '{said.group(2)}'")
+        print(f"huge_message: silo 1's 2 MB reply to a --max-message 1 server: '{said.group(0)}'")
+    finally:
+        d.close()
+    worst = same_posterior(posterior(out), want, "server after a huge message vs NAME-sim")
+    print(f"huge_message: the server read none of it, went on, and the posterior is NAME-sim's (to {worst:.1e})")
+
+
 def client_kill_case(label, model, sets, steps, kill_at=3):
     """--quorum 3 --deadline 2: a client killed (SIGKILL) once `kill_at` of the run's `steps`
     progress lines are out; the server logs "going on without silo(s) K" and goes on by its
@@ -686,6 +713,7 @@ CASES = {
     "mtls": case_mtls,
     "wrong_token": case_wrong_token,
     "faults": case_faults,
+    "huge_message": case_huge_message,
     "client_kill": client_kill_case("client_kill", PVI, ["rounds=30", "local_steps=1000"], 30),
     "sfvi_client_kill": client_kill_case("sfvi_client_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
                                          kill_at=60),

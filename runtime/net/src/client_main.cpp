@@ -37,6 +37,7 @@ const char* kClientUsage =
     "  --token-file F         a file holding this silo's token\n"
     "  --insecure             no TLS: a trusted network only\n"
     "  --reconnect-timeout S  give up after S seconds without reaching the server (default 120)\n"
+    "  --max-message MB       refuse larger messages unread (default 256)\n"
     "  --resume               continue from OUT/silo-K/checkpoint\n"
     "  --quiet                no progress lines\n";
 
@@ -47,8 +48,9 @@ class Refused : public std::runtime_error {
 };
 
 bool retryable(grpc::StatusCode code) {
+  // RESOURCE_EXHAUSTED is not: a message over the peer's --max-message will not shrink on retry.
   return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         code == grpc::StatusCode::RESOURCE_EXHAUSTED || code == grpc::StatusCode::ABORTED ||
+         code == grpc::StatusCode::ABORTED ||
          code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::INTERNAL ||
          code == grpc::StatusCode::UNKNOWN;
 }
@@ -133,7 +135,7 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
   std::string error;
   if (!parse_arguments(argc, argv,
                        {"server", "silo", "data", "output", "ca", "cert", "key", "server-name", "token-file",
-                        "reconnect-timeout", "test-fault"},
+                        "reconnect-timeout", "test-fault", "max-message"},
                        {"insecure", "resume", "quiet"}, args, error)) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), error.c_str());
     std::fprintf(stderr, kClientUsage, name.c_str());
@@ -215,7 +217,11 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
       const std::string f = args.get("test-fault");
       const size_t at = f.find('@');
       fault = f.substr(0, at);
-      fault_round = at == std::string::npos ? 1 : uint32_t(std::stoul(f.substr(at + 1)));
+      const std::string round = at == std::string::npos ? "1" : f.substr(at + 1);
+      if ((fault != "nan" && fault != "size" && fault != "nonpd" && fault != "stale" && fault != "huge") ||
+          round.empty() || round.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("--test-fault " + f + ": expected KIND@ROUND, KIND one of nan, size, nonpd, stale, huge");
+      fault_round = uint32_t(std::stoul(round));
     }
 
     long handled = 0;
@@ -259,9 +265,15 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
         if (fault == "nonpd")  // a precision change that makes q_s's precision negative
           for (size_t i = values.size() / 2; i < values.size(); ++i) values[i] = 1e6;
         if (fault == "stale") bad.set_round(task.round() - 1), bad.set_exchange(task.exchange() - 1);
+        if (fault == "huge") values.assign(size_t(1) << 18, 1.0);  // 2 MB: over a --max-message 1 server's limit
         *bad.mutable_values() = {values.begin(), values.end()};
         fvi::v1::Ack ack;
-        call("submit", patience, 30, [&](grpc::ClientContext& c) { return stub->Submit(&c, bad, &ack); });
+        try {
+          call("submit", patience, 30, [&](grpc::ClientContext& c) { return stub->Submit(&c, bad, &ack); });
+        } catch (const Refused& e) {  // refused by gRPC before the server read it
+          ack.set_accepted(false);
+          ack.set_reason(e.what());
+        }
         std::printf("%s: test fault %s in round %u: the server %s (%s)\n", name.c_str(), fault.c_str(), task.round(),
                     ack.accepted() ? "ACCEPTED it" : "refused it", ack.reason().c_str());
         std::fflush(stdout);

@@ -33,6 +33,7 @@ const char* kServerUsage =
     "  --deadline SEC       how long an exchange waits for every silo (default 60)\n"
     "  --give-up SEC        stop (with the checkpoint saved) if the quorum is not met by then (600)\n"
     "  --join-timeout SEC   how long to wait for the silos to join (default 300)\n"
+    "  --max-message MB     refuse larger messages unread (default 256)\n"
     "  --resume             continue from OUT/server.checkpoint\n"
     "  --quiet              no progress lines\n";
 
@@ -57,7 +58,7 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
   std::string error;
   if (!parse_arguments(argc, argv,
                        {"listen", "silos", "data", "output", "test", "cert", "key", "client-ca", "tokens", "quorum",
-                        "deadline", "give-up", "join-timeout"},
+                        "deadline", "give-up", "join-timeout", "max-message"},
                        {"insecure", "resume", "quiet"}, args, error)) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), error.c_str());
     std::fprintf(stderr, kServerUsage, name.c_str());
@@ -115,7 +116,7 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     int port = 0;
     builder.AddListeningPort(args.get("listen"), server_credentials(args), &port);
     builder.RegisterService(&transport);
-    builder.SetMaxReceiveMessageSize(-1);
+    builder.SetMaxReceiveMessageSize(max_message_bytes(args));
     builder.SetMaxSendMessageSize(-1);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || port == 0) throw std::runtime_error("cannot listen on " + args.get("listen"));

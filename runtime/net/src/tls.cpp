@@ -34,9 +34,15 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const Arguments& a
   return grpc::SslCredentials(options);
 }
 
+int max_message_bytes(const Arguments& args) {
+  const double mb = args.number("max-message", 256);
+  if (mb < 1 || mb > 2047) throw std::invalid_argument("--max-message " + args.get("max-message") + ": expected 1..2047 (MB)");
+  return int(mb * 1024 * 1024);
+}
+
 grpc::ChannelArguments channel_arguments(const Arguments& args) {
   grpc::ChannelArguments channel;
-  channel.SetMaxReceiveMessageSize(-1);
+  channel.SetMaxReceiveMessageSize(max_message_bytes(args));
   channel.SetMaxSendMessageSize(-1);
   channel.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   channel.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
