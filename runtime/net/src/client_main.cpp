@@ -47,12 +47,15 @@ class Refused : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-bool retryable(grpc::StatusCode code) {
-  // RESOURCE_EXHAUSTED is not: a message over the peer's --max-message will not shrink on retry.
+bool retryable(const grpc::Status& status) {
+  const grpc::StatusCode code = status.error_code();
+  // RESOURCE_EXHAUSTED is retried (a busy server) unless it is gRPC's refusal of a message over
+  // the peer's --max-message, which will not shrink on retry.
+  if (code == grpc::StatusCode::RESOURCE_EXHAUSTED)
+    return status.error_message().find("larger than max") == std::string::npos;
   return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         code == grpc::StatusCode::ABORTED ||
-         code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::INTERNAL ||
-         code == grpc::StatusCode::UNKNOWN;
+         code == grpc::StatusCode::ABORTED || code == grpc::StatusCode::CANCELLED ||
+         code == grpc::StatusCode::INTERNAL || code == grpc::StatusCode::UNKNOWN;
 }
 
 // Calls `rpc` (given a fresh context) until it succeeds; retries what a lost connection or a
@@ -74,7 +77,7 @@ void call(const char* what, double patience, double rpc_deadline, Rpc rpc) {
                              std::chrono::duration<double>(std::clamp(left, 0.5, rpc_deadline))));
     const grpc::Status status = rpc(context);
     if (status.ok()) return;
-    if (!retryable(status.error_code())) throw Refused(std::string(what) + ": refused by the server: " + status.error_message());
+    if (!retryable(status)) throw Refused(std::string(what) + ": refused by the server: " + status.error_message());
     if (Clock::now() >= give_up)
       throw std::runtime_error(std::string(what) + ": no answer from the server for " + std::to_string(int(patience)) +
                                " s (" + status.error_message() +
