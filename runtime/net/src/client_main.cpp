@@ -158,6 +158,21 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
     const double patience = args.number("reconnect-timeout", 120);
     const std::string out_dir = args.get("output", ".") + "/silo-" + std::to_string(silo);
     const std::string checkpoint = out_dir + "/checkpoint";
+    // Fault injection for the deployment tests (docs/deployment.md): before its real reply in
+    // round R, the silo sends a bad one: nan, size, nonpd, stale, or huge (2 MB).
+    std::string fault;
+    uint32_t fault_round = 0;
+    if (args.has("test-fault")) {
+      const std::string f = args.get("test-fault");
+      const size_t at = f.find('@');
+      fault = f.substr(0, at);
+      const std::string round = at == std::string::npos ? "1" : f.substr(at + 1);
+      if ((fault != "nan" && fault != "size" && fault != "nonpd" && fault != "stale" && fault != "huge") ||
+          round.empty() || round.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("--test-fault " + f + ": expected KIND@ROUND, KIND one of nan, size, nonpd, stale, huge");
+      fault_round = uint32_t(std::stoul(round));
+    }
+
     // The data first: a silo with bad data stops before it bothers the server.
     data::DataSet data = load_silo_data(model, args.get("data"), silo);
     std::filesystem::create_directories(out_dir);
@@ -210,21 +225,6 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
                   args.get("server").c_str(), joined.method().c_str(), silos);
       for (const auto& [key, value] : settings.entries()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
       std::fflush(stdout);
-    }
-
-    // Fault injection for the deployment tests (docs/deployment.md): before its real reply in
-    // round R, the silo sends a bad one: nan, size, nonpd, or stale.
-    std::string fault;
-    uint32_t fault_round = 0;
-    if (args.has("test-fault")) {
-      const std::string f = args.get("test-fault");
-      const size_t at = f.find('@');
-      fault = f.substr(0, at);
-      const std::string round = at == std::string::npos ? "1" : f.substr(at + 1);
-      if ((fault != "nan" && fault != "size" && fault != "nonpd" && fault != "stale" && fault != "huge") ||
-          round.empty() || round.find_first_not_of("0123456789") != std::string::npos)
-        throw std::invalid_argument("--test-fault " + f + ": expected KIND@ROUND, KIND one of nan, size, nonpd, stale, huge");
-      fault_round = uint32_t(std::stoul(round));
     }
 
     long handled = 0;

@@ -174,6 +174,10 @@ std::string human_bytes(long long b) {
   return buf;
 }
 
+std::string missing_note(long count, const char* what) {
+  return count ? " (" + std::to_string(count) + " " + what + " missing)" : "";
+}
+
 long output_draws(const engine::Settings& settings, Eigen::Index parameters) {
   if (settings.has("output_draws")) return settings.integer("output_draws", 1000);
   return std::max(10L, std::min(1000L, long(10000000 / std::max<Eigen::Index>(1, parameters))));

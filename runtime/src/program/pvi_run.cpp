@@ -110,7 +110,7 @@ int serve(ServerRun& run) {
     if (!args.quiet) {
       const int missing = rounds_runner.missing_terms();
       std::printf("round %3ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", r, rounds, elbo,
-                  missing ? (" (" + std::to_string(missing) + " silo terms missing)").c_str() : "", seconds,
+                  missing_note(missing, "silo terms").c_str(), seconds,
                   human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
       std::fflush(stdout);
     }

@@ -425,9 +425,8 @@ int serve_sfvi(ServerRun& run) {
     const long long sent = run.transport.total_sent(), received = run.transport.total_received();
     metrics.row(int(++row), elbo, seconds, sent, received, extra);
     if (!args.quiet) {
-      const long missing = run.transport.missing_replies() - missing_before;
-      std::printf("%s %6ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", label, r, of, elbo,
-                  missing ? (" (" + std::to_string(missing) + " silo replies missing)").c_str() : "", seconds,
+      const std::string missing = missing_note(run.transport.missing_replies() - missing_before, "silo replies");
+      std::printf("%s %6ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", label, r, of, elbo, missing.c_str(), seconds,
                   human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
       std::fflush(stdout);
     }

@@ -317,7 +317,7 @@ int serve_vfl(ServerRun& run) {
   MetricsWriter metrics(args.output + "/metrics.csv", first > 1);
   const auto start = Clock::now();
   auto seconds_now = [&] { return seconds_before + std::chrono::duration<double>(Clock::now() - start).count(); };
-  long missing_before = run.transport.missing_replies();  // a progress line says if some silos' were missing
+  long missing_before = run.transport.missing_replies();  // a progress line says if some silos' replies were missing
   for (long t = first; t <= rounds; ++t) {
     window += federation.iteration(uint32_t(t));
     ++in_window;
@@ -341,9 +341,9 @@ int serve_vfl(ServerRun& run) {
       }
       metrics.row(int(summary.elbo.size()), elbo, seconds, sent, received, extra);
       if (!args.quiet) {
-        const long missing = run.transport.missing_replies() - missing_before;
+        const std::string missing = missing_note(run.transport.missing_replies() - missing_before, "silo replies");
         std::printf("iteration %6ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", t, rounds, elbo,
-                    missing ? (" (" + std::to_string(missing) + " silo replies missing)").c_str() : "", seconds,
+                    missing.c_str(), seconds,
                     human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
         std::fflush(stdout);
       }

@@ -47,6 +47,10 @@ void write_draws_csv(const std::string& path, const std::string& model, const st
 // "812 B", "7453.6 kB", "12.3 MB".
 std::string human_bytes(long long bytes);
 
+// A progress line's note that its figure lacks some silos' part: " (2 silo replies missing)",
+// or "" when `count` is 0. `what` names what is missing ("silo terms", "silo replies").
+std::string missing_note(long count, const char* what);
+
 // Draws written to draws.csv: output_draws, or by default 1000 (CmdStan's) but no more than keep
 // the file near 10 million values, and at least 10.
 long output_draws(const engine::Settings& settings, Eigen::Index parameters);
