@@ -50,6 +50,7 @@ const char* factor_kind_name(FactorKind kind) {
     case FactorKind::Density: return "density";
     case FactorKind::Likelihood: return "likelihood";
     case FactorKind::Contribution: return "contribution";
+    case FactorKind::Elements: return "elements";
   }
   return "?";
 }
@@ -94,6 +95,7 @@ std::string dump(const Module& m) {
   for (const Factor& f : m.factors) {
     out << "  factor " << f.name << " (" << factor_kind_name(f.kind) << ", " << term_owner_name(f.owner) << ")";
     if (!f.distribution.empty()) out << " " << f.distribution << " over " << f.rows.str() << " rows";
+    if (!f.local_index.empty()) out << ", local element per row: " << f.local_index;
     out << '\n';
     for (size_t i = 0; i < f.nodes.size(); ++i) {
       if (static_cast<int>(i) == f.forward_end && f.forward_end < static_cast<int>(f.nodes.size()))

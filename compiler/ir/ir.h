@@ -7,6 +7,8 @@
 //   likelihood    one likelihood statement, one log density per observation: (n x 1, S); its
 //                 distribution's arguments are exposed too, so robust losses can replace the NLL
 //   contribution  a silo_sum operand, computed by silo k of a vertical model: (n x 1, S)
+//   elements      the prior of one unconstrained local vector, one log density per element
+//                 (m x 1, S): what an importance-weighted bound over each element needs
 // Each factor reads groups of unconstrained variables (`global`, `local`, `split`, `hyper`,
 // `z_sum`, ...) and its party's data; the adjoint pass (transform/adjoint.h) appends the nodes
 // that compute the gradient of the factor with respect to every group it reads.
@@ -62,7 +64,7 @@ struct Node {
   bool active = false;   // depends on an Input: has an adjoint
 };
 
-enum class FactorKind { Density, Likelihood, Contribution };
+enum class FactorKind { Density, Likelihood, Contribution, Elements };
 const char* factor_kind_name(FactorKind kind);
 
 // A group of unconstrained variables a factor reads, laid out one after another.
@@ -91,6 +93,9 @@ struct Factor {
   SymSize rows = SymSize::constant(1);  // per-observation outputs: the observation count
   std::vector<std::string> groups;      // groups read, in input order
   std::vector<std::string> data;        // data variables read
+  // A likelihood that reads the local group only as `b[idx]`, b the group's one vector and idx
+  // an int data array over its rows: idx's name (row n depends on element idx[n] alone); else "".
+  std::string local_index;
   // Filled by the adjoint pass.
   std::vector<int> seeds;                      // Seed nodes: output, then each argument
   std::map<int, int> input_adjoints;           // Input node -> its adjoint node

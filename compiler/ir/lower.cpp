@@ -388,6 +388,61 @@ void mark_active(Factor& f) {
       for (int a : n.args) n.active |= f.nodes[a].active;
 }
 
+
+// Whether `e` reads a local (silo-owned) parameter, through the model block's local variables too.
+bool mentions_local(const SemanticModel& m, const std::map<std::string, const Expr*>& locals, const Expr& e) {
+  if (e.kind == ExprKind::Var) {
+    if (const Symbol* s = m.find(e.name)) return s->kind == SymbolKind::Parameter && s->owner == Owner::Silo;
+    auto it = locals.find(e.name);
+    return it != locals.end() && mentions_local(m, locals, *it->second);
+  }
+  for (const ExprPtr& a : e.args)
+    if (mentions_local(m, locals, *a)) return true;
+  for (const Index& ix : e.indices)
+    if ((ix.lower && mentions_local(m, locals, *ix.lower)) || (ix.upper && mentions_local(m, locals, *ix.upper)))
+      return true;
+  return false;
+}
+
+// A silo prior `b ~ normal(...)` (student_t, cauchy) on a whole unconstrained local vector whose
+// arguments read no local parameter: a sum of one independent term per element of b given the
+// globals, so it becomes its own `elements` factor and an engine can weight element by element.
+bool is_element_prior(const SemanticModel& m, const std::map<std::string, const Expr*>& locals, const Term& t) {
+  if (t.owner != TermOwner::Silo || t.kind != TermKind::Prior) return false;
+  const Stmt& s = *t.stmt;
+  if (s.kind != StmtKind::Tilde || !s.lhs || s.lhs->kind != ExprKind::Var) return false;
+  const Symbol* b = m.find(s.lhs->name);
+  if (!b || b->kind != SymbolKind::Parameter || b->owner != Owner::Silo) return false;
+  if (b->decl->type.lower || b->decl->type.upper || b->type.array_dims != 0 || b->type.base != Base::Vector) return false;
+  if (s.name != "normal" && s.name != "student_t" && s.name != "cauchy") return false;
+  for (const ExprPtr& a : s.args)
+    if (mentions_local(m, locals, *a)) return false;
+  return true;
+}
+
+// The int data array `idx` when the likelihood reads the local group only as `b[idx]`, b the
+// group's only variable and idx one of the likelihood's row-batched arrays; else "".
+std::string local_index_of(const Module& module, const Factor& f) {
+  const Group* local = module.group("local");
+  if (!local || local->slots.size() != 1) return "";
+  std::string name;
+  bool reads_local = false;
+  for (int i = 0; i < f.forward_end; ++i) {
+    const Node& in = f.nodes[i];
+    if (in.op != Op::Input || in.name != "local") continue;
+    reads_local = true;
+    for (int j = i + 1; j < f.forward_end; ++j) {
+      const Node& use = f.nodes[j];
+      if (std::find(use.args.begin(), use.args.end(), i) == use.args.end()) continue;
+      if (use.op != Op::IndexRows || use.args[0] != i) return "";
+      const Node& ix = f.nodes[use.args[1]];
+      if (ix.op != Op::Index || ix.name.empty() || !ix.batched || (!name.empty() && name != ix.name)) return "";
+      name = ix.name;
+    }
+  }
+  return reads_local ? name : "";
+}
+
 }  // namespace
 
 bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
@@ -395,6 +450,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   build_groups(model, module);
   std::vector<std::pair<std::string, const Expr*>> locals;
   if (!collect_locals(model.program->find(BlockKind::Model), locals, diags)) return false;
+  const std::map<std::string, const Expr*> local_map(locals.begin(), locals.end());
   bool ok = true;
 
   // Density factors: one per party kind, holding its priors, its `target +=` terms and the
@@ -408,7 +464,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (const auto& [name, init] : locals) b.bind_local(name, init);
     std::vector<int> parts;
     for (const Term& t : model.terms) {
-      if (t.owner != party || t.kind == TermKind::Likelihood) continue;
+      if (t.owner != party || t.kind == TermKind::Likelihood || is_element_prior(model, local_map, t)) continue;
       const Stmt& s = *t.stmt;
       if (s.kind == StmtKind::Target) {
         parts.push_back(b.expr(*s.args[0]));
@@ -427,6 +483,28 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (size_t i = 1; i < parts.size(); ++i)
       total = b.op(Op::Add, {total, parts[i]}, FactorBuilder::one(), FactorBuilder::one());
     f.output = total;
+    ok &= b.ok();
+    mark_active(f);
+    f.forward_end = static_cast<int>(f.nodes.size());
+    module.factors.push_back(std::move(f));
+  }
+
+  // The priors of local vectors that factor element by element (is_element_prior).
+  for (const Term& t : model.terms) {
+    if (!is_element_prior(model, local_map, t)) continue;
+    const Stmt& s = *t.stmt;
+    Factor f;
+    f.kind = FactorKind::Elements;
+    f.owner = TermOwner::Silo;
+    f.name = "local_prior_" + t.subject;
+    for (const Factor& other : module.factors)
+      if (other.name == f.name) f.name += "_" + std::to_string(module.factors.size());
+    FactorBuilder b(model, module, diags, f);
+    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    std::vector<int> args{b.expr(*s.lhs)};
+    for (const ExprPtr& a : s.args) args.push_back(b.expr(*a));
+    f.output = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
+    f.rows = f.nodes[f.output].rows;
     ok &= b.ok();
     mark_active(f);
     f.forward_end = static_cast<int>(f.nodes.size());
@@ -466,6 +544,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     ok &= b.ok();
     mark_active(f);
     f.forward_end = static_cast<int>(f.nodes.size());
+    if (t.owner == TermOwner::Silo) f.local_index = local_index_of(module, f);
 
     if (t.owner == TermOwner::Coupling) {
       // The silo_sum operand becomes silo k's contribution factor.

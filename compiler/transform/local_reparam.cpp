@@ -83,7 +83,7 @@ ir::Factor meanfield_variant(const ir::Module& module, size_t index) {
     eps.varies = true;
     // Rows of a likelihood's observations follow the minibatch; the noise of row r is the same
     // whatever the batch (fvi/kernel/noise.h).
-    eps.batched = f.kind != ir::FactorKind::Density && old.rows.equals(f.rows);
+    eps.batched = (f.kind == ir::FactorKind::Likelihood || f.kind == ir::FactorKind::Contribution) && old.rows.equals(f.rows);
     eps.k = static_cast<int>(((index + 1) << 16) | static_cast<size_t>(streams++));
     eps.ints = {old.args[0], old.args[1]};
     int noise = add(eps);

@@ -8,11 +8,11 @@
   methods      sfvi_avg, independent and a warm-started sfvi run and write their files; the
                independent fit sends nothing and writes each silo's own global posterior.
   glmm_nuts    glmm_sixcities (the Six Cities data, 2 silos of 300 and 237 children), structured
-               SFVI with the example README's settings: the posterior means of the slopes
-               beta[2..4] agree with long-run NUTS on the pooled data
-               (examples/glmm_sixcities/reference/nuts_summary.json) within 0.25 posterior sd.
-               The intercept beta[1] is printed, not asserted: the Gaussian family's optimum is
-               0.76 NUTS sd away from it (the README: Stan's own ADVI shows the same bias).
+               SFVI with the importance-weighted bound per child (local_samples = 16) and the
+               example README's other settings: the posterior means of beta[1..4] agree with
+               long-run NUTS on the pooled data (examples/glmm_sixcities/reference/
+               nuts_summary.json) within 0.25 posterior sd. (With the plain ELBO the intercept
+               is 0.76 NUTS sd off: the Gaussian q(b_i | Z_G)'s bias, see the README.)
 
 Exit 0 on success, 1 with a message on the first failure, 77 (skipped) when an example's data
 is absent.
@@ -97,15 +97,14 @@ def case_glmm_nuts(fvic, cache, work):
         ref = json.load(f)
     out = os.path.join(work, "glmm")
     run_fvic(fvic, cache, os.path.join(ex, "glmm_sixcities.fvi"), os.path.join(ex, "data"), out,
-             ["rounds=20000", "mc_samples=10", "lr=0.005", "refresh=5000"])
-    beta = posterior(out)["variables"]["beta"]
-    for i in range(4):
-        name = "beta[%d]" % (i + 1)
+             ["rounds=10000", "mc_samples=4", "local_samples=16", "lr=0.005", "refresh=2500"])
+    variables = posterior(out)["variables"]
+    for name, mean, sd in [("beta[%d]" % (i + 1), variables["beta"]["mean"][i], variables["beta"]["sd"][i])
+                           for i in range(4)] + [("omega", variables["omega"]["mean"][0], variables["omega"]["sd"][0])]:
         r = ref["parameters"][name]
-        z = abs(beta["mean"][i] - r["mean"]) / r["sd"]
-        print("%s: SFVI %.4f (sd %.4f), NUTS %.4f (sd %.4f): %.3f NUTS sd apart"
-              % (name, beta["mean"][i], beta["sd"][i], r["mean"], r["sd"], z))
-        if i > 0:  # beta[1]: see the docstring
+        z = abs(mean - r["mean"]) / r["sd"]
+        print("%s: SFVI %.4f (sd %.4f), NUTS %.4f (sd %.4f): %.3f NUTS sd apart" % (name, mean, sd, r["mean"], r["sd"], z))
+        if name.startswith("beta"):  # the issue's claim is about beta; omega is printed
             require(z < 0.25, "%s is %.3f posterior sd from NUTS (limit 0.25)" % (name, z))
 
 

@@ -72,6 +72,7 @@ const char* kind_code(ir::FactorKind k) {
     case ir::FactorKind::Density: return "FVI_DENSITY";
     case ir::FactorKind::Likelihood: return "FVI_LIKELIHOOD";
     case ir::FactorKind::Contribution: return "FVI_CONTRIBUTION";
+    case ir::FactorKind::Elements: return "FVI_ELEMENTS";
   }
   return "FVI_DENSITY";
 }
@@ -465,7 +466,7 @@ class Emitter {
       const ir::Factor& f = m_.factors[i];
       o << "    {" << quoted(f.name) << ", " << kind_code(f.kind) << ", " << owner_code(f.owner) << ", "
         << quoted(f.distribution) << ", " << f.groups.size() << ", kFactor" << i << "Groups, "
-        << f.seeds.size() << "},\n";
+        << f.seeds.size() << ", " << quoted(f.local_index) << "},\n";
     }
     o << "};\n\n";
     o << "int group_size(int group, const fvi_data* data, int64_t* size, fvi_error* error) {\n"

@@ -85,7 +85,7 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
   for (int f = 0; f < model.factor_count; ++f) {
     const fvi_factor_info& info = model.factors[f];
     if (info.owner != FVI_SILO) continue;
-    if (info.kind == FVI_DENSITY) continue;  // local priors: none in a PVI model (checked below)
+    if (info.kind == FVI_DENSITY || info.kind == FVI_ELEMENTS) continue;  // local priors: none in a PVI model (checked below)
     auto bound = std::make_unique<BoundFactor>(model, f, data, options_.precision);
     require_global_only(model, *bound);
     if (!loss_supported(options_.loss, info.distribution))

@@ -21,6 +21,7 @@ SfviOptions SfviOptions::from(const Settings& s) {
   o.stl = s.name("estimator", "stl") == "stl";
   o.lr = s.number("lr", 0.01);
   o.mc_samples = s.integer("mc_samples", 1);
+  o.local_samples = s.integer("local_samples", 1);
   o.batch_size = s.integer("batch_size", 0);
   o.avg_steps = s.integer("avg_steps", 10);
   o.init_sd = s.number("init_sd", std::exp(-2.0));
@@ -301,6 +302,7 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
       hyper_dim_(group_dim(model, "hyper", data)),
       adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   bind(joint_, model, data, FVI_SILO, FVI_DENSITY);
+  bind(joint_, model, data, FVI_SILO, FVI_ELEMENTS);
   bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
   if (global_prior) {
     try {
@@ -311,6 +313,15 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
     }
   }
   likelihood_rows_ = joint_.rows();
+  if (options.local_samples > 1) {
+    const std::string why = "local_samples = " + std::to_string(options.local_samples) + " (an importance-weighted bound per local element) ";
+    if (local_dim_ == 0) throw ModelError(why + "needs local parameters; this model has none");
+    if (options.correlated_local)
+      throw ModelError(why + "needs local elements that are independent given the globals: use family = structured or meanfield, not fullrank");
+    if (options.batch_size > 0 && options.batch_size < likelihood_rows_)
+      throw ModelError(why + "scores every row of an element together: use batch_size = 0");
+    elements_ = std::make_unique<ElementJoint>(model, data, local_dim_);
+  }
   const Eigen::Index m = local_dim_, n = global_dim_;
   // Initial local block: mean 0, sd init_sd, C_j = 0, L_j = I.
   StructuredLocalGaussian<double> q0(Eigen::VectorXd::Zero(m), options.coupled ? Eigen::MatrixXd::Zero(m, n) : Eigen::MatrixXd(),
@@ -327,6 +338,7 @@ void SfviSilo::set_local_params(const Eigen::VectorXd& params) {
 }
 
 Eigen::MatrixXd SfviSilo::local_noise(uint32_t iteration, long draws) const {
+  draws *= options_.local_samples;  // K draws of Z_L per draw of Z_G
   CounterRng rng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kLocalNoise});
   return rng.normal(local_dim_, draws);
 }
@@ -361,6 +373,11 @@ SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& g
                                        const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
                                        int64_t begin, int64_t count, double likelihood_scale, double density_scale,
                                        Eigen::VectorXd* d_local) {
+  if (options_.local_samples > 1) {
+    if (likelihood_scale != density_scale || count >= 0)
+      throw ModelError("local_samples > 1 scores every row with one scale");
+    return importance_gradient_at(global, hyper, eps_global, eps_local, likelihood_scale, d_local);
+  }
   const long S = eps_global.cols();
   const Eigen::MatrixXd u = global.offset(eps_global);
   const Eigen::MatrixXd z_global = u.colwise() + global.mean();
@@ -387,6 +404,66 @@ SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& g
       const Eigen::Index first_log_sd = local_dim_ + (options_.coupled ? local_dim_ * global_dim_ : 0);
       add_entropy_gradient(*d_local, first_log_sd, local_dim_);
     }
+  }
+  return out;
+}
+
+// The importance-weighted bound over each local element (Burda, Grosse & Salakhutdinov 2016,
+// "Importance weighted autoencoders", Eq. 8, applied to each element given Z_G): with L_j = I the
+// elements b_i are independent under q(Z_L | Z_G) and, given Z_G, under the model, so
+//     L_j = E_{q(Z_G)} sum_i E[ log (1/K) sum_k w_ik ],   w_ik = p(y_i, b_ik | Z_G) / q(b_ik | Z_G)
+// is a lower bound on sum_i log p(y_i | Z_G) that tightens as K grows (K = 1: seed 002's L_j).
+// Its reparameterisation gradient is sum_k wn_ik d log w_ik, wn the weights normalised over k;
+// log q(b_ik | Z_G) at b_ik = mu_i + C_i u + sigma_i eps_ik is log N(eps_ik) - log sigma_i, so
+// d log w_ik is d log p through the sample path plus 1 on log sigma_i (no score term: the
+// sticking-the-landing variant is biased for this bound).
+SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian<double>& global,
+                                                  const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
+                                                  const Eigen::MatrixXd& eps_local, double scale,
+                                                  Eigen::VectorXd* d_local) {
+  const long S = eps_global.cols(), K = options_.local_samples;
+  if (eps_local.cols() != S * K)
+    throw std::invalid_argument("importance-weighted SFVI: eps_L has " + std::to_string(eps_local.cols()) +
+                                " columns, " + std::to_string(S * K) + " expected (K per draw of Z_G)");
+  const Eigen::MatrixXd u = global.offset(eps_global);
+  Eigen::MatrixXd u_each(global_dim_, S * K);  // Z_G's offset, repeated for its K local draws
+  for (long s = 0; s < S; ++s) u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
+  const Eigen::MatrixXd z_global = u_each.colwise() + global.mean();
+  const Eigen::MatrixXd z_local = q_.sample(u_each, eps_local);
+  const Eigen::MatrixXd theta = hyper;
+  const ElementJoint::Value joint = elements_->evaluate(z_global, z_local, hyper_dim_ > 0 ? &theta : nullptr);
+
+  // log w_ik = log p(y_i, b_ik | Z_G) - log N(eps_ik) + log sigma_i
+  Eigen::MatrixXd log_w = joint.per_element;
+  log_w.array() += 0.5 * eps_local.array().square() + 0.5 * kLog2Pi;
+  log_w.colwise() += q_.log_sd();
+  Eigen::MatrixXd weights(local_dim_, S * K);
+  double bound = 0;
+  for (long s = 0; s < S; ++s) {
+    auto block = log_w.middleCols(s * K, K);
+    const Eigen::VectorXd top = block.rowwise().maxCoeff();
+    const Eigen::MatrixXd e = (block.colwise() - top).array().exp().matrix();
+    const Eigen::VectorXd total = e.rowwise().sum();
+    bound += (top.array() + total.array().log() - std::log(double(K))).sum();
+    weights.middleCols(s * K, K) = (e.array().colwise() / total.array()).matrix();
+  }
+  SfviContribution out;
+  out.elbo_term = scale * (bound + joint.shared.sum() / double(K)) / double(S);
+
+  const ElementJoint::Gradient g = elements_->backward(scale * weights, Eigen::VectorXd::Constant(S * K, scale / double(K)));
+  const Eigen::MatrixXd& h = g.d_local;
+  const Eigen::MatrixXd through_u = q_.offset_cotangent(h);
+  Eigen::MatrixXd a(global_dim_, S), b(global_dim_, S);  // summed over each draw's K local draws
+  for (long s = 0; s < S; ++s) {
+    a.col(s) = g.d_global.middleCols(s * K, K).rowwise().sum();
+    b.col(s) = through_u.middleCols(s * K, K).rowwise().sum();
+  }
+  out.d_global = (global.vjp(eps_global, a) + global.vjp_offset(eps_global, b)) / double(S);
+  out.d_hyper = g.d_hyper / double(S);
+  if (d_local) {
+    *d_local = q_.vjp(u_each, eps_local, h) / double(S);
+    const Eigen::Index first_log_sd = local_dim_ + (options_.coupled ? local_dim_ * global_dim_ : 0);
+    d_local->segment(first_log_sd, local_dim_).array() += scale;  // sum_k wn_ik = 1
   }
   return out;
 }
@@ -426,7 +503,7 @@ SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double sc
     const uint32_t iteration = uint32_t(round) * uint32_t(steps) + uint32_t(t) + 1;
     CounterRng rng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kUserStream + 10});
     const Eigen::MatrixXd eps_global = rng.normal(global_dim_, options_.mc_samples);
-    const Eigen::MatrixXd eps_local = rng.normal(local_dim_, options_.mc_samples);
+    const Eigen::MatrixXd eps_local = rng.normal(local_dim_, options_.mc_samples * options_.local_samples);
     int64_t begin = 0, count = -1;
     double batch_scale = 1;
     minibatch(iteration, begin, count, batch_scale);

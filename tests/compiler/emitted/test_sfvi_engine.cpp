@@ -5,9 +5,13 @@
 // - J silos and one silo holding every row give the same ELBO and gradients (a model without locals);
 // - the standard estimator is the exact derivative of the fixed-noise objective (finite differences);
 // - SFVI-Avg's averaging is the closed-form diagonal barycenter; messages refuse bad input;
-// - SFVI with a correlated Gaussian reaches the exact posterior of a conjugate model.
+// - SFVI with a correlated Gaussian reaches the exact posterior of a conjugate model;
+// - with local_samples = K > 1, a silo's term and gradients are the importance-weighted bound per
+//   local element and its exact derivative at fixed noise (a hand-written glmm_sixcities bound in
+//   dual numbers), and models or families the bound does not hold for are refused.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -18,6 +22,7 @@
 extern "C" const fvi_model* fvi_model_hier_logreg(void);
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 extern "C" const fvi_model* fvi_model_linreg_conjugate(void);
+extern "C" const fvi_model* fvi_model_glmm_sixcities(void);
 
 namespace {
 
@@ -279,6 +284,153 @@ TEST_CASE("SFVI: the standard estimator is the derivative of the fixed-noise obj
     INFO("local parameter " << i);
     CHECK(close(d_local[i], fd, 1e-6));
   }
+}
+
+namespace {
+
+// One glmm_sixcities silo: C children with 4 yearly rows each (ages -2..1), rows in a shuffled
+// order so that a child's rows are not adjacent.
+struct GlmmSilo {
+  int C = 0;
+  std::vector<int> child;  // 1-based
+  Eigen::VectorXd smoke, age, wheeze;
+  Data data;
+};
+
+GlmmSilo glmm_silo(int C, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  GlmmSilo s;
+  s.C = C;
+  std::vector<int> order(static_cast<size_t>(4 * C));
+  for (size_t r = 0; r < order.size(); ++r) order[r] = int(r);
+  std::shuffle(order.begin(), order.end(), rng);
+  const int N = 4 * C;
+  s.smoke.resize(N), s.age.resize(N), s.wheeze.resize(N);
+  s.child.resize(size_t(N));
+  Eigen::VectorXd child(N);
+  std::vector<int> smokes(static_cast<size_t>(C));
+  for (int c = 0; c < C; ++c) smokes[size_t(c)] = normal(rng) > 0 ? 1 : 0;
+  for (int r = 0; r < N; ++r) {
+    const int k = order[size_t(r)], c = k / 4;
+    s.child[size_t(r)] = c + 1;
+    child[r] = c + 1;
+    s.smoke[r] = smokes[size_t(c)];
+    s.age[r] = k % 4 - 2;
+    s.wheeze[r] = normal(rng) > 0.8 ? 1 : 0;
+  }
+  s.data.add("N", scalar(N));
+  s.data.add("C", scalar(C));
+  s.data.add("child", child);
+  s.data.add("smoke", s.smoke);
+  s.data.add("age", s.age);
+  s.data.add("wheeze", s.wheeze);
+  return s;
+}
+
+// The silo's importance-weighted bound (Burda et al. 2016, per child given Z_G), written out:
+//   (1/S) sum_s sum_i log (1/K) sum_k p(y_i, b_ik | Z_G^s) / q(b_ik | Z_G^s)
+// at parameters p = [global block (n = 5, correlated): mu; rho; strict lower L_G] then
+// [local block (coupled): mu_L (C); C_j (C x n, column-major); rho_L (C)], every one live.
+Dual glmm_importance_bound(const std::vector<Dual>& p, const GlmmSilo& silo, const Eigen::MatrixXd& eps_global,
+                           const Eigen::MatrixXd& eps_local, int K) {
+  const int n = 5, C = silo.C, S = int(eps_global.cols());
+  const int lower_at = 2 * n, local_at = 2 * n + n * (n - 1) / 2;
+  auto lower = [&](int a, int b) {
+    int k = lower_at;
+    for (int j = 0; j < b; ++j) k += n - 1 - j;
+    return p[size_t(k + (a - b - 1))];
+  };
+  Dual total = 0;
+  for (int s = 0; s < S; ++s) {
+    std::vector<Dual> z(n), u(n);
+    for (int a = 0; a < n; ++a) {
+      Dual le = eps_global(a, s);
+      for (int b = 0; b < a; ++b) le = le + lower(a, b) * Dual(eps_global(b, s));
+      u[size_t(a)] = exp(p[size_t(n + a)]) * le;
+      z[size_t(a)] = p[size_t(a)] + u[size_t(a)];
+    }
+    const Dual sigma_b = exp(Dual(0) - z[4]);  // b ~ normal(0, exp(-omega))
+    for (int i = 0; i < C; ++i) {
+      std::vector<Dual> log_w(static_cast<size_t>(K));
+      for (int k = 0; k < K; ++k) {
+        Dual mean = p[size_t(local_at + i)];
+        for (int a = 0; a < n; ++a) mean = mean + p[size_t(local_at + C + a * C + i)] * u[size_t(a)];
+        const Dual sd = exp(p[size_t(local_at + C + n * C + i)]);
+        const Dual b = mean + sd * Dual(eps_local(i, s * K + k));
+        Dual lp = normal_lpdf(b, 0, sigma_b);
+        for (size_t r = 0; r < silo.child.size(); ++r) {
+          if (silo.child[r] != i + 1) continue;
+          const Dual eta = z[0] + z[1] * Dual(silo.smoke[r]) + z[2] * Dual(silo.age[r]) +
+                           z[3] * Dual(silo.smoke[r] * silo.age[r]) + b;
+          lp = lp + Dual(silo.wheeze[r]) * eta - log1p_exp(eta);
+        }
+        log_w[size_t(k)] = lp - normal_lpdf(b, mean, sd);
+      }
+      double top = log_w[0].v;
+      for (const Dual& w : log_w) top = std::max(top, w.v);
+      Dual sum = 0;
+      for (const Dual& w : log_w) sum = sum + exp(w - Dual(top));
+      total = total + Dual(top) + log(sum / Dual(K));
+    }
+  }
+  return total / Dual(S);
+}
+
+}  // namespace
+
+TEST_CASE("SFVI, local_samples = K: the silo's term is the importance-weighted bound per local element and its gradient "
+          "the bound's derivative (glmm_sixcities)",
+          "[sfvi]") {
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> normal;
+  const int n = 5, C = 6, S = 2, K = 4;
+  GlmmSilo silo_data = glmm_silo(C, rng);
+  const fvi_model& model = *fvi_model_glmm_sixcities();
+  SfviOptions options;
+  options.correlated_global = options.coupled = true;
+  options.local_samples = K;
+  SfviSilo silo(model, silo_data.data.abi(), 1, options, false);
+  REQUIRE(silo.local_dim() == C);
+
+  const Eigen::Index np = 2 * n + n * (n - 1) / 2, nl = C + C * n + C;
+  Eigen::VectorXd all(np + nl);
+  for (Eigen::Index i = 0; i < all.size(); ++i) all[i] = 0.3 * normal(rng);
+  Eigen::MatrixXd eps_global(n, S), eps_local(C, S * K);
+  for (Eigen::Index i = 0; i < eps_global.size(); ++i) eps_global.data()[i] = normal(rng);
+  for (Eigen::Index i = 0; i < eps_local.size(); ++i) eps_local.data()[i] = normal(rng);
+
+  const Global global = Global::from_params(all.head(np), n, true);
+  silo.set_local_params(all.tail(nl));
+  Eigen::VectorXd d_local;
+  const SfviContribution c = silo.gradient(global, Eigen::VectorXd(), eps_global, eps_local, 1, &d_local);
+
+  std::vector<Dual> p(size_t(all.size()));
+  for (Eigen::Index i = 0; i < all.size(); ++i) p[size_t(i)] = Dual(all[i]);
+  const double bound = glmm_importance_bound(p, silo_data, eps_global, eps_local, K).v;
+  INFO("engine " << c.elbo_term << ", written out " << bound);
+  CHECK(close(c.elbo_term, bound, 1e-12));
+  for (Eigen::Index i = 0; i < all.size(); ++i) {
+    p[size_t(i)].d = 1;
+    const double exact = glmm_importance_bound(p, silo_data, eps_global, eps_local, K).d;
+    p[size_t(i)].d = 0;
+    const double engine = i < np ? c.d_global[i] : d_local[i - np];
+    INFO("parameter " << i << ": engine " << engine << ", written out " << exact);
+    CHECK(close(engine, exact, 1e-10));
+  }
+
+  // The bound is refused where it does not hold, with the reason.
+  SfviOptions fullrank = options;
+  fullrank.correlated_local = true;
+  CHECK_THROWS_WITH(SfviSilo(model, silo_data.data.abi(), 1, fullrank, false), Catch::Contains("not fullrank"));
+  SfviOptions batched = options;
+  batched.batch_size = 5;
+  CHECK_THROWS_WITH(SfviSilo(model, silo_data.data.abi(), 1, batched, false), Catch::Contains("batch_size = 0"));
+  Data server_data;
+  server_data.add("D", scalar(2));
+  SfviOptions no_elements = options;
+  std::vector<Silo> hier = hier_logreg_silos({5}, 2, rng);
+  CHECK_THROWS_WITH(SfviSilo(*fvi_model_hier_logreg(), hier[0].data.abi(), 1, no_elements, false),
+                    Catch::Contains("reads the local parameters as a whole"));
 }
 
 TEST_CASE("SFVI-Avg: a diagonal global block averages means and standard deviations (seed 002 Eqs. 14-15)",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fvi/engine/bound_factor.h"
+#include "fvi/engine/element_joint.h"
 #include "fvi/engine/settings.h"
 #include "fvi/family/structured_gaussian.h"
 #include "fvi/optim/adam.h"
@@ -29,6 +30,9 @@ struct SfviOptions {
   bool stl = true;         // estimator: sticking-the-landing (true) or standard (closed-form entropy)
   double lr = 0.01;        // Adam, server and silos alike
   long mc_samples = 1;     // draws per gradient estimate
+  // K > 1: each silo maximises the importance-weighted bound over each local element (see
+  // SfviSilo::importance_gradient_at) with K draws of the element per draw of Z_G; 1: the ELBO.
+  long local_samples = 1;
   long batch_size = 0;     // rows per step in each silo (0: all rows)
   long avg_steps = 10;     // SFVI-Avg: local steps between averagings
   double init_sd = 0.135;  // initial sd of every variational block (sigma = exp(-2), as the authors' code)
@@ -167,6 +171,11 @@ class SfviSilo {
   // Rows [begin, begin + count) of the minibatch of `iteration`, and the likelihood's scale.
   void minibatch(uint32_t iteration, int64_t& begin, int64_t& count, double& scale) const;
   Eigen::MatrixXd local_noise(uint32_t iteration, long draws) const;
+  // The importance-weighted version of gradient_at (local_samples = K > 1): eps_local has K
+  // columns per column of eps_global; the whole silo term is scaled by `scale`.
+  SfviContribution importance_gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                          const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
+                                          double scale, Eigen::VectorXd* d_local);
   // The silo's gradients with the likelihood rows [begin, begin + count) scaled by
   // likelihood_scale and the local prior by density_scale.
   SfviContribution gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
@@ -177,6 +186,7 @@ class SfviSilo {
   SfviOptions options_;
   LogDensity joint_;   // log p(y_j, Z_L | Z_G): the silo density and the likelihoods
   LogDensity prior_;   // log p(Z_G), when bound (global_prior)
+  std::unique_ptr<ElementJoint> elements_;  // the joint by local element (local_samples > 1)
   Eigen::Index global_dim_ = 0, local_dim_ = 0, hyper_dim_ = 0;
   int64_t likelihood_rows_ = 0;
   Eigen::VectorXd local_params_;

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 1
+#define FVI_ABI_VERSION 2
 
 typedef struct fvi_tensor {
   double* data;
@@ -33,7 +33,9 @@ typedef struct fvi_error {
   char message[512];
 } fvi_error;
 
-enum fvi_factor_kind { FVI_DENSITY = 0, FVI_LIKELIHOOD = 1, FVI_CONTRIBUTION = 2 };
+/* density: 1 x 1 per draw; likelihood and contribution: one value per observation (n x 1);
+ * elements: the prior of one unconstrained local vector, one log density per element (m x 1). */
+enum fvi_factor_kind { FVI_DENSITY = 0, FVI_LIKELIHOOD = 1, FVI_CONTRIBUTION = 2, FVI_ELEMENTS = 3 };
 enum fvi_owner { FVI_SERVER = 0, FVI_SILO = 1, FVI_SPLIT_SILO = 2, FVI_COUPLING = 3 };
 
 typedef struct fvi_factor_info {
@@ -44,6 +46,10 @@ typedef struct fvi_factor_info {
   int group_count;           /* input groups read, in the order forward() takes them */
   const int* groups;         /* indices into fvi_model.group_names */
   int seed_count;            /* backward() seeds: the output, then each distribution argument */
+  /* A silo likelihood that reads the local group only as b[idx] (b its only vector, idx an int
+   * data array over the likelihood's rows): idx's name, so row n depends on local element
+   * idx[n] (1-based) alone. "" otherwise. */
+  const char* local_index;
 } fvi_factor_info;
 
 enum fvi_transform { FVI_IDENTITY = 0, FVI_LOWER = 1, FVI_UPPER = 2, FVI_INTERVAL = 3 };
