@@ -417,40 +417,49 @@ SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& g
 // log q(b_ik | Z_G) at b_ik = mu_i + C_i u + sigma_i eps_ik is log N(eps_ik) - log sigma_i, so
 // d log w_ik is d log p through the sample path plus 1 on log sigma_i (no score term: the
 // sticking-the-landing variant is biased for this bound).
-SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian<double>& global,
-                                                  const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
-                                                  const Eigen::MatrixXd& eps_local, double scale,
-                                                  Eigen::VectorXd* d_local) {
+SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGaussian<double>& global,
+                                                     const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
+                                                     const Eigen::MatrixXd& eps_local) {
   const long S = eps_global.cols(), K = options_.local_samples;
+  if (!elements_) throw ModelError("importance weights need local_samples > 1");
   if (eps_local.cols() != S * K)
     throw std::invalid_argument("importance-weighted SFVI: eps_L has " + std::to_string(eps_local.cols()) +
                                 " columns, " + std::to_string(S * K) + " expected (K per draw of Z_G)");
+  ImportanceDraws d;
   const Eigen::MatrixXd u = global.offset(eps_global);
-  Eigen::MatrixXd u_each(global_dim_, S * K);  // Z_G's offset, repeated for its K local draws
-  for (long s = 0; s < S; ++s) u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
-  const Eigen::MatrixXd z_global = u_each.colwise() + global.mean();
-  const Eigen::MatrixXd z_local = q_.sample(u_each, eps_local);
+  d.u_each.resize(global_dim_, S * K);  // Z_G's offset, repeated for its K local draws
+  for (long s = 0; s < S; ++s) d.u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
+  const Eigen::MatrixXd z_global = d.u_each.colwise() + global.mean();
+  d.z_local = q_.sample(d.u_each, eps_local);
   const Eigen::MatrixXd theta = hyper;
-  const ElementJoint::Value joint = elements_->evaluate(z_global, z_local, hyper_dim_ > 0 ? &theta : nullptr);
-
+  const ElementJoint::Value joint = elements_->evaluate(z_global, d.z_local, hyper_dim_ > 0 ? &theta : nullptr);
+  d.shared = joint.shared;
   // log w_ik = log p(y_i, b_ik | Z_G) - log N(eps_ik) + log sigma_i
   Eigen::MatrixXd log_w = joint.per_element;
   log_w.array() += 0.5 * eps_local.array().square() + 0.5 * kLog2Pi;
   log_w.colwise() += q_.log_sd();
-  Eigen::MatrixXd weights(local_dim_, S * K);
-  double bound = 0;
+  d.weights.resize(local_dim_, S * K);
   for (long s = 0; s < S; ++s) {
     auto block = log_w.middleCols(s * K, K);
     const Eigen::VectorXd top = block.rowwise().maxCoeff();
     const Eigen::MatrixXd e = (block.colwise() - top).array().exp().matrix();
     const Eigen::VectorXd total = e.rowwise().sum();
-    bound += (top.array() + total.array().log() - std::log(double(K))).sum();
-    weights.middleCols(s * K, K) = (e.array().colwise() / total.array()).matrix();
+    d.bound += (top.array() + total.array().log() - std::log(double(K))).sum();
+    d.weights.middleCols(s * K, K) = (e.array().colwise() / total.array()).matrix();
   }
-  SfviContribution out;
-  out.elbo_term = scale * (bound + joint.shared.sum() / double(K)) / double(S);
+  return d;
+}
 
-  const ElementJoint::Gradient g = elements_->backward(scale * weights, Eigen::VectorXd::Constant(S * K, scale / double(K)));
+SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian<double>& global,
+                                                  const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
+                                                  const Eigen::MatrixXd& eps_local, double scale,
+                                                  Eigen::VectorXd* d_local) {
+  const long S = eps_global.cols(), K = options_.local_samples;
+  const ImportanceDraws d = importance_draws(global, hyper, eps_global, eps_local);
+  SfviContribution out;
+  out.elbo_term = scale * (d.bound + d.shared.sum() / double(K)) / double(S);
+
+  const ElementJoint::Gradient g = elements_->backward(scale * d.weights, Eigen::VectorXd::Constant(S * K, scale / double(K)));
   const Eigen::MatrixXd& h = g.d_local;
   const Eigen::MatrixXd through_u = q_.offset_cotangent(h);
   Eigen::MatrixXd a(global_dim_, S), b(global_dim_, S);  // summed over each draw's K local draws
@@ -461,9 +470,33 @@ SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian
   out.d_global = (global.vjp(eps_global, a) + global.vjp_offset(eps_global, b)) / double(S);
   out.d_hyper = g.d_hyper / double(S);
   if (d_local) {
-    *d_local = q_.vjp(u_each, eps_local, h) / double(S);
+    *d_local = q_.vjp(d.u_each, eps_local, h) / double(S);
     const Eigen::Index first_log_sd = local_dim_ + (options_.coupled ? local_dim_ * global_dim_ : 0);
     d_local->segment(first_log_sd, local_dim_).array() += scale;  // sum_k wn_ik = 1
+  }
+  return out;
+}
+
+SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGaussian<double>& global,
+                                                         const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
+                                                         const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms) {
+  const long S = eps_global.cols(), K = options_.local_samples;
+  const ImportanceDraws d = importance_draws(global, hyper, eps_global, eps_local);
+  LocalPosterior out;
+  out.weighted_sum = Eigen::VectorXd::Zero(local_dim_);
+  out.weighted_square = Eigen::VectorXd::Zero(local_dim_);
+  out.draws.resize(local_dim_, S);
+  for (long s = 0; s < S; ++s) {
+    const auto w = d.weights.middleCols(s * K, K);
+    const auto b = d.z_local.middleCols(s * K, K);
+    out.weighted_sum += w.cwiseProduct(b).rowwise().sum();
+    out.weighted_square += w.cwiseProduct(b.cwiseAbs2()).rowwise().sum();
+    for (Eigen::Index i = 0; i < local_dim_; ++i) {  // one of the K draws, with probability its weight
+      long k = 0;
+      for (double c = w(i, 0); k + 1 < K && c < uniforms(i, s); c += w(i, ++k)) {
+      }
+      out.draws(i, s) = b(i, k);
+    }
   }
   return out;
 }

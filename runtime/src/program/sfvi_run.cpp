@@ -150,14 +150,37 @@ Eigen::MatrixXd global_draws(const Global& q, uint64_t seed, uint32_t stream, lo
   return q.sample(rng.normal(q.dim(), draws));
 }
 
-// Writes silo k's local posterior (its marginal given q(Z_G)) to OUT/silo-K/posterior.json:
-// written by the silo, and nothing of it reaches the server.
-void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, const SfviSilo& silo,
-                           const Global& global, const PosteriorSummary& summary, long draws, uint64_t seed) {
+// Writes silo k's local posterior to OUT/silo-K/posterior.json: written by the silo, and nothing
+// of it reaches the server. With the ELBO (local_samples = 1) it is q(Z_L)'s marginal given
+// q(Z_G); with the importance-weighted bound, q(Z_L | Z_G) is the bound's proposal and the
+// posterior is estimated from it by self-normalised importance sampling with the bound's weights.
+void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
+                           const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
+                           long draws, uint64_t seed) {
   const std::vector<VariableLayout> layout = variable_layout(model, "local", data);
   if (layout.empty()) return;
   const auto& q = silo.q();
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
+  std::filesystem::create_directories(dir);
+  if (silo.local_samples() > 1) {
+    const long K = silo.local_samples(), chunk = 50;  // draws of Z_G per evaluation (memory: rows x chunk x K)
+    Eigen::VectorXd sum = Eigen::VectorXd::Zero(q.dim()), square = Eigen::VectorXd::Zero(q.dim());
+    Eigen::MatrixXd z(q.dim(), draws);
+    for (long first = 0; first < draws; first += chunk) {
+      const long n = std::min(chunk, draws - first);
+      const Eigen::MatrixXd eps_global = rng.normal(global.dim(), n);
+      const Eigen::MatrixXd eps_local = rng.normal(q.dim(), n * K);
+      const Eigen::MatrixXd uniforms = rng.uniform(q.dim(), n);
+      const SfviSilo::LocalPosterior p = silo.importance_posterior(global, hyper, eps_global, eps_local, uniforms);
+      sum += p.weighted_sum;
+      square += p.weighted_square;
+      z.middleCols(first, n) = p.draws;
+    }
+    const Eigen::VectorXd mean = sum / double(draws);
+    const Eigen::VectorXd var = (square / double(draws) - mean.cwiseAbs2()).cwiseMax(0.0);
+    write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, z), mean, var.cwiseSqrt());
+    return;
+  }
   const Eigen::MatrixXd u = global.offset(rng.normal(global.dim(), draws));
   const Eigen::MatrixXd z = q.sample(u, rng.normal(q.dim(), draws));
   // Marginal sd: diag(C Sigma_GG C^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G.
@@ -165,7 +188,6 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
   if (q.coupled()) var += (q.coupling() * k_global).rowwise().squaredNorm();
-  std::filesystem::create_directories(dir);
   write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, z), q.mean(), var.cwiseSqrt());
 }
 
@@ -284,7 +306,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     const Global q = own_ && method_ == "independent"
                          ? Global::from_params(own_->global_params, silo_global_dim(), options_.correlated_global)
                          : global(*final_);
-    write_local_posterior(dir, model_, data_.view(), silo_, q, summary_, draws_, options_.seed);
+    const Eigen::VectorXd& hyper = own_ && method_ == "independent" ? own_->hyper : final_->hyper;
+    write_local_posterior(dir, model_, data_.view(), silo_, q, hyper, summary_, draws_, options_.seed);
     if (method_ == "independent" && own_) {
       const GlobalOutput g = global_output(model_, data_.view(), q, own_->hyper, draws_, options_.seed);
       std::filesystem::create_directories(dir);

@@ -8,7 +8,8 @@
 // - SFVI with a correlated Gaussian reaches the exact posterior of a conjugate model;
 // - with local_samples = K > 1, a silo's term and gradients are the importance-weighted bound per
 //   local element and its exact derivative at fixed noise (a hand-written glmm_sixcities bound in
-//   dual numbers), and models or families the bound does not hold for are refused.
+//   dual numbers), its importance-sampled local posterior uses the bound's weights, and models or
+//   families the bound does not hold for are refused.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -331,8 +332,15 @@ GlmmSilo glmm_silo(int C, std::mt19937_64& rng) {
 //   (1/S) sum_s sum_i log (1/K) sum_k p(y_i, b_ik | Z_G^s) / q(b_ik | Z_G^s)
 // at parameters p = [global block (n = 5, correlated): mu; rho; strict lower L_G] then
 // [local block (coupled): mu_L (C); C_j (C x n, column-major); rho_L (C)], every one live.
+// With `moments`: also sum_s sum_k wn_ik b_ik and sum_s sum_k wn_ik b_ik^2 (the self-normalised
+// importance sums of the local posterior), and b_i0 of each draw (m x S).
+struct GlmmMoments {
+  Eigen::VectorXd sum, square;
+  Eigen::MatrixXd first;
+};
+
 Dual glmm_importance_bound(const std::vector<Dual>& p, const GlmmSilo& silo, const Eigen::MatrixXd& eps_global,
-                           const Eigen::MatrixXd& eps_local, int K) {
+                           const Eigen::MatrixXd& eps_local, int K, GlmmMoments* moments = nullptr) {
   const int n = 5, C = silo.C, S = int(eps_global.cols());
   const int lower_at = 2 * n, local_at = 2 * n + n * (n - 1) / 2;
   auto lower = [&](int a, int b) {
@@ -341,6 +349,7 @@ Dual glmm_importance_bound(const std::vector<Dual>& p, const GlmmSilo& silo, con
     return p[size_t(k + (a - b - 1))];
   };
   Dual total = 0;
+  if (moments) *moments = {Eigen::VectorXd::Zero(C), Eigen::VectorXd::Zero(C), Eigen::MatrixXd(C, S)};
   for (int s = 0; s < S; ++s) {
     std::vector<Dual> z(n), u(n);
     for (int a = 0; a < n; ++a) {
@@ -352,11 +361,13 @@ Dual glmm_importance_bound(const std::vector<Dual>& p, const GlmmSilo& silo, con
     const Dual sigma_b = exp(Dual(0) - z[4]);  // b ~ normal(0, exp(-omega))
     for (int i = 0; i < C; ++i) {
       std::vector<Dual> log_w(static_cast<size_t>(K));
+      std::vector<double> draws(static_cast<size_t>(K));
       for (int k = 0; k < K; ++k) {
         Dual mean = p[size_t(local_at + i)];
         for (int a = 0; a < n; ++a) mean = mean + p[size_t(local_at + C + a * C + i)] * u[size_t(a)];
         const Dual sd = exp(p[size_t(local_at + C + n * C + i)]);
         const Dual b = mean + sd * Dual(eps_local(i, s * K + k));
+        draws[size_t(k)] = b.v;
         Dual lp = normal_lpdf(b, 0, sigma_b);
         for (size_t r = 0; r < silo.child.size(); ++r) {
           if (silo.child[r] != i + 1) continue;
@@ -371,6 +382,14 @@ Dual glmm_importance_bound(const std::vector<Dual>& p, const GlmmSilo& silo, con
       Dual sum = 0;
       for (const Dual& w : log_w) sum = sum + exp(w - Dual(top));
       total = total + Dual(top) + log(sum / Dual(K));
+      if (moments) {
+        for (int k = 0; k < K; ++k) {
+          const double w = std::exp(log_w[size_t(k)].v - top) / sum.v;
+          moments->sum[i] += w * draws[size_t(k)];
+          moments->square[i] += w * draws[size_t(k)] * draws[size_t(k)];
+        }
+        moments->first(i, s) = draws[0];
+      }
     }
   }
   return total / Dual(S);
@@ -417,6 +436,18 @@ TEST_CASE("SFVI, local_samples = K: the silo's term is the importance-weighted b
     INFO("parameter " << i << ": engine " << engine << ", written out " << exact);
     CHECK(close(engine, exact, 1e-10));
   }
+
+  // The local posterior's importance sums, and a resampled draw (uniforms 0: the first of the K).
+  GlmmMoments moments;
+  glmm_importance_bound(p, silo_data, eps_global, eps_local, K, &moments);
+  const SfviSilo::LocalPosterior post =
+      silo.importance_posterior(global, Eigen::VectorXd(), eps_global, eps_local, Eigen::MatrixXd::Zero(C, S));
+  for (int i = 0; i < C; ++i) {
+    INFO("child " << i);
+    CHECK(close(post.weighted_sum[i], moments.sum[i], 1e-12));
+    CHECK(close(post.weighted_square[i], moments.square[i], 1e-12));
+  }
+  CHECK((post.draws - moments.first).cwiseAbs().maxCoeff() < 1e-12);
 
   // The bound is refused where it does not hold, with the reason.
   SfviOptions fullrank = options;

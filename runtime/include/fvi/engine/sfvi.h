@@ -162,6 +162,20 @@ class SfviSilo {
                             const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local, double scale,
                             Eigen::VectorXd* d_local);
   const Eigen::VectorXd& local_params() const { return local_params_; }
+
+  // With local_samples = K > 1, the silo's local posterior by self-normalised importance sampling
+  // with the bound's weights: for each column of eps_global (a draw of Z_G ~ q(Z_G)) K draws of
+  // each element from q(b_i | Z_G) (eps_local: K columns per draw), weighted by wn_ik. Sums over
+  // the draws of Z_G of sum_k wn_ik b_ik and of sum_k wn_ik b_ik^2, and one b_i per draw of Z_G
+  // picked with probability wn_ik by `uniforms` (m x S, in [0, 1)): a draw of the posterior.
+  struct LocalPosterior {
+    Eigen::VectorXd weighted_sum, weighted_square;
+    Eigen::MatrixXd draws;
+  };
+  LocalPosterior importance_posterior(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                      const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
+                                      const Eigen::MatrixXd& uniforms);
+  long local_samples() const { return options_.local_samples; }
   void set_local_params(const Eigen::VectorXd& params);
   // eta_{L_j} and its Adam's state, for a checkpoint (written by the silo, never sent).
   Eigen::VectorXd checkpoint() const;
@@ -171,6 +185,15 @@ class SfviSilo {
   // Rows [begin, begin + count) of the minibatch of `iteration`, and the likelihood's scale.
   void minibatch(uint32_t iteration, int64_t& begin, int64_t& count, double& scale) const;
   Eigen::MatrixXd local_noise(uint32_t iteration, long draws) const;
+  // The local draws b_ik of the bound (K per column of eps_global), their weights normalised over
+  // k, the bound's value summed over the elements and draws of Z_G, and the shared terms.
+  struct ImportanceDraws {
+    Eigen::MatrixXd u_each, z_local, weights;
+    Eigen::VectorXd shared;
+    double bound = 0;
+  };
+  ImportanceDraws importance_draws(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                   const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local);
   // The importance-weighted version of gradient_at (local_samples = K > 1): eps_local has K
   // columns per column of eps_global; the whole silo term is scaled by `scale`.
   SfviContribution importance_gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
