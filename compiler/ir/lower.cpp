@@ -388,7 +388,6 @@ void mark_active(Factor& f) {
       for (int a : n.args) n.active |= f.nodes[a].active;
 }
 
-
 // Whether `e` reads a local (silo-owned) parameter, through the model block's local variables too.
 bool mentions_local(const SemanticModel& m, const std::map<std::string, const Expr*>& locals, const Expr& e) {
   if (e.kind == ExprKind::Var) {

@@ -1,5 +1,6 @@
 #include "fvi/engine/element_joint.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fvi::engine {
@@ -48,6 +49,7 @@ ElementJoint::ElementJoint(const fvi_model& model, const fvi_data& data, Eigen::
     Part p;
     p.factor = std::make_unique<BoundFactor>(model, f, data);
     const std::string name = p.factor->name();
+    if (info.kind == FVI_LIKELIHOOD) rows_ = std::max(rows_, p.factor->rows());
     if (!reads(*p.factor, "local")) {
       p.role = Part::kShared;
     } else if (info.kind == FVI_ELEMENTS) {

@@ -301,9 +301,6 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
       local_dim_(group_dim(model, "local", data)),
       hyper_dim_(group_dim(model, "hyper", data)),
       adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
-  bind(joint_, model, data, FVI_SILO, FVI_DENSITY);
-  bind(joint_, model, data, FVI_SILO, FVI_ELEMENTS);
-  bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
   if (global_prior) {
     try {
       bind(prior_, model, data, FVI_SERVER, FVI_DENSITY);
@@ -312,15 +309,21 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
                        ": SFVI-Avg and the independent fit evaluate the global priors in each silo, but " + e.what());
     }
   }
-  likelihood_rows_ = joint_.rows();
   if (options.local_samples > 1) {
+    // The silo's factors are bound once, by element (joint_ stays empty: the bound never reads it).
     const std::string why = "local_samples = " + std::to_string(options.local_samples) + " (an importance-weighted bound per local element) ";
     if (local_dim_ == 0) throw ModelError(why + "needs local parameters; this model has none");
     if (options.correlated_local)
       throw ModelError(why + "needs local elements that are independent given the globals: use family = structured or meanfield, not fullrank");
+    elements_ = std::make_unique<ElementJoint>(model, data, local_dim_);
+    likelihood_rows_ = elements_->rows();
     if (options.batch_size > 0 && options.batch_size < likelihood_rows_)
       throw ModelError(why + "scores every row of an element together: use batch_size = 0");
-    elements_ = std::make_unique<ElementJoint>(model, data, local_dim_);
+  } else {
+    bind(joint_, model, data, FVI_SILO, FVI_DENSITY);
+    bind(joint_, model, data, FVI_SILO, FVI_ELEMENTS);
+    bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
+    likelihood_rows_ = joint_.rows();
   }
   const Eigen::Index m = local_dim_, n = global_dim_;
   // Initial local block: mean 0, sd init_sd, C_j = 0, L_j = I.

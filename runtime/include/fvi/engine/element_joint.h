@@ -19,6 +19,7 @@ class ElementJoint {
   // Binds the silo's factors to `data` (which holds every local_index array). Throws ModelError,
   // naming the factor, when one of them reads the local group in any other way.
   ElementJoint(const fvi_model& model, const fvi_data& data, Eigen::Index local_dim);
+  int64_t rows() const { return rows_; }  // the likelihoods' rows (0 if none)
 
   struct Value {
     Eigen::MatrixXd per_element;  // m x D: log p(y_i, b_i | Z_G) for element i at draw d
@@ -42,6 +43,7 @@ class ElementJoint {
   };
   std::vector<Part> parts_;
   Eigen::Index local_dim_ = 0, global_dim_ = 0, hyper_dim_ = 0;
+  int64_t rows_ = 0;
   long draws_ = 0;
 };
 
