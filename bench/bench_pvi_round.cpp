@@ -15,6 +15,7 @@
 
 #include "bench_util.h"
 #include "fvi/engine/pvi.h"
+#include "fvi/program/allocator.h"
 #include "fvi/program/pvi_rounds.h"
 
 extern "C" const fvi_model* fvi_model_bnn_classifier(void);
@@ -43,6 +44,7 @@ bench::Data silo_data(Eigen::Index n, unsigned seed) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fvi::program::keep_freed_memory();  // as the generated programs do
   const Eigen::Index n = argc > 1 ? std::atol(argv[1]) : 20000;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
   if (argc > 3 || n < kBatch || rounds < 1) {

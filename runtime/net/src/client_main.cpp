@@ -14,6 +14,7 @@
 #include "fvi/net/programs.h"
 #include "fvi/net/protocol.h"
 #include "fvi/net/tls.h"
+#include "fvi/program/allocator.h"
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/roles.h"
 #include "fvi/v1/federation.grpc.pb.h"
@@ -129,6 +130,7 @@ data::DataSet load_silo_data(const fvi_model& model, const std::string& dir, int
 }  // namespace
 
 int run_client(const fvi_model& model, const program::ModelDescription& description, int argc, char** argv) {
+  program::keep_freed_memory();
   const std::string name = std::filesystem::path(argv[0]).filename().string();
   if (argc > 1 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
     std::printf(kClientUsage, name.c_str());

@@ -11,6 +11,7 @@
 #include "fvi/net/protocol.h"
 #include "fvi/net/server_transport.h"
 #include "fvi/net/tls.h"
+#include "fvi/program/allocator.h"
 #include "fvi/program/roles.h"
 
 namespace fvi::net {
@@ -49,6 +50,7 @@ data::DataSet load_checked(const fvi_model& model, const std::string& dir, data:
 }  // namespace
 
 int run_server(const fvi_model& model, const program::ModelDescription& description, int argc, char** argv) {
+  program::keep_freed_memory();
   const std::string name = std::filesystem::path(argv[0]).filename().string();
   if (argc > 1 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
     std::printf(kServerUsage, name.c_str());

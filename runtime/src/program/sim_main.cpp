@@ -7,11 +7,12 @@
 
 #include "fvi/data/validate.h"
 #include "fvi/engine/settings.h"
+#include "fvi/program/allocator.h"
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/roles.h"
 #include "fvi/program/sfvi_run.h"
-#include "fvi/program/vfl_run.h"
 #include "fvi/program/sim.h"
+#include "fvi/program/vfl_run.h"
 
 // OpenBLAS's thread count (weak: absent when another BLAS is linked).
 extern "C" __attribute__((weak)) void openblas_set_num_threads(int);
@@ -73,6 +74,7 @@ data::DataDirectory load_run_data(const fvi_model& model, const std::string& pat
 }
 
 int run_sim(const fvi_model& model, const ModelDescription& description, int argc, char** argv) {
+  keep_freed_memory();
   // Messages name the program, not the cache directory `fvic run` built it in.
   const std::string program = std::filesystem::path(argv[0]).filename().string();
   argv[0] = const_cast<char*>(program.c_str());
