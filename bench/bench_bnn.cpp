@@ -7,12 +7,16 @@
 //     matrix products the computation needs: layer 1, two products forward (x mu, x^2 sd^2) and
 //     two backward (x' dM, (x^2)' dV), each 2 B D H; layer 2, per draw one forward (h W2) and two
 //     backward (dL W2', h' dL), each 2 B H K. Elementwise work and the noise are not counted.
+//     Measured twice: one kernel state with OpenBLAS on the cores, and as the engine now runs it,
+//     the rows split between one kernel state per core (fvi::engine::RowParallelFactor), each
+//     running its products on its own thread.
 // (c) one client epoch of the FashionMNIST setting (issue 5; spec 000 §5.5): one
 //     fvi::engine::PviClient::update of the real engine with epochs = 1, exactly as NAME-sim and
 //     NAME-client run it: 20,000 rows in batches of 256, 10 draws with local reparameterisation,
 //     loss gce(0.8), divergence alpha_renyi(2.5) to the cavity, Adam (lr 0.002, cosine), init sd
 //     0.0316. Target: under 0.5 s on 2 cores. Timed from the second update on (the first starts
-//     at init_sd), best of 3.
+//     at init_sd), best of 3; with one thread (OpenBLAS on the cores) and with the client's
+//     threads as NAME-client sets them (fvi/program/threads.h).
 //
 //   bench_bnn [rows]
 #include <cmath>
@@ -23,6 +27,7 @@
 #include "fvi/engine/pvi.h"
 #include "fvi/loss/likelihood_loss.h"
 #include "fvi/program/allocator.h"
+#include "fvi/program/threads.h"
 
 extern "C" const fvi_model* fvi_model_bnn_classifier(void);
 
@@ -110,9 +115,27 @@ int main(int argc, char** argv) {
                 float32 ? "sgemm" : "dgemm");
   }
 
+  // (b) again as the engine runs it: the rows split between kernel states, one per thread.
+  const int threads = fvi::program::machine_threads();
+  fvi::program::set_blas_threads(1);
+  auto pool = std::make_shared<fvi::engine::WorkerPool>(threads);
+  for (bool float32 : {false, true}) {
+    const auto precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
+    fvi::engine::RowParallelFactor factor(*m, bench::factor_index(m, FVI_LIKELIHOOD), view, precision, pool);
+    const double peak = float32 ? speak : dpeak;
+    uint64_t key = 1;
+    double t = bench::best_seconds(10, [&] { factor.loss_meanfield(gce, 0, B, {mean}, {sd}, S, key++, 1.0, true); });
+    double gflops = flops_per_batch(B) / t / 1e9;
+    std::printf("  (b) %s batch, rows split between %d threads: %.2f ms forward + backward, %.1f GFLOP/s = %.0f%% of the best %s\n",
+                float32 ? "float32" : "double ", threads, 1e3 * t, gflops, 100 * gflops / peak,
+                float32 ? "sgemm" : "dgemm");
+  }
+
   // (c) one client epoch through the engine. The server only holds the prior and applies each
   // delta, so that every update after the first starts from a proper cavity, as in a real round.
+  for (int client_threads : {1, threads})
   for (bool float32 : {false, true}) {
+    fvi::program::set_blas_threads(client_threads == 1 ? threads : 1);
     fvi::engine::PviOptions options;
     options.loss = gce;
     options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 2.5};
@@ -123,6 +146,7 @@ int main(int argc, char** argv) {
     options.lr = 0.002;
     options.init_sd = 0.0316;
     options.precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
+    options.threads = client_threads;
     using Q = fvi::MeanFieldGaussian<double>;
     fvi::engine::PviServer<Q> server(*m, view, options.seed);
     fvi::engine::PviClient<Q> client(*m, view, 1, options);
@@ -134,9 +158,10 @@ int main(int argc, char** argv) {
       server.apply(update.delta, 1);
       objective = update.objective;
     }
-    std::printf("  (c) %s client epoch of %ld rows (PviClient::update: batch %ld, %ld draws, gce(0.8), alpha_renyi(2.5), "
-                "Adam): %.3f s (target < 0.5 s); last step's objective %.1f\n",
-                float32 ? "float32" : "double ", long(N), long(B), long(S), best, objective);
+    std::printf("  (c) %s client epoch of %ld rows, %d thread%s (PviClient::update: batch %ld, %ld draws, gce(0.8), "
+                "alpha_renyi(2.5), Adam): %.3f s (target < 0.5 s); last step's objective %.1f\n",
+                float32 ? "float32" : "double ", long(N), client_threads, client_threads > 1 ? "s" : "", long(B), long(S),
+                best, objective);
   }
   return 0;
 }

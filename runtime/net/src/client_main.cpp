@@ -17,6 +17,7 @@
 #include "fvi/program/allocator.h"
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/roles.h"
+#include "fvi/program/threads.h"
 #include "fvi/v1/federation.grpc.pb.h"
 
 namespace fvi::net {
@@ -208,8 +209,11 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
     }
     const int silos = int(joined.silos());
     if (silo > silos) throw Refused("the run has " + std::to_string(silos) + " silos; there is no silo " + std::to_string(silo));
+    // The silo has the machine to itself: its client's threads run their own products.
+    const int threads = program::silo_threads(joined.method(), program::machine_threads());
+    if (threads > 1) program::set_blas_threads(1);
     std::unique_ptr<program::SiloHost> host =
-        program::make_silo_host(model, settings, joined.method(), std::move(data), silo, silos);
+        program::make_silo_host(model, settings, joined.method(), std::move(data), silo, silos, threads);
     // Join again with what the silo holds (sizes only), for the server's echo.
     join.set_description(host->describe());
     join.set_ready(true);

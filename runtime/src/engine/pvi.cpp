@@ -82,15 +82,16 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
     : silo_(silo), options_(std::move(options)) {
   dim_ = group_size(model, "global", data);
   if (dim_ <= 0) throw ModelError("PVI needs global parameters; this model has none");
+  if (options_.threads > 1) pool_ = std::make_shared<WorkerPool>(options_.threads);
   for (int f = 0; f < model.factor_count; ++f) {
     const fvi_factor_info& info = model.factors[f];
     if (info.owner != FVI_SILO) continue;
     if (info.kind == FVI_DENSITY || info.kind == FVI_ELEMENTS) continue;  // local priors: none in a PVI model (checked below)
-    auto bound = std::make_unique<BoundFactor>(model, f, data, options_.precision);
-    require_global_only(model, *bound);
+    auto bound = std::make_unique<RowParallelFactor>(model, f, data, options_.precision, pool_);
+    require_global_only(model, bound->bound());
     if (!loss_supported(options_.loss, info.distribution))
       throw std::invalid_argument("loss = " + options_.loss.name() + " is not available for the " +
-                                  std::string(info.distribution) + " likelihood of " + bound->name() +
+                                  std::string(info.distribution) + " likelihood of " + bound->bound().name() +
                                   " (it is for bernoulli_logit, categorical_logit, poisson_log and normal)");
     likelihoods_.push_back(std::move(bound));
   }
@@ -109,9 +110,9 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
     auto gradient = [&](const Eigen::MatrixXd& theta) {
       Eigen::MatrixXd g = Eigen::MatrixXd::Zero(theta.rows(), theta.cols());
       for (auto& f : likelihoods_) {
-        f->forward(0, -1, {theta});
+        f->bound().forward(0, -1, {theta});
         const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(f->rows(), theta.cols());
-        g += f->backward({&seed})[0];
+        g += f->bound().backward({&seed})[0];
       }
       return g;
     };
@@ -135,7 +136,7 @@ void PviClient<Q>::bind_location_model() {
                      "one global parameter and sigma known (seed 000 Prop 4.10); " + why);
   };
   if (likelihoods_.size() != 1) refuse("this model has " + std::to_string(likelihoods_.size()) + " likelihoods");
-  BoundFactor& f = *likelihoods_[0];
+  BoundFactor& f = likelihoods_[0]->bound();
   if (std::string(f.info().distribution) != "normal") refuse("its likelihood is " + std::string(f.info().distribution));
   if (dim_ != 1) refuse("it has " + std::to_string(dim_) + " global values");
   const DivergenceKind d = options_.divergence.kind;
@@ -179,23 +180,12 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
   Gradient out;
   if (with_gradient) out.d_params = Eigen::VectorXd::Zero(q.num_params());
   if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
-    // The kernels draw the noise (local reparameterisation of data products); one key per step,
-    // shared by every likelihood so that theta is the same draw in each.
-    const uint64_t key = (uint64_t(rng()) << 32) | rng();
-    const std::vector<Eigen::VectorXd> means{q.mean()}, sds{q.sd()};
-    for (auto& f : likelihoods_) {
-      const int64_t n = f->rows();
-      const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
-      if (end <= begin) continue;
-      const double scale = options_.loss_weight * double(n) / double(end - begin);
-      MeanFieldLoss l = factor_loss_meanfield(*f, options_.loss, begin, end - begin, means, sds, draws, key, scale,
-                                              with_gradient);
-      out.loss += l.value;
-      if (with_gradient) {
-        // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
-        out.d_params.head(dim_) += l.gradient.d_means[0];
-        out.d_params.tail(dim_) += (l.gradient.d_sds[0].array() * q.sd().array()).matrix();
-      }
+    MeanFieldGradient g = meanfield_loss_gradient(q.mean(), q.sd(), batch, batches, draws, rng, with_gradient);
+    out.loss = g.loss;
+    if (with_gradient) {
+      // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
+      out.d_params.head(dim_) = g.d_mean;
+      out.d_params.tail(dim_) = (g.d_sd.array() * q.sd().array()).matrix();
     }
   } else {
     const Eigen::MatrixXd eps = rng.normal(dim_, draws);
@@ -206,11 +196,37 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
       const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
       if (end <= begin) continue;
       const double scale = options_.loss_weight * double(n) / double(end - begin);
-      FactorLoss l = factor_loss(*f, options_.loss, begin, end - begin, {theta}, scale, with_gradient);
+      FactorLoss l = f->loss(options_.loss, begin, end - begin, {theta}, scale, with_gradient);
       out.loss += l.value;
       if (with_gradient) d_theta += l.gradients[0];
     }
     if (with_gradient) out.d_params = q.vjp(eps, d_theta);
+  }
+  return out;
+}
+
+template <class Q>
+typename PviClient<Q>::MeanFieldGradient PviClient<Q>::meanfield_loss_gradient(const Eigen::VectorXd& mean,
+                                                                               const Eigen::VectorXd& sd, long batch,
+                                                                               long batches, long draws,
+                                                                               CounterRng& rng, bool with_gradient) {
+  MeanFieldGradient out;
+  if (with_gradient) out.d_mean = Eigen::VectorXd::Zero(dim_), out.d_sd = Eigen::VectorXd::Zero(dim_);
+  // The kernels draw the noise (local reparameterisation of data products); one key per step,
+  // shared by every likelihood so that theta is the same draw in each.
+  const uint64_t key = (uint64_t(rng()) << 32) | rng();
+  const std::vector<Eigen::VectorXd> means{mean}, sds{sd};
+  for (auto& f : likelihoods_) {
+    const int64_t n = f->rows();
+    const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
+    if (end <= begin) continue;
+    const double scale = options_.loss_weight * double(n) / double(end - begin);
+    MeanFieldLoss l = f->loss_meanfield(options_.loss, begin, end - begin, means, sds, draws, key, scale, with_gradient);
+    out.loss += l.value;
+    if (with_gradient) {
+      out.d_mean += l.gradient.d_means[0];
+      out.d_sd += l.gradient.d_sds[0];
+    }
   }
   return out;
 }
@@ -262,57 +278,12 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
                        options_.divergence.name() + " is undefined; use damping < 1 or divergence = kl");
     std::optional<Q> q_cavity;
     if (cavity_proper) q_cavity = Family::distribution(cavity);
-    const long n_batches = batches();
-    const long steps = options_.epochs > 0 ? options_.epochs * n_batches : options_.local_steps;
-    AdamOptions adam_options;
-    adam_options.learning_rate = options_.lr_schedule == "constant" ? StepSizeSchedule::constant(options_.lr)
-                                                                     : StepSizeSchedule::cosine(options_.lr, steps);
     // Warm start at q_s (spec 000 §6 [repo]); a client's first update may start narrower, as the
     // reference BNN code does (init q = N(0, 1e-3 I)): a wide prior drowns a network's signal.
-    const bool first_update = !updated_once_;
-    Eigen::VectorXd params = first_update && options_.init_sd > 0
-                                 ? Family::with_sd(q_server.mean(), options_.init_sd).params()
-                                 : q_server.params();
-    Adam<double> adam(params.size(), adam_options);
-    CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
-    CounterRng shuffle(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kMinibatch});
-    std::vector<long> order(n_batches);
-    // Early stopping on the epoch objective, keeping the best parameters (spec 000 §5.5 [repo]).
-    const bool stop_early = options_.epochs > 0 && options_.patience > 0;
-    std::optional<EarlyStopping> stopping;
-    if (stop_early) stopping.emplace(EarlyStoppingOptions{options_.patience, 0, false});
-    Eigen::VectorXd best = params;
-    double epoch_objective = 0;
-    long t = 0;
-    for (; t < steps; ++t) {
-      if (t % n_batches == 0) {  // a new epoch: visit the contiguous minibatches in a fresh order
-        std::iota(order.begin(), order.end(), 0L);
-        std::shuffle(order.begin(), order.end(), shuffle);
-        epoch_objective = 0;
-      }
-      const Q q = Family::from_params(params);
-      Gradient g = loss_gradient(q, order[t % n_batches], n_batches, options_.mc_samples, noise, true);
-      Eigen::VectorXd d_div;
-      const double div = q_cavity ? Family::divergence(q, *q_cavity, options_.divergence, &d_div)
-                                  : Family::improper_kl(q, cavity, &d_div);
-      g.d_params += d_div;
-      out.objective = g.loss + div;
-      epoch_objective += out.objective / double(n_batches);
-      if (!std::isfinite(out.objective) || !g.d_params.allFinite())
-        throw ModelError("silo " + std::to_string(silo_) + ": the local objective is not finite at step " +
-                         std::to_string(t + 1) + " of round " + std::to_string(round) + "; try a smaller lr");
-      adam.step(params, g.d_params);
-      if (stopping && (t + 1) % n_batches == 0) {
-        stopping->update(epoch_objective);
-        if (stopping->improved()) best = params;
-        if (stopping->should_stop()) {
-          ++t;
-          break;
-        }
-      }
-    }
-    if (stopping) params = best;
-    out.steps = t;
+    const Eigen::VectorXd start = !updated_once_ && options_.init_sd > 0
+                                      ? Family::with_sd(q_server.mean(), options_.init_sd).params()
+                                      : q_server.params();
+    const Eigen::VectorXd params = optimise(start, cavity, q_cavity, round, out);
     q_new = to_natural(Family::from_params(params));
   }
   updated_once_ = true;
@@ -321,6 +292,86 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
   out.delta = natural_quotient(updated, factor_);
   factor_ = updated;
   return out;
+}
+
+template <class Q>
+Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& cavity, const std::optional<Q>& q_cavity,
+                                       uint32_t round, Update& out) {
+  const long n_batches = batches();
+  const long steps = options_.epochs > 0 ? options_.epochs * n_batches : options_.local_steps;
+  AdamOptions adam_options;
+  adam_options.learning_rate = options_.lr_schedule == "constant" ? StepSizeSchedule::constant(options_.lr)
+                                                                   : StepSizeSchedule::cosine(options_.lr, steps);
+  CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
+  const auto not_finite = [&](long t) {
+    return ModelError("silo " + std::to_string(silo_) + ": the local objective is not finite at step " +
+                      std::to_string(t + 1) + " of round " + std::to_string(round) + "; try a smaller lr");
+  };
+  if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
+    // The divergence and Adam split by coordinates between the silo's threads, as the kernels
+    // split the minibatch's rows. A non-finite gradient of the loss makes the combined one
+    // non-finite, which the shards report.
+    MeanFieldShards q(params, q_cavity, cavity, options_.divergence, adam_options, pool_);
+    const auto step = [&](long batch, long t) {
+      const MeanFieldGradient g =
+          meanfield_loss_gradient(q.mean(), q.sd(), batch, n_batches, options_.mc_samples, noise, true);
+      const MeanFieldShards::Step s = q.step(g.d_mean, g.d_sd);
+      const double objective = g.loss + s.divergence;
+      if (!s.finite || !std::isfinite(objective)) throw not_finite(t);
+      return objective;
+    };
+    return run_steps(steps, n_batches, round, step, [&] { return q.params(); }, out);
+  } else {
+    Adam<double> adam(params.size(), adam_options);
+    const auto step = [&](long batch, long t) {
+      const Q q = Family::from_params(params);
+      Gradient g = loss_gradient(q, batch, n_batches, options_.mc_samples, noise, true);
+      Eigen::VectorXd d_div;
+      const double div = q_cavity ? Family::divergence(q, *q_cavity, options_.divergence, &d_div)
+                                  : Family::improper_kl(q, cavity, &d_div);
+      g.d_params += d_div;
+      const double objective = g.loss + div;
+      if (!std::isfinite(objective) || !g.d_params.allFinite()) throw not_finite(t);
+      adam.step(params, g.d_params);
+      return objective;
+    };
+    return run_steps(steps, n_batches, round, step, [&] { return params; }, out);
+  }
+}
+
+template <class Q>
+template <class StepFn, class CurrentFn>
+Eigen::VectorXd PviClient<Q>::run_steps(long steps, long n_batches, uint32_t round, StepFn step, CurrentFn current,
+                                        Update& out) {
+  CounterRng shuffle(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kMinibatch});
+  std::vector<long> order(n_batches);
+  // Early stopping on the epoch objective, keeping the best parameters (spec 000 §5.5 [repo]).
+  const bool stop_early = options_.epochs > 0 && options_.patience > 0;
+  std::optional<EarlyStopping> stopping;
+  if (stop_early) stopping.emplace(EarlyStoppingOptions{options_.patience, 0, false});
+  Eigen::VectorXd best;
+  if (stopping) best = current();
+  double epoch_objective = 0;
+  long t = 0;
+  for (; t < steps; ++t) {
+    if (t % n_batches == 0) {  // a new epoch: visit the contiguous minibatches in a fresh order
+      std::iota(order.begin(), order.end(), 0L);
+      std::shuffle(order.begin(), order.end(), shuffle);
+      epoch_objective = 0;
+    }
+    out.objective = step(order[t % n_batches], t);
+    epoch_objective += out.objective / double(n_batches);
+    if (stopping && (t + 1) % n_batches == 0) {
+      stopping->update(epoch_objective);
+      if (stopping->improved()) best = current();
+      if (stopping->should_stop()) {
+        ++t;
+        break;
+      }
+    }
+  }
+  out.steps = t;
+  return stopping ? best : current();
 }
 
 template <class Q>

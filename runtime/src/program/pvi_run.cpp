@@ -20,12 +20,18 @@ using Clock = std::chrono::steady_clock;
 template <class Q>
 class PviSiloHost : public SiloHost {
  public:
-  PviSiloHost(const fvi_model& model, const engine::Settings& settings, data::DataSet data, int silo, int silos)
+  PviSiloHost(const fvi_model& model, const engine::Settings& settings, data::DataSet data, int silo, int silos,
+              int threads)
       : data_(std::move(data)),
-        client_(model, data_.view(), silo, engine::PviOptions::from(settings, silos)),
+        client_(model, data_.view(), silo, options(settings, silos, threads)),
         endpoint_(client_),
         silo_(silo) {}
   SiloEndpoint& endpoint() override { return endpoint_; }
+  static engine::PviOptions options(const engine::Settings& settings, int silos, int threads) {
+    engine::PviOptions o = engine::PviOptions::from(settings, silos);
+    o.threads = threads;
+    return o;
+  }
   std::string describe() const override {
     return "silo " + std::to_string(silo_) + ": " + std::to_string(client_.observations()) + " observations, " +
            (client_.closed_form() ? "closed-form update" : "stochastic optimisation");
@@ -144,10 +150,10 @@ int serve_pvi(ServerRun& run) {
 }
 
 std::unique_ptr<SiloHost> pvi_silo_host(const fvi_model& model, const engine::Settings& settings, data::DataSet data,
-                                        int silo, int silos) {
+                                        int silo, int silos, int threads) {
   if (full_rank(settings))
-    return std::make_unique<PviSiloHost<FullRankGaussian<double>>>(model, settings, std::move(data), silo, silos);
-  return std::make_unique<PviSiloHost<MeanFieldGaussian<double>>>(model, settings, std::move(data), silo, silos);
+    return std::make_unique<PviSiloHost<FullRankGaussian<double>>>(model, settings, std::move(data), silo, silos, threads);
+  return std::make_unique<PviSiloHost<MeanFieldGaussian<double>>>(model, settings, std::move(data), silo, silos, threads);
 }
 
 }  // namespace fvi::program

@@ -22,9 +22,12 @@ int serve(ServerRun& run) {
   return serve_vfl(run);
 }
 
+int silo_threads(const std::string& method, int available) { return method == "pvi" ? available : 1; }
+
 std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::Settings& settings,
-                                         const std::string& method, data::DataSet data, int silo, int silos) {
-  if (method == "pvi") return pvi_silo_host(model, settings, std::move(data), silo, silos);
+                                         const std::string& method, data::DataSet data, int silo, int silos,
+                                         int threads) {
+  if (method == "pvi") return pvi_silo_host(model, settings, std::move(data), silo, silos, threads);
   if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
     return sfvi_silo_host(model, settings, method, std::move(data), silo, silos);
   return vfl_silo_host(model, settings, method, std::move(data), silo, silos);

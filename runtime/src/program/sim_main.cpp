@@ -12,10 +12,8 @@
 #include "fvi/program/roles.h"
 #include "fvi/program/sfvi_run.h"
 #include "fvi/program/sim.h"
+#include "fvi/program/threads.h"
 #include "fvi/program/vfl_run.h"
-
-// OpenBLAS's thread count (weak: absent when another BLAS is linked).
-extern "C" __attribute__((weak)) void openblas_set_num_threads(int);
 
 namespace fvi::program {
 
@@ -94,9 +92,9 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
                  model.abi_version, FVI_ABI_VERSION);
     return 2;
   }
-  // The silos run on threads of their own: a multi-threaded BLAS under each would oversubscribe
-  // the cores (OpenBLAS threads spin while they wait).
-  if (openblas_set_num_threads && !std::getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+  // The silos run side by side on threads of their own, each silo's client on its share of the
+  // cores: a multi-threaded BLAS under them would oversubscribe the cores.
+  set_blas_threads(1);
   try {
     engine::Settings settings(description.inference, args.overrides);
     std::filesystem::create_directories(args.output);
@@ -109,7 +107,8 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     std::vector<SiloEndpoint*> endpoints;
     std::vector<std::string> lines;
     for (int k = 0; k < S; ++k) {
-      hosts.push_back(make_silo_host(model, settings, method, std::move(dir.silos[k]).merged(dir.public_data), k + 1, S));
+      hosts.push_back(make_silo_host(model, settings, method, std::move(dir.silos[k]).merged(dir.public_data), k + 1, S,
+                                     silo_threads(method, threads_per_silo(S))));
       endpoints.push_back(&hosts.back()->endpoint());
       lines.push_back(hosts.back()->describe());
     }

@@ -1,5 +1,6 @@
 #pragma once
 // One party's data for the engines' tests: owned matrices with the kernel ABI's view of them.
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,20 @@ struct Data {
 };
 
 inline Eigen::MatrixXd scalar(double v) { return Eigen::MatrixXd::Constant(1, 1, v); }
+
+// Logistic regression data (robust_logreg's declarations): x standard normal, y a fair coin.
+inline Data logreg_data(int n, int d, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Data data;
+  Eigen::MatrixXd x(n, d), y(n, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  for (int i = 0; i < n; ++i) y(i, 0) = normal(rng) > 0 ? 1 : 0;
+  data.add("D", scalar(d));
+  data.add("N", scalar(n));
+  data.add("x", x);
+  data.add("y", y);
+  return data;
+}
 
 inline int factor_named(const fvi_model& m, const std::string& name) {
   for (int f = 0; f < m.factor_count; ++f)

@@ -22,20 +22,8 @@ namespace {
 using fvi::engine::BoundFactor;
 using fvic::test::Data;
 using fvic::test::factor_named;
+using fvic::test::logreg_data;
 using fvic::test::scalar;
-
-Data logreg_data(int n, int d, std::mt19937_64& rng) {
-  std::normal_distribution<double> normal;
-  Data data;
-  Eigen::MatrixXd x(n, d), y(n, 1);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-  for (int i = 0; i < n; ++i) y(i, 0) = normal(rng) > 0 ? 1 : 0;
-  data.add("D", scalar(d));
-  data.add("N", scalar(n));
-  data.add("x", x);
-  data.add("y", y);
-  return data;
-}
 
 }  // namespace
 

@@ -13,7 +13,9 @@
 
 #include "fvi/engine/bound_factor.h"
 #include "fvi/engine/gaussian_family.h"
+#include "fvi/engine/meanfield_shards.h"
 #include "fvi/engine/quadratic_probe.h"
+#include "fvi/engine/row_parallel.h"
 #include "fvi/engine/settings.h"
 #include "fvi/loss/score_matching.h"
 #include "fvi/rng.h"
@@ -40,6 +42,10 @@ struct PviOptions {
   double init_sd = 0;      // > 0: a client's first update starts at N(q_s mean, init_sd^2), not at q_s
   long patience = 0;       // with epochs: stop after this many epochs without improvement (0: never)
   Precision precision = Precision::kFloat64;
+  // Threads of this silo's client: each minibatch's rows are split between them
+  // (fvi/engine/row_parallel.h). Not an inference key: the programs set it from the machine's
+  // cores (fvi/program/threads.h), and the result does not depend on it beyond rounding.
+  int threads = 1;
 
   // From the inference keys; damping defaults to 1/silos (spec 000 §2.5).
   static PviOptions from(const Settings& settings, int silos);
@@ -88,9 +94,27 @@ class PviClient {
   // `draws` draws of q: the mean-field family through the kernels' local reparameterisation,
   // the full-rank one by sampling theta. The noise is a pure function of `rng`'s next values.
   Gradient loss_gradient(const Q& q, long batch, long batches, long draws, CounterRng& rng, bool with_gradient);
+  // The same for a mean-field q given by its mean and sd, through the kernels' local
+  // reparameterisation: the gradient with respect to the mean and the sd.
+  struct MeanFieldGradient {
+    double loss = 0;
+    Eigen::VectorXd d_mean, d_sd;  // empty if not asked
+  };
+  MeanFieldGradient meanfield_loss_gradient(const Eigen::VectorXd& mean, const Eigen::VectorXd& sd, long batch,
+                                            long batches, long draws, CounterRng& rng, bool with_gradient);
+  // The stochastic optimisation of the local objective from `params` (seed 000 Eq. 4): Adam over
+  // the minibatches, with early stopping. Returns the final parameters; sets out.steps and
+  // out.objective.
+  Eigen::VectorXd optimise(Eigen::VectorXd params, const Natural& cavity, const std::optional<Q>& q_cavity,
+                           uint32_t round, Update& out);
+  // One pass of the optimiser's loop: `step(batch, t)` takes step t on minibatch `batch` and
+  // returns the objective before it; `current()` gives the parameters now.
+  template <class StepFn, class CurrentFn>
+  Eigen::VectorXd run_steps(long steps, long n_batches, uint32_t round, StepFn step, CurrentFn current, Update& out);
   long batches() const;
 
-  std::vector<std::unique_ptr<BoundFactor>> likelihoods_;
+  std::shared_ptr<WorkerPool> pool_;  // null with one thread
+  std::vector<std::unique_ptr<RowParallelFactor>> likelihoods_;
   int silo_;
   PviOptions options_;
   Eigen::Index dim_ = 0;

@@ -11,6 +11,7 @@
 // most kMathBlock elements), and a caller with several such steps per element runs them all on
 // one block before the next; log1p_array / expm1_array do that for a whole vector.
 #include <algorithm>
+#include <cmath>
 
 #include <Eigen/Core>
 
@@ -26,22 +27,44 @@ using MathBlock = Eigen::Array<T, Eigen::Dynamic, 1, Eigen::ColMajor, kMathBlock
 // 1 + z (u - 1 is exact), so tiny z gives z and no cancellation is left (the trick of
 // kernel::log1p_exp_array). Skipped where u is 0 or inf (z = -1 or inf: the correction would be
 // NaN).
+//
+// Both functions evaluate their transcendental over the whole block into a temporary (Eigen's
+// vectorised log and exp) and do the rest in one plain loop over raw arrays, which GCC
+// vectorises: Eigen's select() has no vectorised path (a select over `y.exp()` called libm once
+// per element), and a Horner step per Eigen expression is a pass over the block each.
 template <class In>
-MathBlock<typename In::Scalar> log1p_block(const Eigen::ArrayBase<In>& z) {
+MathBlock<typename In::Scalar> log1p_block(const Eigen::ArrayBase<In>& z_in) {
   using T = typename In::Scalar;
+  const MathBlock<T> z = z_in;
   const MathBlock<T> u = z + T(1);
   const MathBlock<T> log_u = u.log();
-  return (u > T(0) && u < Eigen::NumTraits<T>::highest()).select(log_u - ((u - T(1)) - z) / u, log_u);
+  MathBlock<T> out(z.size());
+  const T *zp = z.data(), *up = u.data(), *lp = log_u.data();
+  T* o = out.data();
+  for (Eigen::Index i = 0; i < z.size(); ++i) {
+    const bool correct = up[i] > T(0) && up[i] < Eigen::NumTraits<T>::highest();
+    o[i] = correct ? lp[i] - ((up[i] - T(1)) - zp[i]) / up[i] : lp[i];
+  }
+  return out;
 }
 
 // expm1(y): for |y| < 1/2 the Taylor polynomial to y^14 / 14! by Horner (truncation below 1e-17
 // relative there), elsewhere exp(y) - 1, which loses nothing there (|exp(y) - 1| > 0.39).
 template <class In>
-MathBlock<typename In::Scalar> expm1_block(const Eigen::ArrayBase<In>& y) {
+MathBlock<typename In::Scalar> expm1_block(const Eigen::ArrayBase<In>& y_in) {
   using T = typename In::Scalar;
-  MathBlock<T> p = T(1) + y * T(1.0 / 14);
-  for (int k = 13; k >= 2; --k) p = T(1) + (y * T(1.0 / k)) * p;
-  return (y.abs() < T(0.5)).select(y * p, y.exp() - T(1));
+  const MathBlock<T> y = y_in;
+  const MathBlock<T> e = y.exp();
+  MathBlock<T> out(y.size());
+  const T *yp = y.data(), *ep = e.data();
+  T* o = out.data();
+  for (Eigen::Index i = 0; i < y.size(); ++i) {
+    const T yi = yp[i];
+    T p = T(1) + yi * T(1.0 / 14);
+    for (int k = 13; k >= 2; --k) p = T(1) + (yi * T(1.0 / k)) * p;
+    o[i] = std::abs(yi) < T(0.5) ? yi * p : ep[i] - T(1);
+  }
+  return out;
 }
 
 // f (log1p_block or expm1_block) of every element of a vector, a block at a time.

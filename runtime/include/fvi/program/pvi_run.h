@@ -8,6 +8,6 @@ namespace fvi::program {
 
 int serve_pvi(ServerRun& run);
 std::unique_ptr<SiloHost> pvi_silo_host(const fvi_model& model, const engine::Settings& settings, data::DataSet data,
-                                        int silo, int silos);
+                                        int silo, int silos, int threads = 1);
 
 }  // namespace fvi::program

@@ -45,9 +45,15 @@ class SiloHost {
 int serve(ServerRun& run);
 
 // Silo `silo` (1-based) of `silos` for `method`; `data` is the silo's data merged with the
-// public data (the host keeps it).
+// public data (the host keeps it). `threads`: how many threads the silo's client may use (PVI
+// splits each minibatch's rows between them; the other methods use one).
 std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::Settings& settings,
-                                         const std::string& method, data::DataSet data, int silo, int silos);
+                                         const std::string& method, data::DataSet data, int silo, int silos,
+                                         int threads = 1);
+
+// How many of `available` threads a silo of `method` uses: PVI's client splits its minibatches'
+// rows between them (fvi/engine/row_parallel.h); the other methods run on one.
+int silo_threads(const std::string& method, int available);
 
 // The method a run uses: the `method` key, `auto` meaning the planned one; throws if unknown.
 std::string run_method(const engine::Settings& settings, const ModelDescription& description);

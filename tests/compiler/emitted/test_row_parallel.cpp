@@ -1,0 +1,154 @@
+// A silo's threads (fvi/engine/worker_pool.h, fvi/engine/row_parallel.h): the pool runs every
+// task once and hands back failures; a block of rows split between kernel states gives one call's
+// loss and gradients, the parts' sums differing only by the order of additions; and a PVI client
+// update on two threads equals the update on one.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "fvi/engine/factor_loss.h"
+#include "fvi/engine/pvi.h"
+#include "fvi/engine/row_parallel.h"
+#include "fvi/engine/worker_pool.h"
+#include "abi_data.h"
+
+extern "C" const fvi_model* fvi_model_robust_logreg(void);
+
+namespace {
+
+using fvi::engine::BoundFactor;
+using fvi::engine::RowParallelFactor;
+using fvi::engine::WorkerPool;
+using fvic::test::Data;
+using fvic::test::factor_named;
+using fvic::test::logreg_data;
+
+// Summing n terms in another order moves the sum by at most about n eps times the sum of their
+// magnitudes; `scale` is that magnitude (the loss of a row is O(1) here, its gradient O(|x|)).
+void check_close(double a, double b, double n, double scale) {
+  CHECK(std::abs(a - b) <= 4 * n * 2.2e-16 * scale);
+}
+
+}  // namespace
+
+TEST_CASE("a worker pool runs each task once, on its own thread, and hands back the first failure",
+          "[engine][threads]") {
+  WorkerPool pool(3);
+  REQUIRE(pool.size() == 3);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int> runs(3, 0);
+    std::vector<std::thread::id> ids(3);
+    pool.run([&](int i) {
+      ++runs[size_t(i)];
+      ids[size_t(i)] = std::this_thread::get_id();
+    });
+    CHECK(runs == std::vector<int>{1, 1, 1});
+    CHECK(ids[0] == std::this_thread::get_id());  // task 0 runs on the caller
+    CHECK(std::set<std::thread::id>(ids.begin(), ids.end()).size() == 3);
+  }
+  // Tasks 1 and 2 throw: the lowest-numbered failure comes back, after every task has ended.
+  std::atomic<int> finished{0};
+  try {
+    pool.run([&](int i) {
+      finished++;
+      if (i > 0) throw std::runtime_error("task " + std::to_string(i));
+    });
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()) == "task 1");
+  }
+  CHECK(finished == 3);
+  // The pool still works after a failure; a pool of one runs inline.
+  int sum = 0;
+  pool.run([&](int i) {
+    if (i == 0) sum += 1;
+  });
+  CHECK(sum == 1);
+  WorkerPool one(1);
+  std::thread::id id;
+  one.run([&](int) { id = std::this_thread::get_id(); });
+  CHECK(id == std::this_thread::get_id());
+}
+
+TEST_CASE("rows split between kernel states give one call's loss and gradients, to rounding", "[engine][threads]") {
+  std::mt19937_64 rng(21);
+  const int n = 300, d = 3, S = 4;
+  Data data = logreg_data(n, d, rng);
+  const fvi_model& model = *fvi_model_robust_logreg();
+  const int lik = factor_named(model, "likelihood_y");
+  BoundFactor one(model, lik, data.abi());
+  auto pool = std::make_shared<WorkerPool>(3);
+  RowParallelFactor split(model, lik, data.abi(), fvi::engine::Precision::kFloat64, pool);
+  REQUIRE(split.rows() == n);
+  Eigen::VectorXd mean(d + 1), sd(d + 1);
+  std::normal_distribution<double> normal;
+  for (int i = 0; i <= d; ++i) mean[i] = normal(rng), sd[i] = 0.2 + 0.3 * std::abs(normal(rng));
+  Eigen::MatrixXd theta(d + 1, S);
+  for (Eigen::Index i = 0; i < theta.size(); ++i) theta.data()[i] = normal(rng);
+  // (begin, count): three parts, two parts (70 rows: at least 32 per part), one part (40 rows),
+  // and all rows (count < 0).
+  const std::vector<std::pair<int64_t, int64_t>> blocks{{10, 250}, {5, 70}, {100, 40}, {0, -1}};
+  for (const fvi::LossSpec& loss : {fvi::LossSpec::nll(), fvi::LossSpec::generalized_cross_entropy(0.8),
+                                    fvi::LossSpec::density_power(0.7)}) {
+    for (const auto& [begin, count] : blocks) {
+      INFO(loss.name() << ", rows " << begin << " + " << count);
+      const double rows = double(count < 0 ? n : count);
+      const double scale = 1.3;
+      const auto a = fvi::engine::factor_loss_meanfield(one, loss, begin, count, {mean}, {sd}, S, 99, scale, true);
+      const auto b = split.loss_meanfield(loss, begin, count, {mean}, {sd}, S, 99, scale, true);
+      check_close(a.value, b.value, rows, scale * rows * 10);
+      for (int i = 0; i <= d; ++i) {
+        check_close(a.gradient.d_means[0][i], b.gradient.d_means[0][i], rows, scale * rows * 10);
+        check_close(a.gradient.d_sds[0][i], b.gradient.d_sds[0][i], rows, scale * rows * 10);
+      }
+      if (count == 40) CHECK(a.value == b.value);  // not split: the same call
+      const auto fa = fvi::engine::factor_loss(one, loss, begin, count, {theta}, scale, true);
+      const auto fb = split.loss(loss, begin, count, {theta}, scale, true);
+      check_close(fa.value, fb.value, rows, scale * rows * 10);
+      for (Eigen::Index i = 0; i < theta.size(); ++i)
+        check_close(fa.gradients[0].data()[i], fb.gradients[0].data()[i], rows, scale * rows * 10);
+    }
+  }
+  // A different noise key gives a different loss: the comparison above is not vacuous.
+  const auto a = split.loss_meanfield(fvi::LossSpec::nll(), 0, -1, {mean}, {sd}, S, 99, 1.0, false);
+  const auto b = split.loss_meanfield(fvi::LossSpec::nll(), 0, -1, {mean}, {sd}, S, 98, 1.0, false);
+  CHECK(std::abs(a.value - b.value) > 1e-6 * std::abs(a.value));
+}
+
+TEST_CASE("a PVI client update on two threads equals the update on one", "[engine][threads]") {
+  std::mt19937_64 rng(22);
+  const int n = 300, d = 3;
+  Data data = logreg_data(n, d, rng);
+  const fvi_model& model = *fvi_model_robust_logreg();
+  using Q = fvi::MeanFieldGaussian<double>;
+  fvi::engine::PviOptions options;
+  options.loss = fvi::LossSpec::density_power(0.7);
+  options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 1.5};
+  options.damping = 0.5;
+  options.epochs = 2;
+  options.batch_size = 100;  // 3 minibatches, each split in two parts of 50 rows
+  options.mc_samples = 4;
+  options.lr = 0.05;
+  fvi::engine::PviServer<Q> server(model, data.abi(), options.seed);
+  std::vector<fvi::DiagGaussianNatural<double>> deltas;
+  for (int threads : {1, 2}) {
+    options.threads = threads;
+    fvi::engine::PviClient<Q> client(model, data.abi(), 1, options);
+    const auto u = client.update(server.posterior(), 1);
+    CHECK(u.steps == 6);
+    deltas.push_back(u.delta);
+  }
+  // The parts' sums differ from one call's in the last bits; six Adam steps carry that along
+  // without amplifying it beyond a few orders of magnitude.
+  const double scale = deltas[0].eta1.cwiseAbs().maxCoeff() + deltas[0].eta2.cwiseAbs().maxCoeff();
+  CHECK((deltas[0].eta1 - deltas[1].eta1).cwiseAbs().maxCoeff() <= 1e-10 * scale);
+  CHECK((deltas[0].eta2 - deltas[1].eta2).cwiseAbs().maxCoeff() <= 1e-10 * scale);
+  // The update moved q: Adam moves a mean by about lr per step, so eta1 = mean / sd^2 by about
+  // damping x lr / 10^2 = 2.5e-4 at the prior's sd of 10.
+  CHECK(deltas[0].eta1.cwiseAbs().maxCoeff() > 1e-4);
+}
