@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "fvi/kernel/ops.h"
+
 namespace fvic::backend {
 
 using ir::Node;
@@ -55,6 +57,12 @@ std::string quoted(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// A unary function as the fused loops name it: fvi::kernel::UnaryFn, whose enumerators are the
+// functions' names (unary_fn throws for a name the kernels do not have).
+std::string unary_fn(const std::string& name) {
+  return std::string("UnaryFn::") + fvi::kernel::unary_name(fvi::kernel::unary_fn(name));
 }
 
 const char* owner_code(TermOwner o) {
@@ -196,9 +204,9 @@ class Emitter {
         case Op::Div: line = dst + " = " + a(0) + " / " + a(1) + ";"; break;
         case Op::Pow: line = dst + " = " + a(0) + ".pow(" + a(1) + ");"; break;
         case Op::Neg: line = dst + " = -" + a(0) + ";"; break;
-        case Op::Unary: line = "unary_block<Real>(" + quoted(n.name) + ", " + p(0) + ", b.n, " + out + ");"; break;
+        case Op::Unary: line = "unary_block<Real>(" + unary_fn(n.name) + ", " + p(0) + ", b.n, " + out + ");"; break;
         case Op::UnaryDerivative:
-          line = "unary_derivative_block<Real>(" + quoted(n.name) + ", " + p(0) + ", " + p(1) + ", b.n, " + out + ");";
+          line = "unary_derivative_block<Real>(" + unary_fn(n.name) + ", " + p(0) + ", " + p(1) + ", b.n, " + out + ");";
           break;
         case Op::Lpdf: {
           std::string ops;

@@ -117,9 +117,10 @@ BoundFactor::MeanFieldGradient BoundFactor::backward_meanfield(const std::vector
     if (views[k].data) seed_ptrs[k] = &views[k];
   MeanFieldGradient out;
   std::vector<fvi_tensor> dm, ds;
+  // Not zero-filled: the kernel overwrites every element (docs/kernel-abi.md).
   for (const fvi_tensor& in : input_views_) {
-    out.d_means.emplace_back(Eigen::VectorXd::Zero(in.rows));
-    out.d_sds.emplace_back(Eigen::VectorXd::Zero(in.rows));
+    out.d_means.emplace_back(in.rows);
+    out.d_sds.emplace_back(in.rows);
   }
   for (size_t g = 0; g < input_views_.size(); ++g) {
     dm.push_back(fvi_tensor{out.d_means[g].data(), out.d_means[g].size(), 1, 1});

@@ -180,7 +180,7 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
   Gradient out;
   if (with_gradient) out.d_params = Eigen::VectorXd::Zero(q.num_params());
   if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
-    MeanFieldGradient g = meanfield_loss_gradient(q.mean(), q.sd(), batch, batches, draws, rng, with_gradient);
+    MeanFieldGradient g = meanfield_loss_gradient({q.mean()}, {q.sd()}, batch, batches, draws, rng, with_gradient);
     out.loss = g.loss;
     if (with_gradient) {
       // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
@@ -206,16 +206,13 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
 }
 
 template <class Q>
-typename PviClient<Q>::MeanFieldGradient PviClient<Q>::meanfield_loss_gradient(const Eigen::VectorXd& mean,
-                                                                               const Eigen::VectorXd& sd, long batch,
-                                                                               long batches, long draws,
-                                                                               CounterRng& rng, bool with_gradient) {
+typename PviClient<Q>::MeanFieldGradient PviClient<Q>::meanfield_loss_gradient(
+    const std::vector<Eigen::VectorXd>& means, const std::vector<Eigen::VectorXd>& sds, long batch, long batches,
+    long draws, CounterRng& rng, bool with_gradient) {
   MeanFieldGradient out;
-  if (with_gradient) out.d_mean = Eigen::VectorXd::Zero(dim_), out.d_sd = Eigen::VectorXd::Zero(dim_);
   // The kernels draw the noise (local reparameterisation of data products); one key per step,
   // shared by every likelihood so that theta is the same draw in each.
   const uint64_t key = (uint64_t(rng()) << 32) | rng();
-  const std::vector<Eigen::VectorXd> means{mean}, sds{sd};
   for (auto& f : likelihoods_) {
     const int64_t n = f->rows();
     const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
@@ -223,11 +220,16 @@ typename PviClient<Q>::MeanFieldGradient PviClient<Q>::meanfield_loss_gradient(c
     const double scale = options_.loss_weight * double(n) / double(end - begin);
     MeanFieldLoss l = f->loss_meanfield(options_.loss, begin, end - begin, means, sds, draws, key, scale, with_gradient);
     out.loss += l.value;
-    if (with_gradient) {
+    if (!with_gradient) continue;
+    if (out.d_mean.size() == 0) {
+      out.d_mean = std::move(l.gradient.d_means[0]);
+      out.d_sd = std::move(l.gradient.d_sds[0]);
+    } else {
       out.d_mean += l.gradient.d_means[0];
       out.d_sd += l.gradient.d_sds[0];
     }
   }
+  if (with_gradient && out.d_mean.size() == 0) out.d_mean = Eigen::VectorXd::Zero(dim_), out.d_sd = Eigen::VectorXd::Zero(dim_);
   return out;
 }
 
@@ -312,10 +314,13 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
     // split the minibatch's rows. A non-finite gradient of the loss makes the combined one
     // non-finite, which the shards report.
     MeanFieldShards q(params, q_cavity, cavity, options_.divergence, adam_options, pool_);
+    // The divergence's value is read only at the last step and, with early stopping, in every
+    // epoch's objective; its gradient is needed at every step.
+    const bool every_value = options_.epochs > 0 && options_.patience > 0;
     const auto step = [&](long batch, long t) {
       const MeanFieldGradient g =
-          meanfield_loss_gradient(q.mean(), q.sd(), batch, n_batches, options_.mc_samples, noise, true);
-      const MeanFieldShards::Step s = q.step(g.d_mean, g.d_sd);
+          meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
+      const MeanFieldShards::Step s = q.step(g.d_mean, g.d_sd, every_value || t == steps - 1);
       const double objective = g.loss + s.divergence;
       if (!s.finite || !std::isfinite(objective)) throw not_finite(t);
       return objective;

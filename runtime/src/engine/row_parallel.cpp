@@ -39,14 +39,21 @@ MeanFieldLoss RowParallelFactor::loss_meanfield(const LossSpec& loss, int64_t be
     part[i] = factor_loss_meanfield(*states_[i], loss, b, c, means, sds, draws, noise_key, scale, with_gradient);
   });
   MeanFieldLoss out = std::move(part[0]);
-  for (int i = 1; i < n; ++i) {
-    out.value += part[i].value;
-    if (!with_gradient) continue;
+  for (int i = 1; i < n; ++i) out.value += part[i].value;
+  if (!with_gradient) return out;
+  // The parts' gradients summed in part order, each worker over its share of the coordinates.
+  pool_->run([&](int w) {
+    const int workers = pool_->size();
     for (size_t g = 0; g < out.gradient.d_means.size(); ++g) {
-      out.gradient.d_means[g] += part[i].gradient.d_means[g];
-      out.gradient.d_sds[g] += part[i].gradient.d_sds[g];
+      Eigen::VectorXd& dm = out.gradient.d_means[g];
+      Eigen::VectorXd& ds = out.gradient.d_sds[g];
+      const Eigen::Index b = dm.size() * w / workers, e = dm.size() * (w + 1) / workers;
+      for (int i = 1; i < n; ++i) {
+        dm.segment(b, e - b) += part[i].gradient.d_means[g].segment(b, e - b);
+        ds.segment(b, e - b) += part[i].gradient.d_sds[g].segment(b, e - b);
+      }
     }
-  }
+  });
   return out;
 }
 

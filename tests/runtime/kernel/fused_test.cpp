@@ -39,7 +39,7 @@ void check_chain(Eigen::Index r, Eigen::Index c, Eigen::Index S, std::mt19937& r
                 [&](const FusedBlock<double>& b) {
                   b.node(0) = b.leaf(0) * b.leaf(1);
                   b.node(1) = b.value(0) + b.leaf(2);
-                  unary_block<double>("relu", b.node_ptr[1], b.n, b.node_ptr[2]);
+                  unary_block<double>(UnaryFn::relu, b.node_ptr[1], b.n, b.node_ptr[2]);
                   lpdf_block<double>("normal", {b.node_ptr[2], b.leaf_ptr[3], b.leaf_ptr[4]}, b.n, b.node_ptr[3]);
                   lpdf_vjp_block<double>("normal", 0, b.leaf_ptr[5], {b.node_ptr[2], b.leaf_ptr[3], b.leaf_ptr[4]}, b.n,
                                          b.node_ptr[4]);
@@ -71,7 +71,7 @@ TEST_CASE("a fused chain of whole and scalar operands runs over each draw as one
     Tensor<double> lp;
     fused<double>({&eta, &b, &y}, {&lp}, {-1, 0}, [&](const FusedBlock<double>& blk) {
       blk.node(0) = blk.leaf(0) + blk.leaf(1);
-      unary_derivative_block<double>("log1p_exp", blk.node_ptr[0], blk.node_ptr[0], blk.n, blk.node_ptr[1]);
+      unary_derivative_block<double>(UnaryFn::log1p_exp, blk.node_ptr[0], blk.node_ptr[0], blk.n, blk.node_ptr[1]);
     });
     Tensor<double> sum = add(eta, b);
     check_equal(lp, unary_derivative("log1p_exp", sum, sum));

@@ -56,3 +56,31 @@ TEST_CASE("noise is standard normal and does not depend on the range it is drawn
     for (int c = 0; c < 2; ++c)
       for (int r = 0; r < 4; ++r) CHECK(t.draw(s)(r, c) == z[(s * 2 + c) * 100 + 5 + r]);
 }
+
+TEST_CASE("noise is Box-Muller of the Philox words, computed again in double", "[kernel][noise]") {
+  // Block b of (key, stream) gives normals 4b .. 4b + 3 from its words (w0, w1, w2, w3):
+  // sqrt(-2 log u1) (cos, sin)(2 pi u2) of (w0, w1), then of (w2, w3), with u1 = (w + 1) 2^-32 and
+  // u2 = w 2^-32 rounded to float as the stream defines them. The kernel computes in float: its
+  // radius is within a few float ulps (6.66 x 3e-7) and its angle within 1e-6 rad (2 pi rounded
+  // to float, the polynomials' 3e-8), so every normal is within 1e-5 of the double value; a wrong
+  // quadrant or sign would be off by O(1).
+  const uint64_t key = 0xFEEDFACE12345ull;
+  const uint32_t stream = 7;
+  const int64_t blocks = 5000;
+  std::vector<double> z(4 * blocks);
+  normal_range<double>(key, stream, 0, 4 * blocks, z.data());
+  double worst = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    auto w = fvi::philox4x32_10({uint32_t(b), uint32_t(uint64_t(b) >> 32), stream, noise_detail::kTag},
+                                {uint32_t(key), uint32_t(key >> 32)});
+    for (int pair = 0; pair < 2; ++pair) {
+      const double u1 = std::min(1.0f, (float(w[2 * pair]) + 1.0f) * 0x1p-32f);
+      const double u2 = float(w[2 * pair + 1]) * 0x1p-32f;
+      const double r = std::sqrt(-2 * std::log(u1)), theta = 2 * M_PI * u2;
+      worst = std::max(worst, std::abs(z[4 * b + 2 * pair] - r * std::cos(theta)));
+      worst = std::max(worst, std::abs(z[4 * b + 2 * pair + 1] - r * std::sin(theta)));
+    }
+  }
+  INFO("largest difference " << worst);
+  CHECK(worst <= 1e-5);
+}

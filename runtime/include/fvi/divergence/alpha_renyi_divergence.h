@@ -57,45 +57,60 @@ T alpha_renyi_logdet_term(T alpha, T log_r) {
 
 }  // namespace internal
 
-// Coordinatewise, in blocks of kMathBlock coordinates whose temporaries stay in the first-level
-// cache, with one expm1 and one log1p per coordinate (fvi/math/array_math.h, vectorised in
-// double too): a client evaluates this at every optimiser step on every weight of a network, and
-// a scalar loop of four libm calls per coordinate cost 6 ms per step on 159k coordinates, about
-// as much as the network's kernels (2026-11-23).
+// The mean-field divergence on one block of n <= kMathBlock coordinates, from raw arrays (q's
+// mean, log sd and sd, the same of p): writes the gradient with respect to q's mean and log sd
+// and returns the block's share of the divergence (0 when !with_value: the log1p is skipped).
+// One expm1 and one log1p per coordinate (fvi/math/array_math.h, vectorised in double too), with
+// every temporary in the first-level cache: a client evaluates this at every optimiser step on
+// every weight of a network (fvi/engine/meanfield_shards.h fuses it with Adam block by block).
+template <typename T>
+T alpha_renyi_block(Eigen::Index n, const T* q_mean, const T* q_log_sd, const T* q_sd, const T* p_mean,
+                    const T* p_log_sd, const T* p_sd, T alpha, T* d_mean, T* d_log_sd, bool with_value = true) {
+  using Block = MathBlock<T>;
+  using In = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using Out = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+  const Block log_r = T(2) * (In(q_log_sd, n) - In(p_log_sd, n));
+  const Block x = expm1_block(log_r);         // r - 1
+  const Block a = T(1) + (T(1) - alpha) * x;  // Sigma_a / sigma_p^2 = alpha + (1 - alpha) r
+  if (!(a > T(0)).all()) internal::throw_alpha_renyi_infinite(double(alpha));
+  const Block d = In(q_mean, n) - In(p_mean, n);
+  const Block p_var = In(p_sd, n).square();
+  const Block inv_sigma_a = (p_var * a).inverse();  // Sigma_a^{-1}: the one division per coordinate
+  const Block s = d * inv_sigma_a;                  // Sigma_a^{-1} d
+  Out(d_mean, n) = s;
+  // 2 sigma_q^2 d/d sigma_q^2: (r - 1)/a - (1 - alpha) sigma_q^2 s^2.
+  Out(d_log_sd, n) = x * p_var * inv_sigma_a - (T(1) - alpha) * In(q_sd, n).square() * s.square();
+  if (!with_value) return T(0);
+  // g(alpha, r) of the header: -[log1p(-t x) / t + log r] / (2 alpha), t = alpha - 1 (where
+  // 1 - t x = a); for alpha < 1/2 the swapped form with eigenvalue 1/r, 1/r - 1 = -x / r.
+  Block logdet;
+  if (alpha >= T(0.5)) {
+    const T t = alpha - T(1);
+    const Block scaled = t == T(0) ? Block(-x) : Block(log1p_block(-t * x) / t);
+    logdet = -(scaled + log_r) / (T(2) * alpha);
+  } else {
+    const Block xs = -x / (T(1) + x);
+    const Block scaled = alpha == T(0) ? Block(-xs) : Block(log1p_block(alpha * xs) / -alpha);
+    logdet = -(scaled - log_r) / (T(2) * (T(1) - alpha));
+  }
+  return (T(0.5) * d * s + logdet).sum();
+}
+
+// Coordinatewise, a block of kMathBlock coordinates at a time (alpha_renyi_block).
 template <typename T>
 DiagDivergenceGradient<T> alpha_renyi_divergence_gradient(const MeanFieldGaussian<T>& q,
                                                           const MeanFieldGaussian<T>& p, T alpha) {
   internal::check_same_dim("alpha_renyi_divergence", q, p);
   check_finite("alpha_renyi_divergence", "alpha", alpha);
-  using Block = MathBlock<T>;
   DiagDivergenceGradient<T> out;
   out.value = T(0);
   out.d_mean.resize(q.dim());
   out.d_log_sd.resize(q.dim());
   for (Eigen::Index i = 0; i < q.dim(); i += kMathBlock) {
     const Eigen::Index n = std::min(kMathBlock, q.dim() - i);
-    const Block log_r = T(2) * (q.log_sd().segment(i, n) - p.log_sd().segment(i, n)).array();
-    const Block x = expm1_block(log_r);       // r - 1
-    const Block a = T(1) + (T(1) - alpha) * x;  // Sigma_a / sigma_p^2 = alpha + (1 - alpha) r
-    if (!(a > T(0)).all()) internal::throw_alpha_renyi_infinite(double(alpha));
-    const Block d = (q.mean().segment(i, n) - p.mean().segment(i, n)).array();
-    const Block s = d / (p.sd().segment(i, n).array().square() * a);  // Sigma_a^{-1} d
-    // g(alpha, r) of the header: -[log1p(-t x) / t + log r] / (2 alpha), t = alpha - 1 (where
-    // 1 - t x = a); for alpha < 1/2 the swapped form with eigenvalue 1/r, 1/r - 1 = -x / r.
-    Block logdet;
-    if (alpha >= T(0.5)) {
-      const T t = alpha - T(1);
-      const Block scaled = t == T(0) ? Block(-x) : Block(log1p_block(-t * x) / t);
-      logdet = -(scaled + log_r) / (T(2) * alpha);
-    } else {
-      const Block xs = -x / (T(1) + x);
-      const Block scaled = alpha == T(0) ? Block(-xs) : Block(log1p_block(alpha * xs) / -alpha);
-      logdet = -(scaled - log_r) / (T(2) * (T(1) - alpha));
-    }
-    out.value += (T(0.5) * d * s + logdet).sum();
-    out.d_mean.segment(i, n) = s.matrix();
-    // 2 sigma_q^2 d/d sigma_q^2: (r - 1)/a - (1 - alpha) sigma_q^2 s^2.
-    out.d_log_sd.segment(i, n) = (x / a - (T(1) - alpha) * q.sd().segment(i, n).array().square() * s.square()).matrix();
+    out.value += alpha_renyi_block(n, q.mean().data() + i, q.log_sd().data() + i, q.sd().data() + i,
+                                   p.mean().data() + i, p.log_sd().data() + i, p.sd().data() + i, alpha,
+                                   out.d_mean.data() + i, out.d_log_sd.data() + i);
   }
   return out;
 }

@@ -30,36 +30,44 @@ class MeanFieldShards {
   MeanFieldShards(const Eigen::VectorXd& params, const std::optional<Q>& cavity, const Natural& cavity_natural,
                   const DivergenceSpec& divergence, const AdamOptions& adam, std::shared_ptr<WorkerPool> pool);
 
-  // q's mean and sd now: what the kernels take.
-  const Eigen::VectorXd& mean() const { return mean_; }
-  const Eigen::VectorXd& sd() const { return sd_; }
+  // q's mean and sd now, as the kernels take them (one vector per group: here the one group).
+  const std::vector<Eigen::VectorXd>& means() const { return means_; }
+  const std::vector<Eigen::VectorXd>& sds() const { return sds_; }
   // q's parameters now, [mean; log sd].
   Eigen::VectorXd params() const;
 
   struct Step {
-    double divergence = 0;  // D(q : cavity) at q before the step
-    bool finite = true;     // false: a gradient was not finite, and that shard did not move
+    double divergence = 0;  // D(q : cavity) at q before the step (0 when not asked)
+    bool finite = true;     // false: a gradient or the new q was not finite; q is then unusable
   };
-  // At the current q: the divergence, its gradient added to the loss's (`d_mean`, `d_sd`: with
-  // respect to q's mean and sd), then one Adam step on [mean; log sd].
-  Step step(const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd);
+  // At the current q: the divergence (its value only `with_value`), its gradient added to the
+  // loss's (`d_mean`, `d_sd`: with respect to q's mean and sd), then one Adam step on
+  // [mean; log sd].
+  Step step(const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool with_value = true);
 
  private:
   struct Shard {
     Eigen::Index begin = 0, size = 0;
     Eigen::VectorXd params;  // [mean; log sd] of the shard's coordinates
-    Q q;                     // at params
     std::optional<Adam<double>> adam;
     std::optional<Q> cavity;
     Natural cavity_natural;
-    Eigen::VectorXd gradient;
+    Eigen::VectorXd gradient;  // whole_step's
   };
-  void publish(const Shard& s);  // the shard's q into mean_ and sd_
+  // alpha-Renyi to a proper cavity: the divergence's gradient, the loss's and Adam fused, a block
+  // of coordinates at a time while it is in cache.
+  double fused_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool with_value,
+                    bool& finite);
+  // Any other divergence: one pass per stage over the shard.
+  double whole_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool& finite);
+  // The shard's q at its params into means_ and sds_; false if an sd is not finite and positive.
+  bool publish(const Shard& s);
 
   DivergenceSpec divergence_;
+  bool fused_ = false;
   std::shared_ptr<WorkerPool> pool_;
   std::vector<Shard> shards_;
-  Eigen::VectorXd mean_, sd_;
+  std::vector<Eigen::VectorXd> means_{1}, sds_{1};  // q's mean and sd, written shard by shard
 };
 
 }  // namespace fvi::engine

@@ -94,14 +94,15 @@ class PviClient {
   // `draws` draws of q: the mean-field family through the kernels' local reparameterisation,
   // the full-rank one by sampling theta. The noise is a pure function of `rng`'s next values.
   Gradient loss_gradient(const Q& q, long batch, long batches, long draws, CounterRng& rng, bool with_gradient);
-  // The same for a mean-field q given by its mean and sd, through the kernels' local
-  // reparameterisation: the gradient with respect to the mean and the sd.
+  // The same for a mean-field q given by its mean and sd (one vector each: the global group),
+  // through the kernels' local reparameterisation: the gradient with respect to the mean and sd.
   struct MeanFieldGradient {
     double loss = 0;
     Eigen::VectorXd d_mean, d_sd;  // empty if not asked
   };
-  MeanFieldGradient meanfield_loss_gradient(const Eigen::VectorXd& mean, const Eigen::VectorXd& sd, long batch,
-                                            long batches, long draws, CounterRng& rng, bool with_gradient);
+  MeanFieldGradient meanfield_loss_gradient(const std::vector<Eigen::VectorXd>& means,
+                                            const std::vector<Eigen::VectorXd>& sds, long batch, long batches,
+                                            long draws, CounterRng& rng, bool with_gradient);
   // The stochastic optimisation of the local objective from `params` (seed 000 Eq. 4): Adam over
   // the minibatches, with early stopping. Returns the final parameters; sets out.steps and
   // out.objective.

@@ -37,11 +37,11 @@ struct FusedBlock {
 
 // Block versions of the named operations, instantiated once in libfvi (instances.h).
 template <class T>
-void unary_block(const std::string& f, const T* x, Eigen::Index n, T* out) {
+void unary_block(UnaryFn f, const T* x, Eigen::Index n, T* out) {
   unary_eval<T>(f, ConstBlockMap<T>(x, n), BlockMap<T>(out, n));
 }
 template <class T>
-void unary_derivative_block(const std::string& f, const T* x, const T* y, Eigen::Index n, T* out) {
+void unary_derivative_block(UnaryFn f, const T* x, const T* y, Eigen::Index n, T* out) {
   unary_derivative_eval<T>(f, ConstBlockMap<T>(x, n), ConstBlockMap<T>(y, n), BlockMap<T>(out, n));
 }
 // The log density of the scalar distribution `dist` of operands xs (y, a1, ...), elementwise.

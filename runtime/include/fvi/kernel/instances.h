@@ -37,8 +37,8 @@
   P Tensor<T> index_cols<T>(const Tensor<T>&, const IntVec&);                                               \
   P Tensor<T> scatter_cols<T>(const Tensor<T>&, const IntVec&, Eigen::Index);                               \
   P Tensor<T> lpdf<T>(const std::string&, const Operands<T>&);                                              \
-  P void unary_block<T>(const std::string&, const T*, Eigen::Index, T*);                                    \
-  P void unary_derivative_block<T>(const std::string&, const T*, const T*, Eigen::Index, T*);               \
+  P void unary_block<T>(UnaryFn, const T*, Eigen::Index, T*);                                    \
+  P void unary_derivative_block<T>(UnaryFn, const T*, const T*, Eigen::Index, T*);               \
   P void lpdf_block<T>(const std::string&, const std::vector<const T*>&, Eigen::Index, T*);                 \
   P void lpdf_vjp_block<T>(const std::string&, size_t, const T*, const std::vector<const T*>&, Eigen::Index, T*); \
   P void batch_rows_into<T>(const Tensor<T>&, int64_t, int64_t, Tensor<T>&);                               \

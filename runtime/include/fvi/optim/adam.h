@@ -36,22 +36,35 @@ class Adam {
     check_size("Adam::step", "params", params.size(), m_.size());
     check_size("Adam::step", "gradient", gradient.size(), m_.size());
     check_finite("Adam::step", "gradient", gradient);
-    ++t_;
-    const T b1 = T(options_.beta1), b2 = T(options_.beta2);
-    const T c1 = T(1) - T(std::pow(options_.beta1, double(t_)));
-    const T c2 = T(1) - T(std::pow(options_.beta2, double(t_)));
-    const T lr = T(options_.learning_rate(t_ - 1)), eps = T(options_.epsilon);
+    begin_step();
     // In blocks that stay in the first-level cache: the three updates are one pass over memory
     // (a network's 318k parameters, m and v do not fit in the second level).
     constexpr Eigen::Index kBlock = 1024;
     for (Eigen::Index i = 0; i < m_.size(); i += kBlock) {
       const Eigen::Index n = std::min(kBlock, m_.size() - i);
-      auto m = m_.segment(i, n).array(), v = v_.segment(i, n).array();
-      const auto g = gradient.segment(i, n).array();
-      m = b1 * m + (T(1) - b1) * g;
-      v = b2 * v + (T(1) - b2) * g.square();
-      params.segment(i, n).array() -= lr * (m / c1) / ((v / c2).sqrt() + eps);
+      update(i, n, params.data() + i, gradient.data() + i);
     }
+  }
+
+  // The same step in pieces, for a caller that computes the gradient block by block and updates
+  // each block while it is in cache (fvi/engine/meanfield_shards.h): begin_step() once, then
+  // update() on disjoint ranges that cover every coordinate. The caller checks that the gradient
+  // is finite. params and gradient point at coordinates [offset, offset + n).
+  void begin_step() {
+    ++t_;
+    const double c1 = 1 - std::pow(options_.beta1, double(t_)), c2 = 1 - std::pow(options_.beta2, double(t_));
+    // PyTorch's arithmetic: lr m_hat / (sqrt(v_hat) + eps) as (lr / c1) m / (sqrt(v) / sqrt(c2) + eps),
+    // one division and one square root per coordinate.
+    step_size_ = T(options_.learning_rate(t_ - 1) / c1);
+    inv_sqrt_c2_ = T(1 / std::sqrt(c2));
+  }
+  void update(Eigen::Index offset, Eigen::Index n, T* params, const T* gradient) {
+    const T b1 = T(options_.beta1), b2 = T(options_.beta2), eps = T(options_.epsilon);
+    auto m = m_.segment(offset, n).array(), v = v_.segment(offset, n).array();
+    const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> g(gradient, n);
+    m = b1 * m + (T(1) - b1) * g;
+    v = b2 * v + (T(1) - b2) * g.square();
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(params, n) -= step_size_ * m / (v.sqrt() * inv_sqrt_c2_ + eps);
   }
 
   long iteration() const { return t_; }
@@ -78,6 +91,7 @@ class Adam {
  private:
   AdamOptions options_;
   long t_ = 0;
+  T step_size_ = T(0), inv_sqrt_c2_ = T(1);  // lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t), this step
   VectorX<T> m_;
   VectorX<T> v_;
 };
