@@ -24,7 +24,7 @@
 #include <random>
 
 #include "bench_util.h"
-#include "fvi/engine/pvi.h"
+#include "fashion_setting.h"
 #include "fvi/loss/likelihood_loss.h"
 #include "fvi/program/allocator.h"
 #include "fvi/program/threads.h"
@@ -136,16 +136,7 @@ int main(int argc, char** argv) {
   for (int client_threads : {1, threads})
   for (bool float32 : {false, true}) {
     fvi::program::set_blas_threads(client_threads == 1 ? threads : 1);
-    fvi::engine::PviOptions options;
-    options.loss = gce;
-    options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 2.5};
-    options.damping = 1.0 / 3;
-    options.epochs = 1;
-    options.batch_size = B;
-    options.mc_samples = S;
-    options.lr = 0.002;
-    options.init_sd = 0.0316;
-    options.precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
+    fvi::engine::PviOptions options = bench::fashion_pvi_options(B, S, 1.0 / 3, float32);
     options.threads = client_threads;
     using Q = fvi::MeanFieldGaussian<double>;
     fvi::engine::PviServer<Q> server(*m, view, options.seed);

@@ -14,12 +14,12 @@
 #include <random>
 
 #include "bench_util.h"
-#include "fvi/engine/pvi.h"
+#include "fashion_setting.h"
 #include "fvi/program/allocator.h"
 #include "fvi/program/pvi_rounds.h"
+#include "fvi/program/threads.h"
 
 extern "C" const fvi_model* fvi_model_bnn_classifier(void);
-extern "C" __attribute__((weak)) void openblas_set_num_threads(int);
 
 namespace {
 
@@ -72,18 +72,9 @@ int main(int argc, char** argv) {
               speak, flops / 1e9);
 
   // As NAME-sim does: one BLAS thread per silo thread.
-  if (openblas_set_num_threads) openblas_set_num_threads(1);
+  fvi::program::set_blas_threads(1);
   for (bool float32 : {true, false}) {
-    fvi::engine::PviOptions options;
-    options.loss = fvi::LossSpec::generalized_cross_entropy(0.8);
-    options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 2.5};
-    options.damping = 1.0 / kSilos;
-    options.epochs = 1;
-    options.batch_size = kBatch;
-    options.mc_samples = S;
-    options.lr = 0.002;
-    options.init_sd = 0.0316;
-    options.precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
+    const fvi::engine::PviOptions options = bench::fashion_pvi_options(kBatch, S, 1.0 / kSilos, float32);
     using Q = fvi::MeanFieldGaussian<double>;
     fvi::engine::PviServer<Q> server(model, public_data.view(), options.seed);
     std::vector<std::unique_ptr<fvi::engine::PviClient<Q>>> clients;

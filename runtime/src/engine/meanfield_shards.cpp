@@ -6,6 +6,16 @@
 
 namespace fvi::engine {
 
+namespace {
+
+// Whether q's mean and sd (a shard's, or a block of it) are usable: finite, and sd > 0.
+template <class M, class S>
+bool usable(const Eigen::ArrayBase<M>& mean, const Eigen::ArrayBase<S>& sd) {
+  return mean.isFinite().all() && (sd > 0).all() && sd.isFinite().all();
+}
+
+}  // namespace
+
 MeanFieldShards::MeanFieldShards(const Eigen::VectorXd& params, const std::optional<Q>& cavity,
                                  const Natural& cavity_natural, const DivergenceSpec& divergence,
                                  const AdamOptions& adam, std::shared_ptr<WorkerPool> pool)
@@ -36,7 +46,7 @@ bool MeanFieldShards::publish(const Shard& s) {
   means_[0].segment(s.begin, n) = s.params.head(n);
   auto sd = sds_[0].segment(s.begin, n).array();
   sd = s.params.tail(n).array().exp();
-  return s.params.head(n).allFinite() && (sd > 0).all() && (sd < std::numeric_limits<double>::infinity()).all();
+  return usable(s.params.head(n).array(), sd);
 }
 
 Eigen::VectorXd MeanFieldShards::params() const {
@@ -79,7 +89,7 @@ double MeanFieldShards::fused_step(Shard& s, const Eigen::VectorXd& d_mean, cons
     Array new_mean(means_[0].data() + at, m), new_sd(sd, m);
     new_mean = ConstArray(mean + i, m);
     new_sd = ConstArray(log_sd + i, m).exp();
-    if (!new_mean.isFinite().all() || !(new_sd > 0).all() || !new_sd.isFinite().all()) {
+    if (!usable(new_mean, new_sd)) {
       finite = false;
       return value;
     }

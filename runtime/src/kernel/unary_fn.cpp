@@ -1,4 +1,4 @@
-// Names of the unary functions of the kernels (fvi/kernel/ops.h UnaryFn), in enum order.
+// Names of the unary functions of the kernels (fvi/kernel/ops.h UnaryFn), from the same list.
 #include <iterator>
 #include <stdexcept>
 
@@ -8,11 +8,9 @@ namespace fvi::kernel {
 
 namespace {
 
-constexpr const char* kNames[] = {"exp",   "log",       "log1p",  "expm1", "log1m",    "inv_logit",     "logit",
-                                  "log_inv_logit", "log1m_inv_logit", "log1p_exp", "tanh", "sin", "cos",  "sqrt",
-                                  "safe_sqrt",     "square",          "inv",       "inv_sqrt", "relu", "lgamma",
-                                  "digamma",       "erf",             "Phi",       "fabs", "abs", "neg"};
-static_assert(std::size(kNames) == size_t(UnaryFn::neg) + 1, "one name per UnaryFn");
+#define FVI_UNARY_NAME(name) #name,
+constexpr const char* kNames[] = {FVI_UNARY_FUNCTIONS(FVI_UNARY_NAME)};
+#undef FVI_UNARY_NAME
 
 }  // namespace
 

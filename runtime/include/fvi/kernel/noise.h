@@ -83,8 +83,8 @@ inline void cos_sin_turns(const float* u, float* cos_out, float* sin_out) {
 }
 
 // Normals 4 * first_block .. 4 * (first_block + kLanes) - 1 of the stream into z (4 * kLanes).
-// Box-Muller runs in float whatever T: Eigen vectorises float log, sin and cos (not double's),
-// and float resolution is far below Monte Carlo error.
+// Box-Muller runs in float whatever T (Eigen vectorises float log, not double's; cos_sin_turns is
+// float), and float resolution is far below Monte Carlo error.
 inline void normal_lanes(uint64_t first_block, uint32_t stream, uint64_t key, float* z) {
   uint32_t w[4][kLanes];
   philox_lanes(first_block, stream, key, w);

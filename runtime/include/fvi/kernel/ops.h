@@ -148,7 +148,14 @@ auto inv_logit_array(const A& x) {
 // The unary functions of stdlib/builtins.cpp. Fused loops (fused.h) name them by this enum, whose
 // enumerators are the functions' own names, so that a block of 1,024 elements does not pay a chain
 // of string comparisons (3% of a network's kernels in `perf`, 2026-11-23).
-enum class UnaryFn { exp, log, log1p, expm1, log1m, inv_logit, logit, log_inv_logit, log1m_inv_logit, log1p_exp, tanh, sin, cos, sqrt, safe_sqrt, square, inv, inv_sqrt, relu, lgamma, digamma, erf, Phi, fabs, abs, neg };
+// The one list: X(name) for each function, giving the enum here and the names in unary_fn.cpp.
+#define FVI_UNARY_FUNCTIONS(X)                                                                        \
+  X(exp) X(log) X(log1p) X(expm1) X(log1m) X(inv_logit) X(logit) X(log_inv_logit) X(log1m_inv_logit) \
+  X(log1p_exp) X(tanh) X(sin) X(cos) X(sqrt) X(safe_sqrt) X(square) X(inv) X(inv_sqrt) X(relu)        \
+  X(lgamma) X(digamma) X(erf) X(Phi) X(fabs) X(abs) X(neg)
+#define FVI_UNARY_ENUMERATOR(name) name,
+enum class UnaryFn { FVI_UNARY_FUNCTIONS(FVI_UNARY_ENUMERATOR) };
+#undef FVI_UNARY_ENUMERATOR
 
 // The function called `name` (throws std::invalid_argument for an unknown name), and back.
 UnaryFn unary_fn(const std::string& name);
