@@ -13,15 +13,22 @@ using namespace fvi::kernel;
 
 TEST_CASE("noise blocks are Philox4x32-10 of (index, stream, tag) under the key", "[kernel][noise]") {
   const uint64_t key = 0x0123456789ABCDEFull;
-  uint32_t w[4][noise_detail::kLanes];
   const uint64_t first = (uint64_t(7) << 32) + 0xFFFFFFF8u;  // crosses a 32-bit boundary
-  noise_detail::philox_lanes(first, 42, key, w);
-  for (int i = 0; i < noise_detail::kLanes; ++i) {
-    uint64_t b = first + i;
-    auto expected = fvi::philox4x32_10({uint32_t(b), uint32_t(b >> 32), 42u, noise_detail::kTag},
-                                       {uint32_t(key), uint32_t(key >> 32)});
-    for (int k = 0; k < 4; ++k) CHECK(w[k][i] == expected[k]);
-  }
+  auto check_lanes = [&](void (*lanes)(uint64_t, uint32_t, uint64_t, uint32_t[4][noise_detail::kLanes])) {
+    uint32_t w[4][noise_detail::kLanes];
+    lanes(first, 42, key, w);
+    for (int i = 0; i < noise_detail::kLanes; ++i) {
+      uint64_t b = first + i;
+      auto expected = fvi::philox4x32_10({uint32_t(b), uint32_t(b >> 32), 42u, noise_detail::kTag},
+                                         {uint32_t(key), uint32_t(key >> 32)});
+      for (int k = 0; k < 4; ++k) CHECK(w[k][i] == expected[k]);
+    }
+  };
+  check_lanes(noise_detail::philox_lanes);
+  check_lanes(noise_detail::philox_lanes_portable);
+#ifdef __AVX2__
+  check_lanes(noise_detail::philox_lanes_avx2);
+#endif
 }
 
 TEST_CASE("noise is standard normal and does not depend on the range it is drawn in", "[kernel][noise]") {
