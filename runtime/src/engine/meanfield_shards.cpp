@@ -8,10 +8,18 @@ namespace fvi::engine {
 
 namespace {
 
+// Whether every element is finite, in one vectorised pass: x * 0 is 0 for finite x and NaN for
+// inf or NaN, and a NaN anywhere makes the sum NaN. (Eigen's isFinite().all() is a scalar loop
+// with an early exit: a third of a fused step's own time.)
+template <class A>
+bool all_finite(const Eigen::ArrayBase<A>& a) {
+  return (a * typename A::Scalar(0)).sum() == 0;
+}
+
 // Whether q's mean and sd (a shard's, or a block of it) are usable: finite, and sd > 0.
 template <class M, class S>
 bool usable(const Eigen::ArrayBase<M>& mean, const Eigen::ArrayBase<S>& sd) {
-  return mean.isFinite().all() && (sd > 0).all() && sd.isFinite().all();
+  return all_finite(mean) && all_finite(sd) && (sd.size() == 0 || sd.minCoeff() > 0);
 }
 
 }  // namespace
@@ -80,7 +88,7 @@ double MeanFieldShards::fused_step(Shard& s, const Eigen::VectorXd& d_mean, cons
     Array gm(g_mean, m), gl(g_log_sd, m);
     gm += ConstArray(d_mean.data() + at, m);
     gl += ConstArray(d_sd.data() + at, m) * ConstArray(sd, m);
-    if (!gm.isFinite().all() || !gl.isFinite().all()) {
+    if (!all_finite(gm) || !all_finite(gl)) {
       finite = false;
       return value;
     }

@@ -152,3 +152,24 @@ TEST_CASE("a PVI client update on two threads equals the update on one", "[engin
   // damping x lr / 10^2 = 2.5e-4 at the prior's sd of 10.
   CHECK(deltas[0].eta1.cwiseAbs().maxCoeff() > 1e-4);
 }
+
+TEST_CASE("a PVI client whose steps overflow says so, on one thread and on two", "[engine][threads]") {
+  std::mt19937_64 rng(23);
+  Data data = logreg_data(300, 3, rng);
+  const fvi_model& model = *fvi_model_robust_logreg();
+  using Q = fvi::MeanFieldGaussian<double>;
+  fvi::engine::PviOptions options;
+  options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 1.5};
+  options.epochs = 2;
+  options.batch_size = 100;
+  options.mc_samples = 4;
+  // Adam moves each coordinate by about lr a step: log sd jumps by 1e300, so sd = exp(log sd)
+  // overflows to inf at the first step (or the means make the logits overflow at the next).
+  options.lr = 1e300;
+  fvi::engine::PviServer<Q> server(model, data.abi(), options.seed);
+  for (int threads : {1, 2}) {
+    options.threads = threads;
+    fvi::engine::PviClient<Q> client(model, data.abi(), 1, options);
+    CHECK_THROWS_WITH(client.update(server.posterior(), 1), Catch::Contains("not finite"));
+  }
+}
