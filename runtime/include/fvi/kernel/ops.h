@@ -332,11 +332,12 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
 // The adjoint of matmul's left operand: g * b', summed to `a_draws` draws.
 template <class T>
 Tensor<T> matmul_grad_left(const Tensor<T>& g, const Tensor<T>& b, Eigen::Index a_draws) {
-  Tensor<T> out(g.rows, b.rows, a_draws);
   if (a_draws == 1 && b.draws == g.draws) {
+    Tensor<T> out = Tensor<T>::uninitialized(g.rows, b.rows, a_draws);  // the product writes it all
     out.m.noalias() = g.m * b.m.transpose();  // sum over draws inside one product
     return out;
   }
+  Tensor<T> out(g.rows, b.rows, a_draws);
   for (Eigen::Index s = 0; s < g.draws; ++s) {
     if (a_draws == 1) out.m.noalias() += g.draw(s) * b.draw(s).transpose();
     else out.draw(s).noalias() = g.draw(s) * b.draw(s).transpose();
@@ -347,11 +348,12 @@ Tensor<T> matmul_grad_left(const Tensor<T>& g, const Tensor<T>& b, Eigen::Index 
 // The adjoint of matmul's right operand: a' * g, summed to `b_draws` draws.
 template <class T>
 Tensor<T> matmul_grad_right(const Tensor<T>& a, const Tensor<T>& g, Eigen::Index b_draws) {
-  Tensor<T> out(a.cols, g.cols, b_draws);
   if (a.draws == 1 && b_draws == g.draws) {
+    Tensor<T> out = Tensor<T>::uninitialized(a.cols, g.cols, b_draws);  // the product writes it all
     out.m.noalias() = a.m.transpose() * g.m;  // every draw in one product
     return out;
   }
+  Tensor<T> out(a.cols, g.cols, b_draws);
   for (Eigen::Index s = 0; s < g.draws; ++s) {
     if (b_draws == 1) out.m.noalias() += a.draw(s).transpose() * g.draw(s);
     else out.draw(s).noalias() = a.draw(s).transpose() * g.draw(s);
