@@ -12,6 +12,10 @@
 // one block before the next; log1p_array / expm1_array do that for a whole vector.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -23,6 +27,42 @@ constexpr Eigen::Index kMathBlock = 256;
 template <class T>
 using MathBlock = Eigen::Array<T, Eigen::Dynamic, 1, Eigen::ColMajor, kMathBlock, 1>;
 
+// Selects and tests in integer operations on the bits. Under GCC's default -ftrapping-math a
+// floating-point comparison may trap (on NaN), so a select on one, or an operation done only on
+// one side of it, is control flow, and the loop around it stays scalar (expm1_block's did: a
+// quarter of a client's optimiser step). Both sides are computed; the select is a bitwise blend.
+template <class T>
+using BitsOf = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
+
+template <class T>
+BitsOf<T> bits_of(T x) {
+  BitsOf<T> bits;
+  std::memcpy(&bits, &x, sizeof(T));
+  return bits;
+}
+
+// take_a ? a : b.
+template <class T>
+T select_bits(bool take_a, T a, T b) {
+  const BitsOf<T> mask = -BitsOf<T>(take_a), out_bits = (bits_of(a) & mask) | (bits_of(b) & ~mask);
+  T out;
+  std::memcpy(&out, &out_bits, sizeof(T));
+  return out;
+}
+
+// |y| < 1/2 (false for NaN, whose magnitude bits are above every finite number's).
+template <class T>
+bool below_half(T y) {
+  return (bits_of(y) & std::numeric_limits<BitsOf<T>>::max()) < bits_of(T(0.5));
+}
+
+// 0 < u <= the largest finite number (false for NaN). A positive float's bits, read as a signed
+// integer, are positive and ordered as the numbers are; a negative one's are negative.
+template <class T>
+bool positive_finite(T u) {
+  return bits_of(u) > 0 && bits_of(u) <= bits_of(Eigen::NumTraits<T>::highest());
+}
+
 // log1p(z) = log(u) - ((u - 1) - z) / u with u = fl(1 + z): the correction removes the rounding of
 // 1 + z (u - 1 is exact), so tiny z gives z and no cancellation is left (the trick of
 // kernel::log1p_exp_array). Skipped where u is 0 or inf (z = -1 or inf: the correction would be
@@ -30,7 +70,8 @@ using MathBlock = Eigen::Array<T, Eigen::Dynamic, 1, Eigen::ColMajor, kMathBlock
 //
 // Both functions evaluate their transcendental over the whole block into a temporary (Eigen's
 // vectorised log and exp) and do the rest in one plain loop over raw arrays, which GCC
-// vectorises: Eigen's select() has no vectorised path (a select over `y.exp()` called libm once
+// vectorises with its select in integer operations (select_bits): Eigen's select() has no
+// vectorised path (a select over `y.exp()` called libm once
 // per element), and a Horner step per Eigen expression is a pass over the block each.
 template <class In>
 MathBlock<typename In::Scalar> log1p_block(const Eigen::ArrayBase<In>& z_in) {
@@ -42,8 +83,7 @@ MathBlock<typename In::Scalar> log1p_block(const Eigen::ArrayBase<In>& z_in) {
   const T *zp = z.data(), *up = u.data(), *lp = log_u.data();
   T* o = out.data();
   for (Eigen::Index i = 0; i < z.size(); ++i) {
-    const bool correct = up[i] > T(0) && up[i] < Eigen::NumTraits<T>::highest();
-    o[i] = correct ? lp[i] - ((up[i] - T(1)) - zp[i]) / up[i] : lp[i];
+    o[i] = select_bits(positive_finite(up[i]), lp[i] - ((up[i] - T(1)) - zp[i]) / up[i], lp[i]);
   }
   return out;
 }
@@ -62,7 +102,7 @@ MathBlock<typename In::Scalar> expm1_block(const Eigen::ArrayBase<In>& y_in) {
     const T yi = yp[i];
     T p = T(1) + yi * T(1.0 / 14);
     for (int k = 13; k >= 2; --k) p = T(1) + (yi * T(1.0 / k)) * p;
-    o[i] = std::abs(yi) < T(0.5) ? yi * p : ep[i] - T(1);
+    o[i] = select_bits(below_half(yi), yi * p, ep[i] - T(1));
   }
   return out;
 }
