@@ -92,3 +92,39 @@ TEST_CASE("bernoulli_logit's fused log density and partial equal the unfused one
   check_equal(lp, lpdf<double>("bernoulli_logit", {&y, &eta}));
   check_equal(d, lpdf_vjp<double>("bernoulli_logit", 1, g, {&y, &eta}));
 }
+
+// relu' and safe_sqrt' run as plain loops with bitwise selects (unary_derivative_array): the
+// values of the plain comparisons, at zero of either sign, infinities, NaN, denormals and the
+// largest numbers, in both precisions.
+template <class T>
+void check_positive_selects() {
+  using L = std::numeric_limits<T>;
+  const std::vector<T> v = {T(0), -T(0), T(1), T(-1), L::infinity(), -L::infinity(), L::quiet_NaN(),
+                            -L::quiet_NaN(), L::denorm_min(), -L::denorm_min(), L::max(), L::lowest(),
+                            L::min(), T(1e-30), T(-2.5), T(3.75)};
+  const Eigen::Index n = Eigen::Index(v.size());
+  std::vector<T> relu_d(v.size()), sqrt_d(v.size());
+  unary_derivative_array<T>(UnaryFn::relu, v.data(), v.data(), n, relu_d.data());
+  unary_derivative_array<T>(UnaryFn::safe_sqrt, v.data(), v.data(), n, sqrt_d.data());
+  for (size_t i = 0; i < v.size(); ++i) {
+    INFO("x = " << v[i]);
+    CHECK(relu_d[i] == (v[i] > 0 ? T(1) : T(0)));
+    if (v[i] > 0) CHECK(sqrt_d[i] == T(0.5) / v[i]);
+    else CHECK(sqrt_d[i] == T(0));
+  }
+  // Through the fused block and the unfused tensor operation alike.
+  std::vector<T> block(v.size());
+  unary_derivative_block<T>(UnaryFn::relu, v.data(), v.data(), n, block.data());
+  CHECK(block == relu_d);
+}
+
+TEST_CASE("relu' and safe_sqrt' by bitwise selects equal the plain comparisons", "[kernel][fused]") {
+  check_positive_selects<double>();
+  check_positive_selects<float>();
+  Tensor<double> x(3, 1, 1);
+  x.m << -1, 0, 2;
+  Tensor<double> d = unary_derivative("relu", x, x);
+  CHECK(d.m(0, 0) == 0);
+  CHECK(d.m(1, 0) == 0);
+  CHECK(d.m(2, 0) == 1);
+}

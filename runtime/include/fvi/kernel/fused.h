@@ -42,7 +42,7 @@ void unary_block(UnaryFn f, const T* x, Eigen::Index n, T* out) {
 }
 template <class T>
 void unary_derivative_block(UnaryFn f, const T* x, const T* y, Eigen::Index n, T* out) {
-  unary_derivative_eval<T>(f, ConstBlockMap<T>(x, n), ConstBlockMap<T>(y, n), BlockMap<T>(out, n));
+  unary_derivative_array<T>(f, x, y, n, out);
 }
 // The log density of the scalar distribution `dist` of operands xs (y, a1, ...), elementwise.
 template <class T>

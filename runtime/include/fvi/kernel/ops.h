@@ -10,6 +10,7 @@
 #include <string>
 
 #include "fvi/kernel/tensor.h"
+#include "fvi/math/array_math.h"
 
 namespace fvi::kernel {
 
@@ -301,10 +302,26 @@ void unary_derivative_eval(const std::string& f, const X& x, const Y& y, Out&& o
   unary_derivative_eval<T>(unary_fn(f), x, y, std::forward<Out>(out));
 }
 
+// unary_derivative_eval on n contiguous elements, with relu' and safe_sqrt' as plain loops whose
+// selects are bitwise blends (fvi/math/array_math.h): Eigen runs their comparisons one element at
+// a time (relu' took 0.55 ns an element, against 0.08 for square'). The same values: the tests
+// compare this with unary_derivative_eval, edge values included.
+template <class T>
+void unary_derivative_array(UnaryFn f, const T* x, const T* y, Eigen::Index n, T* out) {
+  if (f == UnaryFn::relu) {
+    for (Eigen::Index i = 0; i < n; ++i) out[i] = select_bits(is_positive(x[i]), T(1), T(0));
+  } else if (f == UnaryFn::safe_sqrt) {
+    for (Eigen::Index i = 0; i < n; ++i) out[i] = select_bits(is_positive(y[i]), T(0.5) / y[i], T(0));
+  } else {
+    using Map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    unary_derivative_eval<T>(f, Map(x, n), Map(y, n), Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out, n));
+  }
+}
+
 template <class T>
 Tensor<T> unary_derivative(const std::string& f, const Tensor<T>& x, const Tensor<T>& y) {
   Tensor<T> out = Tensor<T>::uninitialized(x.rows, x.cols, x.draws);
-  unary_derivative_eval<T>(f, x.m.array(), y.m.array(), out.m.array());
+  unary_derivative_array<T>(unary_fn(f), x.m.data(), y.m.data(), x.m.size(), out.m.data());
   return out;
 }
 

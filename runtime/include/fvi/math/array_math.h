@@ -56,8 +56,14 @@ bool below_half(T y) {
   return (bits_of(y) & std::numeric_limits<BitsOf<T>>::max()) < bits_of(T(0.5));
 }
 
-// 0 < u <= the largest finite number (false for NaN). A positive float's bits, read as a signed
-// integer, are positive and ordered as the numbers are; a negative one's are negative.
+// x > 0 (false for NaN). A positive float's bits, read as a signed integer, are positive and
+// ordered as the numbers are; a negative one's are negative; +inf's are below every NaN's.
+template <class T>
+bool is_positive(T x) {
+  return bits_of(x) > 0 && bits_of(x) <= bits_of(std::numeric_limits<T>::infinity());
+}
+
+// 0 < u <= the largest finite number (false for NaN), as is_positive.
 template <class T>
 bool positive_finite(T u) {
   return bits_of(u) > 0 && bits_of(u) <= bits_of(Eigen::NumTraits<T>::highest());
