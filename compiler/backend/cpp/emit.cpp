@@ -358,14 +358,16 @@ class Emitter {
     o << "  void backward(const fvi_tensor* const* seeds, fvi_tensor* gradients) override {\n";
     o << "    if (meanfield_) throw std::logic_error(\"backward() after forward_meanfield(): call backward_meanfield()\");\n";
     statements(o, f, f.forward_end, static_cast<int>(f.nodes.size()), false);
+    // Each group's gradient written once into the caller's buffer (abi_support.h write_gradient).
     for (size_t g = 0; g < f.groups.size(); ++g) {
-      o << "    Tensor<Real> g" << g << " = Tensor<Real>::zeros_like(in_[" << g << "]);\n";
+      std::string pieces;
       for (const auto& [input, adjoint] : f.input_adjoints) {
         const Node& n = f.nodes[input];
         if (n.name != f.groups[g]) continue;
-        o << "    add_to_slice(g" << g << ", " << ref(f, adjoint, false) << ", " << sizes_(n.offset) << ");\n";
+        pieces += std::string(pieces.empty() ? "" : ", ") + "{" + ref(f, adjoint, false) + ", " + sizes_(n.offset) + "}";
       }
-      o << "    copy_to_abi(g" << g << ", gradients[" << g << "]);\n";
+      const std::string in = "in_[" + std::to_string(g) + "]";
+      o << "    write_gradient<Real>({" << pieces << "}, " << in << ".size(), " << in << ".draws, gradients[" << g << "]);\n";
     }
     o << "  }\n\n";
     meanfield_passes(o, mf);
@@ -434,22 +436,30 @@ class Emitter {
     o << "  void backward_meanfield(const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds) override {\n";
     o << "    if (!meanfield_) throw std::logic_error(\"backward_meanfield() needs forward_meanfield() first\");\n";
     statements(o, mf, mf.forward_end, static_cast<int>(mf.nodes.size()), true);
+    // Per group: the sampled slices' adjoints gathered in the compact d theta and taken through
+    // theta = mean + sd eps (meanfield_chain); the locally reparameterised slices' adjoints of
+    // their Mean and Sd leaves as they are; each gradient written once (write_gradient).
     for (size_t g = 0; g < mf.groups.size(); ++g) {
-      std::string dt = "dt" + std::to_string(g), dm = "dm" + std::to_string(g), ds = "ds" + std::to_string(g);
-      o << "    Tensor<Real> " << dt << " = Tensor<Real>::zeros_like(theta_[" << g << "]);\n";
-      o << "    Tensor<Real> " << dm << " = Tensor<Real>::zeros_like(mean_[" << g << "]), " << ds
-        << " = Tensor<Real>::zeros_like(mean_[" << g << "]);\n";
+      const std::string G = std::to_string(g), dt = "dt" + G, pm = "pm" + G, ps = "ps" + G;
+      o << "    Tensor<Real> " << dt << " = Tensor<Real>::zeros_like(theta_[" << G << "]), dmc" << G << ", dsc" << G
+        << ";\n";
+      std::string mean_pieces, sd_pieces;
       for (const auto& [input, adjoint] : mf.input_adjoints) {
         const Node& n = mf.nodes[input];
         if (n.name != mf.groups[g]) continue;
-        std::string target = n.op == Op::Input ? dt : n.op == Op::Mean ? dm : ds;
-        std::string offset = n.op == Op::Input ? compact_offset(mf, input) : sizes_(n.offset);
-        o << "    add_to_slice(" << target << ", " << ref(mf, adjoint, true) << ", " << offset << ");\n";
+        if (n.op == Op::Input) {
+          o << "    add_to_slice(" << dt << ", " << ref(mf, adjoint, true) << ", " << compact_offset(mf, input) << ");\n";
+          continue;
+        }
+        std::string& pieces = n.op == Op::Mean ? mean_pieces : sd_pieces;
+        pieces += std::string(pieces.empty() ? "" : ", ") + "{" + ref(mf, adjoint, true) + ", " + sizes_(n.offset) + "}";
       }
-      o << "    meanfield_chain(" << dt << ", eps_[" << g << "], has_sd_[" << g << "], " << ranges_of(mf, g) << ", " << dm
-        << ", " << ds << ");\n";
-      o << "    copy_to_abi(" << dm << ", d_means[" << g << "]);\n";
-      o << "    if (d_sds && d_sds[" << g << "].data) copy_to_abi(" << ds << ", d_sds[" << g << "]);\n";
+      o << "    std::vector<GradientPiece<Real>> " << pm << "{" << mean_pieces << "}, " << ps << "{" << sd_pieces << "};\n";
+      o << "    meanfield_chain(" << dt << ", eps_[" << G << "], has_sd_[" << G << "], " << ranges_of(mf, g) << ", dmc" << G
+        << ", dsc" << G << ", " << pm << ", " << ps << ");\n";
+      o << "    write_gradient<Real>(" << pm << ", mean_[" << G << "].size(), 1, d_means[" << G << "]);\n";
+      o << "    if (d_sds && d_sds[" << G << "].data) write_gradient<Real>(" << ps << ", mean_[" << G << "].size(), 1, d_sds["
+        << G << "]);\n";
     }
     o << "  }\n\n";
   }

@@ -1,6 +1,7 @@
 #pragma once
 // What generated kernels need around the C ABI (abi.h): converting tensors, finding a party's
 // data by name with its declared shape checked, and turning exceptions into fvi_error messages.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -54,6 +55,64 @@ fvi_tensor export_abi(const Tensor<T>& t, Tensor<double>& buffer) {
   buffer.reshape_for(t.rows, t.cols, t.draws);
   buffer.m = t.m.template cast<double>();
   return to_abi(buffer);
+}
+
+// A piece of a group's gradient: `length` values (each with `draws` draws, as a Tensor stores
+// them) that belong at `offset` of the group.
+template <class T>
+struct GradientPiece {
+  const T* data;
+  int64_t length, draws, offset;
+  GradientPiece(const T* values, int64_t n, int64_t s, int64_t at) : data(values), length(n), draws(s), offset(at) {}
+  GradientPiece(const Tensor<T>& value, int64_t at) : GradientPiece(value.m.data(), value.size(), value.draws, at) {}
+};
+
+// A group of `size` values with `draws` draws: its gradient written into the caller's buffer in
+// one pass, each element once: the pieces converted to double (summed over their draws where the
+// group has one), added where pieces overlap, zeros where none falls. (It was a zero-filled
+// tensor, each piece added into it, then a converting copy: three passes over a network's weights
+// per call.) The pieces are sorted here.
+template <class T>
+void write_gradient(std::vector<GradientPiece<T>> pieces, int64_t size, int64_t draws, fvi_tensor& out) {
+  if (out.rows * out.cols * out.draws != size * draws)
+    throw ShapeError("gradient buffer of " + shape_string(out.rows, out.cols, out.draws) + " for " +
+                     shape_string(size, 1, draws));
+  std::sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  Eigen::Map<Mat<double>> o(out.data, size, draws);
+  int64_t written = 0;  // [0, written) holds its final value or a partial sum
+  for (const GradientPiece<T>& p : pieces) {
+    if (p.offset < 0 || p.offset + p.length > size) throw ShapeError("a gradient piece past the end of its group");
+    if (p.draws != draws && p.draws != 1 && draws != 1)
+      throw ShapeError("a gradient piece of " + std::to_string(p.draws) + " draws for a group of " + std::to_string(draws));
+    const Eigen::Map<const Mat<T>> v(p.data, p.length, p.draws);
+    // Rows [first, first + n) of the piece into the group's rows from `at`: as they are, summed
+    // over the piece's draws for a group of one, or the same for every draw of the group.
+    const auto put = [&](bool add, int64_t first, int64_t at, int64_t n) {
+      auto target = o.middleRows(at, n);
+      const auto rows = v.middleRows(first, n).template cast<double>();
+      if (p.draws == draws) {
+        if (add) target += rows;
+        else target = rows;
+      } else if (draws == 1) {
+        if (add) target += rows.rowwise().sum();
+        else target = rows.rowwise().sum();
+      } else {
+        if (add) target.colwise() += rows.col(0);
+        else target.colwise() = rows.col(0);
+      }
+    };
+    if (p.offset > written) {
+      o.middleRows(written, p.offset - written).setZero();
+      written = p.offset;
+    }
+    const int64_t end = p.offset + p.length, overlap = std::min(written, end) - p.offset;
+    if (overlap > 0) put(true, 0, p.offset, overlap);  // onto an earlier piece
+    if (end > written) {
+      put(false, written - p.offset, written, end - written);
+      written = end;
+    }
+  }
+  if (written < size) o.middleRows(written, size - written).setZero();
 }
 
 template <class T>
@@ -141,17 +200,25 @@ void meanfield_sample(const Tensor<T>& mean, const Tensor<T>* sd, Eigen::Index d
   }
 }
 
-// The gradients of a mean-field sample's mean and sd (group-sized) from the gradient of its
-// compact theta (meanfield_sample): d mean += sum_s d theta, d sd += sum_s d theta .* eps.
+// The chain rule through theta = mean + sd eps for the `ranges` of the group that the kernel
+// samples (their compact rows in d_theta and eps, as meanfield_sample): d mean = d theta summed
+// over the draws, d sd = (d theta .* eps) summed (nothing without a sd), compact, into
+// `d_mean` / `d_sd`, and one piece per range appended to `mean_pieces` / `sd_pieces` for
+// write_gradient (which reads them from d_mean / d_sd: they must outlive it).
 template <class T>
 void meanfield_chain(const Tensor<T>& d_theta, const Tensor<T>& eps, bool sampled,
-                     const std::vector<std::pair<int64_t, int64_t>>& ranges, Tensor<T>& d_mean, Tensor<T>& d_sd) {
+                     const std::vector<std::pair<int64_t, int64_t>>& ranges, Tensor<T>& d_mean, Tensor<T>& d_sd,
+                     std::vector<GradientPiece<T>>& mean_pieces, std::vector<GradientPiece<T>>& sd_pieces) {
+  d_mean.reshape_for(d_theta.rows, 1, 1);
+  d_mean.m = d_theta.m.rowwise().sum();
+  if (sampled) {
+    d_sd.reshape_for(d_theta.rows, 1, 1);
+    d_sd.m = (d_theta.m.array() * eps.m.array()).rowwise().sum().matrix();
+  }
   int64_t at = 0;
   for (const auto& [offset, length] : ranges) {
-    d_mean.m.col(0).segment(offset, length) += d_theta.m.middleRows(at, length).rowwise().sum();
-    if (sampled)
-      d_sd.m.col(0).segment(offset, length) +=
-          (d_theta.m.middleRows(at, length).array() * eps.m.middleRows(at, length).array()).rowwise().sum().matrix();
+    mean_pieces.push_back({d_mean.m.data() + at, length, 1, offset});
+    if (sampled) sd_pieces.push_back({d_sd.m.data() + at, length, 1, offset});
     at += length;
   }
 }
