@@ -364,7 +364,7 @@ class Emitter {
       for (const auto& [input, adjoint] : f.input_adjoints) {
         const Node& n = f.nodes[input];
         if (n.name != f.groups[g]) continue;
-        pieces += std::string(pieces.empty() ? "" : ", ") + "{" + ref(f, adjoint, false) + ", " + sizes_(n.offset) + "}";
+        append_piece(pieces, ref(f, adjoint, false), sizes_(n.offset));
       }
       const std::string in = "in_[" + std::to_string(g) + "]";
       o << "    write_gradient<Real>({" << pieces << "}, " << in << ".size(), " << in << ".draws, gradients[" << g << "]);\n";
@@ -383,6 +383,11 @@ class Emitter {
     o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << std::max(f.nodes.size(), mf.nodes.size()) << ");\n";
     o << "  Tensor<double> exported_[" << f.arguments.size() + 2 << "];\n";
     o << "};\n\n";
+  }
+
+  // One `{value, offset}` GradientPiece of write_gradient's list (abi_support.h), comma-separated.
+  static void append_piece(std::string& list, const std::string& value, const std::string& offset) {
+    list += (list.empty() ? "{" : ", {") + value + ", " + offset + "}";
   }
 
   // forward_meanfield / backward_meanfield from the factor's mean-field variant: each group's
@@ -451,8 +456,7 @@ class Emitter {
           o << "    add_to_slice(" << dt << ", " << ref(mf, adjoint, true) << ", " << compact_offset(mf, input) << ");\n";
           continue;
         }
-        std::string& pieces = n.op == Op::Mean ? mean_pieces : sd_pieces;
-        pieces += std::string(pieces.empty() ? "" : ", ") + "{" + ref(mf, adjoint, true) + ", " + sizes_(n.offset) + "}";
+        append_piece(n.op == Op::Mean ? mean_pieces : sd_pieces, ref(mf, adjoint, true), sizes_(n.offset));
       }
       o << "    std::vector<GradientPiece<Real>> " << pm << "{" << mean_pieces << "}, " << ps << "{" << sd_pieces << "};\n";
       o << "    meanfield_chain(" << dt << ", eps_[" << G << "], has_sd_[" << G << "], " << ranges_of(mf, g) << ", dmc" << G

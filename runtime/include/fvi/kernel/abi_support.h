@@ -115,13 +115,6 @@ void write_gradient(std::vector<GradientPiece<T>> pieces, int64_t size, int64_t 
   if (written < size) o.middleRows(written, size - written).setZero();
 }
 
-template <class T>
-void copy_to_abi(const Tensor<T>& t, fvi_tensor& out) {
-  if (out.rows * out.cols * out.draws != t.m.size())
-    throw ShapeError("gradient buffer of " + shape_string(out.rows, out.cols, out.draws) + " for " + shape_string(t));
-  Eigen::Map<Mat<double>>(out.data, t.m.rows(), t.m.cols()) = t.m.template cast<double>();
-}
-
 // The data variable `name`, which must be rows x cols (a scalar is 1 x 1), converted to T.
 template <class T = double>
 Tensor<T> bind_data(const fvi_data* data, const char* name, int64_t rows, int64_t cols) {

@@ -48,7 +48,6 @@
   P Tensor<T> from_abi<T>(const fvi_tensor&);                                                               \
   P void assign_from_abi<T>(const fvi_tensor&, Tensor<T>&);                                                 \
   P void assign_seed<T>(const fvi_tensor* const*, int, const Tensor<T>&, Tensor<T>&);                      \
-  P void copy_to_abi<T>(const Tensor<T>&, fvi_tensor&);                                                     \
   P Tensor<T> bind_data<T>(const fvi_data*, const char*, int64_t, int64_t);                                 \
   P Tensor<T> batch_rows<T>(const Tensor<T>&, int64_t, int64_t);                                            \
   P IntVec batch_index<T>(const Tensor<T>&, int64_t, int64_t);                                              \

@@ -77,8 +77,8 @@ bool positive_finite(T u) {
 // Both functions evaluate their transcendental over the whole block into a temporary (Eigen's
 // vectorised log and exp) and do the rest in one plain loop over raw arrays, which GCC
 // vectorises with its select in integer operations (select_bits): Eigen's select() has no
-// vectorised path (a select over `y.exp()` called libm once
-// per element), and a Horner step per Eigen expression is a pass over the block each.
+// vectorised path (a select over `y.exp()` called libm once per element), and a Horner step per
+// Eigen expression is a pass over the block each.
 template <class In>
 MathBlock<typename In::Scalar> log1p_block(const Eigen::ArrayBase<In>& z_in) {
   using T = typename In::Scalar;
