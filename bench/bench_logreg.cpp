@@ -9,11 +9,17 @@
 // beside the ceiling the two matrix products (x w forward, x' g backward: 2 N D S flops each) put
 // on it at the best dgemm / sgemm rate of the same run: no kernel can beat that rate.
 //
+// A second figure runs the same forward + backward as the engine does on a silo
+// (fvi::engine::RowParallelFactor::loss, the negative log likelihood): the rows split between one
+// kernel state per core, each part's products single-threaded, the parts' gradients summed.
+//
 //   bench_logreg [N D S]
 #include <cstdlib>
 #include <random>
 
 #include "bench_util.h"
+#include "fvi/engine/row_parallel.h"
+#include "fvi/program/threads.h"
 
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
 
@@ -84,5 +90,18 @@ int main(int argc, char** argv) {
   report("double ", d, dpeak, products_seconds(0.0), "");
   Result f = run(m, view, N, D, S, true, double(N * D) * 4);
   report("float32", f, speak, products_seconds(0.0f), " (x held as float)");
+
+  const int threads = fvi::program::machine_threads();
+  fvi::program::set_blas_threads(1);
+  auto pool = std::make_shared<fvi::engine::WorkerPool>(threads);
+  for (bool float32 : {false, true}) {
+    const auto precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
+    fvi::engine::RowParallelFactor factor(*m, bench::factor_index(m, FVI_LIKELIHOOD), view, precision, pool);
+    const std::vector<Eigen::MatrixXd> theta{0.1 * Eigen::MatrixXd::Random(D + 1, S)};
+    double t = bench::best_seconds(10, [&] { factor.loss(fvi::LossSpec::nll(), 0, -1, theta, 1.0, true); });
+    double x_bytes = double(N * D) * (float32 ? 4 : 8), gbs = (2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8) / t / 1e9;
+    std::printf("  %s, rows split between %d threads (RowParallelFactor::loss): %.2f ms per forward + backward, "
+                "%.1f GB/s = %.0f%% of the triad\n", float32 ? "float32" : "double ", threads, 1e3 * t, gbs, 100 * gbs / triad);
+  }
   return 0;
 }

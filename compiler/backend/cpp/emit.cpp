@@ -148,13 +148,33 @@ class Emitter {
     return "-1";
   }
 
+  // Whether batched data node k is only the left operand of products (and gives a noise its
+  // rows, a gradient its draws): its minibatch is then read in place as a block of rows of the
+  // bound tensor (fvi::kernel::row_block), never copied.
+  static bool rows_read_in_place(const ir::Factor& f, int k) {
+    const Node& n = f.nodes[k];
+    if (n.op != Op::Data || !n.batched || k == f.output || k == f.outcome) return false;
+    if (std::find(f.arguments.begin(), f.arguments.end(), k) != f.arguments.end()) return false;
+    for (const Node& user : f.nodes)
+      for (size_t a = 0; a < user.args.size(); ++a) {
+        if (user.args[a] != k) continue;
+        bool product_left = a == 0 && (user.op == Op::MatMul || user.op == Op::MatMulGradRight);
+        bool rows_only = a == 0 && user.op == Op::Noise;          // reads .rows
+        bool draws_only = a == 2 && user.op == Op::MatMulGradLeft;  // reads .draws
+        if (!product_left && !rows_only && !draws_only) return false;
+      }
+    return true;
+  }
+
   // How generated code names node k's value. Data are read in place: a non-batched one is the
-  // bound tensor itself, a batched one too on a full-data call (full_), else its minibatch copy.
+  // bound tensor itself, a batched one too on a full-data call (full_), else its minibatch copy,
+  // or, when it only feeds products, a block of the bound tensor's rows.
   std::string ref(const ir::Factor& f, int k, bool meanfield) const {
     const Node& n = f.nodes[k];
     const std::string own = (meanfield ? "w_[" : "v_[") + std::to_string(k) + "]";
     if (n.op != Op::Data) return own;
     if (!n.batched) return "data_" + n.name;
+    if (rows_read_in_place(f, k)) return "row_block(data_" + n.name + ", begin_, count_)";
     return "(full_ ? data_" + n.name + " : " + own + ")";
   }
 
@@ -263,6 +283,7 @@ class Emitter {
       }
       case Op::Data:  // read in place (ref) unless a minibatch of it is needed
         if (!n.batched) return "// " + vals + std::to_string(i) + "] is data_" + n.name;
+        if (rows_read_in_place(f, int(i))) return "// " + vals + std::to_string(i) + "] is rows of data_" + n.name + ", read in place";
         return "if (!full_) batch_rows_into(data_" + n.name + ", begin, count, " + vals + std::to_string(i) + "]);";
       case Op::Index: {
         std::string t = "ix_[" + std::to_string(i) + "] = ";
@@ -339,7 +360,7 @@ class Emitter {
     }
     o << "  }\n\n";
     o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
-    o << "    (void)begin, (void)count;\n    meanfield_ = false;\n    full_ = count < 0;\n";
+    o << "    meanfield_ = false;\n    full_ = count < 0;\n    begin_ = begin, count_ = count;\n";
     for (size_t g = 0; g < f.groups.size(); ++g)
       o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n";
     statements(o, f, 0, f.forward_end, false);
@@ -377,7 +398,7 @@ class Emitter {
     o << "  Tensor<Real> in_[" << groups << "], theta_[" << groups << "], eps_[" << groups << "], mean_[" << groups
       << "], sd_[" << groups << "];\n";
     o << "  bool has_sd_[" << groups << "] = {};\n";
-    o << "  bool meanfield_ = false;\n  bool full_ = true;  // the last forward read every row\n  int64_t draws_ = 1;\n  uint64_t key_ = 0;\n";
+    o << "  bool meanfield_ = false;\n  bool full_ = true;  // the last forward read every row\n  int64_t begin_ = 0, count_ = -1;  // its rows\n  int64_t draws_ = 1;\n  uint64_t key_ = 0;\n";
     o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
     o << "  std::vector<Tensor<Real>> w_ = std::vector<Tensor<Real>>(" << mf.nodes.size() << ");\n";
     o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << std::max(f.nodes.size(), mf.nodes.size()) << ");\n";
@@ -427,7 +448,7 @@ class Emitter {
   void meanfield_passes(std::ostringstream& o, const ir::Factor& mf) {
     o << "  void forward_meanfield(int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
       << "                         int64_t draws, uint64_t noise_key) override {\n";
-    o << "    (void)begin, (void)count;\n    meanfield_ = true;\n    full_ = count < 0;\n    draws_ = draws;\n    key_ = noise_key;\n";
+    o << "    meanfield_ = true;\n    full_ = count < 0;\n    begin_ = begin, count_ = count;\n    draws_ = draws;\n    key_ = noise_key;\n";
     for (size_t g = 0; g < mf.groups.size(); ++g) {
       o << "    assign_from_abi(means[" << g << "], mean_[" << g << "]);\n";
       o << "    has_sd_[" << g << "] = sds && sds[" << g << "].data;\n";

@@ -18,6 +18,10 @@ namespace {
 double seed_from_log_density(const LossSpec& loss, const Eigen::Map<const Eigen::MatrixXd>& loglik, double weight,
                              Eigen::MatrixXd& seed) {
   seed.resize(loglik.rows(), loglik.cols());
+  if (loss.kind == LossKind::kNegativeLogLikelihood) {  // nll_loss in one vectorised pass: -loglik, seed -1
+    seed.setConstant(-weight);
+    return -loglik.sum();
+  }
   double total = 0;
   for (Eigen::Index k = 0; k < loglik.size(); ++k) {
     const LossTerm<double> term = evaluate_loss(loss, loglik.data()[k]);
@@ -87,13 +91,14 @@ double seed_from_arguments(const LossSpec& loss, const std::string& dist, const 
 
 // After a forward call with `draws` draws: the loss (scaled, averaged over the draws) and the
 // seeds that chain it to the factor's inputs: seeds[0] for the output, seeds[k] for argument k.
+// The seeds live in the factor's seed_storage() until its backward call.
 struct LossSeeds {
   double value = 0;
-  std::vector<Eigen::MatrixXd> seeds;
+  const std::vector<Eigen::MatrixXd>* seeds = nullptr;
   std::vector<const Eigen::MatrixXd*> pointers() const {
-    std::vector<const Eigen::MatrixXd*> p(seeds.size(), nullptr);
-    for (size_t k = 0; k < seeds.size(); ++k)
-      if (seeds[k].size() > 0) p[k] = &seeds[k];
+    std::vector<const Eigen::MatrixXd*> p(seeds->size(), nullptr);
+    for (size_t k = 0; k < seeds->size(); ++k)
+      if ((*seeds)[k].size() > 0) p[k] = &(*seeds)[k];
     return p;
   }
 };
@@ -101,14 +106,16 @@ struct LossSeeds {
 LossSeeds loss_seeds(BoundFactor& factor, const LossSpec& loss, const Eigen::Map<const Eigen::MatrixXd>& loglik,
                      Eigen::Index draws, double scale) {
   const double weight = scale / double(draws);
+  std::vector<Eigen::MatrixXd>& seeds = factor.seed_storage();
   LossSeeds out;
+  out.seeds = &seeds;
   if (!loss.needs_integral()) {
-    out.seeds.resize(1);
-    out.value = weight * seed_from_log_density(loss, loglik, weight, out.seeds[0]);
+    seeds.resize(1);
+    out.value = weight * seed_from_log_density(loss, loglik, weight, seeds[0]);
     return out;
   }
   const std::string dist = factor.info().distribution;
-  out.value = weight * seed_from_arguments(loss, dist, factor.arguments(), draws, weight, out.seeds);
+  out.value = weight * seed_from_arguments(loss, dist, factor.arguments(), draws, weight, seeds);
   return out;
 }
 

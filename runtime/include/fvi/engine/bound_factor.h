@@ -77,6 +77,10 @@ class BoundFactor {
   };
   std::vector<Argument> arguments();
 
+  // Storage for the seeds of the next backward call, kept across calls: a block's seeds, as
+  // large as its output, reuse one allocation instead of faulting in fresh pages every step.
+  std::vector<Eigen::MatrixXd>& seed_storage() { return seed_storage_; }
+
  private:
   void check(int status, const char* what) const;
   std::vector<fvi_tensor> seed_views(const std::vector<const Eigen::MatrixXd*>& seeds, int64_t draws) const;
@@ -93,6 +97,7 @@ class BoundFactor {
   fvi_tensor output_{};
   Eigen::Map<const Eigen::MatrixXd> output_map_{nullptr, 0, 0};
   mutable fvi_error error_{};
+  std::vector<Eigen::MatrixXd> seed_storage_;
 };
 
 }  // namespace fvi::engine

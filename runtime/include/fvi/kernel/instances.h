@@ -19,6 +19,9 @@
   P Tensor<T> matmul<T>(const Tensor<T>&, const Tensor<T>&);                                                \
   P Tensor<T> matmul_grad_left<T>(const Tensor<T>&, const Tensor<T>&, Eigen::Index);                        \
   P Tensor<T> matmul_grad_right<T>(const Tensor<T>&, const Tensor<T>&, Eigen::Index);                       \
+  P RowBlock<T> row_block<T>(const Tensor<T>&, int64_t, int64_t);                                          \
+  P Tensor<T> matmul<T>(const RowBlock<T>&, const Tensor<T>&);                                              \
+  P Tensor<T> matmul_grad_right<T>(const RowBlock<T>&, const Tensor<T>&, Eigen::Index);                     \
   P Tensor<T> transpose<T>(const Tensor<T>&);                                                               \
   P Tensor<T> reshape<T>(const Tensor<T>&, Eigen::Index, Eigen::Index);                                     \
   P Tensor<T> sum<T>(const Tensor<T>&);                                                                     \

@@ -346,6 +346,38 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   return out;
 }
 
+// Rows [begin, begin + count) of a data matrix, read in place: a minibatch's rows as the left
+// operand of a product need no copy (the emitter reads a batched data matrix this way when
+// products are all it feeds). `draws` is 1: data do not vary.
+template <class T>
+struct RowBlock {
+  const T* data = nullptr;
+  Eigen::Index rows = 0, cols = 0, stride = 0;
+  static constexpr Eigen::Index draws = 1;
+  Eigen::Map<const Mat<T>, 0, Eigen::OuterStride<>> matrix() const {
+    return {data, rows, cols, Eigen::OuterStride<>(stride)};
+  }
+};
+
+// Rows [begin, begin + count) of `full` (count < 0: every row).
+template <class T>
+RowBlock<T> row_block(const Tensor<T>& full, int64_t begin, int64_t count) {
+  if (full.draws != 1) throw ShapeError("a block of rows of a value that varies with the draw");
+  if (count < 0) return {full.m.data(), full.rows, full.cols, full.rows};
+  if (begin < 0 || begin + count > full.rows) throw std::out_of_range("batch outside the data's rows");
+  return {full.m.data() + begin, count, full.cols, full.rows};
+}
+
+// matmul with rows of data on the left: one product for every draw of b.
+template <class T>
+Tensor<T> matmul(const RowBlock<T>& a, const Tensor<T>& b) {
+  if (a.cols != b.rows)
+    throw ShapeError("matrix product of " + shape_string(a.rows, a.cols, 1) + " and " + shape_string(b));
+  Tensor<T> out = Tensor<T>::uninitialized(a.rows, b.cols, b.draws);
+  out.m.noalias() = a.matrix() * b.m;
+  return out;
+}
+
 // The adjoint of matmul's left operand: g * b', summed to `a_draws` draws.
 template <class T>
 Tensor<T> matmul_grad_left(const Tensor<T>& g, const Tensor<T>& b, Eigen::Index a_draws) {
@@ -375,6 +407,21 @@ Tensor<T> matmul_grad_right(const Tensor<T>& a, const Tensor<T>& g, Eigen::Index
     if (b_draws == 1) out.m.noalias() += a.draw(s).transpose() * g.draw(s);
     else out.draw(s).noalias() = a.draw(s).transpose() * g.draw(s);
   }
+  return out;
+}
+
+// matmul_grad_right with rows of data on the left.
+template <class T>
+Tensor<T> matmul_grad_right(const RowBlock<T>& a, const Tensor<T>& g, Eigen::Index b_draws) {
+  if (a.rows != g.rows)
+    throw ShapeError("matrix product of the transpose of " + shape_string(a.rows, a.cols, 1) + " and " + shape_string(g));
+  if (b_draws == g.draws) {
+    Tensor<T> out = Tensor<T>::uninitialized(a.cols, g.cols, b_draws);  // the product writes it all
+    out.m.noalias() = a.matrix().transpose() * g.m;
+    return out;
+  }
+  Tensor<T> out(a.cols, g.cols, b_draws);
+  for (Eigen::Index s = 0; s < g.draws; ++s) out.m.noalias() += a.matrix().transpose() * g.draw(s);
   return out;
 }
 
