@@ -95,4 +95,5 @@ TEST_CASE("a block of rows outside the data, or of the wrong shape, is refused",
   const RowBlock<double> rows = row_block(x, 2, 5);
   CHECK_THROWS_AS(matmul(rows, random_tensor<double>(3, 2, 1, rng)), ShapeError);
   CHECK_THROWS_AS(matmul_grad_right(rows, random_tensor<double>(4, 2, 1, rng), 1), ShapeError);
+  CHECK_THROWS_AS(matmul_grad_right(rows, random_tensor<double>(5, 2, 3, rng), 2), ShapeError);  // 3 draws into 2
 }

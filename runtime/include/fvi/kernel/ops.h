@@ -421,7 +421,9 @@ Tensor<T> matmul_grad_right(const RowBlock<T>& a, const Tensor<T>& g, Eigen::Ind
     blas_product(true, a.cols, out.m.cols(), a.rows, a.data, a.stride, g.m.data(), g.m.rows(), out.m.data(), out.m.rows());
     return out;
   }
-  Tensor<T> out(a.cols, g.cols, b_draws);
+  if (b_draws != 1) throw ShapeError("the adjoint of a product's right operand with " + std::to_string(b_draws) +
+                                     " draws from a gradient with " + std::to_string(g.draws));
+  Tensor<T> out(a.cols, g.cols, 1);  // every draw's product summed
   for (Eigen::Index s = 0; s < g.draws; ++s) out.m.noalias() += a.matrix().transpose() * g.draw(s);
   return out;
 }
