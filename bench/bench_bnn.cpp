@@ -9,7 +9,8 @@
 //     backward (dL W2', h' dL), each 2 B H K. Elementwise work and the noise are not counted.
 //     Measured twice: one kernel state with OpenBLAS on the cores, and as the engine now runs it,
 //     the rows split between one kernel state per core (fvi::engine::RowParallelFactor), each
-//     running its products on its own thread.
+//     running its products on its own thread; beside it, the same products alone, split the same
+//     way (the ceiling of (b) at the BLAS's rate for these shapes).
 // (c) one client epoch of the FashionMNIST setting (issue 5; spec 000 §5.5): one
 //     fvi::engine::PviClient::update of the real engine with epochs = 1, exactly as NAME-sim and
 //     NAME-client run it: 20,000 rows in batches of 256, 10 draws with local reparameterisation,
@@ -26,6 +27,7 @@
 
 #include "bench_util.h"
 #include "fashion_setting.h"
+#include "fvi/kernel/instances.h"
 #include "fvi/loss/likelihood_loss.h"
 #include "fvi/program/allocator.h"
 #include "fvi/program/threads.h"
@@ -75,6 +77,42 @@ struct Bnn {
 
 double flops_per_batch(Eigen::Index b) {
   return 4 * 2.0 * double(b) * D * H + 3 * 2.0 * double(b) * H * K * S;
+}
+
+// (b)'s ceiling: the counted products alone, through the kernels' own product functions
+// (fvi/kernel/ops.h) at the shapes the generated code gives them, the batch's rows split between
+// the pool's threads as the engine splits them: the time (b) would take if nothing else cost.
+template <class T>
+double products_alone_seconds(fvi::engine::WorkerPool& pool) {
+  using fvi::kernel::Tensor;
+  const auto random = [](Eigen::Index rows, Eigen::Index cols, Eigen::Index draws) {
+    Tensor<T> t(rows, cols, draws);
+    t.m.setRandom();
+    return t;
+  };
+  struct Part {
+    Tensor<T> x, x2, dm, dv, h, dl;  // a part's rows of x and x^2, the layer-1 gradients, h and dL
+  };
+  const Tensor<T> mean = random(D, H, 1), var = random(D, H, 1), w2 = random(H, K, S);
+  std::vector<Part> parts;
+  for (int p = 0; p < pool.size(); ++p) {
+    const Eigen::Index rows = B * (p + 1) / pool.size() - B * p / pool.size();
+    parts.push_back({random(rows, D, 1), random(rows, D, 1), random(rows, H, 1), random(rows, H, 1),
+                     random(rows, H, S), random(rows, K, S)});
+  }
+  const double t = bench::best_seconds(10, [&] {
+    pool.run([&](int p) {
+      const Part& q = parts[size_t(p)];
+      using namespace fvi::kernel;
+      // forward: x mu and x^2 sd^2 (one draw), h W2 per draw; backward: dL W2' and h' dL per
+      // draw, x' dM and (x^2)' dV.
+      const Tensor<T> products[] = {matmul(q.x, mean), matmul(q.x2, var), matmul(q.h, w2),
+                                    matmul_grad_left(q.dl, w2, S), matmul_grad_right(q.h, q.dl, S),
+                                    matmul_grad_right(q.x, q.dm, 1), matmul_grad_right(q.x2, q.dv, 1)};
+      (void)products;  // made by the BLAS, which the compiler cannot see through
+    });
+  });
+  return t;
 }
 
 }  // namespace
@@ -130,6 +168,11 @@ int main(int argc, char** argv) {
     std::printf("  (b) %s batch, rows split between %d threads: %.2f ms forward + backward, %.1f GFLOP/s = %.0f%% of the best %s\n",
                 float32 ? "float32" : "double ", threads, 1e3 * t, gflops, 100 * gflops / peak,
                 float32 ? "sgemm" : "dgemm");
+    const double alone = float32 ? products_alone_seconds<float>(*pool) : products_alone_seconds<double>(*pool);
+    std::printf("      its products alone, split the same way: %.2f ms = ceiling %.0f%% of the best %s; the rest of "
+                "(b) takes %.2f ms\n",
+                1e3 * alone, 100 * flops_per_batch(B) / alone / 1e9 / peak, float32 ? "sgemm" : "dgemm",
+                1e3 * (t - alone));
   }
 
   // (c) one client epoch through the engine. The server only holds the prior and applies each

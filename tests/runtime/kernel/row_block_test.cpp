@@ -8,24 +8,13 @@
 #include <random>
 
 #include "fvi/kernel/instances.h"
+#include "product_testing.h"
 
 using namespace fvi::kernel;
+using product_testing::check_close;
+using product_testing::random_tensor;
 
 namespace {
-
-template <class T>
-Tensor<T> random_tensor(Eigen::Index rows, Eigen::Index cols, Eigen::Index draws, std::mt19937& rng) {
-  std::normal_distribution<double> normal;
-  Tensor<T> t(rows, cols, draws);
-  for (Eigen::Index i = 0; i < t.m.size(); ++i) t.m.data()[i] = T(normal(rng));
-  return t;
-}
-
-// |got - want| within the rounding of a sum of `terms` products of the given magnitudes.
-template <class T>
-void check_close(double got, double want, double magnitude, int terms) {
-  CHECK(std::abs(got - want) <= 2.0 * terms * std::numeric_limits<T>::epsilon() * magnitude);
-}
 
 template <class T>
 void check_products(std::mt19937& rng) {
@@ -50,7 +39,7 @@ void check_products(std::mt19937& rng) {
             const double term = double(x.m(first + i, d)) * double(b.m(d, s * C + c));
             want += term, magnitude += std::abs(term);
           }
-          check_close<T>(double(product.m(i, s * C + c)), want, magnitude, int(D));
+          check_close<T>(double(product.m(i, s * C + c)), want, magnitude, D);
         }
 
     // The adjoint of b: rows' * g for each draw, or summed over the draws for a b of one draw.
@@ -72,7 +61,7 @@ void check_products(std::mt19937& rng) {
                 want += term, magnitude += std::abs(term);
               }
             }
-            check_close<T>(double(grad.m(d, t * C + c)), want, magnitude, int(n * S));
+            check_close<T>(double(grad.m(d, t * C + c)), want, magnitude, n * S);
           }
     }
   }

@@ -8,11 +8,11 @@
 
 namespace fvi::kernel {
 
-// c (m x n, ldc) = op(a) * b, op(a) = a (m x k, lda) or, with transpose_a, a' (a is k x m, lda);
-// b is k x n (ldb).
-void blas_product(bool transpose_a, Eigen::Index m, Eigen::Index n, Eigen::Index k, const double* a, Eigen::Index lda,
-                  const double* b, Eigen::Index ldb, double* c, Eigen::Index ldc);
-void blas_product(bool transpose_a, Eigen::Index m, Eigen::Index n, Eigen::Index k, const float* a, Eigen::Index lda,
-                  const float* b, Eigen::Index ldb, float* c, Eigen::Index ldc);
+// c (m x n, ldc) = op(a) * op(b): op(a) = a (m x k, lda) or, with transpose_a, a' (a is k x m,
+// lda); op(b) = b (k x n, ldb) or, with transpose_b, b' (b is n x k, ldb).
+void blas_product(bool transpose_a, bool transpose_b, Eigen::Index m, Eigen::Index n, Eigen::Index k, const double* a,
+                  Eigen::Index lda, const double* b, Eigen::Index ldb, double* c, Eigen::Index ldc);
+void blas_product(bool transpose_a, bool transpose_b, Eigen::Index m, Eigen::Index n, Eigen::Index k, const float* a,
+                  Eigen::Index lda, const float* b, Eigen::Index ldb, float* c, Eigen::Index ldc);
 
 }  // namespace fvi::kernel
