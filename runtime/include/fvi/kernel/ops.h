@@ -328,28 +328,6 @@ Tensor<T> unary_derivative(const std::string& f, const Tensor<T>& x, const Tenso
 
 // ---- linear algebra -------------------------------------------------------------------------
 
-// c (m x n, ldc) = op(a) op(b) (blas_product's arguments), every element written: through the
-// BLAS with beta = 0, not as Eigen's product assignment, which zero-fills the result and then has
-// the BLAS add to it (one more pass over every product's result). Below Eigen's own threshold for
-// a coefficient-based product (m + n + k < 20), a BLAS call costs more than the product: Eigen's
-// lazy product, as it would have chosen.
-template <class T>
-void product_into(bool transpose_a, bool transpose_b, Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a,
-                  Eigen::Index lda, const T* b, Eigen::Index ldb, T* c, Eigen::Index ldc) {
-  if (m + n + k >= 20) {
-    blas_product(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc);
-    return;
-  }
-  using In = Eigen::Map<const Mat<T>, 0, Eigen::OuterStride<>>;
-  const In A(a, transpose_a ? k : m, transpose_a ? m : k, Eigen::OuterStride<>(lda));
-  const In B(b, transpose_b ? n : k, transpose_b ? k : n, Eigen::OuterStride<>(ldb));
-  Eigen::Map<Mat<T>, 0, Eigen::OuterStride<>> C(c, m, n, Eigen::OuterStride<>(ldc));
-  if (!transpose_a && !transpose_b) C.noalias() = A.lazyProduct(B);
-  else if (transpose_a && !transpose_b) C.noalias() = A.transpose().lazyProduct(B);
-  else if (!transpose_a) C.noalias() = A.lazyProduct(B.transpose());
-  else C.noalias() = A.transpose().lazyProduct(B.transpose());
-}
-
 // (r x k) * (k x c). When the left side does not vary (data), every draw of the right side is
 // multiplied in one matrix product: the draws sit side by side as columns.
 template <class T>
@@ -357,15 +335,15 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   if (a.cols != b.rows)
     throw ShapeError("matrix product of " + shape_string(a) + " and " + shape_string(b));
   Tensor<T> out = Tensor<T>::uninitialized(a.rows, b.cols, joint_draws(a.draws, b.draws));
-  const Eigen::Index block = b.cols;  // columns of one draw
-  if (a.draws == 1 && b.draws == out.draws) {
-    product_into(false, false, a.rows, block * out.draws, a.cols, a.m.data(), a.rows, b.m.data(), b.rows, out.m.data(),
-                 out.rows);
+  if (a.draws == 1) {
+    if (b.draws == out.draws) {
+      out.m.noalias() = a.m * b.m;
+    } else {
+      for (Eigen::Index s = 0; s < out.draws; ++s) out.draw(s).noalias() = a.m * b.draw(s);
+    }
     return out;
   }
-  for (Eigen::Index s = 0; s < out.draws; ++s)
-    product_into(false, false, a.rows, block, a.cols, a.draw(s).data(), a.rows, b.draw(s).data(), b.rows,
-                 out.draw(s).data(), out.rows);
+  for (Eigen::Index s = 0; s < out.draws; ++s) out.draw(s).noalias() = a.draw(s) * b.draw(s);
   return out;
 }
 
@@ -397,7 +375,7 @@ Tensor<T> matmul(const RowBlock<T>& a, const Tensor<T>& b) {
   if (a.cols != b.rows)
     throw ShapeError("matrix product of " + shape_string(a.rows, a.cols, 1) + " and " + shape_string(b));
   Tensor<T> out = Tensor<T>::uninitialized(a.rows, b.cols, b.draws);
-  blas_product(false, false, a.rows, out.m.cols(), a.cols, a.data, a.stride, b.m.data(), b.m.rows(), out.m.data(), out.m.rows());
+  blas_product(false, a.rows, out.m.cols(), a.cols, a.data, a.stride, b.m.data(), b.m.rows(), out.m.data(), out.m.rows());
   return out;
 }
 
@@ -405,21 +383,15 @@ Tensor<T> matmul(const RowBlock<T>& a, const Tensor<T>& b) {
 template <class T>
 Tensor<T> matmul_grad_left(const Tensor<T>& g, const Tensor<T>& b, Eigen::Index a_draws) {
   if (a_draws == 1 && b.draws == g.draws) {
-    Tensor<T> out = Tensor<T>::uninitialized(g.rows, b.rows, a_draws);
-    // The sum over draws inside one product: g's draws side by side times b's stacked.
-    product_into(false, true, g.rows, b.rows, g.cols * g.draws, g.m.data(), g.rows, b.m.data(), b.rows, out.m.data(),
-                 out.rows);
+    Tensor<T> out = Tensor<T>::uninitialized(g.rows, b.rows, a_draws);  // the product writes it all
+    out.m.noalias() = g.m * b.m.transpose();  // sum over draws inside one product
     return out;
   }
-  if (a_draws == 1) {  // b has one draw, g several: (sum of g's draws) b'
-    Tensor<T> out(g.rows, b.rows, 1);
-    for (Eigen::Index s = 0; s < g.draws; ++s) out.m.noalias() += g.draw(s) * b.draw(s).transpose();
-    return out;
+  Tensor<T> out(g.rows, b.rows, a_draws);
+  for (Eigen::Index s = 0; s < g.draws; ++s) {
+    if (a_draws == 1) out.m.noalias() += g.draw(s) * b.draw(s).transpose();
+    else out.draw(s).noalias() = g.draw(s) * b.draw(s).transpose();
   }
-  Tensor<T> out = Tensor<T>::uninitialized(g.rows, b.rows, a_draws);
-  for (Eigen::Index s = 0; s < a_draws; ++s)
-    product_into(false, true, g.rows, b.rows, g.cols, g.draw(s).data(), g.rows, b.draw(s).data(), b.rows,
-                 out.draw(s).data(), out.rows);
   return out;
 }
 
@@ -427,20 +399,15 @@ Tensor<T> matmul_grad_left(const Tensor<T>& g, const Tensor<T>& b, Eigen::Index 
 template <class T>
 Tensor<T> matmul_grad_right(const Tensor<T>& a, const Tensor<T>& g, Eigen::Index b_draws) {
   if (a.draws == 1 && b_draws == g.draws) {
-    Tensor<T> out = Tensor<T>::uninitialized(a.cols, g.cols, b_draws);
-    product_into(true, false, a.cols, g.cols * g.draws, a.rows, a.m.data(), a.rows, g.m.data(), g.rows, out.m.data(),
-                 out.rows);  // every draw in one product
+    Tensor<T> out = Tensor<T>::uninitialized(a.cols, g.cols, b_draws);  // the product writes it all
+    out.m.noalias() = a.m.transpose() * g.m;  // every draw in one product
     return out;
   }
-  if (b_draws == 1) {  // summed over g's draws
-    Tensor<T> out(a.cols, g.cols, 1);
-    for (Eigen::Index s = 0; s < g.draws; ++s) out.m.noalias() += a.draw(s).transpose() * g.draw(s);
-    return out;
+  Tensor<T> out(a.cols, g.cols, b_draws);
+  for (Eigen::Index s = 0; s < g.draws; ++s) {
+    if (b_draws == 1) out.m.noalias() += a.draw(s).transpose() * g.draw(s);
+    else out.draw(s).noalias() = a.draw(s).transpose() * g.draw(s);
   }
-  Tensor<T> out = Tensor<T>::uninitialized(a.cols, g.cols, b_draws);
-  for (Eigen::Index s = 0; s < b_draws; ++s)
-    product_into(true, false, a.cols, g.cols, a.rows, a.draw(s).data(), a.rows, g.draw(s).data(), g.rows,
-                 out.draw(s).data(), out.rows);
   return out;
 }
 
@@ -451,7 +418,7 @@ Tensor<T> matmul_grad_right(const RowBlock<T>& a, const Tensor<T>& g, Eigen::Ind
     throw ShapeError("matrix product of the transpose of " + shape_string(a.rows, a.cols, 1) + " and " + shape_string(g));
   if (b_draws == g.draws) {
     Tensor<T> out = Tensor<T>::uninitialized(a.cols, g.cols, b_draws);  // the product writes it all
-    blas_product(true, false, a.cols, out.m.cols(), a.rows, a.data, a.stride, g.m.data(), g.m.rows(), out.m.data(), out.m.rows());
+    blas_product(true, a.cols, out.m.cols(), a.rows, a.data, a.stride, g.m.data(), g.m.rows(), out.m.data(), out.m.rows());
     return out;
   }
   if (b_draws != 1) throw ShapeError("the adjoint of a product's right operand with " + std::to_string(b_draws) +
