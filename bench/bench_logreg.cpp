@@ -11,7 +11,9 @@
 //
 // A second figure runs the same forward + backward as the engine does on a silo
 // (fvi::engine::RowParallelFactor::loss, the negative log likelihood): the rows split between one
-// kernel state per core, each part's products single-threaded, the parts' gradients summed.
+// kernel state per core, each part's products single-threaded, the parts' gradients summed; and
+// the mean-field pass (forward_meanfield / backward_meanfield, S = 16 draws) over every row, split
+// the same way.
 //
 //   bench_logreg [N D S]
 #include <cstdlib>
@@ -102,6 +104,14 @@ int main(int argc, char** argv) {
     double x_bytes = double(N * D) * (float32 ? 4 : 8), gbs = (2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8) / t / 1e9;
     std::printf("  %s, rows split between %d threads (RowParallelFactor::loss): %.2f ms per forward + backward, "
                 "%.1f GB/s = %.0f%% of the triad\n", float32 ? "float32" : "double ", threads, 1e3 * t, gbs, 100 * gbs / triad);
+    // The mean-field pass (local reparameterisation: x mu and x^2 sd^2, then the noise) over every
+    // row, as a full-batch PVI client runs it. Not a target: x^2 is bound once with the data.
+    const std::vector<Eigen::VectorXd> means{0.1 * Eigen::VectorXd::Random(D + 1)};
+    const std::vector<Eigen::VectorXd> sds{Eigen::VectorXd::Constant(D + 1, 0.05)};
+    uint64_t key = 1;
+    double tm = bench::best_seconds(10, [&] { factor.loss_meanfield(fvi::LossSpec::nll(), 0, -1, means, sds, S, key++, 1.0, true); });
+    std::printf("  %s, mean-field pass over every row, rows split the same way (RowParallelFactor::loss_meanfield): "
+                "%.2f ms per forward + backward\n", float32 ? "float32" : "double ", 1e3 * tm);
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iomanip>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -148,34 +149,46 @@ class Emitter {
     return "-1";
   }
 
-  // Whether batched data node k is only the left operand of products (and gives a noise its
-  // rows, a gradient its draws): its minibatch is then read in place as a block of rows of the
-  // bound tensor (fvi::kernel::row_block), never copied.
-  static bool rows_read_in_place(const ir::Factor& f, int k) {
+  // The bound tensor of a batched data node or of a hoisted data transform (fuse.h
+  // hoisted_data): data_x, hoisted_square_x_ (no data variable's member can take that name);
+  // empty for any other node.
+  static std::string bound_rows(const ir::Factor& f, int k) {
     const Node& n = f.nodes[k];
-    if (n.op != Op::Data || !n.batched || k == f.output || k == f.outcome) return false;
-    if (std::find(f.arguments.begin(), f.arguments.end(), k) != f.arguments.end()) return false;
-    for (const Node& user : f.nodes)
-      for (size_t a = 0; a < user.args.size(); ++a) {
-        if (user.args[a] != k) continue;
-        bool product_left = a == 0 && (user.op == Op::MatMul || user.op == Op::MatMulGradRight);
-        bool rows_only = a == 0 && user.op == Op::Noise;          // reads .rows
-        bool draws_only = a == 2 && user.op == Op::MatMulGradLeft;  // reads .draws
-        if (!product_left && !rows_only && !draws_only) return false;
-      }
-    return true;
+    if (n.op == Op::Data && n.batched) return "data_" + n.name;
+    if (hoisted_data(f, k)) return "hoisted_" + n.name + "_" + f.nodes[n.args[0]].name + "_";
+    return "";
+  }
+
+  // Whether batched rows node k (bound_rows) is read in place as a block of rows of the bound
+  // tensor (fvi::kernel::row_block), never copied: when it only feeds products (fuse.h).
+  static bool rows_read_in_place(const ir::Factor& f, int k) {
+    return !bound_rows(f, k).empty() && only_feeds_products(f, k);
   }
 
   // How generated code names node k's value. Data are read in place: a non-batched one is the
-  // bound tensor itself, a batched one too on a full-data call (full_), else its minibatch copy,
-  // or, when it only feeds products, a block of the bound tensor's rows.
+  // bound tensor itself, a batched one (or a hoisted transform of one) too on a full-data call
+  // (full_), else its minibatch copy, or, when it only feeds products, a block of the bound
+  // tensor's rows.
   std::string ref(const ir::Factor& f, int k, bool meanfield) const {
     const Node& n = f.nodes[k];
     const std::string own = (meanfield ? "w_[" : "v_[") + std::to_string(k) + "]";
-    if (n.op != Op::Data) return own;
-    if (!n.batched) return "data_" + n.name;
-    if (rows_read_in_place(f, k)) return "row_block(data_" + n.name + ", begin_, count_)";
-    return "(full_ ? data_" + n.name + " : " + own + ")";
+    if (n.op == Op::Data && !n.batched) return "data_" + n.name;
+    const std::string bound = bound_rows(f, k);
+    if (bound.empty()) return own;
+    if (rows_read_in_place(f, k)) return "row_block(" + bound + ", begin_, count_)";
+    return "(full_ ? " + bound + " : " + own + ")";
+  }
+
+  // The hoisted data transforms of a factor's passes: member name -> its statement in the
+  // constructor, computed from the bound data.
+  static std::map<std::string, std::string> hoisted_transforms(const std::vector<const ir::Factor*>& passes) {
+    std::map<std::string, std::string> out;
+    for (const ir::Factor* f : passes)
+      for (size_t k = 0; k < f->nodes.size(); ++k)
+        if (hoisted_data(*f, int(k)))
+          out[bound_rows(*f, int(k))] = "unary(" + quoted(f->nodes[k].name) + ", data_" +
+                                        f->nodes[f->nodes[k].args[0]].name + ")";
+    return out;
   }
 
   // The statements of nodes [begin, end) of f, fused chains (fuse.h) as one loop each.
@@ -248,6 +261,13 @@ class Emitter {
     o << "    });\n";
   }
 
+  // A batched rows node (bound_rows): a comment when read in place, else its minibatch's copy.
+  static std::string rows_statement(const ir::Factor& f, size_t i, const std::string& vals) {
+    const std::string bound = bound_rows(f, int(i)), own = vals + std::to_string(i) + "]";
+    if (rows_read_in_place(f, int(i))) return "// " + own + " is rows of " + bound + ", read in place";
+    return "if (!full_) batch_rows_into(" + bound + ", begin, count, " + own + ");";
+  }
+
   // forward or backward node i as one statement.
   // In a mean-field variant (`meanfield`) values live in w_ and inputs are the sampled theta_.
   std::string statement(const ir::Factor& f, size_t i, bool meanfield = false) {
@@ -256,6 +276,7 @@ class Emitter {
     auto v = [&](size_t k) { return ref(f, n.args[k], meanfield); };
     auto ix = [&](size_t k) { return "ix_[" + std::to_string(n.args[k]) + "]"; };
     std::string target = vals + std::to_string(i) + "] = ";
+    if (hoisted_data(f, int(i))) return rows_statement(f, i, vals);
     auto slot_of = [&](const std::string& group) {
       return std::to_string(std::find(f.groups.begin(), f.groups.end(), group) - f.groups.begin());
     };
@@ -283,8 +304,7 @@ class Emitter {
       }
       case Op::Data:  // read in place (ref) unless a minibatch of it is needed
         if (!n.batched) return "// " + vals + std::to_string(i) + "] is data_" + n.name;
-        if (rows_read_in_place(f, int(i))) return "// " + vals + std::to_string(i) + "] is rows of data_" + n.name + ", read in place";
-        return "if (!full_) batch_rows_into(data_" + n.name + ", begin, count, " + vals + std::to_string(i) + "]);";
+        return rows_statement(f, i, vals);
       case Op::Index: {
         std::string t = "ix_[" + std::to_string(i) + "] = ";
         if (n.name.empty()) {
@@ -358,6 +378,9 @@ class Emitter {
       o << "    data_" << d << " = bind_data<Real>(data, " << quoted(d) << ", " << sizes_(rows) << ", " << sizes_(cols)
         << ");\n";
     }
+    const std::map<std::string, std::string> hoisted = hoisted_transforms({&f, &mf});
+    if (!hoisted.empty()) o << "    // data transforms, computed once: their minibatches are rows of these\n";
+    for (const auto& [member, value] : hoisted) o << "    " << member << " = " << value << ";\n";
     o << "  }\n\n";
     o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
     o << "    meanfield_ = false;\n    full_ = count < 0;\n    begin_ = begin, count_ = count;\n";
@@ -394,6 +417,7 @@ class Emitter {
     meanfield_passes(o, mf);
     o << " private:\n";
     for (const std::string& d : f.data) o << "  Tensor<Real> data_" << d << ";\n";
+    for (const auto& [member, value] : hoisted) o << "  Tensor<Real> " << member << ";\n";
     size_t groups = std::max<size_t>(1, f.groups.size());
     o << "  Tensor<Real> in_[" << groups << "], theta_[" << groups << "], eps_[" << groups << "], mean_[" << groups
       << "], sd_[" << groups << "];\n";

@@ -82,6 +82,29 @@ bool fusable(const Node& n) {
   }
 }
 
+bool only_feeds_products(const ir::Factor& f, int k) {
+  if (k == f.output || k == f.outcome) return false;
+  if (std::find(f.arguments.begin(), f.arguments.end(), k) != f.arguments.end()) return false;
+  for (size_t u = 0; u < f.nodes.size(); ++u) {
+    const Node& user = f.nodes[u];
+    for (size_t a = 0; a < user.args.size(); ++a) {
+      if (user.args[a] != k) continue;
+      bool product_left = a == 0 && (user.op == Op::MatMul || user.op == Op::MatMulGradRight);
+      bool rows_only = a == 0 && user.op == Op::Noise;            // reads .rows
+      bool draws_only = a == 2 && user.op == Op::MatMulGradLeft;  // reads .draws
+      if (!product_left && !rows_only && !draws_only && !hoisted_data(f, int(u))) return false;
+    }
+  }
+  return true;
+}
+
+bool hoisted_data(const ir::Factor& f, int k) {
+  const Node& n = f.nodes[k];
+  if (n.op != Op::Unary || n.args.size() != 1) return false;
+  const Node& x = f.nodes[n.args[0]];
+  return x.op == Op::Data && x.batched && only_feeds_products(f, k);
+}
+
 FusionPlan plan_fusion(const ir::Factor& f, int begin, int end, const std::set<int>& pinned) {
   const int count = static_cast<int>(f.nodes.size());
   FusionPlan plan;
@@ -108,7 +131,7 @@ FusionPlan plan_fusion(const ir::Factor& f, int begin, int end, const std::set<i
   std::vector<FusedChain> chains;
   for (int i = begin; i < end; ++i) {
     const Node& n = f.nodes[i];
-    if (!fusable(n) || !operands_fit(n)) continue;
+    if (!fusable(n) || !operands_fit(n) || hoisted_data(f, i)) continue;
     int joined = -1;
     for (int a : n.args) {
       int c = plan.chain_of[a];

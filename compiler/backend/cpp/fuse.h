@@ -49,4 +49,15 @@ std::vector<Step> schedule(const FusionPlan& plan, int begin, int end);
 // Whether node n can be a member of a chain.
 bool fusable(const ir::Node& n);
 
+// Whether node k's value is only the left operand of products (or gives a noise its rows, a
+// gradient its draws), and not the output, the outcome or an argument: a minibatch of it can be
+// read in place as a block of rows. Hoisted data transforms of it do not count (they read the
+// bound data when it is bound).
+bool only_feeds_products(const ir::Factor& f, int k);
+
+// Whether node k of f is a data transform the kernel computes once, when its data are bound: an
+// elementwise function of a batched data matrix (square(x) of local reparameterisation) that
+// only feeds products. Its minibatch is then read in place from the bound transform, like data's.
+bool hoisted_data(const ir::Factor& f, int k);
+
 }  // namespace fvic::backend
