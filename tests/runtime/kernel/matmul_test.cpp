@@ -2,16 +2,10 @@
 // for every combination of draws (either side varying with the draw or not; an adjoint summed to
 // one draw or kept per draw), for products small enough for Eigen's coefficient-based path and
 // large enough for the BLAS (Eigen's threshold, m + n + k >= 20), in double and float.
-// blas_product (the row-block products') writes every element of its result and nothing else:
-// into a NaN-filled buffer with padding rows, an element it skipped or added onto would stay NaN,
-// padding it wrote would not.
 #include <catch2/catch.hpp>
 
-#include <cmath>
-#include <limits>
+#include <algorithm>
 #include <random>
-#include <tuple>
-#include <vector>
 
 #include "fvi/kernel/instances.h"
 #include "product_testing.h"
@@ -99,41 +93,7 @@ void check_all_sizes(std::mt19937& rng) {
   check_matmul<T>(4, 0, 3, 2, rng);     // an empty sum: zeros
 }
 
-// blas_product with a and with a', c (m x n) at a leading dimension of m + 2.
-template <class T>
-void check_blas_product(Eigen::Index m, Eigen::Index n, Eigen::Index k, std::mt19937& rng) {
-  const T nan = std::numeric_limits<T>::quiet_NaN();
-  for (bool ta : {false, true}) {
-    INFO(m << " x " << n << " from k = " << k << (ta ? ", a transposed" : ""));
-    const Tensor<T> a = random_tensor<T>(ta ? k : m, ta ? m : k, 1, rng), b = random_tensor<T>(k, n, 1, rng);
-    const Eigen::Index ldc = m + 2;
-    std::vector<T> c(size_t(ldc * n), nan);
-    blas_product(ta, m, n, k, a.m.data(), a.rows, b.m.data(), b.rows, c.data(), ldc);
-    for (Eigen::Index j = 0; j < n; ++j) {
-      for (Eigen::Index i = 0; i < m; ++i) {
-        double want = 0, magnitude = 0;
-        for (Eigen::Index p = 0; p < k; ++p) {
-          const double term = double(ta ? a.m(p, i) : a.m(i, p)) * double(b.m(p, j));
-          want += term, magnitude += std::abs(term);
-        }
-        check_close<T>(double(c[size_t(i + j * ldc)]), want, magnitude, k);
-      }
-      CHECK(std::isnan(c[size_t(m + j * ldc)]));  // the padding rows are not the result's
-      CHECK(std::isnan(c[size_t(m + 1 + j * ldc)]));
-    }
-  }
-}
-
 }  // namespace
-
-TEST_CASE("blas_product writes op(a) b whole and nothing past it", "[ops][matmul]") {
-  std::mt19937 rng(10);
-  for (auto [m, n, k] : {std::tuple<Eigen::Index, Eigen::Index, Eigen::Index>{3, 4, 5}, {23, 7, 9}, {6, 30, 1},
-                         {12, 10, 0}, {2, 3, 0}}) {
-    check_blas_product<double>(m, n, k, rng);
-    check_blas_product<float>(m, n, k, rng);
-  }
-}
 
 TEST_CASE("products of kernel tensors and their adjoints equal the loops, for every draw combination",
           "[ops][matmul]") {

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <string>
 
-#include "fvi/kernel/blas_product.h"
 #include "fvi/kernel/tensor.h"
 #include "fvi/math/array_math.h"
 
@@ -375,7 +374,7 @@ Tensor<T> matmul(const RowBlock<T>& a, const Tensor<T>& b) {
   if (a.cols != b.rows)
     throw ShapeError("matrix product of " + shape_string(a.rows, a.cols, 1) + " and " + shape_string(b));
   Tensor<T> out = Tensor<T>::uninitialized(a.rows, b.cols, b.draws);
-  blas_product(false, a.rows, out.m.cols(), a.cols, a.data, a.stride, b.m.data(), b.m.rows(), out.m.data(), out.m.rows());
+  out.m.noalias() = a.matrix() * b.m;  // the BLAS reads the rows at the data's stride
   return out;
 }
 
@@ -418,7 +417,7 @@ Tensor<T> matmul_grad_right(const RowBlock<T>& a, const Tensor<T>& g, Eigen::Ind
     throw ShapeError("matrix product of the transpose of " + shape_string(a.rows, a.cols, 1) + " and " + shape_string(g));
   if (b_draws == g.draws) {
     Tensor<T> out = Tensor<T>::uninitialized(a.cols, g.cols, b_draws);  // the product writes it all
-    blas_product(true, a.cols, out.m.cols(), a.rows, a.data, a.stride, g.m.data(), g.m.rows(), out.m.data(), out.m.rows());
+    out.m.noalias() = a.matrix().transpose() * g.m;
     return out;
   }
   if (b_draws != 1) throw ShapeError("the adjoint of a product's right operand with " + std::to_string(b_draws) +
