@@ -24,9 +24,10 @@ bool usable(const Eigen::ArrayBase<M>& mean, const Eigen::ArrayBase<S>& sd) {
 
 }  // namespace
 
-MeanFieldShards::MeanFieldShards(const Eigen::VectorXd& params, const std::optional<Q>& cavity,
-                                 const Natural& cavity_natural, const DivergenceSpec& divergence,
-                                 const AdamOptions& adam, std::shared_ptr<WorkerPool> pool)
+template <class T>
+MeanFieldShards<T>::MeanFieldShards(const Eigen::VectorXd& params, const std::optional<Q>& cavity,
+                                    const Natural& cavity_natural, const DivergenceSpec& divergence,
+                                    const AdamOptions& adam, std::shared_ptr<WorkerPool> pool)
     : divergence_(divergence), pool_(std::move(pool)) {
   const Eigen::Index d = params.size() / 2;
   // Checks the start (finite mean and log sd, positive sd) as from_params does.
@@ -35,6 +36,10 @@ MeanFieldShards::MeanFieldShards(const Eigen::VectorXd& params, const std::optio
   if (fused_) check_finite("alpha_renyi_divergence", "alpha", divergence.parameter);
   means_[0] = start.mean();
   sds_[0] = start.sd();
+  if constexpr (!std::is_same_v<T, double>) {  // q starts at its float values, which the kernels then see
+    means_[0] = means_[0].cast<T>().template cast<double>();
+    sds_[0] = params.tail(d).cast<T>().array().exp().template cast<double>();
+  }
   const int n = pool_ ? pool_->size() : 1;
   shards_.resize(size_t(n));
   for (int w = 0; w < n; ++w) {
@@ -42,62 +47,76 @@ MeanFieldShards::MeanFieldShards(const Eigen::VectorXd& params, const std::optio
     s.begin = d * w / n;
     s.size = d * (w + 1) / n - s.begin;
     s.params.resize(2 * s.size);
-    s.params << params.segment(s.begin, s.size), params.segment(d + s.begin, s.size);
+    s.params << params.segment(s.begin, s.size).template cast<T>(), params.segment(d + s.begin, s.size).template cast<T>();
+    if constexpr (!std::is_same_v<T, double>) s.sd = s.params.tail(s.size).array().exp();
     s.adam.emplace(2 * s.size, adam);
-    if (cavity) s.cavity = Q(cavity->mean().segment(s.begin, s.size), cavity->log_sd().segment(s.begin, s.size));
+    if (cavity) {
+      s.cavity = Q(cavity->mean().segment(s.begin, s.size), cavity->log_sd().segment(s.begin, s.size));
+      s.cavity_mean = s.cavity->mean().template cast<T>();
+      s.cavity_log_sd = s.cavity->log_sd().template cast<T>();
+      s.cavity_sd = s.cavity->sd().template cast<T>();
+    }
     s.cavity_natural = Natural{cavity_natural.eta1.segment(s.begin, s.size), cavity_natural.eta2.segment(s.begin, s.size)};
   }
 }
 
-bool MeanFieldShards::publish(const Shard& s) {
+template <class T>
+bool MeanFieldShards<T>::publish(Shard& s) {
   const Eigen::Index n = s.size;
-  means_[0].segment(s.begin, n) = s.params.head(n);
-  auto sd = sds_[0].segment(s.begin, n).array();
+  means_[0].segment(s.begin, n) = s.params.head(n).template cast<double>();
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> sd(sd_now(s), n);
   sd = s.params.tail(n).array().exp();
+  if constexpr (!std::is_same_v<T, double>) sds_[0].segment(s.begin, n) = sd.template cast<double>().matrix();
   return usable(s.params.head(n).array(), sd);
 }
 
-Eigen::VectorXd MeanFieldShards::params() const {
+template <class T>
+Eigen::VectorXd MeanFieldShards<T>::params() const {
   const Eigen::Index d = means_[0].size();
   Eigen::VectorXd p(2 * d);
   for (const Shard& s : shards_) {
-    p.segment(s.begin, s.size) = s.params.head(s.size);
-    p.segment(d + s.begin, s.size) = s.params.tail(s.size);
+    p.segment(s.begin, s.size) = s.params.head(s.size).template cast<double>();
+    p.segment(d + s.begin, s.size) = s.params.tail(s.size).template cast<double>();
   }
   return p;
 }
 
-double MeanFieldShards::fused_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
-                                   bool with_value, bool& finite) {
-  using Array = Eigen::Map<Eigen::ArrayXd>;
-  using ConstArray = Eigen::Map<const Eigen::ArrayXd>;
+template <class T>
+double MeanFieldShards<T>::fused_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
+                                      bool with_value, bool& finite) {
+  using Array = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using ConstArray = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using Loss = Eigen::Map<const Eigen::ArrayXd>;
   const Eigen::Index n = s.size;
-  double* mean = s.params.data();
-  double* log_sd = mean + n;
-  const Q& p = *s.cavity;
-  const double alpha = divergence_.parameter;
+  T* mean = s.params.data();
+  T* log_sd = mean + n;
+  T* sd_all = sd_now(s);
+  const T alpha = T(divergence_.parameter);
   s.adam->begin_step();
   double value = 0;
-  double g_mean[kMathBlock], g_log_sd[kMathBlock];
+  T g_mean[kMathBlock], g_log_sd[kMathBlock];
   for (Eigen::Index i = 0; i < n; i += kMathBlock) {
     const Eigen::Index m = std::min(kMathBlock, n - i), at = s.begin + i;
-    double* sd = sds_[0].data() + at;  // q's sd now
-    value += alpha_renyi_block(m, mean + i, log_sd + i, sd, p.mean().data() + i, p.log_sd().data() + i,
-                               p.sd().data() + i, alpha, g_mean, g_log_sd, with_value);
+    T* sd = sd_all + i;  // q's sd now
+    value += double(alpha_renyi_block(m, mean + i, log_sd + i, sd, s.cavity_mean.data() + i,
+                                      s.cavity_log_sd.data() + i, s.cavity_sd.data() + i, alpha, g_mean, g_log_sd,
+                                      with_value));
     // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
     Array gm(g_mean, m), gl(g_log_sd, m);
-    gm += ConstArray(d_mean.data() + at, m);
-    gl += ConstArray(d_sd.data() + at, m) * ConstArray(sd, m);
+    gm += Loss(d_mean.data() + at, m).template cast<T>();
+    gl += Loss(d_sd.data() + at, m).template cast<T>() * ConstArray(sd, m);
     if (!all_finite(gm) || !all_finite(gl)) {
       finite = false;
       return value;
     }
     s.adam->update(i, m, mean + i, g_mean);
     s.adam->update(n + i, m, log_sd + i, g_log_sd);
-    Array new_mean(means_[0].data() + at, m), new_sd(sd, m);
-    new_mean = ConstArray(mean + i, m);
+    Array new_sd(sd, m);
     new_sd = ConstArray(log_sd + i, m).exp();
-    if (!usable(new_mean, new_sd)) {
+    Eigen::Map<Eigen::ArrayXd>(means_[0].data() + at, m) = ConstArray(mean + i, m).template cast<double>();
+    if constexpr (!std::is_same_v<T, double>)
+      Eigen::Map<Eigen::ArrayXd>(sds_[0].data() + at, m) = new_sd.template cast<double>();
+    if (!usable(ConstArray(mean + i, m), new_sd)) {
       finite = false;
       return value;
     }
@@ -105,11 +124,12 @@ double MeanFieldShards::fused_step(Shard& s, const Eigen::VectorXd& d_mean, cons
   return value;
 }
 
-double MeanFieldShards::whole_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
-                                   bool& finite) {
+template <class T>
+double MeanFieldShards<T>::whole_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
+                                      bool& finite) {
   using Family = GaussianFamily<Q>;
   const Eigen::Index n = s.size;
-  const Q q(s.params.head(n), s.params.tail(n));
+  const Q q(s.params.head(n).template cast<double>(), s.params.tail(n).template cast<double>());
   const double value = s.cavity ? Family::divergence(q, *s.cavity, divergence_, &s.gradient)
                                 : Family::improper_kl(q, s.cavity_natural, &s.gradient);
   s.gradient.head(n) += d_mean.segment(s.begin, n);
@@ -118,13 +138,18 @@ double MeanFieldShards::whole_step(Shard& s, const Eigen::VectorXd& d_mean, cons
     finite = false;
     return value;
   }
-  s.adam->step(s.params, s.gradient);
+  if constexpr (std::is_same_v<T, double>) {
+    s.adam->step(s.params, s.gradient);
+  } else {
+    s.adam->step(s.params, s.gradient.template cast<T>());
+  }
   finite = publish(s);
   return value;
 }
 
-MeanFieldShards::Step MeanFieldShards::step(const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
-                                            bool with_value) {
+template <class T>
+typename MeanFieldShards<T>::Step MeanFieldShards<T>::step(const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
+                                                           bool with_value) {
   std::vector<double> values(shards_.size(), 0.0);
   std::vector<char> finite(shards_.size(), 1);
   auto work = [&](int w) {
@@ -147,5 +172,8 @@ MeanFieldShards::Step MeanFieldShards::step(const Eigen::VectorXd& d_mean, const
   if (!with_value) out.divergence = 0;
   return out;
 }
+
+template class MeanFieldShards<double>;
+template class MeanFieldShards<float>;
 
 }  // namespace fvi::engine

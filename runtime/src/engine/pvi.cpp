@@ -313,19 +313,24 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
     // The divergence and Adam split by coordinates between the silo's threads, as the kernels
     // split the minibatch's rows. A non-finite gradient of the loss makes the combined one
     // non-finite, which the shards report.
-    MeanFieldShards q(params, q_cavity, cavity, options_.divergence, adam_options, pool_);
-    // The divergence's value is read only at the last step and, with early stopping, in every
-    // epoch's objective; its gradient is needed at every step.
-    const bool every_value = options_.epochs > 0 && options_.patience > 0;
-    const auto step = [&](long batch, long t) {
-      const MeanFieldGradient g =
-          meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
-      const MeanFieldShards::Step s = q.step(g.d_mean, g.d_sd, every_value || t == steps - 1);
-      const double objective = g.loss + s.divergence;
-      if (!s.finite || !std::isfinite(objective)) throw not_finite(t);
-      return objective;
+    // With precision = float32 the shards keep q and Adam's moments in float, as the kernels compute.
+    const auto run = [&](auto&& q) {
+      // The divergence's value is read only at the last step and, with early stopping, in every
+      // epoch's objective; its gradient is needed at every step.
+      const bool every_value = options_.epochs > 0 && options_.patience > 0;
+      const auto step = [&](long batch, long t) {
+        const MeanFieldGradient g =
+            meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
+        const auto s = q.step(g.d_mean, g.d_sd, every_value || t == steps - 1);
+        const double objective = g.loss + s.divergence;
+        if (!s.finite || !std::isfinite(objective)) throw not_finite(t);
+        return objective;
+      };
+      return run_steps(steps, n_batches, round, step, [&] { return q.params(); }, out);
     };
-    return run_steps(steps, n_batches, round, step, [&] { return q.params(); }, out);
+    if (options_.precision == Precision::kFloat32)
+      return run(MeanFieldShards<float>(params, q_cavity, cavity, options_.divergence, adam_options, pool_));
+    return run(MeanFieldShards<double>(params, q_cavity, cavity, options_.divergence, adam_options, pool_));
   } else {
     Adam<double> adam(params.size(), adam_options);
     const auto step = [&](long batch, long t) {

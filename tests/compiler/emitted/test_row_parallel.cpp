@@ -34,6 +34,17 @@ void check_close(double a, double b, double n, double scale) {
   CHECK(std::abs(a - b) <= 4 * n * 2.2e-16 * scale);
 }
 
+// The client of the PVI tests below: alpha-Renyi(1.5) to the cavity, two epochs of 3 minibatches
+// of 100 rows (each split in two parts of 50 rows on two threads), 4 draws.
+fvi::engine::PviOptions small_pvi_options() {
+  fvi::engine::PviOptions options;
+  options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 1.5};
+  options.epochs = 2;
+  options.batch_size = 100;
+  options.mc_samples = 4;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("a worker pool runs each task once, on its own thread, and hands back the first failure",
@@ -126,13 +137,9 @@ TEST_CASE("a PVI client update on two threads equals the update on one", "[engin
   Data data = logreg_data(n, d, rng);
   const fvi_model& model = *fvi_model_robust_logreg();
   using Q = fvi::MeanFieldGaussian<double>;
-  fvi::engine::PviOptions options;
+  fvi::engine::PviOptions options = small_pvi_options();
   options.loss = fvi::LossSpec::density_power(0.7);
-  options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 1.5};
   options.damping = 0.5;
-  options.epochs = 2;
-  options.batch_size = 100;  // 3 minibatches, each split in two parts of 50 rows
-  options.mc_samples = 4;
   options.lr = 0.05;
   fvi::engine::PviServer<Q> server(model, data.abi(), options.seed);
   std::vector<fvi::DiagGaussianNatural<double>> deltas;
@@ -153,16 +160,45 @@ TEST_CASE("a PVI client update on two threads equals the update on one", "[engin
   CHECK(deltas[0].eta1.cwiseAbs().maxCoeff() > 1e-4);
 }
 
+TEST_CASE("a float32 PVI client update agrees with the float64 one", "[engine][threads][float]") {
+  // precision = float32 computes the kernels in float and keeps q and Adam's moments in float
+  // (MeanFieldShards<float>): alpha-Renyi through the fused step, KL through the whole-shard one.
+  std::mt19937_64 rng(24);
+  Data data = logreg_data(300, 3, rng);
+  const fvi_model& model = *fvi_model_robust_logreg();
+  using Q = fvi::MeanFieldGaussian<double>;
+  fvi::engine::PviOptions options = small_pvi_options();
+  options.damping = 0.5;
+  options.lr = 0.05;
+  fvi::engine::PviServer<Q> server(model, data.abi(), options.seed);
+  for (auto divergence : {fvi::engine::DivergenceKind::kAlphaRenyi, fvi::engine::DivergenceKind::kKl}) {
+    options.divergence.kind = divergence;
+    for (int threads : {1, 2}) {
+      options.threads = threads;
+      std::vector<fvi::DiagGaussianNatural<double>> deltas;
+      for (auto precision : {fvi::engine::Precision::kFloat64, fvi::engine::Precision::kFloat32}) {
+        options.precision = precision;
+        fvi::engine::PviClient<Q> client(model, data.abi(), 1, options);
+        deltas.push_back(client.update(server.posterior(), 1).delta);
+      }
+      // Float's rounding (6e-8) in 100-row sums and Adam's normalised steps, carried through six
+      // steps of lr 0.05 into q's parameters: well below 1e-4 of the delta's scale. Dropping or
+      // doubling a step would move the delta by O(lr / 10^2) = 5e-4, a quarter of its scale here.
+      const double scale = deltas[0].eta1.cwiseAbs().maxCoeff() + deltas[0].eta2.cwiseAbs().maxCoeff();
+      INFO("threads " << threads << ", divergence " << int(divergence) << ", scale " << scale);
+      CHECK((deltas[0].eta1 - deltas[1].eta1).cwiseAbs().maxCoeff() <= 1e-4 * scale);
+      CHECK((deltas[0].eta2 - deltas[1].eta2).cwiseAbs().maxCoeff() <= 1e-4 * scale);
+      CHECK((deltas[0].eta1 - deltas[1].eta1).cwiseAbs().maxCoeff() > 0);  // float did run
+    }
+  }
+}
+
 TEST_CASE("a PVI client whose steps overflow says so, on one thread and on two", "[engine][threads]") {
   std::mt19937_64 rng(23);
   Data data = logreg_data(300, 3, rng);
   const fvi_model& model = *fvi_model_robust_logreg();
   using Q = fvi::MeanFieldGaussian<double>;
-  fvi::engine::PviOptions options;
-  options.divergence = {fvi::engine::DivergenceKind::kAlphaRenyi, 1.5};
-  options.epochs = 2;
-  options.batch_size = 100;
-  options.mc_samples = 4;
+  fvi::engine::PviOptions options = small_pvi_options();
   // Adam moves each coordinate by about lr a step: log sd jumps by 1e300, so sd = exp(log sd)
   // overflows to inf at the first step (or the means make the logits overflow at the next).
   options.lr = 1e300;

@@ -140,3 +140,31 @@ TEMPLATE_TEST_CASE("alpha-Renyi compiles and agrees in float", "[divergence][alp
     CHECK_THAT(double(fvi::alpha_renyi_divergence(qf, pf, T(alpha))), WithinAbs(ref, tol));
   }
 }
+
+TEMPLATE_TEST_CASE("alpha-Renyi's gradient keeps its digits when q is next to p", "[divergence][alpha_renyi][float]",
+                   float, double) {
+  // Near the end of a client's optimisation q sits within a few ulp-scale steps of the cavity: the
+  // gradient with respect to log sd is then (v_q - v_p) / sigma_a^2 up to a small term, a
+  // difference of nearly equal numbers. Compare it with the same formula in long double, from the
+  // same (rounded) inputs: a relative error of a few T roundings, not the 1 / delta amplification
+  // that v_q - v_p computed as a difference of squares would give.
+  using T = TestType;
+  using L = long double;
+  const T eps = std::numeric_limits<T>::epsilon();
+  for (double delta : {1e-3, 300.0 * double(eps), 8.0 * double(eps)}) {
+    for (double alpha : {0.3, 1.0, 2.5}) {
+      const T p_mean = T(0.25), p_sd = T(0.7), q_sd = T(0.7 * (1 + delta)), q_mean = T(0.25 + 1e-3 * delta);
+      const T p_log_sd = std::log(p_sd), q_log_sd = std::log(q_sd);
+      T g_mean, g_log_sd;
+      fvi::alpha_renyi_block<T>(1, &q_mean, &q_log_sd, &q_sd, &p_mean, &p_log_sd, &p_sd, T(alpha), &g_mean, &g_log_sd);
+      const L vq = L(q_sd) * L(q_sd), vp = L(p_sd) * L(p_sd), va = L(alpha) * vp + (1 - L(alpha)) * vq;
+      const L s = (L(q_mean) - L(p_mean)) / va;
+      // v_q - v_p factored so that long double holds it to its own precision (its squares of
+      // double inputs would each be rounded: 53 x 2 bits do not fit in 64).
+      const L expected = (L(q_sd) - L(p_sd)) * (L(q_sd) + L(p_sd)) / va - (1 - L(alpha)) * vq * s * s;
+      INFO("delta " << delta << " alpha " << alpha);
+      CHECK(std::abs(L(g_log_sd) - expected) <= 8 * L(eps) * std::abs(expected));
+      CHECK(std::abs(L(g_mean) - s) <= 8 * L(eps) * std::abs(s));
+    }
+  }
+}

@@ -59,30 +59,35 @@ T alpha_renyi_logdet_term(T alpha, T log_r) {
 
 // The mean-field divergence on one block of n <= kMathBlock coordinates, from raw arrays (q's
 // mean, log sd and sd, the same of p): writes the gradient with respect to q's mean and log sd
-// and returns the block's share of the divergence (0 when !with_value: the log1p is skipped).
-// One expm1 and one log1p per coordinate (fvi/math/array_math.h, vectorised in double too), with
-// every temporary in the first-level cache: a client evaluates this at every optimiser step on
-// every weight of a network (fvi/engine/meanfield_shards.h fuses it with Adam block by block).
+// and returns the block's share of the divergence (0 when !with_value). A client evaluates this at
+// every optimiser step on every weight of a network (fvi/engine/meanfield_shards.h fuses it with
+// Adam block by block), so the gradient costs one division and no transcendental function, and
+// the log sds are read only for the value. With v = sigma^2 and sigma_a^2 = alpha v_p + (1 - alpha) v_q
+// (= v_p a, a = alpha + (1 - alpha) r of the header):
+//   d mean  = d / sigma_a^2
+//   d log sd = 2 v_q d/dv_q = (v_q - v_p) / sigma_a^2 - (1 - alpha) v_q (d / sigma_a^2)^2
+// (the header's d Sigma_q with (r - 1)/a = (v_q - v_p)/sigma_a^2; v_q - v_p is computed as
+// (sd_q - sd_p)(sd_q + sd_p), exact to a few ulp when q is near p, where it matters).
 template <typename T>
 T alpha_renyi_block(Eigen::Index n, const T* q_mean, const T* q_log_sd, const T* q_sd, const T* p_mean,
                     const T* p_log_sd, const T* p_sd, T alpha, T* d_mean, T* d_log_sd, bool with_value = true) {
   using Block = MathBlock<T>;
   using In = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   using Out = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-  const Block log_r = T(2) * (In(q_log_sd, n) - In(p_log_sd, n));
-  const Block x = expm1_block(log_r);         // r - 1
-  const Block a = T(1) + (T(1) - alpha) * x;  // Sigma_a / sigma_p^2 = alpha + (1 - alpha) r
-  if (!(a > T(0)).all()) internal::throw_alpha_renyi_infinite(double(alpha));
+  const In sd_q(q_sd, n), sd_p(p_sd, n);
+  const Block v_q = sd_q.square(), v_p = sd_p.square();
+  const Block v_a = alpha * v_p + (T(1) - alpha) * v_q;  // sigma_a^2
+  if (!(v_a > T(0)).all()) internal::throw_alpha_renyi_infinite(double(alpha));
+  const Block inv_v_a = v_a.inverse();  // the one division per coordinate
   const Block d = In(q_mean, n) - In(p_mean, n);
-  const Block p_var = In(p_sd, n).square();
-  const Block inv_sigma_a = (p_var * a).inverse();  // Sigma_a^{-1}: the one division per coordinate
-  const Block s = d * inv_sigma_a;                  // Sigma_a^{-1} d
+  const Block s = d * inv_v_a;  // Sigma_a^{-1} d
   Out(d_mean, n) = s;
-  // 2 sigma_q^2 d/d sigma_q^2: (r - 1)/a - (1 - alpha) sigma_q^2 s^2.
-  Out(d_log_sd, n) = x * p_var * inv_sigma_a - (T(1) - alpha) * In(q_sd, n).square() * s.square();
+  Out(d_log_sd, n) = (sd_q - sd_p) * (sd_q + sd_p) * inv_v_a - (T(1) - alpha) * v_q * s.square();
   if (!with_value) return T(0);
-  // g(alpha, r) of the header: -[log1p(-t x) / t + log r] / (2 alpha), t = alpha - 1 (where
-  // 1 - t x = a); for alpha < 1/2 the swapped form with eigenvalue 1/r, 1/r - 1 = -x / r.
+  // g(alpha, r) of the header: -[log1p(-t x) / t + log r] / (2 alpha), t = alpha - 1, x = r - 1
+  // (where 1 - t x = a); for alpha < 1/2 the swapped form with eigenvalue 1/r, 1/r - 1 = -x / r.
+  const Block log_r = T(2) * (In(q_log_sd, n) - In(p_log_sd, n));
+  const Block x = expm1_block(log_r);
   Block logdet;
   if (alpha >= T(0.5)) {
     const T t = alpha - T(1);

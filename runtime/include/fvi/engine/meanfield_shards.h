@@ -8,9 +8,14 @@
 // divergence's value is summed in another order.
 //
 // This is the rest of a client step besides the kernels (fvi/engine/row_parallel.h splits those by
-// rows): on a network's 159k weights it was a third of a step when it ran on one thread.
+// rows): on a network's 159k weights it was a third of a step when it ran on one thread. It is a
+// few operations per coordinate on a dozen arrays, so it runs at memory speed: T is the scalar q's
+// parameters, Adam's moments and the cavity are kept in, float for `precision = float32` (as the
+// reference code trains), which halves the bytes a step moves. The kernels take q's mean and sd in
+// double (their ABI), and the loss's gradient comes back in double.
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "fvi/engine/gaussian_family.h"
@@ -19,6 +24,7 @@
 
 namespace fvi::engine {
 
+template <class T>
 class MeanFieldShards {
  public:
   using Q = MeanFieldGaussian<double>;
@@ -48,20 +54,31 @@ class MeanFieldShards {
  private:
   struct Shard {
     Eigen::Index begin = 0, size = 0;
-    Eigen::VectorXd params;  // [mean; log sd] of the shard's coordinates
-    std::optional<Adam<double>> adam;
+    VectorX<T> params;  // [mean; log sd] of the shard's coordinates
+    VectorX<T> sd;      // exp(log sd) now, when T is float (in double, sds_ holds it)
+    std::optional<Adam<T>> adam;
     std::optional<Q> cavity;
+    VectorX<T> cavity_mean, cavity_log_sd, cavity_sd;  // *cavity's, in T (fused_step's)
     Natural cavity_natural;
     Eigen::VectorXd gradient;  // whole_step's
   };
+  // q's sd now at the shard's coordinates.
+  T* sd_now(Shard& s) {
+    if constexpr (std::is_same_v<T, double>) {
+      return sds_[0].data() + s.begin;
+    } else {
+      return s.sd.data();
+    }
+  }
   // alpha-Renyi to a proper cavity: the divergence's gradient, the loss's and Adam fused, a block
   // of coordinates at a time while it is in cache.
   double fused_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool with_value,
                     bool& finite);
   // Any other divergence: one pass per stage over the shard.
   double whole_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool& finite);
-  // The shard's q at its params into means_ and sds_; false if an sd is not finite and positive.
-  bool publish(const Shard& s);
+  // The shard's q at its params into means_ and sds_ (and s.sd); false if an sd is not finite and
+  // positive.
+  bool publish(Shard& s);
 
   DivergenceSpec divergence_;
   bool fused_ = false;
@@ -69,5 +86,8 @@ class MeanFieldShards {
   std::vector<Shard> shards_;
   std::vector<Eigen::VectorXd> means_{1}, sds_{1};  // q's mean and sd, written shard by shard
 };
+
+extern template class MeanFieldShards<double>;
+extern template class MeanFieldShards<float>;
 
 }  // namespace fvi::engine
