@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#ifdef __SSE2__
+#include <immintrin.h>
+#endif
+
 namespace fvi::engine {
 
 WorkerPool::WorkerPool(int threads) : errors_(size_t(std::max(1, threads))) {
@@ -17,10 +21,27 @@ WorkerPool::~WorkerPool() {
   for (std::thread& t : threads_) t.join();
 }
 
+template <class Done>
+bool WorkerPool::spin_until(Done done) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    if (i % 64 == 63 && std::chrono::steady_clock::now() - start > kSpin) return done();
+    if (i < 1024) {
+#ifdef __SSE2__
+      _mm_pause();
+#endif
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
 void WorkerPool::work(int index) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* task = nullptr;
+    spin_until([&] { return stopping_ || generation_ != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -58,6 +79,7 @@ void WorkerPool::run(const std::function<void(int)>& task) {
   } catch (...) {
     own = std::current_exception();
   }
+  spin_until([&] { return pending_ == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return pending_ == 0; });
   task_ = nullptr;

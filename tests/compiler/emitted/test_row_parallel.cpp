@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <set>
@@ -84,6 +85,22 @@ TEST_CASE("a worker pool runs each task once, on its own thread, and hands back 
   std::thread::id id;
   one.run([&](int) { id = std::this_thread::get_id(); });
   CHECK(id == std::this_thread::get_id());
+}
+
+TEST_CASE("a worker pool hands over every fork, back to back and after blocking", "[engine][threads]") {
+  // Workers wait for the next fork by spinning, then block once the pool has been idle for
+  // kSpin: forks back to back (every handover by spinning), and forks after idling past kSpin
+  // (every handover by the condition variable), each run exactly once by every worker.
+  WorkerPool pool(2);
+  std::vector<long> runs(2, 0);
+  const auto fork = [&] { pool.run([&](int i) { ++runs[size_t(i)]; }); };
+  for (int k = 0; k < 20000; ++k) fork();
+  CHECK(runs == std::vector<long>{20000, 20000});
+  for (int k = 0; k < 5; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // 6 x kSpin: the worker blocks
+    fork();
+  }
+  CHECK(runs == std::vector<long>{20005, 20005});
 }
 
 TEST_CASE("rows split between kernel states give one call's loss and gradients, to rounding", "[engine][threads]") {
