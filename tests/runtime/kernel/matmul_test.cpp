@@ -106,4 +106,8 @@ TEST_CASE("products of kernel tensors of mismatched shapes or draws are refused"
   std::mt19937 rng(12);
   CHECK_THROWS_AS(matmul(random_tensor<double>(3, 4, 1, rng), random_tensor<double>(5, 2, 1, rng)), ShapeError);
   CHECK_THROWS_AS(matmul(random_tensor<double>(3, 4, 2, rng), random_tensor<double>(4, 2, 3, rng)), ShapeError);
+  // An adjoint has one draw (summed) or the gradient's draws (each written whole), nothing else.
+  const Tensor<double> g = random_tensor<double>(3, 2, 3, rng);
+  CHECK_THROWS_AS(matmul_grad_left(g, random_tensor<double>(4, 2, 3, rng), 2), ShapeError);
+  CHECK_THROWS_AS(matmul_grad_right(random_tensor<double>(3, 4, 3, rng), g, 2), ShapeError);
 }

@@ -386,7 +386,12 @@ Tensor<T> matmul_grad_left(const Tensor<T>& g, const Tensor<T>& b, Eigen::Index 
     out.m.noalias() = g.m * b.m.transpose();  // sum over draws inside one product
     return out;
   }
-  Tensor<T> out(g.rows, b.rows, a_draws);
+  if (a_draws != 1 && a_draws != g.draws)
+    throw ShapeError("the adjoint of a product's left operand with " + std::to_string(a_draws) +
+                     " draws from a gradient with " + std::to_string(g.draws));
+  // Summed into zeros for one draw; else every draw is written whole (not zero-filled first: for
+  // a network's hidden layer that was a pass over B x H x S values per call).
+  Tensor<T> out = a_draws == 1 ? Tensor<T>(g.rows, b.rows, 1) : Tensor<T>::uninitialized(g.rows, b.rows, a_draws);
   for (Eigen::Index s = 0; s < g.draws; ++s) {
     if (a_draws == 1) out.m.noalias() += g.draw(s) * b.draw(s).transpose();
     else out.draw(s).noalias() = g.draw(s) * b.draw(s).transpose();
@@ -402,7 +407,10 @@ Tensor<T> matmul_grad_right(const Tensor<T>& a, const Tensor<T>& g, Eigen::Index
     out.m.noalias() = a.m.transpose() * g.m;  // every draw in one product
     return out;
   }
-  Tensor<T> out(a.cols, g.cols, b_draws);
+  if (b_draws != 1 && b_draws != g.draws)
+    throw ShapeError("the adjoint of a product's right operand with " + std::to_string(b_draws) +
+                     " draws from a gradient with " + std::to_string(g.draws));
+  Tensor<T> out = b_draws == 1 ? Tensor<T>(a.cols, g.cols, 1) : Tensor<T>::uninitialized(a.cols, g.cols, b_draws);
   for (Eigen::Index s = 0; s < g.draws; ++s) {
     if (b_draws == 1) out.m.noalias() += a.draw(s).transpose() * g.draw(s);
     else out.draw(s).noalias() = a.draw(s).transpose() * g.draw(s);
