@@ -50,11 +50,12 @@ MeanFieldShards<T>::MeanFieldShards(const Eigen::VectorXd& params, const std::op
     s.params << params.segment(s.begin, s.size).template cast<T>(), params.segment(d + s.begin, s.size).template cast<T>();
     if constexpr (!std::is_same_v<T, double>) s.sd = s.params.tail(s.size).array().exp();
     s.adam.emplace(2 * s.size, adam);
-    if (cavity) {
+    if (fused_) {  // the cavity as fused_step reads it, in T
+      s.cavity_mean = cavity->mean().segment(s.begin, s.size).template cast<T>();
+      s.cavity_log_sd = cavity->log_sd().segment(s.begin, s.size).template cast<T>();
+      s.cavity_sd = cavity->sd().segment(s.begin, s.size).template cast<T>();
+    } else if (cavity) {  // as whole_step's divergence takes it
       s.cavity = Q(cavity->mean().segment(s.begin, s.size), cavity->log_sd().segment(s.begin, s.size));
-      s.cavity_mean = s.cavity->mean().template cast<T>();
-      s.cavity_log_sd = s.cavity->log_sd().template cast<T>();
-      s.cavity_sd = s.cavity->sd().template cast<T>();
     }
     s.cavity_natural = Natural{cavity_natural.eta1.segment(s.begin, s.size), cavity_natural.eta2.segment(s.begin, s.size)};
   }

@@ -57,8 +57,8 @@ class MeanFieldShards {
     VectorX<T> params;  // [mean; log sd] of the shard's coordinates
     VectorX<T> sd;      // exp(log sd) now, when T is float (in double, sds_ holds it)
     std::optional<Adam<T>> adam;
-    std::optional<Q> cavity;
-    VectorX<T> cavity_mean, cavity_log_sd, cavity_sd;  // *cavity's, in T (fused_step's)
+    std::optional<Q> cavity;                           // whole_step's
+    VectorX<T> cavity_mean, cavity_log_sd, cavity_sd;  // fused_step's, in T
     Natural cavity_natural;
     Eigen::VectorXd gradient;  // whole_step's
   };
