@@ -13,22 +13,31 @@ using namespace fvi::kernel;
 
 TEST_CASE("noise blocks are Philox4x32-10 of (index, stream, tag) under the key", "[kernel][noise]") {
   const uint64_t key = 0x0123456789ABCDEFull;
-  const uint64_t first = (uint64_t(7) << 32) + 0xFFFFFFF8u;  // crosses a 32-bit boundary
-  auto check_lanes = [&](void (*lanes)(uint64_t, uint32_t, uint64_t, uint32_t[4][noise_detail::kLanes])) {
+  // Consecutive blocks across a 32-bit boundary, then blocks gathered from anywhere.
+  const uint64_t first = (uint64_t(7) << 32) + 0xFFFFFFF8u;
+  uint64_t consecutive[noise_detail::kLanes], gathered[noise_detail::kLanes];
+  for (int i = 0; i < noise_detail::kLanes; ++i) {
+    consecutive[i] = first + uint64_t(i);
+    gathered[i] = (uint64_t(i) * 0x9E3779B97F4A7C15ull) >> (i % 40);
+  }
+  auto check_lanes = [&](void (*lanes)(const uint64_t*, uint32_t, uint64_t, uint32_t[4][noise_detail::kLanes]),
+                         const uint64_t* blocks) {
     uint32_t w[4][noise_detail::kLanes];
-    lanes(first, 42, key, w);
+    lanes(blocks, 42, key, w);
     for (int i = 0; i < noise_detail::kLanes; ++i) {
-      uint64_t b = first + i;
+      const uint64_t b = blocks[i];
       auto expected = fvi::philox4x32_10({uint32_t(b), uint32_t(b >> 32), 42u, noise_detail::kTag},
                                          {uint32_t(key), uint32_t(key >> 32)});
       for (int k = 0; k < 4; ++k) CHECK(w[k][i] == expected[k]);
     }
   };
-  check_lanes(noise_detail::philox_lanes);
-  check_lanes(noise_detail::philox_lanes_portable);
+  for (const uint64_t* blocks : {consecutive, gathered}) {
+    check_lanes(noise_detail::philox_lanes, blocks);
+    check_lanes(noise_detail::philox_lanes_portable, blocks);
 #ifdef __AVX2__
-  check_lanes(noise_detail::philox_lanes_avx2);
+    check_lanes(noise_detail::philox_lanes_avx2, blocks);
 #endif
+  }
 }
 
 TEST_CASE("noise is standard normal and does not depend on the range it is drawn in", "[kernel][noise]") {
@@ -62,6 +71,19 @@ TEST_CASE("noise is standard normal and does not depend on the range it is drawn
   for (int s = 0; s < 3; ++s)
     for (int c = 0; c < 2; ++c)
       for (int r = 0; r < 4; ++r) CHECK(t.draw(s)(r, c) == z[(s * 2 + c) * 100 + 5 + r]);
+  // Columns of a minibatch part that start and end inside blocks (their first and last blocks are
+  // drawn in calls shared with other columns): every element is still its normal of the stream.
+  for (Eigen::Index begin : {0, 1, 2, 3, 7}) {
+    for (Eigen::Index rows : {1, 3, 126, 127, 128, 129}) {
+      Tensor<double> u = noise<double>(rows, 7, 3, 99, 3, begin, 1000);
+      int wrong = 0;
+      for (int s = 0; s < 3; ++s)
+        for (int c = 0; c < 7; ++c)
+          for (Eigen::Index r = 0; r < rows; ++r) wrong += u.draw(s)(r, c) != z[(s * 7 + c) * 1000 + begin + r];
+      INFO("rows " << begin << " .. " << begin + rows);
+      CHECK(wrong == 0);
+    }
+  }
 }
 
 TEST_CASE("noise is Box-Muller of the Philox words, computed again in double", "[kernel][noise]") {
