@@ -293,9 +293,9 @@ class Emitter {
         return call("slice", {in, meanfield ? compact_offset(f, i) : sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
       }
       case Op::Mean:
-        return call("slice", {"mean_[" + slot_of(n.name) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
+        return call("slice<Real>", {"mean_[" + slot_of(n.name) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
       case Op::Sd:
-        return call("slice", {"sd_[" + slot_of(n.name) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
+        return call("slice<Real>", {"sd_[" + slot_of(n.name) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
       case Op::Noise: {
         std::string rows = v(0) + ".rows";
         std::string first = n.batched ? "count < 0 ? 0 : begin" : "0";
@@ -419,8 +419,8 @@ class Emitter {
     for (const std::string& d : f.data) o << "  Tensor<Real> data_" << d << ";\n";
     for (const auto& [member, value] : hoisted) o << "  Tensor<Real> " << member << ";\n";
     size_t groups = std::max<size_t>(1, f.groups.size());
-    o << "  Tensor<Real> in_[" << groups << "], theta_[" << groups << "], eps_[" << groups << "], mean_[" << groups
-      << "], sd_[" << groups << "];\n";
+    o << "  Tensor<Real> in_[" << groups << "], theta_[" << groups << "], eps_[" << groups << "];\n";
+    o << "  AbiColumn mean_[" << groups << "], sd_[" << groups << "];  // the engine's, during forward_meanfield\n";
     o << "  bool has_sd_[" << groups << "] = {};\n";
     o << "  bool meanfield_ = false;\n  bool full_ = true;  // the last forward read every row\n  int64_t begin_ = 0, count_ = -1;  // its rows\n  int64_t draws_ = 1;\n  uint64_t key_ = 0;\n";
     o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
@@ -474,10 +474,10 @@ class Emitter {
       << "                         int64_t draws, uint64_t noise_key) override {\n";
     o << "    meanfield_ = true;\n    full_ = count < 0;\n    begin_ = begin, count_ = count;\n    draws_ = draws;\n    key_ = noise_key;\n";
     for (size_t g = 0; g < mf.groups.size(); ++g) {
-      o << "    assign_from_abi(means[" << g << "], mean_[" << g << "]);\n";
+      o << "    mean_[" << g << "] = abi_column(means[" << g << "]);\n";
       o << "    has_sd_[" << g << "] = sds && sds[" << g << "].data;\n";
-      o << "    if (has_sd_[" << g << "]) assign_from_abi(sds[" << g << "], sd_[" << g << "]);\n";
-      o << "    else sd_[" << g << "] = Tensor<Real>::zeros_like(mean_[" << g << "]);\n";
+      o << "    sd_[" << g << "] = has_sd_[" << g << "] ? abi_column(sds[" << g << "]) : AbiColumn{nullptr, mean_[" << g
+        << "].rows};\n";
       o << "    meanfield_sample(mean_[" << g << "], has_sd_[" << g << "] ? &sd_[" << g << "] : nullptr, draws, noise_key, "
         << group_index(mf.groups[g]) << "u, " << ranges_of(mf, g) << ", theta_[" << g << "], eps_[" << g << "]);\n";
     }

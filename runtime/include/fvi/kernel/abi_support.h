@@ -165,14 +165,44 @@ IntVec batch_index(const Tensor<T>& full, int64_t begin, int64_t count) {
   return rows.m.col(0).template cast<int64_t>();
 }
 
+// A group's means or sds as the engine passes them to forward_meanfield (size x 1, double), read
+// in place during that call: each slice the kernel takes converts its own elements, so a group is
+// not first copied whole into the kernel's scalar type (for a network's 159k weights, a pass over
+// 2 x 159k values per call). `data` is null for a group without a sd: its values are zeros.
+struct AbiColumn {
+  const double* data = nullptr;
+  Eigen::Index rows = 0;
+  Eigen::Index size() const { return rows; }
+  double operator[](Eigen::Index i) const { return data ? data[i] : 0.0; }
+};
+
+inline AbiColumn abi_column(const fvi_tensor& t) {
+  if (t.cols != 1 || t.draws != 1)
+    throw ShapeError("a group's means or sds must be one column with one draw, not " + shape_string(t.rows, t.cols, t.draws));
+  return AbiColumn{t.data, t.rows};
+}
+
+// slice() of a group's means or sds, converted to T.
+template <class T>
+Tensor<T> slice(const AbiColumn& group, Eigen::Index offset, Eigen::Index rows, Eigen::Index cols) {
+  if (offset < 0 || offset + rows * cols > group.size())
+    throw ShapeError("slice past the end of a group of " + std::to_string(group.size()));
+  Tensor<T> out = Tensor<T>::uninitialized(rows, cols, 1);
+  if (group.data) out.flat() = Eigen::Map<const Mat<double>>(group.data + offset, rows * cols, 1).template cast<T>();
+  else out.m.setZero();
+  return out;
+}
+
 // An input group's mean-field sample, for the `ranges` (offset, length) of the group that the
 // kernel reads by ordinary reparameterisation, stored one after another (compact: a locally
 // reparameterised matrix of the group is neither sampled nor stored): row i of range r is
 // theta = mean[offset + i] + sd[offset + i] eps, eps = normal s * group size + offset + i of
 // `stream`. Without a sd (a point estimate, or a NULL sd) theta is the mean with one draw.
 template <class T>
-void meanfield_sample(const Tensor<T>& mean, const Tensor<T>* sd, Eigen::Index draws, uint64_t key, uint32_t stream,
+void meanfield_sample(const AbiColumn& mean, const AbiColumn* sd, Eigen::Index draws, uint64_t key, uint32_t stream,
                       const std::vector<std::pair<int64_t, int64_t>>& ranges, Tensor<T>& theta, Tensor<T>& eps) {
+  if (sd && sd->rows != mean.rows)
+    throw ShapeError("a group's sds have " + std::to_string(sd->rows) + " values, its means " + std::to_string(mean.rows));
   int64_t rows = 0;
   for (const auto& [offset, length] : ranges) {
     if (offset < 0 || offset + length > mean.rows) throw ShapeError("a variable past the end of its group's mean");
@@ -187,7 +217,7 @@ void meanfield_sample(const Tensor<T>& mean, const Tensor<T>* sd, Eigen::Index d
       T* e = eps.m.col(s).data() + at;
       if (sd) normal_range<T>(key, stream, static_cast<uint64_t>(s * mean.rows + offset), length, e);
       for (int64_t i = 0; i < length; ++i)
-        theta.m(at + i, s) = mean.m(offset + i, 0) + (sd ? sd->m(offset + i, 0) * e[i] : T(0));
+        theta.m(at + i, s) = T(mean[offset + i]) + (sd ? T((*sd)[offset + i]) * e[i] : T(0));
     }
     at += length;
   }

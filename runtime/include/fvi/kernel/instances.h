@@ -50,11 +50,12 @@
                        Eigen::Index);                                                                       \
   P Tensor<T> from_abi<T>(const fvi_tensor&);                                                               \
   P void assign_from_abi<T>(const fvi_tensor&, Tensor<T>&);                                                 \
+  P Tensor<T> slice<T>(const AbiColumn&, Eigen::Index, Eigen::Index, Eigen::Index);                         \
   P void assign_seed<T>(const fvi_tensor* const*, int, const Tensor<T>&, Tensor<T>&);                      \
   P Tensor<T> bind_data<T>(const fvi_data*, const char*, int64_t, int64_t);                                 \
   P Tensor<T> batch_rows<T>(const Tensor<T>&, int64_t, int64_t);                                            \
   P IntVec batch_index<T>(const Tensor<T>&, int64_t, int64_t);                                              \
-  P void meanfield_sample<T>(const Tensor<T>&, const Tensor<T>*, Eigen::Index, uint64_t, uint32_t,           \
+  P void meanfield_sample<T>(const AbiColumn&, const AbiColumn*, Eigen::Index, uint64_t, uint32_t,           \
                              const std::vector<std::pair<int64_t, int64_t>>&, Tensor<T>&, Tensor<T>&);      \
   P void meanfield_chain<T>(const Tensor<T>&, const Tensor<T>&, bool, const std::vector<std::pair<int64_t, int64_t>>&, \
                             Tensor<T>&, Tensor<T>&, std::vector<GradientPiece<T>>&, std::vector<GradientPiece<T>>&); \
