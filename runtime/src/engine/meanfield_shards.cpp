@@ -1,6 +1,8 @@
 #include "fvi/engine/meanfield_shards.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "fvi/math/array_math.h"
 
@@ -83,8 +85,8 @@ Eigen::VectorXd MeanFieldShards<T>::params() const {
 }
 
 template <class T>
-double MeanFieldShards<T>::fused_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
-                                      bool with_value, bool& finite) {
+double MeanFieldShards<T>::fused_step(Shard& s, const Terms& d_mean, const Terms& d_sd, bool with_value,
+                                      bool& finite) {
   using Array = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   using ConstArray = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   using Loss = Eigen::Map<const Eigen::ArrayXd>;
@@ -104,8 +106,8 @@ double MeanFieldShards<T>::fused_step(Shard& s, const Eigen::VectorXd& d_mean, c
                                       with_value));
     // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
     Array gm(g_mean, m), gl(g_log_sd, m);
-    gm += Loss(d_mean.data() + at, m).template cast<T>();
-    gl += Loss(d_sd.data() + at, m).template cast<T>() * ConstArray(sd, m);
+    for (const Eigen::VectorXd& term : d_mean) gm += Loss(term.data() + at, m).template cast<T>();
+    for (const Eigen::VectorXd& term : d_sd) gl += Loss(term.data() + at, m).template cast<T>() * ConstArray(sd, m);
     if (!all_finite(gm) || !all_finite(gl)) {
       finite = false;
       return value;
@@ -126,15 +128,15 @@ double MeanFieldShards<T>::fused_step(Shard& s, const Eigen::VectorXd& d_mean, c
 }
 
 template <class T>
-double MeanFieldShards<T>::whole_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
-                                      bool& finite) {
+double MeanFieldShards<T>::whole_step(Shard& s, const Terms& d_mean, const Terms& d_sd, bool& finite) {
   using Family = GaussianFamily<Q>;
   const Eigen::Index n = s.size;
   const Q q(s.params.head(n).template cast<double>(), s.params.tail(n).template cast<double>());
   const double value = s.cavity ? Family::divergence(q, *s.cavity, divergence_, &s.gradient)
                                 : Family::improper_kl(q, s.cavity_natural, &s.gradient);
-  s.gradient.head(n) += d_mean.segment(s.begin, n);
-  s.gradient.tail(n).array() += d_sd.segment(s.begin, n).array() * q.sd().array();
+  for (const Eigen::VectorXd& term : d_mean) s.gradient.head(n) += term.segment(s.begin, n);
+  const Eigen::ArrayXd sd = q.sd().array();
+  for (const Eigen::VectorXd& term : d_sd) s.gradient.tail(n).array() += term.segment(s.begin, n).array() * sd;
   if (!s.gradient.allFinite()) {
     finite = false;
     return value;
@@ -149,8 +151,12 @@ double MeanFieldShards<T>::whole_step(Shard& s, const Eigen::VectorXd& d_mean, c
 }
 
 template <class T>
-typename MeanFieldShards<T>::Step MeanFieldShards<T>::step(const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd,
-                                                           bool with_value) {
+typename MeanFieldShards<T>::Step MeanFieldShards<T>::step(const Terms& d_mean, const Terms& d_sd, bool with_value) {
+  for (const Terms* terms : {&d_mean, &d_sd})
+    for (const Eigen::VectorXd& term : *terms)
+      if (term.size() != means_[0].size())
+        throw std::invalid_argument("a gradient term of " + std::to_string(term.size()) + " values for " +
+                                    std::to_string(means_[0].size()) + " coordinates");
   std::vector<double> values(shards_.size(), 0.0);
   std::vector<char> finite(shards_.size(), 1);
   auto work = [&](int w) {

@@ -184,8 +184,10 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
     out.loss = g.loss;
     if (with_gradient) {
       // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
-      out.d_params.head(dim_) = g.d_mean;
-      out.d_params.tail(dim_) = (g.d_sd.array() * q.sd().array()).matrix();
+      for (size_t k = 0; k < g.d_mean.size(); ++k) {
+        out.d_params.head(dim_) += g.d_mean[k];
+        out.d_params.tail(dim_) += (g.d_sd[k].array() * q.sd().array()).matrix();
+      }
     }
   } else {
     const Eigen::MatrixXd eps = rng.normal(dim_, draws);
@@ -218,18 +220,17 @@ typename PviClient<Q>::MeanFieldGradient PviClient<Q>::meanfield_loss_gradient(
     const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
     if (end <= begin) continue;
     const double scale = options_.loss_weight * double(n) / double(end - begin);
-    MeanFieldLoss l = f->loss_meanfield(options_.loss, begin, end - begin, means, sds, draws, key, scale, with_gradient);
+    MeanFieldLoss l = f->loss_meanfield(options_.loss, begin, end - begin, means, sds, draws, key, scale, with_gradient,
+                                        RowParallelFactor::Parts::kUnsummed);
     out.loss += l.value;
     if (!with_gradient) continue;
-    if (out.d_mean.size() == 0) {
-      out.d_mean = std::move(l.gradient.d_means[0]);
-      out.d_sd = std::move(l.gradient.d_sds[0]);
-    } else {
-      out.d_mean += l.gradient.d_means[0];
-      out.d_sd += l.gradient.d_sds[0];
+    out.d_mean.push_back(std::move(l.gradient.d_means[0]));
+    out.d_sd.push_back(std::move(l.gradient.d_sds[0]));
+    for (BoundFactor::MeanFieldGradient& part : l.other_parts) {
+      out.d_mean.push_back(std::move(part.d_means[0]));
+      out.d_sd.push_back(std::move(part.d_sds[0]));
     }
   }
-  if (with_gradient && out.d_mean.size() == 0) out.d_mean = Eigen::VectorXd::Zero(dim_), out.d_sd = Eigen::VectorXd::Zero(dim_);
   return out;
 }
 

@@ -30,7 +30,8 @@ void RowParallelFactor::for_each_part(int parts, int64_t begin, int64_t count, F
 MeanFieldLoss RowParallelFactor::loss_meanfield(const LossSpec& loss, int64_t begin, int64_t count,
                                                 const std::vector<Eigen::VectorXd>& means,
                                                 const std::vector<Eigen::VectorXd>& sds, int64_t draws,
-                                                uint64_t noise_key, double scale, bool with_gradient) {
+                                                uint64_t noise_key, double scale, bool with_gradient,
+                                                Parts sum) {
   const int n = parts(count);
   if (n == 1)
     return factor_loss_meanfield(*states_[0], loss, begin, count, means, sds, draws, noise_key, scale, with_gradient);
@@ -41,6 +42,10 @@ MeanFieldLoss RowParallelFactor::loss_meanfield(const LossSpec& loss, int64_t be
   MeanFieldLoss out = std::move(part[0]);
   for (int i = 1; i < n; ++i) out.value += part[i].value;
   if (!with_gradient) return out;
+  if (sum == Parts::kUnsummed) {
+    for (int i = 1; i < n; ++i) out.other_parts.push_back(std::move(part[i].gradient));
+    return out;
+  }
   // The parts' gradients summed in part order, each worker over its share of the coordinates.
   pool_->run([&](int w) {
     const int workers = pool_->size();

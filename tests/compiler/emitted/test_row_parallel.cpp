@@ -135,6 +135,16 @@ TEST_CASE("rows split between kernel states give one call's loss and gradients, 
         check_close(a.gradient.d_sds[0][i], b.gradient.d_sds[0][i], rows, scale * rows * 10);
       }
       if (count == 40) CHECK(a.value == b.value);  // not split: the same call
+      // Unsummed, the parts' gradients add up to the summed one (the parts: 3, 2, 1, 3).
+      const auto u = split.loss_meanfield(loss, begin, count, {mean}, {sd}, S, 99, scale, true,
+                                          RowParallelFactor::Parts::kUnsummed);
+      CHECK(u.other_parts.size() == (count == 250 || count < 0 ? 2u : count == 70 ? 1u : 0u));
+      Eigen::VectorXd um = u.gradient.d_means[0], us = u.gradient.d_sds[0];
+      for (const auto& part : u.other_parts) um += part.d_means[0], us += part.d_sds[0];
+      for (int i = 0; i <= d; ++i) {
+        CHECK(um[i] == b.gradient.d_means[0][i]);  // the same parts, added in the same order
+        CHECK(us[i] == b.gradient.d_sds[0][i]);
+      }
       const auto fa = fvi::engine::factor_loss(one, loss, begin, count, {theta}, scale, true);
       const auto fb = split.loss(loss, begin, count, {theta}, scale, true);
       check_close(fa.value, fb.value, rows, scale * rows * 10);

@@ -30,6 +30,9 @@ FactorLoss factor_loss(BoundFactor& factor, const LossSpec& loss, int64_t begin,
 struct MeanFieldLoss {
   double value = 0;
   BoundFactor::MeanFieldGradient gradient;  // empty if not asked
+  // RowParallelFactor::loss_meanfield with Parts::kUnsummed: the other parts' gradients, which
+  // the caller adds to `gradient` in a pass of its own (MeanFieldShards::step).
+  std::vector<BoundFactor::MeanFieldGradient> other_parts;
 };
 MeanFieldLoss factor_loss_meanfield(BoundFactor& factor, const LossSpec& loss, int64_t begin, int64_t count,
                                     const std::vector<Eigen::VectorXd>& means, const std::vector<Eigen::VectorXd>& sds,

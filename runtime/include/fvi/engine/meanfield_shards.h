@@ -47,9 +47,11 @@ class MeanFieldShards {
     bool finite = true;     // false: a gradient or the new q was not finite; q is then unusable
   };
   // At the current q: the divergence (its value only `with_value`), its gradient added to the
-  // loss's (`d_mean`, `d_sd`: with respect to q's mean and sd), then one Adam step on
-  // [mean; log sd].
-  Step step(const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool with_value = true);
+  // loss's, then one Adam step on [mean; log sd]. The loss's gradient with respect to q's mean
+  // and sd is the sum of the terms `d_mean` and `d_sd` (one per likelihood and part of its rows,
+  // possibly none), added up here a block at a time rather than in a pass of their own.
+  using Terms = std::vector<Eigen::VectorXd>;
+  Step step(const Terms& d_mean, const Terms& d_sd, bool with_value = true);
 
  private:
   struct Shard {
@@ -72,10 +74,9 @@ class MeanFieldShards {
   }
   // alpha-Renyi to a proper cavity: the divergence's gradient, the loss's and Adam fused, a block
   // of coordinates at a time while it is in cache.
-  double fused_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool with_value,
-                    bool& finite);
+  double fused_step(Shard& s, const Terms& d_mean, const Terms& d_sd, bool with_value, bool& finite);
   // Any other divergence: one pass per stage over the shard.
-  double whole_step(Shard& s, const Eigen::VectorXd& d_mean, const Eigen::VectorXd& d_sd, bool& finite);
+  double whole_step(Shard& s, const Terms& d_mean, const Terms& d_sd, bool& finite);
   // The shard's q at its params into means_ and sds_ (and s.sd); false if an sd is not finite and
   // positive.
   bool publish(Shard& s);

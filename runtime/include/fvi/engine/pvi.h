@@ -98,7 +98,9 @@ class PviClient {
   // through the kernels' local reparameterisation: the gradient with respect to the mean and sd.
   struct MeanFieldGradient {
     double loss = 0;
-    Eigen::VectorXd d_mean, d_sd;  // empty if not asked
+    // The gradient with respect to q's mean and sd is the sum of these terms (one per likelihood
+    // and part of its rows: MeanFieldShards::step adds them up as it steps); empty if not asked.
+    std::vector<Eigen::VectorXd> d_mean, d_sd;
   };
   MeanFieldGradient meanfield_loss_gradient(const std::vector<Eigen::VectorXd>& means,
                                             const std::vector<Eigen::VectorXd>& sds, long batch, long batches,

@@ -29,10 +29,14 @@ class RowParallelFactor {
   const BoundFactor& bound() const { return *states_[0]; }
   int64_t rows() const { return states_[0]->rows(); }
 
+  // Whether loss_meanfield sums the parts' gradients, or leaves all but the first in
+  // MeanFieldLoss::other_parts for a caller that passes over the coordinates anyway.
+  enum class Parts { kSummed, kUnsummed };
   // factor_loss_meanfield / factor_loss over rows [begin, begin + count) (count < 0: all rows).
   MeanFieldLoss loss_meanfield(const LossSpec& loss, int64_t begin, int64_t count,
                                const std::vector<Eigen::VectorXd>& means, const std::vector<Eigen::VectorXd>& sds,
-                               int64_t draws, uint64_t noise_key, double scale, bool with_gradient);
+                               int64_t draws, uint64_t noise_key, double scale, bool with_gradient,
+                               Parts sum = Parts::kSummed);
   FactorLoss loss(const LossSpec& loss, int64_t begin, int64_t count, const std::vector<Eigen::MatrixXd>& inputs,
                   double scale, bool with_gradient);
 
