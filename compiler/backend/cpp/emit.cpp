@@ -112,9 +112,10 @@ class Emitter {
       << "  // A likelihood's outcome and distribution arguments after forward(); others have none.\n"
       << "  virtual void arguments(fvi_tensor* values) { (void)values; }\n"
       << "  virtual void backward(const fvi_tensor* const* seeds, fvi_tensor* gradients) = 0;\n"
-      << "  virtual void forward_meanfield(int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
-      << "                                 int64_t draws, uint64_t noise_key) = 0;\n"
-      << "  virtual void backward_meanfield(const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds) = 0;\n"
+      << "  // The mean-field pass, its means and sds (and gradients) double or float (abi_support.h).\n"
+      << "  virtual void forward_meanfield(int64_t begin, int64_t count, const MeanFieldInputs& q, int64_t draws,\n"
+      << "                                 uint64_t noise_key) = 0;\n"
+      << "  virtual void backward_meanfield(const fvi_tensor* const* seeds, const MeanFieldOutputs& d_q) = 0;\n"
       << "};\n\n";
     o << body.str();
     abi(o);
@@ -470,20 +471,19 @@ class Emitter {
   }
 
   void meanfield_passes(std::ostringstream& o, const ir::Factor& mf) {
-    o << "  void forward_meanfield(int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
-      << "                         int64_t draws, uint64_t noise_key) override {\n";
+    o << "  void forward_meanfield(int64_t begin, int64_t count, const MeanFieldInputs& q, int64_t draws,\n"
+      << "                         uint64_t noise_key) override {\n";
     o << "    meanfield_ = true;\n    full_ = count < 0;\n    begin_ = begin, count_ = count;\n    draws_ = draws;\n    key_ = noise_key;\n";
     for (size_t g = 0; g < mf.groups.size(); ++g) {
-      o << "    mean_[" << g << "] = abi_column(means[" << g << "]);\n";
-      o << "    has_sd_[" << g << "] = sds && sds[" << g << "].data;\n";
-      o << "    sd_[" << g << "] = has_sd_[" << g << "] ? abi_column(sds[" << g << "]) : AbiColumn{nullptr, mean_[" << g
-        << "].rows};\n";
+      o << "    mean_[" << g << "] = mean_column(q, " << g << ");\n";
+      o << "    sd_[" << g << "] = sd_column(q, " << g << ", mean_[" << g << "].rows);\n";
+      o << "    has_sd_[" << g << "] = sd_[" << g << "].present();\n";
       o << "    meanfield_sample(mean_[" << g << "], has_sd_[" << g << "] ? &sd_[" << g << "] : nullptr, draws, noise_key, "
         << group_index(mf.groups[g]) << "u, " << ranges_of(mf, g) << ", theta_[" << g << "], eps_[" << g << "]);\n";
     }
     statements(o, mf, 0, mf.forward_end, true);
     o << "  }\n\n";
-    o << "  void backward_meanfield(const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds) override {\n";
+    o << "  void backward_meanfield(const fvi_tensor* const* seeds, const MeanFieldOutputs& d_q) override {\n";
     o << "    if (!meanfield_) throw std::logic_error(\"backward_meanfield() needs forward_meanfield() first\");\n";
     statements(o, mf, mf.forward_end, static_cast<int>(mf.nodes.size()), true);
     // Per group: the sampled slices' adjoints gathered in the compact d theta and taken through
@@ -506,9 +506,8 @@ class Emitter {
       o << "    std::vector<GradientPiece<Real>> " << pm << "{" << mean_pieces << "}, " << ps << "{" << sd_pieces << "};\n";
       o << "    meanfield_chain(" << dt << ", eps_[" << G << "], has_sd_[" << G << "], " << ranges_of(mf, g) << ", dmc" << G
         << ", dsc" << G << ", " << pm << ", " << ps << ");\n";
-      o << "    write_gradient<Real>(" << pm << ", mean_[" << G << "].size(), 1, d_means[" << G << "]);\n";
-      o << "    if (d_sds && d_sds[" << G << "].data) write_gradient<Real>(" << ps << ", mean_[" << G << "].size(), 1, d_sds["
-        << G << "]);\n";
+      o << "    write_meanfield_gradient<Real>(" << pm << ", mean_[" << G << "].size(), d_q, " << G << ", false);\n";
+      o << "    write_meanfield_gradient<Real>(" << ps << ", mean_[" << G << "].size(), d_q, " << G << ", true);\n";
     }
     o << "  }\n\n";
   }
@@ -554,14 +553,26 @@ class Emitter {
       << "  guarded(error, [&] { made = make<double>(factor, data); });\n  return made;\n}\n\n";
     o << "void* create_float32(int factor, const fvi_data* data, fvi_error* error) {\n  Factor* made = nullptr;\n"
       << "  guarded(error, [&] { made = make<float>(factor, data); });\n  return made;\n}\n\n";
-    o << "int forward_meanfield(void* state, int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
-      << "                      int64_t draws, uint64_t noise_key, fvi_tensor* output, fvi_error* error) {\n"
+    o << "int meanfield_pass(void* state, int64_t begin, int64_t count, const MeanFieldInputs& q, int64_t draws,\n"
+      << "                   uint64_t noise_key, fvi_tensor* output, fvi_error* error) {\n"
       << "  return guarded(error, [&] {\n    if (draws < 1) throw std::invalid_argument(\"forward_meanfield needs at least one draw\");\n"
       << "    Factor* f = static_cast<Factor*>(state);\n"
-      << "    f->forward_meanfield(begin, count, means, sds, draws, noise_key);\n    *output = f->output();\n  });\n}\n\n";
+      << "    f->forward_meanfield(begin, count, q, draws, noise_key);\n    *output = f->output();\n  });\n}\n\n";
+    o << "int forward_meanfield(void* state, int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
+      << "                      int64_t draws, uint64_t noise_key, fvi_tensor* output, fvi_error* error) {\n"
+      << "  return meanfield_pass(state, begin, count, {means, sds, nullptr, nullptr}, draws, noise_key, output, error);\n}\n\n";
+    o << "int forward_meanfield_f32(void* state, int64_t begin, int64_t count, const fvi_tensor_f32* means,\n"
+      << "                          const fvi_tensor_f32* sds, int64_t draws, uint64_t noise_key, fvi_tensor* output,\n"
+      << "                          fvi_error* error) {\n"
+      << "  return meanfield_pass(state, begin, count, {nullptr, nullptr, means, sds}, draws, noise_key, output, error);\n}\n\n";
     o << "int backward_meanfield(void* state, const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds,\n"
       << "                       fvi_error* error) {\n"
-      << "  return guarded(error, [&] { static_cast<Factor*>(state)->backward_meanfield(seeds, d_means, d_sds); });\n}\n\n";
+      << "  return guarded(error, [&] {\n"
+      << "    static_cast<Factor*>(state)->backward_meanfield(seeds, {d_means, d_sds, nullptr, nullptr});\n  });\n}\n\n";
+    o << "int backward_meanfield_f32(void* state, const fvi_tensor* const* seeds, fvi_tensor_f32* d_means,\n"
+      << "                           fvi_tensor_f32* d_sds, fvi_error* error) {\n"
+      << "  return guarded(error, [&] {\n"
+      << "    static_cast<Factor*>(state)->backward_meanfield(seeds, {nullptr, nullptr, d_means, d_sds});\n  });\n}\n\n";
     o << "int forward(void* state, int64_t begin, int64_t count, const fvi_tensor* inputs, fvi_tensor* output,\n"
       << "            fvi_error* error) {\n  return guarded(error, [&] {\n"
       << "    Factor* f = static_cast<Factor*>(state);\n    f->forward(begin, count, inputs);\n"
@@ -576,7 +587,8 @@ class Emitter {
     o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
       << ", kGroupNames, kGroupVaries, " << m_.factors.size()
       << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
-      << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable};\n\n";
+      << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable, "
+      << "forward_meanfield_f32, backward_meanfield_f32};\n\n";
   }
 
   // fvi_variable_info for every slot of every group, and variable_shape() giving its offset and

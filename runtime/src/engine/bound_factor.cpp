@@ -1,6 +1,7 @@
 #include "fvi/engine/bound_factor.h"
 
 #include <cstring>
+#include <type_traits>
 
 namespace fvi::engine {
 
@@ -73,26 +74,43 @@ void BoundFactor::set_output() {
   new (&output_map_) Eigen::Map<const Eigen::MatrixXd>(output_.data, output_.rows, output_.cols * output_.draws);
 }
 
+namespace {
+
+// The ABI's tensor type for a mean-field q kept in T.
+template <class T>
+using AbiTensor = std::conditional_t<std::is_same_v<T, float>, fvi_tensor_f32, fvi_tensor>;
+
+}  // namespace
+
+template <class T>
 const Eigen::Map<const Eigen::MatrixXd>& BoundFactor::forward_meanfield(int64_t begin, int64_t count,
-                                                                       const std::vector<Eigen::VectorXd>& means,
-                                                                       const std::vector<Eigen::VectorXd>& sds,
-                                                                       int64_t draws, uint64_t noise_key) {
+                                                                       const GroupVectors<T>& means,
+                                                                       const GroupVectors<T>& sds, int64_t draws,
+                                                                       uint64_t noise_key) {
+  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>);
   const fvi_factor_info& f = info();
   if (int(means.size()) != f.group_count || int(sds.size()) != f.group_count)
     throw ModelError(name_ + ": " + std::to_string(means.size()) + " input groups given, " +
                      std::to_string(f.group_count) + " expected");
-  std::vector<fvi_tensor> mean_views, sd_views;
+  std::vector<AbiTensor<T>> mean_views, sd_views;
+  input_views_.clear();  // backward_meanfield's gradients have the means' shapes
   for (int g = 0; g < f.group_count; ++g) {
     if (means[g].size() != input_sizes_[g] || (sds[g].size() != 0 && sds[g].size() != input_sizes_[g]))
       throw ModelError(name_ + ": the " + std::string(model_->group_names[f.groups[g]]) + " group has " +
                        std::to_string(means[g].size()) + " values, " + std::to_string(input_sizes_[g]) + " expected");
-    mean_views.push_back(fvi_tensor{const_cast<double*>(means[g].data()), means[g].size(), 1, 1});
-    sd_views.push_back(fvi_tensor{sds[g].size() ? const_cast<double*>(sds[g].data()) : nullptr, sds[g].size(), 1, 1});
+    mean_views.push_back(AbiTensor<T>{const_cast<T*>(means[g].data()), means[g].size(), 1, 1});
+    sd_views.push_back(AbiTensor<T>{sds[g].size() ? const_cast<T*>(sds[g].data()) : nullptr, sds[g].size(), 1, 1});
+    input_views_.push_back(fvi_tensor{nullptr, means[g].size(), 1, 1});
   }
-  input_views_ = mean_views;  // backward_meanfield's gradients have the means' shapes
-  check(model_->forward_meanfield(state_, begin, count, mean_views.data(), sd_views.data(), draws, noise_key, &output_,
-                                  &error_),
-        "forward_meanfield");
+  if constexpr (std::is_same_v<T, float>) {
+    check(model_->forward_meanfield_f32(state_, begin, count, mean_views.data(), sd_views.data(), draws, noise_key,
+                                        &output_, &error_),
+          "forward_meanfield_f32");
+  } else {
+    check(model_->forward_meanfield(state_, begin, count, mean_views.data(), sd_views.data(), draws, noise_key,
+                                    &output_, &error_),
+          "forward_meanfield");
+  }
   draws_ = output_.draws;
   set_output();
   return output_map_;
@@ -110,25 +128,38 @@ std::vector<fvi_tensor> BoundFactor::seed_views(const std::vector<const Eigen::M
   return views;
 }
 
-BoundFactor::MeanFieldGradient BoundFactor::backward_meanfield(const std::vector<const Eigen::MatrixXd*>& seeds) {
+template <class T>
+MeanFieldGradient<T> BoundFactor::backward_meanfield(const std::vector<const Eigen::MatrixXd*>& seeds) {
   const std::vector<fvi_tensor> views = seed_views(seeds, draws_);
   std::vector<const fvi_tensor*> seed_ptrs(views.size(), nullptr);
   for (size_t k = 0; k < views.size(); ++k)
     if (views[k].data) seed_ptrs[k] = &views[k];
-  MeanFieldGradient out;
-  std::vector<fvi_tensor> dm, ds;
+  MeanFieldGradient<T> out;
+  std::vector<AbiTensor<T>> dm, ds;
   // Not zero-filled: the kernel overwrites every element (docs/kernel-abi.md).
   for (const fvi_tensor& in : input_views_) {
     out.d_means.emplace_back(in.rows);
     out.d_sds.emplace_back(in.rows);
   }
   for (size_t g = 0; g < input_views_.size(); ++g) {
-    dm.push_back(fvi_tensor{out.d_means[g].data(), out.d_means[g].size(), 1, 1});
-    ds.push_back(fvi_tensor{out.d_sds[g].data(), out.d_sds[g].size(), 1, 1});
+    dm.push_back(AbiTensor<T>{out.d_means[g].data(), out.d_means[g].size(), 1, 1});
+    ds.push_back(AbiTensor<T>{out.d_sds[g].data(), out.d_sds[g].size(), 1, 1});
   }
-  check(model_->backward_meanfield(state_, seed_ptrs.data(), dm.data(), ds.data(), &error_), "backward_meanfield");
+  if constexpr (std::is_same_v<T, float>) {
+    check(model_->backward_meanfield_f32(state_, seed_ptrs.data(), dm.data(), ds.data(), &error_),
+          "backward_meanfield_f32");
+  } else {
+    check(model_->backward_meanfield(state_, seed_ptrs.data(), dm.data(), ds.data(), &error_), "backward_meanfield");
+  }
   return out;
 }
+
+template const Eigen::Map<const Eigen::MatrixXd>& BoundFactor::forward_meanfield<double>(
+    int64_t, int64_t, const GroupVectors<double>&, const GroupVectors<double>&, int64_t, uint64_t);
+template const Eigen::Map<const Eigen::MatrixXd>& BoundFactor::forward_meanfield<float>(
+    int64_t, int64_t, const GroupVectors<float>&, const GroupVectors<float>&, int64_t, uint64_t);
+template MeanFieldGradient<double> BoundFactor::backward_meanfield<double>(const std::vector<const Eigen::MatrixXd*>&);
+template MeanFieldGradient<float> BoundFactor::backward_meanfield<float>(const std::vector<const Eigen::MatrixXd*>&);
 
 std::vector<Eigen::MatrixXd> BoundFactor::backward(const std::vector<const Eigen::MatrixXd*>& seeds) {
   const std::vector<fvi_tensor> views_of_seeds = seed_views(seeds, draws_);

@@ -132,16 +132,24 @@ FactorLoss factor_loss(BoundFactor& factor, const LossSpec& loss, int64_t begin,
   return out;
 }
 
-MeanFieldLoss factor_loss_meanfield(BoundFactor& factor, const LossSpec& loss, int64_t begin, int64_t count,
-                                    const std::vector<Eigen::VectorXd>& means, const std::vector<Eigen::VectorXd>& sds,
-                                    int64_t draws, uint64_t noise_key, double scale, bool with_gradient) {
+template <class T>
+MeanFieldLoss<T> factor_loss_meanfield(BoundFactor& factor, const LossSpec& loss, int64_t begin, int64_t count,
+                                       const GroupVectors<T>& means, const GroupVectors<T>& sds, int64_t draws,
+                                       uint64_t noise_key, double scale, bool with_gradient) {
   const auto& loglik = factor.forward_meanfield(begin, count, means, sds, draws, noise_key);
   // One value per row and draw; a single draw when nothing in the factor is sampled.
   const LossSeeds seeds = loss_seeds(factor, loss, loglik, loglik.cols(), scale);
-  MeanFieldLoss out;
+  MeanFieldLoss<T> out;
   out.value = seeds.value;
-  if (with_gradient) out.gradient = factor.backward_meanfield(seeds.pointers());
+  if (with_gradient) out.gradient = factor.backward_meanfield<T>(seeds.pointers());
   return out;
 }
+
+template MeanFieldLoss<double> factor_loss_meanfield<double>(BoundFactor&, const LossSpec&, int64_t, int64_t,
+                                                             const GroupVectors<double>&, const GroupVectors<double>&,
+                                                             int64_t, uint64_t, double, bool);
+template MeanFieldLoss<float> factor_loss_meanfield<float>(BoundFactor&, const LossSpec&, int64_t, int64_t,
+                                                           const GroupVectors<float>&, const GroupVectors<float>&,
+                                                           int64_t, uint64_t, double, bool);
 
 }  // namespace fvi::engine

@@ -36,11 +36,12 @@ MeanFieldShards<T>::MeanFieldShards(const Eigen::VectorXd& params, const std::op
   const Q start = Q::from_params(params);
   fused_ = cavity && divergence.kind == DivergenceKind::kAlphaRenyi;
   if (fused_) check_finite("alpha_renyi_divergence", "alpha", divergence.parameter);
-  means_[0] = start.mean();
-  sds_[0] = start.sd();
-  if constexpr (!std::is_same_v<T, double>) {  // q starts at its float values, which the kernels then see
-    means_[0] = means_[0].cast<T>().template cast<double>();
-    sds_[0] = params.tail(d).cast<T>().array().exp().template cast<double>();
+  if constexpr (std::is_same_v<T, double>) {
+    means_[0] = start.mean();
+    sds_[0] = start.sd();
+  } else {  // q starts at its float values, which the kernels then see
+    means_[0] = start.mean().template cast<T>();
+    sds_[0] = params.tail(d).template cast<T>().array().exp();
   }
   const int n = pool_ ? pool_->size() : 1;
   shards_.resize(size_t(n));
@@ -50,7 +51,6 @@ MeanFieldShards<T>::MeanFieldShards(const Eigen::VectorXd& params, const std::op
     s.size = d * (w + 1) / n - s.begin;
     s.params.resize(2 * s.size);
     s.params << params.segment(s.begin, s.size).template cast<T>(), params.segment(d + s.begin, s.size).template cast<T>();
-    if constexpr (!std::is_same_v<T, double>) s.sd = s.params.tail(s.size).array().exp();
     s.adam.emplace(2 * s.size, adam);
     if (fused_) {  // the cavity as fused_step reads it, in T
       s.cavity_mean = cavity->mean().segment(s.begin, s.size).template cast<T>();
@@ -66,10 +66,9 @@ MeanFieldShards<T>::MeanFieldShards(const Eigen::VectorXd& params, const std::op
 template <class T>
 bool MeanFieldShards<T>::publish(Shard& s) {
   const Eigen::Index n = s.size;
-  means_[0].segment(s.begin, n) = s.params.head(n).template cast<double>();
+  means_[0].segment(s.begin, n) = s.params.head(n);
   Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> sd(sd_now(s), n);
   sd = s.params.tail(n).array().exp();
-  if constexpr (!std::is_same_v<T, double>) sds_[0].segment(s.begin, n) = sd.template cast<double>().matrix();
   return usable(s.params.head(n).array(), sd);
 }
 
@@ -89,7 +88,7 @@ double MeanFieldShards<T>::fused_step(Shard& s, const Terms& d_mean, const Terms
                                       bool& finite) {
   using Array = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   using ConstArray = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-  using Loss = Eigen::Map<const Eigen::ArrayXd>;
+  using Loss = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   const Eigen::Index n = s.size;
   T* mean = s.params.data();
   T* log_sd = mean + n;
@@ -106,8 +105,8 @@ double MeanFieldShards<T>::fused_step(Shard& s, const Terms& d_mean, const Terms
                                       with_value));
     // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
     Array gm(g_mean, m), gl(g_log_sd, m);
-    for (const Eigen::VectorXd& term : d_mean) gm += Loss(term.data() + at, m).template cast<T>();
-    for (const Eigen::VectorXd& term : d_sd) gl += Loss(term.data() + at, m).template cast<T>() * ConstArray(sd, m);
+    for (const VectorX<T>& term : d_mean) gm += Loss(term.data() + at, m);
+    for (const VectorX<T>& term : d_sd) gl += Loss(term.data() + at, m) * ConstArray(sd, m);
     if (!all_finite(gm) || !all_finite(gl)) {
       finite = false;
       return value;
@@ -116,9 +115,7 @@ double MeanFieldShards<T>::fused_step(Shard& s, const Terms& d_mean, const Terms
     s.adam->update(n + i, m, log_sd + i, g_log_sd);
     Array new_sd(sd, m);
     new_sd = ConstArray(log_sd + i, m).exp();
-    Eigen::Map<Eigen::ArrayXd>(means_[0].data() + at, m) = ConstArray(mean + i, m).template cast<double>();
-    if constexpr (!std::is_same_v<T, double>)
-      Eigen::Map<Eigen::ArrayXd>(sds_[0].data() + at, m) = new_sd.template cast<double>();
+    Array(means_[0].data() + at, m) = ConstArray(mean + i, m);
     if (!usable(ConstArray(mean + i, m), new_sd)) {
       finite = false;
       return value;
@@ -134,9 +131,10 @@ double MeanFieldShards<T>::whole_step(Shard& s, const Terms& d_mean, const Terms
   const Q q(s.params.head(n).template cast<double>(), s.params.tail(n).template cast<double>());
   const double value = s.cavity ? Family::divergence(q, *s.cavity, divergence_, &s.gradient)
                                 : Family::improper_kl(q, s.cavity_natural, &s.gradient);
-  for (const Eigen::VectorXd& term : d_mean) s.gradient.head(n) += term.segment(s.begin, n);
+  for (const VectorX<T>& term : d_mean) s.gradient.head(n) += term.segment(s.begin, n).template cast<double>();
   const Eigen::ArrayXd sd = q.sd().array();
-  for (const Eigen::VectorXd& term : d_sd) s.gradient.tail(n).array() += term.segment(s.begin, n).array() * sd;
+  for (const VectorX<T>& term : d_sd)
+    s.gradient.tail(n).array() += term.segment(s.begin, n).template cast<double>().array() * sd;
   if (!s.gradient.allFinite()) {
     finite = false;
     return value;
@@ -153,7 +151,7 @@ double MeanFieldShards<T>::whole_step(Shard& s, const Terms& d_mean, const Terms
 template <class T>
 typename MeanFieldShards<T>::Step MeanFieldShards<T>::step(const Terms& d_mean, const Terms& d_sd, bool with_value) {
   for (const Terms* terms : {&d_mean, &d_sd})
-    for (const Eigen::VectorXd& term : *terms)
+    for (const VectorX<T>& term : *terms)
       if (term.size() != means_[0].size())
         throw std::invalid_argument("a gradient term of " + std::to_string(term.size()) + " values for " +
                                     std::to_string(means_[0].size()) + " coordinates");

@@ -180,7 +180,8 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
   Gradient out;
   if (with_gradient) out.d_params = Eigen::VectorXd::Zero(q.num_params());
   if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
-    MeanFieldGradient g = meanfield_loss_gradient({q.mean()}, {q.sd()}, batch, batches, draws, rng, with_gradient);
+    const MeanFieldLossGradient<double> g =
+        meanfield_loss_gradient<double>({q.mean()}, {q.sd()}, batch, batches, draws, rng, with_gradient);
     out.loss = g.loss;
     if (with_gradient) {
       // params = [mean; log sd]: d/dlog sd = sd .* d/dsd.
@@ -208,10 +209,11 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
 }
 
 template <class Q>
-typename PviClient<Q>::MeanFieldGradient PviClient<Q>::meanfield_loss_gradient(
-    const std::vector<Eigen::VectorXd>& means, const std::vector<Eigen::VectorXd>& sds, long batch, long batches,
-    long draws, CounterRng& rng, bool with_gradient) {
-  MeanFieldGradient out;
+template <class T>
+typename PviClient<Q>::template MeanFieldLossGradient<T> PviClient<Q>::meanfield_loss_gradient(
+    const GroupVectors<T>& means, const GroupVectors<T>& sds, long batch, long batches, long draws, CounterRng& rng,
+    bool with_gradient) {
+  MeanFieldLossGradient<T> out;
   // The kernels draw the noise (local reparameterisation of data products); one key per step,
   // shared by every likelihood so that theta is the same draw in each.
   const uint64_t key = (uint64_t(rng()) << 32) | rng();
@@ -220,13 +222,13 @@ typename PviClient<Q>::MeanFieldGradient PviClient<Q>::meanfield_loss_gradient(
     const int64_t begin = n * batch / batches, end = n * (batch + 1) / batches;
     if (end <= begin) continue;
     const double scale = options_.loss_weight * double(n) / double(end - begin);
-    MeanFieldLoss l = f->loss_meanfield(options_.loss, begin, end - begin, means, sds, draws, key, scale, with_gradient,
-                                        RowParallelFactor::Parts::kUnsummed);
+    MeanFieldLoss<T> l = f->loss_meanfield(options_.loss, begin, end - begin, means, sds, draws, key, scale,
+                                           with_gradient, RowParallelFactor::Parts::kUnsummed);
     out.loss += l.value;
     if (!with_gradient) continue;
     out.d_mean.push_back(std::move(l.gradient.d_means[0]));
     out.d_sd.push_back(std::move(l.gradient.d_sds[0]));
-    for (BoundFactor::MeanFieldGradient& part : l.other_parts) {
+    for (MeanFieldGradient<T>& part : l.other_parts) {
       out.d_mean.push_back(std::move(part.d_means[0]));
       out.d_sd.push_back(std::move(part.d_sds[0]));
     }
@@ -320,8 +322,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
       // epoch's objective; its gradient is needed at every step.
       const bool every_value = options_.epochs > 0 && options_.patience > 0;
       const auto step = [&](long batch, long t) {
-        const MeanFieldGradient g =
-            meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
+        const auto g = meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
         const auto s = q.step(g.d_mean, g.d_sd, every_value || t == steps - 1);
         const double objective = g.loss + s.divergence;
         if (!s.finite || !std::isfinite(objective)) throw not_finite(t);

@@ -27,19 +27,19 @@ void RowParallelFactor::for_each_part(int parts, int64_t begin, int64_t count, F
   });
 }
 
-MeanFieldLoss RowParallelFactor::loss_meanfield(const LossSpec& loss, int64_t begin, int64_t count,
-                                                const std::vector<Eigen::VectorXd>& means,
-                                                const std::vector<Eigen::VectorXd>& sds, int64_t draws,
-                                                uint64_t noise_key, double scale, bool with_gradient,
-                                                Parts sum) {
+template <class T>
+MeanFieldLoss<T> RowParallelFactor::loss_meanfield(const LossSpec& loss, int64_t begin, int64_t count,
+                                                   const GroupVectors<T>& means, const GroupVectors<T>& sds,
+                                                   int64_t draws, uint64_t noise_key, double scale, bool with_gradient,
+                                                   Parts sum) {
   const int n = parts(count);
   if (n == 1)
     return factor_loss_meanfield(*states_[0], loss, begin, count, means, sds, draws, noise_key, scale, with_gradient);
-  std::vector<MeanFieldLoss> part(static_cast<size_t>(n));
+  std::vector<MeanFieldLoss<T>> part(static_cast<size_t>(n));
   for_each_part(n, begin, count, [&](int i, int64_t b, int64_t c) {
     part[i] = factor_loss_meanfield(*states_[i], loss, b, c, means, sds, draws, noise_key, scale, with_gradient);
   });
-  MeanFieldLoss out = std::move(part[0]);
+  MeanFieldLoss<T> out = std::move(part[0]);
   for (int i = 1; i < n; ++i) out.value += part[i].value;
   if (!with_gradient) return out;
   if (sum == Parts::kUnsummed) {
@@ -50,8 +50,8 @@ MeanFieldLoss RowParallelFactor::loss_meanfield(const LossSpec& loss, int64_t be
   pool_->run([&](int w) {
     const int workers = pool_->size();
     for (size_t g = 0; g < out.gradient.d_means.size(); ++g) {
-      Eigen::VectorXd& dm = out.gradient.d_means[g];
-      Eigen::VectorXd& ds = out.gradient.d_sds[g];
+      VectorX<T>& dm = out.gradient.d_means[g];
+      VectorX<T>& ds = out.gradient.d_sds[g];
       const Eigen::Index b = dm.size() * w / workers, e = dm.size() * (w + 1) / workers;
       for (int i = 1; i < n; ++i) {
         dm.segment(b, e - b) += part[i].gradient.d_means[g].segment(b, e - b);
@@ -61,6 +61,15 @@ MeanFieldLoss RowParallelFactor::loss_meanfield(const LossSpec& loss, int64_t be
   });
   return out;
 }
+
+template MeanFieldLoss<double> RowParallelFactor::loss_meanfield<double>(const LossSpec&, int64_t, int64_t,
+                                                                        const GroupVectors<double>&,
+                                                                        const GroupVectors<double>&, int64_t, uint64_t,
+                                                                        double, bool, Parts);
+template MeanFieldLoss<float> RowParallelFactor::loss_meanfield<float>(const LossSpec&, int64_t, int64_t,
+                                                                      const GroupVectors<float>&,
+                                                                      const GroupVectors<float>&, int64_t, uint64_t,
+                                                                      double, bool, Parts);
 
 FactorLoss RowParallelFactor::loss(const LossSpec& loss, int64_t begin, int64_t count,
                                    const std::vector<Eigen::MatrixXd>& inputs, double scale, bool with_gradient) {

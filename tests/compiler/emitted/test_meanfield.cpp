@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <type_traits>
 
 #include "generated_models.h"
 #include "support/gradient_check.h"
@@ -46,6 +47,16 @@ struct Data {
   std::vector<fvi_tensor> views;
   fvi_data data{};
 };
+
+// q (means, sds, their gradients) as the mean-field calls take it, in double or float.
+template <class Scalar>
+using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+template <class Scalar>
+using Tensor = std::conditional_t<std::is_same_v<Scalar, float>, fvi_tensor_f32, fvi_tensor>;
+template <class Scalar>
+Tensor<Scalar> view_of(Matrix<Scalar>& x) {
+  return Tensor<Scalar>{x.data(), x.rows(), 1, x.cols()};
+}
 
 // A bound factor with owned state.
 struct Bound {
@@ -86,29 +97,41 @@ struct Bound {
     REQUIRE(status == 0);
     return grads;
   }
-  RealTensor forward_meanfield(std::vector<MatrixXd>& means, std::vector<MatrixXd>& sds, int64_t draws, uint64_t key,
-                               int64_t begin = 0, int64_t count = -1) {
-    std::vector<fvi_tensor> mv, sv;
-    for (MatrixXd& x : means) mv.push_back(view(x));
-    for (MatrixXd& x : sds) sv.push_back(x.size() ? view(x) : fvi_tensor{nullptr, 0, 0, 0});
+  // forward_meanfield with q in double, forward_meanfield_f32 with q in float.
+  template <class Scalar>
+  RealTensor forward_meanfield(std::vector<Matrix<Scalar>>& means, std::vector<Matrix<Scalar>>& sds, int64_t draws,
+                               uint64_t key, int64_t begin = 0, int64_t count = -1) {
+    std::vector<Tensor<Scalar>> mv, sv;
+    for (Matrix<Scalar>& x : means) mv.push_back(view_of(x));
+    for (Matrix<Scalar>& x : sds) sv.push_back(x.size() ? view_of(x) : Tensor<Scalar>{nullptr, 0, 0, 0});
     fvi_tensor out{};
     fvi_error error{};
-    int status = m->forward_meanfield(state, begin, count, mv.data(), sv.data(), draws, key, &out, &error);
+    int status = 0;
+    if constexpr (std::is_same_v<Scalar, float>)
+      status = m->forward_meanfield_f32(state, begin, count, mv.data(), sv.data(), draws, key, &out, &error);
+    else
+      status = m->forward_meanfield(state, begin, count, mv.data(), sv.data(), draws, key, &out, &error);
     INFO(error.message);
     REQUIRE(status == 0);
     return copy(out);
   }
-  void backward_meanfield(std::vector<RealTensor*> seeds, std::vector<MatrixXd>& d_means,
-                          std::vector<MatrixXd>& d_sds) {
+  // backward_meanfield into double buffers, backward_meanfield_f32 into float ones.
+  template <class Scalar>
+  void backward_meanfield(std::vector<RealTensor*> seeds, std::vector<Matrix<Scalar>>& d_means,
+                          std::vector<Matrix<Scalar>>& d_sds) {
     std::vector<fvi_tensor> sv(seeds.size());
     std::vector<const fvi_tensor*> sp(seeds.size(), nullptr);
     for (size_t k = 0; k < seeds.size(); ++k)
       if (seeds[k]) sv[k] = view(*seeds[k]), sp[k] = &sv[k];
-    std::vector<fvi_tensor> mv, dv;
-    for (MatrixXd& x : d_means) mv.push_back(view(x));
-    for (MatrixXd& x : d_sds) dv.push_back(x.size() ? view(x) : fvi_tensor{nullptr, 0, 0, 0});
+    std::vector<Tensor<Scalar>> mv, dv;
+    for (Matrix<Scalar>& x : d_means) mv.push_back(view_of(x));
+    for (Matrix<Scalar>& x : d_sds) dv.push_back(x.size() ? view_of(x) : Tensor<Scalar>{nullptr, 0, 0, 0});
     fvi_error error{};
-    int status = m->backward_meanfield(state, sp.data(), mv.data(), dv.data(), &error);
+    int status = 0;
+    if constexpr (std::is_same_v<Scalar, float>)
+      status = m->backward_meanfield_f32(state, sp.data(), mv.data(), dv.data(), &error);
+    else
+      status = m->backward_meanfield(state, sp.data(), mv.data(), dv.data(), &error);
     INFO(error.message);
     REQUIRE(status == 0);
   }
@@ -383,6 +406,66 @@ TEST_CASE("float32 kernels agree with double within float rounding", "[emitted][
     auto gd = d.backward(seeds, inputs), gs = s.backward(seeds, inputs);
     for (size_t k = 0; k < gd.size(); ++k)
       close(gs[k], gd[k], std::string("gradient w.r.t. ") + m->group_names[info.groups[k]]);
+  });
+}
+
+// The float entry points are the double ones with q and its gradient stored in float: given the
+// same (float) means and sds, a state computes the same output whichever call it gets, and the
+// float gradient is the double one rounded to float (exactly: each element is one value the
+// kernel computed, converted once).
+TEST_CASE("forward_meanfield_f32 and backward_meanfield_f32 are the double calls in float storage",
+          "[emitted][meanfield][float32]") {
+  for_each_factor(13, 2, [](const fvi_model* m, int fi, Data& data, fvic::ir::Bindings& b, std::mt19937& rng) {
+    const fvi_factor_info& info = m->factors[fi];
+    std::normal_distribution<double> normal;
+    for (bool float32_state : {false, true}) {
+      INFO((float32_state ? "create_float32" : "create") << " state");
+      Bound f(m, fi, data.data, float32_state);
+      const int64_t S = 3;
+      std::vector<MatrixXd> means, sds;
+      std::vector<Eigen::MatrixXf> means_f, sds_f;
+      for (int k = 0; k < info.group_count; ++k) {
+        const RealTensor& in = b.inputs.at(m->group_names[info.groups[k]]);
+        means_f.push_back((0.5 * Eigen::MatrixXf::Random(in.rows, 1)).eval());
+        sds_f.push_back(m->group_varies[info.groups[k]]
+                            ? Eigen::MatrixXf((0.3f + 0.5f * Eigen::MatrixXf::Random(in.rows, 1).array().abs()).matrix())
+                            : Eigen::MatrixXf());
+        means.push_back(means_f.back().cast<double>());
+        sds.push_back(sds_f.back().cast<double>());
+      }
+      const RealTensor out_d = f.forward_meanfield(means, sds, S, 41);
+      std::vector<RealTensor> seeds{RealTensor::zeros_like(out_d)};
+      if (info.kind == FVI_LIKELIHOOD)
+        for (int k = 1; k < info.seed_count; ++k) seeds.push_back(RealTensor::zeros_like(f.arguments().at(k)));
+      for (RealTensor& s : seeds)
+        for (Eigen::Index i = 0; i < s.m.size(); ++i) s.m.data()[i] = normal(rng);
+      std::vector<RealTensor*> seed_ptrs;
+      for (RealTensor& s : seeds) seed_ptrs.push_back(&s);
+      std::vector<MatrixXd> dm, ds;
+      std::vector<Eigen::MatrixXf> dm_f, ds_f;
+      for (int k = 0; k < info.group_count; ++k) {
+        dm.push_back(MatrixXd::Constant(means[k].rows(), 1, 7.0));  // overwritten: not zero-filled first
+        ds.push_back(MatrixXd::Constant(sds[k].rows(), sds[k].size() ? 1 : 0, 7.0));
+        dm_f.push_back(Eigen::MatrixXf::Constant(means[k].rows(), 1, 7.0f));
+        ds_f.push_back(Eigen::MatrixXf::Constant(sds[k].rows(), sds[k].size() ? 1 : 0, 7.0f));
+      }
+      f.backward_meanfield(seed_ptrs, dm, ds);
+
+      const RealTensor out_f = f.forward_meanfield(means_f, sds_f, S, 41);
+      REQUIRE(out_f.m.rows() == out_d.m.rows());
+      REQUIRE(out_f.m.cols() == out_d.m.cols());
+      CHECK(out_f.m == out_d.m);
+      f.backward_meanfield(seed_ptrs, dm_f, ds_f);
+      for (int k = 0; k < info.group_count; ++k) {
+        INFO("group " << m->group_names[info.groups[k]]);
+        CHECK(dm_f[k] == dm[k].cast<float>());
+        CHECK(ds_f[k] == ds[k].cast<float>());
+      }
+      // Not vacuous: another noise key moves the output of a sampled factor.
+      bool sampled = false;
+      for (const Eigen::MatrixXf& s : sds_f) sampled = sampled || s.size() > 0;
+      if (sampled && out_d.m.size() > 0) CHECK(f.forward_meanfield(means_f, sds_f, S, 42).m != out_d.m);
+    }
   });
 }
 

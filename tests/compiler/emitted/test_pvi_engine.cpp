@@ -81,11 +81,11 @@ TEST_CASE("robust losses through the mean-field kernels: gradients in the mean a
                                     fvi::LossSpec::density_power(0.7), fvi::LossSpec::gamma(1.5)}) {
     INFO(loss.name());
     auto value = [&](const Eigen::VectorXd& p) {
-      return fvi::engine::factor_loss_meanfield(f, loss, 1, 6, {p.head(d + 1)}, {p.tail(d + 1)}, S, 77, 1.7, false).value;
+      return fvi::engine::factor_loss_meanfield<double>(f, loss, 1, 6, {p.head(d + 1)}, {p.tail(d + 1)}, S, 77, 1.7, false).value;
     };
     Eigen::VectorXd p(2 * (d + 1));
     p << mean, sd;
-    const auto l = fvi::engine::factor_loss_meanfield(f, loss, 1, 6, {mean}, {sd}, S, 77, 1.7, true);
+    const auto l = fvi::engine::factor_loss_meanfield<double>(f, loss, 1, 6, {mean}, {sd}, S, 77, 1.7, true);
     Eigen::VectorXd analytic(2 * (d + 1));
     analytic << l.gradient.d_means[0], l.gradient.d_sds[0];
     auto check = fvi::test::check_gradient(value, p, analytic);

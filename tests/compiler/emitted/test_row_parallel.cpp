@@ -127,8 +127,8 @@ TEST_CASE("rows split between kernel states give one call's loss and gradients, 
       INFO(loss.name() << ", rows " << begin << " + " << count);
       const double rows = double(count < 0 ? n : count);
       const double scale = 1.3;
-      const auto a = fvi::engine::factor_loss_meanfield(one, loss, begin, count, {mean}, {sd}, S, 99, scale, true);
-      const auto b = split.loss_meanfield(loss, begin, count, {mean}, {sd}, S, 99, scale, true);
+      const auto a = fvi::engine::factor_loss_meanfield<double>(one, loss, begin, count, {mean}, {sd}, S, 99, scale, true);
+      const auto b = split.loss_meanfield<double>(loss, begin, count, {mean}, {sd}, S, 99, scale, true);
       check_close(a.value, b.value, rows, scale * rows * 10);
       for (int i = 0; i <= d; ++i) {
         check_close(a.gradient.d_means[0][i], b.gradient.d_means[0][i], rows, scale * rows * 10);
@@ -136,8 +136,8 @@ TEST_CASE("rows split between kernel states give one call's loss and gradients, 
       }
       if (count == 40) CHECK(a.value == b.value);  // not split: the same call
       // Unsummed, the parts' gradients add up to the summed one (the parts: 3, 2, 1, 3).
-      const auto u = split.loss_meanfield(loss, begin, count, {mean}, {sd}, S, 99, scale, true,
-                                          RowParallelFactor::Parts::kUnsummed);
+      const auto u = split.loss_meanfield<double>(loss, begin, count, {mean}, {sd}, S, 99, scale, true,
+                                                  RowParallelFactor::Parts::kUnsummed);
       CHECK(u.other_parts.size() == (count == 250 || count < 0 ? 2u : count == 70 ? 1u : 0u));
       Eigen::VectorXd um = u.gradient.d_means[0], us = u.gradient.d_sds[0];
       for (const auto& part : u.other_parts) um += part.d_means[0], us += part.d_sds[0];
@@ -153,8 +153,8 @@ TEST_CASE("rows split between kernel states give one call's loss and gradients, 
     }
   }
   // A different noise key gives a different loss: the comparison above is not vacuous.
-  const auto a = split.loss_meanfield(fvi::LossSpec::nll(), 0, -1, {mean}, {sd}, S, 99, 1.0, false);
-  const auto b = split.loss_meanfield(fvi::LossSpec::nll(), 0, -1, {mean}, {sd}, S, 98, 1.0, false);
+  const auto a = split.loss_meanfield<double>(fvi::LossSpec::nll(), 0, -1, {mean}, {sd}, S, 99, 1.0, false);
+  const auto b = split.loss_meanfield<double>(fvi::LossSpec::nll(), 0, -1, {mean}, {sd}, S, 98, 1.0, false);
   CHECK(std::abs(a.value - b.value) > 1e-6 * std::abs(a.value));
 }
 

@@ -30,6 +30,17 @@ int group_index(const fvi_model& model, const std::string& group);
 
 enum class Precision { kFloat64, kFloat32 };
 
+// One vector per input group of a factor: a mean-field q's means or sds, or their gradients, in
+// double or (precision = float32) float.
+template <class T>
+using GroupVectors = std::vector<VectorX<T>>;
+
+// The gradient of a mean-field pass with respect to each group's mean and sd.
+template <class T>
+struct MeanFieldGradient {
+  GroupVectors<T> d_means, d_sds;
+};
+
 class BoundFactor {
  public:
   // kFloat32 binds the factor through create_float32 (`precision = float32`): the same calls,
@@ -57,17 +68,17 @@ class BoundFactor {
 
   // For a mean-field Gaussian family (kernel ABI forward_meanfield): each input group's mean and
   // sd (size x 1; an empty sd for a point-estimated group), S draws made by the kernel from
-  // `noise_key`, with local reparameterisation of data products. Returns rows x S.
-  const Eigen::Map<const Eigen::MatrixXd>& forward_meanfield(int64_t begin, int64_t count,
-                                                             const std::vector<Eigen::VectorXd>& means,
-                                                             const std::vector<Eigen::VectorXd>& sds, int64_t draws,
+  // `noise_key`, with local reparameterisation of data products. Returns rows x S. With T = float
+  // (an engine keeping q in float for precision = float32) they go through forward_meanfield_f32,
+  // unconverted.
+  template <class T>
+  const Eigen::Map<const Eigen::MatrixXd>& forward_meanfield(int64_t begin, int64_t count, const GroupVectors<T>& means,
+                                                             const GroupVectors<T>& sds, int64_t draws,
                                                              uint64_t noise_key);
   // After forward_meanfield(): the gradient of the seeded sum (as backward()) with respect to
-  // each group's mean and sd, summed over the draws.
-  struct MeanFieldGradient {
-    std::vector<Eigen::VectorXd> d_means, d_sds;
-  };
-  MeanFieldGradient backward_meanfield(const std::vector<const Eigen::MatrixXd*>& seeds);
+  // each group's mean and sd, summed over the draws, in T (float: backward_meanfield_f32).
+  template <class T>
+  MeanFieldGradient<T> backward_meanfield(const std::vector<const Eigen::MatrixXd*>& seeds);
 
   // After forward() of a likelihood: the outcome rows and each distribution argument, each as
   // rows x (cols * draws) with its draws count.

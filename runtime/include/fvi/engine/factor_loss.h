@@ -26,17 +26,20 @@ FactorLoss factor_loss(BoundFactor& factor, const LossSpec& loss, int64_t begin,
                        const std::vector<Eigen::MatrixXd>& inputs, double scale, bool with_gradient);
 
 // The same for a mean-field Gaussian family through the kernel's local reparameterisation
-// (BoundFactor::forward_meanfield): gradients with respect to each group's mean and sd.
+// (BoundFactor::forward_meanfield): gradients with respect to each group's mean and sd, q and
+// its gradient in T (double, or float for an engine keeping q in float).
+template <class T>
 struct MeanFieldLoss {
   double value = 0;
-  BoundFactor::MeanFieldGradient gradient;  // empty if not asked
+  MeanFieldGradient<T> gradient;  // empty if not asked
   // RowParallelFactor::loss_meanfield with Parts::kUnsummed: the other parts' gradients, which
   // the caller adds to `gradient` in a pass of its own (MeanFieldShards::step).
-  std::vector<BoundFactor::MeanFieldGradient> other_parts;
+  std::vector<MeanFieldGradient<T>> other_parts;
 };
-MeanFieldLoss factor_loss_meanfield(BoundFactor& factor, const LossSpec& loss, int64_t begin, int64_t count,
-                                    const std::vector<Eigen::VectorXd>& means, const std::vector<Eigen::VectorXd>& sds,
-                                    int64_t draws, uint64_t noise_key, double scale, bool with_gradient);
+template <class T>
+MeanFieldLoss<T> factor_loss_meanfield(BoundFactor& factor, const LossSpec& loss, int64_t begin, int64_t count,
+                                       const GroupVectors<T>& means, const GroupVectors<T>& sds, int64_t draws,
+                                       uint64_t noise_key, double scale, bool with_gradient);
 
 // Whether `loss` can be evaluated for a likelihood of `distribution` (robust losses that need a
 // power integral exist for bernoulli_logit, categorical_logit, poisson_log and normal).

@@ -11,13 +11,14 @@
 // rows): on a network's 159k weights it was a third of a step when it ran on one thread. It is a
 // few operations per coordinate on a dozen arrays, so it runs at memory speed: T is the scalar q's
 // parameters, Adam's moments and the cavity are kept in, float for `precision = float32` (as the
-// reference code trains), which halves the bytes a step moves. The kernels take q's mean and sd in
-// double (their ABI), and the loss's gradient comes back in double.
+// reference code trains), which halves the bytes a step moves. q's mean and sd are published in T
+// for the kernels (float: forward_meanfield_f32), and the loss's gradient comes back in T.
 #include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
+#include "fvi/engine/bound_factor.h"
 #include "fvi/engine/gaussian_family.h"
 #include "fvi/engine/worker_pool.h"
 #include "fvi/optim/adam.h"
@@ -37,8 +38,8 @@ class MeanFieldShards {
                   const DivergenceSpec& divergence, const AdamOptions& adam, std::shared_ptr<WorkerPool> pool);
 
   // q's mean and sd now, as the kernels take them (one vector per group: here the one group).
-  const std::vector<Eigen::VectorXd>& means() const { return means_; }
-  const std::vector<Eigen::VectorXd>& sds() const { return sds_; }
+  const GroupVectors<T>& means() const { return means_; }
+  const GroupVectors<T>& sds() const { return sds_; }
   // q's parameters now, [mean; log sd].
   Eigen::VectorXd params() const;
 
@@ -50,14 +51,13 @@ class MeanFieldShards {
   // loss's, then one Adam step on [mean; log sd]. The loss's gradient with respect to q's mean
   // and sd is the sum of the terms `d_mean` and `d_sd` (one per likelihood and part of its rows,
   // possibly none), added up here a block at a time rather than in a pass of their own.
-  using Terms = std::vector<Eigen::VectorXd>;
+  using Terms = GroupVectors<T>;
   Step step(const Terms& d_mean, const Terms& d_sd, bool with_value = true);
 
  private:
   struct Shard {
     Eigen::Index begin = 0, size = 0;
     VectorX<T> params;  // [mean; log sd] of the shard's coordinates
-    VectorX<T> sd;      // exp(log sd) now, when T is float (in double, sds_ holds it)
     std::optional<Adam<T>> adam;
     std::optional<Q> cavity;                           // whole_step's
     VectorX<T> cavity_mean, cavity_log_sd, cavity_sd;  // fused_step's, in T
@@ -65,27 +65,20 @@ class MeanFieldShards {
     Eigen::VectorXd gradient;  // whole_step's
   };
   // q's sd now at the shard's coordinates.
-  T* sd_now(Shard& s) {
-    if constexpr (std::is_same_v<T, double>) {
-      return sds_[0].data() + s.begin;
-    } else {
-      return s.sd.data();
-    }
-  }
+  T* sd_now(Shard& s) { return sds_[0].data() + s.begin; }
   // alpha-Renyi to a proper cavity: the divergence's gradient, the loss's and Adam fused, a block
   // of coordinates at a time while it is in cache.
   double fused_step(Shard& s, const Terms& d_mean, const Terms& d_sd, bool with_value, bool& finite);
   // Any other divergence: one pass per stage over the shard.
   double whole_step(Shard& s, const Terms& d_mean, const Terms& d_sd, bool& finite);
-  // The shard's q at its params into means_ and sds_ (and s.sd); false if an sd is not finite and
-  // positive.
+  // The shard's q at its params into means_ and sds_; false if an sd is not finite and positive.
   bool publish(Shard& s);
 
   DivergenceSpec divergence_;
   bool fused_ = false;
   std::shared_ptr<WorkerPool> pool_;
   std::vector<Shard> shards_;
-  std::vector<Eigen::VectorXd> means_{1}, sds_{1};  // q's mean and sd, written shard by shard
+  GroupVectors<T> means_{1}, sds_{1};  // q's mean and sd, written shard by shard
 };
 
 extern template class MeanFieldShards<double>;

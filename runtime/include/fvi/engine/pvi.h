@@ -96,15 +96,18 @@ class PviClient {
   Gradient loss_gradient(const Q& q, long batch, long batches, long draws, CounterRng& rng, bool with_gradient);
   // The same for a mean-field q given by its mean and sd (one vector each: the global group),
   // through the kernels' local reparameterisation: the gradient with respect to the mean and sd.
-  struct MeanFieldGradient {
+  // In T: double, or float as MeanFieldShards<float> keeps q for precision = float32.
+  template <class T>
+  struct MeanFieldLossGradient {
     double loss = 0;
     // The gradient with respect to q's mean and sd is the sum of these terms (one per likelihood
     // and part of its rows: MeanFieldShards::step adds them up as it steps); empty if not asked.
-    std::vector<Eigen::VectorXd> d_mean, d_sd;
+    GroupVectors<T> d_mean, d_sd;
   };
-  MeanFieldGradient meanfield_loss_gradient(const std::vector<Eigen::VectorXd>& means,
-                                            const std::vector<Eigen::VectorXd>& sds, long batch, long batches,
-                                            long draws, CounterRng& rng, bool with_gradient);
+  template <class T>
+  MeanFieldLossGradient<T> meanfield_loss_gradient(const GroupVectors<T>& means, const GroupVectors<T>& sds,
+                                                   long batch, long batches, long draws, CounterRng& rng,
+                                                   bool with_gradient);
   // The stochastic optimisation of the local objective from `params` (seed 000 Eq. 4): Adam over
   // the minibatches, with early stopping. Returns the final parameters; sets out.steps and
   // out.objective.

@@ -33,10 +33,11 @@ class RowParallelFactor {
   // MeanFieldLoss::other_parts for a caller that passes over the coordinates anyway.
   enum class Parts { kSummed, kUnsummed };
   // factor_loss_meanfield / factor_loss over rows [begin, begin + count) (count < 0: all rows).
-  MeanFieldLoss loss_meanfield(const LossSpec& loss, int64_t begin, int64_t count,
-                               const std::vector<Eigen::VectorXd>& means, const std::vector<Eigen::VectorXd>& sds,
-                               int64_t draws, uint64_t noise_key, double scale, bool with_gradient,
-                               Parts sum = Parts::kSummed);
+  // q and its gradient in T (double, or float: BoundFactor::forward_meanfield).
+  template <class T>
+  MeanFieldLoss<T> loss_meanfield(const LossSpec& loss, int64_t begin, int64_t count, const GroupVectors<T>& means,
+                                  const GroupVectors<T>& sds, int64_t draws, uint64_t noise_key, double scale,
+                                  bool with_gradient, Parts sum = Parts::kSummed);
   FactorLoss loss(const LossSpec& loss, int64_t begin, int64_t count, const std::vector<Eigen::MatrixXd>& inputs,
                   double scale, bool with_gradient);
 

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 2
+#define FVI_ABI_VERSION 3
 
 typedef struct fvi_tensor {
   double* data;
@@ -20,6 +20,15 @@ typedef struct fvi_tensor {
   int64_t cols;
   int64_t draws;
 } fvi_tensor;
+
+/* The same layout in float: a mean-field q's means, sds and their gradients as an engine keeps
+ * them for precision = float32 (forward_meanfield_f32, backward_meanfield_f32). */
+typedef struct fvi_tensor_f32 {
+  float* data;
+  int64_t rows;
+  int64_t cols;
+  int64_t draws;
+} fvi_tensor_f32;
 
 /* One party's data: every variable it holds, by name (ints as whole-number doubles). */
 typedef struct fvi_data {
@@ -170,6 +179,17 @@ typedef struct fvi_model {
   /* The data each party must give: every declaration of the data blocks with its shape, type
    * and bounds, and the size equalities to check (fvi/data/validate.h reads it). */
   const fvi_data_table* data_table;
+
+  /* forward_meanfield and backward_meanfield with the means and sds, and their gradients, in
+   * float: an engine that keeps q in float (precision = float32) passes it without converting
+   * to double, and a create_float32 state reads it and writes its gradient without converting
+   * either. The values are the same as the double calls' given the same (float) means and sds.
+   * Valid on either kind of state; a backward_meanfield_f32 may follow either forward. */
+  int (*forward_meanfield_f32)(void* state, int64_t batch_begin, int64_t batch_count, const fvi_tensor_f32* means,
+                               const fvi_tensor_f32* sds, int64_t draws, uint64_t noise_key, fvi_tensor* output,
+                               fvi_error* error);
+  int (*backward_meanfield_f32)(void* state, const fvi_tensor* const* seeds, fvi_tensor_f32* d_means,
+                                fvi_tensor_f32* d_sds, fvi_error* error);
 } fvi_model;
 
 #ifdef __cplusplus

@@ -57,6 +57,24 @@ fvi_tensor export_abi(const Tensor<T>& t, Tensor<double>& buffer) {
   return to_abi(buffer);
 }
 
+// What a mean-field call was given: the double tensors of forward_meanfield or the float ones of
+// forward_meanfield_f32 (the other pair null); sds (of either) may be null.
+struct MeanFieldInputs {
+  const fvi_tensor* means = nullptr;
+  const fvi_tensor* sds = nullptr;
+  const fvi_tensor_f32* means_f32 = nullptr;
+  const fvi_tensor_f32* sds_f32 = nullptr;
+};
+
+// Where backward_meanfield (double) or backward_meanfield_f32 (float) writes each group's
+// gradients; d_sds (of either) may be null.
+struct MeanFieldOutputs {
+  fvi_tensor* d_means = nullptr;
+  fvi_tensor* d_sds = nullptr;
+  fvi_tensor_f32* d_means_f32 = nullptr;
+  fvi_tensor_f32* d_sds_f32 = nullptr;
+};
+
 // A piece of a group's gradient: `length` values (each with `draws` draws, as a Tensor stores
 // them) that belong at `offset` of the group.
 template <class T>
@@ -67,18 +85,19 @@ struct GradientPiece {
   GradientPiece(const Tensor<T>& value, int64_t at) : GradientPiece(value.m.data(), value.size(), value.draws, at) {}
 };
 
-// A group of `size` values with `draws` draws: its gradient written into the caller's buffer in
-// one pass, each element once: the pieces converted to double (summed over their draws where the
-// group has one), added where pieces overlap, zeros where none falls. (It was a zero-filled
-// tensor, each piece added into it, then a converting copy: three passes over a network's weights
-// per call.) The pieces are sorted here.
-template <class T>
-void write_gradient(std::vector<GradientPiece<T>> pieces, int64_t size, int64_t draws, fvi_tensor& out) {
-  if (out.rows * out.cols * out.draws != size * draws)
-    throw ShapeError("gradient buffer of " + shape_string(out.rows, out.cols, out.draws) + " for " +
-                     shape_string(size, 1, draws));
+// A group of `size` values with `draws` draws: its gradient written into the caller's buffer
+// `data` (of `buffer_size` values, scalar U: double, or float for backward_meanfield_f32) in one
+// pass, each element once: the pieces converted to U (summed over their draws where the group has
+// one), added where pieces overlap, zeros where none falls. (It was a zero-filled tensor, each
+// piece added into it, then a converting copy: three passes over a network's weights per call.)
+// The pieces are sorted here.
+template <class T, class U>
+void write_gradient_into(std::vector<GradientPiece<T>> pieces, int64_t size, int64_t draws, U* data,
+                         int64_t buffer_size, const std::string& buffer_shape) {
+  if (buffer_size != size * draws)
+    throw ShapeError("gradient buffer of " + buffer_shape + " for " + shape_string(size, 1, draws));
   std::sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
-  Eigen::Map<Mat<double>> o(out.data, size, draws);
+  Eigen::Map<Mat<U>> o(data, size, draws);
   int64_t written = 0;  // [0, written) holds its final value or a partial sum
   for (const GradientPiece<T>& p : pieces) {
     if (p.offset < 0 || p.offset + p.length > size) throw ShapeError("a gradient piece past the end of its group");
@@ -89,7 +108,7 @@ void write_gradient(std::vector<GradientPiece<T>> pieces, int64_t size, int64_t 
     // over the piece's draws for a group of one, or the same for every draw of the group.
     const auto put = [&](bool add, int64_t first, int64_t at, int64_t n) {
       auto target = o.middleRows(at, n);
-      const auto rows = v.middleRows(first, n).template cast<double>();
+      const auto rows = v.middleRows(first, n).template cast<U>();
       if (p.draws == draws) {
         if (add) target += rows;
         else target = rows;
@@ -113,6 +132,31 @@ void write_gradient(std::vector<GradientPiece<T>> pieces, int64_t size, int64_t 
     }
   }
   if (written < size) o.middleRows(written, size - written).setZero();
+}
+
+// write_gradient_into an ABI tensor (backward's gradients).
+template <class T>
+void write_gradient(std::vector<GradientPiece<T>> pieces, int64_t size, int64_t draws, fvi_tensor& out) {
+  write_gradient_into(std::move(pieces), size, draws, out.data, out.rows * out.cols * out.draws,
+                      shape_string(out.rows, out.cols, out.draws));
+}
+
+// Group g's gradient with respect to its means (or, `sd`, its sds) from backward_meanfield into
+// the caller's buffer, double or float, whichever the call gave: one value per element of the
+// group (`size`). A sd buffer the caller did not give is skipped; a means buffer must be given.
+template <class T>
+void write_meanfield_gradient(std::vector<GradientPiece<T>> pieces, int64_t size, const MeanFieldOutputs& out, int g,
+                              bool sd) {
+  fvi_tensor* d = sd ? out.d_sds : out.d_means;
+  fvi_tensor_f32* f = sd ? out.d_sds_f32 : out.d_means_f32;
+  if (d && d[g].data) {
+    write_gradient(std::move(pieces), size, 1, d[g]);
+  } else if (f && f[g].data) {
+    write_gradient_into(std::move(pieces), size, 1, f[g].data, f[g].rows * f[g].cols * f[g].draws,
+                        shape_string(f[g].rows, f[g].cols, f[g].draws));
+  } else if (!sd) {
+    throw std::invalid_argument("backward_meanfield needs a buffer for each group's mean gradient");
+  }
 }
 
 // The data variable `name`, which must be rows x cols (a scalar is 1 x 1), converted to T.
@@ -165,21 +209,42 @@ IntVec batch_index(const Tensor<T>& full, int64_t begin, int64_t count) {
   return rows.m.col(0).template cast<int64_t>();
 }
 
-// A group's means or sds as the engine passes them to forward_meanfield (size x 1, double), read
-// in place during that call: each slice the kernel takes converts its own elements, so a group is
-// not first copied whole into the kernel's scalar type (for a network's 159k weights, a pass over
-// 2 x 159k values per call). `data` is null for a group without a sd: its values are zeros.
+// A group's means or sds as the engine passes them to forward_meanfield (double) or
+// forward_meanfield_f32 (float), size x 1, read in place during that call: each slice the kernel
+// takes converts its own elements, so a group is not first copied whole into the kernel's scalar
+// type (for a network's 159k weights, a pass over 2 x 159k values per call). Neither pointer is
+// set for a group without a sd: its values are zeros.
 struct AbiColumn {
   const double* data = nullptr;
+  const float* data_f32 = nullptr;
   Eigen::Index rows = 0;
   Eigen::Index size() const { return rows; }
-  double operator[](Eigen::Index i) const { return data ? data[i] : 0.0; }
+  bool present() const { return data || data_f32; }
+  double operator[](Eigen::Index i) const { return data ? data[i] : data_f32 ? double(data_f32[i]) : 0.0; }
 };
 
-inline AbiColumn abi_column(const fvi_tensor& t) {
+namespace abi_detail {
+template <class Tensor>
+void check_column(const Tensor& t) {
   if (t.cols != 1 || t.draws != 1)
     throw ShapeError("a group's means or sds must be one column with one draw, not " + shape_string(t.rows, t.cols, t.draws));
-  return AbiColumn{t.data, t.rows};
+}
+}  // namespace abi_detail
+
+// Group g's means: they must be given.
+inline AbiColumn mean_column(const MeanFieldInputs& in, int g) {
+  if (in.means) return abi_detail::check_column(in.means[g]), AbiColumn{in.means[g].data, nullptr, in.means[g].rows};
+  if (in.means_f32)
+    return abi_detail::check_column(in.means_f32[g]), AbiColumn{nullptr, in.means_f32[g].data, in.means_f32[g].rows};
+  throw std::invalid_argument("forward_meanfield needs the groups' means");
+}
+
+// Group g's sds, or a column of `rows` zeros (not present()) when the caller gave none.
+inline AbiColumn sd_column(const MeanFieldInputs& in, int g, Eigen::Index rows) {
+  if (in.sds && in.sds[g].data) return abi_detail::check_column(in.sds[g]), AbiColumn{in.sds[g].data, nullptr, in.sds[g].rows};
+  if (in.sds_f32 && in.sds_f32[g].data)
+    return abi_detail::check_column(in.sds_f32[g]), AbiColumn{nullptr, in.sds_f32[g].data, in.sds_f32[g].rows};
+  return AbiColumn{nullptr, nullptr, rows};
 }
 
 // slice() of a group's means or sds, converted to T.
@@ -189,6 +254,7 @@ Tensor<T> slice(const AbiColumn& group, Eigen::Index offset, Eigen::Index rows, 
     throw ShapeError("slice past the end of a group of " + std::to_string(group.size()));
   Tensor<T> out = Tensor<T>::uninitialized(rows, cols, 1);
   if (group.data) out.flat() = Eigen::Map<const Mat<double>>(group.data + offset, rows * cols, 1).template cast<T>();
+  else if (group.data_f32) out.flat() = Eigen::Map<const Mat<float>>(group.data_f32 + offset, rows * cols, 1).template cast<T>();
   else out.m.setZero();
   return out;
 }

@@ -59,7 +59,8 @@
                              const std::vector<std::pair<int64_t, int64_t>>&, Tensor<T>&, Tensor<T>&);      \
   P void meanfield_chain<T>(const Tensor<T>&, const Tensor<T>&, bool, const std::vector<std::pair<int64_t, int64_t>>&, \
                             Tensor<T>&, Tensor<T>&, std::vector<GradientPiece<T>>&, std::vector<GradientPiece<T>>&); \
-  P void write_gradient<T>(std::vector<GradientPiece<T>>, int64_t, int64_t, fvi_tensor&);
+  P void write_gradient<T>(std::vector<GradientPiece<T>>, int64_t, int64_t, fvi_tensor&);                  \
+  P void write_meanfield_gradient<T>(std::vector<GradientPiece<T>>, int64_t, const MeanFieldOutputs&, int, bool);
 
 namespace fvi::kernel {
 FVI_KERNEL_INSTANCES(extern template, double)
