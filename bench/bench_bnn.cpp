@@ -163,8 +163,13 @@ int main(int argc, char** argv) {
     fvi::engine::RowParallelFactor factor(*m, bench::factor_index(m, FVI_LIKELIHOOD), view, precision, pool);
     const double peak = float32 ? speak : dpeak;
     uint64_t key = 1;
-    const std::vector<Eigen::VectorXd> means{mean}, sds{sd};  // as the engine keeps them: not copied per call
-    double t = bench::best_seconds(10, [&] { factor.loss_meanfield(gce, 0, B, means, sds, S, key++, 1.0, true); });
+    // q as the engine keeps it (not copied per call): in float for float32 (MeanFieldShards<float>).
+    const fvi::engine::GroupVectors<double> means{mean}, sds{sd};
+    const fvi::engine::GroupVectors<float> means_f{mean.cast<float>()}, sds_f{sd.cast<float>()};
+    double t = bench::best_seconds(10, [&] {
+      if (float32) factor.loss_meanfield(gce, 0, B, means_f, sds_f, S, key++, 1.0, true);
+      else factor.loss_meanfield(gce, 0, B, means, sds, S, key++, 1.0, true);
+    });
     double gflops = flops_per_batch(B) / t / 1e9;
     std::printf("  (b) %s batch, rows split between %d threads: %.2f ms forward + backward, %.1f GFLOP/s = %.0f%% of the best %s\n",
                 float32 ? "float32" : "double ", threads, 1e3 * t, gflops, 100 * gflops / peak,
