@@ -105,7 +105,7 @@ class Emitter {
       << "namespace fvi_generated_" << m_.model << " {\n\nusing namespace fvi::kernel;\n\n";
     sizes_struct(o);
     o << "// One factor bound to its party's data; Factor_<name><Real> computes in Real (double, or float\n"
-      << "// for precision = float32) behind the double ABI.\n"
+      << "// for precision = float32) behind the ABI (double tensors, but for the _f32 mean-field calls).\n"
       << "struct Factor {\n  virtual ~Factor() = default;\n"
       << "  virtual void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) = 0;\n"
       << "  virtual fvi_tensor output() = 0;\n"
