@@ -26,7 +26,6 @@ using Eigen::VectorXd;
 using fvic::ir::RealTensor;
 
 fvi_tensor view(RealTensor& t) { return fvi_tensor{t.m.data(), t.rows, t.cols, t.draws}; }
-fvi_tensor view(MatrixXd& m) { return fvi_tensor{m.data(), m.rows(), 1, m.cols()}; }
 
 RealTensor copy(const fvi_tensor& t) {
   RealTensor out(t.rows, t.cols, t.draws);
