@@ -15,7 +15,6 @@
 // for the kernels (float: forward_meanfield_f32), and the loss's gradient comes back in T.
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
 #include "fvi/engine/bound_factor.h"
@@ -51,7 +50,7 @@ class MeanFieldShards {
   // loss's, then one Adam step on [mean; log sd]. The loss's gradient with respect to q's mean
   // and sd is the sum of the terms `d_mean` and `d_sd` (one per likelihood and part of its rows,
   // possibly none), added up here a block at a time rather than in a pass of their own.
-  using Terms = GroupVectors<T>;
+  using Terms = std::vector<VectorX<T>>;
   Step step(const Terms& d_mean, const Terms& d_sd, bool with_value = true);
 
  private:

@@ -102,7 +102,7 @@ class PviClient {
     double loss = 0;
     // The gradient with respect to q's mean and sd is the sum of these terms (one per likelihood
     // and part of its rows: MeanFieldShards::step adds them up as it steps); empty if not asked.
-    GroupVectors<T> d_mean, d_sd;
+    std::vector<VectorX<T>> d_mean, d_sd;
   };
   template <class T>
   MeanFieldLossGradient<T> meanfield_loss_gradient(const GroupVectors<T>& means, const GroupVectors<T>& sds,

@@ -41,9 +41,10 @@ constexpr int kLanes = 32;
 
 // Philox4x32-10 of the counters (block[i], stream, kTag) for i < kLanes, into w[4][kLanes],
 // lane by lane: the definition, and the path for machines without AVX2. GCC vectorises it poorly
-// (it widens the 32 x 32 -> 64-bit products to 64-bit lanes): 1.5 ns a normal, against 0.17 for
-// philox_lanes_avx2 below. The lanes' blocks need not be consecutive: a call gathers the blocks
-// that several short ranges need (NormalWriter).
+// (it widens the 32 x 32 -> 64-bit products to 64-bit lanes): 2.2 ns a normal, against 0.9 for
+// philox_lanes_avx2 below, of the 1.8 a normal_lanes call costs (bench/bench_noise.cpp). The
+// lanes' blocks need not be consecutive: a call gathers the blocks that several short ranges need
+// (NormalWriter).
 inline void philox_lanes_portable(const uint64_t block[kLanes], uint32_t stream, uint64_t key, uint32_t w[4][kLanes]) {
   uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
   for (int i = 0; i < kLanes; ++i) {
