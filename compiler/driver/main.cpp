@@ -1,4 +1,5 @@
-// The fvic command line: check, plan, dump, build, run (DESIGN.md §5).
+// The fvic command line: check, plan, dump, build, run, summary (DESIGN.md §5).
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "transform/adjoint.h"
 #include "backend/cpp/emit.h"
 #include "driver/build.h"
+#include "driver/summary.h"
 #include <unistd.h>
 
 namespace {
@@ -38,10 +40,14 @@ commands:
   run FILE --data DIR --output OUT [--set key=value]... [--test FILE] [--quiet]
                           build if needed (cached in $FVIC_CACHE or ~/.cache/fvic) and run
                           the simulation: posterior.json, draws.csv, metrics.csv in OUT
+  summary OUT [--silo K]  the posterior table of OUT/draws.csv (silo K's: OUT/silo-K/draws.csv)
+                          as R's posterior::summarise_draws prints it, with the run's
+                          iterations, convergence and Pareto k-hat
   help keys               the inference keys and their values
   --version               print the version
 
-exit status: 0 success, 1 the model has errors, 2 bad command line
+exit status: 0 success, 1 the model has errors (summary: the file cannot be read),
+             2 bad command line
 )";
 
 struct Options {
@@ -52,6 +58,7 @@ struct Options {
   std::optional<std::string> output;
   std::vector<std::string> overrides;
   std::optional<std::string> test;
+  std::optional<long> silo;
   bool json = false;
   bool quiet = false;
 };
@@ -98,6 +105,16 @@ std::optional<Options> parse_args(int argc, char** argv, int& status) {
       auto v = value("--test");
       if (!v) return std::nullopt;
       o.test = *v;
+    } else if (a == "--silo") {
+      auto v = value("--silo");
+      if (!v) return std::nullopt;
+      char* end = nullptr;
+      const long k = std::strtol(v->c_str(), &end, 10);
+      if (v->empty() || *end != '\0' || k < 1) {
+        status = usage_error("--silo needs a silo number (1, 2, ...), not '" + *v + "'");
+        return std::nullopt;
+      }
+      o.silo = k;
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (a == "--ast" || a == "--plan" || a == "--ir" || a == "--cpp") {
@@ -162,6 +179,10 @@ int run(const Options& o) {
   if (o.command == "--version") {
     std::cout << "fvic 0.1.0\n";
     return kOk;
+  }
+  if (o.command == "summary") {
+    if (o.file.empty()) return usage_error("summary needs the run's output directory (fvic summary OUT)");
+    return fvic::driver::summary_command(o.file, o.silo);
   }
   if (o.command != "check" && o.command != "plan" && o.command != "dump" && o.command != "build" &&
       o.command != "run")

@@ -372,7 +372,11 @@ def case_outputs(fvic, cache, work):
     header = lines[0].strip().split(",")
     require(header[:3] == ["lp__", "log_p__", "log_g__"], f"draws.csv header {header[:3]}")
     require(header[3:] == [f"w.{i}" for i in range(1, 9)] + ["b"], f"draws.csv columns {header[3:]}")
-    draws = [list(map(float, l.split(","))) for l in lines[1:]]
+    # CmdStan's variational layout: the first row is q's mean (lp__, log_p__, log_g__ = 0).
+    mean_row = list(map(float, lines[1].split(",")))
+    require(mean_row[:3] == [0, 0, 0] and abs(mean_row[3] - w["mean"][0]) <= 1e-6 * (1 + abs(w["mean"][0])),
+            f"draws.csv's first row is not q's mean: {mean_row[:4]}")
+    draws = [list(map(float, l.split(","))) for l in lines[2:]]
     require(len(draws) == 1000, f"draws.csv has {len(draws)} draws")
     mean_w1 = sum(r[3] for r in draws) / len(draws)
     sd_w1 = w["sd"][0]

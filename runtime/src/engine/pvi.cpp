@@ -19,6 +19,7 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   s.score_matching(o.score_weight, o.score_length_scale);
   o.divergence = s.divergence();
   o.damping = s.number("damping", 1.0 / std::max(1, silos));
+  o.damping_given = s.has("damping");
   o.local_steps = s.integer("local_steps", 100);
   o.epochs = s.integer("epochs", 0);
   o.lr = s.number("lr", 0.01);
@@ -162,6 +163,19 @@ ScoreWeight<double> PviClient<Q>::score_weight() const {
 }
 
 template <class Q>
+Eigen::VectorXd PviClient<Q>::log_likelihood(const Eigen::MatrixXd& theta) {
+  check_size("PviClient::log_likelihood", "theta rows", theta.rows(), dim_);
+  Eigen::VectorXd total = Eigen::VectorXd::Zero(theta.cols());
+  const Eigen::Index chunk = 64;  // draws per call: the rows x draws output stays small
+  for (Eigen::Index first = 0; first < theta.cols(); first += chunk) {
+    const Eigen::Index n = std::min(chunk, theta.cols() - first);
+    const Eigen::MatrixXd block = theta.middleCols(first, n);
+    for (auto& f : likelihoods_) total.segment(first, n) += f->bound().forward(0, -1, {block}).colwise().sum().transpose();
+  }
+  return total;
+}
+
+template <class Q>
 int64_t PviClient<Q>::observations() const {
   int64_t n = 0;
   for (const auto& f : likelihoods_) n = std::max(n, f->rows());
@@ -293,7 +307,9 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
   }
   updated_once_ = true;
   // seed 000 Eq. 5: the damped change of this silo's factor.
-  const Natural updated = damped_factor_update(factor_, q_new, server, options_.damping);
+  // A closed-form update is the exact factor whatever the cavity: undamped, one round is exact.
+  const double damping = closed_form_ && !options_.damping_given ? 1.0 : options_.damping;
+  const Natural updated = damped_factor_update(factor_, q_new, server, damping);
   out.delta = natural_quotient(updated, factor_);
   factor_ = updated;
   return out;

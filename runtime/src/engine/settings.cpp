@@ -25,6 +25,7 @@ Settings::Settings(const std::vector<std::pair<std::string, std::string>>& block
     if (eq == std::string::npos || eq == 0)
       throw std::invalid_argument("--set " + o + ": expected key=value, e.g. --set rounds=20");
     set(o.substr(0, eq), o.substr(eq + 1), "--set");
+    overridden_.insert(o.substr(0, eq));
   }
 }
 

@@ -269,13 +269,74 @@ void SfviServer::restore(const Eigen::VectorXd& state) {
   set(values.head(np), values.tail(hyper_dim_));
 }
 
-Eigen::VectorXd SfviSilo::checkpoint() const { return with_adam(local_params_, adam_); }
+// [eta_L with Adam's state, step scale, averaging, steps averaged, the average's sum].
+Eigen::VectorXd SfviSilo::checkpoint() const {
+  const Eigen::VectorXd core = with_adam(local_params_, adam_);
+  const Eigen::Index m = local_params_.size();
+  Eigen::VectorXd state(core.size() + 3 + m);
+  state << core, step_scale_, double(averaging_), double(averaged_),
+      averaged_ > 0 ? average_sum_ : Eigen::VectorXd::Zero(m);
+  return state;
+}
 
 void SfviSilo::restore(const Eigen::VectorXd& state) {
-  const Eigen::VectorXd values = restore_adam(state, local_params_.size(), adam_);
+  const Eigen::Index m = local_params_.size();
+  if (state.size() < 3 + m) throw std::invalid_argument("a damaged SFVI silo checkpoint");
+  const Eigen::Index core = state.size() - 3 - m;
+  const Eigen::VectorXd values = restore_adam(state.head(core), m, adam_);
   Adam<double> adam = adam_;
   set_local_params(values);
   adam_ = adam;
+  const double scale = state[core], averaged = state[core + 2];
+  if (!(scale > 0 && scale <= 1 && averaged >= 0 && averaged < 1e15))
+    throw std::invalid_argument("a damaged SFVI silo checkpoint (its schedule)");
+  step_scale_ = scale;
+  adam_.set_scale(scale);
+  averaging_ = state[core + 1] != 0;
+  averaged_ = long(averaged);
+  average_sum_ = state.tail(m);
+}
+
+void SfviSilo::set_schedule(double step_scale, bool restart_average) {
+  if (!(step_scale > 0 && step_scale <= 1))
+    throw std::invalid_argument("a schedule with step scale " + std::to_string(step_scale));
+  step_scale_ = step_scale;
+  adam_.set_scale(step_scale);
+  if (restart_average) {
+    averaging_ = true;
+    averaged_ = 0;
+    average_sum_ = Eigen::VectorXd::Zero(local_params_.size());
+  }
+}
+
+void SfviSilo::use_average() {
+  if (averaged_ > 0) set_local_params(average_sum_ / double(averaged_));
+}
+
+Eigen::VectorXd SfviServer::log_prior(const Eigen::MatrixXd& z) {
+  if (prior_.empty()) return Eigen::VectorXd::Zero(z.cols());
+  const Eigen::MatrixXd theta = hyper_;
+  GroupValues values{&z, nullptr, &theta};
+  return prior_.evaluate(values, long(z.cols()), global_dim_, 0, hyper_dim_, 0, -1, 1, 1, false).per_draw;
+}
+
+SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                       const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local) {
+  check_size("SfviSilo::log_joint", "draws", eps_local.cols(), z_global.cols());
+  const Eigen::Index S = z_global.cols(), chunk = 64;  // draws per call: rows x draws stays small
+  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd(S)};
+  const Eigen::MatrixXd theta = hyper;
+  for (Eigen::Index first = 0; first < S; first += chunk) {
+    const Eigen::Index n = std::min(chunk, S - first);
+    const Eigen::MatrixXd z = z_global.middleCols(first, n);
+    const Eigen::MatrixXd u = z.colwise() - global.mean();
+    const Eigen::MatrixXd local = q_.sample(u, eps_local.middleCols(first, n));
+    GroupValues values{&z, &local, &theta};
+    out.log_p.segment(first, n) =
+        joint_.evaluate(values, long(n), global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, false).per_draw;
+    out.log_q.segment(first, n) = q_.log_density(local, u);
+  }
+  return out;
 }
 
 void SfviServer::average(const std::vector<SfviLocalFit>& fits) {
@@ -519,6 +580,10 @@ SfviContribution SfviSilo::contribute(const SfviBroadcast& m, uint32_t iteration
     Eigen::VectorXd params = local_params_;
     adam_.step(params, -d_local);
     set_local_params(params);
+  }
+  if (averaging_) {
+    average_sum_ += local_params_;
+    ++averaged_;
   }
   return out;
 }

@@ -12,11 +12,15 @@ const char* phase_name(Phase phase) {
   switch (phase) {
     case Phase::kPviUpdate: return "pvi update";
     case Phase::kPviEvaluate: return "pvi evaluate";
+    case Phase::kPviLogJoint: return "pvi log joint";
+    case Phase::kPviFinish: return "pvi finish";
     case Phase::kSfviContribute: return "sfvi contribute";
     case Phase::kSfviFitLocally: return "sfvi local fit";
     case Phase::kSfviEvaluate: return "sfvi evaluate";
     case Phase::kSfviFinish: return "sfvi finish";
     case Phase::kSfviSizes: return "sfvi sizes";
+    case Phase::kSfviSchedule: return "sfvi schedule";
+    case Phase::kSfviLogJoint: return "sfvi log joint";
     case Phase::kVflPropose: return "vfl propose";
     case Phase::kVflPower: return "vfl power";
     case Phase::kVflUpdate: return "vfl update";
@@ -24,6 +28,33 @@ const char* phase_name(Phase phase) {
     case Phase::kVflPredict: return "vfl predict";
   }
   return "unknown";
+}
+
+DrawsRequest check_draws_request(const Message& request, long rows) {
+  // A bound on the draws keeps a hostile request from asking for unbounded work.
+  constexpr long kMaxDraws = 100000;
+  if (rows <= 0 || request.empty() || request.size() % size_t(rows) != 0 || long(request.size() / size_t(rows)) > kMaxDraws)
+    throw std::invalid_argument("a request of draws of " + std::to_string(rows) + " parameters with " +
+                                std::to_string(request.size()) + " values");
+  for (double v : request)
+    if (!std::isfinite(v)) throw std::invalid_argument("a request of draws with a non-finite value");
+  return {rows, long(request.size() / size_t(rows))};
+}
+
+bool ask_every_silo(Transport& transport, uint32_t round, Phase phase, const Message& request, size_t reply_size,
+                    std::vector<Message>& replies) {
+  replies.assign(size_t(transport.silos()), Message{});
+  Exchange x;
+  x.round = round;
+  x.phase = phase;
+  x.request = [&](int) { return request; };
+  x.reply = [&](int k, Message& m) {
+    std::string reason = check_reply(m, reply_size);
+    if (reason.empty()) replies[size_t(k)] = std::move(m);
+    return reason;
+  };
+  const std::vector<bool> arrived = transport.exchange(x);
+  return std::all_of(arrived.begin(), arrived.end(), [](bool a) { return a; });
 }
 
 bool known_phase(uint32_t phase) { return std::string(phase_name(Phase(phase))) != "unknown"; }

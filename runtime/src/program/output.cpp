@@ -25,7 +25,8 @@ double bound_value(const char* data_name, double literal, const fvi_data& data, 
                            " is not a scalar of the data; its posterior is reported unconstrained");
 }
 
-// Stan's element names: W.2.3 for W[2, 3]; column-major order (as in Stan's CSV).
+}  // namespace
+
 std::vector<std::string> element_names(const VariableLayout& v) {
   std::vector<std::string> names;
   if (v.dims.empty()) return {v.name};
@@ -38,8 +39,6 @@ std::vector<std::string> element_names(const VariableLayout& v) {
       names.push_back(v.name + "." + std::to_string(i + 1) + "." + std::to_string(j + 1));
   return names;
 }
-
-}  // namespace
 
 std::vector<VariableLayout> variable_layout(const fvi_model& model, const std::string& group, const fvi_data& data) {
   std::vector<VariableLayout> out;
@@ -95,6 +94,14 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
   j["method"] = summary.method;
   j["silos"] = summary.silos;
   j["rounds"] = summary.rounds;
+  if (summary.iterations > 0) {
+    j["iterations"] = summary.iterations;
+    j["converged"] = summary.converged;
+    j["criterion"] = {{"relative_objective_change", summary.relative_change},
+                      {"drift_sd", summary.drift},
+                      {"standard_error_sd", summary.precision}};
+  }
+  if (std::isfinite(summary.khat)) j["khat"] = summary.khat;
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   const double n = double(draws.cols());
   for (const VariableLayout& v : layout) {
@@ -130,21 +137,14 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
 void write_draws_csv(const std::string& path, const std::string& model, const std::vector<VariableLayout>& layout,
                      const Eigen::MatrixXd& draws, const Eigen::VectorXd& log_density,
                      const std::vector<std::pair<std::string, std::string>>& config) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write " + path);
-  out << "# model = " << model << "\n# method = variational (fvic)\n";
-  for (const auto& [k, v] : config) out << "# " << k << " = " << v << '\n';
-  out << "# draws from the variational posterior; log_g__ is log q on the unconstrained scale\n";
-  out << "lp__,log_p__,log_g__";
-  for (const VariableLayout& v : layout)
-    for (const std::string& name : element_names(v)) out << ',' << name;
-  out << '\n' << std::setprecision(10);
-  for (Eigen::Index s = 0; s < draws.cols(); ++s) {
-    out << "0,0," << log_density[s];
-    for (const VariableLayout& v : layout)
-      for (int64_t e = 0; e < v.elements(); ++e) out << ',' << draws(v.offset + e, s);
-    out << '\n';
-  }
+  DrawsFile file;
+  file.model = model;
+  file.layout = layout;
+  file.mean = draws.rowwise().mean();
+  file.draws = draws;
+  file.log_g = log_density;
+  file.config = config;
+  write_draws_csv(path, file);
 }
 
 MetricsWriter::MetricsWriter(const std::string& path, bool append) {

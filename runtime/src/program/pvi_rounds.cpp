@@ -163,6 +163,18 @@ Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& r
     if (!bad.empty()) throw std::invalid_argument("the server's q_s has " + bad);
     return {client_.evaluate(unpacked<Natural>(request.data(), P), round)};
   }
+  if (phase == Phase::kPviFinish) {
+    const std::string bad = check_reply(request, P);
+    if (!bad.empty()) throw std::invalid_argument("the server's final q has " + bad);
+    final_ = unpacked<Natural>(request.data(), P);
+    if (!engine::GaussianFamily<Q>::proper(*final_)) throw std::invalid_argument("the server's final q is not a proper Gaussian");
+    return {};
+  }
+  if (phase == Phase::kPviLogJoint) {
+    const DrawsRequest r = check_draws_request(request, long(d));
+    const Eigen::VectorXd lp = client_.log_likelihood(Eigen::Map<const Eigen::MatrixXd>(request.data(), r.rows, r.draws));
+    return Message(lp.data(), lp.data() + lp.size());
+  }
   if (phase != Phase::kPviUpdate) throw std::invalid_argument(std::string("a PVI silo cannot do ") + phase_name(phase));
   const std::string bad = check_reply(request, 1 + 2 * P);
   if (!bad.empty()) throw std::invalid_argument("the server's request has " + bad);

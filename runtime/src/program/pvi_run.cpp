@@ -1,7 +1,7 @@
 #include "fvi/program/pvi_run.h"
 
-#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "fvi/engine/pvi.h"
@@ -9,24 +9,44 @@
 #include "fvi/program/output.h"
 #include "fvi/program/predictive.h"
 #include "fvi/program/pvi_rounds.h"
+#include "fvi/program/server_loop.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 template <class Q>
 class PviSiloHost : public SiloHost {
  public:
   PviSiloHost(const fvi_model& model, const engine::Settings& settings, data::DataSet data, int silo, int silos,
               int threads)
-      : data_(std::move(data)),
+      : model_(model),
+        settings_(settings),
+        seed_(uint64_t(settings.integer("seed", 1))),
+        data_(std::move(data)),
         client_(model, data_.view(), silo, options(settings, silos, threads)),
         endpoint_(client_),
         silo_(silo) {}
   SiloEndpoint& endpoint() override { return endpoint_; }
+  // OUT/silo-K/draws.csv: the silo's draws of the final global posterior (it has no locals).
+  void finish(const std::string& dir) override {
+    if (!endpoint_.final_posterior()) return;
+    const Q q = engine::GaussianFamily<Q>::distribution(*endpoint_.final_posterior());
+    CounterRng rng(RngKey{seed_, uint32_t(silo_), 0, rng_stream::kUserStream + 3});
+    const Eigen::MatrixXd u = q.sample(rng.normal(q.dim(), output_draws(settings_, q.dim())));
+    DrawsFile file;
+    file.model = model_.name;
+    file.layout = variable_layout(model_, "global", data_.view());
+    file.mean = constrain(file.layout, q.mean()).col(0);
+    file.draws = constrain(file.layout, u);
+    file.log_g = q.log_density(u);
+    file.log_p = Eigen::VectorXd::Zero(u.cols());
+    file.config = settings_.entries();
+    file.fvic = {{"log_p", "0: the log joint needs every silo's data"}};
+    std::filesystem::create_directories(dir);
+    write_draws_csv(dir + "/draws.csv", file);
+  }
   static engine::PviOptions options(const engine::Settings& settings, int silos, int threads) {
     engine::PviOptions o = engine::PviOptions::from(settings, silos);
     o.threads = threads;
@@ -38,102 +58,133 @@ class PviSiloHost : public SiloHost {
   }
 
  private:
+  const fvi_model& model_;
+  engine::Settings settings_;
+  uint64_t seed_;
   data::DataSet data_;
   engine::PviClient<Q> client_;
   PviSiloEndpoint<Q> endpoint_;
   int silo_;
 };
 
+// PVI / FedGVI's rounds (spec 000 Algorithm 1) as the server loop's coordinator.
+template <class Q>
+class PviCoordinator : public Coordinator {
+ public:
+  using Server = engine::PviServer<Q>;
+
+  explicit PviCoordinator(ServerRun& run)
+      : run_(run),
+        options_(engine::PviOptions::from(run.settings, run.transport.silos())),
+        rounds_(max_steps(run.settings, 100)),
+        schedule_(run.settings.name("schedule", "synchronous")),
+        server_(run.model, run.server_data.view(), options_.seed),
+        layout_(variable_layout(run.model, "global", run.server_data.view())),
+        runner_(server_, run.transport, schedule_) {
+    if (!run.args.test.empty())
+      held_out_ = load_held_out(run.model, run.args.test, run.public_data, options_.precision);
+  }
+
+  const char* checkpoint_kind() const override { return "pvi-server"; }
+  void print_header() const override {
+    std::printf("%s: method = pvi, family = %s, silos = %d, rounds = %ld, schedule = %s\n", run_.description.name,
+                engine::GaussianFamily<Q>::name(), run_.transport.silos(), rounds_, schedule_.c_str());
+    std::printf("  loss = %s, divergence = %s, damping = %g\n", options_.loss.name().c_str(),
+                options_.divergence.name().c_str(), options_.damping);
+  }
+  long steps() const override { return rounds_; }
+  bool reports(long) const override { return true; }
+  double step(long t) override {
+    runner_.run_round(uint32_t(t));
+    return runner_.elbo(uint32_t(t));
+  }
+  std::string position(long t) const override {
+    char line[64];
+    std::snprintf(line, sizeof line, "round %3ld/%ld", t, rounds_);
+    return line;
+  }
+  std::string metrics(long, Extra& extra) override {
+    if (!held_out_.likelihood) return "";
+    CounterRng rng(RngKey{options_.seed, 0, 0, rng_stream::kUserStream + 2});  // the same draws every round
+    const Q q = server_.distribution();
+    const long predictive_draws = 200;
+    return report_metrics(predictive_metrics(*held_out_.likelihood, q.sample(rng.normal(q.dim(), predictive_draws))),
+                          extra);
+  }
+  // The round's ELBO lacks the terms of the silos that did not answer its evaluation.
+  std::string missing_note(long) override { return program::missing_note(runner_.missing_terms(), "silo terms"); }
+  void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const override {
+    const Q q = server_.distribution();
+    mean = q.mean();
+    sd = engine::GaussianFamily<Q>::sd(q);
+  }
+  // A round moves q far (a closed-form update to the exact posterior): one flat round ends the
+  // optimising phase and three stationary ones show convergence.
+  ConvergenceOptions convergence() const override {
+    ConvergenceOptions o;
+    o.window = 1, o.plateaus = 1, o.min_average_windows = 3;
+    return o;
+  }
+  const char* unit() const override { return "rounds"; }
+  std::vector<double> state() const override { return runner_.state(); }
+  void restore(const std::vector<double>& state) override { runner_.restore(state); }
+  // Each silo gets the final q, to write its own draws of it.
+  void finish(long last_step) override {
+    std::vector<Message> none;
+    ask_every_silo(run_.transport, uint32_t(last_step + 1), Phase::kPviFinish, engine::pack(server_.posterior()), 0, none);
+  }
+  std::optional<ServerDraws> draws() override {
+    const Q q = server_.distribution();
+    CounterRng rng(RngKey{options_.seed, 0, 0, rng_stream::kUserStream + 3});
+    ServerDraws d;
+    d.layout = layout_;
+    d.unconstrained = q.sample(rng.normal(q.dim(), output_draws(run_.settings, q.dim())));
+    d.constrained = constrain(layout_, d.unconstrained);
+    d.mean = q.mean();
+    d.sd = engine::GaussianFamily<Q>::sd(q);
+    d.log_q = q.log_density(d.unconstrained);
+    d.what = "the global parameters";
+    return d;
+  }
+  std::string outputs_note() const override { return ""; }
+  bool log_joint(const ServerDraws& d, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) override {
+    const Eigen::MatrixXd& u = d.unconstrained;
+    if (u.size() > kMaxLogJointRequest) {
+      why = "not computed (" + std::to_string(u.size()) + " values of draws to send each silo)";
+      return false;
+    }
+    std::vector<Message> replies;
+    if (!ask_every_silo(run_.transport, uint32_t(rounds_ + 1), Phase::kPviLogJoint, Message(u.data(), u.data() + u.size()),
+                        size_t(u.cols()), replies)) {
+      why = "not computed (a silo did not answer)";
+      return false;
+    }
+    // PVI's prior is the Gaussian the server holds; each silo adds its log likelihood.
+    log_p = engine::GaussianFamily<Q>::distribution(server_.prior()).log_density(u);
+    for (const Message& m : replies) log_p += Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()));
+    log_g = d.log_q;
+    return true;
+  }
+  std::string target_note() const override {
+    if (options_.loss.name() == "nll" && options_.divergence.name() == "kl" && options_.loss_weight == 1) return "";
+    return "; measured against the written model's posterior, from which the loss or divergence chosen departs on purpose";
+  }
+
+ private:
+  ServerRun& run_;
+  engine::PviOptions options_;
+  long rounds_;
+  std::string schedule_;
+  Server server_;
+  std::vector<VariableLayout> layout_;
+  PviRounds<Q> runner_;
+  HeldOut held_out_;
+};
+
 template <class Q>
 int serve(ServerRun& run) {
-  using Server = engine::PviServer<Q>;
-  const engine::Settings& settings = run.settings;
-  const SimArguments& args = run.args;
-  const int S = run.transport.silos();
-  const engine::PviOptions options = engine::PviOptions::from(settings, S);
-  const long rounds = settings.integer("rounds", 10);
-  const std::string schedule = settings.name("schedule", "synchronous");
-  const long predictive_draws = 200;
-
-  Server server(run.model, run.server_data.view(), options.seed);
-  const std::vector<VariableLayout> layout = variable_layout(run.model, "global", run.server_data.view());
-  HeldOut held_out;
-  if (!args.test.empty()) held_out = load_held_out(run.model, args.test, run.public_data, options.precision);
-  engine::BoundFactor* test_likelihood = held_out.likelihood.get();
-
-  if (!args.quiet) {
-    std::printf("%s: method = pvi, family = %s, silos = %d, rounds = %ld, schedule = %s\n", run.description.name,
-                engine::GaussianFamily<Q>::name(), S, rounds, schedule.c_str());
-    std::printf("  loss = %s, divergence = %s, damping = %g\n", options.loss.name().c_str(),
-                options.divergence.name().c_str(), options.damping);
-    for (const std::string& line : run.silo_lines) std::printf("  %s\n", line.c_str());
-    for (const auto& [key, value] : settings.entries()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
-    std::fflush(stdout);
-  }
-
-  PviRounds<Q> rounds_runner(server, run.transport, schedule);
-  PosteriorSummary summary{run.description.name, "pvi", S, int(rounds), {}};
-  // The checkpoint's bookkeeping: [seconds so far, the ELBO of every round so far].
-  long first = 1;
-  double seconds_before = 0;
-  CheckpointRecord record;
-  if (run.resume && !run.checkpoint.empty() && load_checkpoint(run.checkpoint, "pvi-server", record)) {
-    rounds_runner.restore(record.state);
-    run.transport.restore_traffic(record.traffic);
-    first = long(record.round) + 1;
-    if (!record.extra.empty()) seconds_before = record.extra[0];
-    summary.elbo.assign(record.extra.begin() + (record.extra.empty() ? 0 : 1), record.extra.end());
-    if (!args.quiet) std::printf("resumed from %s after round %u\n", run.checkpoint.c_str(), record.round);
-  }
-  MetricsWriter metrics(args.output + "/metrics.csv", first > 1);
-  const auto start = Clock::now();
-  for (long r = first; r <= rounds; ++r) {
-    const uint32_t round = uint32_t(r);
-    rounds_runner.run_round(round);
-    const double elbo = rounds_runner.elbo(round);
-    const long long sent = run.transport.total_sent(), received = run.transport.total_received();
-    summary.elbo.push_back(elbo);
-    const double seconds = seconds_before + std::chrono::duration<double>(Clock::now() - start).count();
-
-    std::vector<std::pair<std::string, double>> extra;
-    std::string test_text;
-    if (test_likelihood) {
-      CounterRng rng(RngKey{options.seed, 0, 0, rng_stream::kUserStream + 2});  // the same draws every round
-      const Q q = server.distribution();
-      const PredictiveMetrics pm = predictive_metrics(*test_likelihood, q.sample(rng.normal(q.dim(), predictive_draws)));
-      test_text = report_metrics(pm, extra);
-    }
-    metrics.row(int(r), elbo, seconds, sent, received, extra);
-    if (!run.checkpoint.empty()) {
-      record.kind = "pvi-server";
-      record.round = round;
-      record.state = rounds_runner.state();
-      record.traffic = run.transport.traffic_counts();
-      record.extra = {seconds};
-      record.extra.insert(record.extra.end(), summary.elbo.begin(), summary.elbo.end());
-      save_checkpoint(run.checkpoint, record);
-    }
-    if (!args.quiet) {
-      const int missing = rounds_runner.missing_terms();
-      std::printf("round %3ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", r, rounds, elbo,
-                  missing_note(missing, "silo terms").c_str(), seconds,
-                  human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
-      std::fflush(stdout);
-    }
-  }
-
-  const Q q = server.distribution();
-  CounterRng rng(RngKey{options.seed, 0, 0, rng_stream::kUserStream + 3});
-  const Eigen::MatrixXd eps = rng.normal(q.dim(), output_draws(settings, q.dim()));
-  const Eigen::MatrixXd u = q.sample(eps);
-  const Eigen::MatrixXd x = constrain(layout, u);
-  write_posterior_json(args.output + "/posterior.json", summary, layout, x, q.mean(), engine::GaussianFamily<Q>::sd(q));
-  write_draws_csv(args.output + "/draws.csv", run.description.name, layout, x, q.log_density(u), settings.entries());
-  if (!args.quiet) {
-    print_posterior("the global parameters", layout, x, q.mean(), engine::GaussianFamily<Q>::sd(q));
-    std::printf("wrote %s/posterior.json, draws.csv, metrics.csv\n", args.output.c_str());
-  }
-  return 0;
+  PviCoordinator<Q> coordinator(run);
+  return run_server(run, coordinator, "pvi");
 }
 
 bool full_rank(const engine::Settings& settings) {

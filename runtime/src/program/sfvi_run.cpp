@@ -1,6 +1,6 @@
 #include "fvi/program/sfvi_run.h"
 
-#include <chrono>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,13 +13,13 @@
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
 #include "fvi/program/predictive.h"
+#include "fvi/program/server_loop.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using engine::SfviBroadcast;
 using engine::SfviContribution;
 using engine::SfviLocalFit;
@@ -68,7 +68,8 @@ class Federation {
 
   // One SFVI-Avg round (seed 002 Alg. 2): local steps with the n / n_j scaling, then averaging
   // of the fits that arrived.
-  void average_round(uint32_t r, long steps, const std::vector<double>& weights) {
+  // Returns the mean of the silos' last local objectives (each estimates the ELBO: n / n_j).
+  double average_round(uint32_t r, long steps, const std::vector<double>& weights) {
     const Message broadcast = engine::pack(server_.broadcast(r));
     std::vector<Message> up(transport_.silos());
     const std::vector<bool> arrived = run(
@@ -82,7 +83,11 @@ class Federation {
     std::vector<SfviLocalFit> fits;
     for (int k = 0; k < transport_.silos(); ++k)
       if (arrived[k]) fits.push_back(engine::unpack_local_fit(up[k], params(), server_.hyper_dim()));
-    if (!fits.empty()) server_.average(fits);
+    if (fits.empty()) return std::numeric_limits<double>::quiet_NaN();
+    server_.average(fits);
+    double objective = 0;
+    for (const SfviLocalFit& f : fits) objective += f.elbo_term / double(fits.size());
+    return objective;
   }
 
   // The independent baseline: each silo takes `steps` steps from its own previous fit (the
@@ -113,6 +118,12 @@ class Federation {
     for (int k = 0; k < transport_.silos(); ++k)
       if (arrived[k]) total += up[k][0];
     return total;
+  }
+
+  // The stopping rule's phase, carried out by each silo on its own eta_L.
+  void schedule(uint32_t round, double scale, bool restart) {
+    std::vector<Message> up(transport_.silos());
+    run(round, Phase::kSfviSchedule, [&](int) { return Message{scale, restart ? 1.0 : 0.0}; }, up, 0);
   }
 
   // The final q(Z_G) and theta, for each silo's local posterior.
@@ -154,9 +165,38 @@ Eigen::MatrixXd global_draws(const Global& q, uint64_t seed, uint32_t stream, lo
 // of it reaches the server. With the ELBO (local_samples = 1) it is q(Z_L)'s marginal given
 // q(Z_G); with the importance-weighted bound, q(Z_L | Z_G) is the bound's proposal and the
 // posterior is estimated from it by self-normalised importance sampling with the bound's weights.
+// OUT/silo-K/draws.csv: the silo's joint posterior of everything it may see, the global
+// parameters (draws of the final q(Z_G) it was sent), the hyperparameters and its own locals
+// drawn from q(Z_L | Z_G) at those draws. log_g__ is log q of the pair; log_p__ is 0, since the
+// log joint needs every silo's data.
+void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_data& data, const Global& global,
+                      const Eigen::VectorXd& hyper, const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local,
+                      const Eigen::VectorXd& log_q_local, const engine::Settings& settings) {
+  const Eigen::Index n = z_global.rows(), h = hyper.size(), m = z_local.rows(), S = z_global.cols();
+  DrawsFile file;
+  file.model = model.name;
+  file.layout = variable_layout(model, "global", data);
+  for (const auto& [group, offset] : {std::pair<const char*, Eigen::Index>{"hyper", n}, {"local", n + h}})
+    for (VariableLayout v : variable_layout(model, group, data)) {
+      v.offset += offset;
+      file.layout.push_back(v);
+    }
+  Eigen::MatrixXd u(n + h + m, S);
+  u << z_global, hyper.replicate(1, S), z_local;
+  file.draws = constrain(file.layout, u);
+  Eigen::VectorXd mean(n + h + m);
+  mean << global.mean(), hyper, z_local.rowwise().mean();
+  file.mean = constrain(file.layout, mean).col(0);
+  file.log_g = global.log_density(z_global) + log_q_local;
+  file.log_p = Eigen::VectorXd::Zero(S);
+  file.config = settings.entries();
+  file.fvic = {{"log_p", "0: the log joint needs every silo's data"}};
+  write_draws_csv(dir + "/draws.csv", file);
+}
+
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
                            const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
-                           long draws, uint64_t seed) {
+                           long draws, uint64_t seed, const engine::Settings& settings) {
   const std::vector<VariableLayout> layout = variable_layout(model, "local", data);
   if (layout.empty()) return;
   const auto& q = silo.q();
@@ -181,8 +221,10 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, z), mean, var.cwiseSqrt());
     return;
   }
-  const Eigen::MatrixXd u = global.offset(rng.normal(global.dim(), draws));
+  const Eigen::MatrixXd eps_global = rng.normal(global.dim(), draws);
+  const Eigen::MatrixXd u = global.offset(eps_global);
   const Eigen::MatrixXd z = q.sample(u, rng.normal(q.dim(), draws));
+  write_silo_draws(dir, model, data, global, hyper, u.colwise() + global.mean(), z, q.log_density(z, u), settings);
   // Marginal sd: diag(C Sigma_GG C^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G.
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
@@ -195,6 +237,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
 // globals, reported as point estimates: every draw equal, sd 0).
 struct GlobalOutput {
   std::vector<VariableLayout> layout;
+  Eigen::MatrixXd unconstrained;
   Eigen::MatrixXd draws;  // constrained
   Eigen::VectorXd mean, sd, log_density;
 };
@@ -215,6 +258,7 @@ GlobalOutput global_output(const fvi_model& model, const fvi_data& data, const G
   u.topRows(n) = q.sample(eps);
   u.bottomRows(h) = hyper.replicate(1, draws);
   out.draws = constrain(out.layout, u);
+  out.unconstrained = u;
   out.mean.resize(n + h);
   out.mean << q.mean(), hyper;
   out.sd = Eigen::VectorXd::Zero(n + h);
@@ -230,12 +274,13 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                int silo, int silos)
       : model_(model),
         method_(method),
+        settings_(settings),
         options_(engine::SfviOptions::from(settings)),
         data_(std::move(data)),
         // SFVI-Avg and the independent fit evaluate the global priors in each silo.
         silo_(model, data_.view(), silo, options_,
               method != "sfvi" || (method == "sfvi" && settings.integer("warm_start", 0) > 0)),
-        summary_{model.name, method, silos, int(settings.integer("rounds", 10)), {}},
+        summary_{model.name, method, silos, int(max_steps(settings, method == "sfvi" ? 20000 : 2000)), {}},
         draws_(0) {
     draws_ = output_draws(settings, 1);
   }
@@ -248,6 +293,21 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
 
   Message handle(uint32_t round, Phase phase, const Message& request) override {
     if (phase == Phase::kSfviSizes) return {double(silo_.observations())};
+    if (phase == Phase::kSfviLogJoint) {
+      if (!final_) throw std::invalid_argument("a log-joint request before the final posterior");
+      const DrawsRequest r = check_draws_request(request, long(silo_global_dim()));
+      const Eigen::Map<const Eigen::MatrixXd> z(request.data(), r.rows, r.draws);
+      CounterRng rng(RngKey{options_.seed, uint32_t(silo_.silo()), 0, rng_stream::kUserStream + 12});
+      const SfviSilo::LogJoint lj = silo_.log_joint(global(*final_), final_->hyper, z, rng.normal(silo_.local_dim(), r.draws));
+      Message m(lj.log_p.data(), lj.log_p.data() + lj.log_p.size());
+      m.insert(m.end(), lj.log_q.data(), lj.log_q.data() + lj.log_q.size());
+      return m;
+    }
+    if (phase == Phase::kSfviSchedule) {
+      if (request.size() != 2) throw std::invalid_argument("a schedule request needs [step scale, restart]");
+      silo_.set_schedule(request[0], request[1] != 0);
+      return {};
+    }
     if (phase == Phase::kSfviFitLocally) {
       if (request.size() < 3) throw std::invalid_argument("a local-fit request needs [steps, scale, independent]");
       const long steps = long(request[0]);
@@ -273,6 +333,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       return {silo_.gradient(global(b), b.hyper, eps, eps_local, 1, nullptr).elbo_term};
     }
     if (phase == Phase::kSfviFinish) {
+      if (!final_) silo_.use_average();
       final_ = b;
       return {};
     }
@@ -307,7 +368,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                          ? Global::from_params(own_->global_params, silo_global_dim(), options_.correlated_global)
                          : global(*final_);
     const Eigen::VectorXd& hyper = own_ && method_ == "independent" ? own_->hyper : final_->hyper;
-    write_local_posterior(dir, model_, data_.view(), silo_, q, hyper, summary_, draws_, options_.seed);
+    write_local_posterior(dir, model_, data_.view(), silo_, q, hyper, summary_, draws_, options_.seed, settings_);
     if (method_ == "independent" && own_) {
       const GlobalOutput g = global_output(model_, data_.view(), q, own_->hyper, draws_, options_.seed);
       std::filesystem::create_directories(dir);
@@ -331,6 +392,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
 
   const fvi_model& model_;
   std::string method_;
+  engine::Settings settings_;
   engine::SfviOptions options_;
   data::DataSet data_;
   SfviSilo silo_;
@@ -340,181 +402,226 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   std::optional<SfviBroadcast> final_;   // the final global posterior, for the local one
 };
 
-}  // namespace
-
-int serve_sfvi(ServerRun& run) {
-  const fvi_model& model = run.model;
-  const engine::Settings& settings = run.settings;
-  const SimArguments& args = run.args;
-  const std::string& method = run.method;
-  const int S = run.transport.silos();
-  const engine::SfviOptions options = engine::SfviOptions::from(settings);
-  const long rounds = settings.integer("rounds", 10);
-  const long warm_start = method == "sfvi" ? settings.integer("warm_start", 0) : 0;
-  const long refresh = std::max(1L, settings.integer("refresh", std::max(1L, rounds / 20)));
-  const long predictive_draws = 200, elbo_draws = 16;
-
-  SfviServer server(model, run.server_data.view(), options);
-  Federation federation(server, run.transport);
-
-  // Held-out data: one silo's variables; its likelihood must read the globals only.
-  HeldOut held_out;
-  if (!args.test.empty()) held_out = load_held_out(model, args.test, run.public_data);
-  engine::BoundFactor* test_likelihood = held_out.likelihood.get();
-  if (test_likelihood && (test_likelihood->info().group_count != 1 || test_likelihood->group_name(0) != "global"))
-    throw std::invalid_argument("--test: " + test_likelihood->name() +
-                                " reads more than the global parameters (local parameters belong to a silo), so "
-                                "held-out rows cannot be scored without a silo of their own");
-
-  if (!args.quiet) {
-    std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld%s\n", run.description.name, method.c_str(),
-                settings.name("family", "meanfield").c_str(), S, rounds,
-                warm_start ? (", after " + std::to_string(warm_start) + " SFVI-Avg rounds").c_str() : "");
-    std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server.global_dim(),
-                (long long)server.hyper_dim());
-    for (const std::string& line : run.silo_lines) std::printf("  %s\n", line.c_str());
-    for (const auto& [key, value] : settings.entries()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
-    std::fflush(stdout);
+// SFVI, SFVI-Avg and the independent baseline (seed 002 Algs. 1-2) as the server loop's
+// coordinator. Steps 1..avg_rounds are SFVI-Avg (or independent) rounds, then SFVI iterations.
+class SfviCoordinator : public Coordinator {
+ public:
+  explicit SfviCoordinator(ServerRun& run)
+      : run_(run),
+        method_(run.method),
+        options_(engine::SfviOptions::from(run.settings)),
+        rounds_(max_steps(run.settings, run.method == "sfvi" ? 20000 : 2000)),
+        warm_start_(method_ == "sfvi" ? run.settings.integer("warm_start", 0) : 0),
+        refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
+        avg_rounds_(method_ == "sfvi_avg" || method_ == "independent" ? rounds_ : warm_start_),
+        sfvi_iterations_(method_ == "sfvi" ? rounds_ : 0),
+        server_(run.model, run.server_data.view(), options_),
+        federation_(server_, run.transport),
+        weights_(run.transport.silos(), 1.0),
+        own_(run.transport.silos()) {
+    const int S = run.transport.silos();
+    // Held-out data: one silo's variables; its likelihood must read the globals only.
+    if (!run.args.test.empty()) held_out_ = load_held_out(run.model, run.args.test, run.public_data);
+    const engine::BoundFactor* test = held_out_.likelihood.get();
+    if (test && (test->info().group_count != 1 || test->group_name(0) != "global"))
+      throw std::invalid_argument("--test: " + test->name() +
+                                  " reads more than the global parameters (local parameters belong to a silo), so "
+                                  "held-out rows cannot be scored without a silo of their own");
+    // seed 002 Alg. 2: n / n_j (asked of the silos only when SFVI-Avg runs).
+    if (avg_rounds_ > 0 && method_ != "independent") {
+      const std::vector<double> rows = federation_.sizes();
+      double total_rows = 0;
+      for (double n : rows) total_rows += n;
+      for (int k = 0; k < S; ++k) weights_[k] = total_rows / rows[k];
+    }
+    // The independent baseline: every silo keeps its own copy of q(Z_G) and theta (reported here).
+    for (auto& f : own_) f = {server_.q().params(), server_.hyper(), 0};
   }
 
-  const long avg_rounds = method == "sfvi_avg" || method == "independent" ? rounds : warm_start;
-  // seed 002 Alg. 2: n / n_j (asked of the silos only when SFVI-Avg runs).
-  std::vector<double> weights(S, 1.0);
-  if (avg_rounds > 0 && method != "independent") {
-    const std::vector<double> rows = federation.sizes();
-    double total_rows = 0;
-    for (double n : rows) total_rows += n;
-    for (int k = 0; k < S; ++k) weights[k] = total_rows / rows[k];
+  const char* checkpoint_kind() const override { return "sfvi-server"; }
+  void print_header() const override {
+    std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld%s\n", run_.description.name, method_.c_str(),
+                run_.settings.name("family", "meanfield").c_str(), run_.transport.silos(), rounds_,
+                warm_start_ ? (", after " + std::to_string(warm_start_) + " SFVI-Avg rounds").c_str() : "");
+    std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
+                (long long)server_.hyper_dim());
+  }
+  long steps() const override { return avg_rounds_ + sfvi_iterations_; }
+  long rounds_setting() const override { return rounds_; }
+  // Every warm-start round reports; SFVI-Avg and independent rounds and SFVI iterations every
+  // `refresh` and at their phase's end.
+  bool reports(long step) const override {
+    if (step <= avg_rounds_) return method_ == "sfvi" || step % refresh_ == 0 || step == avg_rounds_;
+    const long t = step - avg_rounds_;
+    return t % refresh_ == 0 || t == rounds_;
   }
 
-  PosteriorSummary summary{run.description.name, method, S, int(rounds), {}};
-  // The independent baseline: every silo keeps its own copy of q(Z_G) and theta (reported here).
-  std::vector<SfviLocalFit> own(S);
-  for (auto& f : own) f = {server.q().params(), server.hyper(), 0};
-
-  // Progress through the schedule: steps 1..avg_rounds are SFVI-Avg (or independent) rounds,
-  // then SFVI iterations. A checkpoint holds the step, the server's state, and the bookkeeping.
-  const long sfvi_iterations = method == "sfvi" ? rounds : 0;
-  long first = 1, row = 0, in_window = 0;
-  double window = 0, seconds_before = 0;
-  CheckpointRecord record;
-  if (run.resume && !run.checkpoint.empty() && load_checkpoint(run.checkpoint, "sfvi-server", record)) {
-    const Eigen::Index state = server.checkpoint().size(), fit = server.q().num_params() + server.hyper_dim() + 1;
-    const size_t expected = size_t(state) + 5 + (method == "independent" ? size_t(S * fit) : 0);
-    if (record.state.size() != expected)
-      throw std::runtime_error(run.checkpoint + ": the checkpoint does not match this model, method and silos");
-    server.restore(Eigen::Map<const Eigen::VectorXd>(record.state.data(), state));
-    const double* at = record.state.data() + state;
-    row = long(at[0]), in_window = long(at[1]), window = at[2], seconds_before = at[3];
-    for (int k = 0; k < S && method == "independent"; ++k)
-      own[k] = engine::unpack_local_fit(Message(at + 5 + k * fit, at + 5 + (k + 1) * fit), server.q().num_params(),
-                                        server.hyper_dim());
-    summary.elbo = record.extra;
-    run.transport.restore_traffic(record.traffic);
-    first = long(record.round) + 1;
-    if (!args.quiet) std::printf("resumed from %s after step %u\n", run.checkpoint.c_str(), record.round);
+  double step(long step) override {
+    if (step > avg_rounds_) return federation_.sfvi_iteration(uint32_t(step - avg_rounds_));
+    if (method_ != "independent") return federation_.average_round(uint32_t(step), options_.avg_steps, weights_);
+    federation_.independent_round(uint32_t(step), options_.avg_steps, own_);
+    return independent_objective();
   }
-  MetricsWriter metrics(args.output + "/metrics.csv", first > 1);
-  const auto start = Clock::now();
-  auto seconds_now = [&] { return seconds_before + std::chrono::duration<double>(Clock::now() - start).count(); };
-
-  auto test_metrics = [&](std::vector<std::pair<std::string, double>>& extra) -> std::string {
-    if (!test_likelihood) return "";
+  double report_objective(long step, double window_mean) override {
+    if (step > avg_rounds_) return window_mean;  // the mean estimate since the last line
+    if (method_ == "independent") return independent_objective();
+    const long elbo_draws = 16;
+    return federation_.elbo(uint32_t(step), elbo_draws);
+  }
+  std::string position(long step) const override {
+    char line[64];
+    if (step <= avg_rounds_)
+      std::snprintf(line, sizeof line, "%s %6ld/%ld", method_ == "sfvi" ? "warm start" : "round", step,
+                    method_ == "independent" ? rounds_ : avg_rounds_);
+    else
+      std::snprintf(line, sizeof line, "iteration %6ld/%ld", step - avg_rounds_, rounds_);
+    return line;
+  }
+  std::string metrics(long, Extra& extra) override {
+    engine::BoundFactor* test = held_out_.likelihood.get();
+    if (!test) return "";
+    const long predictive_draws = 200;
+    const uint32_t stream = rng_stream::kUserStream + 2;
     PredictiveMetrics pm;
-    if (method == "independent") {  // the silos' own posteriors, each scored, then averaged
+    if (method_ == "independent") {  // the silos' own posteriors, each scored, then averaged
+      const int S = run_.transport.silos();
       pm.accuracy = pm.rmse = 0;
       for (int k = 0; k < S; ++k) {
-        const Global q = Global::from_params(own[k].global_params, server.global_dim(), options.correlated_global);
-        const PredictiveMetrics m =
-            predictive_metrics(*test_likelihood, global_draws(q, options.seed, rng_stream::kUserStream + 2, predictive_draws));
+        const Global q = Global::from_params(own_[k].global_params, server_.global_dim(), options_.correlated_global);
+        const PredictiveMetrics m = predictive_metrics(*test, global_draws(q, options_.seed, stream, predictive_draws));
         pm.mean_log_density += m.mean_log_density / S;
         pm.accuracy += m.accuracy / S;
         pm.rmse += m.rmse / S;
       }
     } else {
-      pm = predictive_metrics(*test_likelihood,
-                              global_draws(server.q(), options.seed, rng_stream::kUserStream + 2, predictive_draws));
+      pm = predictive_metrics(*test, global_draws(server_.q(), options_.seed, stream, predictive_draws));
     }
     return report_metrics(pm, extra);
-  };
-  // One progress line and one metrics row; the line says if some silos' replies were missing
-  // since the last one (their part is absent from the figure).
-  long missing_before = run.transport.missing_replies();
-  auto report = [&](const char* label, long r, long of, double elbo) {
-    summary.elbo.push_back(elbo);
-    std::vector<std::pair<std::string, double>> extra;
-    const std::string test_text = test_metrics(extra);
-    const double seconds = seconds_now();
-    const long long sent = run.transport.total_sent(), received = run.transport.total_received();
-    metrics.row(int(++row), elbo, seconds, sent, received, extra);
-    if (!args.quiet) {
-      const std::string missing = missing_note(run.transport.missing_replies() - missing_before, "silo replies");
-      std::printf("%s %6ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", label, r, of, elbo, missing.c_str(), seconds,
-                  human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
-      std::fflush(stdout);
-    }
-    missing_before = run.transport.missing_replies();
-  };
-  auto save = [&](long step) {
-    if (run.checkpoint.empty()) return;
-    const Eigen::VectorXd state = server.checkpoint();
-    record.kind = "sfvi-server";
-    record.round = uint32_t(step);
-    record.state.assign(state.data(), state.data() + state.size());
-    record.state.insert(record.state.end(), {double(row), double(in_window), window, seconds_now(), 0.0});
-    for (int k = 0; k < S && method == "independent"; ++k) {
-      const Message f = engine::pack(own[k]);
-      record.state.insert(record.state.end(), f.begin(), f.end());
-    }
-    record.extra = summary.elbo;
-    record.traffic = run.transport.traffic_counts();
-    save_checkpoint(run.checkpoint, record);
-  };
-
-  for (long step = first; step <= avg_rounds + sfvi_iterations; ++step) {
-    if (step <= avg_rounds) {
-      const long r = step;
-      if (method == "independent") {
-        federation.independent_round(uint32_t(r), options.avg_steps, own);
-        if (r % refresh == 0 || r == rounds) {
-          double elbo = 0;  // the sum of the silos' own objectives
-          for (const auto& f : own) elbo += f.elbo_term;
-          report("round", r, rounds, elbo);
-        }
-      } else {
-        federation.average_round(uint32_t(r), options.avg_steps, weights);
-        if (method == "sfvi" || r % refresh == 0 || r == avg_rounds)
-          report(method == "sfvi" ? "warm start" : "round", r, avg_rounds, federation.elbo(uint32_t(step), elbo_draws));
-      }
-    } else {
-      const long t = step - avg_rounds;
-      window += federation.sfvi_iteration(uint32_t(t));
-      ++in_window;
-      if (t % refresh == 0 || t == rounds) {
-        report("iteration", t, rounds, window / double(in_window));  // the mean estimate since the last line
-        window = 0, in_window = 0;
-      }
-    }
-    save(step);
   }
 
-  // Outputs: the server writes the global posterior; each silo writes its own local posterior.
-  federation.finish(uint32_t(avg_rounds + sfvi_iterations + 1), method != "independent");
-  const long draws = output_draws(settings, server.global_dim());
-  const Global& q = server.q();
-  if (method != "independent") {
-    const GlobalOutput g = global_output(model, run.server_data.view(), q, server.hyper(), draws, options.seed);
-    write_posterior_json(args.output + "/posterior.json", summary, g.layout, g.draws, g.mean, g.sd);
-    write_draws_csv(args.output + "/draws.csv", run.description.name, g.layout, g.draws, g.log_density,
-                    settings.entries());
-    if (!args.quiet) print_posterior("the global parameters and hyperparameters", g.layout, g.draws, g.mean, g.sd);
+  // The hyperparameters are point estimates: their moves are measured in unconstrained units.
+  void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const override {
+    const Eigen::Index n = server_.global_dim(), h = server_.hyper_dim();
+    mean.resize(n + h);
+    sd.resize(n + h);
+    mean << server_.q().mean(), server_.hyper();
+    sd << server_.q().covariance().diagonal().cwiseSqrt(), Eigen::VectorXd::Ones(h);
   }
-  if (!args.quiet)
-    std::printf("wrote %s/%smetrics.csv%s\n", args.output.c_str(),
-                method == "independent" ? "" : "posterior.json, draws.csv, ",
-                method == "independent" ? "; each silo writes silo-K/global.json and silo-K/posterior.json"
-                                        : "; each silo writes its local posterior to silo-K/posterior.json");
-  return 0;
+  Eigen::VectorXd params() const override {
+    if (method_ == "independent") return {};
+    Eigen::VectorXd p(server_.q().num_params() + server_.hyper_dim());
+    p << server_.q().params(), server_.hyper();
+    return p;
+  }
+  void set_params(const Eigen::VectorXd& p) override {
+    const Eigen::Index n = server_.q().num_params();
+    server_.set(p.head(n), p.tail(p.size() - n));
+  }
+  // The silos decay their own steps and average their own eta_L with the server (SFVI only: the
+  // other methods' silos fit their locals within the rounds).
+  void set_schedule(double scale, long epoch) override {
+    server_.set_step_scale(scale);
+    if (method_ != "sfvi" || (scale == silo_scale_ && epoch == silo_epoch_)) return;
+    federation_.schedule(uint32_t(avg_rounds_ + sfvi_iterations_ + 1), scale, epoch != silo_epoch_);
+    silo_scale_ = scale, silo_epoch_ = epoch;
+  }
+  ConvergenceOptions convergence() const override {
+    ConvergenceOptions o;
+    o.window = method_ == "sfvi" ? 100 : 5;
+    return o;
+  }
+  const char* unit() const override { return method_ == "sfvi" ? "iterations" : "rounds"; }
+
+  std::vector<double> state() const override {
+    const Eigen::VectorXd s = server_.checkpoint();
+    std::vector<double> m(s.data(), s.data() + s.size());
+    for (size_t k = 0; k < own_.size() && method_ == "independent"; ++k) {
+      const Message f = engine::pack(own_[k]);
+      m.insert(m.end(), f.begin(), f.end());
+    }
+    return m;
+  }
+  void restore(const std::vector<double>& m) override {
+    const Eigen::Index state = server_.checkpoint().size(), fit = server_.q().num_params() + server_.hyper_dim() + 1;
+    const size_t S = own_.size();
+    if (m.size() != size_t(state) + (method_ == "independent" ? S * size_t(fit) : 0))
+      throw std::invalid_argument("the server's state has " + std::to_string(m.size()) + " values");
+    server_.restore(Eigen::Map<const Eigen::VectorXd>(m.data(), state));
+    const double* at = m.data() + state;
+    for (size_t k = 0; k < S && method_ == "independent"; ++k)
+      own_[k] = engine::unpack_local_fit(Message(at + k * fit, at + (k + 1) * fit), server_.q().num_params(),
+                                         server_.hyper_dim());
+  }
+
+  // The server writes the global posterior; each silo writes its own local posterior.
+  void finish(long last_step) override { federation_.finish(uint32_t(last_step + 1), method_ != "independent"); }
+  std::optional<ServerDraws> draws() override {
+    if (method_ == "independent") return std::nullopt;
+    const long count = output_draws(run_.settings, server_.global_dim());
+    const GlobalOutput g = global_output(run_.model, run_.server_data.view(), server_.q(), server_.hyper(), count,
+                                         options_.seed);
+    ServerDraws d;
+    d.layout = g.layout;
+    d.unconstrained = g.unconstrained;
+    d.constrained = g.draws;
+    d.mean = g.mean;
+    d.sd = g.sd;
+    d.log_q = g.log_density;
+    d.what = "the global parameters and hyperparameters";
+    return d;
+  }
+  bool log_joint(const ServerDraws& d, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) override {
+    const Eigen::MatrixXd z = d.unconstrained.topRows(server_.global_dim());
+    if (z.size() > kMaxLogJointRequest) {
+      why = "not computed (" + std::to_string(z.size()) + " values of draws to send each silo)";
+      return false;
+    }
+    std::vector<Message> replies;
+    const Eigen::Index S = z.cols();
+    if (!ask_every_silo(run_.transport, uint32_t(steps() + 2), Phase::kSfviLogJoint, Message(z.data(), z.data() + z.size()),
+                        size_t(2 * S), replies)) {
+      why = "not computed (a silo did not answer)";
+      return false;
+    }
+    // log p = log p(Z_G) + sum_j log p(y_j, Z_Lj | Z_G); log q = log q(Z_G) + sum_j log q(Z_Lj | Z_G).
+    log_p = server_.log_prior(z);
+    log_g = d.log_q;
+    for (const Message& m : replies) {
+      log_p += Eigen::Map<const Eigen::VectorXd>(m.data(), S);
+      log_g += Eigen::Map<const Eigen::VectorXd>(m.data() + S, S);
+    }
+    return true;
+  }
+  std::string outputs_note() const override {
+    return method_ == "independent" ? "; each silo writes silo-K/global.json and silo-K/posterior.json"
+                                    : "; each silo writes its local posterior to silo-K/posterior.json";
+  }
+
+ private:
+  double independent_objective() const {
+    double elbo = 0;  // the sum of the silos' own objectives
+    for (const auto& f : own_) elbo += f.elbo_term;
+    return elbo;
+  }
+
+  ServerRun& run_;
+  std::string method_;
+  engine::SfviOptions options_;
+  long rounds_, warm_start_, refresh_, avg_rounds_, sfvi_iterations_;
+  SfviServer server_;
+  Federation federation_;
+  std::vector<double> weights_;
+  std::vector<SfviLocalFit> own_;
+  HeldOut held_out_;
+  double silo_scale_ = 1;  // what the silos were last told
+  long silo_epoch_ = 0;
+};
+
+}  // namespace
+
+int serve_sfvi(ServerRun& run) {
+  SfviCoordinator coordinator(run);
+  return run_server(run, coordinator, run.method);
 }
 
 std::unique_ptr<SiloHost> sfvi_silo_host(const fvi_model& model, const engine::Settings& settings,

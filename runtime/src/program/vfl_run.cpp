@@ -1,6 +1,5 @@
 #include "fvi/program/vfl_run.h"
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -13,13 +12,13 @@
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
 #include "fvi/program/predictive.h"
+#include "fvi/program/server_loop.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using engine::VflServer;
 using engine::VflSilo;
 
@@ -149,7 +148,8 @@ Eigen::MatrixXd output_draws_of(const MeanFieldGaussian<double>& q, uint64_t see
 // Silo k's split parameters (q(theta_k)) and split hyperparameters (point estimates, sd 0):
 // written by the silo to OUT/silo-K/posterior.json; nothing of them reaches the server.
 void write_split_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, const VflSilo& silo,
-                           const PosteriorSummary& summary, long draws, uint64_t seed) {
+                           const PosteriorSummary& summary, long draws, uint64_t seed,
+                           const engine::Settings& settings) {
   std::vector<VariableLayout> layout = variable_layout(model, "split", data);
   const Eigen::Index p = silo.split_dim(), h = silo.hyper_dim();
   for (VariableLayout v : variable_layout(model, "split_hyper", data)) {
@@ -165,7 +165,19 @@ void write_split_posterior(const std::string& dir, const fvi_model& model, const
   mean << q.mean(), silo.hyper();
   sd.head(p) = q.sd();
   std::filesystem::create_directories(dir);
-  write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, u), mean, sd);
+  const Eigen::MatrixXd x = constrain(layout, u);
+  write_posterior_json(dir + "/posterior.json", summary, layout, x, mean, sd);
+  // OUT/silo-K/draws.csv: the silo's own block (log_p__ 0: the log joint needs every party's data).
+  DrawsFile file;
+  file.model = model.name;
+  file.layout = layout;
+  file.mean = constrain(layout, mean).col(0);
+  file.draws = x;
+  file.log_g = q.log_density(u.topRows(p));
+  file.log_p = Eigen::VectorXd::Zero(draws);
+  file.config = settings.entries();
+  file.fvic = {{"log_p", "0: the log joint needs every silo's data"}};
+  write_draws_csv(dir + "/draws.csv", file);
 }
 
 // Held-out rows of a vertical model, the server's part: the labels (or the public outcome) with
@@ -195,10 +207,11 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   VflSiloHost(const fvi_model& model, const engine::Settings& settings, const std::string& method, data::DataSet data,
               int silo, int silos)
       : model_(model),
+        settings_(settings),
         options_(engine::VflOptions::from(settings, method == "vfl_power")),
         data_(std::move(data)),
         silo_(model, data_.view(), silo, silos, options_),
-        summary_{model.name, method, silos, int(settings.integer("rounds", 1000)), {}},
+        summary_{model.name, method, silos, int(max_steps(settings, 20000)), {}},
         draws_(output_draws(settings, 1)) {}
 
   SiloEndpoint& endpoint() override { return *this; }
@@ -250,11 +263,12 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   void restore(const Message& m) override { silo_.restore(Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()))); }
 
   void finish(const std::string& dir) override {
-    if (finished_) write_split_posterior(dir, model_, data_.view(), silo_, summary_, draws_, options_.seed);
+    if (finished_) write_split_posterior(dir, model_, data_.view(), silo_, summary_, draws_, options_.seed, settings_);
   }
 
  private:
   const fvi_model& model_;
+  engine::Settings settings_;
   engine::VflOptions options_;
   data::DataSet data_;
   VflSilo silo_;
@@ -264,120 +278,117 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   bool finished_ = false;
 };
 
-}  // namespace
-
-int serve_vfl(ServerRun& run) {
-  const fvi_model& model = run.model;
-  const engine::Settings& settings = run.settings;
-  const SimArguments& args = run.args;
-  const std::string& method = run.method;
-  const int S = run.transport.silos();
-  const bool power = method == "vfl_power";
-  const engine::VflOptions options = engine::VflOptions::from(settings, power);
-  const long rounds = settings.integer("rounds", 1000);
-  const long refresh = std::max(1L, settings.integer("refresh", std::max(1L, rounds / 20)));
-
-  VflServer server(model, run.server_data.view(), options, S);
-  if (server.rows() <= 0) throw data::DataError("the server's data gives no rows for the likelihood");
-  VerticalFederation federation(server, run.transport, power, server.rows(), options.mc_samples);
-
-  // Held-out rows (`--test DIR`): a data directory like --data's; each silo holds its columns.
-  HeldOutRows held_out;
-  if (!args.test.empty()) held_out = load_held_out_rows(model, args.test);
-
-  if (!args.quiet) {
-    std::printf("%s: method = %s, q_z = %s, rho = %g, silos = %d, rounds = %ld\n", run.description.name, method.c_str(),
-                !options.auxiliary ? "none" : options.amortized ? "amortized" : "meanfield", options.rho, S, rounds);
-    std::printf("  global parameters %lld (on the server), rows %lld\n", (long long)server.global_dim(),
-                (long long)server.rows());
-    for (const std::string& line : run.silo_lines) std::printf("  %s\n", line.c_str());
-    for (const auto& [key, value] : settings.entries()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
-    std::fflush(stdout);
+// The vertical methods (seed 004 Algs. 1-2) as the server loop's coordinator.
+class VflCoordinator : public Coordinator {
+ public:
+  explicit VflCoordinator(ServerRun& run)
+      : run_(run),
+        power_(run.method == "vfl_power"),
+        options_(engine::VflOptions::from(run.settings, power_)),
+        rounds_(max_steps(run.settings, 20000)),
+        refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
+        server_(run.model, run.server_data.view(), options_, run.transport.silos()),
+        federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples) {
+    // Held-out rows (`--test DIR`): a data directory like --data's; each silo holds its columns.
+    if (!run.args.test.empty()) held_out_ = load_held_out_rows(run.model, run.args.test);
   }
 
-  PosteriorSummary summary{run.description.name, method, S, int(rounds), {}};
-  long first = 1, in_window = 0;
-  double window = 0, seconds_before = 0;
-  CheckpointRecord record;
-  const Eigen::Index state_size = server.checkpoint().size(), z_size = server.rows() * options.mc_samples;
-  if (run.resume && !run.checkpoint.empty() && load_checkpoint(run.checkpoint, "vfl-server", record)) {
-    if (record.state.size() != size_t(state_size + 3 + S * z_size))
-      throw std::runtime_error(run.checkpoint + ": the checkpoint does not match this model, method and silos");
-    server.restore(Eigen::Map<const Eigen::VectorXd>(record.state.data(), state_size));
-    const double* at = record.state.data() + state_size;
-    in_window = long(at[0]), window = at[1], seconds_before = at[2];
+  const char* checkpoint_kind() const override { return "vfl-server"; }
+  void print_header() const override {
+    std::printf("%s: method = %s, q_z = %s, rho = %g, silos = %d, rounds = %ld\n", run_.description.name,
+                run_.method.c_str(), !options_.auxiliary ? "none" : options_.amortized ? "amortized" : "meanfield",
+                options_.rho, run_.transport.silos(), rounds_);
+    std::printf("  global parameters %lld (on the server), rows %lld\n", (long long)server_.global_dim(),
+                (long long)server_.rows());
+  }
+  long steps() const override { return rounds_; }
+  bool reports(long t) const override { return t % refresh_ == 0; }
+  double step(long t) override { return federation_.iteration(uint32_t(t)); }
+  std::string position(long t) const override {
+    char line[64];
+    std::snprintf(line, sizeof line, "iteration %6ld/%ld", t, rounds_);
+    return line;
+  }
+  std::string metrics(long t, Extra& extra) override {
+    // Bytes per iteration for each party (the issue's `fvic plan` numbers, measured).
+    const Transport& transport = run_.transport;
+    const double done = double(t);
+    extra.push_back({"server_bytes_per_iteration", double(transport.total_sent() + transport.total_received()) / done});
+    for (int k = 0; k < transport.silos(); ++k)
+      extra.push_back({"silo" + std::to_string(k + 1) + "_bytes_per_iteration",
+                       double(transport.traffic()[k].sent + transport.traffic()[k].received) / done});
+    if (!held_out_.likelihood) return "";
+    const long draws = 200;
+    const Eigen::MatrixXd z_sum =
+        federation_.predictive_z_sum(uint32_t(t), held_out_.likelihood->rows(), draws, options_.seed + uint64_t(t));
+    const Eigen::MatrixXd globals = output_draws_of(server_.q(), options_.seed + uint64_t(t), 0, draws);
+    return report_metrics(predictive_metrics(*held_out_.likelihood, globals, z_sum), extra);
+  }
+
+  void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const override {
+    mean = server_.q().mean();
+    sd = server_.q().sd();
+  }
+  Eigen::VectorXd params() const override { return server_.q().params(); }
+  void set_params(const Eigen::VectorXd& p) override { server_.set_params(p); }
+  void set_schedule(double scale, long) override { server_.set_step_scale(scale); }
+  ConvergenceOptions convergence() const override { return ConvergenceOptions{}; }
+  const char* unit() const override { return "iterations"; }
+
+  std::vector<double> state() const override {
+    const Eigen::VectorXd s = server_.checkpoint();
+    std::vector<double> m(s.data(), s.data() + s.size());
+    for (const Eigen::MatrixXd& z : federation_.last_z()) m.insert(m.end(), z.data(), z.data() + z.size());
+    return m;
+  }
+  void restore(const std::vector<double>& m) override {
+    const int S = run_.transport.silos();
+    const Eigen::Index state_size = server_.checkpoint().size(), z_size = server_.rows() * options_.mc_samples;
+    if (m.size() != size_t(state_size + S * z_size))
+      throw std::invalid_argument("the server's state has " + std::to_string(m.size()) + " values");
+    server_.restore(Eigen::Map<const Eigen::VectorXd>(m.data(), state_size));
     std::vector<Eigen::MatrixXd> z;
-    for (int k = 0; k < S; ++k) z.push_back(matrix(at + 3 + k * z_size, server.rows(), options.mc_samples));
-    federation.set_last_z(std::move(z));
-    run.transport.restore_traffic(record.traffic);
-    summary.elbo = record.extra;
-    first = long(record.round) + 1;
-    if (!args.quiet) std::printf("resumed from %s after iteration %u\n", run.checkpoint.c_str(), record.round);
-  }
-  MetricsWriter metrics(args.output + "/metrics.csv", first > 1);
-  const auto start = Clock::now();
-  auto seconds_now = [&] { return seconds_before + std::chrono::duration<double>(Clock::now() - start).count(); };
-  long missing_before = run.transport.missing_replies();  // a progress line says if some silos' replies were missing
-  for (long t = first; t <= rounds; ++t) {
-    window += federation.iteration(uint32_t(t));
-    ++in_window;
-    if (t % refresh == 0 || t == rounds) {
-      const double elbo = window / double(in_window), seconds = seconds_now();
-      summary.elbo.push_back(elbo);
-      const long long sent = run.transport.total_sent(), received = run.transport.total_received();
-      // Bytes per iteration for each party (the issue's `fvic plan` numbers, measured).
-      const double done = double(t);
-      std::vector<std::pair<std::string, double>> extra{{"server_bytes_per_iteration", double(sent + received) / done}};
-      for (int k = 0; k < S; ++k)
-        extra.push_back({"silo" + std::to_string(k + 1) + "_bytes_per_iteration",
-                         double(run.transport.traffic()[k].sent + run.transport.traffic()[k].received) / done});
-      std::string test_text;
-      if (held_out.likelihood) {
-        const long draws = 200;
-        const Eigen::MatrixXd z_sum =
-            federation.predictive_z_sum(uint32_t(t), held_out.likelihood->rows(), draws, options.seed + uint64_t(t));
-        const Eigen::MatrixXd globals = output_draws_of(server.q(), options.seed + uint64_t(t), 0, draws);
-        test_text = report_metrics(predictive_metrics(*held_out.likelihood, globals, z_sum), extra);
-      }
-      metrics.row(int(summary.elbo.size()), elbo, seconds, sent, received, extra);
-      if (!args.quiet) {
-        const std::string missing = missing_note(run.transport.missing_replies() - missing_before, "silo replies");
-        std::printf("iteration %6ld/%ld  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", t, rounds, elbo,
-                    missing.c_str(), seconds,
-                    human_bytes(sent).c_str(), human_bytes(received).c_str(), test_text.c_str());
-        std::fflush(stdout);
-      }
-      missing_before = run.transport.missing_replies();
-      window = 0, in_window = 0;
-    }
-    if (!run.checkpoint.empty()) {
-      const Eigen::VectorXd state = server.checkpoint();
-      record.kind = "vfl-server";
-      record.round = uint32_t(t);
-      record.state.assign(state.data(), state.data() + state.size());
-      record.state.insert(record.state.end(), {double(in_window), window, seconds_now()});
-      for (const Eigen::MatrixXd& z : federation.last_z()) record.state.insert(record.state.end(), z.data(), z.data() + z.size());
-      record.extra = summary.elbo;
-      record.traffic = run.transport.traffic_counts();
-      save_checkpoint(run.checkpoint, record);
-    }
+    for (int k = 0; k < S; ++k)
+      z.push_back(matrix(m.data() + state_size + k * z_size, server_.rows(), options_.mc_samples));
+    federation_.set_last_z(std::move(z));
   }
 
   // The server writes the globals; each silo writes its own split block.
-  federation.finish(uint32_t(rounds + 1));
-  const long draws = output_draws(settings, std::max<Eigen::Index>(1, server.global_dim()));
-  const std::vector<VariableLayout> layout = variable_layout(model, "global", run.server_data.view());
-  const Eigen::MatrixXd u = output_draws_of(server.q(), options.seed, 0, draws);
-  const Eigen::MatrixXd g = constrain(layout, u);
-  write_posterior_json(args.output + "/posterior.json", summary, layout, g, server.q().mean(), server.q().sd());
-  write_draws_csv(args.output + "/draws.csv", run.description.name, layout, g, server.q().log_density(u),
-                  settings.entries());
-  if (!args.quiet) {
-    print_posterior("the global parameters", layout, g, server.q().mean(), server.q().sd());
-    std::printf("wrote %s/posterior.json, draws.csv, metrics.csv; each silo writes its block to silo-K/posterior.json\n",
-                args.output.c_str());
+  void finish(long last_step) override { federation_.finish(uint32_t(last_step + 1)); }
+  std::optional<ServerDraws> draws() override {
+    const long count = output_draws(run_.settings, std::max<Eigen::Index>(1, server_.global_dim()));
+    ServerDraws d;
+    d.layout = variable_layout(run_.model, "global", run_.server_data.view());
+    d.unconstrained = output_draws_of(server_.q(), options_.seed, 0, count);
+    d.constrained = constrain(d.layout, d.unconstrained);
+    d.mean = server_.q().mean();
+    d.sd = server_.q().sd();
+    d.log_q = server_.q().log_density(d.unconstrained);
+    d.what = "the global parameters";
+    return d;
   }
-  return 0;
+  std::string outputs_note() const override { return "; each silo writes its block to silo-K/posterior.json"; }
+
+ private:
+  static Eigen::Index checked_rows(const VflServer& server) {
+    if (server.rows() <= 0) throw data::DataError("the server's data gives no rows for the likelihood");
+    return server.rows();
+  }
+
+  ServerRun& run_;
+  bool power_;
+  engine::VflOptions options_;
+  long rounds_, refresh_;
+  VflServer server_;
+  VerticalFederation federation_;
+  HeldOutRows held_out_;
+};
+
+}  // namespace
+
+int serve_vfl(ServerRun& run) {
+  VflCoordinator coordinator(run);
+  return run_server(run, coordinator, run.method);
 }
 
 std::unique_ptr<SiloHost> vfl_silo_host(const fvi_model& model, const engine::Settings& settings,

@@ -32,6 +32,7 @@ struct PviOptions {
   double score_length_scale = 1;
   DivergenceSpec divergence;
   double damping = 1;      // tau
+  bool damping_given = false;  // set by the user: a closed-form update is otherwise undamped
   long local_steps = 100;  // optimiser steps per client update (when epochs = 0)
   long epochs = 0;         // passes over the silo's rows per client update (overrides local_steps)
   double lr = 0.01;
@@ -47,7 +48,8 @@ struct PviOptions {
   // cores (fvi/program/threads.h), and the result does not depend on it beyond rounding.
   int threads = 1;
 
-  // From the inference keys; damping defaults to 1/silos (spec 000 §2.5).
+  // From the inference keys; damping defaults to 1/silos (spec 000 §2.5), and to 1 for a silo
+  // whose update is in closed form (its exact factor does not depend on the cavity).
   static PviOptions from(const Settings& settings, int silos);
 };
 
@@ -78,6 +80,9 @@ class PviClient {
 
   int64_t observations() const;
   Eigen::Index dim() const { return dim_; }
+  // The silo's log likelihood of the written model (every row, no loss or weight) at each column
+  // of theta: the silo's part of log p for the quality diagnostic.
+  Eigen::VectorXd log_likelihood(const Eigen::MatrixXd& theta);
   bool closed_form() const { return closed_form_.has_value(); }
   const Natural& factor() const { return factor_; }
   void set_factor(const Natural& factor) { factor_ = factor; }

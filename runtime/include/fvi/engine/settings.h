@@ -3,6 +3,7 @@
 // overrides, each validated against the one key table (stdlib/inference_keys.h) that the compiler
 // also uses. Typed accessors give each key's value or its documented default.
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,8 @@ class Settings {
   Settings(const std::vector<std::pair<std::string, std::string>>& block, const std::vector<std::string>& overrides);
 
   bool has(const std::string& key) const { return values_.count(key) > 0; }
+  // Whether the command line set `key` (--set), rather than the model's inference block.
+  bool overridden(const std::string& key) const { return overridden_.count(key) > 0; }
   std::string name(const std::string& key, const std::string& fallback) const;
   double number(const std::string& key, double fallback) const;
   long integer(const std::string& key, long fallback) const;
@@ -41,6 +44,7 @@ class Settings {
  private:
   void set(const std::string& key, const std::string& value, const char* origin);
   std::map<std::string, fvic::stdlib::KeyValue> values_;
+  std::set<std::string> overridden_;
 };
 
 }  // namespace fvi::engine

@@ -121,9 +121,13 @@ class SfviServer {
   // The server's terms alone (for the tests): gradient with respect to (eta_G, theta) and the
   // ELBO term, at the given eps_G.
   SfviContribution server_term(const Eigen::MatrixXd& eps_global);
+  // log p_theta(Z_G) at each column of z (the server's part of the log joint).
+  Eigen::VectorXd log_prior(const Eigen::MatrixXd& z);
   // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
   void average(const std::vector<SfviLocalFit>& fits);
   void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
+  // Multiplies the step size of later steps (the stopping rule's decay).
+  void set_step_scale(double scale) { adam_.set_scale(scale); }
   // Everything the server's steps depend on (eta_G, theta, Adam's state), for a checkpoint.
   Eigen::VectorXd checkpoint() const;
   void restore(const Eigen::VectorXd& state);
@@ -176,7 +180,19 @@ class SfviSilo {
                                       const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
                                       const Eigen::MatrixXd& uniforms);
   long local_samples() const { return options_.local_samples; }
+  // The silo's part of the log joint at draws z_global of Z_G ~ q(Z_G) (n x S): one draw of its
+  // locals from q(Z_L | Z_G) each (eps_local, m x S), log p(y_j, Z_L | Z_G) and log q(Z_L | Z_G).
+  struct LogJoint {
+    Eigen::VectorXd log_p, log_q;
+  };
+  LogJoint log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                     const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local);
   void set_local_params(const Eigen::VectorXd& params);
+  // The server's stopping rule, carried out on eta_{L_j}: the step size's multiplier for later
+  // steps, and (restart) a new Polyak-Ruppert average of eta_{L_j} from the next step on.
+  void set_schedule(double step_scale, bool restart_average);
+  // eta_{L_j} <- its average over the steps since the last restart (if any): the final estimate.
+  void use_average();
   // eta_{L_j} and its Adam's state, for a checkpoint (written by the silo, never sent).
   Eigen::VectorXd checkpoint() const;
   void restore(const Eigen::VectorXd& state);
@@ -215,6 +231,10 @@ class SfviSilo {
   Eigen::VectorXd local_params_;
   StructuredLocalGaussian<double> q_;
   Adam<double> adam_;
+  double step_scale_ = 1;
+  bool averaging_ = false;
+  long averaged_ = 0;
+  Eigen::VectorXd average_sum_;
   std::vector<long> batch_order_;
 };
 

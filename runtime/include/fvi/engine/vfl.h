@@ -61,6 +61,8 @@ class VflServer {
   int64_t rows() const { return rows_; }
   const MeanFieldGaussian<double>& q() const { return q_; }
   void set_params(const Eigen::VectorXd& params) { q_ = MeanFieldGaussian<double>::from_params(params); }
+  // Multiplies the step size of later steps (the stopping rule's decay).
+  void set_step_scale(double scale) { adam_.set_scale(scale); }
 
   // The global draws of `iteration` (n_G x S, from the server's noise stream).
   Eigen::MatrixXd global_noise(uint32_t iteration) const;

@@ -55,7 +55,7 @@ class Adam {
     const double c1 = 1 - std::pow(options_.beta1, double(t_)), c2 = 1 - std::pow(options_.beta2, double(t_));
     // PyTorch's arithmetic: lr m_hat / (sqrt(v_hat) + eps) as (lr / c1) m / (sqrt(v) / sqrt(c2) + eps),
     // one division and one square root per coordinate.
-    step_size_ = T(options_.learning_rate(t_ - 1) / c1);
+    step_size_ = T(scale_ * options_.learning_rate(t_ - 1) / c1);
     inv_sqrt_c2_ = T(1 / std::sqrt(c2));
   }
   void update(Eigen::Index offset, Eigen::Index n, T* params, const T* gradient) {
@@ -66,6 +66,9 @@ class Adam {
     v = b2 * v + (T(1) - b2) * g.square();
     Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(params, n) -= step_size_ * m / (v.sqrt() * inv_sqrt_c2_ + eps);
   }
+
+  // Multiplies every later step size (a stopping rule's decay; 1 by default).
+  void set_scale(double scale) { scale_ = scale; }
 
   long iteration() const { return t_; }
   const VectorX<T>& first_moment() const { return m_; }
@@ -92,6 +95,7 @@ class Adam {
   AdamOptions options_;
   long t_ = 0;
   T step_size_ = T(0), inv_sqrt_c2_ = T(1);  // lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t), this step
+  double scale_ = 1;
   VectorX<T> m_;
   VectorX<T> v_;
 };

@@ -20,11 +20,15 @@ using Message = std::vector<double>;
 enum class Phase : uint32_t {
   kPviUpdate = 1,        // [first update?, q_s, the silo's factor t_k] -> the damped change of t_k
   kPviEvaluate = 2,      // q_s -> E_q[silo loss]
+  kPviLogJoint = 3,      // draws of the globals (d x S) -> the silo's log likelihood at each (S)
+  kPviFinish = 4,        // the final q -> nothing (the silo writes its draws of it)
   kSfviContribute = 10,  // broadcast -> the silo's gradients (seed 002 Alg. 1)
   kSfviFitLocally = 11,  // [steps, scale, broadcast] -> local fit (seed 002 Alg. 2)
   kSfviEvaluate = 12,    // broadcast -> the silo's ELBO term at fixed noise
   kSfviFinish = 13,      // the final broadcast -> nothing (the silo writes its local posterior)
   kSfviSizes = 14,       // nothing -> [n_j] (SFVI-Avg's n / n_j scaling)
+  kSfviSchedule = 15,    // [step scale, restart the average?] -> nothing (the stopping rule's phase)
+  kSfviLogJoint = 16,    // after finish: draws of Z_G (n x S) -> [log p(y_j, Z_Lj | Z_G) (S), log q(Z_Lj | Z_G) (S)]
   kVflPropose = 20,      // nothing -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
@@ -107,6 +111,18 @@ class InProcessTransport : public Transport {
   std::vector<SiloEndpoint*> endpoints_;
   bool parallel_ = true;
 };
+
+// Columns of `draws` rows x (size / rows), or an exception naming what is wrong: a request of
+// draws of the global parameters (the quality diagnostic's phases).
+struct DrawsRequest {
+  long rows = 0, draws = 0;
+};
+DrawsRequest check_draws_request(const Message& request, long rows);
+
+// Sends every silo the same request and keeps each reply of `reply_size` values; true when every
+// silo's reply arrived and was accepted.
+bool ask_every_silo(Transport& transport, uint32_t round, Phase phase, const Message& request, size_t reply_size,
+                    std::vector<Message>& replies);
 
 // The reason a reply of the wrong length or with a non-finite value is refused ("" if neither).
 std::string check_reply(const Message& reply, size_t expected_size);

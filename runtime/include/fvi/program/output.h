@@ -1,9 +1,12 @@
 #pragma once
 // The files a run writes (DESIGN.md §5): posterior.json (means and sds of the declared variables
-// on their constrained scale, elements row-major), draws.csv (Stan's CSV layout, so ArviZ,
-// CmdStanPy and R's posterior package read it) and metrics.csv (one row per round).
+// on their constrained scale, elements row-major), draws.csv (CmdStan's variational layout, so
+// rstan::read_stan_csv, CmdStanPy, ArviZ and R's posterior and loo packages read it) and
+// metrics.csv (one row per round).
 #include <fstream>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fvi/eigen_types.h"
@@ -22,6 +25,10 @@ struct VariableLayout {
   int64_t elements() const;
 };
 
+// The CSV column names of v's elements in storage order, as CmdStan writes them: beta.1, W.2.3;
+// matrices column-major.
+std::vector<std::string> element_names(const VariableLayout& v);
+
 // The variables of `group` ("global", "local", ...) in declaration order.
 std::vector<VariableLayout> variable_layout(const fvi_model& model, const std::string& group, const fvi_data& data);
 
@@ -32,6 +39,12 @@ struct PosteriorSummary {
   std::string model, method;
   int silos = 0, rounds = 0;
   std::vector<double> elbo;
+  // The stopping rule's verdict (written when `iterations` > 0) and the quality diagnostic
+  // (written when finite): the server's posterior.json carries them.
+  long iterations = 0;
+  bool converged = false;
+  double relative_change = -1, drift = -1, precision = -1;
+  double khat = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Writes posterior.json with each variable's mean and sd computed from `draws` (constrained,
@@ -40,6 +53,24 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
                           const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& draws,
                           const Eigen::VectorXd& mean, const Eigen::VectorXd& sd);
 
+// draws.csv in the layout CmdStan writes for method = variational: its comment block (fvic's
+// settings mapped onto CmdStan's keys, fvic's own figures as `# fvic_<key> = value`, every
+// setting as `# fvic_set_<key> = value`), the header, a first row holding q's mean (lp__,
+// log_p__, log_g__ = 0), then one row per draw. A `data` entry of `fvic` names the data directory
+// (CmdStan's data file). Written in draws_csv.cpp, beside its reader (draws_csv.h).
+struct DrawsFile {
+  std::string model;
+  std::vector<VariableLayout> layout;
+  Eigen::VectorXd mean;          // q's mean mapped to the constrained scale (CmdStan's first row)
+  Eigen::MatrixXd draws;         // constrained draws, layout size x S
+  Eigen::VectorXd log_p, log_g;  // per draw, unconstrained scale; empty -> written as 0
+  std::vector<std::pair<std::string, std::string>> config;  // the run's settings (key = value)
+  std::vector<std::pair<std::string, std::string>> fvic;    // fvic's own: method, iterations, converged, khat, ...
+};
+void write_draws_csv(const std::string& path, const DrawsFile& file);
+
+// The layout above for callers that have no mean or log joint: the first row is the draws'
+// mean, log_p__ is 0 and log_g__ is `log_density`.
 void write_draws_csv(const std::string& path, const std::string& model, const std::vector<VariableLayout>& layout,
                      const Eigen::MatrixXd& draws, const Eigen::VectorXd& log_density,
                      const std::vector<std::pair<std::string, std::string>>& config);

@@ -8,6 +8,7 @@
 // restarted silo needs nothing to rejoin, and a change the server refused or never received
 // cannot leave the silo and the server disagreeing about t_k.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,9 +64,12 @@ class PviSiloEndpoint : public SiloEndpoint {
   using Client = engine::PviClient<Q>;
   explicit PviSiloEndpoint(Client& client) : client_(client) {}
   Message handle(uint32_t round, Phase phase, const Message& request) override;
+  // The final global posterior the server sent at the end (kPviFinish), if it did.
+  const std::optional<typename Client::Natural>& final_posterior() const { return final_; }
 
  private:
   Client& client_;
+  std::optional<typename Client::Natural> final_;
 };
 
 }  // namespace fvi::program

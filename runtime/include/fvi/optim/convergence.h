@@ -1,0 +1,89 @@
+#pragma once
+// The stopping rule and the final estimate of a stochastic variational fit, shared by every
+// method through the server loop.
+//
+// Steps are grouped in windows. While optimising, a window's mean objective is compared with the
+// previous one's: the objective has plateaued when the change is below tol relative to it or
+// within two standard errors of the windows' noise (Stan's ADVI compares relative changes only,
+// which a noisy estimate can pass or fail by chance), twice in a row (`plateaus`). Then the averaging phase
+// starts: the step size decays as 1/sqrt(1 + w/4) over its windows w (floor 0.1), and the
+// parameters are averaged over its windows (Polyak-Ruppert), so that the estimate is not one
+// jittering iterate. The fit has converged when, over at least eight averaging windows, the
+// means of q show no trend (a line through the windows' means has a slope within four standard
+// errors of zero, or drifts less than tol_param posterior sds over the span) and their average is
+// precise (its standard error below tol_param sds): the reported means are then off the optimum
+// by Monte Carlo error only. A drifting older half is dropped and averaging goes on.
+#include <string>
+#include <vector>
+
+#include "fvi/eigen_types.h"
+
+namespace fvi {
+
+struct ConvergenceOptions {
+  long window = 100;         // steps per window
+  double tol = 1e-4;         // relative change of the window-mean objective (plateau)
+  double tol_param = 0.05;   // drift and precision of the averaged means, in q's sds
+  long plateaus = 2;  // flat windows in a row that end the optimising phase
+  long min_average_windows = 8;
+  long max_average_windows = 24;  // older windows leave the average beyond this
+};
+
+class ConvergenceMonitor {
+ public:
+  explicit ConvergenceMonitor(ConvergenceOptions options = {});
+
+  // One step: its objective estimate (NaN: none), q's mean and sd on the unconstrained scale
+  // (what the rule measures moves by), and the parameters it averages (may be empty: nothing is
+  // averaged, the final estimate is the last iterate).
+  void observe(double objective, const Eigen::VectorXd& mean, const Eigen::VectorXd& sd,
+               const Eigen::VectorXd& params);
+
+  bool converged() const { return converged_; }
+  bool averaging() const { return averaging_; }
+  // Counts the starts of the average (the phase's start, then each drop of a drifting half):
+  // parties averaging their own parameters restart when it changes.
+  long averaging_epoch() const { return epoch_; }
+  // The step size's multiplier for the next step.
+  double step_scale() const;
+  // The average of the parameters over the averaging windows (empty before any).
+  Eigen::VectorXd average() const;
+  long averaged_steps() const { return long(averages_.size()) * options_.window; }
+
+  // The criterion's values for the verdict: the last relative change of the objective, the
+  // largest drift over the averaged span (in sds) and the largest standard error of the average
+  // (in sds).
+  double relative_change() const { return relative_change_; }
+  double drift() const { return drift_; }
+  double precision() const { return precision_; }
+  // "converged after N iterations (...)" or "NOT converged after N iterations: ..."
+  std::string verdict(long steps, const char* unit) const;
+
+  // Everything observe() depends on, for a checkpoint, and back (throws if it does not fit).
+  std::vector<double> state() const;
+  void restore(const std::vector<double>& state);
+
+ private:
+  struct Window {
+    Eigen::VectorXd mean, sd, params;
+  };
+  void close_window();
+  void judge_averages();
+
+  ConvergenceOptions options_;
+  // The window being filled.
+  long count_ = 0, objective_count_ = 0;
+  double objective_sum_ = 0, objective_square_ = 0;
+  Eigen::VectorXd mean_sum_, sd_sum_, params_sum_;
+  // The windows closed.
+  bool has_previous_ = false;
+  double previous_objective_ = 0, previous_se_ = 0;
+  long plateaus_ = 0;
+  bool averaging_ = false, converged_ = false;
+  long averaging_windows_ = 0;  // since the averaging phase began (for the step size)
+  long epoch_ = 0;
+  std::vector<Window> averages_;
+  double relative_change_ = -1, drift_ = -1, precision_ = -1;
+};
+
+}  // namespace fvi

@@ -1,0 +1,103 @@
+#pragma once
+// The one server loop every method runs: the settings echo, resume from a checkpoint,
+// metrics.csv, a checkpoint after every step, progress lines, the stopping rule and its final
+// estimate, the outputs and the verdict. A method is a Coordinator (its rounds or iterations, its
+// state, its outputs); everything a run does around the method is written here once.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fvi/eigen_types.h"
+#include "fvi/optim/convergence.h"
+#include "fvi/program/output.h"
+#include "fvi/program/roles.h"
+
+namespace fvi::program {
+
+using Extra = std::vector<std::pair<std::string, double>>;
+
+// What the server writes at the end: its variables' draws from q.
+struct ServerDraws {
+  std::vector<VariableLayout> layout;
+  Eigen::MatrixXd unconstrained;  // size x S
+  Eigen::MatrixXd constrained;    // size x S, the declared supports
+  Eigen::VectorXd mean, sd;       // of q, unconstrained (exact where the transform is the identity)
+  Eigen::VectorXd log_q;          // log q at each draw, unconstrained scale
+  std::string what;               // "the global parameters", ...
+};
+
+// The server's side of one method.
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+
+  virtual const char* checkpoint_kind() const = 0;  // "pvi-server", ...
+  virtual void print_header() const = 0;            // the method's first lines of the echo
+  // The most steps the run takes, and whether step t reports (a progress line and a metrics row;
+  // the last step always does).
+  virtual long steps() const = 0;
+  virtual bool reports(long t) const = 0;
+  virtual long rounds_setting() const { return steps(); }  // posterior.json's "rounds"
+
+  // Runs step t (1-based) and returns its estimate of the objective, NaN when it has none.
+  virtual double step(long t) = 0;
+  // The objective a report at step t shows, given the mean of the steps' estimates since the last
+  // report (NaN if none): that mean, or a fresh evaluation.
+  virtual double report_objective(long t, double window_mean) { (void)t; return window_mean; }
+  // The progress line's label and position: "round  3/10", "iteration 200/1000".
+  virtual std::string position(long t) const = 0;
+  // Figures beside the objective in metrics.csv and the progress line (held-out metrics, bytes).
+  virtual std::string metrics(long t, Extra& extra) { (void)t; (void)extra; return ""; }
+  // The note a progress line gets when silos' parts are missing ("" if none), given the replies
+  // the transport went on without since the last report.
+  virtual std::string missing_note(long missing_replies) { return program::missing_note(missing_replies, "silo replies"); }
+
+  // The stopping rule's view of the server's q: its mean and sd on the unconstrained scale, the
+  // parameters it averages over the last phase (none: the last iterate is the estimate), and the
+  // step size's multiplier it sets.
+  virtual void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const = 0;
+  virtual Eigen::VectorXd params() const { return {}; }
+  virtual void set_params(const Eigen::VectorXd& params) { (void)params; }
+  // epoch: the rule's averaging_epoch(), for parties that average parameters of their own.
+  virtual void set_schedule(double step_scale, long epoch) { (void)step_scale, (void)epoch; }
+  // The rule's defaults for this method (`window`, `tol`, `tol_param` override them).
+  virtual ConvergenceOptions convergence() const = 0;
+  virtual const char* unit() const = 0;  // "rounds", "iterations"
+
+  // Everything the steps depend on, for a checkpoint, and back (throws if it does not fit).
+  virtual std::vector<double> state() const = 0;
+  virtual void restore(const std::vector<double>& state) = 0;
+
+  // After the last step: the silos write their own outputs; the server's draws (none for a
+  // method whose server holds no posterior, as the independent baseline).
+  virtual void finish(long last_step) = 0;
+  virtual std::optional<ServerDraws> draws() = 0;  // output_draws(settings) of them
+  virtual std::string outputs_note() const = 0;  // what the silos wrote, for the last line
+  // The quality diagnostic's parts at the server's output draws, every party adding its own:
+  // log p of the written model, and log q of the approximation (the server's q, and each silo's
+  // conditional q of its locals at the same draws). False, with why, when the method cannot.
+  virtual bool log_joint(const ServerDraws& draws, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) {
+    (void)draws, (void)log_p, (void)log_g;
+    why = "not computed for this method";
+    return false;
+  }
+  // What the diagnostic measures against, when it is not the written model's posterior ("" if it is).
+  virtual std::string target_note() const { return ""; }
+};
+
+// The steps a run may take: `rounds` (`max_rounds` when it is not given; default `default_max`).
+// The stopping rule may end the run sooner unless the command line gave `rounds` (fixed_steps):
+// a model's inference block states a budget, a user's --set rounds=N asks for exactly N.
+long max_steps(const engine::Settings& settings, long default_max);
+bool fixed_steps(const engine::Settings& settings);
+
+// The quality diagnostic asks the silos for their part at the output draws only while the
+// request stays under this many values (a network's draws would be hundreds of megabytes).
+constexpr long kMaxLogJointRequest = 1000000;
+
+// Runs `coordinator` to the end and writes the outputs; returns the program's exit status.
+int run_server(ServerRun& run, Coordinator& coordinator, const std::string& method);
+
+}  // namespace fvi::program

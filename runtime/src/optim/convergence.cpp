@@ -1,0 +1,185 @@
+#include "fvi/optim/convergence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace fvi {
+
+ConvergenceMonitor::ConvergenceMonitor(ConvergenceOptions options) : options_(options) {
+  if (options_.window < 1) throw std::invalid_argument("the convergence window must be at least 1 step");
+  if (!(options_.tol > 0) || !(options_.tol_param > 0))
+    throw std::invalid_argument("the convergence tolerances must be positive");
+  options_.min_average_windows = std::max(3L, options_.min_average_windows);
+  options_.plateaus = std::max(1L, options_.plateaus);
+  options_.max_average_windows = std::max(options_.min_average_windows, options_.max_average_windows);
+}
+
+void ConvergenceMonitor::observe(double objective, const Eigen::VectorXd& mean, const Eigen::VectorXd& sd,
+                                 const Eigen::VectorXd& params) {
+  if (count_ == 0) {
+    mean_sum_ = Eigen::VectorXd::Zero(mean.size());
+    sd_sum_ = Eigen::VectorXd::Zero(sd.size());
+    params_sum_ = Eigen::VectorXd::Zero(params.size());
+  }
+  if (mean.size() != mean_sum_.size() || sd.size() != mean.size() || params.size() != params_sum_.size())
+    throw std::invalid_argument("the convergence monitor was given vectors of another size");
+  if (std::isfinite(objective)) {
+    objective_sum_ += objective;
+    objective_square_ += objective * objective;
+    ++objective_count_;
+  }
+  mean_sum_ += mean;
+  sd_sum_ += sd;
+  params_sum_ += params;
+  if (++count_ == options_.window) close_window();
+}
+
+void ConvergenceMonitor::close_window() {
+  const double n = double(count_);
+  Window w{mean_sum_ / n, sd_sum_ / n, params_sum_ / n};
+  count_ = 0;
+  if (objective_count_ > 0) {
+    const double m = objective_sum_ / double(objective_count_);
+    const double var = objective_count_ > 1 ? std::max(0.0, (objective_square_ / double(objective_count_) - m * m) *
+                                                                 double(objective_count_) / double(objective_count_ - 1))
+                                            : 0.0;
+    const double se = std::sqrt(var / double(objective_count_));
+    if (has_previous_) {
+      const double change = std::abs(m - previous_objective_);
+      relative_change_ = change / std::max(std::abs(m), 1e-300);
+      const bool flat = relative_change_ < options_.tol || change < 2 * std::sqrt(se * se + previous_se_ * previous_se_);
+      plateaus_ = flat ? plateaus_ + 1 : 0;
+    }
+    has_previous_ = true;
+    previous_objective_ = m, previous_se_ = se;
+  }
+  objective_sum_ = objective_square_ = 0;
+  objective_count_ = 0;
+  if (!averaging_) {
+    if (plateaus_ >= options_.plateaus) averaging_ = true, ++epoch_;  // the next window is the first averaged one
+    return;
+  }
+  ++averaging_windows_;
+  averages_.push_back(std::move(w));
+  if (long(averages_.size()) > options_.max_average_windows) averages_.erase(averages_.begin());
+  judge_averages();
+}
+
+// Whether the averaged windows are stationary and their average precise, coordinate by
+// coordinate, in q's sds: a least-squares line through the windows' means gives the drift over
+// the span (a slope within four standard errors of zero, or a drift under tol_param, passes) and
+// the spread about the line the average's standard error.
+void ConvergenceMonitor::judge_averages() {
+  const long n = long(averages_.size());
+  if (n < 3) return;
+  const Eigen::Index d = averages_[0].mean.size();
+  const double centre = double(n - 1) / 2;
+  double sxx = 0;
+  for (long w = 0; w < n; ++w) sxx += (double(w) - centre) * (double(w) - centre);
+  double worst_drift = 0, worst_se = 0;
+  bool stationary = true;
+  for (Eigen::Index i = 0; i < d; ++i) {
+    double scale = 0, mean = 0;
+    for (const Window& w : averages_) scale += w.sd[i], mean += w.mean[i];
+    scale = std::max(scale / double(n), 1e-300);
+    mean /= double(n);
+    double sxy = 0;
+    for (long w = 0; w < n; ++w) sxy += (double(w) - centre) * (averages_[w].mean[i] - mean);
+    const double slope = sxy / sxx;
+    double residual = 0, spread = 0;
+    for (long w = 0; w < n; ++w) {
+      const double r = averages_[w].mean[i] - mean - slope * (double(w) - centre);
+      residual += r * r;
+      spread += (averages_[w].mean[i] - mean) * (averages_[w].mean[i] - mean);
+    }
+    const double se_slope = std::sqrt(residual / double(n - 2) / sxx);
+    const double drift = std::abs(slope) * double(n - 1) / scale;
+    if (!(drift < options_.tol_param || std::abs(slope) < 4 * se_slope)) stationary = false;
+    worst_drift = std::max(worst_drift, drift);
+    worst_se = std::max(worst_se, std::sqrt(spread / double(n - 1) / double(n)) / scale);
+  }
+  drift_ = worst_drift;
+  precision_ = worst_se;
+  if (stationary && worst_se < options_.tol_param && n >= options_.min_average_windows) {
+    converged_ = true;
+  } else if (!stationary && n >= 4) {
+    averages_.erase(averages_.begin(), averages_.begin() + n / 2);  // the older half was still moving
+    ++epoch_;
+  }
+}
+
+double ConvergenceMonitor::step_scale() const {
+  if (!averaging_) return 1.0;
+  return std::max(0.1, 1.0 / std::sqrt(1.0 + double(averaging_windows_) / 4.0));
+}
+
+Eigen::VectorXd ConvergenceMonitor::average() const {
+  if (averages_.empty()) return {};
+  Eigen::VectorXd sum = Eigen::VectorXd::Zero(averages_[0].params.size());
+  for (const Window& w : averages_) sum += w.params;
+  return sum / double(averages_.size());
+}
+
+std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
+  char text[512];
+  if (converged_) {
+    std::snprintf(text, sizeof text,
+                  "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged: drift %.3f sd, "
+                  "standard error %.3f sd < %g)",
+                  steps, unit, relative_change_, averaged_steps(), unit, drift_, precision_, options_.tol_param);
+  } else if (!averaging_) {
+    std::snprintf(text, sizeof text,
+                  "NOT converged after %ld %s: the objective was still changing (relative change %.2g per %ld %s). "
+                  "Try a larger max_rounds, a larger lr, or more mc_samples.",
+                  steps, unit, relative_change_, options_.window, unit);
+  } else {
+    std::snprintf(text, sizeof text,
+                  "NOT converged after %ld %s: the averaged means still moved %.3f sd (standard error %.3f sd; "
+                  "tol_param %g). Try a larger max_rounds or more mc_samples.",
+                  steps, unit, drift_, precision_, options_.tol_param);
+  }
+  return text;
+}
+
+std::vector<double> ConvergenceMonitor::state() const {
+  std::vector<double> s{double(count_),           double(objective_count_), objective_sum_,   objective_square_,
+                        double(has_previous_),    previous_objective_,      previous_se_,     double(plateaus_),
+                        double(averaging_),       double(converged_),       double(averaging_windows_),
+                        relative_change_,         drift_,                   precision_,       double(mean_sum_.size()),
+                        double(params_sum_.size()), double(averages_.size()), double(epoch_)};
+  auto append = [&](const Eigen::VectorXd& v) { s.insert(s.end(), v.data(), v.data() + v.size()); };
+  append(mean_sum_), append(sd_sum_), append(params_sum_);
+  for (const Window& w : averages_) append(w.mean), append(w.sd), append(w.params);
+  return s;
+}
+
+void ConvergenceMonitor::restore(const std::vector<double>& s) {
+  constexpr size_t kHead = 18;
+  auto bad = [] { return std::invalid_argument("a damaged convergence state"); };
+  if (s.size() < kHead) throw bad();
+  const double dm = s[14], dp = s[15], windows = s[16];
+  if (!(dm >= 0 && dm <= 1e9 && dp >= 0 && dp <= 1e9 && windows >= 0 && windows <= 1e6)) throw bad();
+  const size_t m = size_t(dm), p = size_t(dp), n = size_t(windows);
+  if (s.size() != kHead + (2 * m + p) * (n + 1)) throw bad();
+  count_ = long(s[0]), objective_count_ = long(s[1]), objective_sum_ = s[2], objective_square_ = s[3];
+  has_previous_ = s[4] != 0, previous_objective_ = s[5], previous_se_ = s[6], plateaus_ = long(s[7]);
+  averaging_ = s[8] != 0, converged_ = s[9] != 0, averaging_windows_ = long(s[10]);
+  relative_change_ = s[11], drift_ = s[12], precision_ = s[13], epoch_ = long(s[17]);
+  const double* at = s.data() + kHead;
+  auto take = [&](size_t size) {
+    Eigen::VectorXd v = Eigen::Map<const Eigen::VectorXd>(at, Eigen::Index(size));
+    at += size;
+    return v;
+  };
+  mean_sum_ = take(m), sd_sum_ = take(m), params_sum_ = take(p);
+  averages_.clear();
+  for (size_t w = 0; w < n; ++w) {
+    Window x;
+    x.mean = take(m), x.sd = take(m), x.params = take(p);
+    averages_.push_back(std::move(x));
+  }
+}
+
+}  // namespace fvi

@@ -1,0 +1,193 @@
+#include "fvi/program/server_loop.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "fvi/diagnostics/psis.h"
+#include "fvi/optim/convergence.h"
+#include "fvi/program/checkpoint.h"
+#include "fvi/program/summary.h"
+
+namespace fvi::program {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The loop's own bookkeeping at the end of a checkpoint's state: reports so far, the steps and
+// the sum of their objectives since the last report, and the seconds so far.
+constexpr size_t kLoopState = 4;
+
+ConvergenceOptions convergence_options(const engine::Settings& settings, ConvergenceOptions o) {
+  o.window = settings.integer("window", o.window);
+  o.tol = settings.number("tol", o.tol);
+  o.tol_param = settings.number("tol_param", o.tol_param);
+  return o;
+}
+
+}  // namespace
+
+bool fixed_steps(const engine::Settings& settings) { return settings.overridden("rounds"); }
+
+long max_steps(const engine::Settings& settings, long default_max) {
+  // --set rounds=N, then max_rounds wherever it is set, then the inference block's rounds.
+  if (fixed_steps(settings) || !settings.has("max_rounds")) return settings.integer("rounds", default_max);
+  return settings.integer("max_rounds", default_max);
+}
+
+int run_server(ServerRun& run, Coordinator& coordinator, const std::string& method) {
+  const engine::Settings& settings = run.settings;
+  const SimArguments& args = run.args;
+  const long steps = coordinator.steps();
+  const bool fixed = fixed_steps(settings);
+  ConvergenceMonitor monitor(convergence_options(settings, coordinator.convergence()));
+
+  if (!args.quiet) {
+    coordinator.print_header();
+    for (const std::string& line : run.silo_lines) std::printf("  %s\n", line.c_str());
+    for (const auto& [key, value] : settings.entries()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
+    std::fflush(stdout);
+  }
+
+  PosteriorSummary summary{run.description.name, method, run.transport.silos(), int(coordinator.rounds_setting()), {}};
+  long first = 1, reports = 0, in_window = 0;
+  double window = 0, seconds_before = 0;
+  CheckpointRecord record;
+  if (run.resume && !run.checkpoint.empty() && load_checkpoint(run.checkpoint, coordinator.checkpoint_kind(), record)) {
+    if (record.state.size() < kLoopState + 1)
+      throw std::runtime_error(run.checkpoint + ": the checkpoint does not match this model, method and silos");
+    const double* loop = record.state.data() + record.state.size() - kLoopState;
+    reports = long(loop[0]), in_window = long(loop[1]), window = loop[2], seconds_before = loop[3];
+    const double rule_size = loop[-1];
+    try {
+      if (!(rule_size >= 0 && rule_size <= double(record.state.size()) - double(kLoopState) - 1))
+        throw std::invalid_argument("the stopping rule's state does not fit");
+      const auto rule_end = record.state.end() - long(kLoopState) - 1, rule_begin = rule_end - long(rule_size);
+      monitor.restore(std::vector<double>(rule_begin, rule_end));
+      coordinator.restore(std::vector<double>(record.state.begin(), rule_begin));
+      coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(run.checkpoint + ": the checkpoint does not match this model, method and silos (" +
+                               e.what() + ")");
+    }
+    summary.elbo = record.extra;
+    run.transport.restore_traffic(record.traffic);
+    first = long(record.round) + 1;
+    if (!args.quiet) std::printf("resumed from %s after step %u\n", run.checkpoint.c_str(), record.round);
+  }
+
+  MetricsWriter metrics(args.output + "/metrics.csv", first > 1);
+  const auto start = Clock::now();
+  auto seconds_now = [&] { return seconds_before + std::chrono::duration<double>(Clock::now() - start).count(); };
+  long last = first - 1, missing_before = run.transport.missing_replies();
+  bool stop = fixed ? false : monitor.converged();
+  Eigen::VectorXd q_mean, q_sd;
+  for (long t = first; t <= steps && !stop; ++t) {
+    last = t;
+    const double objective = coordinator.step(t);
+    if (std::isfinite(objective)) window += objective, ++in_window;
+    coordinator.moments(q_mean, q_sd);
+    monitor.observe(objective, q_mean, q_sd, coordinator.params());
+    coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch());
+    stop = !fixed && monitor.converged();
+    if (coordinator.reports(t) || t == steps || stop) {
+      const double mean = in_window > 0 ? window / double(in_window) : std::numeric_limits<double>::quiet_NaN();
+      const double elbo = coordinator.report_objective(t, mean);
+      summary.elbo.push_back(elbo);
+      Extra extra;
+      const std::string figures = coordinator.metrics(t, extra);
+      const double seconds = seconds_now();
+      const long long sent = run.transport.total_sent(), received = run.transport.total_received();
+      metrics.row(int(++reports), elbo, seconds, sent, received, extra);
+      const std::string missing = coordinator.missing_note(run.transport.missing_replies() - missing_before);
+      missing_before = run.transport.missing_replies();
+      if (!args.quiet) {
+        std::printf("%s  elbo %.6g%s  %.2f s  sent %s  received %s%s\n", coordinator.position(t).c_str(), elbo,
+                    missing.c_str(), seconds, human_bytes(sent).c_str(), human_bytes(received).c_str(),
+                    figures.c_str());
+        std::fflush(stdout);
+      }
+      window = 0, in_window = 0;
+    }
+    if (!run.checkpoint.empty()) {
+      record.kind = coordinator.checkpoint_kind();
+      record.round = uint32_t(t);
+      record.state = coordinator.state();
+      const std::vector<double> rule = monitor.state();
+      record.state.insert(record.state.end(), rule.begin(), rule.end());
+      record.state.insert(record.state.end(),
+                          {double(rule.size()), double(reports), double(in_window), window, seconds_now()});
+      record.extra = summary.elbo;
+      record.traffic = run.transport.traffic_counts();
+      save_checkpoint(run.checkpoint, record);
+    }
+  }
+
+  // The estimate: the parameters averaged over the rule's last phase, where there is one.
+  const Eigen::VectorXd average = monitor.average();
+  if (average.size() > 0) coordinator.set_params(average);
+  const std::string verdict = monitor.verdict(last, coordinator.unit());
+  summary.iterations = last;
+  summary.converged = monitor.converged();
+  summary.relative_change = monitor.relative_change();
+  summary.drift = monitor.drift();
+  summary.precision = monitor.precision();
+  coordinator.finish(last);
+  const std::optional<ServerDraws> d = coordinator.draws();
+  std::string khat_line;
+  if (d) {
+    DrawsFile file;
+    file.model = run.description.name;
+    file.layout = d->layout;
+    file.mean = constrain(d->layout, d->mean).col(0);
+    file.draws = d->constrained;
+    file.log_g = d->log_q;
+    file.config = settings.entries();
+    std::string why;
+    Eigen::VectorXd log_p, log_g;
+    if (coordinator.log_joint(*d, log_p, log_g, why)) {
+      // Yao et al. 2018: k-hat of the importance ratios p / q at draws of q.
+      const Eigen::VectorXd ratio = log_p - log_g;
+      summary.khat = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size())).khat;
+      file.log_p = log_p;
+      file.log_g = log_g;
+      char text[256];
+      std::snprintf(text, sizeof text, "Pareto k-hat %.2f (%s: < 0.5 good, 0.5-0.7 usable, > 0.7 %s)", summary.khat,
+                    diagnostics::khat_reading(summary.khat),
+                    "the approximation is poor for this posterior");
+      khat_line = text + coordinator.target_note();
+    } else {
+      khat_line = "Pareto k-hat: " + why;
+    }
+    file.fvic = {{"method", method},
+                 {"iterations", std::to_string(last)},
+                 {"converged", summary.converged ? "1" : "0"},
+                 {"khat", std::isnan(summary.khat) ? "NaN" : std::isinf(summary.khat) ? (summary.khat < 0 ? "-Inf" : "Inf") : std::to_string(summary.khat)}};
+    write_posterior_json(args.output + "/posterior.json", summary, d->layout, d->constrained, d->mean, d->sd);
+    write_draws_csv(args.output + "/draws.csv", file);
+    if (!args.quiet) print_summary("posterior of " + d->what,
+                                   d->layout, d->constrained);
+  }
+  if (!args.quiet)
+    std::printf("wrote %s/%smetrics.csv%s\n", args.output.c_str(), d ? "posterior.json, draws.csv, " : "",
+                coordinator.outputs_note().c_str());
+  // The verdict goes last, where a user looks, and to stderr too when it is a warning.
+  std::printf("%s\n", verdict.c_str());
+  if (!monitor.converged()) std::fprintf(stderr, "warning: %s\n", verdict.c_str());
+  if (!khat_line.empty()) {
+    std::printf("%s\n", khat_line.c_str());
+    if (summary.khat > 0.7)
+      std::fprintf(stderr,
+                   "warning: k-hat %.2f > 0.7: q is a poor approximation of this posterior (strong correlations, a "
+                   "funnel, heavy tails). Try family = fullrank or structured, reparameterise (non-centred), or "
+                   "standardise the predictors.\n",
+                   summary.khat);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace fvi::program

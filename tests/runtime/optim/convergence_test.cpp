@@ -1,0 +1,148 @@
+#include "fvi/optim/convergence.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+using fvi::ConvergenceMonitor;
+using fvi::ConvergenceOptions;
+
+namespace {
+
+// A stochastic optimiser's trace, simulated: the objective rises to -1000 as 1 - exp(-t / 300)
+// with N(0, 5^2) noise; q's two means approach (1, -2) the same way, each iterate jittering by
+// 0.3 posterior sds (sd 0.5 and 2) around the path, and the step size scales the jitter.
+struct Trace {
+  std::mt19937_64 rng{20261125};
+  std::normal_distribution<double> normal{0, 1};
+  const Eigen::Vector2d target{1, -2}, sd{0.5, 2};
+  Eigen::Vector2d mean(long t, double scale) {
+    const double approach = 1 - std::exp(-double(t) / 300);
+    Eigen::Vector2d m = target * approach + 3 * sd * (1 - approach);
+    for (int i = 0; i < 2; ++i) m[i] += 0.3 * std::sqrt(scale) * sd[i] * normal(rng);
+    return m;
+  }
+  double objective(long t) { return -1000 - 400 * std::exp(-double(t) / 300) + 5 * normal(rng); }
+};
+
+}  // namespace
+
+TEST_CASE("the stopping rule converges on a noisy trace and its average is the optimum to Monte Carlo error",
+          "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 50;
+  ConvergenceMonitor monitor(o);
+  Trace trace;
+  std::vector<Eigen::Vector2d> seen;  // every iterate, to average the same ones independently
+  long t = 0;
+  while (!monitor.converged() && t < 100000) {
+    ++t;
+    const Eigen::Vector2d m = trace.mean(t, monitor.step_scale());
+    seen.push_back(m);
+    monitor.observe(trace.objective(t), m, trace.sd, m);
+  }
+  REQUIRE(monitor.converged());
+  CHECK(t < 20000);
+  CHECK(t > 1000);  // not before the approach (time constant 300) has died out
+  // The average is over the last averaged_steps() iterates: recompute it from the trace.
+  const long n = monitor.averaged_steps();
+  REQUIRE(n > 0);
+  Eigen::Vector2d expected = Eigen::Vector2d::Zero();
+  for (long k = long(seen.size()) - n; k < long(seen.size()); ++k) expected += seen[k];
+  expected /= double(n);
+  const Eigen::VectorXd average = monitor.average();
+  CHECK((average - expected).cwiseAbs().maxCoeff() < 1e-12);
+  // Its error: what is left of the approach over the averaged steps (computed here from the
+  // trace's formula), which the rule must have waited out to under 0.1 sd, plus the iterates'
+  // jitter (at most 0.3 sd each, independent) over n iterates: 4 standard errors.
+  for (int i = 0; i < 2; ++i) {
+    double transient = 0;
+    for (long k = t - n + 1; k <= t; ++k) transient += (3 * trace.sd[i] - trace.target[i]) * std::exp(-double(k) / 300);
+    transient /= double(n);
+    CHECK(std::abs(transient) / trace.sd[i] < 0.1);
+    CHECK(std::abs(average[i] - trace.target[i] - transient) / trace.sd[i] < 4 * 0.3 / std::sqrt(double(n)));
+  }
+  CHECK(monitor.precision() < o.tol_param);
+  CHECK(monitor.verdict(t, "iterations").rfind("converged after", 0) == 0);
+}
+
+TEST_CASE("the stopping rule does not converge while the means drift", "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 20;
+  ConvergenceMonitor monitor(o);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal(0, 1);
+  const Eigen::VectorXd sd = Eigen::VectorXd::Ones(1);
+  for (long t = 1; t <= 40000; ++t) {
+    // A flat, noisy objective (it plateaus at once) but a mean walking 0.002 sd a step.
+    Eigen::VectorXd m(1);
+    m[0] = 0.002 * double(t) + 0.1 * normal(rng);
+    monitor.observe(-50 + normal(rng), m, sd, m);
+  }
+  CHECK(monitor.averaging());
+  CHECK_FALSE(monitor.converged());
+  CHECK(monitor.verdict(40000, "iterations").rfind("NOT converged", 0) == 0);
+}
+
+TEST_CASE("the stopping rule waits while the objective still climbs", "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 10;
+  ConvergenceMonitor monitor(o);
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(1), one = Eigen::VectorXd::Ones(1);
+  // No noise, a steady climb of 1% a window: never a plateau.
+  for (long t = 1; t <= 5000; ++t) monitor.observe(-1000.0 + 0.001 * 1000.0 * double(t), zero, one, zero);
+  CHECK_FALSE(monitor.averaging());
+  CHECK(monitor.step_scale() == 1.0);
+  CHECK(monitor.verdict(5000, "iterations").find("still changing") != std::string::npos);
+}
+
+TEST_CASE("the step size decays as 1/sqrt(1 + w/4) over the averaging windows, never below 0.1",
+          "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 1;
+  o.tol_param = 1e-9;  // never converge: watch the decay
+  ConvergenceMonitor monitor(o);
+  const Eigen::VectorXd one = Eigen::VectorXd::Ones(1);
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> normal(0, 1);
+  // Two flat windows start the averaging phase after the third; then each window is one step.
+  long averaged = 0;
+  for (long t = 1; t <= 1000; ++t) {
+    Eigen::VectorXd m(1);
+    m[0] = normal(rng);
+    monitor.observe(-5.0, m, one, m);
+    if (monitor.averaging()) {
+      ++averaged;
+      CHECK(monitor.step_scale() == Approx(std::max(0.1, 1 / std::sqrt(1 + double(averaged - 1) / 4))));
+    }
+  }
+  CHECK(averaged > 900);
+}
+
+TEST_CASE("the stopping rule's state restores to the same decisions", "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 25;
+  ConvergenceMonitor a(o), b(o);
+  Trace trace;
+  std::vector<double> objectives;
+  std::vector<Eigen::Vector2d> means;
+  for (long t = 1; t <= 6000; ++t) {
+    objectives.push_back(trace.objective(t));
+    means.push_back(trace.mean(t, 1.0));
+  }
+  for (long t = 0; t < 3013; ++t) a.observe(objectives[t], means[t], trace.sd, means[t]);
+  b.restore(a.state());
+  for (long t = 3013; t < 6000; ++t) {
+    a.observe(objectives[t], means[t], trace.sd, means[t]);
+    b.observe(objectives[t], means[t], trace.sd, means[t]);
+    REQUIRE(a.converged() == b.converged());
+    REQUIRE(a.step_scale() == b.step_scale());
+  }
+  CHECK(a.average() == b.average());
+  CHECK(a.state() == b.state());
+  std::vector<double> damaged = a.state();
+  damaged.pop_back();
+  CHECK_THROWS_AS(b.restore(damaged), std::invalid_argument);
+}
