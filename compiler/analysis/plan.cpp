@@ -60,6 +60,33 @@ struct Groups {
   std::vector<const Symbol*> silo_data, split_data, server_data;
 };
 
+// Why the priors of `globals` are not what PVI's server can hold ("" when they are): each must
+// be `normal(a, b)` with a and b free of parameters, on an unconstrained parameter, and nothing
+// else may add to the globals' density.
+std::string non_gaussian_prior(const SemanticModel& m, const std::vector<const Symbol*>& globals) {
+  for (const Symbol* s : globals) {
+    const TypeDecl& type = s->decl->type;
+    if (type.lower || type.upper || type.simplex) return at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian";
+    bool has_prior = false;
+    for (const Term& t : m.terms) {
+      if (t.kind == TermKind::Likelihood) continue;
+      if (t.kind == TermKind::Target && !t.taint.has(TaintKind::GlobalParam)) continue;
+      if (t.kind == TermKind::Target) return "a `target +=` statement (line " + std::to_string(t.loc.line) + ") adds to the globals' density";
+      if (t.subject != s->name) continue;
+      has_prior = true;
+      if (t.distribution != "normal")
+        return "the prior of " + at_line(*s) + " is " + t.distribution + "(), not normal()";
+      const bool via_target = t.stmt->kind == StmtKind::Target;
+      const std::vector<ExprPtr>& args = via_target ? t.stmt->args[0]->args : t.stmt->args;
+      for (size_t i = via_target ? 1 : 0; i < args.size(); ++i)
+        for (TaintKind k : {TaintKind::GlobalParam, TaintKind::GlobalHyper})
+          if (args[i]->taint.has(k)) return "the prior of " + at_line(*s) + " depends on parameters";
+    }
+    if (!has_prior) return at_line(*s) + " has no prior (a flat prior is not a Gaussian factor)";
+  }
+  return "";
+}
+
 Groups group(const SemanticModel& m) {
   Groups g;
   for (const Symbol& s : m.symbols) {
@@ -253,6 +280,13 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
   }
   bool needs_sfvi = !g.locals.empty() || !g.global_hypers.empty() || !g.local_hypers.empty();
   std::string why_not_pvi;
+  // PVI's server holds the prior as a Gaussian factor; any other prior is SFVI's (it fits any
+  // proper prior by its gradient). The runtime would refuse it otherwise: refuse here instead.
+  const std::string not_gaussian = needs_sfvi ? "" : non_gaussian_prior(m, g.globals);
+  if (!not_gaussian.empty()) {
+    needs_sfvi = true;
+    why_not_pvi = not_gaussian + "; PVI needs a Gaussian prior on every global parameter";
+  }
   if (!g.locals.empty())
     why_not_pvi = at_line(*g.locals.front()) + " is local to each silo, so PVI does not apply";
   else if (!g.global_hypers.empty() || !g.local_hypers.empty())
@@ -265,7 +299,8 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
   } else if (requested == "pvi") {
     if (needs_sfvi) {
       diags.error(at, "method pvi cannot fit this model: " + why_not_pvi,
-                  "use method = sfvi (or sfvi_avg), which handles local parameters and hyperparameters");
+                  "use method = sfvi (or sfvi_avg), which handles local parameters, hyperparameters and any "
+                  "proper prior");
       return false;
     }
     plan.method = Method::PVI;

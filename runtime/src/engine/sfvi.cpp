@@ -22,6 +22,7 @@ SfviOptions SfviOptions::from(const Settings& s) {
   o.lr = s.number("lr", 0.01);
   o.mc_samples = s.integer("mc_samples", 1);
   o.local_samples = s.integer("local_samples", 1);
+  o.local_samples_given = s.has("local_samples");
   o.batch_size = s.integer("batch_size", 0);
   o.avg_steps = s.integer("avg_steps", 10);
   o.init_sd = s.number("init_sd", std::exp(-2.0));
@@ -322,14 +323,19 @@ Eigen::VectorXd SfviServer::log_prior(const Eigen::MatrixXd& z) {
 
 SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                        const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local) {
-  check_size("SfviSilo::log_joint", "draws", eps_local.cols(), z_global.cols());
+  const long K = options_.local_samples;
+  check_size("SfviSilo::log_joint", "draws", eps_local.cols(), z_global.cols() * K);
   const Eigen::Index S = z_global.cols(), chunk = 64;  // draws per call: rows x draws stays small
-  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd(S)};
+  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S)};
   const Eigen::MatrixXd theta = hyper;
   for (Eigen::Index first = 0; first < S; first += chunk) {
     const Eigen::Index n = std::min(chunk, S - first);
     const Eigen::MatrixXd z = z_global.middleCols(first, n);
     const Eigen::MatrixXd u = z.colwise() - global.mean();
+    if (K > 1) {
+      out.log_p.segment(first, n) = importance_draws(global, hyper, u, eps_local.middleCols(first * K, n * K)).per_draw;
+      continue;
+    }
     const Eigen::MatrixXd local = q_.sample(u, eps_local.middleCols(first, n));
     GroupValues values{&z, &local, &theta};
     out.log_p.segment(first, n) =
@@ -368,6 +374,20 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
     } catch (const ModelError& e) {
       throw ModelError(std::string("silo ") + std::to_string(silo) +
                        ": SFVI-Avg and the independent fit evaluate the global priors in each silo, but " + e.what());
+    }
+  }
+  if (!options.local_samples_given) {
+    // The importance-weighted bound by default where each local element can be scored on its own:
+    // the plain ELBO's Gaussian q(b | Z_G) biases the globals of a mixed model (seed 002 §4.3).
+    options.local_samples = 1;
+    options_.local_samples = 1;
+    if (local_dim_ > 0 && !options.correlated_local && options.batch_size == 0) {
+      try {
+        ElementJoint probe(model, data, local_dim_);
+        options.local_samples = options_.local_samples = 16;
+      } catch (const ModelError&) {
+        // A local read as a whole (a scalar intercept, a vector in a product): the ELBO.
+      }
     }
   }
   if (options.local_samples > 1) {
@@ -482,15 +502,15 @@ SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& g
 // d log w_ik is d log p through the sample path plus 1 on log sigma_i (no score term: the
 // sticking-the-landing variant is biased for this bound).
 SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGaussian<double>& global,
-                                                     const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
+                                                     const Eigen::VectorXd& hyper, const Eigen::MatrixXd& u,
                                                      const Eigen::MatrixXd& eps_local) {
-  const long S = eps_global.cols(), K = options_.local_samples;
+  const long S = u.cols(), K = options_.local_samples;
   if (!elements_) throw ModelError("importance weights need local_samples > 1");
   if (eps_local.cols() != S * K)
     throw std::invalid_argument("importance-weighted SFVI: eps_L has " + std::to_string(eps_local.cols()) +
                                 " columns, " + std::to_string(S * K) + " expected (K per draw of Z_G)");
   ImportanceDraws d;
-  const Eigen::MatrixXd u = global.offset(eps_global);
+  d.per_draw.resize(S);
   d.u_each.resize(global_dim_, S * K);  // Z_G's offset, repeated for its K local draws
   for (long s = 0; s < S; ++s) d.u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
   const Eigen::MatrixXd z_global = d.u_each.colwise() + global.mean();
@@ -508,6 +528,7 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
     const Eigen::VectorXd top = block.rowwise().maxCoeff();
     const Eigen::MatrixXd e = (block.colwise() - top).array().exp().matrix();
     const Eigen::VectorXd total = e.rowwise().sum();
+    d.per_draw[s] = (top.array() + total.array().log() - std::log(double(K))).sum() + d.shared[s * K];
     d.bound += (top.array() + total.array().log() - std::log(double(K))).sum();
     d.weights.middleCols(s * K, K) = (e.array().colwise() / total.array()).matrix();
   }
@@ -519,7 +540,7 @@ SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian
                                                   const Eigen::MatrixXd& eps_local, double scale,
                                                   Eigen::VectorXd* d_local) {
   const long S = eps_global.cols(), K = options_.local_samples;
-  const ImportanceDraws d = importance_draws(global, hyper, eps_global, eps_local);
+  const ImportanceDraws d = importance_draws(global, hyper, global.offset(eps_global), eps_local);
   SfviContribution out;
   out.elbo_term = scale * (d.bound + d.shared.sum() / double(K)) / double(S);
 
@@ -545,7 +566,7 @@ SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGa
                                                          const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
                                                          const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms) {
   const long S = eps_global.cols(), K = options_.local_samples;
-  const ImportanceDraws d = importance_draws(global, hyper, eps_global, eps_local);
+  const ImportanceDraws d = importance_draws(global, hyper, global.offset(eps_global), eps_local);
   LocalPosterior out;
   out.weighted_sum = Eigen::VectorXd::Zero(local_dim_);
   out.weighted_square = Eigen::VectorXd::Zero(local_dim_);

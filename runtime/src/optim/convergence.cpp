@@ -69,8 +69,11 @@ void ConvergenceMonitor::close_window() {
 
 // Whether the averaged windows are stationary and their average precise, coordinate by
 // coordinate, in q's sds: a least-squares line through the windows' means gives the drift over
-// the span (a slope within four standard errors of zero, or a drift under tol_param, passes) and
-// the spread about the line the average's standard error.
+// the span, which must be small even at the top of its confidence interval (slope plus two
+// standard errors, over the span, under 2 tol_param: the average then lags the end of the span by
+// less than tol_param), and the spread about the line the average's standard error. A slow drift
+// hidden in noise (an optimiser crawling along a ridge) keeps the bound wide; a slope three
+// standard errors from zero and over tol_param is a drift: the older half goes.
 void ConvergenceMonitor::judge_averages() {
   const long n = long(averages_.size());
   if (n < 3) return;
@@ -79,7 +82,7 @@ void ConvergenceMonitor::judge_averages() {
   double sxx = 0;
   for (long w = 0; w < n; ++w) sxx += (double(w) - centre) * (double(w) - centre);
   double worst_drift = 0, worst_se = 0;
-  bool stationary = true;
+  bool stationary = true, drifting = false;
   for (Eigen::Index i = 0; i < d; ++i) {
     double scale = 0, mean = 0;
     for (const Window& w : averages_) scale += w.sd[i], mean += w.mean[i];
@@ -96,7 +99,9 @@ void ConvergenceMonitor::judge_averages() {
     }
     const double se_slope = std::sqrt(residual / double(n - 2) / sxx);
     const double drift = std::abs(slope) * double(n - 1) / scale;
-    if (!(drift < options_.tol_param || std::abs(slope) < 4 * se_slope)) stationary = false;
+    const double drift_bound = (std::abs(slope) + 2 * se_slope) * double(n - 1) / scale;
+    if (!(drift_bound < 2 * options_.tol_param)) stationary = false;
+    if (std::abs(slope) > 3 * se_slope && drift > options_.tol_param) drifting = true;
     worst_drift = std::max(worst_drift, drift);
     worst_se = std::max(worst_se, std::sqrt(spread / double(n - 1) / double(n)) / scale);
   }
@@ -104,15 +109,17 @@ void ConvergenceMonitor::judge_averages() {
   precision_ = worst_se;
   if (stationary && worst_se < options_.tol_param && n >= options_.min_average_windows) {
     converged_ = true;
-  } else if (!stationary && n >= 4) {
-    averages_.erase(averages_.begin(), averages_.begin() + n / 2);  // the older half was still moving
+  } else if (drifting && n >= 4) {
+    // The older half was still moving: drop it, and take full steps again until it settles.
+    averages_.erase(averages_.begin(), averages_.begin() + n / 2);
     ++epoch_;
+    averaging_windows_ = 0;
   }
 }
 
 double ConvergenceMonitor::step_scale() const {
   if (!averaging_) return 1.0;
-  return std::max(0.1, 1.0 / std::sqrt(1.0 + double(averaging_windows_) / 4.0));
+  return std::max(0.3, 1.0 / std::sqrt(1.0 + double(averaging_windows_) / 4.0));  // since the last drift
 }
 
 Eigen::VectorXd ConvergenceMonitor::average() const {

@@ -298,7 +298,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       const DrawsRequest r = check_draws_request(request, long(silo_global_dim()));
       const Eigen::Map<const Eigen::MatrixXd> z(request.data(), r.rows, r.draws);
       CounterRng rng(RngKey{options_.seed, uint32_t(silo_.silo()), 0, rng_stream::kUserStream + 12});
-      const SfviSilo::LogJoint lj = silo_.log_joint(global(*final_), final_->hyper, z, rng.normal(silo_.local_dim(), r.draws));
+      const SfviSilo::LogJoint lj = silo_.log_joint(global(*final_), final_->hyper, z,
+                                                     rng.normal(silo_.local_dim(), r.draws * silo_.local_samples()));
       Message m(lj.log_p.data(), lj.log_p.data() + lj.log_p.size());
       m.insert(m.end(), lj.log_q.data(), lj.log_q.data() + lj.log_q.size());
       return m;

@@ -98,11 +98,11 @@ TEST_CASE("the stopping rule waits while the objective still climbs", "[optim][c
   CHECK(monitor.verdict(5000, "iterations").find("still changing") != std::string::npos);
 }
 
-TEST_CASE("the step size decays as 1/sqrt(1 + w/4) over the averaging windows, never below 0.1",
+TEST_CASE("the step size decays as 1/sqrt(1 + w/4) over the averaging windows, never below 0.3",
           "[optim][convergence]") {
   ConvergenceOptions o;
   o.window = 1;
-  o.tol_param = 1e-9;  // never converge: watch the decay
+  o.tol_param = 1e-9;  // never converge: watch the decay (a trend under tol_param is no drift)
   ConvergenceMonitor monitor(o);
   const Eigen::VectorXd one = Eigen::VectorXd::Ones(1);
   std::mt19937_64 rng(3);
@@ -115,7 +115,7 @@ TEST_CASE("the step size decays as 1/sqrt(1 + w/4) over the averaging windows, n
     monitor.observe(-5.0, m, one, m);
     if (monitor.averaging()) {
       ++averaged;
-      CHECK(monitor.step_scale() == Approx(std::max(0.1, 1 / std::sqrt(1 + double(averaged - 1) / 4))));
+      CHECK(monitor.step_scale() == Approx(std::max(0.3, 1 / std::sqrt(1 + double(averaged - 1) / 4))));
     }
   }
   CHECK(averaged > 900);

@@ -34,6 +34,7 @@ struct SfviOptions {
   // SfviSilo::importance_gradient_at) with K draws of the element per draw of Z_G; 1: the ELBO.
   long local_samples = 1;
   long batch_size = 0;     // rows per step in each silo (0: all rows)
+  bool local_samples_given = false;  // else the silo picks K (SfviSilo::local_samples)
   long avg_steps = 10;     // SFVI-Avg: local steps between averagings
   double init_sd = 0.135;  // initial sd of every variational block (sigma = exp(-2), as the authors' code)
   uint64_t seed = 1;
@@ -179,9 +180,13 @@ class SfviSilo {
   LocalPosterior importance_posterior(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                       const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
                                       const Eigen::MatrixXd& uniforms);
+  // K: as set, or (local_samples unset) 16 where every local element can be scored on its own
+  // (the importance-weighted bound), else 1.
   long local_samples() const { return options_.local_samples; }
   // The silo's part of the log joint at draws z_global of Z_G ~ q(Z_G) (n x S): one draw of its
   // locals from q(Z_L | Z_G) each (eps_local, m x S), log p(y_j, Z_L | Z_G) and log q(Z_L | Z_G).
+  // With K = local_samples > 1 (eps_local m x KS) the locals are integrated out instead: log_p is
+  // the importance-weighted estimate of log p(y_j | Z_G) and log_q is 0.
   struct LogJoint {
     Eigen::VectorXd log_p, log_q;
   };
@@ -207,9 +212,12 @@ class SfviSilo {
     Eigen::MatrixXd u_each, z_local, weights;
     Eigen::VectorXd shared;
     double bound = 0;
+    // log (1/K) sum_k p(y_j, b_k | Z_G) / q(b_k | Z_G) per draw of Z_G: log p(y_j | Z_G) estimated.
+    Eigen::VectorXd per_draw;
   };
+  // u: offsets Z_G - mu_G of the draws of Z_G (n x S).
   ImportanceDraws importance_draws(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
-                                   const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local);
+                                   const Eigen::MatrixXd& u, const Eigen::MatrixXd& eps_local);
   // The importance-weighted version of gradient_at (local_samples = K > 1): eps_local has K
   // columns per column of eps_global; the whole silo term is scaled by `scale`.
   SfviContribution importance_gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,

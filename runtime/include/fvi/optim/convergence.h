@@ -6,13 +6,14 @@
 // previous one's: the objective has plateaued when the change is below tol relative to it or
 // within two standard errors of the windows' noise (Stan's ADVI compares relative changes only,
 // which a noisy estimate can pass or fail by chance), twice in a row (`plateaus`). Then the averaging phase
-// starts: the step size decays as 1/sqrt(1 + w/4) over its windows w (floor 0.1), and the
+// starts: the step size decays as 1/sqrt(1 + w/4) over its windows w (floor 0.3), and the
 // parameters are averaged over its windows (Polyak-Ruppert), so that the estimate is not one
 // jittering iterate. The fit has converged when, over at least eight averaging windows, the
-// means of q show no trend (a line through the windows' means has a slope within four standard
-// errors of zero, or drifts less than tol_param posterior sds over the span) and their average is
-// precise (its standard error below tol_param sds): the reported means are then off the optimum
-// by Monte Carlo error only. A drifting older half is dropped and averaging goes on.
+// means of q show no trend (a line through the windows' means drifts less than 2 tol_param
+// posterior sds over the span, at the top of its 95% interval) and their average is precise (its
+// standard error below tol_param sds): the reported means are then off the optimum by Monte Carlo
+// error only. Where the trend is significant (three standard errors, over tol_param sds), the
+// older half is dropped, the step size goes back to full, and averaging goes on.
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ struct ConvergenceOptions {
   double tol_param = 0.05;   // drift and precision of the averaged means, in q's sds
   long plateaus = 2;  // flat windows in a row that end the optimising phase
   long min_average_windows = 8;
-  long max_average_windows = 24;  // older windows leave the average beyond this
+  long max_average_windows = 64;  // older windows leave the average beyond this
 };
 
 class ConvergenceMonitor {
