@@ -140,7 +140,7 @@ struct Choice {
 
 const std::vector<Choice>& choices() {
   static const std::vector<Choice> table = {
-      {"method", {"auto", "pvi", "sfvi", "sfvi_avg", "independent", "vfl_augmented", "vfl_power"}},
+      {"method", {"auto", "pvi", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented", "vfl_power"}},
       {"family", {"meanfield", "fullrank", "structured"}},
       {"schedule", {"synchronous", "sequential", "asynchronous"}},
       {"q_z", {"meanfield", "amortized", "none"}},
@@ -274,7 +274,7 @@ std::optional<KeyValue> parse_key_value(const std::string& text, std::string* er
 
 const std::vector<KeySpec>& inference_keys() {
   static const std::vector<KeySpec> table = {
-      {"method", "auto, pvi, sfvi, sfvi_avg, independent, vfl_augmented, vfl_power",
+      {"method", "auto, pvi, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power",
        "the federated decomposition; auto picks it from the model's structure", "auto"},
       {"family", "meanfield, fullrank, structured", "the variational family", "meanfield"},
       {"loss", "nll, gce(d), density_power(b), gamma(g), score_matching(se|imq, c)",

@@ -12,6 +12,7 @@ const char* method_key(Method m) {
     case Method::SFVI: return "sfvi";
     case Method::SFVIAvg: return "sfvi_avg";
     case Method::Independent: return "independent";
+    case Method::VFLExact: return "vfl_exact";
     case Method::VFLAugmented: return "vfl_augmented";
     case Method::VFLPower: return "vfl_power";
   }
@@ -24,8 +25,9 @@ const char* method_title(Method m) {
     case Method::SFVI: return "SFVI (structured federated VI)";
     case Method::SFVIAvg: return "SFVI-Avg (structured federated VI with local steps and averaging)";
     case Method::Independent: return "independent (each silo fits its own data, no communication)";
-    case Method::VFLAugmented: return "VFL augmented-variable model (AXDA)";
-    case Method::VFLPower: return "VFL power-likelihood model (AXDA)";
+    case Method::VFLExact: return "exact split-predictor VI (the written model)";
+    case Method::VFLAugmented: return "VFL augmented-variable model (AXDA, an approximation)";
+    case Method::VFLPower: return "VFL power-likelihood model (AXDA, an approximation)";
   }
   return "?";
 }
@@ -175,6 +177,20 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       break;
     }
     case Method::Independent: break;
+    case Method::VFLExact: {
+      const Term* t = coupling_term(m);
+      const Symbol* y = t ? m.find(t->subject) : nullptr;
+      SymSize N = y ? y->shape.elements() : SymSize::atom("N");
+      const std::string yn = y ? y->name : std::string("y");
+      plan.messages.push_back({"silo k", "server",
+                               "eta_k: silo k's partial predictor per row and draw (reveals silo k's contribution to "
+                               "each row's predictor, the standard vertical-FL exchange)",
+                               N * S});
+      plan.messages.push_back({"server", "silo k",
+                               "d log p(" + yn + " | ...)/d eta: one gradient per row and draw, the same for every silo",
+                               N * S});
+      break;
+    }
     case Method::VFLAugmented:
     case Method::VFLPower: {
       const Term* t = coupling_term(m);
@@ -234,8 +250,13 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
         columns ? at_line(*columns) + " is split data: each silo holds its own columns of the same rows"
                 : at_line(*(g.splits.empty() ? g.split_hypers.front() : g.splits.front())) +
                       " is split: each silo holds its own block";
+    // The written model by default; `rho` (or a q_z) asks for the AXDA approximation, which buys
+    // the privacy of never showing a silo's partial predictor.
+    const bool axda = m.settings.has("rho") || (m.settings.has("q_z") && m.settings.name("q_z", "") != "none");
     if (requested == "auto") {
-      plan.method = labels_public ? Method::VFLPower : Method::VFLAugmented;
+      plan.method = !axda ? Method::VFLExact : labels_public ? Method::VFLPower : Method::VFLAugmented;
+    } else if (requested == "vfl_exact") {
+      plan.method = Method::VFLExact;
     } else if (requested == "vfl_augmented") {
       plan.method = Method::VFLAugmented;
     } else if (requested == "vfl_power") {
@@ -249,12 +270,17 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
       plan.method = Method::VFLPower;
     } else {
       diags.error(at, "method " + requested + " cannot fit a vertically split model",
-                  why_vertical + "; use method = " + (labels_public ? "vfl_power" : "vfl_augmented") +
-                      " (or auto)");
+                  why_vertical + "; use method = vfl_exact (or auto), or the approximations vfl_augmented / "
+                      "vfl_power");
       return false;
     }
     plan.reasons.push_back(why_vertical);
-    if (labels_public)
+    if (plan.method == Method::VFLExact)
+      plan.reasons.push_back("the likelihood sees the silos only through silo_sum of their partial predictors: each silo "
+                             "sends its partial predictor eta_k, the server returns d log p/d eta, and the fit is of "
+                             "the written model (set rho, or method = vfl_augmented / vfl_power, for AXDA, which never "
+                             "shows eta_k but fits an approximation)");
+    else if (labels_public)
       plan.reasons.push_back("the likelihood's data " + at_line(*coupled) +
                              " is public, so every silo can evaluate its own likelihood term" +
                              (plan.method == Method::VFLPower ? ": power-likelihood model"
@@ -344,10 +370,10 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   };
   bool pvi = plan.method == Method::PVI;
   bool vfl = plan.method == Method::VFLAugmented || plan.method == Method::VFLPower;
+  unused("rho", vfl);
   unused("divergence", pvi);
   unused("damping", pvi);
   unused("schedule", pvi);
-  unused("rho", vfl);
   unused("q_z", vfl);
   unused("q_z_width", vfl);
   unused("q_z_depth", vfl);
@@ -358,16 +384,17 @@ void add_notes(const SemanticModel& m, Plan& plan) {
 
 void add_privacy(const Groups& g, Plan& plan) {
   std::vector<std::string> stays;
-  bool vertical = plan.method == Method::VFLAugmented || plan.method == Method::VFLPower;
+  bool vertical = is_vertical(plan.method);
   for (const Symbol* s : vertical ? g.split_data : g.silo_data) stays.push_back(s->name);
   for (const auto* list : {&g.locals, &g.local_hypers, &g.splits, &g.split_hypers})
     for (const Symbol* s : *list) stays.push_back(s->name);
   for (const auto* list : {&g.locals, &g.splits})
     for (const Symbol* s : *list) stays.push_back("q(" + s->name + ")");
-  if (vertical) stays.push_back("the noise behind each z_k");
+  if (vertical && plan.method != Method::VFLExact) stays.push_back("the noise behind each z_k");
+  if (plan.method == Method::VFLExact) stays.push_back("the draws of silo k's parameters (only eta_k = its predictor's value per row leaves)");
   plan.never_leaves = stays;
   for (const Symbol* s : g.server_data) plan.server_keeps.push_back(s->name);
-  if (plan.method == Method::VFLAugmented)
+  if (plan.method == Method::VFLAugmented || plan.method == Method::VFLExact)
     for (const Symbol* s : g.globals) plan.server_keeps.push_back("q(" + s->name + ")");
 }
 

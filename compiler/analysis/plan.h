@@ -12,7 +12,8 @@
 
 namespace fvic {
 
-enum class Method { PVI, SFVI, SFVIAvg, Independent, VFLAugmented, VFLPower };
+enum class Method { PVI, SFVI, SFVIAvg, Independent, VFLExact, VFLAugmented, VFLPower };
+inline bool is_vertical(Method m) { return m == Method::VFLExact || m == Method::VFLAugmented || m == Method::VFLPower; }
 const char* method_key(Method m);    // "pvi", "sfvi", ...
 const char* method_title(Method m);  // "PVI (partitioned variational inference)"
 

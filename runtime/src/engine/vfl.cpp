@@ -9,12 +9,13 @@
 
 namespace fvi::engine {
 
-VflOptions VflOptions::from(const Settings& s, bool power) {
+VflOptions VflOptions::from(const Settings& s, const std::string& method) {
+  const bool power = method == "vfl_power";
   VflOptions o;
   o.power = power;
   o.rho = s.number("rho", 1.0);
   o.amortized = s.name("q_z", "meanfield") == "amortized";
-  o.auxiliary = s.name("q_z", "meanfield") != "none";
+  o.auxiliary = method != "vfl_exact" && s.name("q_z", "meanfield") != "none";
   o.width = s.integer("q_z_width", 16);
   o.depth = s.integer("q_z_depth", 1);
   o.lr = s.number("lr", 0.01);
@@ -111,6 +112,15 @@ double VflServer::augmented_gradient(const Eigen::MatrixXd& eps, const Eigen::Ma
   G = gradient_of(*likelihood_, d, "z_sum", z_sum.rows(), S);
   const Eigen::MatrixXd d_b = gradient_of(*likelihood_, d, "global", global_dim_, S);
   return value + prior_gradient(eps, d_b, d_params);
+}
+
+bool VflServer::log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, Eigen::VectorXd& log_p) {
+  if (!likelihood_) return false;
+  const long S = eta.cols();
+  log_p = Eigen::VectorXd::Zero(S);
+  for (auto& f : prior_) log_p += f->forward(0, -1, inputs_of(*f, {{"global", &b}})).transpose();
+  log_p += likelihood_->forward(0, -1, inputs_of(*likelihood_, {{"global", &b}, {"z_sum", &eta}})).colwise().sum().transpose();
+  return true;
 }
 
 double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params) {
@@ -257,12 +267,30 @@ void VflServer::restore(const Eigen::VectorXd& state) {
   q_ = MeanFieldGaussian<double>::from_params(restore_adam(state, q_.num_params(), 0, adam_));
 }
 
-Eigen::VectorXd VflSilo::checkpoint() const { return with_adam(params_, adam_, {double(proposed_)}); }
+// [params with Adam's state, the schedule: step scale, averaging, updates averaged, their sum,
+// then the iteration of the kept proposal].
+Eigen::VectorXd VflSilo::checkpoint() const {
+  const Eigen::VectorXd core = with_adam(params_, adam_, {step_scale_, double(averaging_), double(averaged_)});
+  const Eigen::Index p = params_.size();
+  Eigen::VectorXd state(core.size() + p + 1);
+  state << core, averaged_ > 0 ? average_sum_ : Eigen::VectorXd::Zero(p), double(proposed_);
+  return state;
+}
 
 void VflSilo::restore(const Eigen::VectorXd& state) {
-  set_params(restore_adam(state, params_.size(), 1, adam_));
-  const uint32_t proposed = uint32_t(state[state.size() - 1]);
-  if (proposed > 0) propose(proposed);
+  const Eigen::Index p = params_.size();
+  if (state.size() < p + 4) throw std::invalid_argument("a damaged vertical silo checkpoint");
+  const Eigen::Index core = state.size() - p - 1;
+  set_params(restore_adam(state.head(core), p, 3, adam_));
+  const double scale = state[core - 3], averaged = state[core - 1], proposed = state[state.size() - 1];
+  if (!(scale > 0 && scale <= 1 && averaged >= 0 && averaged < 1e15 && proposed >= 0 && proposed <= 4294967295.0))
+    throw std::invalid_argument("a damaged vertical silo checkpoint (its schedule)");
+  step_scale_ = scale;
+  adam_.set_scale(scale);
+  averaging_ = state[core - 2] != 0;
+  averaged_ = long(averaged);
+  average_sum_ = state.segment(core, p);
+  if (proposed > 0) propose(uint32_t(proposed));
 }
 
 void VflSilo::evaluate_kept() {
@@ -377,11 +405,45 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
   return value / double(S);
 }
 
+VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
+  CounterRng rng(RngKey{key, uint32_t(silo_), 0, rng_stream::kUserStream + 13});
+  const MeanFieldGaussian<double> q = q_theta();
+  const Eigen::MatrixXd theta = q.sample(rng.normal(split_dim_, draws));
+  const Eigen::MatrixXd h = hyper();
+  LogJointPart out;
+  out.eta = contribution_draws(*contribution_, theta, h);
+  out.log_q = q.log_density(theta);
+  out.log_prior = Eigen::VectorXd::Zero(draws);
+  if (density_)
+    out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{"split", &theta}, {"split_hyper", &h}})).transpose();
+  return out;
+}
+
+void VflSilo::set_schedule(double step_scale, bool restart_average) {
+  if (!(step_scale > 0 && step_scale <= 1))
+    throw std::invalid_argument("a schedule with step scale " + std::to_string(step_scale));
+  step_scale_ = step_scale;
+  adam_.set_scale(step_scale);
+  if (restart_average) {
+    averaging_ = true;
+    averaged_ = 0;
+    average_sum_ = Eigen::VectorXd::Zero(params_.size());
+  }
+}
+
+void VflSilo::use_average() {
+  if (averaged_ > 0) set_params(average_sum_ / double(averaged_));
+}
+
 double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
   Eigen::VectorXd d;
   const double value = gradient(z_adjoint, d);
   adam_.step(params_, Eigen::VectorXd(-d));
   for (long step = 1; step < options_.local_steps; ++step) local_only_step(iteration, step);
+  if (averaging_) {
+    average_sum_ += params_;
+    ++averaged_;
+  }
   return value;
 }
 

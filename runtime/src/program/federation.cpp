@@ -26,6 +26,8 @@ const char* phase_name(Phase phase) {
     case Phase::kVflUpdate: return "vfl update";
     case Phase::kVflFinish: return "vfl finish";
     case Phase::kVflPredict: return "vfl predict";
+    case Phase::kVflLogJoint: return "vfl log joint";
+    case Phase::kVflSchedule: return "vfl schedule";
   }
   return "unknown";
 }

@@ -11,7 +11,11 @@ namespace fvi::program {
 std::string run_method(const engine::Settings& settings, const ModelDescription& description) {
   std::string method = settings.name("method", description.method);
   if (method == "auto") method = description.method;
-  for (const char* known : {"pvi", "sfvi", "sfvi_avg", "independent", "vfl_augmented", "vfl_power"})
+  // The written model was planned, but the command line asks for AXDA's rho or a q(z).
+  if (method == "vfl_exact" && !settings.overridden("method") &&
+      (settings.overridden("rho") || (settings.overridden("q_z") && settings.name("q_z", "none") != "none")))
+    method = "vfl_augmented";
+  for (const char* known : {"pvi", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented", "vfl_power"})
     if (method == known) return method;
   throw std::invalid_argument("method = " + method + " is not implemented in the generated programs yet");
 }

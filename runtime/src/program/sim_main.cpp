@@ -112,7 +112,7 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
       endpoints.push_back(&hosts.back()->endpoint());
       lines.push_back(hosts.back()->describe());
     }
-    if (!args.test.empty() && (method == "vfl_augmented" || method == "vfl_power")) {
+    if (!args.test.empty() && (method == "vfl_exact" || method == "vfl_augmented" || method == "vfl_power")) {
       // A vertical model's held-out rows: each silo gets its own columns of them.
       data::DataDirectory test = load_run_data(model, args.test);
       if (int(test.silos.size()) != S)

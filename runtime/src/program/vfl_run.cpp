@@ -208,7 +208,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
               int silo, int silos)
       : model_(model),
         settings_(settings),
-        options_(engine::VflOptions::from(settings, method == "vfl_power")),
+        options_(engine::VflOptions::from(settings, method)),
         data_(std::move(data)),
         silo_(model, data_.view(), silo, silos, options_),
         summary_{model.name, method, silos, int(max_steps(settings, 20000)), {}},
@@ -251,7 +251,25 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         if (draws < 1 || draws > 100000) throw std::invalid_argument("a predictive request for " + std::to_string(request[1]) + " draws");
         return flat(silo_.predictive_z(model_, test_->view(), draws, uint64_t(request[0])));
       }
-      case Phase::kVflFinish: finished_ = true; return {};
+      case Phase::kVflLogJoint: {
+        expect(2);
+        const long draws = long(request[1]);
+        if (!(request[1] >= 1 && request[1] <= 100000 && request[0] >= 0 && request[0] < 9007199254740992.0))
+          throw std::invalid_argument("a log-joint request for " + std::to_string(request[1]) + " draws");
+        const VflSilo::LogJointPart part = silo_.log_joint_part(uint64_t(request[0]), draws);
+        Message out = flat(part.eta);
+        out.insert(out.end(), part.log_prior.data(), part.log_prior.data() + draws);
+        out.insert(out.end(), part.log_q.data(), part.log_q.data() + draws);
+        return out;
+      }
+      case Phase::kVflSchedule:
+        expect(2);
+        silo_.set_schedule(request[0], request[1] != 0);
+        return {};
+      case Phase::kVflFinish:
+        if (!finished_) silo_.use_average();
+        finished_ = true;
+        return {};
       default: throw std::invalid_argument(std::string("a vertical silo cannot do ") + phase_name(phase));
     }
   }
@@ -284,7 +302,7 @@ class VflCoordinator : public Coordinator {
   explicit VflCoordinator(ServerRun& run)
       : run_(run),
         power_(run.method == "vfl_power"),
-        options_(engine::VflOptions::from(run.settings, power_)),
+        options_(engine::VflOptions::from(run.settings, run.method)),
         rounds_(max_steps(run.settings, 20000)),
         refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
         server_(run.model, run.server_data.view(), options_, run.transport.silos()),
@@ -295,9 +313,18 @@ class VflCoordinator : public Coordinator {
 
   const char* checkpoint_kind() const override { return "vfl-server"; }
   void print_header() const override {
-    std::printf("%s: method = %s, q_z = %s, rho = %g, silos = %d, rounds = %ld\n", run_.description.name,
-                run_.method.c_str(), !options_.auxiliary ? "none" : options_.amortized ? "amortized" : "meanfield",
-                options_.rho, run_.transport.silos(), rounds_);
+    if (run_.method == "vfl_exact")
+      std::printf("%s: method = vfl_exact (the written model: each silo sends its partial predictor), silos = %d, "
+                  "rounds = %ld\n",
+                  run_.description.name, run_.transport.silos(), rounds_);
+    else
+      std::printf("%s: method = %s, q_z = %s, rho = %g, silos = %d, rounds = %ld\n", run_.description.name,
+                  run_.method.c_str(), !options_.auxiliary ? "none" : options_.amortized ? "amortized" : "meanfield",
+                  options_.rho, run_.transport.silos(), rounds_);
+    if (options_.auxiliary)
+      std::printf("  fitting the %s model (AXDA, rho = %g): an approximation of the written model, exact only as "
+                  "rho -> 0; its cost is measured at the end\n",
+                  power_ ? "power-likelihood" : "augmented", options_.rho);
     std::printf("  global parameters %lld (on the server), rows %lld\n", (long long)server_.global_dim(),
                 (long long)server_.rows());
   }
@@ -331,7 +358,50 @@ class VflCoordinator : public Coordinator {
   }
   Eigen::VectorXd params() const override { return server_.q().params(); }
   void set_params(const Eigen::VectorXd& p) override { server_.set_params(p); }
-  void set_schedule(double scale, long) override { server_.set_step_scale(scale); }
+  // The silos decay their own steps and average their own parameters with the server.
+  void set_schedule(double scale, long epoch) override {
+    server_.set_step_scale(scale);
+    if (scale == silo_scale_ && epoch == silo_epoch_) return;
+    std::vector<Message> none;
+    ask_every_silo(run_.transport, uint32_t(rounds_ + 1), Phase::kVflSchedule, {scale, epoch != silo_epoch_ ? 1.0 : 0.0},
+                   0, none);
+    silo_scale_ = scale, silo_epoch_ = epoch;
+  }
+  // The written model's log joint at the output draws: the server's prior and likelihood at
+  // b and the silos' summed partial predictors, each silo's split priors; log q of every block.
+  bool log_joint(const ServerDraws& d, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) override {
+    const long S = long(d.unconstrained.cols());
+    const Eigen::Index N = server_.rows();
+    std::vector<Message> replies;
+    if (!ask_every_silo(run_.transport, uint32_t(rounds_ + 2), Phase::kVflLogJoint, {double(options_.seed), double(S)},
+                        size_t(N * S + 2 * S), replies)) {
+      why = "not computed (a silo did not answer)";
+      return false;
+    }
+    Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(N, S);
+    log_g = d.log_q;
+    Eigen::VectorXd silo_prior = Eigen::VectorXd::Zero(S);
+    for (const Message& m : replies) {
+      eta += matrix(m.data(), N, S);
+      silo_prior += Eigen::Map<const Eigen::VectorXd>(m.data() + N * S, S);
+      log_g += Eigen::Map<const Eigen::VectorXd>(m.data() + N * S + S, S);
+    }
+    if (!server_.log_joint(d.unconstrained, eta, log_p)) {
+      why = "not computed for vfl_power (the likelihood is evaluated by the silos)";
+      return false;
+    }
+    log_p += silo_prior;
+    return true;
+  }
+  std::string target_note() const override {
+    if (!options_.auxiliary) return "";
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "; measured against the written model: this run fitted the %s model (AXDA, rho = %g), an "
+                  "approximation of it",
+                  power_ ? "power-likelihood" : "augmented", options_.rho);
+    return text;
+  }
   ConvergenceOptions convergence() const override { return ConvergenceOptions{}; }
   const char* unit() const override { return "iterations"; }
 
@@ -356,7 +426,9 @@ class VflCoordinator : public Coordinator {
   // The server writes the globals; each silo writes its own split block.
   void finish(long last_step) override { federation_.finish(uint32_t(last_step + 1)); }
   std::optional<ServerDraws> draws() override {
-    const long count = output_draws(run_.settings, std::max<Eigen::Index>(1, server_.global_dim()));
+    // k-hat asks each silo for its partial predictor at every draw: no more than 10^6 values.
+    const long count = std::min(output_draws(run_.settings, std::max<Eigen::Index>(1, server_.global_dim())),
+                                std::max(100L, long(kMaxLogJointRequest / std::max<Eigen::Index>(1, server_.rows()))));
     ServerDraws d;
     d.layout = variable_layout(run_.model, "global", run_.server_data.view());
     d.unconstrained = output_draws_of(server_.q(), options_.seed, 0, count);
@@ -382,6 +454,8 @@ class VflCoordinator : public Coordinator {
   VflServer server_;
   VerticalFederation federation_;
   HeldOutRows held_out_;
+  double silo_scale_ = 1;  // what the silos were last told
+  long silo_epoch_ = 0;
 };
 
 }  // namespace

@@ -34,7 +34,9 @@ struct VflOptions {
   bool power = false;       // method = vfl_power (Alg. 2) instead of vfl_augmented (Alg. 1)
   double rho = 1.0;         // sd of the coupling z_ik ~ N(m_ik, rho^2)
   bool amortized = false;   // q_z = amortized (else mean-field)
-  bool auxiliary = true;    // q_z = none: no z; silo k sends m_k itself (the classical split network)
+  // q_z = none, and method = vfl_exact: no z; silo k sends m_k itself (its partial predictor eta_k),
+  // and the server's likelihood is the written model's (the exact split-predictor decomposition).
+  bool auxiliary = true;
   long width = 16, depth = 1;
   double lr = 0.01;
   long mc_samples = 1;
@@ -43,7 +45,8 @@ struct VflOptions {
   double hyper_init_sd = 0.1;  // split hyperparameters (a network body) start N(0, this^2)
   uint64_t seed = 1;
 
-  static VflOptions from(const Settings& settings, bool power);
+  // `method`: vfl_exact, vfl_augmented or vfl_power.
+  static VflOptions from(const Settings& settings, const std::string& method);
 };
 
 // The pieces of one silo's ELBO gradient that depend on the other parties (what crosses the
@@ -63,6 +66,10 @@ class VflServer {
   void set_params(const Eigen::VectorXd& params) { q_ = MeanFieldGaussian<double>::from_params(params); }
   // Multiplies the step size of later steps (the stopping rule's decay).
   void set_step_scale(double scale) { adam_.set_scale(scale); }
+  // The written model's log p(b) + log p(y | b + eta) at draws b (global x S) and eta = the sum
+  // of the silos' partial predictors (rows x S); false without the likelihood (the power model's
+  // is the silos').
+  bool log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, Eigen::VectorXd& log_p);
 
   // The global draws of `iteration` (n_G x S, from the server's noise stream).
   Eigen::MatrixXd global_noise(uint32_t iteration) const;
@@ -134,6 +141,20 @@ class VflSilo {
   // theta_k ~ q (the coupling's prior for rows never fitted; m_k* itself with q_z = none).
   Eigen::MatrixXd predictive_z(const fvi_model& model, const fvi_data& test, long draws, uint64_t key) const;
 
+  // The silo's part of the written model's log joint at `draws` draws of theta_k ~ q (noise from
+  // `key`): its partial predictor eta_k = m_k (rows x draws), log p(theta_k) of its split priors
+  // and log q(theta_k), per draw. The server adds its prior and log p(y | b + sum_k eta_k).
+  struct LogJointPart {
+    Eigen::MatrixXd eta;
+    Eigen::VectorXd log_prior, log_q;
+  };
+  LogJointPart log_joint_part(uint64_t key, long draws);
+
+  // The server's stopping rule on this silo's parameters: the step size's multiplier, and
+  // (restart) a new average of them from the next update on; use_average() at the end.
+  void set_schedule(double step_scale, bool restart_average);
+  void use_average();
+
   // The silo's parameters, its Adam's state and the iteration of its last proposal, for a
   // checkpoint; restore() draws that proposal again (its noise is a function of the iteration).
   Eigen::VectorXd checkpoint() const;
@@ -155,6 +176,10 @@ class VflSilo {
   Eigen::VectorXd params_;
   Adam<double> adam_;
   uint32_t proposed_ = 0;  // the iteration of the kept draw (0: none yet)
+  double step_scale_ = 1;
+  bool averaging_ = false;
+  long averaged_ = 0;
+  Eigen::VectorXd average_sum_;
   // The kept draw (from propose): noise, and what it produced.
   Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
   Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)

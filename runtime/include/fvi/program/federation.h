@@ -34,6 +34,8 @@ enum class Phase : uint32_t {
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
   kVflFinish = 23,       // nothing -> nothing (the silo writes its split posterior)
   kVflPredict = 24,      // [key, draws] -> z_k* of the held-out rows (rows x draws)
+  kVflLogJoint = 25,     // [key, draws] -> [eta_k (rows x draws), log p(theta_k), log q(theta_k) (draws each)]
+  kVflSchedule = 26,     // [step scale, restart the average?] -> nothing (the stopping rule's phase)
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);

@@ -19,7 +19,7 @@ struct ServerRun {
   const ModelDescription& description;
   const engine::Settings& settings;
   const SimArguments& args;            // --output, --test, --quiet
-  const std::string& method;           // pvi, sfvi, sfvi_avg, independent, vfl_augmented, vfl_power
+  const std::string& method;           // pvi, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power
   const data::DataSet& public_data;
   const data::DataSet& server_data;    // the server's data merged with the public data
   Transport& transport;
