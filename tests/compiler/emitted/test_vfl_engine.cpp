@@ -76,6 +76,7 @@ std::pair<T, T> network(const std::vector<P>& params, size_t at, const std::vect
 
 struct Setup {
   bool power = false, amortized = false;
+  bool exact = false;  // method = vfl_exact: no z, each silo's partial predictor goes up as it is
   double rho = 0.7;
   long S = 2;
   int width = 3, depth = 2;
@@ -104,6 +105,10 @@ Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, c
       const size_t zat = at + 2 * size_t(P);
       for (int i = 0; i < N; ++i) {
         for (int c = 0; c < P; ++c) m[k][i] = m[k][i] + Dual(d.X(i, d.first(k) + c)) * theta[c];
+        if (o.exact) {  // the written model: no auxiliary variable, no coupling term
+          z[k][i] = m[k][i];
+          continue;
+        }
         Dual log_q;
         if (o.amortized) {
           std::vector<Dual> u{m[k][i]};
@@ -143,6 +148,7 @@ void check_exact_decomposition(const Setup& o) {
   VflOptions opt;
   opt.power = o.power;
   opt.amortized = o.amortized;
+  opt.auxiliary = !o.exact;
   opt.rho = o.rho;
   opt.mc_samples = o.S;
   opt.width = o.width;
@@ -224,6 +230,13 @@ void check_exact_decomposition(const Setup& o) {
 
 }  // namespace
 
+TEST_CASE("VFL exact split-predictor decomposition: federated gradient = pooled gradient of the written model",
+          "[vfl]") {
+  Setup o;
+  o.exact = true;
+  check_exact_decomposition(o);
+}
+
 TEST_CASE("VFL augmented model: federated gradient = pooled gradient (mean-field q(z))", "[vfl]") {
   check_exact_decomposition({false, false});
 }
@@ -240,8 +253,11 @@ TEST_CASE("VFL power model: federated gradient = pooled gradient (amortised q(z)
   check_exact_decomposition({true, true});
 }
 
-TEST_CASE("VFL augmented model with a Gaussian likelihood reaches the exact posterior", "[vfl]") {
-  // spec 004 §2.2: integrating z out gives y ~ N(b + sum_k x_k beta_k, sigma^2 + J rho^2).
+// The vertical engine's fit of a Gaussian regression against its closed form: the augmented model
+// (exact = false; spec 004 §2.2: integrating z out gives y ~ N(b + sum_k x_k beta_k, sigma^2 +
+// J rho^2)) or, with exact = true (vfl_exact), the written model y ~ N(b + sum_k x_k beta_k,
+// sigma^2).
+static void check_gaussian_posterior(bool exact) {
   std::mt19937_64 rng(20261123);
   std::normal_distribution<double> normal;
   const int N = 40, J = 2;
@@ -254,16 +270,22 @@ TEST_CASE("VFL augmented model with a Gaussian likelihood reaches the exact post
   // The exact posterior of w = (b, beta) under the collapsed model, prior N(0, I).
   Eigen::MatrixXd A(N, 4);
   A << Eigen::VectorXd::Ones(N), d.X;
-  const double v = sigma * sigma + J * rho * rho;
+  const double v = sigma * sigma + (exact ? 0.0 : J * rho * rho);
   const Eigen::MatrixXd precision = Eigen::MatrixXd::Identity(4, 4) + A.transpose() * A / v;
   const Eigen::VectorXd exact_mean = precision.ldlt().solve(A.transpose() * d.y / v);
-  // Mean-field VI of the joint Gaussian over (b, beta, z): sd_i = 1 / sqrt(Lambda_ii), with
+  // Mean-field VI of a Gaussian target: sd_i = 1 / sqrt(Lambda_ii). For the written model Lambda
+  // is the precision above; for the joint over (b, beta, z) of the augmented model,
   // Lambda_bb = 1 + N / sigma^2 and Lambda_(beta_c) = 1 + sum_i x_ic^2 / rho^2.
   Eigen::VectorXd meanfield_sd(4);
-  meanfield_sd[0] = 1 / std::sqrt(1 + N / (sigma * sigma));
-  for (int c = 0; c < 3; ++c) meanfield_sd[c + 1] = 1 / std::sqrt(1 + d.X.col(c).squaredNorm() / (rho * rho));
+  if (exact) {
+    meanfield_sd = precision.diagonal().cwiseSqrt().cwiseInverse();
+  } else {
+    meanfield_sd[0] = 1 / std::sqrt(1 + N / (sigma * sigma));
+    for (int c = 0; c < 3; ++c) meanfield_sd[c + 1] = 1 / std::sqrt(1 + d.X.col(c).squaredNorm() / (rho * rho));
+  }
 
   VflOptions opt;
+  opt.auxiliary = !exact;
   opt.rho = rho;
   opt.mc_samples = 8;
   opt.lr = 0.01;
@@ -314,4 +336,12 @@ TEST_CASE("VFL augmented model with a Gaussian likelihood reaches the exact post
     CHECK(std::abs(average[c] - exact_mean[c]) < 4 * se[c] + 1e-3 * meanfield_sd[c]);
     CHECK(std::abs(average[c + 4] - meanfield_sd[c]) < 4 * se[c + 4] + 1e-3 * meanfield_sd[c]);
   }
+}
+
+TEST_CASE("VFL augmented model with a Gaussian likelihood reaches the augmented model's exact posterior", "[vfl]") {
+  check_gaussian_posterior(false);
+}
+
+TEST_CASE("VFL exact decomposition with a Gaussian likelihood reaches the written model's exact posterior", "[vfl]") {
+  check_gaussian_posterior(true);
 }
