@@ -316,7 +316,7 @@ const std::vector<KeySpec>& inference_keys() {
       {"mc_samples", "an integer >= 1", "Monte Carlo draws per gradient estimate", "1"},
       {"local_samples", "an integer >= 1",
        "SFVI: importance samples of each local element per draw of the globals (K > 1: an importance-weighted bound)",
-       "1"},
+       "16 where every local element can be scored on its own, else 1"},
       {"seed", "an integer >= 0", "random seed", "1"},
       {"avg_steps", "an integer >= 1", "SFVI-Avg local steps between averaging", "10"},
       {"warm_start", "an integer >= 0", "SFVI-Avg rounds before switching to SFVI", "0"},

@@ -1,5 +1,7 @@
 #include "fvi/engine/sfvi.h"
 
+#include "fvi/optim/adam_state.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -239,25 +241,6 @@ void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd
   hyper_ = hyper;
 }
 
-namespace {
-
-// [values; Adam's t, m, v]
-Eigen::VectorXd with_adam(const Eigen::VectorXd& values, const Adam<double>& adam) {
-  const Eigen::Index n = adam.first_moment().size();
-  Eigen::VectorXd out(values.size() + 1 + 2 * n);
-  out << values, double(adam.iteration()), adam.first_moment(), adam.second_moment();
-  return out;
-}
-
-Eigen::VectorXd restore_adam(const Eigen::VectorXd& state, Eigen::Index values, Adam<double>& adam) {
-  const Eigen::Index n = adam.first_moment().size();
-  if (state.size() != values + 1 + 2 * n) throw std::invalid_argument("the checkpoint does not match this model");
-  adam.restore(long(state[values]), state.segment(values + 1, n), state.segment(values + 1 + n, n));
-  return state.head(values);
-}
-
-}  // namespace
-
 Eigen::VectorXd SfviServer::checkpoint() const {
   Eigen::VectorXd values(q_.num_params() + hyper_dim_);
   values << q_.params(), hyper_;
@@ -266,52 +249,37 @@ Eigen::VectorXd SfviServer::checkpoint() const {
 
 void SfviServer::restore(const Eigen::VectorXd& state) {
   const Eigen::Index np = q_.num_params();
-  const Eigen::VectorXd values = restore_adam(state, np + hyper_dim_, adam_);
+  const Eigen::VectorXd values = restore_adam(state, np + hyper_dim_, 0, adam_);
   set(values.head(np), values.tail(hyper_dim_));
 }
 
-// [eta_L with Adam's state, step scale, averaging, steps averaged, the average's sum].
+// [eta_L with Adam's state, the averaging schedule].
 Eigen::VectorXd SfviSilo::checkpoint() const {
-  const Eigen::VectorXd core = with_adam(local_params_, adam_);
   const Eigen::Index m = local_params_.size();
-  Eigen::VectorXd state(core.size() + 3 + m);
-  state << core, step_scale_, double(averaging_), double(averaged_),
-      averaged_ > 0 ? average_sum_ : Eigen::VectorXd::Zero(m);
+  const Eigen::VectorXd core = with_adam(local_params_, adam_), schedule = average_.state(m);
+  Eigen::VectorXd state(core.size() + schedule.size());
+  state << core, schedule;
   return state;
 }
 
 void SfviSilo::restore(const Eigen::VectorXd& state) {
-  const Eigen::Index m = local_params_.size();
-  if (state.size() < 3 + m) throw std::invalid_argument("a damaged SFVI silo checkpoint");
-  const Eigen::Index core = state.size() - 3 - m;
-  const Eigen::VectorXd values = restore_adam(state.head(core), m, adam_);
+  const Eigen::Index m = local_params_.size(), schedule = ParameterAverage::state_size(m);
+  if (state.size() < schedule) throw std::invalid_argument("a damaged SFVI silo checkpoint");
+  const Eigen::VectorXd values = restore_adam(state.head(state.size() - schedule), m, 0, adam_);
   Adam<double> adam = adam_;
   set_local_params(values);
   adam_ = adam;
-  const double scale = state[core], averaged = state[core + 2];
-  if (!(scale > 0 && scale <= 1 && averaged >= 0 && averaged < 1e15))
-    throw std::invalid_argument("a damaged SFVI silo checkpoint (its schedule)");
-  step_scale_ = scale;
-  adam_.set_scale(scale);
-  averaging_ = state[core + 1] != 0;
-  averaged_ = long(averaged);
-  average_sum_ = state.tail(m);
+  average_.restore(state.tail(schedule));
+  adam_.set_scale(average_.step_scale());
 }
 
 void SfviSilo::set_schedule(double step_scale, bool restart_average) {
-  if (!(step_scale > 0 && step_scale <= 1))
-    throw std::invalid_argument("a schedule with step scale " + std::to_string(step_scale));
-  step_scale_ = step_scale;
+  average_.set_schedule(step_scale, restart_average, local_params_.size());
   adam_.set_scale(step_scale);
-  if (restart_average) {
-    averaging_ = true;
-    averaged_ = 0;
-    average_sum_ = Eigen::VectorXd::Zero(local_params_.size());
-  }
 }
 
 void SfviSilo::use_average() {
-  if (averaged_ > 0) set_local_params(average_sum_ / double(averaged_));
+  if (average_.has_average()) set_local_params(average_.average());
 }
 
 Eigen::VectorXd SfviServer::log_prior(const Eigen::MatrixXd& z) {
@@ -602,10 +570,7 @@ SfviContribution SfviSilo::contribute(const SfviBroadcast& m, uint32_t iteration
     adam_.step(params, -d_local);
     set_local_params(params);
   }
-  if (averaging_) {
-    average_sum_ += local_params_;
-    ++averaged_;
-  }
+  average_.add(local_params_);
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "fvi/engine/vfl.h"
 
+#include "fvi/optim/adam_state.h"
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -237,59 +239,30 @@ const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
   return z_;
 }
 
-namespace {
 
-// [values; Adam's t, m, v; tail...]
-Eigen::VectorXd with_adam(const Eigen::VectorXd& values, const Adam<double>& adam, std::initializer_list<double> tail) {
-  const Eigen::Index n = adam.first_moment().size();
-  Eigen::VectorXd out(values.size() + 1 + 2 * n + Eigen::Index(tail.size()));
-  out.head(values.size()) = values;
-  out[values.size()] = double(adam.iteration());
-  out.segment(values.size() + 1, n) = adam.first_moment();
-  out.segment(values.size() + 1 + n, n) = adam.second_moment();
-  Eigen::Index i = values.size() + 1 + 2 * n;
-  for (double v : tail) out[i++] = v;
-  return out;
-}
-
-Eigen::VectorXd restore_adam(const Eigen::VectorXd& state, Eigen::Index values, Eigen::Index tail, Adam<double>& adam) {
-  const Eigen::Index n = adam.first_moment().size();
-  if (state.size() != values + 1 + 2 * n + tail) throw std::invalid_argument("the checkpoint does not match this model");
-  adam.restore(long(state[values]), state.segment(values + 1, n), state.segment(values + 1 + n, n));
-  return state.head(values);
-}
-
-}  // namespace
-
-Eigen::VectorXd VflServer::checkpoint() const { return with_adam(q_.params(), adam_, {}); }
+Eigen::VectorXd VflServer::checkpoint() const { return with_adam(q_.params(), adam_); }
 
 void VflServer::restore(const Eigen::VectorXd& state) {
   q_ = MeanFieldGaussian<double>::from_params(restore_adam(state, q_.num_params(), 0, adam_));
 }
 
-// [params with Adam's state, the schedule: step scale, averaging, updates averaged, their sum,
-// then the iteration of the kept proposal].
+// [params with Adam's state, the averaging schedule, the iteration of the kept proposal].
 Eigen::VectorXd VflSilo::checkpoint() const {
-  const Eigen::VectorXd core = with_adam(params_, adam_, {step_scale_, double(averaging_), double(averaged_)});
-  const Eigen::Index p = params_.size();
-  Eigen::VectorXd state(core.size() + p + 1);
-  state << core, averaged_ > 0 ? average_sum_ : Eigen::VectorXd::Zero(p), double(proposed_);
+  const Eigen::VectorXd core = with_adam(params_, adam_), schedule = average_.state(params_.size());
+  Eigen::VectorXd state(core.size() + schedule.size() + 1);
+  state << core, schedule, double(proposed_);
   return state;
 }
 
 void VflSilo::restore(const Eigen::VectorXd& state) {
-  const Eigen::Index p = params_.size();
-  if (state.size() < p + 4) throw std::invalid_argument("a damaged vertical silo checkpoint");
-  const Eigen::Index core = state.size() - p - 1;
-  set_params(restore_adam(state.head(core), p, 3, adam_));
-  const double scale = state[core - 3], averaged = state[core - 1], proposed = state[state.size() - 1];
-  if (!(scale > 0 && scale <= 1 && averaged >= 0 && averaged < 1e15 && proposed >= 0 && proposed <= 4294967295.0))
-    throw std::invalid_argument("a damaged vertical silo checkpoint (its schedule)");
-  step_scale_ = scale;
-  adam_.set_scale(scale);
-  averaging_ = state[core - 2] != 0;
-  averaged_ = long(averaged);
-  average_sum_ = state.segment(core, p);
+  const Eigen::Index p = params_.size(), schedule = ParameterAverage::state_size(p);
+  if (state.size() < schedule + 1) throw std::invalid_argument("a damaged vertical silo checkpoint");
+  const Eigen::Index core = state.size() - schedule - 1;
+  set_params(restore_adam(state.head(core), p, 0, adam_));
+  average_.restore(state.segment(core, schedule));
+  adam_.set_scale(average_.step_scale());
+  const double proposed = state[state.size() - 1];
+  if (!(proposed >= 0 && proposed <= 4294967295.0)) throw std::invalid_argument("a damaged vertical silo checkpoint");
   if (proposed > 0) propose(uint32_t(proposed));
 }
 
@@ -420,19 +393,12 @@ VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
 }
 
 void VflSilo::set_schedule(double step_scale, bool restart_average) {
-  if (!(step_scale > 0 && step_scale <= 1))
-    throw std::invalid_argument("a schedule with step scale " + std::to_string(step_scale));
-  step_scale_ = step_scale;
+  average_.set_schedule(step_scale, restart_average, params_.size());
   adam_.set_scale(step_scale);
-  if (restart_average) {
-    averaging_ = true;
-    averaged_ = 0;
-    average_sum_ = Eigen::VectorXd::Zero(params_.size());
-  }
 }
 
 void VflSilo::use_average() {
-  if (averaged_ > 0) set_params(average_sum_ / double(averaged_));
+  if (average_.has_average()) set_params(average_.average());
 }
 
 double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
@@ -440,10 +406,7 @@ double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
   const double value = gradient(z_adjoint, d);
   adam_.step(params_, Eigen::VectorXd(-d));
   for (long step = 1; step < options_.local_steps; ++step) local_only_step(iteration, step);
-  if (averaging_) {
-    average_sum_ += params_;
-    ++averaged_;
-  }
+  average_.add(params_);
   return value;
 }
 

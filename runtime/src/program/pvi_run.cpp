@@ -89,8 +89,9 @@ class PviCoordinator : public Coordinator {
   void print_header() const override {
     std::printf("%s: method = pvi, family = %s, silos = %d, rounds = %ld, schedule = %s\n", run_.description.name,
                 engine::GaussianFamily<Q>::name(), run_.transport.silos(), rounds_, schedule_.c_str());
-    std::printf("  loss = %s, divergence = %s, damping = %g\n", options_.loss.name().c_str(),
-                options_.divergence.name().c_str(), options_.damping);
+    std::printf("  loss = %s, divergence = %s, damping = %g%s\n", options_.loss.name().c_str(),
+                options_.divergence.name().c_str(), options_.damping,
+                options_.damping_given ? "" : " (1 for a silo whose update is in closed form)");
   }
   long steps() const override { return rounds_; }
   bool reports(long) const override { return true; }

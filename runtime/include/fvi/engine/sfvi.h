@@ -19,6 +19,7 @@
 #include "fvi/engine/settings.h"
 #include "fvi/family/structured_gaussian.h"
 #include "fvi/optim/adam.h"
+#include "fvi/optim/parameter_average.h"
 
 namespace fvi::engine {
 
@@ -34,7 +35,7 @@ struct SfviOptions {
   // SfviSilo::importance_gradient_at) with K draws of the element per draw of Z_G; 1: the ELBO.
   long local_samples = 1;
   long batch_size = 0;     // rows per step in each silo (0: all rows)
-  bool local_samples_given = false;  // else the silo picks K (SfviSilo::local_samples)
+  bool local_samples_given = true;  // false (no local_samples key): the silo picks K (SfviSilo::local_samples)
   long avg_steps = 10;     // SFVI-Avg: local steps between averagings
   double init_sd = 0.135;  // initial sd of every variational block (sigma = exp(-2), as the authors' code)
   uint64_t seed = 1;
@@ -239,10 +240,7 @@ class SfviSilo {
   Eigen::VectorXd local_params_;
   StructuredLocalGaussian<double> q_;
   Adam<double> adam_;
-  double step_scale_ = 1;
-  bool averaging_ = false;
-  long averaged_ = 0;
-  Eigen::VectorXd average_sum_;
+  ParameterAverage average_;  // the server's stopping rule on eta_L
   std::vector<long> batch_order_;
 };
 

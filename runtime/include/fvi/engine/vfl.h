@@ -27,6 +27,7 @@
 #include "fvi/family/amortized_gaussian.h"
 #include "fvi/family/mean_field_gaussian.h"
 #include "fvi/optim/adam.h"
+#include "fvi/optim/parameter_average.h"
 
 namespace fvi::engine {
 
@@ -176,10 +177,7 @@ class VflSilo {
   Eigen::VectorXd params_;
   Adam<double> adam_;
   uint32_t proposed_ = 0;  // the iteration of the kept draw (0: none yet)
-  double step_scale_ = 1;
-  bool averaging_ = false;
-  long averaged_ = 0;
-  Eigen::VectorXd average_sum_;
+  ParameterAverage average_;  // the server's stopping rule on params_
   // The kept draw (from propose): noise, and what it produced.
   Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
   Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)
