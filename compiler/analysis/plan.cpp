@@ -189,6 +189,8 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       plan.messages.push_back({"server", "silo k",
                                "d log p(" + yn + " | ...)/d eta: one gradient per row and draw, the same for every silo",
                                N * S});
+      plan.messages.push_back({"silo k", "server", "silo k's ELBO term (its priors and entropy), for the progress lines",
+                               SymSize::constant(1)});
       break;
     }
     case Method::VFLAugmented:

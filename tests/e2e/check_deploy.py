@@ -13,8 +13,9 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
   pvi_equal    TLS and tokens, 1 server and 4 clients, PVI with keys given to the server only:
                posterior.json (means, sds, ELBOs) equals NAME-sim's on the same data and keys,
                metrics.csv has NAME-sim's header and rows, and one progress line per row.
-  sfvi_equal, vfl_equal
-               the same for SFVI and VFL, and each silo's posterior.json (its locals, its split
+  sfvi_equal, vfl_equal, vfl_exact_equal
+               the same for SFVI and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
+               iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
                block) equals the one NAME-sim wrote for it.
   mtls         TLS with client certificates (--client-ca): a client presenting silo-2's
                certificate while claiming silo 1 is refused (exit 3, "refused" on stderr, and
@@ -690,10 +691,34 @@ def server_kill_case(label, model, sets, steps, kill_at=3):
     return case
 
 
+def case_vfl_exact_equal(fvic, cache, work):
+    """vfl_exact (the written model: each silo sends its partial predictor) deployed as vfl_equal
+    is, and the bytes each silo exchanged per iteration are the ones `fvic plan` lists (plus the
+    stopping rule's schedule messages, 2 doubles each, at most one a window of 100 iterations)."""
+    sets = ["method=vfl_exact", "rounds=300", "refresh=10"]
+    equal_case("vfl_exact_equal", VFL, sets)(fvic, cache, work)
+    p = subprocess.run([fvic, "plan", VFL.fvi, "--data", os.path.join(work, "vfl", "augmented"), "--json"] +
+                       [a for s in sets for a in ("--set", s)], capture_output=True, text=True, timeout=120)
+    require(p.returncode == 0, f"fvic plan failed:\n{p.stderr}")
+    plan = json.loads(p.stdout)
+    require(plan["method"] == "vfl_exact", f"fvic plan chose {plan['method']}")
+    per_iteration = sum(m["bytes_per_silo"][0] for m in plan["messages"])
+    with open(os.path.join(work, "server", "metrics.csv")) as f:
+        last = list(csv.DictReader(f))[-1]
+    t = int(last["round"]) * 10  # one row every refresh = 10 iterations
+    measured = round(float(last["silo1_bytes_per_iteration"]) * t)
+    extra = measured - per_iteration * t
+    require(0 <= extra <= 16 * (t // 100 + 2),
+            f"silo 1 exchanged {measured} B in {t} iterations; the plan lists {per_iteration} B an iteration")
+    print(f"vfl_exact_equal: silo 1 exchanged {measured} B in {t} iterations: the plan's {per_iteration} B an "
+          f"iteration, plus {extra} B of the stopping rule's schedule messages")
+
+
 CASES = {
     "pvi_equal": equal_case("pvi_equal", PVI, ["rounds=6", "local_steps=200", "mc_samples=8"]),
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
     "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),
+    "vfl_exact_equal": case_vfl_exact_equal,
     "mtls": case_mtls,
     "wrong_token": case_wrong_token,
     "faults": case_faults,
