@@ -84,13 +84,19 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   auto seconds_now = [&] { return seconds_before + std::chrono::duration<double>(Clock::now() - start).count(); };
   long last = first - 1, missing_before = run.transport.missing_replies();
   bool stop = fixed ? false : monitor.converged();
-  Eigen::VectorXd q_mean, q_sd;
+  Eigen::VectorXd q_mean, q_sd, watched, watched_scale;
   for (long t = first; t <= steps && !stop; ++t) {
     last = t;
     const double objective = coordinator.step(t);
     if (std::isfinite(objective)) window += objective, ++in_window;
     coordinator.moments(q_mean, q_sd);
-    monitor.observe(objective, q_mean, q_sd, coordinator.params());
+    // The rule watches q's means in its sds and its log sds in their own units (tol_param 0.05:
+    // 5% of an sd), so that a fit whose spread is still moving is not called converged.
+    const Eigen::Index n = q_mean.size();
+    watched.resize(2 * n), watched_scale.resize(2 * n);
+    watched << q_mean, q_sd.array().max(1e-300).log().matrix();
+    watched_scale << q_sd, Eigen::VectorXd::Ones(n);
+    monitor.observe(objective, watched, watched_scale, coordinator.params());
     coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch());
     stop = !fixed && monitor.converged();
     if (coordinator.reports(t) || t == steps || stop) {
