@@ -134,19 +134,6 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
   out << std::setw(2) << j << '\n';
 }
 
-void write_draws_csv(const std::string& path, const std::string& model, const std::vector<VariableLayout>& layout,
-                     const Eigen::MatrixXd& draws, const Eigen::VectorXd& log_density,
-                     const std::vector<std::pair<std::string, std::string>>& config) {
-  DrawsFile file;
-  file.model = model;
-  file.layout = layout;
-  file.mean = draws.rowwise().mean();
-  file.draws = draws;
-  file.log_g = log_density;
-  file.config = config;
-  write_draws_csv(path, file);
-}
-
 MetricsWriter::MetricsWriter(const std::string& path, bool append) {
   header_written_ = append && std::ifstream(path).peek() != std::ifstream::traits_type::eof();
   out_.open(path, append ? std::ios::app : std::ios::trunc);
@@ -181,23 +168,6 @@ std::string missing_note(long count, const char* what) {
 long output_draws(const engine::Settings& settings, Eigen::Index parameters) {
   if (settings.has("output_draws")) return settings.integer("output_draws", 1000);
   return std::max(10L, std::min(1000L, long(10000000 / std::max<Eigen::Index>(1, parameters))));
-}
-
-void print_posterior(const std::string& what, const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& draws,
-                     const Eigen::VectorXd& mean, const Eigen::VectorXd& sd) {
-  std::printf("posterior (mean, sd) of %s:\n", what.c_str());
-  for (const VariableLayout& v : layout) {
-    const int64_t shown = std::min<int64_t>(v.elements(), 8);
-    for (int64_t e = 0; e < shown; ++e) {
-      const int64_t k = v.offset + e;
-      const double m = v.transform == FVI_IDENTITY ? mean[k] : draws.row(k).mean();
-      const double s = v.transform == FVI_IDENTITY ? sd[k] : std::sqrt((draws.row(k).array() - m).square().mean());
-      std::printf("  %s%s  %10.4f  %9.4f\n", v.name.c_str(),
-                  v.dims.empty() ? "" : ("[" + std::to_string(e + 1) + "]").c_str(), m, s);
-    }
-    if (shown < v.elements())
-      std::printf("  %s: %lld more in posterior.json\n", v.name.c_str(), (long long)(v.elements() - shown));
-  }
 }
 
 }  // namespace fvi::program

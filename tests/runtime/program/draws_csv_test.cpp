@@ -121,10 +121,15 @@ TEST_CASE("draws.csv carries CmdStan's variational comment block and fvic's keys
   CHECK(t.column("alpha") == -1);
 }
 
-TEST_CASE("the old write_draws_csv: the draws' mean first, log_p__ 0, log_g__ as given", "[program][draws_csv]") {
+TEST_CASE("write_draws_csv without a log joint or settings: log_p__ 0, log_g__ as given, CmdStan's defaults",
+          "[program][draws_csv]") {
   fvi_test::TempDir dir;
-  const DrawsFile f = example(4);
-  write_draws_csv(dir / "draws.csv", f.model, f.layout, f.draws, f.log_g, {});
+  DrawsFile f = example(4);
+  f.mean = f.draws.rowwise().mean();
+  f.log_p.resize(0);
+  f.config.clear();
+  f.fvic.clear();
+  write_draws_csv(dir / "draws.csv", f);
   const DrawsTable t = read_draws_csv(dir / "draws.csv");
   REQUIRE(t.draws() == 4);
   for (int k = 0; k < 9; ++k) CHECK_THAT(t.mean[size_t(k) + 3], WithinRel(f.draws.row(k).mean(), 1e-9));

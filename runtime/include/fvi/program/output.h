@@ -69,12 +69,6 @@ struct DrawsFile {
 };
 void write_draws_csv(const std::string& path, const DrawsFile& file);
 
-// The layout above for callers that have no mean or log joint: the first row is the draws'
-// mean, log_p__ is 0 and log_g__ is `log_density`.
-void write_draws_csv(const std::string& path, const std::string& model, const std::vector<VariableLayout>& layout,
-                     const Eigen::MatrixXd& draws, const Eigen::VectorXd& log_density,
-                     const std::vector<std::pair<std::string, std::string>>& config);
-
 // "812 B", "7453.6 kB", "12.3 MB".
 std::string human_bytes(long long bytes);
 
@@ -85,10 +79,6 @@ std::string missing_note(long count, const char* what);
 // Draws written to draws.csv: output_draws, or by default 1000 (CmdStan's) but no more than keep
 // the file near 10 million values, and at least 10.
 long output_draws(const engine::Settings& settings, Eigen::Index parameters);
-
-// Prints each variable's posterior mean and sd (the first 8 elements of each) to stdout.
-void print_posterior(const std::string& what, const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& draws,
-                     const Eigen::VectorXd& mean, const Eigen::VectorXd& sd);
 
 class MetricsWriter {
  public:
