@@ -28,6 +28,13 @@ ConvergenceOptions convergence_options(const engine::Settings& settings, Converg
   return o;
 }
 
+// How R writes a number it reads back with as.numeric: NaN, Inf and -Inf by name.
+std::string r_number(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x < 0 ? "-Inf" : "Inf";
+  return std::to_string(x);
+}
+
 }  // namespace
 
 bool fixed_steps(const engine::Settings& settings) { return settings.overridden("rounds"); }
@@ -171,20 +178,22 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     file.fvic = {{"method", method},
                  {"iterations", std::to_string(last)},
                  {"converged", summary.converged ? "1" : "0"},
-                 {"khat", std::isnan(summary.khat) ? "NaN" : std::isinf(summary.khat) ? (summary.khat < 0 ? "-Inf" : "Inf") : std::to_string(summary.khat)}};
+                 {"khat", r_number(summary.khat)}};
     write_posterior_json(args.output + "/posterior.json", summary, d->layout, d->constrained, d->mean, d->sd);
     write_draws_csv(args.output + "/draws.csv", file);
-    if (!args.quiet) print_summary("posterior of " + d->what,
-                                   d->layout, d->constrained);
+    if (!args.quiet) print_summary("posterior of " + d->what, d->layout, d->constrained);
   }
   if (!args.quiet)
     std::printf("wrote %s/%smetrics.csv%s\n", args.output.c_str(), d ? "posterior.json, draws.csv, " : "",
                 coordinator.outputs_note().c_str());
-  // The verdict goes last, where a user looks, and to stderr too when it is a warning.
+  // The verdict goes last, where a user looks, and to stderr too when it is a warning (after
+  // stdout is flushed, so that a terminal shows the two in order).
   std::printf("%s\n", verdict.c_str());
+  std::fflush(stdout);
   if (!monitor.converged()) std::fprintf(stderr, "warning: %s\n", verdict.c_str());
   if (!khat_line.empty()) {
     std::printf("%s\n", khat_line.c_str());
+    std::fflush(stdout);
     if (summary.khat > 0.7)
       std::fprintf(stderr,
                    "warning: k-hat %.2f > 0.7: q is a poor approximation of this posterior (strong correlations, a "
