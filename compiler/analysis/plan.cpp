@@ -353,8 +353,27 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
 }
 
 bool check_family(const SemanticModel& m, Diagnostics& diags, Plan& plan) {
-  std::string family = m.settings.name("family", "meanfield");
+  // vfl_exact's default is a joint Gaussian across the parties up to 200 parameters in all
+  // (fvi/engine/vfl.h kJointAutoLimit), mean-field above: "auto".
+  std::string family = m.settings.name("family", plan.method == Method::VFLExact ? "auto" : "meanfield");
   plan.family = family;
+  if (family == "fullrank" && (plan.method == Method::VFLAugmented || plan.method == Method::VFLPower)) {
+    diags.error(m.settings.loc("family"),
+                std::string("a full-rank q across the silos needs method = vfl_exact, not ") + method_key(plan.method),
+                "the AXDA methods fit a mean-field q of each silo's block; use family = meanfield, or "
+                "method = vfl_exact");
+    return false;
+  }
+  if (plan.method == Method::VFLExact)
+    plan.reasons.push_back(
+        family == "meanfield"
+            ? "q: mean-field across the silos (family = meanfield): it ignores the posterior's correlations across "
+              "silos, and k-hat says what that costs"
+            : std::string("q: one full-rank Gaussian over the globals and every silo's block") +
+                  (family == "auto" ? " (up to 200 parameters in all; mean-field above)" : "") +
+                  ": silo k holds its rows of the Cholesky factor and every party draws the same noise from the "
+                  "iteration's key, so no party's parameters leave it; once, before the first iteration, each "
+                  "silo sends the size of its block (1 number) and gets its place in the joint order (3 numbers)");
   if (family == "structured" && plan.method != Method::SFVI && plan.method != Method::SFVIAvg &&
       plan.method != Method::Independent) {
     diags.error(m.settings.loc("family"),
@@ -463,7 +482,9 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
 std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSizes* sizes) {
   std::ostringstream out;
   std::string silos = sizes && sizes->silo_count() > 0 ? std::to_string(sizes->silo_count()) + " silos" : "S silos";
-  std::string family = plan.family == "fullrank"     ? "full-rank Gaussian family"
+  const bool joint = plan.method == Method::VFLExact && plan.family != "meanfield";
+  std::string family = joint                         ? "full-rank Gaussian family across the parties"
+                       : plan.family == "fullrank"   ? "full-rank Gaussian family"
                        : plan.family == "structured" ? "structured Gaussian family"
                                                      : "mean-field Gaussian family";
   out << plan.model << ": " << method_title(plan.method) << ", " << silos << ", " << family << '\n';

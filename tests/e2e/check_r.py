@@ -9,7 +9,8 @@ a Pareto k-hat within 0.05 of the k-hat fvic recorded (fvic_khat).
 
   pvi        pima_logreg (PVI, 3 silos)
   sfvi       hier_logreg (SFVI: silos hold a local intercept each)
-  vfl        vfl_logreg, augmented model (VFL, 2 silos, each its own block of beta)
+  vfl        vfl_logreg with the default vertical method (vfl_exact, one full-rank Gaussian across
+             the server and 2 silos, each silo its own block of beta), run to convergence
   conjugate  linreg_conjugate with damping 1: q is the exact posterior, so loo's k-hat is below
              0.5 and log_p__ - log_g__ is the same on every draw (sd < 1e-6 (1 + |mean|))
 
@@ -103,7 +104,7 @@ def case_vfl(fvic, cache, work):
                    check=True, capture_output=True)
     out = os.path.join(work, "vfl")
     run_fvic(fvic, cache, os.path.join(ex, "vfl_logreg.fvi"), os.path.join(data, "augmented"), out,
-             ["rounds=40", "mc_samples=3", "refresh=10", "q_z=meanfield"])
+             ["method=vfl_exact"])
     check(fvic, rscript, work, out, "server")
 
 

@@ -25,11 +25,24 @@ VflOptions VflOptions::from(const Settings& s, const std::string& method) {
   o.local_steps = s.integer("local_steps", 1);
   o.init_sd = s.number("init_sd", std::exp(-2.0));
   o.seed = static_cast<uint64_t>(s.integer("seed", 1));
-  const std::string family = s.name("family", "meanfield");
-  if (family != "meanfield")
-    throw std::invalid_argument("family = " + family + ": vertical models take family = meanfield for q(theta_k) "
-                                "(q(z) is chosen by q_z)");
+  o.exact = method == "vfl_exact";
+  o.family = s.name("family", "auto");
+  if (o.family != "auto" && o.family != "meanfield" && o.family != "fullrank")
+    throw std::invalid_argument("family = " + o.family + ": vertical models take family = auto, meanfield or fullrank "
+                                "for q(theta_k) (q(z) is chosen by q_z)");
+  if (o.family == "fullrank" && !o.exact)
+    throw std::invalid_argument("family = fullrank (one Gaussian across the silos) needs method = vfl_exact; " + method +
+                                " fits a mean-field q(theta_k)");
   return o;
+}
+
+bool use_joint_family(const VflOptions& options, Eigen::Index total) {
+  if (!options.exact || options.auxiliary) return false;
+  return options.family == "fullrank" || (options.family == "auto" && total <= kJointAutoLimit);
+}
+
+Eigen::MatrixXd joint_noise(uint64_t seed, uint32_t round, uint32_t stream, Eigen::Index total, long draws) {
+  return CounterRng(RngKey{seed, 0, round, stream}).normal(total, draws);
 }
 
 namespace {
@@ -96,7 +109,37 @@ VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions op
   adam_ = Adam<double>(q_.num_params(), AdamOptions{StepSizeSchedule(options.lr)});
 }
 
+void VflServer::set_layout(bool joint, Eigen::Index total) {
+  if (joint == joint_ && total == total_) return;
+  total_ = total;
+  joint_ = joint;
+  if (joint) {
+    joint_q_ = JointGaussianRows(0, global_dim_, options_.init_sd);
+    adam_ = Adam<double>(joint_q_.params().size(), AdamOptions{StepSizeSchedule(options_.lr)});
+  } else {
+    adam_ = Adam<double>(q_.num_params(), AdamOptions{StepSizeSchedule(options_.lr)});
+  }
+}
+
+void VflServer::set_params(const Eigen::VectorXd& params) {
+  if (joint_)
+    joint_q_.set_params(params);
+  else
+    q_ = MeanFieldGaussian<double>::from_params(params);
+}
+
+Eigen::MatrixXd VflServer::output_noise(uint64_t key, uint32_t stream, long draws) const {
+  if (joint_) return joint_noise(key, 0, stream, total_, draws);
+  return CounterRng(RngKey{key, 0, 0, stream}).normal(global_dim_, draws);
+}
+
+Eigen::VectorXd VflServer::marginal_log_q(const Eigen::MatrixXd& eps) const {
+  if (joint_) return joint_q_.marginal_log_density(joint_q_.sample(eps));
+  return q_.log_density(q_.sample(eps));
+}
+
 Eigen::MatrixXd VflServer::global_noise(uint32_t iteration) const {
+  if (joint_) return joint_noise(options_.seed, iteration, rng_stream::kJointNoise, total_, options_.mc_samples);
   CounterRng rng(RngKey{options_.seed, 0, iteration, rng_stream::kGlobalNoise});
   return rng.normal(global_dim_, options_.mc_samples);
 }
@@ -104,7 +147,7 @@ Eigen::MatrixXd VflServer::global_noise(uint32_t iteration) const {
 double VflServer::augmented_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& z_sum, Eigen::MatrixXd& G,
                                      Eigen::VectorXd& d_params) {
   const long S = z_sum.cols();
-  const Eigen::MatrixXd b = q_.sample(eps);
+  const Eigen::MatrixXd b = globals(eps);
   const auto inputs = inputs_of(*likelihood_, {{"global", &b}, {"z_sum", &z_sum}});
   const auto& lp = likelihood_->forward(0, -1, inputs);
   const double value = lp.sum() / double(S);
@@ -127,16 +170,22 @@ bool VflServer::log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, 
 
 double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params) {
   const long S = eps.cols();
-  d_params = Eigen::VectorXd::Zero(q_.num_params());
+  d_params = Eigen::VectorXd::Zero(params().size());
   if (global_dim_ == 0) return 0;
-  const Eigen::MatrixXd b = q_.sample(eps);
+  const Eigen::MatrixXd b = globals(eps);
   Eigen::MatrixXd db = d_globals;
-  Eigen::VectorXd per_draw = -q_.log_density(b);
+  Eigen::VectorXd per_draw = joint_ ? Eigen::VectorXd::Zero(S) : Eigen::VectorXd(-q_.log_density(b));
   for (auto& f : prior_) {
     const auto inputs = inputs_of(*f, {{"global", &b}});
     per_draw += f->forward(0, -1, inputs).transpose();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
     db += gradient_of(*f, f->backward({&seed}), "global", global_dim_, S);
+  }
+  if (joint_) {
+    // The joint family's entropy is exact: total/2 log(2 pi e) + log det L, the server's rows'
+    // part here (the silos add theirs).
+    d_params = joint_q_.path_gradient(db, eps) / double(S) + joint_q_.log_det_gradient();
+    return per_draw.mean() + 0.5 * double(global_dim_) * (kLog2Pi + 1) + joint_q_.log_det();
   }
   db -= q_.score(b);  // STL: the entropy term through the draw only (seed 004 Eq. 4)
   d_params = meanfield_params_gradient(db, eps, q_.sd()) / double(S);
@@ -145,9 +194,9 @@ double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::Matrix
 
 void VflServer::step(const Eigen::VectorXd& d_params) {
   if (global_dim_ == 0) return;
-  Eigen::VectorXd params = q_.params();
-  adam_.step(params, Eigen::VectorXd(-d_params));  // Adam minimises; the ELBO is maximised
-  q_ = MeanFieldGaussian<double>::from_params(params);
+  Eigen::VectorXd p = params();
+  adam_.step(p, Eigen::VectorXd(-d_params));  // Adam minimises; the ELBO is maximised
+  set_params(p);
 }
 
 // ---- silo ------------------------------------------------------------------------------------
@@ -206,7 +255,50 @@ void VflSilo::set_params(const Eigen::VectorXd& params) {
 }
 
 MeanFieldGaussian<double> VflSilo::q_theta() const {
+  if (joint_) throw std::logic_error("q_theta(): this silo fits the joint family");
   return MeanFieldGaussian<double>(params_.head(split_dim_), params_.segment(split_dim_, split_dim_));
+}
+
+void VflSilo::set_layout(bool joint, Eigen::Index offset, Eigen::Index total) {
+  if (!joint) {
+    if (joint_) throw std::invalid_argument("silo " + std::to_string(silo_) + ": the joint family cannot be undone");
+    joint_total_ = total;
+    return;
+  }
+  if (joint_ && joint_q_.offset() == offset && joint_total_ == total) return;
+  if (options_.auxiliary) throw std::invalid_argument("the joint family needs method = vfl_exact (no auxiliary z)");
+  if (offset < 0 || total < offset + split_dim_)
+    throw std::invalid_argument("silo " + std::to_string(silo_) + ": a layout at " + std::to_string(offset) + " of " +
+                                std::to_string(total) + " for " + std::to_string(split_dim_) + " split parameters");
+  const Eigen::VectorXd rest = params_.tail(params_.size() - theta_params());  // h (no q(z) without z)
+  joint_q_ = JointGaussianRows(offset, split_dim_, options_.init_sd);
+  joint_ = true;
+  joint_total_ = total;
+  params_.resize(joint_q_.params().size() + rest.size());
+  params_ << joint_q_.params(), rest;
+  adam_ = Adam<double>(params_.size(), AdamOptions{StepSizeSchedule(options_.lr)});
+}
+
+JointGaussianRows VflSilo::joint_q() const {
+  JointGaussianRows q = joint_q_;
+  q.set_params(params_.head(theta_params()));
+  return q;
+}
+
+Eigen::VectorXd VflSilo::theta_mean() const { return joint_ ? joint_q().mean() : q_theta().mean(); }
+Eigen::VectorXd VflSilo::theta_sd() const { return joint_ ? joint_q().sd() : q_theta().sd(); }
+
+Eigen::MatrixXd VflSilo::theta_noise(uint64_t key, uint32_t stream, long draws) const {
+  if (joint_) return joint_noise(key, 0, stream, joint_total_, draws);
+  return CounterRng(RngKey{key, uint32_t(silo_), 0, stream}).normal(split_dim_, draws);
+}
+
+Eigen::MatrixXd VflSilo::theta_draws(const Eigen::MatrixXd& eps) const {
+  return joint_ ? joint_q().sample(eps) : q_theta().sample(eps);
+}
+
+Eigen::VectorXd VflSilo::theta_log_q(const Eigen::MatrixXd& theta) const {
+  return joint_ ? joint_q().marginal_log_density(theta) : q_theta().log_density(theta);
 }
 
 namespace {
@@ -232,7 +324,8 @@ std::vector<Eigen::MatrixXd> contribution_backward(BoundFactor& contribution, co
 
 const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
   const long S = options_.mc_samples;
-  eps_ = CounterRng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kLocalNoise}).normal(split_dim_, S);
+  eps_ = joint_ ? joint_noise(options_.seed, iteration, rng_stream::kJointNoise, joint_total_, S)
+                : CounterRng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kLocalNoise}).normal(split_dim_, S);
   tau_ = CounterRng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kAuxiliaryNoise}).normal(rows_, S);
   evaluate_kept();
   proposed_ = iteration;
@@ -240,21 +333,46 @@ const Eigen::MatrixXd& VflSilo::propose(uint32_t iteration) {
 }
 
 
-Eigen::VectorXd VflServer::checkpoint() const { return with_adam(q_.params(), adam_); }
+namespace {
 
-void VflServer::restore(const Eigen::VectorXd& state) {
-  q_ = MeanFieldGaussian<double>::from_params(restore_adam(state, q_.num_params(), 0, adam_));
+// A checkpoint's count (a layout's size or offset) read back as an index, or an error.
+Eigen::Index checkpoint_count(double value, const char* what) {
+  if (!(value >= 0 && value <= 1e9 && value == std::floor(value)))
+    throw std::invalid_argument(std::string("a damaged vertical checkpoint (") + what + ")");
+  return Eigen::Index(value);
 }
 
-// [params with Adam's state, the averaging schedule, the iteration of the kept proposal].
-Eigen::VectorXd VflSilo::checkpoint() const {
-  const Eigen::VectorXd core = with_adam(params_, adam_), schedule = average_.state(params_.size());
-  Eigen::VectorXd state(core.size() + schedule.size() + 1);
-  state << core, schedule, double(proposed_);
+}  // namespace
+
+// [joint?, total, q(globals) with Adam's state].
+Eigen::VectorXd VflServer::checkpoint() const {
+  const Eigen::VectorXd core = with_adam(params(), adam_);
+  Eigen::VectorXd state(2 + core.size());
+  state << double(joint_), double(total_), core;
   return state;
 }
 
-void VflSilo::restore(const Eigen::VectorXd& state) {
+void VflServer::restore(const Eigen::VectorXd& state) {
+  if (state.size() < 2) throw std::invalid_argument("a damaged vertical server checkpoint");
+  set_layout(state[0] != 0, checkpoint_count(state[1], "the joint family's size"));
+  const Eigen::VectorXd core = state.tail(state.size() - 2);
+  set_params(restore_adam(core, params().size(), 0, adam_));
+}
+
+// [joint?, offset, total, params with Adam's state, the averaging schedule, the iteration of the
+// kept proposal].
+Eigen::VectorXd VflSilo::checkpoint() const {
+  const Eigen::VectorXd core = with_adam(params_, adam_), schedule = average_.state(params_.size());
+  Eigen::VectorXd state(3 + core.size() + schedule.size() + 1);
+  state << double(joint_), double(joint_ ? joint_q_.offset() : 0), double(joint_total_), core, schedule, double(proposed_);
+  return state;
+}
+
+void VflSilo::restore(const Eigen::VectorXd& saved) {
+  if (saved.size() < 3) throw std::invalid_argument("a damaged vertical silo checkpoint");
+  if (saved[0] != 0)
+    set_layout(true, checkpoint_count(saved[1], "the silo's offset"), checkpoint_count(saved[2], "the joint family's size"));
+  const Eigen::VectorXd state = saved.tail(saved.size() - 3);
   const Eigen::Index p = params_.size(), schedule = ParameterAverage::state_size(p);
   if (state.size() < schedule + 1) throw std::invalid_argument("a damaged vertical silo checkpoint");
   const Eigen::Index core = state.size() - schedule - 1;
@@ -268,7 +386,7 @@ void VflSilo::restore(const Eigen::VectorXd& state) {
 
 void VflSilo::evaluate_kept() {
   const long S = tau_.cols();
-  theta_ = q_theta().sample(eps_);
+  theta_ = theta_draws(eps_);
   m_ = contribution_draws(*contribution_, theta_, hyper());  // theta_gradient's backward follows this forward
   const Eigen::VectorXd z_params = params_.tail(z_params_);
   if (!options_.auxiliary) {
@@ -326,7 +444,7 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
   if (options_.power) a_m += own_likelihood_adjoint_;
   double value = (-0.5 * r.square() / rho2).sum() - double(rows_ * S) * (std::log(options_.rho) + 0.5 * kLog2Pi);
   value += (sd_z.array().log() + 0.5 * tau_.array().square()).sum() + double(rows_ * S) * 0.5 * kLog2Pi;  // -log q(z|.)
-  const Eigen::Index z_at = 2 * split_dim_ + hyper_dim_;
+  const Eigen::Index z_at = theta_params() + hyper_dim_;
   const Eigen::VectorXd z_params = params_.tail(z_params_);
   if (options_.amortized) {
     const Eigen::Index R = rows_ * S;
@@ -362,8 +480,6 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
   const auto dc = contribution_backward(*contribution_, a_m);  // the forward of evaluate_kept
   Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
-  const MeanFieldGaussian<double> q = q_theta();
-  value -= q.log_density(theta_).sum();
   if (density_) {
     const auto& lp = density_->forward(0, -1, inputs_of(*density_, {{"split", &theta_}, {"split_hyper", &h}}));
     value += lp.sum();
@@ -372,20 +488,29 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
     d_theta += gradient_of(*density_, dd, "split", split_dim_, S);
     d_h += gradient_of(*density_, dd, "split_hyper", hyper_dim_, 1).rowwise().sum();
   }
+  d_params.segment(theta_params(), hyper_dim_) = d_h / double(S);
+  if (joint_) {
+    // The joint family's entropy is exact: this silo's rows add p/2 log(2 pi e) + their log diagonal.
+    const JointGaussianRows q = joint_q();
+    d_params.head(theta_params()) = q.path_gradient(d_theta, eps_) / double(S) + q.log_det_gradient();
+    return value / double(S) + 0.5 * double(split_dim_) * (kLog2Pi + 1) + q.log_det();
+  }
+  const MeanFieldGaussian<double> q = q_theta();
+  value -= q.log_density(theta_).sum();
   d_theta -= q.score(theta_);  // STL
   d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd()) / double(S);
-  d_params.segment(2 * split_dim_, hyper_dim_) = d_h / double(S);
   return value / double(S);
 }
 
 VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
-  CounterRng rng(RngKey{key, uint32_t(silo_), 0, rng_stream::kUserStream + 13});
-  const MeanFieldGaussian<double> q = q_theta();
-  const Eigen::MatrixXd theta = q.sample(rng.normal(split_dim_, draws));
+  // The joint family's draws are the server's output draws (the same joint noise of `key`).
+  const Eigen::MatrixXd eps = joint_ ? joint_noise(key, 0, rng_stream::kUserStream + 3, joint_total_, draws)
+                                     : CounterRng(RngKey{key, uint32_t(silo_), 0, rng_stream::kUserStream + 13}).normal(split_dim_, draws);
+  const Eigen::MatrixXd theta = theta_draws(eps);
   const Eigen::MatrixXd h = hyper();
   LogJointPart out;
   out.eta = contribution_draws(*contribution_, theta, h);
-  out.log_q = q.log_density(theta);
+  out.log_q = joint_ ? Eigen::VectorXd::Constant(draws, -joint_q().log_det()) : q_theta().log_density(theta);
   out.log_prior = Eigen::VectorXd::Zero(draws);
   if (density_)
     out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{"split", &theta}, {"split_hyper", &h}})).transpose();
@@ -445,7 +570,10 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
 Eigen::MatrixXd VflSilo::predictive_z(const fvi_model& model, const fvi_data& test, long draws, uint64_t key) const {
   std::unique_ptr<BoundFactor> contribution = bind_one(model, test, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
   CounterRng rng(RngKey{key, uint32_t(silo_), 0, rng_stream::kUserStream + 7});
-  const Eigen::MatrixXd theta = q_theta().sample(rng.normal(split_dim_, draws)), h = hyper();
+  // The joint family's draws pair with the server's globals drawn from the same joint noise.
+  const Eigen::MatrixXd eps = joint_ ? joint_noise(key, 0, rng_stream::kUserStream + 7, joint_total_, draws)
+                                     : rng.normal(split_dim_, draws);
+  const Eigen::MatrixXd theta = theta_draws(eps), h = hyper();
   Eigen::MatrixXd z = contribution_draws(*contribution, theta, h);
   if (options_.auxiliary) z += options_.rho * rng.normal(z.rows(), draws);  // z* ~ N(m*, rho^2)
   return z;

@@ -28,6 +28,7 @@ const char* phase_name(Phase phase) {
     case Phase::kVflPredict: return "vfl predict";
     case Phase::kVflLogJoint: return "vfl log joint";
     case Phase::kVflSchedule: return "vfl schedule";
+    case Phase::kVflLayout: return "vfl layout";
   }
   return "unknown";
 }

@@ -35,6 +35,34 @@ std::string r_number(double x) {
   return std::to_string(x);
 }
 
+// The measured cost of the approximation on the means (a surrogate model or family, issue 26):
+// the written model's posterior means by PSIS reweighting of q's draws, against q's own, in q's
+// sds; the largest shift named. "" when the weights are not usable (k-hat NaN or Inf).
+std::string mean_shift_line(const ServerDraws& d, const diagnostics::PsisResult& smoothed) {
+  if (!std::isfinite(smoothed.khat) && smoothed.khat != -std::numeric_limits<double>::infinity()) return "";
+  if (d.constrained.rows() == 0 || d.constrained.cols() < 2) return "";
+  const std::vector<double> reweighted = diagnostics::weighted_means(d.constrained, smoothed.log_weights);
+  const Eigen::VectorXd mean = d.constrained.rowwise().mean();
+  const Eigen::VectorXd sd =
+      ((d.constrained.colwise() - mean).array().square().rowwise().sum() / double(d.constrained.cols() - 1)).sqrt();
+  double worst = 0;
+  Eigen::Index at = -1;
+  for (Eigen::Index i = 0; i < mean.size(); ++i) {
+    if (!(sd[i] > 0)) continue;
+    const double shift = std::abs(reweighted[size_t(i)] - mean[i]) / sd[i];
+    if (at < 0 || shift > worst) worst = shift, at = i;
+  }
+  if (at < 0) return "";
+  std::string name;
+  for (const VariableLayout& v : d.layout)
+    if (at >= v.offset && at < v.offset + v.elements()) name = element_names(v)[size_t(at - v.offset)];
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "PSIS-reweighted means (the written model's, from q's draws) move at most %.2f q sds (%s)%s", worst,
+                name.c_str(), smoothed.khat > 0.7 ? "; unreliable with this k-hat" : "");
+  return text;
+}
+
 }  // namespace
 
 bool fixed_steps(const engine::Settings& settings) { return settings.overridden("rounds"); }
@@ -150,7 +178,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   summary.precision = monitor.precision();
   coordinator.finish(last);
   const std::optional<ServerDraws> d = coordinator.draws();
-  std::string khat_line;
+  std::string khat_line, shift_line;
   if (d) {
     DrawsFile file;
     file.model = run.description.name;
@@ -164,7 +192,9 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     if (coordinator.log_joint(*d, log_p, log_g, why)) {
       // Yao et al. 2018: k-hat of the importance ratios p / q at draws of q.
       const Eigen::VectorXd ratio = log_p - log_g;
-      summary.khat = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size())).khat;
+      const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
+      summary.khat = smoothed.khat;
+      shift_line = mean_shift_line(*d, smoothed);
       file.log_p = log_p;
       file.log_g = log_g;
       char text[256];
@@ -179,6 +209,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
                  {"iterations", std::to_string(last)},
                  {"converged", summary.converged ? "1" : "0"},
                  {"khat", r_number(summary.khat)}};
+    if (!d->family.empty()) file.fvic.push_back({"family", d->family});
     write_posterior_json(args.output + "/posterior.json", summary, d->layout, d->constrained, d->mean, d->sd);
     write_draws_csv(args.output + "/draws.csv", file);
     if (!args.quiet) print_summary("posterior of " + d->what, d->layout, d->constrained);
@@ -193,6 +224,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   if (!monitor.converged()) std::fprintf(stderr, "warning: %s\n", verdict.c_str());
   if (!khat_line.empty()) {
     std::printf("%s\n", khat_line.c_str());
+    if (!shift_line.empty()) std::printf("%s\n", shift_line.c_str());
     std::fflush(stdout);
     if (summary.khat > 0.7)
       std::fprintf(stderr,

@@ -1,5 +1,7 @@
 #include "fvi/program/vfl_run.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -7,6 +9,7 @@
 
 #include "fvi/data/readers.h"
 #include "fvi/engine/vfl.h"
+#include "fvi/math/constants.h"
 #include "fvi/data/validate.h"
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/output.h"
@@ -139,12 +142,6 @@ class VerticalFederation {
   std::vector<Eigen::MatrixXd> last_z_;
 };
 
-// Draws of a mean-field Gaussian for the output files (stream kUserStream + 3, party `party`).
-Eigen::MatrixXd output_draws_of(const MeanFieldGaussian<double>& q, uint64_t seed, uint32_t party, long draws) {
-  CounterRng rng(RngKey{seed, party, 0, rng_stream::kUserStream + 3});
-  return q.sample(rng.normal(q.dim(), draws));
-}
-
 // Silo k's split parameters (q(theta_k)) and split hyperparameters (point estimates, sd 0):
 // written by the silo to OUT/silo-K/posterior.json; nothing of them reaches the server.
 void write_split_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, const VflSilo& silo,
@@ -157,13 +154,13 @@ void write_split_posterior(const std::string& dir, const fvi_model& model, const
     layout.push_back(v);
   }
   if (layout.empty()) return;
-  const MeanFieldGaussian<double> q = silo.q_theta();
+  // The joint family's draws are the server's output draws' partners (the same joint noise).
   Eigen::MatrixXd u(p + h, draws);
-  u.topRows(p) = output_draws_of(q, seed, uint32_t(silo.silo()), draws);
+  u.topRows(p) = silo.theta_draws(silo.theta_noise(seed, rng_stream::kUserStream + 3, draws));
   u.bottomRows(h) = silo.hyper().replicate(1, draws);
   Eigen::VectorXd mean(p + h), sd = Eigen::VectorXd::Zero(p + h);
-  mean << q.mean(), silo.hyper();
-  sd.head(p) = q.sd();
+  mean << silo.theta_mean(), silo.hyper();
+  sd.head(p) = silo.theta_sd();
   std::filesystem::create_directories(dir);
   const Eigen::MatrixXd x = constrain(layout, u);
   write_posterior_json(dir + "/posterior.json", summary, layout, x, mean, sd);
@@ -173,10 +170,10 @@ void write_split_posterior(const std::string& dir, const fvi_model& model, const
   file.layout = layout;
   file.mean = constrain(layout, mean).col(0);
   file.draws = x;
-  file.log_g = q.log_density(u.topRows(p));
+  file.log_g = silo.theta_log_q(u.topRows(p));
   file.log_p = Eigen::VectorXd::Zero(draws);
   file.config = settings.entries();
-  file.fvic = {{"log_p", "0: the log joint needs every silo's data"}};
+  file.fvic = {{"log_p", "0: the log joint needs every silo's data"}, {"family", silo.joint() ? "fullrank" : "meanfield"}};
   write_draws_csv(dir + "/draws.csv", file);
 }
 
@@ -262,6 +259,16 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         out.insert(out.end(), part.log_q.data(), part.log_q.data() + draws);
         return out;
       }
+      case Phase::kVflLayout: {
+        if (request.empty()) return {double(silo_.split_dim())};
+        expect(3);
+        const double total = request[2], offset = request[1];
+        if (!(total >= 0 && total <= 1e9 && offset >= 0 && offset <= total && offset == std::floor(offset) &&
+              total == std::floor(total)))
+          throw std::invalid_argument("a layout request at " + std::to_string(offset) + " of " + std::to_string(total));
+        silo_.set_layout(request[0] != 0, Eigen::Index(offset), Eigen::Index(total));
+        return {};
+      }
       case Phase::kVflSchedule:
         expect(2);
         silo_.set_schedule(request[0], request[1] != 0);
@@ -325,12 +332,18 @@ class VflCoordinator : public Coordinator {
       std::printf("  fitting the %s model (AXDA, rho = %g): an approximation of the written model, exact only as "
                   "rho -> 0; its cost is measured at the end\n",
                   power_ ? "power-likelihood" : "augmented", options_.rho);
+    if (options_.exact && options_.family == "meanfield")
+      std::printf("  q: mean-field across the silos (family = meanfield): it ignores the posterior's correlations "
+                  "across silos; k-hat says what that costs\n");
     std::printf("  global parameters %lld (on the server), rows %lld\n", (long long)server_.global_dim(),
                 (long long)server_.rows());
   }
   long steps() const override { return rounds_; }
   bool reports(long t) const override { return t % refresh_ == 0; }
-  double step(long t) override { return federation_.iteration(uint32_t(t)); }
+  double step(long t) override {
+    if (!laid_out_) lay_out();
+    return federation_.iteration(uint32_t(t));
+  }
   std::string position(long t) const override {
     char line[64];
     std::snprintf(line, sizeof line, "iteration %6ld/%ld", t, rounds_);
@@ -348,15 +361,17 @@ class VflCoordinator : public Coordinator {
     const long draws = 200;
     const Eigen::MatrixXd z_sum =
         federation_.predictive_z_sum(uint32_t(t), held_out_.likelihood->rows(), draws, options_.seed + uint64_t(t));
-    const Eigen::MatrixXd globals = output_draws_of(server_.q(), options_.seed + uint64_t(t), 0, draws);
+    // The silos draw their blocks from stream kUserStream + 7 of the same key (predictive_z).
+    const uint32_t stream = server_.joint() ? rng_stream::kUserStream + 7 : rng_stream::kUserStream + 3;
+    const Eigen::MatrixXd globals = server_.globals(server_.output_noise(options_.seed + uint64_t(t), stream, draws));
     return report_metrics(predictive_metrics(*held_out_.likelihood, globals, z_sum), extra);
   }
 
   void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const override {
-    mean = server_.q().mean();
-    sd = server_.q().sd();
+    mean = server_.mean();
+    sd = server_.sd();
   }
-  Eigen::VectorXd params() const override { return server_.q().params(); }
+  Eigen::VectorXd params() const override { return server_.params(); }
   void set_params(const Eigen::VectorXd& p) override { server_.set_params(p); }
   // The silos decay their own steps and average their own parameters with the server.
   void set_schedule(double scale, long epoch) override {
@@ -379,7 +394,11 @@ class VflCoordinator : public Coordinator {
       return false;
     }
     Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(N, S);
-    log_g = d.log_q;
+    // The joint family: log q = -|eps|^2 / 2 - total log(2 pi) / 2 - every party's log diagonal;
+    // the silos send their diagonals' part, the server adds the rest.
+    log_g = server_.joint() ? Eigen::VectorXd(-0.5 * output_noise_.colwise().squaredNorm().transpose().array() -
+                                              0.5 * double(server_.joint_total()) * kLog2Pi - server_.log_det())
+                            : d.log_q;
     Eigen::VectorXd silo_prior = Eigen::VectorXd::Zero(S);
     for (const Message& m : replies) {
       eta += matrix(m.data(), N, S);
@@ -431,17 +450,61 @@ class VflCoordinator : public Coordinator {
                                 std::max(100L, long(kMaxLogJointRequest / std::max<Eigen::Index>(1, server_.rows()))));
     ServerDraws d;
     d.layout = variable_layout(run_.model, "global", run_.server_data.view());
-    d.unconstrained = output_draws_of(server_.q(), options_.seed, 0, count);
+    output_noise_ = server_.output_noise(options_.seed, rng_stream::kUserStream + 3, count);
+    d.unconstrained = server_.globals(output_noise_);
     d.constrained = constrain(d.layout, d.unconstrained);
-    d.mean = server_.q().mean();
-    d.sd = server_.q().sd();
-    d.log_q = server_.q().log_density(d.unconstrained);
+    d.mean = server_.mean();
+    d.sd = server_.sd();
+    d.log_q = server_.marginal_log_q(output_noise_);
     d.what = "the global parameters";
+    d.family = server_.joint() ? "fullrank" : "meanfield";
     return d;
   }
   std::string outputs_note() const override { return "; each silo writes its block to silo-K/posterior.json"; }
 
  private:
+  // vfl_exact, once, before the first iteration (and again after a resume, which changes nothing): each silo
+  // says the size of its block; the server chooses the family (use_joint_family) and tells each
+  // silo its offset in the joint order: the globals, then silo 1's block, silo 2's, ...
+  void lay_out() {
+    laid_out_ = true;
+    // Only vfl_exact can take the joint family: the AXDA methods exchange nothing for it.
+    if (!options_.exact || options_.family == "meanfield") return;
+    // Two rounds (0, then 1) of the phase: a deployed silo answers a repeated (phase, round) from
+    // its reply cache.
+    std::vector<Message> sizes;
+    if (!ask_every_silo(run_.transport, 0, Phase::kVflLayout, {}, 1, sizes))
+      throw std::runtime_error("a silo did not say the size of its split block (the layout needs every silo)");
+    std::vector<Eigen::Index> offset;
+    Eigen::Index total = server_.global_dim();
+    for (const Message& m : sizes) {
+      if (!(m[0] >= 0 && m[0] <= 1e7 && m[0] == std::floor(m[0])))
+        throw std::runtime_error("a silo's block size " + std::to_string(m[0]) + " is not a count");
+      offset.push_back(total);
+      total += Eigen::Index(m[0]);
+    }
+    const bool joint = engine::use_joint_family(options_, total);
+    server_.set_layout(joint, total);
+    Exchange x;
+    x.round = 1;
+    x.phase = Phase::kVflLayout;
+    x.request = [&](int k) { return Message{double(joint), double(offset[size_t(k)]), double(total)}; };
+    x.reply = [](int, Message& m) { return check_reply(m, 0); };
+    const std::vector<bool> told = run_.transport.exchange(x);
+    if (!std::all_of(told.begin(), told.end(), [](bool b) { return b; }))
+      throw std::runtime_error("a silo did not take its place in the joint family's layout");
+    if (run_.args.quiet || announced_) return;
+    announced_ = true;
+    if (joint)
+      std::printf("  q: one full-rank Gaussian over the globals and every silo's block (%lld parameters; each party "
+                  "holds its rows of the Cholesky factor and draws the same noise)\n",
+                  (long long)total);
+    else
+      std::printf("  q: mean-field across the silos (%lld parameters, over the full-rank limit of %lld): it ignores "
+                  "the posterior's correlations across silos; k-hat says what that costs\n",
+                  (long long)total, (long long)engine::kJointAutoLimit);
+  }
+
   static Eigen::Index checked_rows(const VflServer& server) {
     if (server.rows() <= 0) throw data::DataError("the server's data gives no rows for the likelihood");
     return server.rows();
@@ -454,6 +517,8 @@ class VflCoordinator : public Coordinator {
   VflServer server_;
   VerticalFederation federation_;
   HeldOutRows held_out_;
+  bool laid_out_ = false, announced_ = false;
+  Eigen::MatrixXd output_noise_;  // behind the output draws (the joint family's log q needs it)
   double silo_scale_ = 1;  // what the silos were last told
   long silo_epoch_ = 0;
 };

@@ -18,6 +18,12 @@
 // Each silo keeps the noise behind the z it sent and reuses it when the server's gradient comes
 // back (seed 004 §3.1, "Implementation trick"), so the federated gradient is exactly the
 // gradient of the pooled ELBO estimator at the same noise.
+//
+// vfl_exact may instead fit one joint Gaussian over the globals and every silo's block
+// (family = fullrank, fvi/family/joint_gaussian_rows.h): party k holds its rows of the Cholesky
+// factor, every party draws the same noise (joint_noise), and the entropy is the sum of the
+// parties' log diagonals. It holds the posterior's correlations across silos (columns correlated
+// across banks) that mean-field drops. set_layout() switches a party to it before the first step.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -25,6 +31,7 @@
 #include "fvi/engine/bound_factor.h"
 #include "fvi/engine/settings.h"
 #include "fvi/family/amortized_gaussian.h"
+#include "fvi/family/joint_gaussian_rows.h"
 #include "fvi/family/mean_field_gaussian.h"
 #include "fvi/optim/adam.h"
 #include "fvi/optim/parameter_average.h"
@@ -38,6 +45,7 @@ struct VflOptions {
   // q_z = none, and method = vfl_exact: no z; silo k sends m_k itself (its partial predictor eta_k),
   // and the server's likelihood is the written model's (the exact split-predictor decomposition).
   bool auxiliary = true;
+  bool exact = false;       // method = vfl_exact
   long width = 16, depth = 1;
   double lr = 0.01;
   long mc_samples = 1;
@@ -45,10 +53,23 @@ struct VflOptions {
   double init_sd = 0.135;   // initial sd of q(theta), q(globals) and q(z)
   double hyper_init_sd = 0.1;  // split hyperparameters (a network body) start N(0, this^2)
   uint64_t seed = 1;
+  // q(theta): "meanfield", "fullrank" (one joint Gaussian across the parties; vfl_exact only) or
+  // "auto" (fullrank for vfl_exact up to kJointAutoLimit parameters in all, else meanfield).
+  std::string family = "auto";
 
   // `method`: vfl_exact, vfl_augmented or vfl_power.
   static VflOptions from(const Settings& settings, const std::string& method);
 };
+
+// family = auto takes the joint family up to this many parameters over all parties (its rows cost
+// party k p_k x (offset_k + p_k) numbers and every party draws total x S normals per iteration).
+constexpr Eigen::Index kJointAutoLimit = 200;
+// Whether the parties fit the joint family, given the method's options and the total dimension.
+bool use_joint_family(const VflOptions& options, Eigen::Index total);
+
+// The noise every party of the joint family draws in `round` of `stream` (total x draws): the
+// same numbers on every party, each reading its first offset + p rows.
+Eigen::MatrixXd joint_noise(uint64_t seed, uint32_t round, uint32_t stream, Eigen::Index total, long draws);
 
 // The pieces of one silo's ELBO gradient that depend on the other parties (what crosses the
 // network), and the silo's own term of the ELBO estimate.
@@ -63,8 +84,22 @@ class VflServer {
 
   Eigen::Index global_dim() const { return global_dim_; }
   int64_t rows() const { return rows_; }
-  const MeanFieldGaussian<double>& q() const { return q_; }
-  void set_params(const Eigen::VectorXd& params) { q_ = MeanFieldGaussian<double>::from_params(params); }
+  const MeanFieldGaussian<double>& q() const { return q_; }  // the mean-field family's q
+  // The joint family (every party's rows, `total` parameters in all), before the first step.
+  void set_layout(bool joint, Eigen::Index total);
+  bool joint() const { return joint_; }
+  Eigen::Index joint_total() const { return total_; }
+  double log_det() const { return joint_ ? joint_q_.log_det() : 0.0; }  // the server's rows' part of log det L
+  // q(globals) in either family: means and sds (unconstrained), the optimiser's parameters.
+  Eigen::VectorXd mean() const { return joint_ ? joint_q_.mean() : q_.mean(); }
+  Eigen::VectorXd sd() const { return joint_ ? joint_q_.sd() : q_.sd(); }
+  Eigen::VectorXd params() const { return joint_ ? joint_q_.params() : q_.params(); }
+  void set_params(const Eigen::VectorXd& params);
+  // The noise behind `draws` output draws of key `key` and stream `stream`: the globals' own (party
+  // 0) or, in the joint family, the joint noise every silo draws for the same key.
+  Eigen::MatrixXd output_noise(uint64_t key, uint32_t stream, long draws) const;
+  // log q(globals) of the globals' own marginal at draws from `eps` (output_noise).
+  Eigen::VectorXd marginal_log_q(const Eigen::MatrixXd& eps) const;
   // Multiplies the step size of later steps (the stopping rule's decay).
   void set_step_scale(double scale) { adam_.set_scale(scale); }
   // The written model's log p(b) + log p(y | b + eta) at draws b (global x S) and eta = the sum
@@ -74,7 +109,7 @@ class VflServer {
 
   // The global draws of `iteration` (n_G x S, from the server's noise stream).
   Eigen::MatrixXd global_noise(uint32_t iteration) const;
-  Eigen::MatrixXd globals(const Eigen::MatrixXd& eps) const { return q_.sample(eps); }
+  Eigen::MatrixXd globals(const Eigen::MatrixXd& eps) const { return joint_ ? joint_q_.sample(eps) : q_.sample(eps); }
 
   // Augmented model, Alg. 1 steps 4-6: from the summed z (N x S), the gradient G = dL0/dz_sum
   // (N x S; the same for every silo) and the server's gradient with respect to q(globals).
@@ -98,6 +133,9 @@ class VflServer {
   std::vector<std::unique_ptr<BoundFactor>> prior_;  // server_density
   std::unique_ptr<BoundFactor> likelihood_;          // augmented model: the coupling likelihood
   MeanFieldGaussian<double> q_;
+  bool joint_ = false;
+  Eigen::Index total_ = 0;
+  JointGaussianRows joint_q_;  // the joint family: the server's rows (offset 0)
   Adam<double> adam_;
 };
 
@@ -114,8 +152,20 @@ class VflSilo {
   // [q(theta) params; h; q(z) params (mean-field mu, log sd, or the network)]
   const Eigen::VectorXd& params() const { return params_; }
   void set_params(const Eigen::VectorXd& params);
-  MeanFieldGaussian<double> q_theta() const;
-  Eigen::VectorXd hyper() const { return params_.segment(2 * split_dim_, hyper_dim_); }
+  MeanFieldGaussian<double> q_theta() const;  // the mean-field family's q(theta_k)
+  // The joint family: this silo's rows start at `offset` of `total` (before the first proposal;
+  // resets q(theta_k) to its start when the layout changes).
+  void set_layout(bool joint, Eigen::Index offset, Eigen::Index total);
+  bool joint() const { return joint_; }
+  JointGaussianRows joint_q() const;  // q(theta_k)'s rows at the current parameters
+  // q(theta_k) in either family: means and marginal sds; draws from the noise of
+  // theta_noise(key, stream, draws) and the log density of its marginal at them.
+  Eigen::VectorXd theta_mean() const;
+  Eigen::VectorXd theta_sd() const;
+  Eigen::MatrixXd theta_noise(uint64_t key, uint32_t stream, long draws) const;
+  Eigen::MatrixXd theta_draws(const Eigen::MatrixXd& eps) const;
+  Eigen::VectorXd theta_log_q(const Eigen::MatrixXd& theta) const;
+  Eigen::VectorXd hyper() const { return params_.segment(theta_params(), hyper_dim_); }
 
   // Alg. 1 step 14 / Alg. 2 step 21: draws theta_k and z_k for `iteration` with fresh noise,
   // keeps the noise, and returns z_k (N x S).
@@ -144,7 +194,9 @@ class VflSilo {
 
   // The silo's part of the written model's log joint at `draws` draws of theta_k ~ q (noise from
   // `key`): its partial predictor eta_k = m_k (rows x draws), log p(theta_k) of its split priors
-  // and log q(theta_k), per draw. The server adds its prior and log p(y | b + sum_k eta_k).
+  // and log q(theta_k), per draw. The server adds its prior and log p(y | b + sum_k eta_k). In the
+  // joint family log_q is this silo's part of log q: -(its log diagonal), the same for every draw;
+  // the server adds the rest (-|eps|^2 / 2 - total log(2 pi) / 2 and its own diagonal).
   struct LogJointPart {
     Eigen::MatrixXd eta;
     Eigen::VectorXd log_prior, log_q;
@@ -167,6 +219,8 @@ class VflSilo {
   double local_only_step(uint32_t iteration, long step);
   // The theta_k and h_k parts of the gradient given the adjoint of m_k (N x S).
   double theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params);
+  // The number of q(theta_k)'s parameters at the front of params_.
+  Eigen::Index theta_params() const { return joint_ ? joint_q_.params().size() : 2 * split_dim_; }
 
   int silo_, silos_;
   VflOptions options_;
@@ -175,6 +229,9 @@ class VflSilo {
   std::unique_ptr<BoundFactor> contribution_, density_, likelihood_;
   AmortizedGaussianNet net_;
   Eigen::VectorXd params_;
+  bool joint_ = false;
+  Eigen::Index joint_total_ = 0;
+  JointGaussianRows joint_q_;  // the joint family's layout (its parameters live in params_' head)
   Adam<double> adam_;
   uint32_t proposed_ = 0;  // the iteration of the kept draw (0: none yet)
   ParameterAverage average_;  // the server's stopping rule on params_

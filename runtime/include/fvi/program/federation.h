@@ -37,6 +37,7 @@ enum class Phase : uint32_t {
   kVflPredict = 24,      // [key, draws] -> z_k* of the held-out rows (rows x draws)
   kVflLogJoint = 25,     // [key, draws] -> [eta_k (rows x draws), log p(theta_k), log q(theta_k) (draws each)]
   kVflSchedule = 26,     // [step scale, restart the average?] -> nothing (the stopping rule's phase)
+  kVflLayout = 27,       // round 0: nothing -> [p_k]; round 1: [joint?, offset_k, total] -> nothing (once, before iteration 1)
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);

@@ -26,6 +26,7 @@ struct ServerDraws {
   Eigen::VectorXd mean, sd;       // of q, unconstrained (exact where the transform is the identity)
   Eigen::VectorXd log_q;          // log q at each draw, unconstrained scale
   std::string what;               // "the global parameters", ...
+  std::string family;             // q's family when the settings do not name it ("" : theirs)
 };
 
 // The server's side of one method.
