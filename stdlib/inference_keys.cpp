@@ -276,7 +276,10 @@ const std::vector<KeySpec>& inference_keys() {
   static const std::vector<KeySpec> table = {
       {"method", "auto, pvi, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power",
        "the federated decomposition; auto picks it from the model's structure", "auto"},
-      {"family", "meanfield, fullrank, structured", "the variational family", "meanfield"},
+      {"family", "meanfield, fullrank, structured",
+       "the variational family; vfl_exact: fullrank is one Gaussian across the server and the silos (each holds its "
+       "rows of the factor)",
+       "meanfield; vfl_exact: fullrank up to 200 parameters"},
       {"loss", "nll, gce(d), density_power(b), gamma(g), score_matching(se|imq, c)",
        "the loss that replaces each likelihood term's negative log likelihood", "nll"},
       {"divergence", "kl, rkl, weighted_kl(w), alpha_renyi(a), fisher_rao",
