@@ -279,7 +279,7 @@ const std::vector<KeySpec>& inference_keys() {
       {"family", "meanfield, fullrank, structured",
        "the variational family; vfl_exact: fullrank is one Gaussian across the server and the silos (each holds its "
        "rows of the factor)",
-       "meanfield; vfl_exact: fullrank up to 200 parameters"},
+       "meanfield; SFVI: structured up to 50 global parameters; vfl_exact: fullrank up to 200 parameters"},
       {"loss", "nll, gce(d), density_power(b), gamma(g), score_matching(se|imq, c)",
        "the loss that replaces each likelihood term's negative log likelihood", "nll"},
       {"divergence", "kl, rkl, weighted_kl(w), alpha_renyi(a), fisher_rao",

@@ -352,10 +352,25 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
   return true;
 }
 
-bool check_family(const SemanticModel& m, Diagnostics& diags, Plan& plan) {
+bool check_family(const SemanticModel& m, const Groups& g, Diagnostics& diags, Plan& plan) {
   // vfl_exact's default is a joint Gaussian across the parties up to 200 parameters in all
-  // (fvi/engine/vfl.h kJointAutoLimit), mean-field above: "auto".
-  std::string family = m.settings.name("family", plan.method == Method::VFLExact ? "auto" : "meanfield");
+  // (fvi/engine/vfl.h kJointAutoLimit), mean-field above: "auto". SFVI's is structured up to 50
+  // global parameters (fvi/engine/sfvi.h kStructuredAutoLimit), mean-field above; a size that
+  // depends on the data is taken to be small (the program decides on the real one).
+  std::string fallback = "meanfield";
+  if (plan.method == Method::VFLExact) fallback = "auto";
+  if (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent) {
+    const std::optional<long long> G = total(g.globals).constant_value();
+    fallback = !G || *G <= 50 ? "structured" : "meanfield";
+    if (!m.settings.has("family"))
+      plan.reasons.push_back(std::string("q: ") +
+                             (fallback == "structured"
+                                  ? "structured (the globals correlated, each silo's locals coupled to them), the "
+                                    "default up to 50 global parameters"
+                                  : "mean-field, the default above 50 global parameters") +
+                             "; set family to choose");
+  }
+  std::string family = m.settings.name("family", fallback);
   plan.family = family;
   if (family == "fullrank" && (plan.method == Method::VFLAugmented || plan.method == Method::VFLPower)) {
     diags.error(m.settings.loc("family"),
@@ -471,7 +486,7 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   plan.model = model.program->name;
   Groups g = group(model);
   if (!choose_method(model, g, diags, plan)) return false;
-  if (!check_family(model, diags, plan)) return false;
+  if (!check_family(model, g, diags, plan)) return false;
   if (plan.method == Method::PVI) plan.conjugacy = detect_conjugacy(model);
   add_messages(plan, model, g);
   add_notes(model, plan);

@@ -49,10 +49,11 @@ def case_privacy(fvic, cache, work):
         k = s[len("silo-"):-len(".json")]
         local = posterior(os.path.join(out, "silo-" + k))
         require(set(local["variables"]) == {"alpha"}, "silo-%s/posterior.json should hold alpha only" % k)
-    # Bytes: mean-field eta_G of beta (D = 3) and log tau is 2 x 4 numbers; no hyperparameters.
+    # Bytes: the default structured eta_G of beta (D = 3) and log tau is 4 means, 4 log sds and
+    # the 6 entries below L_G's unit diagonal; no hyperparameters.
     with open(os.path.join(HIER, "data", "data.json")) as f:
         d = json.load(f)["D"]
-    n_params = 2 * (d + 1)
+    n_params = 2 * (d + 1) + (d + 1) * d // 2
     per_message = 8 * (n_params + 1)  # eta_G + round down; g_eta + ELBO term up
     last = metrics_rows(out)[-1]
     expected = rounds * len(silos) * per_message

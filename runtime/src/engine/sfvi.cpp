@@ -13,9 +13,10 @@
 
 namespace fvi::engine {
 
-SfviOptions SfviOptions::from(const Settings& s) {
+SfviOptions SfviOptions::from(const Settings& s, Eigen::Index global_dim) {
   SfviOptions o;
-  const std::string family = s.name("family", "meanfield");
+  const std::string family = s.name("family", global_dim <= kStructuredAutoLimit ? "structured" : "meanfield");
+  o.family = family;
   if (family == "structured" || family == "fullrank") o.correlated_global = o.coupled = true;
   if (family == "fullrank") o.correlated_local = true;
   if (family != "meanfield" && family != "structured" && family != "fullrank")

@@ -171,7 +171,7 @@ Eigen::MatrixXd global_draws(const Global& q, uint64_t seed, uint32_t stream, lo
 // log joint needs every silo's data.
 void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_data& data, const Global& global,
                       const Eigen::VectorXd& hyper, const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local,
-                      const Eigen::VectorXd& log_q_local, const engine::Settings& settings) {
+                      const Eigen::VectorXd& log_q_local, const engine::Settings& settings, const std::string& family) {
   const Eigen::Index n = z_global.rows(), h = hyper.size(), m = z_local.rows(), S = z_global.cols();
   DrawsFile file;
   file.model = model.name;
@@ -190,13 +190,13 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
   file.log_g = global.log_density(z_global) + log_q_local;
   file.log_p = Eigen::VectorXd::Zero(S);
   file.config = settings.entries();
-  file.fvic = {{"log_p", "0: the log joint needs every silo's data"}};
+  file.fvic = {{"log_p", "0: the log joint needs every silo's data"}, {"family", family}};
   write_draws_csv(dir + "/draws.csv", file);
 }
 
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
                            const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
-                           long draws, uint64_t seed, const engine::Settings& settings) {
+                           long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
   const std::vector<VariableLayout> layout = variable_layout(model, "local", data);
   if (layout.empty()) return;
   const auto& q = silo.q();
@@ -224,7 +224,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::MatrixXd eps_global = rng.normal(global.dim(), draws);
   const Eigen::MatrixXd u = global.offset(eps_global);
   const Eigen::MatrixXd z = q.sample(u, rng.normal(q.dim(), draws));
-  write_silo_draws(dir, model, data, global, hyper, u.colwise() + global.mean(), z, q.log_density(z, u), settings);
+  write_silo_draws(dir, model, data, global, hyper, u.colwise() + global.mean(), z, q.log_density(z, u), settings, family);
   // Marginal sd: diag(C Sigma_GG C^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G.
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
@@ -275,7 +275,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       : model_(model),
         method_(method),
         settings_(settings),
-        options_(engine::SfviOptions::from(settings)),
+        options_(engine::SfviOptions::from(settings, engine::group_dim(model, "global", data.view()))),
         data_(std::move(data)),
         // SFVI-Avg and the independent fit evaluate the global priors in each silo.
         silo_(model, data_.view(), silo, options_,
@@ -369,7 +369,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                          ? Global::from_params(own_->global_params, silo_global_dim(), options_.correlated_global)
                          : global(*final_);
     const Eigen::VectorXd& hyper = own_ && method_ == "independent" ? own_->hyper : final_->hyper;
-    write_local_posterior(dir, model_, data_.view(), silo_, q, hyper, summary_, draws_, options_.seed, settings_);
+    write_local_posterior(dir, model_, data_.view(), silo_, q, hyper, summary_, draws_, options_.seed, settings_, options_.family);
     if (method_ == "independent" && own_) {
       const GlobalOutput g = global_output(model_, data_.view(), q, own_->hyper, draws_, options_.seed);
       std::filesystem::create_directories(dir);
@@ -410,7 +410,7 @@ class SfviCoordinator : public Coordinator {
   explicit SfviCoordinator(ServerRun& run)
       : run_(run),
         method_(run.method),
-        options_(engine::SfviOptions::from(run.settings)),
+        options_(engine::SfviOptions::from(run.settings, engine::group_dim(run.model, "global", run.server_data.view()))),
         rounds_(max_steps(run.settings, run.method == "sfvi" ? 20000 : 2000)),
         warm_start_(method_ == "sfvi" ? run.settings.integer("warm_start", 0) : 0),
         refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
@@ -442,7 +442,7 @@ class SfviCoordinator : public Coordinator {
   const char* checkpoint_kind() const override { return "sfvi-server"; }
   void print_header() const override {
     std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld%s\n", run_.description.name, method_.c_str(),
-                run_.settings.name("family", "meanfield").c_str(), run_.transport.silos(), rounds_,
+                options_.family.c_str(), run_.transport.silos(), rounds_,
                 warm_start_ ? (", after " + std::to_string(warm_start_) + " SFVI-Avg rounds").c_str() : "");
     std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
                 (long long)server_.hyper_dim());
@@ -569,6 +569,7 @@ class SfviCoordinator : public Coordinator {
     d.sd = g.sd;
     d.log_q = g.log_density;
     d.what = "the global parameters and hyperparameters";
+    d.family = options_.family;
     return d;
   }
   bool log_joint(const ServerDraws& d, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) override {

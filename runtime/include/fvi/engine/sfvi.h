@@ -23,6 +23,8 @@
 
 namespace fvi::engine {
 
+constexpr Eigen::Index kStructuredAutoLimit = 50;
+
 struct SfviOptions {
   // The structure of the family (spec 002 §2.5): meanfield = none of these; structured = a
   // correlated global block and locals coupled to the globals (C_j); fullrank adds correlated
@@ -36,11 +38,16 @@ struct SfviOptions {
   long local_samples = 1;
   long batch_size = 0;     // rows per step in each silo (0: all rows)
   bool local_samples_given = true;  // false (no local_samples key): the silo picks K (SfviSilo::local_samples)
+  std::string family = "meanfield";  // as resolved by from(): meanfield, structured or fullrank
   long avg_steps = 10;     // SFVI-Avg: local steps between averagings
   double init_sd = 0.135;  // initial sd of every variational block (sigma = exp(-2), as the authors' code)
   uint64_t seed = 1;
 
-  static SfviOptions from(const Settings& settings);
+  // `global_dim`: the model's global parameters. Without a `family` key the family is structured
+  // up to kStructuredAutoLimit of them (the posterior's correlations among the globals and
+  // between each local block and the globals, which mean-field drops: a hierarchical regression's
+  // intercepts and slope), meanfield above.
+  static SfviOptions from(const Settings& settings, Eigen::Index global_dim);
 };
 
 // What the server sends every silo each iteration (seed 002 Alg. 1 step 2): eta_G, theta, and
