@@ -1,5 +1,6 @@
 #include "fvi/engine/bound_factor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -65,7 +66,10 @@ const Eigen::Map<const Eigen::MatrixXd>& BoundFactor::forward(int64_t begin, int
     input_views_.push_back(fvi_tensor{const_cast<double*>(x.data()), x.rows(), 1, x.cols()});
   }
   check(model_->forward(state_, begin, count, input_views_.data(), &output_, &error_), "forward");
-  draws_ = input_views_.empty() ? 1 : input_views_[0].draws;
+  // The output's draws broadcast over the groups' (a network body of point estimates, 1 draw,
+  // before a random last layer, S): a seed has the most draws any group has.
+  draws_ = 1;
+  for (const fvi_tensor& in : input_views_) draws_ = std::max<int64_t>(draws_, in.draws);
   set_output();
   return output_map_;
 }

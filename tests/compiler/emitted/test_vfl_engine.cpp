@@ -22,9 +22,11 @@
 extern "C" const fvi_model* fvi_model_vfl_logreg(void);
 extern "C" const fvi_model* fvi_model_vfl_logreg_power(void);
 extern "C" const fvi_model* fvi_model_vfl_linreg(void);
+extern "C" const fvi_model* fvi_model_split_nn(void);
 
 namespace {
 
+using fvi::JointGaussianRows;
 using fvi::engine::VflOptions;
 using fvi::engine::VflServer;
 using fvi::engine::VflSilo;
@@ -377,6 +379,121 @@ TEST_CASE("VFL exact decomposition, joint family across the silos: federated gra
   for (size_t c = 0; c < fixed.size(); ++c) {
     p[c].d = 1;
     const double pooled = pooled_joint_elbo(p, d, S, eps, at, offset, dim).d;
+    p[c].d = 0;
+    INFO("coordinate " << c << ": federated " << federated[c] << ", pooled " << pooled);
+    CHECK(std::abs(federated[c] - pooled) <= 1e-10 * std::max(1.0, std::abs(pooled)));
+  }
+}
+
+// split_nn's network as each silo's partial predictor: eta_k = tanh(tanh(x_k W1 + c1) W2) w_k,
+// W1 (P x H), c1 (H) and W2 (H x 2) point estimates (split hyperparameters, column-major in the
+// group), w_k (2) random in the joint family. The pooled ELBO estimator of the written model,
+// y ~ bernoulli_logit(sum_k eta_k), w ~ normal(0, 1), entropy in closed form.
+Dual pooled_network_elbo(const std::vector<Dual>& p, const Split& d, int H, long S, const Eigen::MatrixXd& eps,
+                         const std::vector<size_t>& at) {
+  const int J = int(d.P.size()), N = d.N;
+  Dual value = 0, log_det = 0;
+  std::vector<std::vector<Dual>> eta(size_t(S), std::vector<Dual>(size_t(N), Dual(0)));
+  for (int k = 0; k < J; ++k) {
+    const int P = d.P[k];
+    std::vector<Dual> mean;
+    std::vector<std::vector<Dual>> rows;
+    joint_rows(p, at[size_t(k)], 2 * k, 2, mean, rows);
+    for (int r = 0; r < 2; ++r) log_det = log_det + log(rows[size_t(r)][size_t(2 * k + r)]);
+    const size_t h = at[size_t(k)] + size_t(JointGaussianRows::num_params(2 * k, 2));  // W1, c1, W2
+    auto W1 = [&](int i, int j) { return p[h + size_t(j * P + i)]; };
+    auto c1 = [&](int j) { return p[h + size_t(P * H + j)]; };
+    auto W2 = [&](int i, int j) { return p[h + size_t(P * H + H + j * H + i)]; };
+    for (long s = 0; s < S; ++s) {
+      std::vector<Dual> w(2);
+      for (int r = 0; r < 2; ++r) {
+        w[size_t(r)] = mean[size_t(r)];
+        for (int c = 0; c <= 2 * k + r; ++c) w[size_t(r)] = w[size_t(r)] + rows[size_t(r)][size_t(c)] * Dual(eps(c, s));
+        value = value + normal_lpdf(w[size_t(r)], 0, 1);
+      }
+      for (int i = 0; i < N; ++i) {
+        std::vector<Dual> hidden(static_cast<size_t>(H), Dual(0));
+        for (int j = 0; j < H; ++j) {
+          Dual a = c1(j);
+          for (int c = 0; c < P; ++c) a = a + Dual(d.X(i, d.first(k) + c)) * W1(c, j);
+          hidden[size_t(j)] = tanh(a);
+        }
+        for (int o = 0; o < 2; ++o) {
+          Dual a = 0;
+          for (int j = 0; j < H; ++j) a = a + hidden[size_t(j)] * W2(j, o);
+          eta[size_t(s)][size_t(i)] = eta[size_t(s)][size_t(i)] + tanh(a) * w[size_t(o)];
+        }
+      }
+    }
+  }
+  for (long s = 0; s < S; ++s)
+    for (int i = 0; i < N; ++i)
+      value = value + Dual(d.y[i]) * eta[size_t(s)][size_t(i)] - log1p_exp(eta[size_t(s)][size_t(i)]);
+  return value / Dual(double(S)) + Dual(0.5 * 2 * J * (std::log(2 * M_PI) + 1)) + log_det;
+}
+
+TEST_CASE("VFL exact decomposition with a network per silo (split_nn), joint family: federated gradient = pooled "
+          "gradient",
+          "[vfl]") {
+  std::mt19937_64 rng(41);
+  std::normal_distribution<double> normal;
+  const Split d = logistic_split(6, {2, 3}, rng);
+  const int J = 2, H = 3;
+  const long S = 2;
+  const fvi_model& model = *fvi_model_split_nn();
+  VflOptions opt;
+  opt.auxiliary = false;
+  opt.exact = true;
+  opt.family = "auto";
+  opt.mc_samples = S;
+  opt.seed = 13;
+  const int total = 2 * J;  // no globals: w_1, w_2
+  REQUIRE(fvi::engine::use_joint_family(opt, total));
+  Data server_data;
+  server_data.add("N", scalar(d.N));
+  server_data.add("H", scalar(H));
+  server_data.add("y", d.y);
+  VflServer server(model, server_data.abi(), opt, J);
+  server.set_layout(true, total);
+  REQUIRE(server.params().size() == 0);
+  std::vector<Data> silo_data(J);
+  std::vector<std::unique_ptr<VflSilo>> silos;
+  std::vector<double> fixed;
+  std::vector<size_t> at;
+  for (int k = 0; k < J; ++k) {
+    silo_data[k].add("N", scalar(d.N));
+    silo_data[k].add("H", scalar(H));
+    silo_data[k].add("P", scalar(d.P[k]));
+    silo_data[k].add("x", d.columns(k));
+    silos.push_back(std::make_unique<VflSilo>(model, silo_data[k].abi(), k + 1, J, opt));
+    silos[k]->set_layout(true, 2 * k, total);
+    REQUIRE(silos[k]->params().size() ==
+            JointGaussianRows::num_params(2 * k, 2) + d.P[k] * H + H + 2 * H);  // q(w) rows, W1, c1, W2
+    Eigen::VectorXd params(silos[k]->params().size());
+    for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.5 * normal(rng);
+    silos[k]->set_params(params);
+    at.push_back(fixed.size());
+    fixed.insert(fixed.end(), params.data(), params.data() + params.size());
+  }
+  const uint32_t t = 6;
+  Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(d.N, S);
+  for (auto& s : silos) eta += s->propose(t);
+  const Eigen::MatrixXd eps = server.global_noise(t);
+  Eigen::MatrixXd G;
+  Eigen::VectorXd d_server;
+  double elbo = server.augmented_gradient(eps, eta, G, d_server);
+  Eigen::VectorXd federated(fixed.size());
+  for (int k = 0; k < J; ++k) {
+    Eigen::VectorXd g;
+    elbo += silos[k]->gradient(G, g);
+    federated.segment(Eigen::Index(at[size_t(k)]), g.size()) = g;
+  }
+  std::vector<Dual> p(fixed.begin(), fixed.end());
+  const Dual value = pooled_network_elbo(p, d, H, S, eps, at);
+  CHECK(elbo == Approx(value.v).epsilon(0).margin(1e-10 * std::max(1.0, std::abs(value.v))));
+  for (size_t c = 0; c < fixed.size(); ++c) {
+    p[c].d = 1;
+    const double pooled = pooled_network_elbo(p, d, H, S, eps, at).d;
     p[c].d = 0;
     INFO("coordinate " << c << ": federated " << federated[c] << ", pooled " << pooled);
     CHECK(std::abs(federated[c] - pooled) <= 1e-10 * std::max(1.0, std::abs(pooled)));
