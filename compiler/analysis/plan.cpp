@@ -489,6 +489,26 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   if (!check_family(model, g, diags, plan)) return false;
   if (plan.method == Method::PVI) plan.conjugacy = detect_conjugacy(model);
   add_messages(plan, model, g);
+  if (plan.method == Method::VFLExact || plan.method == Method::VFLAugmented || plan.method == Method::VFLPower) {
+    const Term* t = coupling_term(model);
+    const Symbol* y = t ? model.find(t->subject) : nullptr;
+    const bool labels_public = y && y->owner == Owner::Public;
+    for (Method m : {Method::VFLExact, Method::VFLAugmented, Method::VFLPower}) {
+      if (m == Method::VFLPower && !labels_public) continue;  // the power model needs public labels
+      Plan alternative = plan;
+      alternative.method = m;
+      alternative.messages.clear();
+      add_messages(alternative, model, g);
+      SymSize total = SymSize::constant(0);
+      for (const Message& message : alternative.messages) total = total + message.doubles;
+      plan.vertical_options.push_back(
+          {method_key(m),
+           m == Method::VFLExact ? "the written model; eta_k leaves silo k"
+                                 : std::string("an approximation (AXDA, rho); eta_k never leaves silo k, z_k does") +
+                                       (m == Method::VFLPower ? ", and silo k sees the labels" : ""),
+           total});
+    }
+  }
   add_notes(model, plan);
   add_privacy(g, plan);
   return true;
@@ -522,6 +542,12 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
       out << "    " << (phases > 1 ? "(" + std::to_string(m.phase) + ") " : "") << std::setw(16) << std::left
           << route << " : " << m.content << "; " << describe_count(m.doubles, sizes) << '\n';
     }
+  }
+  if (!plan.vertical_options.empty()) {
+    out << "  the vertical options, each iteration, silo k's messages both ways\n";
+    for (const Plan::Option& o : plan.vertical_options)
+      out << "    " << (o.method == method_key(plan.method) ? "* " : "  ") << std::setw(14) << std::left << o.method
+          << ": " << describe_count(o.doubles, sizes) << "; " << o.fits << '\n';
   }
   if (!plan.never_leaves.empty()) out << "  never leaves silo k: " << join(plan.never_leaves) << '\n';
   if (!plan.server_keeps.empty()) out << "  never leaves the server: " << join(plan.server_keeps) << '\n';
@@ -563,6 +589,18 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
     messages.push_back(msg);
   }
   j["messages"] = messages;
+  if (!plan.vertical_options.empty()) {
+    nlohmann::ordered_json options = nlohmann::ordered_json::array();
+    for (const Plan::Option& o : plan.vertical_options) {
+      nlohmann::ordered_json option = {{"method", o.method}, {"fits", o.fits}, {"doubles", o.doubles.str()}};
+      if (sizes) {
+        std::vector<long long> v = evaluate(o.doubles, *sizes);
+        if (!v.empty()) option["doubles_per_silo"] = v;
+      }
+      options.push_back(option);
+    }
+    j["vertical_options"] = options;
+  }
   j["never_leaves_silo"] = plan.never_leaves;
   j["never_leaves_server"] = plan.server_keeps;
   j["notes"] = plan.notes;

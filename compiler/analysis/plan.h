@@ -35,6 +35,13 @@ struct Plan {
   std::vector<std::string> never_leaves;  // what stays inside each silo
   std::vector<std::string> server_keeps;  // what stays on the server
   std::vector<std::string> notes;         // settings that have no effect with this method, ...
+  // A split model: each vertical method that could fit it, what it fits and reveals, and its
+  // numbers per silo per iteration (from add_messages, as the chosen method's), side by side.
+  struct Option {
+    std::string method, fits;
+    SymSize doubles;
+  };
+  std::vector<Option> vertical_options;
 };
 
 // Chooses the method; an explicit `method =` that cannot handle the model is an error that says

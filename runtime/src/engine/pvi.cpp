@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <type_traits>
@@ -292,9 +293,18 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
     if (!Family::proper(q_new)) throw ModelError("silo " + std::to_string(silo_) + ": the closed-form update is not a proper Gaussian");
   } else {
     const bool cavity_proper = Family::proper(cavity);
-    if (!cavity_proper && options_.divergence.kind != DivergenceKind::kKl)
-      throw ModelError("silo " + std::to_string(silo_) + ": the cavity is not a proper Gaussian, so divergence = " +
-                       options_.divergence.name() + " is undefined; use damping < 1 or divergence = kl");
+    if (!cavity_proper && options_.divergence.kind != DivergenceKind::kKl) {
+      // Undamped synchronous updates can overshoot so that q_s / t_k is improper for a round. The
+      // divergence to it is undefined, so this silo keeps its factor this round (a zero change)
+      // and says so; the run goes on, and its verdict and k-hat judge the result.
+      std::fprintf(stderr,
+                   "round %u: warning: silo %d: the cavity is not a proper Gaussian, so divergence = %s is undefined; "
+                   "the silo keeps its factor this round (damping < 1, schedule = sequential or divergence = kl "
+                   "avoid this)\n",
+                   round, silo_, options_.divergence.name().c_str());
+      out.delta = natural_quotient(factor_, factor_);
+      return out;
+    }
     std::optional<Q> q_cavity;
     if (cavity_proper) q_cavity = Family::distribution(cavity);
     // Warm start at q_s (spec 000 §6 [repo]); a client's first update may start narrower, as the

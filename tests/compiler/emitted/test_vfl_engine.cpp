@@ -88,6 +88,23 @@ struct Setup {
   int width = 3, depth = 2;
 };
 
+// The federated ELBO estimate and gradient against the pooled estimator's, one coordinate at a
+// time by forward-mode dual numbers, to 1e-10 relative.
+template <class Pooled>
+void check_against_pooled(double elbo, const Eigen::VectorXd& federated, const std::vector<double>& fixed,
+                          Pooled pooled) {
+  std::vector<Dual> p(fixed.begin(), fixed.end());
+  const Dual value = pooled(p);
+  CHECK(elbo == Approx(value.v).epsilon(0).margin(1e-10 * std::max(1.0, std::abs(value.v))));
+  for (size_t c = 0; c < fixed.size(); ++c) {
+    p[c].d = 1;
+    const double gradient = pooled(p).d;
+    p[c].d = 0;
+    INFO("coordinate " << c << ": federated " << federated[c] << ", pooled " << gradient);
+    CHECK(std::abs(federated[c] - gradient) <= 1e-10 * std::max(1.0, std::abs(gradient)));
+  }
+}
+
 // The pooled ELBO estimator of the vertical logistic model at parameters p = [server (mu_b,
 // log sd_b); silo 1; ...; silo J] (duals), with the noise each party drew; the densities of q use
 // the plain values `fixed` for their parameters (STL), never for the draws.
@@ -222,16 +239,8 @@ void check_exact_decomposition(const Setup& o) {
   }
 
   // Pooled, by dual numbers, one coordinate at a time.
-  std::vector<Dual> p(fixed.begin(), fixed.end());
-  const Dual value = pooled_elbo(p, fixed, d, o, eps_b, eps, tau, offset);
-  CHECK(elbo == Approx(value.v).epsilon(0).margin(1e-10 * std::max(1.0, std::abs(value.v))));
-  for (size_t c = 0; c < fixed.size(); ++c) {
-    p[c].d = 1;
-    const double pooled = pooled_elbo(p, fixed, d, o, eps_b, eps, tau, offset).d;
-    p[c].d = 0;
-    INFO("coordinate " << c << ": federated " << federated[c] << ", pooled " << pooled);
-    CHECK(std::abs(federated[c] - pooled) <= 1e-10 * std::max(1.0, std::abs(pooled)));
-  }
+  check_against_pooled(elbo, federated, fixed,
+                       [&](const std::vector<Dual>& p) { return pooled_elbo(p, fixed, d, o, eps_b, eps, tau, offset); });
 }
 
 }  // namespace
@@ -373,16 +382,8 @@ TEST_CASE("VFL exact decomposition, joint family across the silos: federated gra
     elbo += silos[k]->gradient(G, g);
     federated.segment(Eigen::Index(at[size_t(k + 1)]), g.size()) = g;
   }
-  std::vector<Dual> p(fixed.begin(), fixed.end());
-  const Dual value = pooled_joint_elbo(p, d, S, eps, at, offset, dim);
-  CHECK(elbo == Approx(value.v).epsilon(0).margin(1e-10 * std::max(1.0, std::abs(value.v))));
-  for (size_t c = 0; c < fixed.size(); ++c) {
-    p[c].d = 1;
-    const double pooled = pooled_joint_elbo(p, d, S, eps, at, offset, dim).d;
-    p[c].d = 0;
-    INFO("coordinate " << c << ": federated " << federated[c] << ", pooled " << pooled);
-    CHECK(std::abs(federated[c] - pooled) <= 1e-10 * std::max(1.0, std::abs(pooled)));
-  }
+  check_against_pooled(elbo, federated, fixed,
+                       [&](const std::vector<Dual>& p) { return pooled_joint_elbo(p, d, S, eps, at, offset, dim); });
 }
 
 // split_nn's network as each silo's partial predictor: eta_k = tanh(tanh(x_k W1 + c1) W2) w_k,
@@ -488,16 +489,8 @@ TEST_CASE("VFL exact decomposition with a network per silo (split_nn), joint fam
     elbo += silos[k]->gradient(G, g);
     federated.segment(Eigen::Index(at[size_t(k)]), g.size()) = g;
   }
-  std::vector<Dual> p(fixed.begin(), fixed.end());
-  const Dual value = pooled_network_elbo(p, d, H, S, eps, at);
-  CHECK(elbo == Approx(value.v).epsilon(0).margin(1e-10 * std::max(1.0, std::abs(value.v))));
-  for (size_t c = 0; c < fixed.size(); ++c) {
-    p[c].d = 1;
-    const double pooled = pooled_network_elbo(p, d, H, S, eps, at).d;
-    p[c].d = 0;
-    INFO("coordinate " << c << ": federated " << federated[c] << ", pooled " << pooled);
-    CHECK(std::abs(federated[c] - pooled) <= 1e-10 * std::max(1.0, std::abs(pooled)));
-  }
+  check_against_pooled(elbo, federated, fixed,
+                       [&](const std::vector<Dual>& p) { return pooled_network_elbo(p, d, H, S, eps, at); });
 }
 
 // The vertical engine's fit of a Gaussian regression against its closed form: the augmented model
