@@ -84,7 +84,6 @@ class VflServer {
 
   Eigen::Index global_dim() const { return global_dim_; }
   int64_t rows() const { return rows_; }
-  const MeanFieldGaussian<double>& q() const { return q_; }  // the mean-field family's q
   // The joint family (every party's rows, `total` parameters in all), before the first step.
   void set_layout(bool joint, Eigen::Index total);
   bool joint() const { return joint_; }
