@@ -284,7 +284,7 @@ const std::vector<KeySpec>& inference_keys() {
        "the loss that replaces each likelihood term's negative log likelihood", "nll"},
       {"divergence", "kl, rkl, weighted_kl(w), alpha_renyi(a), fisher_rao",
        "the client divergence to the cavity (PVI/FedGVI)", "kl"},
-      {"damping", "a number in (0, 1]", "PVI damping of each factor update (default 1/silos; 1 for a closed-form update)", ""},
+      {"damping", "a number in (0, 1]", "PVI damping of each silo's factor update (default: 1 in the synchronous schedule, where the server also scales every change by 1, halved down to 1/silos after a round whose objective falls; 1/silos in the others; 1 for a closed-form update)", ""},
       {"rounds", "an integer >= 1",
        "server rounds (iterations): on the command line (--set) exactly this many; in the inference block the most "
        "the stopping rule may take",
@@ -316,7 +316,7 @@ const std::vector<KeySpec>& inference_keys() {
       {"output_draws", "an integer >= 1",
        "draws of the posterior written to draws.csv (default 1000, fewer for models with over 10,000 parameters)", ""},
       {"batch_size", "an integer >= 0", "minibatch rows per step; 0 means all rows", "0"},
-      {"mc_samples", "an integer >= 1", "Monte Carlo draws per gradient estimate", "1"},
+      {"mc_samples", "an integer >= 1", "Monte Carlo draws per gradient estimate (default PVI 10, others 1)", ""},
       {"local_samples", "an integer >= 1",
        "SFVI: importance samples of each local element per draw of the globals (K > 1: an importance-weighted bound)",
        "16 where every local element can be scored on its own, else 1"},

@@ -19,13 +19,14 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   o.loss = s.loss();
   s.score_matching(o.score_weight, o.score_length_scale);
   o.divergence = s.divergence();
-  o.damping = s.number("damping", 1.0 / std::max(1, silos));
   o.damping_given = s.has("damping");
+  o.server_damping = s.name("schedule", "synchronous") == "synchronous";
+  o.damping = s.number("damping", o.server_damping ? 1.0 : 1.0 / std::max(1, silos));
   o.local_steps = s.integer("local_steps", 100);
   o.epochs = s.integer("epochs", 0);
   o.lr = s.number("lr", 0.01);
   o.batch_size = s.integer("batch_size", 0);
-  o.mc_samples = s.integer("mc_samples", 1);
+  o.mc_samples = s.integer("mc_samples", o.mc_samples);
   o.seed = static_cast<uint64_t>(s.integer("seed", 1));
   o.lr_schedule = s.name("lr_schedule", "cosine");
   o.patience = s.integer("patience", 0);

@@ -1,6 +1,8 @@
 #include "fvi/program/pvi_rounds.h"
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 namespace fvi::program {
@@ -21,10 +23,16 @@ Natural unpacked(const double* begin, size_t count) {
 }  // namespace
 
 template <class Q>
-PviRounds<Q>::PviRounds(Server& server, Transport& transport, std::string schedule)
-    : server_(server), transport_(transport), schedule_(std::move(schedule)) {
+PviRounds<Q>::PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping)
+    : server_(server),
+      transport_(transport),
+      schedule_(std::move(schedule)),
+      server_damping_(server_damping),
+      previous_objective_(std::numeric_limits<double>::quiet_NaN()) {
   if (schedule_ != "synchronous" && schedule_ != "sequential" && schedule_ != "asynchronous")
     throw std::invalid_argument("schedule = " + schedule_ + " is not a PVI schedule");
+  if (server_damping_ && schedule_ != "synchronous")
+    throw std::invalid_argument("the server scales the silos' changes in the synchronous schedule only");
   factors_.assign(transport_.silos(), engine::GaussianFamily<Q>::zero(server_.posterior().dim()));
   updated_.assign(transport_.silos(), 0);
 }
@@ -95,6 +103,9 @@ void PviRounds<Q>::run_round(uint32_t round) {
   } else {
     std::vector<Message> ups(S);
     x.reply = [&](int k, Message& up) {
+      // seed 000 Eq. 5 with the server's damping: the change is linear in it.
+      if (server_damping_)
+        for (double& v : up) v *= damping_;
       std::string reason = accept(k, up, round);
       if (reason.empty()) ups[k] = std::move(up);
       return reason;
@@ -126,6 +137,18 @@ double PviRounds<Q>::elbo(uint32_t round) {
     if (arrived[k]) objective += losses[k];
     else ++missing_terms_;
   }
+  // The objective is evaluated at the same draws every round, so a fall is q's doing, not noise's
+  // (or noise in the silos' updates, which damping also tames). A round with a silo missing is
+  // not compared.
+  if (server_damping_ && missing_terms_ == 0) {
+    const double floor = 1.0 / double(S);
+    if (std::isfinite(previous_objective_) && -objective < previous_objective_ && damping_ > floor) {
+      damping_ = std::max(floor, damping_ / 2);
+      std::printf("round %u: the objective fell; the server scales the silos' changes by %g from now on\n", round,
+                  damping_);
+    }
+    previous_objective_ = -objective;
+  }
   return -objective;
 }
 
@@ -137,14 +160,18 @@ Message PviRounds<Q>::state() const {
     m.insert(m.end(), t.begin(), t.end());
     m.push_back(updated_[k]);
   }
+  m.push_back(damping_);
+  m.push_back(previous_objective_);
   return m;
 }
 
 template <class Q>
 void PviRounds<Q>::restore(const Message& m) {
   const size_t P = packed_size(Natural{}, server_.posterior().dim());
-  if (m.size() != P + factors_.size() * (P + 1))
+  if (m.size() != P + factors_.size() * (P + 1) + 2 || !(m[m.size() - 2] > 0 && m[m.size() - 2] <= 1))
     throw std::invalid_argument("the checkpoint does not match this model and number of silos");
+  damping_ = m[m.size() - 2];
+  previous_objective_ = m.back();
   server_.set_posterior(unpacked<Natural>(m.data(), P));
   for (size_t k = 0; k < factors_.size(); ++k) {
     const double* at = m.data() + P + k * (P + 1);

@@ -80,7 +80,7 @@ class PviCoordinator : public Coordinator {
         schedule_(run.settings.name("schedule", "synchronous")),
         server_(run.model, run.server_data.view(), options_.seed),
         layout_(variable_layout(run.model, "global", run.server_data.view())),
-        runner_(server_, run.transport, schedule_) {
+        runner_(server_, run.transport, schedule_, options_.server_damping) {
     if (!run.args.test.empty())
       held_out_ = load_held_out(run.model, run.args.test, run.public_data, options_.precision);
   }
@@ -92,6 +92,9 @@ class PviCoordinator : public Coordinator {
     std::printf("  loss = %s, divergence = %s, damping = %g%s\n", options_.loss.name().c_str(),
                 options_.divergence.name().c_str(), options_.damping,
                 options_.damping_given ? "" : " (1 for a silo whose update is in closed form)");
+    if (options_.server_damping)
+      std::printf("  the server scales the silos' changes by 1, halved (down to 1/%d) after a round whose "
+                  "objective falls\n", run_.transport.silos());
   }
   long steps() const override { return rounds_; }
   bool reports(long) const override { return true; }

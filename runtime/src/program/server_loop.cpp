@@ -226,7 +226,17 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     std::printf("%s\n", khat_line.c_str());
     if (!shift_line.empty()) std::printf("%s\n", shift_line.c_str());
     std::fflush(stdout);
-    if (summary.khat > 0.7)
+    // A surrogate target (a robust loss, a tempered likelihood, an augmentation) departs from the
+    // written model on purpose: k-hat then measures that departure, and the family is not the
+    // first thing to change.
+    if (summary.khat > 0.7 && !coordinator.target_note().empty())
+      std::fprintf(stderr,
+                   "warning: k-hat %.2f > 0.7 against the written model: the fitted target (the loss, divergence or "
+                   "augmentation chosen) differs from it by more than importance sampling can bridge; the shift of "
+                   "the means above is its cost. Use the written model's own likelihood (loss = nll, divergence = "
+                   "kl, or a vertical method that fits it) to fit it.\n",
+                   summary.khat);
+    else if (summary.khat > 0.7)
       std::fprintf(stderr,
                    "warning: k-hat %.2f > 0.7: q is a poor approximation of this posterior (strong correlations, a "
                    "funnel, heavy tails). Try family = fullrank or structured, reparameterise (non-centred), or "

@@ -31,13 +31,17 @@ struct PviOptions {
   std::string score_weight;
   double score_length_scale = 1;
   DivergenceSpec divergence;
-  double damping = 1;      // tau
+  double damping = 1;      // tau, as the silo applies it
   bool damping_given = false;  // set by the user: a closed-form update is otherwise undamped
+  // The synchronous schedule: the server also scales every silo's change alike, halving the
+  // scale after a round whose objective fell (program/pvi_rounds.h), so that simultaneous
+  // updates that overshoot are damped by the run itself.
+  bool server_damping = false;
   long local_steps = 100;  // optimiser steps per client update (when epochs = 0)
   long epochs = 0;         // passes over the silo's rows per client update (overrides local_steps)
   double lr = 0.01;
   long batch_size = 0;     // 0: all rows
-  long mc_samples = 1;
+  long mc_samples = 10;
   uint64_t seed = 1;
   std::string lr_schedule = "cosine";  // within a client update: constant or cosine (to 0)
   double init_sd = 0;      // > 0: a client's first update starts at N(q_s mean, init_sd^2), not at q_s
@@ -48,8 +52,10 @@ struct PviOptions {
   // cores (fvi/program/threads.h), and the result does not depend on it beyond rounding.
   int threads = 1;
 
-  // From the inference keys; damping defaults to 1/silos (spec 000 §2.5), and to 1 for a silo
-  // whose update is in closed form (its exact factor does not depend on the cavity).
+  // From the inference keys. Damping: what the user gives; else 1 in the synchronous schedule
+  // (the server's adaptive scale damps it), 1/silos in the others (spec 000 §2.5). A silo whose update is in closed form is
+  // undamped unless the user says otherwise (its exact factor does not depend on the cavity).
+  // mc_samples defaults to 10, the smallest of the paper's settings (spec 000 §6 [repo]).
   static PviOptions from(const Settings& settings, int silos);
 };
 

@@ -26,7 +26,11 @@ class PviRounds {
   // schedule: synchronous (silos in parallel on the same q_s, changes applied in silo order),
   // sequential (one silo after another, each on the latest q_s), or asynchronous (in parallel,
   // each change applied as it arrives: the order depends on timing, seed 000 §2.1).
-  PviRounds(Server& server, Transport& transport, std::string schedule);
+  // server_damping (synchronous only): the server applies every silo's (already damped) change
+  // times one scale, 1 at first and halved (down to 1/silos, the paper's default damping) after
+  // every round whose objective fell: full steps where they help (a Gaussian-like posterior
+  // converges in a few rounds), smaller ones where simultaneous updates overshoot.
+  PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping = false);
 
   // One server round. A silo whose change is missing (dropped out, refused) keeps its factor.
   void run_round(uint32_t round);
@@ -39,6 +43,8 @@ class PviRounds {
 
   // Silo changes refused or missing so far (each refusal is reported on stderr as it happens).
   long rejected() const { return rejected_; }
+  // The scale the server applies to the silos' changes now (1 without server damping).
+  double damping() const { return damping_; }
 
   // The server's state for a checkpoint (q_s, every t_k, which silos have updated) and back.
   Message state() const;
@@ -54,6 +60,9 @@ class PviRounds {
   std::vector<char> updated_;
   long rejected_ = 0;
   int missing_terms_ = 0;
+  bool server_damping_ = false;
+  double damping_ = 1;
+  double previous_objective_;  // NaN: none to compare with
 };
 
 // A silo of PVI / FedGVI: owns its PviClient (and so its data) and answers kPviUpdate and
