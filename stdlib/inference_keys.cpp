@@ -90,13 +90,16 @@ class ValueParser {
       return v;
     }
     if (c == '-' || c == '.' || std::isdigit(static_cast<unsigned char>(c))) {
-      const char* begin = s_.c_str() + pos_;
-      char* end = nullptr;
-      double x = std::strtod(begin, &end);
-      if (end == begin) {
+      // Decimal only, as Stan writes numbers: strtod alone would also read 0x10, inf and nan.
+      const size_t length = decimal_length(pos_);
+      if (length == 0) {
         fail("'" + s_.substr(pos_) + "' is not a number");
         return std::nullopt;
       }
+      const char* begin = s_.c_str() + pos_;
+      char* end = nullptr;
+      double x = std::strtod(std::string(begin, length).c_str(), &end);
+      end = const_cast<char*>(begin) + length;
       v.kind = KeyValue::Kind::Number;
       v.text = std::string(begin, static_cast<const char*>(end));
       v.number = x;
@@ -106,6 +109,31 @@ class ValueParser {
     }
     fail(std::string("unexpected '") + c + "'");
     return std::nullopt;
+  }
+
+  // The length of the decimal number at `at`: -?(digits(.digits*)? | .digits)([eE][+-]?digits)?,
+  // or 0 when there is none.
+  size_t decimal_length(size_t at) const {
+    const auto digit = [&](size_t i) { return i < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i])); };
+    size_t i = at;
+    if (i < s_.size() && s_[i] == '-') ++i;
+    size_t digits = 0;
+    while (digit(i)) ++i, ++digits;
+    if (i < s_.size() && s_[i] == '.') {
+      ++i;
+      while (digit(i)) ++i, ++digits;
+    }
+    if (digits == 0) return 0;
+    if (i < s_.size() && (s_[i] == 'e' || s_[i] == 'E')) {
+      size_t j = i + 1;
+      if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
+      if (!digit(j)) return 0;
+      while (digit(j)) ++j;
+      i = j;
+    }
+    // A number runs into no name: 0x10 and 1abc are not numbers.
+    if (i < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i])) || s_[i] == '_')) return 0;
+    return i - at;
   }
 
   const std::string& s_;
@@ -130,8 +158,11 @@ bool in_range(const KeyValue& v, const Range& r) {
 
 constexpr double kInf = HUGE_VAL;
 const Range kPositive{0, kInf, true, false, false};
-const Range kPositiveInt{1, kInf, false, false, true};
-const Range kNonNegativeInt{0, kInf, false, false, true};
+// Integer keys fit an int (the programs keep counts and seeds in at most that): a larger value,
+// or one past 2^64, is refused here rather than wrapped by a cast.
+constexpr double kMaxInt = 2147483647;
+const Range kPositiveInt{1, kMaxInt, false, false, true};
+const Range kNonNegativeInt{0, kMaxInt, false, false, true};
 
 struct Choice {
   const char* key;
@@ -219,7 +250,9 @@ const std::vector<Form>& divergence_forms() {
 std::string describe(const Range& r) {
   std::ostringstream s;
   s << (r.integer ? "an integer" : "a number");
-  if (r.hi == kInf) {
+  if (r.integer && r.hi == kMaxInt) {
+    s << " >= " << long(r.lo) << " and at most " << long(r.hi);
+  } else if (r.hi == kInf) {
     s << (r.lo_open ? " > " : " >= ") << r.lo;
   } else {
     s << " in " << (r.lo_open ? "(" : "[") << r.lo << ", " << r.hi << (r.hi_open ? ")" : "]");

@@ -1,4 +1,6 @@
 // The fvic command line: check, plan, dump, build, run, summary (DESIGN.md §5).
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -109,8 +111,9 @@ std::optional<Options> parse_args(int argc, char** argv, int& status) {
       auto v = value("--silo");
       if (!v) return std::nullopt;
       char* end = nullptr;
+      errno = 0;
       const long k = std::strtol(v->c_str(), &end, 10);
-      if (v->empty() || *end != '\0' || k < 1) {
+      if (v->empty() || *end != '\0' || errno == ERANGE || k < 1 || k > INT_MAX) {
         status = usage_error("--silo needs a silo number (1, 2, ...), not '" + *v + "'");
         return std::nullopt;
       }

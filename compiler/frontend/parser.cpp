@@ -672,18 +672,25 @@ class AstBuilder {
 };
 
 // ANTLR's parser recurses once per nesting level: per bracket, and per right-nested operator
-// (prefix `-`/`!`, `^`, `?:`). Bound both so that no input, however deep, can exhaust the stack.
+// (prefix `-`/`!`, `^`, `?:`). Every later pass (the tree builder, checker, planner, lowering and
+// emitter) recurses once per level of the expression tree, which a left-associative chain
+// (`a + b + b + ...`) or a run of indexes (`a[1][1]...`) deepens by one per operator without any
+// bracket. Bound all three per statement, outside comments and strings, so that no input can
+// exhaust the stack of any pass (issue 27 item 3).
 bool nesting_within_limit(const SourceFile& source, Diagnostics& diags) {
   constexpr int kMaxDepth = 128;
   constexpr int kMaxRightNested = 1000;  // per statement
-  int depth = 0, right_nested = 0, line = 1, col = 0;
+  constexpr int kMaxOperators = 2000;    // per statement
+  int depth = 0, right_nested = 0, operators = 0, line = 1, col = 0;
   char previous = ';';  // the last non-space character
   auto too_deep = [&](const std::string& what, int limit) {
     diags.error(Loc{line, col, 1}, what + " are nested more than " + std::to_string(limit) + " deep",
                 "split the expression into local variables in the model block");
     return false;
   };
-  for (char c : source.text()) {
+  const std::string& text = source.text();
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     ++col;
     if (c == '\n') {
       ++line;
@@ -691,6 +698,25 @@ bool nesting_within_limit(const SourceFile& source, Diagnostics& diags) {
       continue;
     }
     if (c == ' ' || c == '\t' || c == '\r') continue;
+    // Comments and strings hold no operators: skip to their end (a line of dashes is not a chain).
+    const char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (c == '/' && next == '/') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i, ++col;
+      continue;
+    }
+    if (c == '/' && next == '*') {
+      for (i += 2, col += 2; i < text.size() && !(text[i] == '*' && i + 1 < text.size() && text[i + 1] == '/'); ++i) {
+        ++col;
+        if (text[i] == '\n') ++line, col = 0;
+      }
+      ++i, ++col;  // the closing '/'
+      continue;
+    }
+    if (c == '"') {
+      while (i + 1 < text.size() && text[i + 1] != '"' && text[i + 1] != '\n') ++i, ++col;
+      ++i, ++col;
+      continue;
+    }
     if (c == '(' || c == '[' || c == '{') {
       if (++depth > kMaxDepth) return too_deep("brackets", kMaxDepth);
     } else if (c == ')' || c == ']' || c == '}') {
@@ -699,7 +725,13 @@ bool nesting_within_limit(const SourceFile& source, Diagnostics& diags) {
     bool unary_position = std::string("=(,[{+-*/!^?:<>&|~").find(previous) != std::string::npos;
     if (c == '^' || c == '?' || c == '!' || ((c == '-' || c == '+') && unary_position))
       if (++right_nested > kMaxRightNested) return too_deep("operators", kMaxRightNested);
-    if (c == ';' || c == '{' || c == '}') right_nested = 0;
+    if (std::string("+-*/%^<>=!&|?:.'[\\").find(c) != std::string::npos && ++operators > kMaxOperators) {
+      diags.error(Loc{line, col, 1}, "this statement has more than " + std::to_string(kMaxOperators) + " operators",
+                  "split the expression into local variables in the model block (each pass of the compiler "
+                  "nests one level per operator)");
+      return false;
+    }
+    if (c == ';' || c == '{' || c == '}') right_nested = 0, operators = 0;
     previous = c;
   }
   return true;

@@ -53,6 +53,27 @@ TEST_CASE("invalid values name what is accepted", "[keys]") {
   CHECK_THAT(check("divergence", "kl(1)"), Catch::Contains("no arguments"));
 }
 
+TEST_CASE("numbers are decimal and integer keys fit an int (issue 27 item 8)", "[keys]") {
+  std::string error;
+  // strtod alone reads these; none is a number as Stan writes one.
+  for (const char* text : {"0x10", "1abc", "1e", "-", ".", "1.5e+"}) {
+    INFO(text);
+    CHECK_FALSE(parse_key_value(text, &error));
+  }
+  for (const char* text : {"inf", "nan"}) CHECK(parse_key_value(text, &error)->kind != KeyValue::Kind::Number);
+  CHECK(parse_key_value(".5", &error)->number == 0.5);
+  CHECK(parse_key_value("-2.5e-3", &error)->number == -2.5e-3);
+  // Past an int, 2^63 and 2^64: refused, not wrapped to 0 rounds.
+  for (const char* text : {"2147483648", "9223372036854775808", "18446744073709551616", "99999999999999999999"}) {
+    INFO(text);
+    CHECK_THAT(check("rounds", text), Catch::Contains("at most 2147483647"));
+    CHECK_THAT(check("seed", text), Catch::Contains("at most 2147483647"));
+  }
+  CHECK(check("rounds", "2147483647") == "");
+  CHECK(check("seed", "0") == "");
+  CHECK_THAT(check("rounds", "1e3"), Catch::Contains("integer"));
+}
+
 TEST_CASE("misspelt keys get a suggestion", "[keys]") {
   CHECK(suggest_key("dampng") == "damping");
   CHECK(suggest_key("mc_sample") == "mc_samples");

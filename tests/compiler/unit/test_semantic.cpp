@@ -97,3 +97,40 @@ inference { family = fullrank; }
   });
   CHECK(doubles == 4 + 10);
 }
+
+// Issue 27 item 3: a left-associative chain or a run of indexes deepens the tree by one level per
+// operator with no bracket; every pass recurses on it. 10,000 terms overflowed the checker's stack.
+TEST_CASE("a statement with too many operators is refused before any pass recurses on it", "[semantic][limits]") {
+  const auto model_with = [](const std::string& target) {
+    return std::string(R"(
+silo data { int<lower=0> N; vector[N] y; }
+parameters { global real b; }
+model {
+  b ~ normal(0, 1);
+  y ~ normal(b, 1);
+)") + target + "\n}\n";
+  };
+  std::string chain = "  target += b";
+  for (int i = 0; i < 10000; ++i) chain += " + b";
+  const Checked long_chain(model_with(chain + ";"));
+  CHECK(long_chain.program == nullptr);
+  CHECK_THAT(long_chain.errors(), Catch::Contains("more than 2000 operators") && Catch::Contains("test.fvi:7:"));
+
+  std::string indexes = "  target += b";
+  for (int i = 0; i < 5000; ++i) indexes += "[1]";
+  CHECK_THAT(Checked(model_with(indexes + ";")).errors(), Catch::Contains("more than 2000 operators"));
+
+  // Under the limit: checked like any statement (1,990 '+', each statement counted afresh).
+  std::string fine = "  target += 0.001 * (b";
+  for (int i = 0; i < 1990; ++i) fine += " + b";
+  fine += ");\n" + fine + ");";
+  const Checked under(model_with(fine));
+  CHECK(under.errors().empty());
+  REQUIRE(under.model != nullptr);
+
+  // Comments and strings hold no operators: a ruler of dashes is not a chain.
+  std::string ruled;
+  for (int line = 0; line < 100; ++line) ruled += "  // " + std::string(80, '-') + "\n  /* " + std::string(80, '+') + " */\n";
+  const Checked comments(model_with(ruled));
+  CHECK(comments.errors().empty());
+}
