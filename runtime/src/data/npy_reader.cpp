@@ -137,6 +137,12 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
 // Reads the prefix and header from the first `size` bytes at `bytes` (all that is available).
 Header parse_header(const char* bytes, size_t size, const std::string& source) {
   static const char kMagic[] = "\x93NUMPY";
@@ -164,19 +170,17 @@ Header parse_header(const char* bytes, size_t size, const std::string& source) {
   if (h.shape.size() > 2)
     throw DataError(source + ": a " + std::to_string(h.shape.size()) +
                     "-d array is not supported (0-d, 1-d and 2-d are): reshape it to 2-d, e.g. a.reshape(len(a), -1)");
+  // Each d < 2^51 but two of them can wrap 64 bits (2^32 x 2^32 was 0 elements, issue 27 item 2):
+  // every product is checked.
   uint64_t elements = 1;
-  for (int64_t d : h.shape) elements *= static_cast<uint64_t>(d);  // each d < 2^51, at most two
-  if (elements > (uint64_t(1) << 60) / h.dtype.size)
-    throw DataError(source + ": the header's shape is too large to be real");
+  for (int64_t d : h.shape)
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements) ||
+        elements > (uint64_t(1) << 60) / h.dtype.size)
+      throw DataError(source + ": the header's shape " + shape_string(h.shape) + " is too large to be real");
   h.data_bytes = static_cast<size_t>(elements) * h.dtype.size;
   return h;
 }
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
 
 void check_size(const Header& h, uint64_t available, const std::string& source) {
   if (available == h.data_bytes) return;

@@ -227,7 +227,8 @@ class PartyValidator {
       all_literal = all_literal && expression_names(e).empty();
       exprs.push_back(*e ? e : "?");
       values.push_back(want[k] ? std::to_string(*want[k]) : "?");
-      if (want[k]) product *= *want[k];
+      // Saturating: 2^32 x 2^32 must not wrap to 0 and pass for an empty list (issue 27 item 2).
+      if (want[k] && __builtin_mul_overflow(product, *want[k], &product)) product = INT64_MAX;
     }
     bool ok = static_cast<int>(v.dims.size()) == d.rank;
     for (int k = 0; ok && k < d.rank; ++k) ok = !want[k] || *want[k] == v.dims[k];
@@ -248,7 +249,11 @@ class PartyValidator {
       for (const std::optional<int64_t>& w : want) dims.push_back(*w);
     }
     int64_t rows = dims.empty() ? 1 : dims[0], cols = 1;
-    for (size_t k = 1; k < dims.size(); ++k) cols *= dims[k];
+    for (size_t k = 1; k < dims.size(); ++k)
+      if (__builtin_mul_overflow(cols, dims[k], &cols)) {
+        problems_.add(v.source + ": " + v.name + ": " + d.declaration + " has more elements per row than fit 64 bits");
+        return false;
+      }
     if (d.row_vector && d.rank == 1) std::swap(rows, cols);
     own_.reshape(v.name, dims, rows, cols);
     return true;

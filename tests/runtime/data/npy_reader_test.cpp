@@ -145,6 +145,15 @@ TEST_CASE("npy: hostile files are rejected with the file's name", "[data][npy]")
   CHECK_THAT(read(npy_bytes("<i8", false, {1}, raw_bytes(std::vector<int64_t>{(int64_t(1) << 53) + 1}))),
              Contains("beyond 2^53"));
   CHECK_THAT(read(npy_bytes("<f8", false, {99999999999999999}, "")), Contains(path));
+  // Shapes whose element count wraps 64 bits (2^32 x 2^32 = 2^64 was 0 elements, and the reader
+  // wrote into an empty vector: issue 27 item 2), or whose bytes would: refused, named.
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {int64_t(1) << 32, int64_t(1) << 32}, {int64_t(1) << 40, int64_t(1) << 30}, {int64_t(1) << 50, 1 << 12},
+           {int64_t(1) << 31, int64_t(1) << 30}}) {
+    INFO(shape[0] << " x " << shape[1]);
+    CHECK_THAT(read(npy_bytes("<f8", false, shape, std::string(64, '\0'))),
+               Contains(path) && Contains("too large to be real"));
+  }
 
   std::filesystem::create_directories(dir / "folder.npy");
   CHECK_THAT(error_of([&] { read_npy(dir / "folder.npy", "folder"); }), Contains("is a directory"));

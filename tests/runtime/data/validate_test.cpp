@@ -152,6 +152,17 @@ TEST_CASE("validate: an empty list stands for any empty array", "[data][validate
   CHECK(d.silos[0].find("x")->cols == 2);
 }
 
+// Issue 27 item 2: N x D = 2^32 x 2^32 wrapped to 0, so an empty list passed for the matrix and
+// the kernels would have walked 2^64 elements of nothing.
+TEST_CASE("validate: sizes whose product wraps 64 bits are not empty", "[data][validate]") {
+  TempDir dir;
+  good_directory(dir);
+  dir.write("data.json", R"({"D": 4294967296, "K": 3, "sigma": 0.5, "w": [1, 2], "p": [0.25, 0.25, 0.5]})");
+  dir.write("silo-1.json", R"({"N": 4294967296, "M": 4294967296, "x": [], "y": [], "tri": [0, 1, 2], "z": []})");
+  const std::string problems = problems_of(dir);
+  CHECK_THAT(problems, Catch::Contains("silo-1.json: x is of shape [0], but matrix[N, D] x is of shape [N, D] = [4294967296, 4294967296]"));
+}
+
 TEST_CASE("validate: sizes left out of CSV and npy files are inferred from the arrays", "[data][validate]") {
   TempDir dir;
   good_directory(dir);
