@@ -570,6 +570,41 @@ def case_huge_message(fvic, cache, work):
     print(f"huge_message: the server read none of it, went on, and the posterior is NAME-sim's (to {worst:.1e})")
 
 
+def case_hostile_join(fvic, cache, work):
+    """An insecure server (no TLS, no tokens: anyone may call) and a dishonest peer
+    (tests/net/hostile_peer.cpp, its path in $FVI_HOSTILE_PEER): Join as silo 2^32 - 1, 2^31 and
+    0, and with model names that forge a log line, clear the terminal, or run to 10 MB. Every call
+    is refused; the server's log holds no byte a peer wrote unescaped, no forged line and not the
+    10 MB; then the honest silos join and the posterior is NAME-sim's (issue 27 items 1 and 4)."""
+    peer = os.environ.get("FVI_HOSTILE_PEER", "")
+    require(os.path.exists(peer), f"FVI_HOSTILE_PEER is not the hostile_peer program: '{peer}'")
+    bins, data, _, _ = setup(fvic, cache, work, certs=False)
+    sets = ["rounds=4"]
+    want = sim(bins, data, os.path.join(work, "sim"), sets)
+    out = os.path.join(work, "server")
+    d = Deployment(work, bins, data)
+    try:
+        server, port = d.server(out, sets, ["--insecure"])
+        p = subprocess.run([peer, f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=120)
+        print(p.stdout.strip())
+        d.check(p.returncode == 0, f"hostile_peer exited {p.returncode}: a call was not refused as expected\n"
+                f"{p.stdout}{p.stderr}")
+        d.check(server.running(), "the server stopped after the hostile calls")
+        log = server.stderr()
+        d.check("\x1b" not in log, "an escape byte a peer sent reached the server's log")
+        d.check(not re.search(r"^server: silo joined: forged", log, re.MULTILINE), "a peer forged a log line")
+        d.check(len(log) < 64 * 1024, f"the server logged {len(log)} bytes for five refused calls")
+        d.check("evil\\x0aserver: silo joined: forged\\x1b[2J" in log, "the forged name is not in the log, escaped")
+        clients = [d.client(port, k, os.path.join(work, "silos"), ["--insecure", "--reconnect-timeout", "30"])
+                   for k in range(1, SILOS + 1)]
+        complete(d, server, clients)
+    finally:
+        d.close()
+    worst = same_posterior(posterior(out), want, "server after hostile calls vs NAME-sim")
+    print(f"hostile_join: 5 hostile calls refused, {len(log)} bytes of server log; then the run's posterior is "
+          f"NAME-sim's (to {worst:.1e})")
+
+
 def client_kill_case(label, model, sets, steps, kill_at=3):
     """--quorum 3 --deadline 2: a client killed (SIGKILL) once `kill_at` of the run's `steps`
     progress lines are out; the server logs "going on without silo(s) K" and goes on by its
@@ -726,6 +761,7 @@ CASES = {
     "wrong_token": case_wrong_token,
     "faults": case_faults,
     "huge_message": case_huge_message,
+    "hostile_join": case_hostile_join,
     "client_kill": client_kill_case("client_kill", PVI, ["rounds=30", "local_steps=1000"], 30),
     "sfvi_client_kill": client_kill_case("sfvi_client_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
                                          kill_at=60),

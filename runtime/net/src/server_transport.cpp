@@ -43,8 +43,31 @@ long ServerTransport::refused() const {
   return refused_;
 }
 
+namespace {
+
+// A peer's string as it may appear in the log: at most `limit` bytes, every byte outside printable
+// ASCII as \xNN, so that a name cannot forge a log line, reach the terminal as an escape
+// sequence, or write megabytes per call (issue 27 item 4).
+std::string loggable(const std::string& peer_text, size_t limit = 64) {
+  std::string out;
+  for (size_t i = 0; i < peer_text.size() && i < limit; ++i) {
+    const unsigned char c = static_cast<unsigned char>(peer_text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += char(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  if (peer_text.size() > limit) out += "... (" + std::to_string(peer_text.size()) + " bytes)";
+  return out;
+}
+
+}  // namespace
+
 grpc::Status ServerTransport::authenticate(grpc::ServerContext* context, const fvi::v1::Credentials& who, int& k) {
-  const std::string peer = context->peer();
+  const std::string peer = loggable(context->peer(), 128);
   auto refuse = [&](grpc::StatusCode code, const std::string& reason) {
     log("refused " + peer + " (silo " + std::to_string(who.silo()) + "): " + reason);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -55,14 +78,13 @@ grpc::Status ServerTransport::authenticate(grpc::ServerContext* context, const f
     return refuse(grpc::StatusCode::FAILED_PRECONDITION, "protocol version " + std::to_string(who.protocol()) +
                                                              "; this server speaks version " +
                                                              std::to_string(kProtocolVersion));
-  if (who.model() != policy_.model || who.fingerprint() != policy_.fingerprint)
-    return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                  "this server runs model " + policy_.model + " built from other kernels than the client's " +
-                      who.model() + "; build both programs from the same .fvi file");
-  if (who.silo() < 1 || int(who.silo()) > policy_.silos)
+  // The silo number is compared as the uint32 it is: converted to int first, 2^32 - 1 was -1 and
+  // passed, and the server wrote outside its silo table (issue 27 item 1).
+  if (who.silo() < 1 || who.silo() > uint32_t(policy_.silos))
     return refuse(grpc::StatusCode::PERMISSION_DENIED, "there is no silo " + std::to_string(who.silo()) +
                                                            " in this run (silos 1.." + std::to_string(policy_.silos) +
                                                            ")");
+  // Credentials before anything the peer wrote is read further (its model name).
   if (!policy_.tokens.empty()) {
     const auto it = policy_.tokens.find(int(who.silo()));
     if (it == policy_.tokens.end() || !same_secret(it->second, who.token()))
@@ -76,6 +98,10 @@ grpc::Status ServerTransport::authenticate(grpc::ServerContext* context, const f
     if (!found)
       return refuse(grpc::StatusCode::UNAUTHENTICATED, "the client certificate is not the one of " + expected);
   }
+  if (who.model() != policy_.model || who.fingerprint() != policy_.fingerprint)
+    return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                  "this server runs model " + policy_.model + " built from other kernels than the client's " +
+                      loggable(who.model()) + "; build both programs from the same .fvi file");
   k = int(who.silo()) - 1;
   return grpc::Status::OK;
 }
@@ -89,7 +115,7 @@ grpc::Status ServerTransport::Join(grpc::ServerContext* context, const fvi::v1::
     std::lock_guard<std::mutex> lock(mutex_);
     const bool again = silo_[k].joined;
     silo_[k].joined = true;
-    silo_[k].description = request->description().substr(0, 200);
+    silo_[k].description = loggable(request->description(), 200);
     if (!policy_.quiet) log(std::string(again ? "silo rejoined: " : "silo joined: ") + silo_[k].description);
   }
   changed_.notify_all();
@@ -180,7 +206,7 @@ grpc::Status ServerTransport::Submit(grpc::ServerContext* context, const fvi::v1
     lock.unlock();
     changed_.notify_all();
     log("silo " + std::to_string(k + 1) + " could not do " + where(result->round(), result->phase()) + ": " +
-        result->error().substr(0, 500));
+        loggable(result->error(), 500));
     return grpc::Status::OK;
   }
   program::Message reply(result->values().begin(), result->values().end());
