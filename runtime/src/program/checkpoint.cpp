@@ -1,6 +1,8 @@
 #include "fvi/program/checkpoint.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,14 +57,19 @@ void save_checkpoint(const std::string& path, const CheckpointRecord& r) {
   put_doubles(bytes, r.state);
   put_doubles(bytes, r.extra);
   put_doubles(bytes, r.traffic);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write the checkpoint " + tmp);
+  // A fresh name beside the checkpoint, created exclusively (mkstemp: O_CREAT | O_EXCL, mode 0600):
+  // a fixed name such as PATH.tmp could be a symlink someone planted, which open() would follow
+  // and the checkpoint overwrite its target (issue 27 item 11).
+  std::string name = path + ".XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  const std::string tmp = name;
+  if (fd < 0) throw std::runtime_error("cannot write the checkpoint beside " + path + ": " + std::strerror(errno));
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n <= 0) {
       ::close(fd);
+      ::unlink(tmp.c_str());
       throw std::runtime_error("cannot write the checkpoint " + tmp);
     }
     done += size_t(n);
@@ -70,7 +77,10 @@ void save_checkpoint(const std::string& path, const CheckpointRecord& r) {
   // On disk before the rename: a crash after it must not find an empty file under the real name.
   ::fsync(fd);
   ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  }
 }
 
 bool load_checkpoint(const std::string& path, const std::string& kind, CheckpointRecord& r) {
