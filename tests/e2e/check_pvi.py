@@ -383,6 +383,21 @@ def case_outputs(fvic, cache, work):
     # 1000 draws: the sample mean is within 4 standard errors of q's mean.
     require(abs(mean_w1 - w["mean"][0]) < 4 * sd_w1 / math.sqrt(1000), "draws.csv does not match posterior.json")
     print(f"outputs: {rounds} rounds, test accuracy {acc:.3f}, draws.csv {len(draws)} x {len(header)}")
+    # A second run into the same folder that fails in round 1 (a step size that overflows) leaves
+    # none of the first run's results beside its own metrics (issue 27 item 10); one that fails on
+    # its data, before it starts, leaves them all.
+    p = run_fvic(fvic, cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(ex, "data"), out,
+                 ["rounds=2", "lr=1e300"], expect_ok=False)
+    require(p.returncode != 0 and "not finite" in p.stderr, f"lr=1e300 did not fail in round 1: {p.stderr}")
+    left = [f for f in ("posterior.json", "draws.csv", "silo-1/posterior.json", "silo-1/draws.csv")
+            if os.path.exists(os.path.join(out, f))]
+    require(not left, f"a failed run left the previous run's {left}")
+    run_fvic(fvic, cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(ex, "data"), out, ["rounds=1"])
+    p = run_fvic(fvic, cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(work, "no-such-data"), out,
+                 ["rounds=1"], expect_ok=False)
+    require(p.returncode != 0 and os.path.exists(os.path.join(out, "posterior.json")),
+            "a run refused for its data removed the previous run's results")
+    print("outputs: a run failing in round 1 leaves no earlier results; one refused for its data keeps them")
 
 
 def case_fashion_slice(fvic, cache, work):

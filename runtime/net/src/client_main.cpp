@@ -15,6 +15,7 @@
 #include "fvi/net/protocol.h"
 #include "fvi/net/tls.h"
 #include "fvi/program/allocator.h"
+#include "fvi/program/output.h"
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/roles.h"
 #include "fvi/program/threads.h"
@@ -179,6 +180,7 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
     // The data first: a silo with bad data stops before it bothers the server.
     data::DataSet data = load_silo_data(model, args.get("data"), silo);
     std::filesystem::create_directories(out_dir);
+    program::clear_previous_results(out_dir, false);
 
     auto channel = grpc::CreateCustomChannel(args.get("server"), channel_credentials(args), channel_arguments(args));
     auto stub = fvi::v1::Federation::NewStub(channel);

@@ -12,6 +12,7 @@
 #include "fvi/net/server_transport.h"
 #include "fvi/net/tls.h"
 #include "fvi/program/allocator.h"
+#include "fvi/program/output.h"
 #include "fvi/program/roles.h"
 
 namespace fvi::net {
@@ -91,6 +92,7 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     data::DataSet public_data = load_checked(model, sim.data, data::Party::Public, "data", data::DataSet());
     const data::DataSet server_data =
         load_checked(model, sim.data, data::Party::Server, "server", public_data).merged(public_data);
+    program::clear_previous_results(sim.output, false);
 
     ServerPolicy policy;
     policy.silos = silos;

@@ -1,6 +1,7 @@
 #include "fvi/program/output.h"
 
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <iomanip>
 #include <nlohmann/json.hpp>
@@ -151,6 +152,18 @@ void MetricsWriter::row(int round, double elbo, double seconds, long long sent, 
   out_ << round << ',' << std::setprecision(10) << elbo << ',' << seconds << ',' << sent << ',' << received;
   for (const auto& [k, v] : extra) out_ << ',' << v;
   out_ << '\n' << std::flush;
+}
+
+void clear_previous_results(const std::string& dir, bool silo_folders) {
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  const auto clear = [&](const fs::path& d) {
+    for (const char* name : {"posterior.json", "draws.csv"}) fs::remove(d / name, ignored);
+  };
+  clear(dir);
+  if (!silo_folders) return;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ignored))
+    if (e.is_directory(ignored) && e.path().filename().string().rfind("silo-", 0) == 0) clear(e.path());
 }
 
 std::string human_bytes(long long b) {

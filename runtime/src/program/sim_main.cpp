@@ -8,6 +8,7 @@
 #include "fvi/data/validate.h"
 #include "fvi/engine/settings.h"
 #include "fvi/program/allocator.h"
+#include "fvi/program/output.h"
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/roles.h"
 #include "fvi/program/sfvi_run.h"
@@ -101,6 +102,8 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     const std::string method = run_method(settings, description);
     // Every party's data is read and checked against the declarations before anything runs.
     data::DataDirectory dir = load_run_data(model, args.data);
+    // With the data read, this run will write its own results: none of a previous run's stays.
+    clear_previous_results(args.output, true);
     const int S = int(dir.silos.size());
     const data::DataSet server_data = dir.server.merged(dir.public_data);
     std::vector<std::unique_ptr<SiloHost>> hosts;

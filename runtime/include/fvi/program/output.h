@@ -70,6 +70,11 @@ struct DrawsFile {
 void write_draws_csv(const std::string& path, const DrawsFile& file);
 
 // "812 B", "7453.6 kB", "12.3 MB".
+// Removes the results a previous run left in `dir` (posterior.json, draws.csv), and in its
+// silo-K folders when `silo_folders`, before a run starts: a run that fails must not leave
+// another run's posterior beside its own metrics (issue 27 item 10).
+void clear_previous_results(const std::string& dir, bool silo_folders);
+
 std::string human_bytes(long long bytes);
 
 // A progress line's note that its figure lacks some silos' part: " (2 silo replies missing)",
