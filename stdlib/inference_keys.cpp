@@ -426,16 +426,27 @@ std::string suggest_value(const KeySpec& spec, const KeyValue& value) {
   return best;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+size_t edit_distance(const std::string& a, const std::string& b, size_t limit) {
+  // The distance is at least the difference of the lengths.
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) >= limit) return limit;
+  // Row i holds the distances from a's first i characters to b's first j, for |i - j| <= limit;
+  // cells outside the band count as `limit` (at least that much).
+  std::vector<size_t> prev(b.size() + 1, limit), cur(b.size() + 1, limit);
+  for (size_t j = 0; j <= b.size() && j <= limit; ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    const size_t from = i > limit ? i - limit : 1, to = std::min(b.size(), i + limit);
+    // Only the band's edges are reset: the row is O(limit), not O(length).
+    cur[from - 1] = from == 1 ? std::min(i, limit) : limit;
+    if (to < b.size()) cur[to + 1] = limit;
+    size_t row_min = cur[from - 1];
+    for (size_t j = from; j <= to; ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]), limit});
+      row_min = std::min(row_min, cur[j]);
+    }
+    if (row_min >= limit) return limit;  // every path goes through this row
     std::swap(prev, cur);
   }
-  return prev[b.size()];
+  return std::min(prev[b.size()], limit);
 }
 
 std::string suggest_key(const std::string& key) {

@@ -37,7 +37,10 @@ const KeySpec* find_key(const std::string& key);
 std::string validate_key_value(const KeySpec& spec, const KeyValue& value);
 
 // Levenshtein distance: the number of one-character edits from a to b (for "did you mean").
-size_t edit_distance(const std::string& a, const std::string& b);
+// Levenshtein distance, or `limit` when it is at least that: only the band of width 2 limit + 1
+// is computed, so a suggestion for a 500 KB name costs O(limit x length), not O(length^2)
+// (issue 27 item 9).
+size_t edit_distance(const std::string& a, const std::string& b, size_t limit = 8);
 
 // The closest known key to a misspelt one ("dampng" -> "damping"), or empty.
 std::string suggest_key(const std::string& key);

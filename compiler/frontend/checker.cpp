@@ -56,9 +56,10 @@ Loc InferenceSettings::loc(const std::string& key) const {
 }
 
 const Symbol* SemanticModel::find(const std::string& name) const {
-  for (const Symbol& s : symbols)
-    if (s.name == name) return &s;
-  return nullptr;
+  if (indexed_ > symbols.size()) index_.clear(), indexed_ = 0;  // the vector was cut: index afresh
+  for (; indexed_ < symbols.size(); ++indexed_) index_.emplace(symbols[indexed_].name, indexed_);  // the first wins
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &symbols[it->second];
 }
 
 std::vector<const Symbol*> SemanticModel::of(SymbolKind kind) const {
@@ -109,9 +110,10 @@ using K = TaintKind;
 std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
   std::string best;
   // Close spellings only, and never a wholly different name (`D` is not a misspelt `N`).
-  size_t best_d = std::min(std::max<size_t>(2, name.size() / 3) + 1, name.size());
+  // At most 8 edits: beyond that no name is a misspelling, and the bound keeps a long name cheap.
+  size_t best_d = std::min({std::max<size_t>(2, name.size() / 3) + 1, name.size(), size_t(8)});
   for (const std::string& c : candidates) {
-    size_t d = stdlib::edit_distance(name, c);
+    size_t d = stdlib::edit_distance(name, c, best_d);
     if (d < best_d) {
       best_d = d;
       best = c;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "frontend/ast.h"
@@ -86,9 +87,15 @@ struct SemanticModel {
   std::vector<SizeCheck> size_checks;
   InferenceSettings settings;
 
+  // By name, in constant time: the symbols appended since the last call are indexed first (a
+  // linear search made checking quadratic in the declarations, issue 27 item 9).
   const Symbol* find(const std::string& name) const;
   std::vector<const Symbol*> of(SymbolKind kind) const;
   bool has_block(BlockKind kind) const { return program && program->find(kind); }
+
+ private:
+  mutable std::unordered_map<std::string, size_t> index_;
+  mutable size_t indexed_ = 0;
 };
 
 // Runs every check on a parsed program. Reports through `diags`; returns the model even when

@@ -1,6 +1,10 @@
 // Inference key values: the same parser and validator serve the inference block and --set.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 #include "inference_keys.h"
 
 using namespace fvic::stdlib;
@@ -72,6 +76,36 @@ TEST_CASE("numbers are decimal and integer keys fit an int (issue 27 item 8)", "
   CHECK(check("rounds", "2147483647") == "");
   CHECK(check("seed", "0") == "");
   CHECK_THAT(check("rounds", "1e3"), Catch::Contains("integer"));
+}
+
+// The full dynamic programme, for comparison with the banded one.
+static size_t full_edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j)
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+  return d[a.size()][b.size()];
+}
+
+TEST_CASE("the banded edit distance is the full one, capped at its limit (issue 27 item 9)", "[keys]") {
+  std::mt19937 rng(27);
+  const std::string alphabet = "abc_";
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string a(rng() % 14, 'a'), b(rng() % 14, 'a');
+    for (char& c : a) c = alphabet[rng() % alphabet.size()];
+    for (char& c : b) c = alphabet[rng() % alphabet.size()];
+    const size_t limit = 1 + rng() % 9;
+    INFO(a << " / " << b << " limit " << limit);
+    REQUIRE(edit_distance(a, b, limit) == std::min(full_edit_distance(a, b), limit));
+  }
+  CHECK(edit_distance("", "", 3) == 0);
+  CHECK(edit_distance("mc_sample", "mc_samples") == 1);
+  // A 500 KB name against another: the band stops at the limit (the full table would be 2.5e11).
+  const std::string long_a(500000, 'x'), long_b = std::string(499999, 'x') + "y";
+  CHECK(edit_distance(long_a, long_b, 8) == 1);
+  CHECK(edit_distance(long_a, std::string(500000, 'y'), 8) == 8);
 }
 
 TEST_CASE("misspelt keys get a suggestion", "[keys]") {
