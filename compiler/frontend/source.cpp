@@ -1,5 +1,6 @@
 #include "frontend/source.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -14,6 +15,13 @@ SourceFile::SourceFile(std::string name, std::string text)
 }
 
 SourceFile SourceFile::read(const std::string& path) {
+  // A directory opens as an empty stream, a FIFO blocks and /dev/zero never ends: say which.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st))
+    throw std::runtime_error("'" + path + "' is a directory, not a .fvi file");
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw std::runtime_error("'" + path + "' is not a regular file (a FIFO, a device or a socket)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open '" + path + "'");
   std::ostringstream buffer;

@@ -183,6 +183,8 @@ def tokens(work):
             files[k] = os.path.join(work, f"silo-{k}.token")
             with open(files[k], "w") as f:
                 f.write(token + "\n")
+    for path in list(files.values()) + [os.path.join(work, "tokens")]:
+        os.chmod(path, 0o600)  # secrets readable by their owner only, as a deployment keeps them
     return files
 
 
@@ -605,6 +607,47 @@ def case_hostile_join(fvic, cache, work):
           f"NAME-sim's (to {worst:.1e})")
 
 
+def case_operator_mistakes(fvic, cache, work):
+    """Token files as a careless operator leaves them (issue 27 item 12): a tokens file giving two
+    silos one token is refused by the server before it listens (either silo could act as the
+    other); a client's token file of spaces is refused before it dials; a token file others may
+    read is used with a warning naming it; a server whose silos never join says there is nothing
+    to resume, rather than naming a checkpoint that does not exist."""
+    bins, data, certs, token_files = setup(fvic, cache, work)
+    out = os.path.join(work, "server")
+    shared = os.path.join(work, "shared-tokens")
+    with open(shared, "w") as f:
+        f.write("1 aaaaaaaaaaaaaaaa\n2 bbbbbbbbbbbbbbbb\n3 aaaaaaaaaaaaaaaa\n4 cccccccccccccccc\n")
+    os.chmod(shared, 0o600)
+    p = subprocess.run([bins["server"], "--listen", "127.0.0.1:0", "--silos", str(SILOS), "--data", data,
+                        "--output", out, "--cert", os.path.join(certs, "server.pem"),
+                        "--key", os.path.join(certs, "server.key"), "--tokens", shared],
+                       capture_output=True, text=True, timeout=60)
+    require(p.returncode != 0 and "shared-tokens:3: silo 3 has the token of silo 1" in p.stderr,
+            f"a shared token was not refused ({p.returncode}): {p.stderr}")
+    blank = os.path.join(work, "blank.token")
+    with open(blank, "w") as f:
+        f.write("   \n")
+    os.chmod(blank, 0o600)
+    p = subprocess.run([bins["client"], "--server", "127.0.0.1:1", "--silo", "1", "--data", data, "--output",
+                        os.path.join(work, "c"), "--ca", os.path.join(certs, "ca.pem"), "--token-file", blank,
+                        "--reconnect-timeout", "1"], capture_output=True, text=True, timeout=60)
+    require(p.returncode != 0 and "blank.token: the token is empty (or only spaces)" in p.stderr,
+            f"a blank token was not refused ({p.returncode}): {p.stderr}")
+    os.chmod(token_files[1], 0o644)
+    p = subprocess.run([bins["client"], "--server", "127.0.0.1:1", "--silo", "1", "--data", data, "--output",
+                        os.path.join(work, "c"), "--ca", os.path.join(certs, "ca.pem"), "--token-file",
+                        token_files[1], "--reconnect-timeout", "1"], capture_output=True, text=True, timeout=60)
+    require(f"warning: {token_files[1]} is readable by other users of this machine" in p.stderr,
+            f"no warning for a token file others can read: {p.stderr}")
+    p = subprocess.run([bins["server"], "--listen", "127.0.0.1:0", "--silos", str(SILOS), "--data", data,
+                        "--output", out, "--insecure", "--join-timeout", "1"], capture_output=True, text=True, timeout=60)
+    require(p.returncode == 4 and "nothing to resume" in p.stderr and "server.checkpoint" not in p.stderr,
+            f"a join timeout before any round: exit {p.returncode}, {p.stderr}")
+    print("operator_mistakes: a shared token refused by the server, a blank one by the client, a readable one "
+          "warned of; a join timeout says there is nothing to resume")
+
+
 def client_kill_case(label, model, sets, steps, kill_at=3):
     """--quorum 3 --deadline 2: a client killed (SIGKILL) once `kill_at` of the run's `steps`
     progress lines are out; the server logs "going on without silo(s) K" and goes on by its
@@ -762,6 +805,7 @@ CASES = {
     "faults": case_faults,
     "huge_message": case_huge_message,
     "hostile_join": case_hostile_join,
+    "operator_mistakes": case_operator_mistakes,
     "client_kill": client_kill_case("client_kill", PVI, ["rounds=30", "local_steps=1000"], 30),
     "sfvi_client_kill": client_kill_case("sfvi_client_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
                                          kill_at=60),

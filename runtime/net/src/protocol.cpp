@@ -1,8 +1,11 @@
 #include "fvi/net/protocol.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include <sys/stat.h>
 
 namespace fvi::net {
 
@@ -38,11 +41,26 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+namespace {
+
+// A secret others on the machine can read is not one: say so (as ssh does), without refusing,
+// since some deployments mount secrets with their own permissions.
+void warn_if_readable_by_others(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)))
+    std::fprintf(stderr, "warning: %s is readable by other users of this machine; chmod 600 it\n", path.c_str());
+}
+
+bool blank(const std::string& s) { return s.find_first_not_of(" \t") == std::string::npos; }
+
+}  // namespace
+
 std::string read_secret(const std::string& path) {
   std::string text = read_file(path);
   const size_t end = text.find_first_of("\r\n");
   if (end != std::string::npos) text.resize(end);
-  if (text.empty()) throw std::runtime_error(path + ": the token is empty");
+  if (blank(text)) throw std::runtime_error(path + ": the token is empty (or only spaces)");
+  warn_if_readable_by_others(path);
   return text;
 }
 
@@ -59,7 +77,13 @@ std::map<int, std::string> read_tokens(const std::string& path) {
       throw std::runtime_error(path + ":" + std::to_string(n) + ": expected \"K TOKEN\" (a silo number from 1, a token)");
     if (!tokens.emplace(silo, token).second)
       throw std::runtime_error(path + ":" + std::to_string(n) + ": silo " + std::to_string(silo) + " has a token already");
+    // A token two silos share lets either act as the other.
+    for (const auto& [other, t] : tokens)
+      if (other != silo && t == token)
+        throw std::runtime_error(path + ":" + std::to_string(n) + ": silo " + std::to_string(silo) +
+                                 " has the token of silo " + std::to_string(other) + "; each silo needs its own");
   }
+  warn_if_readable_by_others(path);
   return tokens;
 }
 

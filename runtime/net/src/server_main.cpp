@@ -140,9 +140,15 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
       status = program::serve(run);
       transport.finish(10);
     } catch (const QuorumLost& e) {
-      std::fprintf(stderr, "%s: error: %s; the state after the last complete round is in %s/server.checkpoint: "
-                           "start again with --resume\n",
-                   name.c_str(), e.what(), sim.output.c_str());
+      // Name the checkpoint only when there is one (a run that lost its quorum while the silos
+      // were still joining has none).
+      const std::string checkpoint = sim.output + "/server.checkpoint";
+      if (std::filesystem::exists(checkpoint))
+        std::fprintf(stderr, "%s: error: %s; the state after the last complete round is in %s: start again with "
+                             "--resume\n", name.c_str(), e.what(), checkpoint.c_str());
+      else
+        std::fprintf(stderr, "%s: error: %s; no round was completed, so there is nothing to resume: start the "
+                             "server again once the silos can reach it\n", name.c_str(), e.what());
       status = 4;
     }
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -10,12 +10,20 @@
 
 namespace fvi::data {
 
-std::string read_whole_file(const std::string& path) {
+void require_regular_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st)) throw DataError(path + ": no such file");
   if (fs::is_directory(st)) throw DataError(path + ": is a directory, not a file");
+  if (!fs::is_regular_file(st))
+    throw DataError(path + ": is not a regular file (a FIFO, a device or a socket); copy the data into a file");
+}
+
+std::string read_whole_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  require_regular_file(path);
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw DataError(path + ": cannot be opened (" + std::strerror(errno) + ")");
   std::string out;

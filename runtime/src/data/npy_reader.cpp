@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "fvi/data/readers.h"
+#include "file_util.h"
 
 namespace fvi::data {
 
@@ -275,7 +276,7 @@ Variable parse_npy(const char* bytes, size_t size, const std::string& name, cons
 Variable read_npy(const std::string& path, const std::string& name) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw DataError(path + ": is a directory, not a file");
+  require_regular_file(path);
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw DataError(path + ": cannot be opened (" + std::strerror(errno) + ")");
   const uintmax_t file_size = fs::file_size(path, ec);

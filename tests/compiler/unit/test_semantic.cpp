@@ -2,6 +2,7 @@
 // rules of DESIGN.md §3 (not off the checker's output).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <sstream>
 
 #include "analysis/plan.h"
@@ -133,4 +134,12 @@ model {
   for (int line = 0; line < 100; ++line) ruled += "  // " + std::string(80, '-') + "\n  /* " + std::string(80, '+') + " */\n";
   const Checked comments(model_with(ruled));
   CHECK(comments.errors().empty());
+}
+
+// Issue 27 item 12: `fvic check DIR` said "no 'model' block" (a directory opens as an empty stream).
+TEST_CASE("a directory or a device given as the model is named for what it is", "[semantic][limits]") {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  CHECK_THROWS_WITH(fvic::SourceFile::read(dir), Catch::Contains(dir) && Catch::Contains("is a directory"));
+  CHECK_THROWS_WITH(fvic::SourceFile::read("/dev/zero"), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(fvic::SourceFile::read(dir + "/fvi-no-such-model.fvi"), Catch::Contains("cannot open"));
 }

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include <sys/stat.h>
+
 #include "data_test_util.h"
 #include "fvi/data/readers.h"
 
@@ -221,4 +223,18 @@ TEST_CASE("held-out data: a json, a csv with its json, an npy directory", "[data
   CHECK_THAT(error_of([&] { load_test_data(dir / "absent.json"); }), Contains("absent.json: no such file"));
   dir.write("test.txt", "");
   CHECK_THAT(error_of([&] { load_test_data(dir / "test.txt"); }), Contains("must be a .json or .csv file"));
+}
+
+// Issue 27 item 12: opening a FIFO for reading blocks until a writer comes (for ever), and
+// /dev/zero never ends (std::bad_alloc without a name). Both are refused, named, at once.
+TEST_CASE("readers: a FIFO or a device where a data file belongs is refused, named", "[data]") {
+  TempDir dir;
+  const std::string fifo = dir / "silo-1.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(error_of([&] { read_json(fifo); }), Contains(fifo) && Contains("not a regular file"));
+  CHECK_THAT(error_of([&] { read_csv(fifo); }), Contains(fifo) && Contains("not a regular file"));
+  CHECK_THAT(error_of([&] { read_npy(fifo, "x"); }), Contains(fifo) && Contains("not a regular file"));
+  CHECK_THAT(error_of([&] { load_data_directory(dir.str()); }), Contains(fifo) && Contains("not a regular file"));
+  CHECK_THAT(error_of([&] { read_json("/dev/zero"); }), Contains("/dev/zero") && Contains("not a regular file"));
+  CHECK_THAT(error_of([&] { read_npy("/dev/zero", "x"); }), Contains("/dev/zero") && Contains("not a regular file"));
 }
