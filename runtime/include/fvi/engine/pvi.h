@@ -53,8 +53,9 @@ struct PviOptions {
   int threads = 1;
 
   // From the inference keys. Damping: what the user gives; else 1 in the synchronous schedule
-  // (the server's adaptive scale damps it), 1/silos in the others (spec 000 §2.5). A silo whose update is in closed form is
-  // undamped unless the user says otherwise (its exact factor does not depend on the cavity).
+  // (the server's adaptive scale damps it), 1/silos in the others (spec 000 §2.5). A silo whose
+  // update is in closed form is undamped unless the user says otherwise (its exact factor does
+  // not depend on the cavity).
   // mc_samples defaults to 10, the smallest of the paper's settings (spec 000 §6 [repo]).
   static PviOptions from(const Settings& settings, int silos);
 };

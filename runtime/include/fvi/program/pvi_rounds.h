@@ -43,8 +43,6 @@ class PviRounds {
 
   // Silo changes refused or missing so far (each refusal is reported on stderr as it happens).
   long rejected() const { return rejected_; }
-  // The scale the server applies to the silos' changes now (1 without server damping).
-  double damping() const { return damping_; }
 
   // The server's state for a checkpoint (q_s, every t_k, which silos have updated) and back.
   Message state() const;
