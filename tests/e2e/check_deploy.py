@@ -29,9 +29,11 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                says the server refused its bad reply, the server's stderr names the silo, the
                round and the reason, and the posterior is NAME-sim's (the bad replies changed
                nothing).
-  huge_message a client sends a 2 MB reply to a server with --max-message 1: gRPC refuses it
-               unread (RESOURCE_EXHAUSTED, "larger than max"), the client says so, sends its
-               real reply, and the posterior is NAME-sim's.
+  huge_message a client sends a 2 MB reply to a server with --max-message 1: the server refuses
+               it after its first part (RESOURCE_EXHAUSTED, "larger than"), the client says so,
+               sends its real reply, and the posterior is NAME-sim's.
+  hostile_join, hostile_load, absurd_silo, refused_backoff, operator_mistakes
+               issue 27's hostile peers and careless operators: see each case's docstring.
   client_kill, sfvi_client_kill, vfl_client_kill
                --quorum 3 --deadline 2: a client killed (SIGKILL) mid-run; the server logs
                "going on without silo(s) K", goes on, and its progress lines say what is
@@ -564,7 +566,7 @@ def case_huge_message(fvic, cache, work):
         said = re.search(r"test fault huge in round 2: the server (refused it|ACCEPTED it) \((.*)\)$",
                          clients[0].stdout(), re.MULTILINE)
         d.check(said and said.group(1) == "refused it", "the 2 MB reply was not refused")
-        d.check("larger than max" in said.group(2), f"the refusal does not say why: '{said.group(2)}'")
+        d.check("larger than" in said.group(2), f"the refusal does not say why: '{said.group(2)}'")
         print(f"huge_message: silo 1's 2 MB reply to a --max-message 1 server: '{said.group(0)}'")
     finally:
         d.close()
@@ -572,14 +574,21 @@ def case_huge_message(fvic, cache, work):
     print(f"huge_message: the server read none of it, went on, and the posterior is NAME-sim's (to {worst:.1e})")
 
 
+def hostile_peer():
+    """tests/net/hostile_peer.cpp's program, its path in $FVI_HOSTILE_PEER."""
+    peer = os.environ.get("FVI_HOSTILE_PEER", "")
+    require(os.path.exists(peer), f"FVI_HOSTILE_PEER is not the hostile_peer program: '{peer}'")
+    return peer
+
+
 def case_hostile_join(fvic, cache, work):
     """An insecure server (no TLS, no tokens: anyone may call) and a dishonest peer
     (tests/net/hostile_peer.cpp, its path in $FVI_HOSTILE_PEER): Join as silo 2^32 - 1, 2^31 and
-    0, and with model names that forge a log line, clear the terminal, or run to 10 MB. Every call
-    is refused; the server's log holds no byte a peer wrote unescaped, no forged line and not the
-    10 MB; then the honest silos join and the posterior is NAME-sim's (issue 27 items 1 and 4)."""
-    peer = os.environ.get("FVI_HOSTILE_PEER", "")
-    require(os.path.exists(peer), f"FVI_HOSTILE_PEER is not the hostile_peer program: '{peer}'")
+    0, and with model names that forge a log line, clear the terminal, or run to 1000 KB (read,
+    then refused) and 10 MB (refused unread). Every call is refused; the server's log holds no
+    byte a peer wrote unescaped, no forged line and not the 1000 KB; then the honest silos join
+    and the posterior is NAME-sim's (issue 27 items 1 and 4)."""
+    peer = hostile_peer()
     bins, data, _, _ = setup(fvic, cache, work, certs=False)
     sets = ["rounds=4"]
     want = sim(bins, data, os.path.join(work, "sim"), sets)
@@ -587,7 +596,7 @@ def case_hostile_join(fvic, cache, work):
     d = Deployment(work, bins, data)
     try:
         server, port = d.server(out, sets, ["--insecure"])
-        p = subprocess.run([peer, f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=120)
+        p = subprocess.run([peer, f"127.0.0.1:{port}", "join"], capture_output=True, text=True, timeout=120)
         print(p.stdout.strip())
         d.check(p.returncode == 0, f"hostile_peer exited {p.returncode}: a call was not refused as expected\n"
                 f"{p.stdout}{p.stderr}")
@@ -595,7 +604,7 @@ def case_hostile_join(fvic, cache, work):
         log = server.stderr()
         d.check("\x1b" not in log, "an escape byte a peer sent reached the server's log")
         d.check(not re.search(r"^server: silo joined: forged", log, re.MULTILINE), "a peer forged a log line")
-        d.check(len(log) < 64 * 1024, f"the server logged {len(log)} bytes for five refused calls")
+        d.check(len(log) < 64 * 1024, f"the server logged {len(log)} bytes for six refused calls")
         d.check("evil\\x0aserver: silo joined: forged\\x1b[2J" in log, "the forged name is not in the log, escaped")
         clients = [d.client(port, k, os.path.join(work, "silos"), ["--insecure", "--reconnect-timeout", "30"])
                    for k in range(1, SILOS + 1)]
@@ -603,8 +612,168 @@ def case_hostile_join(fvic, cache, work):
     finally:
         d.close()
     worst = same_posterior(posterior(out), want, "server after hostile calls vs NAME-sim")
-    print(f"hostile_join: 5 hostile calls refused, {len(log)} bytes of server log; then the run's posterior is "
+    print(f"hostile_join: 6 hostile calls refused, {len(log)} bytes of server log; then the run's posterior is "
           f"NAME-sim's (to {worst:.1e})")
+
+
+def proc_status(pid):
+    """VmRSS, VmHWM (kB) and Threads of a live process, from /proc/PID/status."""
+    with open(f"/proc/{pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return {key: int(fields[key].split()[0]) for key in ("VmRSS", "VmHWM", "Threads")}
+
+
+def fingerprint(server):
+    m = re.search(r"model (\S+), kernels fingerprint ([0-9a-f]{16})", server.stdout())
+    require(m, f"the server did not print its kernels' fingerprint:\n{server.stdout()}")
+    return m.group(1), m.group(2)
+
+
+def read_tokens(work):
+    with open(os.path.join(work, "tokens")) as f:
+        return dict(line.split() for line in f if line.strip())
+
+
+# What an unauthenticated peer can make the server hold (issue 27 item 5): the server reads a
+# reply's first part (a message of at most 1 MB, kMaxUnauthenticatedMessageBytes) from at most 64
+# senders it has not checked yet (kUnprovenReplies) and refuses the rest unread; gRPC's own
+# buffers (a 64 KB window per stream, 16 streams per connection) come on top.
+PRE_AUTH_BYTES = 64 * (1 << 20) + 64 * 16 * 65536
+
+
+def case_hostile_load(fvic, cache, work):
+    """Floods from peers the server has not authenticated, and from one that has (issue 27 items
+    5 and 6), against an insecure server with tokens, before the silos join: 64 concurrent Submit
+    calls with a wrong token, each sending 200 MB in parts, then 1,000 concurrent NextTask calls
+    with silo 1's true credentials, held 8 s. The server's peak memory grows by less than
+    PRE_AUTH_BYTES plus 64 MB for gRPC's and the allocator's own (the old server kept 750 MB
+    from four 200 MB calls); its threads stay at its own count plus gRPC's pool, whatever the
+    calls (the old server: one thread per waiting call, 1,010); it parks at most 4 NextTask calls
+    of one silo and refuses the rest (RESOURCE_EXHAUSTED). Then the 4 silos join and the
+    posterior is NAME-sim's."""
+    peer = hostile_peer()
+    bins, data, _, token_files = setup(fvic, cache, work, certs=False)
+    sets = ["rounds=4"]
+    want = sim(bins, data, os.path.join(work, "sim"), sets)
+    out = os.path.join(work, "server")
+    d = Deployment(work, bins, data)
+    try:
+        server, port = d.server(out, sets, ["--insecure", "--tokens", os.path.join(work, "tokens")])
+        model, fp = fingerprint(server)
+        time.sleep(0.5)
+        before = proc_status(server.proc.pid)
+        p = subprocess.run([peer, f"127.0.0.1:{port}", "flood-submit", "64", "200"], capture_output=True, text=True,
+                           timeout=300)
+        print(p.stdout.strip())
+        d.check(p.returncode == 0, f"a Submit with a wrong token was accepted:\n{p.stdout}{p.stderr}")
+        d.check(server.running(), "the server stopped under the Submit flood")
+        after = proc_status(server.proc.pid)
+        grown = (after["VmHWM"] - before["VmRSS"]) * 1024
+        bound = PRE_AUTH_BYTES + (64 << 20)
+        d.check(grown < bound, f"64 unauthenticated 200 MB Submit calls took the server's peak memory up by "
+                f"{grown / 2**20:.0f} MB (bound {bound / 2**20:.0f} MB)")
+        threads = [before["Threads"]]
+        flood = subprocess.Popen([peer, f"127.0.0.1:{port}", "flood-poll", "1000", "1", read_tokens(work)["1"], model,
+                                  fp, "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while flood.poll() is None:
+            threads.append(proc_status(server.proc.pid)["Threads"])
+            time.sleep(0.1)
+        text = flood.stdout.read() + flood.stderr.read()
+        print(text.strip())
+        m = re.search(r"(\d+) answered;.* status 8 x(\d+)", text)
+        d.check(m is not None, f"hostile_peer flood-poll did not report as expected:\n{text}")
+        parked = int(m.group(1))
+        d.check(parked <= 4 and int(m.group(2)) >= 996,
+                f"the server answered {parked} of 1,000 NextTask calls of one silo (at most 4 may wait)")
+        d.check(max(threads) <= before["Threads"] + 16,
+                f"the server went from {before['Threads']} to {max(threads)} threads under 1,000 NextTask calls")
+        clients = [d.client(port, k, os.path.join(work, "silos"), ["--insecure", "--token-file", token_files[k],
+                                                                   "--reconnect-timeout", "30"])
+                   for k in range(1, SILOS + 1)]
+        complete(d, server, clients)
+    finally:
+        d.close()
+    worst = same_posterior(posterior(out), want, "server after the floods vs NAME-sim")
+    print(f"hostile_load: peak memory +{grown / 2**20:.0f} MB under 64 x 200 MB unauthenticated Submit calls "
+          f"(bound {bound / 2**20:.0f} MB); threads {before['Threads']} -> at most {max(threads)} under 1,000 "
+          f"NextTask calls; then the run's posterior is NAME-sim's (to {worst:.1e})")
+
+
+def case_absurd_silo(fvic, cache, work):
+    """An authenticated but hostile silo (issue 27 item 7): silo 1 is hostile_peer answering every
+    update with a change of 1e300 (-1e300 for the precision's part: a proper Gaussian, absurdly
+    narrow), silos 2-4 are honest. Each of its replies is refused before it is applied ("outside
+    [1e-100, 1e100]"), at most 5 times an exchange (then the exchange goes on without it), and the
+    run ends (exit 0) with a finite posterior of ordinary size. Then all four silos hostile: no
+    round has a valid contribution, and the server stops with exit 4 instead of ending with the
+    prior as the posterior."""
+    peer = hostile_peer()
+    bins, data, _, token_files = setup(fvic, cache, work, certs=False)
+    sets = ["rounds=4"]
+    tokens_of = read_tokens(work)
+    out = os.path.join(work, "server")
+    d = Deployment(work, bins, data)
+    try:
+        server, port = d.server(out, sets, ["--insecure", "--tokens", os.path.join(work, "tokens"), "--deadline", "5"])
+        model, fp = fingerprint(server)
+        hostile = d.start("absurd-1", [peer, f"127.0.0.1:{port}", "absurd", "1", tokens_of["1"], model, fp])
+        clients = [d.client(port, k, os.path.join(work, "silos"), ["--insecure", "--token-file", token_files[k],
+                                                                   "--reconnect-timeout", "30"])
+                   for k in range(2, SILOS + 1)]
+        complete(d, server, clients, timeout=120)
+        d.wait(hostile, 30)
+        log = server.stderr()
+        refusals = re.findall(r"refused a reply from silo 1 \(.*\) for round (\d+) \(pvi update\): .*1e100", log)
+        d.check(refusals, f"the server did not refuse silo 1's 1e300s as out of range:\n{log[-3000:]}")
+        per_round = {r: refusals.count(r) for r in set(refusals)}
+        d.check(max(per_round.values()) <= 5, f"silo 1's replies were refused {per_round} times a round (at most 5)")
+        d.check("going on without silo(s) 1" in log, "the server did not say it went on without silo 1")
+        post = finite_posterior(out)
+        biggest = max(abs(v) for var in post["variables"].values() for v in var["mean"])
+        d.check(biggest < 100, f"a posterior mean of {biggest:g} after silo 1's 1e300s")
+        print(f"absurd_silo: silo 1's 1e300s refused {len(refusals)} times in {len(per_round)} rounds "
+              f"(at most {max(per_round.values())} a round); posterior finite, largest |mean| {biggest:.3g}")
+    finally:
+        d.close()
+    out_all = os.path.join(work, "server-all")
+    d = Deployment(work, bins, data)
+    try:
+        server, port = d.server(out_all, sets, ["--insecure", "--tokens", os.path.join(work, "tokens"),
+                                                "--deadline", "5"], name="server-all")
+        model, fp = fingerprint(server)
+        for k in range(1, SILOS + 1):
+            d.start(f"absurd-all-{k}", [peer, f"127.0.0.1:{port}", "absurd", str(k), tokens_of[str(k)], model, fp])
+        rc = d.wait(server, 120, expect=None)
+        d.check(rc == 4 and "no silo gave a valid reply" in server.stderr(),
+                f"with every silo hostile the server exited {rc}:\n{server.stderr()[-2000:]}")
+    finally:
+        d.close()
+    print("absurd_silo: every silo hostile: the server stopped, exit 4, 'no silo gave a valid reply'")
+
+
+def case_refused_backoff(fvic, cache, work):
+    """A legitimate client whose own reply is refused (issue 27 item 7): --test-fault absurd@2
+    makes silo 1's real reply in round 2 (and its cached copy) 1e300s. Asked again, the client
+    waits longer each time and after 3 refusals tells the server it cannot answer; the server
+    logs 3 refusals, not thousands, goes on without silo 1 for that round, and the run ends."""
+    bins, data, certs, token_files = setup(fvic, cache, work)
+    sets = ["rounds=4"]
+    out = os.path.join(work, "server")
+    d = Deployment(work, bins, data)
+    try:
+        server, port = d.server(out, sets, tls_server(certs, work))
+        clients = [d.client(port, k, os.path.join(work, "silos"), tls_client(certs, token_files, k) +
+                            (["--test-fault", "absurd@2"] if k == 1 else [])) for k in range(1, SILOS + 1)]
+        complete(d, server, clients, timeout=120)
+        log = server.stderr()
+        refusals = len(re.findall(r"refused a reply from silo 1 \(.*\) for round 2 ", log))
+        d.check(refusals == 3, f"the server refused silo 1's round-2 reply {refusals} times (3 expected)")
+        d.check(re.search(r"silo 1 could not do round 2 .*refused this silo's reply 3 times", log),
+                f"silo 1 did not tell the server it could not answer:\n{log[-2000:]}")
+        finite_posterior(out)
+    finally:
+        d.close()
+    print(f"refused_backoff: silo 1's refused reply sent {refusals} times, then reported; the run ended")
 
 
 def case_operator_mistakes(fvic, cache, work):
@@ -804,6 +973,9 @@ CASES = {
     "wrong_token": case_wrong_token,
     "faults": case_faults,
     "huge_message": case_huge_message,
+    "hostile_load": case_hostile_load,
+    "absurd_silo": case_absurd_silo,
+    "refused_backoff": case_refused_backoff,
     "hostile_join": case_hostile_join,
     "operator_mistakes": case_operator_mistakes,
     "client_kill": client_kill_case("client_kill", PVI, ["rounds=30", "local_steps=1000"], 30),

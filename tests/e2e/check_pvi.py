@@ -388,7 +388,8 @@ def case_outputs(fvic, cache, work):
     # its data, before it starts, leaves them all.
     p = run_fvic(fvic, cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(ex, "data"), out,
                  ["rounds=2", "lr=1e300"], expect_ok=False)
-    require(p.returncode != 0 and "not finite" in p.stderr, f"lr=1e300 did not fail in round 1: {p.stderr}")
+    require(p.returncode != 0 and "not finite" in p.stderr and "try a smaller lr" in p.stderr,
+            f"lr=1e300 did not fail in round 1, blaming lr: {p.stderr}")
     left = [f for f in ("posterior.json", "draws.csv", "silo-1/posterior.json", "silo-1/draws.csv")
             if os.path.exists(os.path.join(out, f))]
     require(not left, f"a failed run left the previous run's {left}")
@@ -398,6 +399,19 @@ def case_outputs(fvic, cache, work):
     require(p.returncode != 0 and os.path.exists(os.path.join(out, "posterior.json")),
             "a run refused for its data removed the previous run's results")
     print("outputs: a run failing in round 1 leaves no earlier results; one refused for its data keeps them")
+    # Data near double's limit: the error names the value and its variable, not the step size.
+    near = os.path.join(work, "near-overflow")
+    shutil.copytree(os.path.join(ex, "data"), near)
+    with open(os.path.join(near, "silo-2.json")) as f:
+        silo = json.load(f)
+    silo["x"][3][5] = 1e200
+    with open(os.path.join(near, "silo-2.json"), "w") as f:
+        json.dump(silo, f)
+    p = run_fvic(fvic, cache, os.path.join(ex, "pima_logreg.fvi"), near, os.path.join(work, "near-out"),
+                 ["rounds=2"], expect_ok=False)
+    require(p.returncode != 0 and "1e+200 in x" in p.stderr and "rescale" in p.stderr and "smaller lr" not in p.stderr,
+            f"data with 1e200 did not fail naming the value: {p.stderr}")
+    print("outputs: lr = 1e300 fails naming lr; a datum of 1e200 fails naming it and its variable")
 
 
 def case_fashion_slice(fvic, cache, work):

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -44,6 +45,9 @@ const char* kClientUsage =
     "  --resume               continue from OUT/silo-K/checkpoint\n"
     "  --quiet                no progress lines\n";
 
+// How many times a silo sends a reply the server refused before it reports that it cannot answer.
+constexpr int kResendsAfterRefusal = 3;
+
 // A refusal the client cannot retry away (wrong token, wrong model, no such silo).
 class Refused : public std::runtime_error {
  public:
@@ -55,7 +59,7 @@ bool retryable(const grpc::Status& status) {
   // RESOURCE_EXHAUSTED is retried (a busy server) unless it is gRPC's refusal of a message over
   // the peer's --max-message, which will not shrink on retry.
   if (code == grpc::StatusCode::RESOURCE_EXHAUSTED)
-    return status.error_message().find("larger than max") == std::string::npos;
+    return status.error_message().find("larger than") == std::string::npos;
   return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
          code == grpc::StatusCode::ABORTED || code == grpc::StatusCode::CANCELLED ||
          code == grpc::StatusCode::INTERNAL || code == grpc::StatusCode::UNKNOWN;
@@ -88,6 +92,35 @@ void call(const char* what, double patience, double rpc_deadline, Rpc rpc) {
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff * (0.5 + std::uniform_real_distribution<>(0, 1)(jitter))));
     backoff = std::min(backoff * 2, 5.0);
   }
+}
+
+// Sends a reply in parts of at most kReplyPartValues values (federation.proto, Submit): the
+// first carries who sends it, for which exchange, and how many values follow.
+grpc::Status submit(fvi::v1::Federation::Stub& stub, grpc::ClientContext& context, const fvi::v1::Result& result,
+                    fvi::v1::Ack& ack) {
+  const auto& values = result.values();
+  const size_t n = size_t(values.size());
+  auto part_of = [&](fvi::v1::Result& part, size_t at) {
+    part.mutable_values()->Clear();
+    part.mutable_values()->Add(values.begin() + long(at), values.begin() + long(std::min(n, at + kReplyPartValues)));
+  };
+  fvi::v1::Result part;
+  *part.mutable_who() = result.who();
+  part.set_exchange(result.exchange());
+  part.set_round(result.round());
+  part.set_phase(result.phase());
+  part.set_error(result.error());
+  part.set_count(n);
+  part_of(part, 0);
+  std::unique_ptr<grpc::ClientWriter<fvi::v1::Result>> writer = stub.Submit(&context, &ack);
+  bool sent = writer->Write(part);
+  fvi::v1::Result rest;
+  for (size_t at = kReplyPartValues; sent && at < n; at += kReplyPartValues) {
+    part_of(rest, at);
+    sent = writer->Write(rest);
+  }
+  if (sent) writer->WritesDone();
+  return writer->Finish();  // the server's status, also when it stopped reading early
 }
 
 // The replies this silo gave last, per phase: a resumed server asks again for what it had not
@@ -163,7 +196,8 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
     const std::string out_dir = args.get("output", ".") + "/silo-" + std::to_string(silo);
     const std::string checkpoint = out_dir + "/checkpoint";
     // Fault injection for the deployment tests (docs/deployment.md): before its real reply in
-    // round R, the silo sends a bad one: nan, size, nonpd, stale, or huge (2 MB).
+    // round R, the silo sends a bad one: nan, size, nonpd, stale, or huge (2 MB); absurd makes its
+    // real reply in round R 1e300s (the server refuses it each time it is sent).
     std::string fault;
     uint32_t fault_round = 0;
     if (args.has("test-fault")) {
@@ -171,9 +205,10 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
       const size_t at = f.find('@');
       fault = f.substr(0, at);
       const std::string round = at == std::string::npos ? "1" : f.substr(at + 1);
-      if ((fault != "nan" && fault != "size" && fault != "nonpd" && fault != "stale" && fault != "huge") ||
+      if ((fault != "nan" && fault != "size" && fault != "nonpd" && fault != "stale" && fault != "huge" &&
+           fault != "absurd") ||
           round.empty() || round.find_first_not_of("0123456789") != std::string::npos)
-        throw std::invalid_argument("--test-fault " + f + ": expected KIND@ROUND, KIND one of nan, size, nonpd, stale, huge");
+        throw std::invalid_argument("--test-fault " + f + ": expected KIND@ROUND, KIND one of nan, size, nonpd, stale, huge, absurd");
       fault_round = uint32_t(std::stoul(round));
     }
 
@@ -236,6 +271,9 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
     }
 
     long handled = 0;
+    std::array<uint64_t, 3> refused_task{0, 0, 0};  // exchange, round, phase of the last refused reply
+    std::string refused_reason;
+    int refusals = 0;
     for (;;) {
       fvi::v1::TaskRequest ask;
       *ask.mutable_who() = who;
@@ -264,9 +302,18 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
           record.extra = cache.flatten();
           program::save_checkpoint(checkpoint, record);  // before the reply leaves: a kill cannot lose it
         } catch (const std::exception& e) {
-          result.set_error(e.what());
+          result.set_error(std::string(e.what()).substr(0, 4000));
           std::fprintf(stderr, "%s: round %u (%s): %s\n", name.c_str(), task.round(), program::phase_name(phase), e.what());
         }
+      }
+      if (fault == "absurd" && task.round() == fault_round && result.error().empty() && !reply.empty()) {
+        // The silo's own reply, and the copy it would send again, become 1e300s: the server
+        // refuses it each time, and the silo must not send it again and again.
+        reply.assign(reply.size(), 1e300);
+        cache.last[task.phase()].second = reply;
+        std::printf("%s: test fault absurd in round %u: this silo's reply is 1e300s\n", name.c_str(), task.round());
+        std::fflush(stdout);
+        fault.clear();
       }
       if (!fault.empty() && task.round() == fault_round && result.error().empty() && !reply.empty()) {
         fvi::v1::Result bad = result;
@@ -280,7 +327,7 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
         *bad.mutable_values() = {values.begin(), values.end()};
         fvi::v1::Ack ack;
         try {
-          call("submit", patience, 30, [&](grpc::ClientContext& c) { return stub->Submit(&c, bad, &ack); });
+          call("submit", patience, 30, [&](grpc::ClientContext& c) { return submit(*stub, c, bad, ack); });
         } catch (const Refused& e) {  // refused by gRPC before the server read it
           ack.set_accepted(false);
           ack.set_reason(e.what());
@@ -290,12 +337,30 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
         std::fflush(stdout);
         fault.clear();
       }
+      // Asked again for an exchange whose reply the server refused: this silo has no other reply to
+      // give (its state has moved on, and a cached reply is the same bytes), so it waits, longer
+      // each time, and then tells the server it cannot, instead of sending the same bytes again.
+      const std::array<uint64_t, 3> this_task{task.exchange(), task.round(), task.phase()};
+      if (this_task == refused_task && result.error().empty()) {
+        ++refusals;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 << std::min(refusals, 5)));
+        if (refusals >= kResendsAfterRefusal) {
+          reply.clear();
+          result.set_error("the server refused this silo's reply " + std::to_string(refusals) +
+                           " times (the last time: " + refused_reason.substr(0, 500) + "); it has no other");
+        }
+      } else if (this_task != refused_task) {
+        refusals = 0;
+      }
       *result.mutable_values() = {reply.begin(), reply.end()};
       fvi::v1::Ack ack;
-      call("submit", patience, 30, [&](grpc::ClientContext& c) { return stub->Submit(&c, result, &ack); });
-      if (!ack.accepted())
+      call("submit", patience, 30, [&](grpc::ClientContext& c) { return submit(*stub, c, result, ack); });
+      if (!ack.accepted()) {
         std::fprintf(stderr, "%s: round %u (%s): the server did not take the reply: %s\n", name.c_str(), task.round(),
                      program::phase_name(phase), ack.reason().c_str());
+        refused_task = this_task;
+        refused_reason = ack.reason();
+      }
       ++handled;
     }
     host->finish(out_dir);

@@ -9,6 +9,7 @@
 #include "fvi/net/arguments.h"
 #include "fvi/net/programs.h"
 #include "fvi/net/protocol.h"
+#include "fvi/net/server_service.h"
 #include "fvi/net/server_transport.h"
 #include "fvi/net/tls.h"
 #include "fvi/program/allocator.h"
@@ -35,7 +36,7 @@ const char* kServerUsage =
     "  --deadline SEC       how long an exchange waits for every silo (default 60)\n"
     "  --give-up SEC        stop (with the checkpoint saved) if the quorum is not met by then (600)\n"
     "  --join-timeout SEC   how long to wait for the silos to join (default 300)\n"
-    "  --max-message MB     refuse larger messages unread (default 256)\n"
+    "  --max-message MB     refuse larger replies unread (default 256)\n"
     "  --resume             continue from OUT/server.checkpoint\n"
     "  --quiet              no progress lines\n";
 
@@ -114,14 +115,15 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     policy.method = method;
     policy.settings = settings.entries();
     policy.quiet = sim.quiet;
+    policy.max_reply_values = size_t(max_message_bytes(args)) / sizeof(double);
     ServerTransport transport(policy);
+    ServerService service(transport);
 
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(args.get("listen"), server_credentials(args), &port);
-    builder.RegisterService(&transport);
-    builder.SetMaxReceiveMessageSize(max_message_bytes(args));
-    builder.SetMaxSendMessageSize(-1);
+    builder.RegisterService(&service);
+    ServerService::configure(builder);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || port == 0) throw std::runtime_error("cannot listen on " + args.get("listen"));
     const std::string listen = args.get("listen");
@@ -129,6 +131,10 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     std::printf("%s: listening on %s:%d (%s), waiting for %d silos\n", name.c_str(), host.c_str(), port,
                 args.flag("insecure") ? "no TLS" : policy.client_certificates ? "TLS, client certificates" : "TLS",
                 silos);
+    // The fingerprint a client's programs must have been built with (a hash of the kernels, not
+    // a secret): an operator compares it with the client's when a join is refused for the model.
+    std::printf("%s: model %s, kernels fingerprint %016llx\n", name.c_str(), description.name,
+                (unsigned long long)policy.fingerprint);
     std::fflush(stdout);
 
     int status = 0;

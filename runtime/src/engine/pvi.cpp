@@ -85,6 +85,11 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
     : silo_(silo), options_(std::move(options)) {
   dim_ = group_size(model, "global", data);
   if (dim_ <= 0) throw ModelError("PVI needs global parameters; this model has none");
+  for (int v = 0; v < data.count; ++v) {
+    const fvi_tensor& t = data.values[v];
+    for (int64_t i = 0; i < t.rows * t.cols; ++i)  // sizes checked when the data were read
+      if (std::abs(t.data[i]) > largest_datum_) largest_datum_ = std::abs(t.data[i]), largest_datum_name_ = data.names[v];
+  }
   if (options_.threads > 1) pool_ = std::make_shared<WorkerPool>(options_.threads);
   for (int f = 0; f < model.factor_count; ++f) {
     const fvi_factor_info& info = model.factors[f];
@@ -335,9 +340,21 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
   adam_options.learning_rate = options_.lr_schedule == "constant" ? StepSizeSchedule::constant(options_.lr)
                                                                    : StepSizeSchedule::cosine(options_.lr, steps);
   CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
-  const auto not_finite = [&](long t) {
+  // Names the likely cause (issue 27 item 10): data near double's limit, else the starting
+  // point (a loss not finite at step 1 was evaluated before any step, so the step size cannot
+  // be its cause), else lr.
+  const auto not_finite = [&](long t, double loss) {
+    std::string cause = "try a smaller lr";
+    if (largest_datum_ > kLargestUsable) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%.3g", largest_datum_);
+      cause = "this silo's data hold " + std::string(value) + " in " + largest_datum_name_ +
+              ", too near double's limit for the products a fit forms (more than 1e100 in size): rescale it";
+    } else if (t == 0 && !std::isfinite(loss)) {
+      cause = "no step had been taken yet, so the cause is the model or the data at q's starting point, not lr";
+    }
     return ModelError("silo " + std::to_string(silo_) + ": the local objective is not finite at step " +
-                      std::to_string(t + 1) + " of round " + std::to_string(round) + "; try a smaller lr");
+                      std::to_string(t + 1) + " of round " + std::to_string(round) + "; " + cause);
   };
   if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
     // The divergence and Adam split by coordinates between the silo's threads, as the kernels
@@ -352,7 +369,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
         const auto g = meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
         const auto s = q.step(g.d_mean, g.d_sd, every_value || t == steps - 1);
         const double objective = g.loss + s.divergence;
-        if (!s.finite || !std::isfinite(objective)) throw not_finite(t);
+        if (!s.finite || !std::isfinite(objective)) throw not_finite(t, g.loss);
         return objective;
       };
       return run_steps(steps, n_batches, round, step, [&] { return q.params(); }, out);
@@ -370,7 +387,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
                                   : Family::improper_kl(q, cavity, &d_div);
       g.d_params += d_div;
       const double objective = g.loss + div;
-      if (!std::isfinite(objective) || !g.d_params.allFinite()) throw not_finite(t);
+      if (!std::isfinite(objective) || !g.d_params.allFinite()) throw not_finite(t, g.loss);
       adam.step(params, g.d_params);
       return objective;
     };
@@ -446,11 +463,34 @@ PviServer<Q>::PviServer(const fvi_model& model, const fvi_data& data, uint64_t s
 }
 
 template <class Q>
+std::string PviServer<Q>::unusable(const Natural& eta) {
+  if (!Family::proper(eta)) return "it would make the global posterior improper (its precision is not positive definite)";
+  // Issue 27 item 7: an update of 1e300 was taken, and every later round failed.
+  constexpr double kLargest = kLargestUsable;
+  const Q q = Family::distribution(eta);
+  const Eigen::VectorXd mean = q.mean(), sd = Family::sd(q);
+  auto shown = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", v);
+    return std::string(text);
+  };
+  for (Eigen::Index i = 0; i < mean.size(); ++i) {
+    if (!std::isfinite(mean(i)) || std::abs(mean(i)) > kLargest)
+      return "it would put the mean of global parameter " + std::to_string(i + 1) + " at " + shown(mean(i)) +
+             ", beyond 1e100";
+    if (!std::isfinite(sd(i)) || sd(i) > kLargest || sd(i) < 1 / kLargest)
+      return "it would put the sd of global parameter " + std::to_string(i + 1) + " at " + shown(sd(i)) +
+             ", outside [1e-100, 1e100]";
+  }
+  return "";
+}
+
+template <class Q>
 void PviServer<Q>::apply(const Natural& delta, int silo) {
   const Natural next = natural_product(posterior_, delta);
-  if (!Family::proper(next))
-    throw ModelError("the update of silo " + std::to_string(silo) +
-                     " would make the global posterior improper; it was not applied");
+  const std::string reason = unusable(next);
+  if (!reason.empty())
+    throw ModelError("the update of silo " + std::to_string(silo) + " was not applied: " + reason);
   posterior_ = next;
 }
 

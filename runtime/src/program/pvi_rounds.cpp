@@ -42,11 +42,11 @@ std::string PviRounds<Q>::accept(int k, Message& reply, uint32_t round) {
   const Eigen::Index d = server_.posterior().dim();
   const size_t P = packed_size(Natural{}, d);
   std::string reason = check_reply(reply, P);
-  // A change that would make q_s improper (a precision that is not positive definite) is refused
-  // at once; in the synchronous schedule q_s has not moved since it was sent.
-  if (reason.empty() &&
-      !engine::GaussianFamily<Q>::proper(natural_product(server_.posterior(), unpacked<Natural>(reply.data(), P))))
-    reason = "it would make the global posterior improper (its precision is not positive definite)";
+  // A change that would make q_s improper or unusable (engine::PviServer::unusable) is refused at
+  // once; in the synchronous schedule q_s has not moved since it was sent, and the changes that
+  // pass are checked again together as they are applied (run_round).
+  if (reason.empty())
+    reason = Server::unusable(natural_product(server_.posterior(), unpacked<Natural>(reply.data(), P)));
   if (!reason.empty()) {
     std::fprintf(stderr, "round %u: refused the change from silo %d: %s\n", round, k + 1, reason.c_str());
     ++rejected_;

@@ -66,6 +66,10 @@ std::vector<double> pack(const GaussianNatural<double>& eta);
 void unpack(const std::vector<double>& message, DiagGaussianNatural<double>& eta);
 void unpack(const std::vector<double>& message, GaussianNatural<double>& eta);
 
+// The largest size of a mean, an sd or a datum every party can compute with: squares of 1e100
+// are 1e200, which leaves 1e108 for the values they meet before double's range (1.8e308) ends.
+constexpr double kLargestUsable = 1e100;
+
 template <class Q>
 class PviClient {
  public:
@@ -134,6 +138,10 @@ class PviClient {
   std::shared_ptr<WorkerPool> pool_;  // null with one thread
   std::vector<std::unique_ptr<RowParallelFactor>> likelihoods_;
   int silo_;
+  // The data value largest in size and its variable: named when the objective is not finite
+  // and the data, not the step size, are the likely cause.
+  double largest_datum_ = 0;
+  std::string largest_datum_name_;
   PviOptions options_;
   Eigen::Index dim_ = 0;
   Natural factor_;
@@ -164,8 +172,12 @@ class PviServer {
   const Natural& prior() const { return prior_; }
   Q distribution() const { return Family::distribution(posterior_); }
   // eta_s += delta (spec 000 §2.3). Refused, with nothing changed, if the result is not a proper
-  // Gaussian.
+  // Gaussian or not usable (unusable()).
   void apply(const Natural& delta, int silo);
+  // Why a global posterior with natural parameters `eta` cannot be used ("" if it can): it is
+  // not a proper Gaussian, or a mean or a standard deviation is outside [1e-100, 1e100] in size
+  // (a finite but absurd update; every party squares these and multiplies them by data).
+  static std::string unusable(const Natural& eta);
   void set_posterior(const Natural& eta) { posterior_ = eta; }
   // KL(q_s : prior), the server's term of the negative ELBO.
   double kl_to_prior() const;

@@ -1,6 +1,7 @@
 #pragma once
 // What both ends of the wire agree on: the protocol version, the model's fingerprint, and how a
 // silo proves who it is (docs/deployment.md).
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -9,7 +10,13 @@
 
 namespace fvi::net {
 
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
+
+// A reply travels in parts of at most this many values (federation.proto, Submit).
+constexpr size_t kReplyPartValues = 65536;
+// The largest message either end reads before it knows who sent it: a reply part with its
+// credentials, or a Join or NextTask request. Both ends refuse larger messages unread.
+constexpr int kMaxUnauthenticatedMessageBytes = 1 << 20;
 
 // A hash of the model's name, parameter groups and factors: a server and a silo built from
 // different models (or versions of one) refuse each other.
