@@ -634,20 +634,21 @@ def read_tokens(work):
         return dict(line.split() for line in f if line.strip())
 
 
-# What an unauthenticated peer can make the server hold (issue 27 item 5): the server reads a
-# reply's first part (a message of at most 1 MB, kMaxUnauthenticatedMessageBytes) from at most 64
-# senders it has not checked yet (kUnprovenReplies) and refuses the rest unread; gRPC's own
-# buffers (a 64 KB window per stream, 16 streams per connection) come on top.
-PRE_AUTH_BYTES = 64 * (1 << 20) + 64 * 16 * 65536
+# What an unauthenticated peer can make the server hold (issue 27 item 5): the first parts of
+# at most 64 replies it has not checked yet (kUnprovenReplies, 1 MB each at most), and gRPC's
+# transport buffers, held to 128 MB by a resource quota (kTransportMemory; gRPC 1.51 buffers a
+# whole oversized message before refusing it).
+PRE_AUTH_BYTES = 64 * (1 << 20) + (128 << 20)
 
 
 def case_hostile_load(fvic, cache, work):
     """Floods from peers the server has not authenticated, and from one that has (issue 27 items
     5 and 6), against an insecure server with tokens, before the silos join: 64 concurrent Submit
-    calls with a wrong token, each sending 200 MB in parts, then 1,000 concurrent NextTask calls
+    calls with a wrong token, each sending 200 MB in parts, and 4 sending 200 MB as one message (the
+    attack on protocol version 1), then 1,000 concurrent NextTask calls
     with silo 1's true credentials, held 8 s. The server's peak memory grows by less than
-    PRE_AUTH_BYTES plus 64 MB for gRPC's and the allocator's own (the old server kept 750 MB
-    from four 200 MB calls); its threads stay at its own count plus gRPC's pool, whatever the
+    PRE_AUTH_BYTES plus 64 MB for the allocator's own (without the quota, the four whole messages
+    took 784 MB); its threads stay at its own count plus gRPC's pool, whatever the
     calls (the old server: one thread per waiting call, 1,010); it parks at most 4 NextTask calls
     of one silo and refuses the rest (RESOURCE_EXHAUSTED). Then the 4 silos join and the
     posterior is NAME-sim's."""
@@ -662,15 +663,16 @@ def case_hostile_load(fvic, cache, work):
         model, fp = fingerprint(server)
         time.sleep(0.5)
         before = proc_status(server.proc.pid)
-        p = subprocess.run([peer, f"127.0.0.1:{port}", "flood-submit", "64", "200"], capture_output=True, text=True,
-                           timeout=300)
-        print(p.stdout.strip())
-        d.check(p.returncode == 0, f"a Submit with a wrong token was accepted:\n{p.stdout}{p.stderr}")
+        for flood in (["64", "200"], ["4", "200", "whole"]):
+            p = subprocess.run([peer, f"127.0.0.1:{port}", "flood-submit"] + flood, capture_output=True, text=True,
+                               timeout=300)
+            print(p.stdout.strip())
+            d.check(p.returncode == 0, f"a Submit with a wrong token was accepted:\n{p.stdout}{p.stderr}")
         d.check(server.running(), "the server stopped under the Submit flood")
         after = proc_status(server.proc.pid)
         grown = (after["VmHWM"] - before["VmRSS"]) * 1024
         bound = PRE_AUTH_BYTES + (64 << 20)
-        d.check(grown < bound, f"64 unauthenticated 200 MB Submit calls took the server's peak memory up by "
+        d.check(grown < bound, f"68 unauthenticated 200 MB Submit calls took the server's peak memory up by "
                 f"{grown / 2**20:.0f} MB (bound {bound / 2**20:.0f} MB)")
         threads = [before["Threads"]]
         flood = subprocess.Popen([peer, f"127.0.0.1:{port}", "flood-poll", "1000", "1", read_tokens(work)["1"], model,
@@ -694,7 +696,7 @@ def case_hostile_load(fvic, cache, work):
     finally:
         d.close()
     worst = same_posterior(posterior(out), want, "server after the floods vs NAME-sim")
-    print(f"hostile_load: peak memory +{grown / 2**20:.0f} MB under 64 x 200 MB unauthenticated Submit calls "
+    print(f"hostile_load: peak memory +{grown / 2**20:.0f} MB under 68 x 200 MB unauthenticated Submit calls "
           f"(bound {bound / 2**20:.0f} MB); threads {before['Threads']} -> at most {max(threads)} under 1,000 "
           f"NextTask calls; then the run's posterior is NAME-sim's (to {worst:.1e})")
 

@@ -4,9 +4,10 @@
 //   hostile_peer HOST:PORT join
 //       crafted Join calls (items 1 and 4), one line each with the status the server gave; exit 0
 //       when the server refused every one with the expected code.
-//   hostile_peer HOST:PORT flood-submit CALLS MB
-//       CALLS concurrent Submit calls with a wrong token, each trying to send MB megabytes (item 5);
-//       exit 0 when every one was refused. Prints how many were refused and how.
+//   hostile_peer HOST:PORT flood-submit CALLS MB [whole]
+//       CALLS concurrent Submit calls with a wrong token, each trying to send MB megabytes (item 5),
+//       in parts of 65,536 values, or with `whole` as one message (the version 1 attack); exit 0
+//       when every one was refused. Prints how many were refused and how.
 //   hostile_peer HOST:PORT flood-poll CALLS SILO TOKEN MODEL FINGERPRINT SECONDS
 //       CALLS concurrent NextTask calls with silo SILO's true credentials, held SECONDS (item 6);
 //       prints how many the server parked, answered and refused (by code).
@@ -89,7 +90,7 @@ int crafted_joins(Stub& stub) {
 }
 
 // Each call on its own thread, sending parts of 65,536 values as fast as the server reads them.
-int flood_submit(const std::string& target, int calls, double megabytes) {
+int flood_submit(const std::string& target, int calls, double megabytes, bool whole) {
   std::atomic<int> refused{0}, accepted{0};
   std::map<int, int> codes;
   std::mutex codes_mutex;
@@ -99,6 +100,7 @@ int flood_submit(const std::string& target, int calls, double megabytes) {
       // A channel per 16 calls: several connections, as an attacker would open.
       grpc::ChannelArguments arguments;
       arguments.SetInt("fvi.connection", c / 16);
+      arguments.SetMaxSendMessageSize(-1);
       auto stub = fvi::v1::Federation::NewStub(
           grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments));
       grpc::ClientContext context;
@@ -112,7 +114,7 @@ int flood_submit(const std::string& target, int calls, double megabytes) {
       part.mutable_who()->set_token("not the token");
       part.set_count(total);
       for (size_t sent = 0; sent < total;) {
-        const size_t n = std::min(fvi::net::kReplyPartValues, total - sent);
+        const size_t n = whole ? total : std::min(fvi::net::kReplyPartValues, total - sent);
         part.mutable_values()->Resize(int(n), 0.5);
         if (!writer->Write(part)) break;
         part.clear_who();
@@ -126,8 +128,8 @@ int flood_submit(const std::string& target, int calls, double megabytes) {
       ++codes[int(status.error_code())];
     });
   for (auto& t : threads) t.join();
-  std::printf("flood-submit: %d calls of %.0f MB with a wrong token: %d refused, %d accepted; codes:", calls, megabytes,
-              refused.load(), accepted.load());
+  std::printf("flood-submit: %d calls of %.0f MB (%s) with a wrong token: %d refused, %d accepted; codes:", calls,
+              megabytes, whole ? "one message each" : "in parts", refused.load(), accepted.load());
   for (const auto& [code, n] : codes) std::printf(" %d x%d", code, n);
   std::printf("\n");
   return accepted == 0 ? 0 : 1;
@@ -232,12 +234,13 @@ int main(int argc, char** argv) {
   auto stub = fvi::v1::Federation::NewStub(
       grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments));
   if (mode == "join" && argc == 3) return crafted_joins(*stub);
-  if (mode == "flood-submit" && argc == 5) return flood_submit(target, std::atoi(argv[3]), std::atof(argv[4]));
+  if (mode == "flood-submit" && (argc == 5 || (argc == 6 && std::string(argv[5]) == "whole")))
+    return flood_submit(target, std::atoi(argv[3]), std::atof(argv[4]), argc == 6);
   if (mode == "flood-poll" && argc == 9) return flood_poll(target, std::atoi(argv[3]), credentials(argv + 4), std::atof(argv[8]));
   if (mode == "absurd" && argc == 7) return absurd(*stub, credentials(argv + 3));
   std::fprintf(stderr,
                "usage: hostile_peer HOST:PORT join\n"
-               "       hostile_peer HOST:PORT flood-submit CALLS MB\n"
+               "       hostile_peer HOST:PORT flood-submit CALLS MB [whole]\n"
                "       hostile_peer HOST:PORT flood-poll CALLS SILO TOKEN MODEL FINGERPRINT SECONDS\n"
                "       hostile_peer HOST:PORT absurd SILO TOKEN MODEL FINGERPRINT\n");
   return 2;

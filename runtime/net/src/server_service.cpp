@@ -1,6 +1,8 @@
 #include "fvi/net/server_service.h"
 
 #include <chrono>
+
+#include <grpcpp/resource_quota.h>
 #include <string>
 
 #include "fvi/net/protocol.h"
@@ -34,6 +36,12 @@ void ServerService::configure(grpc::ServerBuilder& builder) {
   builder.SetMaxReceiveMessageSize(kMaxUnauthenticatedMessageBytes);
   builder.SetMaxSendMessageSize(-1);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kStreamsPerConnection);
+  // gRPC 1.51 buffers a whole message before it checks its size: without a quota, four 200 MB
+  // messages from nobody held 784 MB. Its buffers in all are held to kTransportMemory (past it
+  // the transport reads more slowly; no call fails for it).
+  static grpc::ResourceQuota quota("fvi-server");
+  quota.Resize(kTransportMemory);
+  builder.SetResourceQuota(quota);
 }
 
 grpc::ServerUnaryReactor* ServerService::Join(grpc::CallbackServerContext* context,

@@ -7,8 +7,11 @@
 //   parts; the rest of it is read only after the first part's credentials are checked);
 // - at most kUnprovenReplies replies in all whose first part has not been checked yet, and
 //   kRepliesPerSilo per silo after it (ServerTransport); more are refused unread;
-// - at most kStreamsPerConnection calls at once on one connection.
+// - at most kStreamsPerConnection calls at once on one connection, and kTransportMemory of
+//   gRPC's buffers in all (a message larger than the limit is buffered whole before gRPC refuses
+//   it; the quota holds what a flood of them can take).
 #include <atomic>
+#include <cstddef>
 #include <memory>
 
 #include <grpcpp/grpcpp.h>
@@ -20,6 +23,7 @@ namespace fvi::net {
 
 constexpr int kStreamsPerConnection = 16;
 constexpr int kUnprovenReplies = 64;
+constexpr size_t kTransportMemory = size_t(128) << 20;
 
 class ServerService final : public fvi::v1::Federation::CallbackService {
  public:
