@@ -650,8 +650,9 @@ def case_hostile_load(fvic, cache, work):
     PRE_AUTH_BYTES plus 64 MB for the allocator's own (without the quota, the four whole messages
     took 784 MB); its threads stay at its own count plus gRPC's pool, whatever the
     calls (the old server: one thread per waiting call, 1,010); it parks at most 4 NextTask calls
-    of one silo and refuses the rest (RESOURCE_EXHAUSTED). Then the 4 silos join and the
-    posterior is NAME-sim's."""
+    of one silo and refuses the rest (RESOURCE_EXHAUSTED); its log of the refusals stays under
+    16 KB (20 lines every 10 s, then a count). Then the 4 silos join and the posterior is
+    NAME-sim's."""
     peer = hostile_peer()
     bins, data, _, token_files = setup(fvic, cache, work, certs=False)
     sets = ["rounds=4"]
@@ -693,12 +694,16 @@ def case_hostile_load(fvic, cache, work):
                                                                    "--reconnect-timeout", "30"])
                    for k in range(1, SILOS + 1)]
         complete(d, server, clients)
+        log_bytes = len(server.stderr())
+        d.check(log_bytes < 16 * 1024 and "more refusals were not logged" in server.stderr(),
+                f"the server logged {log_bytes} bytes for the refused calls (at most 20 lines every 10 s)")
     finally:
         d.close()
     worst = same_posterior(posterior(out), want, "server after the floods vs NAME-sim")
     print(f"hostile_load: peak memory +{grown / 2**20:.0f} MB under 68 x 200 MB unauthenticated Submit calls "
           f"(bound {bound / 2**20:.0f} MB); threads {before['Threads']} -> at most {max(threads)} under 1,000 "
-          f"NextTask calls; then the run's posterior is NAME-sim's (to {worst:.1e})")
+          f"NextTask calls; {log_bytes} bytes of log in all; then the run's posterior is NAME-sim's "
+          f"(to {worst:.1e})")
 
 
 def case_absurd_silo(fvic, cache, work):

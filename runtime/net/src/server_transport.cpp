@@ -55,6 +55,31 @@ void ServerTransport::log(const std::string& line) {
   std::fflush(stderr);
 }
 
+void ServerTransport::log_refusal(const std::string& line) {
+  std::unique_lock<std::mutex> lock(log_mutex_);
+  const auto now = Clock::now();
+  const std::string summary = now - window_start_ >= kRefusalWindow ? unlogged_summary() : "";
+  if (now - window_start_ >= kRefusalWindow) window_start_ = now, logged_in_window_ = 0;
+  const bool shown = logged_in_window_ < kRefusalLines;
+  if (shown)
+    ++logged_in_window_;
+  else
+    ++unlogged_;
+  lock.unlock();
+  if (!summary.empty()) log(summary);
+  if (shown) log(line);
+}
+
+std::string ServerTransport::unlogged_summary() {
+  if (unlogged_ == 0) return "";
+  const std::string line = std::to_string(unlogged_) + " more refusals were not logged (at most " +
+                           std::to_string(kRefusalLines) + " lines every " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kRefusalWindow).count()) +
+                           " s)";
+  unlogged_ = 0;
+  return line;
+}
+
 long ServerTransport::refused() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return refused_;
@@ -86,7 +111,7 @@ std::string loggable(const std::string& peer_text, size_t limit = 64) {
 grpc::Status ServerTransport::authenticate(const Peer& who_called, const fvi::v1::Credentials& who, int& k) {
   const std::string peer = loggable(who_called.address, 128);
   auto refuse = [&](grpc::StatusCode code, const std::string& reason) {
-    log("refused " + peer + " (silo " + std::to_string(who.silo()) + "): " + reason);
+    log_refusal("refused " + peer + " (silo " + std::to_string(who.silo()) + "): " + reason);
     std::lock_guard<std::mutex> lock(mutex_);
     ++refused_;
     return grpc::Status(code, reason);
@@ -267,7 +292,8 @@ grpc::Status ServerTransport::open_reply(const Peer& peer, const fvi::v1::Result
   std::lock_guard<std::mutex> lock(mutex_);
   auto refuse = [&](grpc::StatusCode code, const std::string& reason) {
     ++refused_;
-    log("refused a reply from silo " + std::to_string(k + 1) + " (" + loggable(peer.address, 128) + "): " + reason);
+    log_refusal("refused a reply from silo " + std::to_string(k + 1) + " (" + loggable(peer.address, 128) + "): " +
+                reason);
     return grpc::Status(code, reason);
   };
   if (first.count() > policy_.max_reply_values)
@@ -302,8 +328,8 @@ grpc::Status ServerTransport::take_reply(const Peer& peer, int k, const fvi::v1:
     if (counted) s.answered = true;
     lock.unlock();
     if (counted) changed_.notify_all();
-    log("refused a reply from silo " + std::to_string(k + 1) + " (" + loggable(peer.address, 128) + ") for " +
-        where(result.round(), result.phase()) + ": " + reason +
+    log_refusal("refused a reply from silo " + std::to_string(k + 1) + " (" + loggable(peer.address, 128) + ") for " +
+                where(result.round(), result.phase()) + ": " + reason +
         (counted ? "; " + std::to_string(kRefusalsPerExchange) + " refused: going on without this silo" : ""));
     return grpc::Status::OK;
   };
@@ -424,6 +450,11 @@ std::vector<std::string> ServerTransport::wait_for_silos(double timeout) {
 }
 
 void ServerTransport::finish(double grace) {
+  {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    const std::string summary = unlogged_summary();
+    if (!summary.empty()) log(summary);
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   done_ = true;
   Due due = take_due(Clock::now());

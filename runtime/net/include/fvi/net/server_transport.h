@@ -142,6 +142,12 @@ class ServerTransport final : public program::Transport {
   static void deliver(Due& due);
   void timer_loop();
   void log(const std::string& line);
+  // Refusals are logged at most kRefusalLines every kRefusalWindow; the rest are counted and
+  // summed up in one line, so that a flood of bad calls cannot fill the log (issue 27 item 4).
+  void log_refusal(const std::string& line);
+  std::string unlogged_summary();  // under log_mutex_; "" when nothing was left out
+  static constexpr int kRefusalLines = 20;
+  static constexpr std::chrono::seconds kRefusalWindow{10};
 
   ServerPolicy policy_;
   mutable std::mutex mutex_;
@@ -156,6 +162,10 @@ class ServerTransport final : public program::Transport {
   bool done_ = false, stopping_ = false;
   long refused_ = 0;
   std::thread timer_;  // answers parked polls whose time is up
+  std::mutex log_mutex_;  // the refusal log's window (taken after mutex_ where both are held)
+  Clock::time_point window_start_{};
+  int logged_in_window_ = 0;
+  long unlogged_ = 0;
 };
 
 }  // namespace fvi::net
