@@ -635,10 +635,10 @@ def read_tokens(work):
 
 
 # What an unauthenticated peer can make the server hold (issue 27 item 5): the first parts of
-# at most 64 replies it has not checked yet (kUnprovenReplies, 1 MB each at most), and gRPC's
-# transport buffers, held to 128 MB by a resource quota (kTransportMemory; gRPC 1.51 buffers a
-# whole oversized message before refusing it).
-PRE_AUTH_BYTES = 64 * (1 << 20) + (128 << 20)
+# at most 64 replies it has not checked yet (kUnprovenReplies: a message of at most 1 MB, held
+# serialised and parsed, 2 MB), and gRPC's transport buffers, held to 128 MB by a resource quota
+# (kTransportMemory; gRPC 1.51 buffers a whole oversized message before refusing it).
+PRE_AUTH_BYTES = 64 * (2 << 20) + (128 << 20)
 
 
 def case_hostile_load(fvic, cache, work):
@@ -651,8 +651,9 @@ def case_hostile_load(fvic, cache, work):
     took 784 MB); its threads stay at its own count plus gRPC's pool, whatever the
     calls (the old server: one thread per waiting call, 1,010); it parks at most 4 NextTask calls
     of one silo and refuses the rest (RESOURCE_EXHAUSTED); its log of the refusals stays under
-    16 KB (20 lines every 10 s, then a count). Then the 4 silos join and the posterior is
-    NAME-sim's."""
+    16 KB (20 lines every 10 s, then a count). Then, with 100 Submit calls open that send nothing
+    (each new call ends the oldest of those whose first part has not arrived, past 64), the 4
+    silos join and the posterior is NAME-sim's."""
     peer = hostile_peer()
     bins, data, _, token_files = setup(fvic, cache, work, certs=False)
     sets = ["rounds=4"]
@@ -690,10 +691,18 @@ def case_hostile_load(fvic, cache, work):
                 f"the server answered {parked} of 1,000 NextTask calls of one silo (at most 4 may wait)")
         d.check(max(threads) <= before["Threads"] + 16,
                 f"the server went from {before['Threads']} to {max(threads)} threads under 1,000 NextTask calls")
+        # 100 Submit calls that send nothing, held through the run: the silos' replies still get in.
+        idle = d.start("idle-submit", [peer, f"127.0.0.1:{port}", "idle-submit", "100", "60"])
+        time.sleep(1)
         clients = [d.client(port, k, os.path.join(work, "silos"), ["--insecure", "--token-file", token_files[k],
                                                                    "--reconnect-timeout", "30"])
                    for k in range(1, SILOS + 1)]
         complete(d, server, clients)
+        d.wait(idle, 90)
+        print(idle.stdout().strip())
+        ended = re.search(r"status 8 x(\d+)", idle.stdout())
+        d.check(ended and int(ended.group(1)) >= 100 - 64,
+                f"the server did not end the oldest of the idle Submit calls past 64:\n{idle.stdout()}")
         log_bytes = len(server.stderr())
         d.check(log_bytes < 16 * 1024 and "more refusals were not logged" in server.stderr(),
                 f"the server logged {log_bytes} bytes for the refused calls (at most 20 lines every 10 s)")

@@ -8,6 +8,9 @@
 //       CALLS concurrent Submit calls with a wrong token, each trying to send MB megabytes (item 5),
 //       in parts of 65,536 values, or with `whole` as one message (the version 1 attack); exit 0
 //       when every one was refused. Prints how many were refused and how.
+//   hostile_peer HOST:PORT idle-submit CALLS SECONDS
+//       CALLS Submit calls that send nothing, held SECONDS (item 5: calls that would hold the
+//       slots of unchecked replies); prints how the server ended them.
 //   hostile_peer HOST:PORT flood-poll CALLS SILO TOKEN MODEL FINGERPRINT SECONDS
 //       CALLS concurrent NextTask calls with silo SILO's true credentials, held SECONDS (item 6);
 //       prints how many the server parked, answered and refused (by code).
@@ -135,6 +138,32 @@ int flood_submit(const std::string& target, int calls, double megabytes, bool wh
   return accepted == 0 ? 0 : 1;
 }
 
+// Each call on its own thread, waiting for the server's status.
+int idle_submit(const std::string& target, int calls, double seconds) {
+  std::map<int, int> codes;
+  std::mutex codes_mutex;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < calls; ++c)
+    threads.emplace_back([&, c] {
+      grpc::ChannelArguments arguments;  // a connection per 8 calls: under the 16 a connection may carry
+      arguments.SetInt("fvi.connection", c / 8);
+      auto stub = fvi::v1::Federation::NewStub(
+          grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments));
+      grpc::ClientContext context;
+      context.set_deadline(in(seconds));
+      fvi::v1::Ack ack;
+      auto writer = stub->Submit(&context, &ack);
+      const grpc::Status status = writer->Finish();
+      std::lock_guard<std::mutex> lock(codes_mutex);
+      ++codes[int(status.error_code())];
+    });
+  for (auto& t : threads) t.join();
+  std::printf("idle-submit: %d calls sending nothing for %.0f s:", calls, seconds);
+  for (const auto& [code, n] : codes) std::printf(" status %d x%d", code, n);
+  std::printf("\n");
+  return 0;
+}
+
 // All calls at once on one channel, with the completion-queue API: a thread for them all.
 int flood_poll(const std::string& target, int calls, const fvi::v1::Credentials& who, double seconds) {
   auto stub = fvi::v1::Federation::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
@@ -236,11 +265,13 @@ int main(int argc, char** argv) {
   if (mode == "join" && argc == 3) return crafted_joins(*stub);
   if (mode == "flood-submit" && (argc == 5 || (argc == 6 && std::string(argv[5]) == "whole")))
     return flood_submit(target, std::atoi(argv[3]), std::atof(argv[4]), argc == 6);
+  if (mode == "idle-submit" && argc == 5) return idle_submit(target, std::atoi(argv[3]), std::atof(argv[4]));
   if (mode == "flood-poll" && argc == 9) return flood_poll(target, std::atoi(argv[3]), credentials(argv + 4), std::atof(argv[8]));
   if (mode == "absurd" && argc == 7) return absurd(*stub, credentials(argv + 3));
   std::fprintf(stderr,
                "usage: hostile_peer HOST:PORT join\n"
                "       hostile_peer HOST:PORT flood-submit CALLS MB [whole]\n"
+               "       hostile_peer HOST:PORT idle-submit CALLS SECONDS\n"
                "       hostile_peer HOST:PORT flood-poll CALLS SILO TOKEN MODEL FINGERPRINT SECONDS\n"
                "       hostile_peer HOST:PORT absurd SILO TOKEN MODEL FINGERPRINT\n");
   return 2;

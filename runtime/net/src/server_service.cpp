@@ -1,9 +1,11 @@
 #include "fvi/net/server_service.h"
 
+#include <atomic>
 #include <chrono>
+#include <iterator>
+#include <string>
 
 #include <grpcpp/resource_quota.h>
-#include <string>
 
 #include "fvi/net/protocol.h"
 
@@ -83,24 +85,42 @@ grpc::ServerUnaryReactor* ServerService::NextTask(grpc::CallbackServerContext* c
 }
 
 // A Submit call: the reply's parts, read one at a time. The first part's credentials and
-// declared size are checked before the second is read.
+// declared size are checked before the second is read. Until its first part has arrived a call
+// is "unproven": at most kUnprovenReplies are, and a new one ends the oldest (a peer that opens
+// calls and sends nothing cannot hold the slots that the silos' replies need).
 class ServerService::ReplyReactor final : public grpc::ServerReadReactor<fvi::v1::Result> {
  public:
   ReplyReactor(ServerService& service, grpc::CallbackServerContext* context, fvi::v1::Ack* ack)
       : service_(service), peer_(peer_of(context)), ack_(ack) {
-    unproven_ = true;
-    if (++service_.unproven_ > kUnprovenReplies) {
-      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "the server is reading " + std::to_string(kUnprovenReplies) +
-                              " replies from senders it has not checked yet; try again"));
-      return;
+    ReplyReactor* oldest = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(service_.unproven_mutex_);
+      service_.unproven_.push_back(this);
+      place_ = std::prev(service_.unproven_.end());
+      listed_ = true;
+      if (service_.unproven_.size() > size_t(kUnprovenReplies)) {
+        oldest = service_.unproven_.front();
+        service_.unproven_.pop_front();
+        oldest->listed_ = false;
+      }
     }
+    // Ended only if its first part has not arrived meanwhile (claim() decides, once); it is not
+    // deleted before it is finished, so the pointer holds.
+    if (oldest && oldest->claim(kEvicted))
+      oldest->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                  "the server reads at most " + std::to_string(kUnprovenReplies) +
+                                      " replies whose first part has not arrived; this one waited longest"));
     StartRead(&part_);
   }
 
   void OnReadDone(bool ok) override {
+    if (silo_ == -1) {  // the first part, or the end of a call that sent none
+      if (!claim(kReading)) return;  // ended to make room: whoever ended it finished it
+      unlist();
+      if (!ok) return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a reply with no parts"));
+      return first();
+    }
     if (!ok) return end();
-    if (silo_ == -1) return first();
     if (size_t(part_.values_size()) > kReplyPartValues ||
         uint64_t(whole_.values_size()) + uint64_t(part_.values_size()) > whole_.count())
       return finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -111,14 +131,27 @@ class ServerService::ReplyReactor final : public grpc::ServerReadReactor<fvi::v1
   }
 
   void OnDone() override {
-    release_unproven();
+    unlist();
     release_silo();
     delete this;
   }
 
  private:
+  enum Stage { kAwaitingFirst, kReading, kEvicted };
+
+  // Moves the call out of kAwaitingFirst; true for the one caller that does.
+  bool claim(Stage to) {
+    int expected = kAwaitingFirst;
+    return stage_.compare_exchange_strong(expected, to);
+  }
+
+  void unlist() {
+    std::lock_guard<std::mutex> lock(service_.unproven_mutex_);
+    if (listed_) service_.unproven_.erase(place_);
+    listed_ = false;
+  }
+
   void first() {
-    release_unproven();
     int k = -1;
     const grpc::Status status = service_.transport_.open_reply(peer_, part_, k);
     if (!status.ok()) return Finish(status);
@@ -132,7 +165,6 @@ class ServerService::ReplyReactor final : public grpc::ServerReadReactor<fvi::v1
   }
 
   void end() {
-    if (silo_ == -1) return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a reply with no parts"));
     if (uint64_t(whole_.values_size()) != whole_.count())
       return finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  "the reply ended after " + std::to_string(whole_.values_size()) + " of the " +
@@ -152,18 +184,15 @@ class ServerService::ReplyReactor final : public grpc::ServerReadReactor<fvi::v1
     silo_ = kReleased;
   }
 
-  void release_unproven() {
-    if (unproven_) --service_.unproven_;
-    unproven_ = false;
-  }
-
   ServerService& service_;
   const Peer peer_;
   fvi::v1::Ack* ack_;
   fvi::v1::Result part_, whole_;
   static constexpr int kReleased = -2;
   int silo_ = -1;  // set once the first part is accepted: the silo holds a reply slot until finish()
-  bool unproven_ = false;
+  std::atomic<int> stage_{kAwaitingFirst};
+  std::list<ReplyReactor*>::iterator place_;  // in service_.unproven_ while listed_ (under its mutex)
+  bool listed_ = false;
 };
 
 grpc::ServerReadReactor<fvi::v1::Result>* ServerService::Submit(grpc::CallbackServerContext* context,

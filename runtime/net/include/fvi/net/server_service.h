@@ -5,13 +5,14 @@
 // it is (issue 27 items 5 and 6):
 // - every message the server reads is at most kMaxUnauthenticatedMessageBytes (a reply comes in
 //   parts; the rest of it is read only after the first part's credentials are checked);
-// - at most kUnprovenReplies replies in all whose first part has not been checked yet, and
-//   kRepliesPerSilo per silo after it (ServerTransport); more are refused unread;
+// - at most kUnprovenReplies replies in all whose first part has not arrived (a new one ends the
+//   oldest), and kRepliesPerSilo per silo after it is checked (ServerTransport);
 // - at most kStreamsPerConnection calls at once on one connection, and kTransportMemory of
 //   gRPC's buffers in all (a message larger than the limit is buffered whole before gRPC refuses
 //   it; the quota holds what a flood of them can take).
-#include <atomic>
 #include <cstddef>
+#include <list>
+#include <mutex>
 #include <memory>
 
 #include <grpcpp/grpcpp.h>
@@ -43,7 +44,8 @@ class ServerService final : public fvi::v1::Federation::CallbackService {
   class ReplyReactor;
 
   ServerTransport& transport_;
-  std::atomic<int> unproven_{0};  // Submit calls whose first part has not been checked yet
+  std::mutex unproven_mutex_;
+  std::list<ReplyReactor*> unproven_;  // Submit calls whose first part has not arrived, oldest first
 };
 
 }  // namespace fvi::net
