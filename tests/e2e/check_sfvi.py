@@ -19,6 +19,7 @@ is absent.
 """
 import csv
 import json
+import math
 import os
 import sys
 
@@ -107,6 +108,25 @@ def case_glmm_nuts(fvic, cache, work):
         print("%s: SFVI %.4f (sd %.4f), NUTS %.4f (sd %.4f): %.3f NUTS sd apart" % (name, mean, sd, r["mean"], r["sd"], z))
         if name.startswith("beta"):  # the issue's claim is about beta; omega is printed
             require(z < 0.25, "%s is %.3f posterior sd from NUTS (limit 0.25)" % (name, z))
+    # With local_samples > 1 each silo still writes its draws.csv: the globals it was sent, and its
+    # locals drawn by importance resampling, whose means agree with its posterior.json (1000 draws:
+    # within 4 standard errors of the importance-sampling mean, sd / sqrt(1000) each).
+    silo = os.path.join(out, "silo-1")
+    with open(os.path.join(silo, "draws.csv")) as f:
+        text = f.read()
+    require("log_g = 0: the locals are drawn by importance resampling" in text,
+            "silo-1/draws.csv does not say why log_g__ is 0")
+    rows = [line.split(",") for line in text.splitlines() if line and not line.startswith("#")]
+    header, draws = rows[0], [list(map(float, r)) for r in rows[2:]]
+    local = posterior(silo)["variables"]
+    b = [c for c in header if c.startswith("b.")]
+    require(b and "beta.1" in header and len(draws) == 1000, "silo-1/draws.csv: columns %s, %d draws" % (header[:8], len(draws)))
+    for i, column in enumerate(b[:3]):
+        values = [r[header.index(column)] for r in draws]
+        mean, sd = sum(values) / len(values), local["b"]["sd"][i]
+        require(abs(mean - local["b"]["mean"][i]) < 4 * sd / math.sqrt(len(values)),
+                "silo-1 %s: draws.csv mean %.4f, posterior.json %.4f (sd %.4f)" % (column, mean, local["b"]["mean"][i], sd))
+    print("silo-1/draws.csv: %d draws of the globals and %d locals, local means as in posterior.json" % (len(draws), len(b)))
 
 
 CASES = {"privacy": case_privacy, "methods": case_methods, "glmm_nuts": case_glmm_nuts}

@@ -168,10 +168,11 @@ Eigen::MatrixXd global_draws(const Global& q, uint64_t seed, uint32_t stream, lo
 // OUT/silo-K/draws.csv: the silo's joint posterior of everything it may see, the global
 // parameters (draws of the final q(Z_G) it was sent), the hyperparameters and its own locals
 // drawn from q(Z_L | Z_G) at those draws. log_g__ is log q of the pair; log_p__ is 0, since the
-// log joint needs every silo's data.
+// log joint needs every silo's data. With the importance-weighted bound (log_q_local null) the
+// locals are importance-resampled draws, whose density has no closed form: log_g__ is 0 too.
 void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_data& data, const Global& global,
                       const Eigen::VectorXd& hyper, const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local,
-                      const Eigen::VectorXd& log_q_local, const engine::Settings& settings, const std::string& family) {
+                      const Eigen::VectorXd* log_q_local, const engine::Settings& settings, const std::string& family) {
   const Eigen::Index n = z_global.rows(), h = hyper.size(), m = z_local.rows(), S = z_global.cols();
   DrawsFile file;
   file.model = model.name;
@@ -187,10 +188,13 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
   Eigen::VectorXd mean(n + h + m);
   mean << global.mean(), hyper, z_local.rowwise().mean();
   file.mean = constrain(file.layout, mean).col(0);
-  file.log_g = global.log_density(z_global) + log_q_local;
+  file.log_g = log_q_local ? Eigen::VectorXd(global.log_density(z_global) + *log_q_local) : Eigen::VectorXd::Zero(S);
   file.log_p = Eigen::VectorXd::Zero(S);
   file.config = settings.entries();
   file.fvic = {{"log_p", "0: the log joint needs every silo's data"}, {"family", family}};
+  if (!log_q_local)
+    file.fvic.emplace_back("log_g", "0: the locals are drawn by importance resampling (local_samples > 1), whose "
+                                    "density has no closed form");
   write_draws_csv(dir + "/draws.csv", file);
 }
 
@@ -205,10 +209,11 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   if (silo.local_samples() > 1) {
     const long K = silo.local_samples(), chunk = 50;  // draws of Z_G per evaluation (memory: rows x chunk x K)
     Eigen::VectorXd sum = Eigen::VectorXd::Zero(q.dim()), square = Eigen::VectorXd::Zero(q.dim());
-    Eigen::MatrixXd z(q.dim(), draws);
+    Eigen::MatrixXd z(q.dim(), draws), z_global(global.dim(), draws);
     for (long first = 0; first < draws; first += chunk) {
       const long n = std::min(chunk, draws - first);
       const Eigen::MatrixXd eps_global = rng.normal(global.dim(), n);
+      z_global.middleCols(first, n) = global.offset(eps_global).colwise() + global.mean();
       const Eigen::MatrixXd eps_local = rng.normal(q.dim(), n * K);
       const Eigen::MatrixXd uniforms = rng.uniform(q.dim(), n);
       const SfviSilo::LocalPosterior p = silo.importance_posterior(global, hyper, eps_global, eps_local, uniforms);
@@ -219,12 +224,14 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     const Eigen::VectorXd mean = sum / double(draws);
     const Eigen::VectorXd var = (square / double(draws) - mean.cwiseAbs2()).cwiseMax(0.0);
     write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, z), mean, var.cwiseSqrt());
+    write_silo_draws(dir, model, data, global, hyper, z_global, z, nullptr, settings, family);
     return;
   }
   const Eigen::MatrixXd eps_global = rng.normal(global.dim(), draws);
   const Eigen::MatrixXd u = global.offset(eps_global);
   const Eigen::MatrixXd z = q.sample(u, rng.normal(q.dim(), draws));
-  write_silo_draws(dir, model, data, global, hyper, u.colwise() + global.mean(), z, q.log_density(z, u), settings, family);
+  const Eigen::VectorXd log_q_local = q.log_density(z, u);
+  write_silo_draws(dir, model, data, global, hyper, u.colwise() + global.mean(), z, &log_q_local, settings, family);
   // Marginal sd: diag(C Sigma_GG C^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G.
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
