@@ -410,6 +410,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("divergence", pvi);
   unused("damping", pvi);
   unused("schedule", pvi);
+  unused("server_damping", pvi);
   unused("q_z", vfl);
   unused("q_z_width", vfl);
   unused("q_z_depth", vfl);

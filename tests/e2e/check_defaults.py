@@ -160,6 +160,13 @@ def case_fedgvi(fvic, cache, work):
     # standard error below 0.05 sd; 0.1 sd is twice that.
     require(abs(m - m_opt) < 0.1 * s_opt, f"theta's mean {m} is not the GVI optimum {m_opt} (sd {s_opt})")
     require(abs(s - s_opt) < 0.1 * s_opt, f"theta's sd {s} is not the GVI optimum's {s_opt}")
+    # server_damping = off: each silo's change as it damped it, by the paper's 1/silos.
+    cmd = [fvic, "run", os.path.join(ex, "clutter.fvi"), "--data", data, "--output", out + "-off", "--set",
+           "server_damping=off", "--set", "rounds=2"]
+    p = subprocess.run(cmd, env=dict(os.environ, FVIC_CACHE=cache), capture_output=True, text=True, timeout=600)
+    require(p.returncode == 0 and "damping = 0.2 " in p.stdout and "the server scales" not in p.stdout,
+            f"server_damping = off did not turn the server's scaling off:\n{p.stdout}\n{p.stderr}")
+    print("  server_damping = off: damping 1/silos = 0.2, no server scaling")
 
 
 def case_sfvi(fvic, cache, work):

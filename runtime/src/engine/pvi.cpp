@@ -20,7 +20,7 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   s.score_matching(o.score_weight, o.score_length_scale);
   o.divergence = s.divergence();
   o.damping_given = s.has("damping");
-  o.server_damping = s.name("schedule", "synchronous") == "synchronous";
+  o.server_damping = s.name("schedule", "synchronous") == "synchronous" && s.name("server_damping", "on") == "on";
   o.damping = s.number("damping", o.server_damping ? 1.0 : 1.0 / std::max(1, silos));
   o.local_steps = s.integer("local_steps", 100);
   o.epochs = s.integer("epochs", 0);
