@@ -899,12 +899,21 @@ class Checker {
 
   void fail(Expr& e) { e.type = Type::error(); }
 
+  // expr recurses once per level of the tree, and a statement may nest 2000 deep (parser.cpp's
+  // kMaxOperators, a chain of '+' or of indexes): its frame must stay small in every build. The
+  // work on one node is therefore kept out of line (expr_node() and the helpers it calls, index()
+  // included, which no longer recurses on its base): inlined into expr, they made its frame 8.5 KB
+  // under ASan, and the 2000 '+' that [limits] accepts overflowed an 8 MB stack.
   void expr(Expr& e) {
+    for (const ExprPtr& a : e.args)  // an index's base too (index() checks the indices)
+      if (a) expr(*a);
+    expr_node(e);
+  }
+
+  [[gnu::noinline]] void expr_node(Expr& e) {
     e.type = Type::error();
     e.shape = Shape{};
     e.taint = Taint{};
-    for (const ExprPtr& a : e.args)
-      if (a && e.kind != ExprKind::Index) expr(*a);
     for (const ExprPtr& a : e.args)
       if (a && e.kind != ExprKind::Index) e.taint.merge(a->taint);
     switch (e.kind) {
@@ -1138,8 +1147,7 @@ class Checker {
   }
 
   void index(Expr& e) {
-    Expr& base = *e.args[0];
-    expr(base);
+    Expr& base = *e.args[0];  // already checked by expr()
     e.taint = base.taint;
     bool ok = !base.type.is_error();
     std::vector<SymSize> sizes;  // the size of each kept dimension, or nullopt when dropped

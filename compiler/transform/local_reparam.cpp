@@ -60,7 +60,9 @@ ir::Factor meanfield_variant(const ir::Module& module, size_t index) {
     }
     const Node& w = f.nodes[old.args[1]];
     const int x = renumber[old.args[0]];
-    const Node& xn = v.nodes[x];
+    // x's shape by value: add() appends to v.nodes and may reallocate it, so a reference into
+    // v.nodes held across the adds below would be read after it was freed (found by ASan).
+    const SymSize x_rows = v.nodes[x].rows, x_cols = v.nodes[x].cols;
     auto leaf = [&](Op op) {
       Node l{op};
       l.name = w.name;
@@ -72,7 +74,7 @@ ir::Factor meanfield_variant(const ir::Module& module, size_t index) {
     };
     int mean = leaf(Op::Mean), sd = leaf(Op::Sd);
     int location = make(Op::MatMul, {x, mean}, old.rows, old.cols, false, true);
-    int x2 = make(Op::Unary, {x}, xn.rows, xn.cols, false, false, "square");
+    int x2 = make(Op::Unary, {x}, x_rows, x_cols, false, false, "square");
     int sd2 = make(Op::Unary, {sd}, w.rows, w.cols, false, true, "square");
     int variance = make(Op::MatMul, {x2, sd2}, old.rows, old.cols, false, true);
     int scale = make(Op::Unary, {variance}, old.rows, old.cols, false, true, "safe_sqrt");

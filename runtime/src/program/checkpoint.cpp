@@ -41,7 +41,9 @@ struct Reader {
     const uint64_t n = u64();
     if (n > (bytes.size() - at) / sizeof(double)) throw std::runtime_error(path + ": truncated checkpoint");
     std::vector<double> v(n);
-    std::memcpy(v.data(), bytes.data() + at, n * sizeof(double));
+    // An empty vector's data() may be null, and memcpy from or to null is undefined even for
+    // 0 bytes (UBSan: "null pointer passed as argument 1").
+    if (n > 0) std::memcpy(v.data(), bytes.data() + at, n * sizeof(double));
     at += n * sizeof(double);
     return v;
   }
