@@ -208,10 +208,10 @@ uint64_t ServerTransport::next_task(const Peer& peer, const fvi::v1::TaskRequest
     changed_.notify_all();
   }
   if (task_for(k, task) || stopping_) {
-    const bool heard_done = task.status() == fvi::v1::Task::DONE;
+    const bool heard_done = task.status() == fvi::v1::Task::DONE, stopping = stopping_;
     lock.unlock();
     if (heard_done) changed_.notify_all();
-    answer(stopping_ ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping") : grpc::Status::OK, task);
+    answer(stopping ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping") : grpc::Status::OK, task);
     return 0;
   }
   if (silo_[k].polls >= kPollsPerSilo) {
@@ -241,11 +241,6 @@ bool ServerTransport::cancel_poll(uint64_t id) {
   --silo_[it->second.silo].polls;
   polls_.erase(it);
   return true;
-}
-
-size_t ServerTransport::parked_polls() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return polls_.size();
 }
 
 ServerTransport::Due ServerTransport::take_due(Clock::time_point now) {

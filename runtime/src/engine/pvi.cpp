@@ -466,7 +466,6 @@ template <class Q>
 std::string PviServer<Q>::unusable(const Natural& eta) {
   if (!Family::proper(eta)) return "it would make the global posterior improper (its precision is not positive definite)";
   // Issue 27 item 7: an update of 1e300 was taken, and every later round failed.
-  constexpr double kLargest = kLargestUsable;
   const Q q = Family::distribution(eta);
   const Eigen::VectorXd mean = q.mean(), sd = Family::sd(q);
   auto shown = [](double v) {
@@ -475,10 +474,10 @@ std::string PviServer<Q>::unusable(const Natural& eta) {
     return std::string(text);
   };
   for (Eigen::Index i = 0; i < mean.size(); ++i) {
-    if (!std::isfinite(mean(i)) || std::abs(mean(i)) > kLargest)
+    if (!std::isfinite(mean(i)) || std::abs(mean(i)) > kLargestUsable)
       return "it would put the mean of global parameter " + std::to_string(i + 1) + " at " + shown(mean(i)) +
              ", beyond 1e100";
-    if (!std::isfinite(sd(i)) || sd(i) > kLargest || sd(i) < 1 / kLargest)
+    if (!std::isfinite(sd(i)) || sd(i) > kLargestUsable || sd(i) < 1 / kLargestUsable)
       return "it would put the sd of global parameter " + std::to_string(i + 1) + " at " + shown(sd(i)) +
              ", outside [1e-100, 1e100]";
   }

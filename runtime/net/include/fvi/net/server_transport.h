@@ -81,8 +81,6 @@ class ServerTransport final : public program::Transport {
   // silo that joined to hear it.
   void finish(double grace);
   long refused() const;
-  // NextTask calls waiting now (the load benchmark's figure).
-  size_t parked_polls() const;
 
   // The protocol's calls (federation.proto). Each authenticates first: the silo number in its
   // own type, the token or certificate, then the model.
