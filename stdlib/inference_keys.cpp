@@ -306,6 +306,10 @@ std::optional<KeyValue> parse_key_value(const std::string& text, std::string* er
   return ValueParser(text).parse(error);
 }
 
+const char* default_pvi_schedule(const std::string& loss_name) {
+  return loss_name == "nll" ? "synchronous" : "sequential";
+}
+
 const std::vector<KeySpec>& inference_keys() {
   static const std::vector<KeySpec> table = {
       {"method", "auto, pvi, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power",
@@ -318,7 +322,7 @@ const std::vector<KeySpec>& inference_keys() {
        "the loss that replaces each likelihood term's negative log likelihood", "nll"},
       {"divergence", "kl, rkl, weighted_kl(w), alpha_renyi(a), fisher_rao",
        "the client divergence to the cavity (PVI/FedGVI)", "kl"},
-      {"damping", "a number in (0, 1]", "PVI damping of each silo's factor update (default: 1 in the synchronous schedule, where the server also scales every change by 1, halved down to 1/silos after a round whose objective falls; 1/silos in the others; 1 for a closed-form update)", ""},
+      {"damping", "a number in (0, 1]", "PVI damping of each silo's factor update (default: 1 in the synchronous schedule, where the server also scales every change by 1, halved down to 1/silos after a round whose objective falls, and in the sequential one, where each silo updates the q_s of the silos before it; 1/silos in the asynchronous one and with server_damping = off; 1 for a closed-form update)", ""},
       {"rounds", "an integer >= 1",
        "server rounds (iterations): on the command line (--set) exactly this many; in the inference block the most "
        "the stopping rule may take",
@@ -333,9 +337,16 @@ const std::vector<KeySpec>& inference_keys() {
       {"tol_param", "a number > 0",
        "the stopping rule's precision: drift and standard error of the averaged posterior means, in posterior sds",
        "0.05"},
-      {"schedule", "synchronous, sequential, asynchronous", "PVI client schedule", "synchronous"},
+      {"schedule", "synchronous, sequential, asynchronous",
+       "PVI client schedule: every silo at once, one after another, or as each is ready",
+       "synchronous with loss = nll; sequential with any other loss, which need not be convex (silos updating at once "
+       "can settle in another of its optima)"},
       {"server_damping", "on, off", "PVI, synchronous schedule: the server scales every silo's change by 1, halved (down to 1/silos) after a round whose objective falls; off: each change as the silo damped it (damping then defaults to 1/silos)", "on"},
-      {"local_steps", "an integer >= 1", "optimiser steps per client update", "100"},
+      {"local_steps", "an integer >= 1",
+       "optimiser steps per client update: PVI exactly this many (without it or epochs, an update runs until its "
+       "objective levels off and its averaged means are stationary, as the stopping rule judges rounds, at most "
+       "5000 steps); VFL silo steps per iteration (default 1)",
+       "PVI until converged"},
       {"epochs", "an integer >= 1", "passes over the silo's data per client update", ""},
       {"patience", "an integer >= 0",
        "with epochs: stop a client update after this many epochs without a better objective, keeping the best (0: never)",

@@ -1,4 +1,5 @@
 #include "analysis/plan.h"
+#include "inference_keys.h"
 
 #include <iomanip>
 #include <nlohmann/json.hpp>
@@ -530,6 +531,19 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
         << (plan.conjugacy.closed_form ? "closed form (" + plan.conjugacy.reason + ")"
                                        : "stochastic optimisation (" + plan.conjugacy.reason + ")")
         << '\n';
+  if (plan.method == Method::PVI) {
+    const std::string loss = model.settings.name("loss", "nll");
+    const std::string schedule = model.settings.name("schedule", fvic::stdlib::default_pvi_schedule(loss));
+    out << "  schedule: " << schedule;
+    if (model.settings.has("schedule"))
+      out << " (set)";
+    else if (schedule == "sequential")
+      out << ", one silo after another (the loss " << loss
+          << " need not be convex: silos updating at once can settle in another of its optima)";
+    else
+      out << ", every silo at once (the server damps the changes)";
+    out << '\n';
+  }
   out << "  terms of the log joint\n";
   for (const Term& t : model.terms) out << "    " << term_line(t) << '\n';
   if (plan.messages.empty()) {

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/../.."
 levels=("$@")
 [ ${#levels[@]} -gt 0 ] || levels=(0 10 20 40)
 settings=(--set rounds=15 --set epochs=5 --set batch_size=256 --set mc_samples=10 --set lr=0.002
-          --set precision=float32 --set init_sd=0.0316 --set output_draws=10)
+          --set precision=float32 --set init_sd=0.0316 --set output_draws=10
+          --set schedule=synchronous --set server_damping=off)
 for p in "${levels[@]}"; do
   data=build/fashion_bnn/data-$p
   [ -d "$data" ] || python3 examples/fashion_bnn/generate.py --contamination "$p"

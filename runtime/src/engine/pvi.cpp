@@ -9,8 +9,11 @@
 
 #include "fvi/engine/factor_loss.h"
 #include "fvi/optim/adam.h"
+#include "fvi/math/constants.h"
+#include "fvi/optim/convergence.h"
 #include "fvi/optim/early_stopping.h"
 #include "fvi/rng.h"
+#include "inference_keys.h"
 
 namespace fvi::engine {
 
@@ -20,10 +23,14 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   s.score_matching(o.score_weight, o.score_length_scale);
   o.divergence = s.divergence();
   o.damping_given = s.has("damping");
-  o.server_damping = s.name("schedule", "synchronous") == "synchronous" && s.name("server_damping", "on") == "on";
-  o.damping = s.number("damping", o.server_damping ? 1.0 : 1.0 / std::max(1, silos));
+  o.schedule = s.name("schedule", fvic::stdlib::default_pvi_schedule(s.name("loss", "nll")));
+  o.server_damping = o.schedule == "synchronous" && s.name("server_damping", "on") == "on";
+  // Sequential updates see every earlier silo's change: no damping is needed (spec 000 §2.5
+  // recommends 1/M for silos updating at once).
+  o.damping = s.number("damping", o.server_damping || o.schedule == "sequential" ? 1.0 : 1.0 / std::max(1, silos));
   o.local_steps = s.integer("local_steps", 100);
   o.epochs = s.integer("epochs", 0);
+  o.adaptive_steps = !s.has("local_steps") && !s.has("epochs");
   o.lr = s.number("lr", 0.01);
   o.batch_size = s.integer("batch_size", 0);
   o.mc_samples = s.integer("mc_samples", o.mc_samples);
@@ -335,10 +342,14 @@ template <class Q>
 Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& cavity, const std::optional<Q>& q_cavity,
                                        uint32_t round, Update& out) {
   const long n_batches = batches();
-  const long steps = options_.epochs > 0 ? options_.epochs * n_batches : options_.local_steps;
+  const long steps = options_.adaptive_steps ? options_.max_local_steps
+                     : options_.epochs > 0  ? options_.epochs * n_batches
+                                            : options_.local_steps;
   AdamOptions adam_options;
-  adam_options.learning_rate = options_.lr_schedule == "constant" ? StepSizeSchedule::constant(options_.lr)
-                                                                   : StepSizeSchedule::cosine(options_.lr, steps);
+  // The adaptive update decays the step size itself, once its objective has levelled off.
+  adam_options.learning_rate = options_.lr_schedule == "constant" || options_.adaptive_steps
+                                   ? StepSizeSchedule::constant(options_.lr)
+                                   : StepSizeSchedule::cosine(options_.lr, steps);
   CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
   // Names the likely cause (issue 27 item 10): data near double's limit, else the starting
   // point (a loss not finite at step 1 was evaluated before any step, so the step size cannot
@@ -364,7 +375,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
     const auto run = [&](auto&& q) {
       // The divergence's value is read only at the last step and, with early stopping, in every
       // epoch's objective; its gradient is needed at every step.
-      const bool every_value = options_.epochs > 0 && options_.patience > 0;
+      const bool every_value = (options_.epochs > 0 && options_.patience > 0) || options_.adaptive_steps;
       const auto step = [&](long batch, long t) {
         const auto g = meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
         const auto s = q.step(g.d_mean, g.d_sd, every_value || t == steps - 1);
@@ -372,7 +383,8 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
         if (!s.finite || !std::isfinite(objective)) throw not_finite(t, g.loss);
         return objective;
       };
-      return run_steps(steps, n_batches, round, step, [&] { return q.params(); }, out);
+      return run_steps(steps, n_batches, round, step, [&] { return q.params(); },
+                       [&](double scale) { q.set_step_scale(scale); }, out);
     };
     if (options_.precision == Precision::kFloat32)
       return run(MeanFieldShards<float>(params, q_cavity, cavity, options_.divergence, adam_options, pool_));
@@ -391,14 +403,15 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
       adam.step(params, g.d_params);
       return objective;
     };
-    return run_steps(steps, n_batches, round, step, [&] { return params; }, out);
+    return run_steps(steps, n_batches, round, step, [&] { return params; },
+                     [&](double scale) { adam.set_scale(scale); }, out);
   }
 }
 
 template <class Q>
-template <class StepFn, class CurrentFn>
+template <class StepFn, class CurrentFn, class ScaleFn>
 Eigen::VectorXd PviClient<Q>::run_steps(long steps, long n_batches, uint32_t round, StepFn step, CurrentFn current,
-                                        Update& out) {
+                                        ScaleFn scale, Update& out) {
   CounterRng shuffle(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kMinibatch});
   std::vector<long> order(n_batches);
   // Early stopping on the epoch objective, keeping the best parameters (spec 000 §5.5 [repo]).
@@ -407,9 +420,19 @@ Eigen::VectorXd PviClient<Q>::run_steps(long steps, long n_batches, uint32_t rou
   if (stop_early) stopping.emplace(EarlyStoppingOptions{options_.patience, 0, false});
   Eigen::VectorXd best;
   if (stopping) best = current();
+  // The adaptive update (PviOptions::adaptive_steps): the server's stopping rule, run on the
+  // local objective and q's moments: full steps until the objective levels off, then decaying
+  // steps averaged until the means are stationary; the result is the average.
+  std::optional<ConvergenceMonitor> rule;
+  if (options_.adaptive_steps) {
+    ConvergenceOptions o;
+    o.window = options_.local_window;
+    rule.emplace(o);
+  }
   double epoch_objective = 0;
   long t = 0;
   for (; t < steps; ++t) {
+    if (rule) scale(rule->step_scale());
     if (t % n_batches == 0) {  // a new epoch: visit the contiguous minibatches in a fresh order
       std::iota(order.begin(), order.end(), 0L);
       std::shuffle(order.begin(), order.end(), shuffle);
@@ -417,6 +440,15 @@ Eigen::VectorXd PviClient<Q>::run_steps(long steps, long n_batches, uint32_t rou
     }
     out.objective = step(order[t % n_batches], t);
     epoch_objective += out.objective / double(n_batches);
+    if (rule) {
+      const Eigen::VectorXd now = current();
+      const Q q = Family::from_params(now);
+      rule->observe(out.objective, q.mean(), Family::sd(q), now);
+      if (rule->converged()) {
+        ++t;
+        break;
+      }
+    }
     if (stopping && (t + 1) % n_batches == 0) {
       stopping->update(epoch_objective);
       if (stopping->improved()) best = current();
@@ -427,6 +459,7 @@ Eigen::VectorXd PviClient<Q>::run_steps(long steps, long n_batches, uint32_t rou
     }
   }
   out.steps = t;
+  if (rule && rule->averaged_steps() > 0) return rule->average();
   return stopping ? best : current();
 }
 

@@ -77,7 +77,7 @@ class PviCoordinator : public Coordinator {
       : run_(run),
         options_(engine::PviOptions::from(run.settings, run.transport.silos())),
         rounds_(max_steps(run.settings, 100)),
-        schedule_(run.settings.name("schedule", "synchronous")),
+        schedule_(options_.schedule),
         server_(run.model, run.server_data.view(), options_.seed),
         layout_(variable_layout(run.model, "global", run.server_data.view())),
         runner_(server_, run.transport, schedule_, options_.server_damping) {

@@ -52,6 +52,10 @@ class MeanFieldShards {
   // possibly none), added up here a block at a time rather than in a pass of their own.
   using Terms = std::vector<VectorX<T>>;
   Step step(const Terms& d_mean, const Terms& d_sd, bool with_value = true);
+  // Multiplies the step size of every later step by `scale` (Adam::set_scale).
+  void set_step_scale(double scale) {
+    for (Shard& s : shards_) s.adam->set_scale(scale);
+  }
 
  private:
   struct Shard {

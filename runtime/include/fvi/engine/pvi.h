@@ -37,7 +37,16 @@ struct PviOptions {
   // scale after a round whose objective fell (program/pvi_rounds.h), so that simultaneous
   // updates that overshoot are damped by the run itself.
   bool server_damping = false;
+  std::string schedule = "synchronous";  // synchronous, sequential or asynchronous
   long local_steps = 100;  // optimiser steps per client update (when epochs = 0)
+  // Neither local_steps nor epochs given: a client update runs at the full step size until its
+  // objective levels off (ConvergenceMonitor's plateau rule over windows of local_window steps),
+  // at most max_local_steps, then decays it over local_steps more (with lr_schedule = cosine).
+  // A fixed count stops short of the local optimum whenever q must travel far (a wide prior,
+  // the first round), and PVI's fixed point is that of exact local optima (seed 000 Eq. 4).
+  bool adaptive_steps = false;
+  long local_window = 50;
+  long max_local_steps = 5000;
   long epochs = 0;         // passes over the silo's rows per client update (overrides local_steps)
   double lr = 0.01;
   long batch_size = 0;     // 0: all rows
@@ -130,9 +139,11 @@ class PviClient {
   Eigen::VectorXd optimise(Eigen::VectorXd params, const Natural& cavity, const std::optional<Q>& q_cavity,
                            uint32_t round, Update& out);
   // One pass of the optimiser's loop: `step(batch, t)` takes step t on minibatch `batch` and
-  // returns the objective before it; `current()` gives the parameters now.
-  template <class StepFn, class CurrentFn>
-  Eigen::VectorXd run_steps(long steps, long n_batches, uint32_t round, StepFn step, CurrentFn current, Update& out);
+  // returns the objective before it; `current()` gives the parameters now; `scale(s)` sets the
+  // step size's multiplier (the adaptive update's decay).
+  template <class StepFn, class CurrentFn, class ScaleFn>
+  Eigen::VectorXd run_steps(long steps, long n_batches, uint32_t round, StepFn step, CurrentFn current,
+                            ScaleFn scale, Update& out);
   long batches() const;
 
   std::shared_ptr<WorkerPool> pool_;  // null with one thread
