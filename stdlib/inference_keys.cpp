@@ -362,7 +362,10 @@ const std::vector<KeySpec>& inference_keys() {
       {"output_draws", "an integer >= 1",
        "draws of the posterior written to draws.csv (default 1000, fewer for models with over 10,000 parameters)", ""},
       {"batch_size", "an integer >= 0", "minibatch rows per step; 0 means all rows", "0"},
-      {"mc_samples", "an integer >= 1", "Monte Carlo draws per gradient estimate (default PVI 10, others 1)", ""},
+      {"mc_samples", "an integer >= 1",
+       "Monte Carlo draws per gradient estimate (default PVI 10, others 1; SFVI: unset, the stopping rule doubles "
+       "the draws, up to 16 times, where their noise keeps the averaged means from settling)",
+       ""},
       {"local_samples", "an integer >= 1",
        "SFVI: importance samples of each local element per draw of the globals (K > 1: an importance-weighted bound)",
        "16 where every local element can be scored on its own, else 1"},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 namespace fvi {
@@ -14,6 +15,7 @@ ConvergenceMonitor::ConvergenceMonitor(ConvergenceOptions options) : options_(op
   options_.min_average_windows = std::max(3L, options_.min_average_windows);
   options_.plateaus = std::max(1L, options_.plateaus);
   options_.max_average_windows = std::max(options_.min_average_windows, options_.max_average_windows);
+  options_.max_mc_factor = std::max(1L, options_.max_mc_factor);
 }
 
 void ConvergenceMonitor::observe(double objective, const Eigen::VectorXd& mean, const Eigen::VectorXd& sd,
@@ -109,6 +111,14 @@ void ConvergenceMonitor::judge_averages() {
   precision_ = worst_se;
   if (stationary && worst_se < options_.tol_param && n >= options_.min_average_windows) {
     converged_ = true;
+  } else if (++windows_since_mc_ >= options_.max_average_windows / 2 && mc_factor_ * 2 <= options_.max_mc_factor) {
+    // Averaging as long as the average holds without converging: the noise of the steps keeps
+    // the means from settling (or reads as drift). Less noise per step, and average again.
+    mc_factor_ *= 2;
+    windows_since_mc_ = 0;
+    averages_.clear();
+    ++epoch_;
+    averaging_windows_ = 0;
   } else if (drifting && n >= 4) {
     // The older half was still moving: drop it, and take full steps again until it settles.
     averages_.erase(averages_.begin(), averages_.begin() + n / 2);
@@ -136,6 +146,10 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
                   "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged: drift %.3f sd, "
                   "standard error %.3f sd < %g)",
                   steps, unit, relative_change_, averaged_steps(), unit, drift_, precision_, options_.tol_param);
+    if (mc_factor_ > 1) {
+      const size_t used = std::strlen(text);
+      std::snprintf(text + used, sizeof text - used, "; mc_samples x%ld by the rule", mc_factor_);
+    }
   } else if (!averaging_) {
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the objective was still changing (relative change %.2g per %ld %s). "
@@ -144,8 +158,9 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
   } else {
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the averaged means still moved %.3f sd (standard error %.3f sd; "
-                  "tol_param %g). Try a larger max_rounds or more mc_samples.",
-                  steps, unit, drift_, precision_, options_.tol_param);
+                  "tol_param %g%s). Try a larger max_rounds or more mc_samples.",
+                  steps, unit, drift_, precision_, options_.tol_param,
+                  mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "");
   }
   return text;
 }
@@ -155,7 +170,8 @@ std::vector<double> ConvergenceMonitor::state() const {
                         double(has_previous_),    previous_objective_,      previous_se_,     double(plateaus_),
                         double(averaging_),       double(converged_),       double(averaging_windows_),
                         relative_change_,         drift_,                   precision_,       double(mean_sum_.size()),
-                        double(params_sum_.size()), double(averages_.size()), double(epoch_)};
+                        double(params_sum_.size()), double(averages_.size()), double(epoch_),
+                        double(mc_factor_),        double(windows_since_mc_)};
   auto append = [&](const Eigen::VectorXd& v) { s.insert(s.end(), v.data(), v.data() + v.size()); };
   append(mean_sum_), append(sd_sum_), append(params_sum_);
   for (const Window& w : averages_) append(w.mean), append(w.sd), append(w.params);
@@ -163,7 +179,7 @@ std::vector<double> ConvergenceMonitor::state() const {
 }
 
 void ConvergenceMonitor::restore(const std::vector<double>& s) {
-  constexpr size_t kHead = 18;
+  constexpr size_t kHead = 20;
   auto bad = [] { return std::invalid_argument("a damaged convergence state"); };
   if (s.size() < kHead) throw bad();
   const double dm = s[14], dp = s[15], windows = s[16];
@@ -173,7 +189,11 @@ void ConvergenceMonitor::restore(const std::vector<double>& s) {
   count_ = long(s[0]), objective_count_ = long(s[1]), objective_sum_ = s[2], objective_square_ = s[3];
   has_previous_ = s[4] != 0, previous_objective_ = s[5], previous_se_ = s[6], plateaus_ = long(s[7]);
   averaging_ = s[8] != 0, converged_ = s[9] != 0, averaging_windows_ = long(s[10]);
-  relative_change_ = s[11], drift_ = s[12], precision_ = s[13], epoch_ = long(s[17]);
+  const double mc = s[18], since = s[19];
+  if (!(mc >= 1 && mc <= double(options_.max_mc_factor) && mc == std::floor(mc))) throw bad();
+  if (!(since >= 0 && since <= 1e9)) throw bad();
+  windows_since_mc_ = long(since);
+  relative_change_ = s[11], drift_ = s[12], precision_ = s[13], epoch_ = long(s[17]), mc_factor_ = long(mc);
   const double* at = s.data() + kHead;
   auto take = [&](size_t size) {
     Eigen::VectorXd v = Eigen::Map<const Eigen::VectorXd>(at, Eigen::Index(size));

@@ -25,6 +25,7 @@ ConvergenceOptions convergence_options(const engine::Settings& settings, Converg
   o.window = settings.integer("window", o.window);
   o.tol = settings.number("tol", o.tol);
   o.tol_param = settings.number("tol_param", o.tol_param);
+  if (settings.has("mc_samples")) o.max_mc_factor = 1;  // the user's draws per gradient stand
   return o;
 }
 
@@ -103,7 +104,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       const auto rule_end = record.state.end() - long(kLoopState) - 1, rule_begin = rule_end - long(rule_size);
       monitor.restore(std::vector<double>(rule_begin, rule_end));
       coordinator.restore(std::vector<double>(record.state.begin(), rule_begin));
-      coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch());
+      coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch(), monitor.mc_factor());
     } catch (const std::exception& e) {
       throw std::runtime_error(run.checkpoint + ": the checkpoint does not match this model, method and silos (" +
                                e.what() + ")");
@@ -132,7 +133,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     watched << q_mean, q_sd.array().max(1e-300).log().matrix();
     watched_scale << q_sd, Eigen::VectorXd::Ones(n);
     monitor.observe(objective, watched, watched_scale, coordinator.params());
-    coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch());
+    coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch(), monitor.mc_factor());
     stop = !fixed && monitor.converged();
     if (coordinator.reports(t) || t == steps || stop) {
       const double mean = in_window > 0 ? window / double(in_window) : std::numeric_limits<double>::quiet_NaN();

@@ -28,6 +28,9 @@ using engine::SfviSilo;
 using Global = StructuredGlobalGaussian<double>;
 
 constexpr uint64_t kEvaluationSeed = 0x5f5f5f5fULL;  // the ELBO's fixed noise (its own stream)
+// The most the stopping rule may multiply mc_samples by (ConvergenceOptions::max_mc_factor); a
+// silo accepts no more draws per gradient than this times its own setting.
+constexpr long kMaxMcFactor = 16;
 
 // The server's side of the exchanges (seed 002 Algs. 1-2) over a Transport. A silo missing from
 // an iteration contributes nothing to it: the server steps on the gradients that arrived
@@ -120,10 +123,12 @@ class Federation {
     return total;
   }
 
-  // The stopping rule's phase, carried out by each silo on its own eta_L.
-  void schedule(uint32_t round, double scale, bool restart) {
+  // The stopping rule's phase, carried out by each silo on its own eta_L, and its draws per
+  // gradient.
+  void schedule(uint32_t round, double scale, bool restart, long mc_samples) {
     std::vector<Message> up(transport_.silos());
-    run(round, Phase::kSfviSchedule, [&](int) { return Message{scale, restart ? 1.0 : 0.0}; }, up, 0);
+    run(round, Phase::kSfviSchedule, [&](int) { return Message{scale, restart ? 1.0 : 0.0, double(mc_samples)}; }, up,
+        0);
   }
 
   // The final q(Z_G) and theta, for each silo's local posterior.
@@ -312,8 +317,15 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       return m;
     }
     if (phase == Phase::kSfviSchedule) {
-      if (request.size() != 2) throw std::invalid_argument("a schedule request needs [step scale, restart]");
-      silo_.set_schedule(request[0], request[1] != 0);
+      if (request.size() != 3)
+        throw std::invalid_argument("a schedule request needs [step scale, restart, mc_samples]");
+      const double scale = request[0], draws = request[2];
+      if (!(scale > 0 && scale <= 1 && draws >= 1 && draws <= double(kMaxMcFactor * options_.mc_samples) &&
+            draws == std::floor(draws)))
+        throw std::invalid_argument("a schedule request with step scale " + std::to_string(scale) + " and " +
+                                    std::to_string(draws) + " draws per gradient");
+      silo_.set_schedule(scale, request[1] != 0);
+      silo_.set_mc_samples(long(draws));
       return {};
     }
     if (phase == Phase::kSfviFitLocally) {
@@ -527,15 +539,19 @@ class SfviCoordinator : public Coordinator {
   }
   // The silos decay their own steps and average their own eta_L with the server (SFVI only: the
   // other methods' silos fit their locals within the rounds).
-  void set_schedule(double scale, long epoch) override {
+  void set_schedule(double scale, long epoch, long mc_factor) override {
     server_.set_step_scale(scale);
     if (method_ != "sfvi" || (scale == silo_scale_ && epoch == silo_epoch_)) return;
-    federation_.schedule(uint32_t(avg_rounds_ + sfvi_iterations_ + 1), scale, epoch != silo_epoch_);
+    const long draws = options_.mc_samples * mc_factor;  // epoch changes with mc_factor
+    server_.set_mc_samples(draws);
+    federation_.schedule(uint32_t(avg_rounds_ + sfvi_iterations_ + 1), scale, epoch != silo_epoch_, draws);
     silo_scale_ = scale, silo_epoch_ = epoch;
   }
   ConvergenceOptions convergence() const override {
     ConvergenceOptions o;
     o.window = method_ == "sfvi" ? 100 : 5;
+    // SFVI: where the average is held back by the gradients' noise, the rule doubles the draws.
+    if (method_ == "sfvi") o.max_mc_factor = kMaxMcFactor;
     return o;
   }
   const char* unit() const override { return method_ == "sfvi" ? "iterations" : "rounds"; }

@@ -374,7 +374,9 @@ class VflCoordinator : public Coordinator {
   Eigen::VectorXd params() const override { return server_.params(); }
   void set_params(const Eigen::VectorXd& p) override { server_.set_params(p); }
   // The silos decay their own steps and average their own parameters with the server.
-  void set_schedule(double scale, long epoch) override {
+  // (VFL keeps its draws per gradient: the silos' messages are N x mc_samples values.)
+  void set_schedule(double scale, long epoch, long mc_factor) override {
+    (void)mc_factor;  // max_mc_factor is 1 here
     server_.set_step_scale(scale);
     if (scale == silo_scale_ && epoch == silo_epoch_) return;
     std::vector<Message> none;

@@ -146,3 +146,45 @@ TEST_CASE("the stopping rule's state restores to the same decisions", "[optim][c
   damaged.pop_back();
   CHECK_THROWS_AS(b.restore(damaged), std::invalid_argument);
 }
+
+TEST_CASE("the rule doubles the draws per gradient where the steps' noise keeps the average from settling",
+          "[optim][convergence]") {
+  // A plateaued fit whose iterates wander about the optimum as an Ornstein-Uhlenbeck process
+  // (what constant-step SGD does): stationary sd 0.3 q sds times sqrt(step scale / draws),
+  // correlation time 200 steps. Averaged over windows of 50 steps, the average's standard error
+  // is about 0.3 sd / sqrt(n / 8) after n windows: under tol_param = 0.05 only beyond 288
+  // windows with one draw, more than the 64 an average holds, but after about 18 with 16 draws.
+  auto run = [](long max_mc_factor, long& steps) {
+    ConvergenceOptions o;
+    o.window = 50;
+    o.max_mc_factor = max_mc_factor;
+    ConvergenceMonitor monitor(o);
+    std::mt19937_64 rng(7);
+    std::normal_distribution<double> normal;
+    const double rho = std::exp(-1.0 / 200);
+    const Eigen::Vector2d sd{0.5, 2};
+    Eigen::Vector2d offset = Eigen::Vector2d::Zero();
+    long mc_changes = 0, last_factor = 1;
+    for (steps = 1; steps <= 60000 && !monitor.converged(); ++steps) {
+      const double level = 0.3 * std::sqrt(monitor.step_scale() / double(monitor.mc_factor()));
+      for (int i = 0; i < 2; ++i) offset[i] = rho * offset[i] + std::sqrt(1 - rho * rho) * level * normal(rng);
+      const Eigen::Vector2d m = Eigen::Vector2d(1, -2) + offset.cwiseProduct(sd);
+      monitor.observe(-1000 + normal(rng), m, sd, m);
+      if (monitor.mc_factor() != last_factor) {
+        CHECK(monitor.mc_factor() == 2 * last_factor);  // doubles, one step at a time
+        last_factor = monitor.mc_factor(), ++mc_changes;
+      }
+    }
+    CHECK(monitor.mc_factor() <= max_mc_factor);
+    return monitor;
+  };
+  long steps = 0;
+  const ConvergenceMonitor fixed = run(1, steps);
+  CHECK_FALSE(fixed.converged());  // one draw: the average cannot settle in 60,000 steps
+  CHECK(fixed.mc_factor() == 1);
+  const ConvergenceMonitor adaptive = run(16, steps);
+  INFO("converged after " << steps << " steps with mc_factor " << adaptive.mc_factor());
+  CHECK(adaptive.converged());
+  CHECK(adaptive.mc_factor() >= 4);
+  CHECK(adaptive.verdict(steps, "iterations").find("mc_samples x") != std::string::npos);
+}

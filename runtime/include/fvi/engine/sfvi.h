@@ -137,6 +137,8 @@ class SfviServer {
   void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
   // Multiplies the step size of later steps (the stopping rule's decay).
   void set_step_scale(double scale) { adam_.set_scale(scale); }
+  // Draws per gradient from the next step on (the stopping rule's mc_factor times the setting).
+  void set_mc_samples(long draws) { options_.mc_samples = draws; }
   // Everything the server's steps depend on (eta_G, theta, Adam's state), for a checkpoint.
   Eigen::VectorXd checkpoint() const;
   void restore(const Eigen::VectorXd& state);
@@ -204,6 +206,9 @@ class SfviSilo {
   // The server's stopping rule, carried out on eta_{L_j}: the step size's multiplier for later
   // steps, and (restart) a new Polyak-Ruppert average of eta_{L_j} from the next step on.
   void set_schedule(double step_scale, bool restart_average);
+  // Draws per gradient from the next step on, as the server's stopping rule asks (the server's
+  // own draws of Z_G are as many).
+  void set_mc_samples(long draws) { options_.mc_samples = draws; }
   // eta_{L_j} <- its average over the steps since the last restart (if any): the final estimate.
   void use_average();
   // eta_{L_j} and its Adam's state, for a checkpoint (written by the silo, never sent).

@@ -13,7 +13,10 @@
 // posterior sds over the span, at the top of its 95% interval) and their average is precise (its
 // standard error below tol_param sds): the reported means are then off the optimum by Monte Carlo
 // error only. Where the trend is significant (three standard errors, over tol_param sds), the
-// older half is dropped, the step size goes back to full, and averaging goes on.
+// older half is dropped, the step size goes back to full, and averaging goes on. Where averaging
+// has gone on for half of max_average_windows windows without converging, the steps' Monte Carlo noise
+// is what holds it back (or reads as drift): the draws per gradient double (mc_factor, up to
+// max_mc_factor) and the average starts again.
 #include <string>
 #include <vector>
 
@@ -28,6 +31,7 @@ struct ConvergenceOptions {
   long plateaus = 2;  // flat windows in a row that end the optimising phase
   long min_average_windows = 8;
   long max_average_windows = 64;  // older windows leave the average beyond this
+  long max_mc_factor = 1;         // > 1: the rule may multiply mc_samples up to this (a power of 2)
 };
 
 class ConvergenceMonitor {
@@ -50,6 +54,8 @@ class ConvergenceMonitor {
   // The average of the parameters over the averaging windows (empty before any).
   Eigen::VectorXd average() const;
   long averaged_steps() const { return long(averages_.size()) * options_.window; }
+  // The multiplier of mc_samples the rule asks for (1, 2, 4, ... up to max_mc_factor).
+  long mc_factor() const { return mc_factor_; }
 
   // The criterion's values for the verdict: the last relative change of the objective, the
   // largest drift over the averaged span (in sds) and the largest standard error of the average
@@ -83,6 +89,8 @@ class ConvergenceMonitor {
   bool averaging_ = false, converged_ = false;
   long averaging_windows_ = 0;  // since the averaging phase began (for the step size)
   long epoch_ = 0;
+  long mc_factor_ = 1;
+  long windows_since_mc_ = 0;  // averaging windows since the draws last changed
   std::vector<Window> averages_;
   double relative_change_ = -1, drift_ = -1, precision_ = -1;
 };

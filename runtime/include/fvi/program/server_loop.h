@@ -61,8 +61,11 @@ class Coordinator {
   virtual void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const = 0;
   virtual Eigen::VectorXd params() const { return {}; }
   virtual void set_params(const Eigen::VectorXd& params) { (void)params; }
-  // epoch: the rule's averaging_epoch(), for parties that average parameters of their own.
-  virtual void set_schedule(double step_scale, long epoch) { (void)step_scale, (void)epoch; }
+  // epoch: the rule's averaging_epoch(), for parties that average parameters of their own;
+  // mc_factor: the multiplier of mc_samples it asks for (ConvergenceOptions::max_mc_factor).
+  virtual void set_schedule(double step_scale, long epoch, long mc_factor) {
+    (void)step_scale, (void)epoch, (void)mc_factor;
+  }
   // The rule's defaults for this method (`window`, `tol`, `tol_param` override them).
   virtual ConvergenceOptions convergence() const = 0;
   virtual const char* unit() const = 0;  // "rounds", "iterations"
