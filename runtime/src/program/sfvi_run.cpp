@@ -274,7 +274,7 @@ GlobalOutput global_output(const fvi_model& model, const fvi_data& data, const G
   out.mean.resize(n + h);
   out.mean << q.mean(), hyper;
   out.sd = Eigen::VectorXd::Zero(n + h);
-  out.sd.head(n) = q.covariance().diagonal().cwiseSqrt();
+  out.sd.head(n) = q.marginal_sd();
   out.log_density = q.log_density(u.topRows(n));
   return out;
 }
@@ -525,7 +525,7 @@ class SfviCoordinator : public Coordinator {
     mean.resize(n + h);
     sd.resize(n + h);
     mean << server_.q().mean(), server_.hyper();
-    sd << server_.q().covariance().diagonal().cwiseSqrt(), Eigen::VectorXd::Ones(h);
+    sd << server_.q().marginal_sd(), Eigen::VectorXd::Ones(h);
   }
   Eigen::VectorXd params() const override {
     if (method_ == "independent") return {};

@@ -44,6 +44,7 @@ TEST_CASE("structured global block: covariance, density and the mapping from a c
   const Eigen::MatrixXd d_l = g.sd().asDiagonal() * g.unit_lower();
   const Eigen::MatrixXd cov = d_l * d_l.transpose();  // spec 002 §2.5: D_G L_G L_G^T D_G
   CHECK((g.covariance() - cov).cwiseAbs().maxCoeff() <= 1e-15 * 10);
+  CHECK((g.marginal_sd() - cov.diagonal().cwiseSqrt()).cwiseAbs().maxCoeff() <= 1e-15 * 10);
   const Eigen::MatrixXd eps = fvi::test::fixed_noise(3, 4);
   const Eigen::MatrixXd z = g.sample(eps);
   for (int s = 0; s < 4; ++s) {
