@@ -31,6 +31,12 @@ program prints about itself:
              groups is skewed). Reference: given (tau, sigma) the model is linear-Gaussian in
              (mu, beta, alpha), so a 2-D grid over (log tau, log sigma) with the rest integrated
              exactly gives the posterior to quadrature error.
+  funnel     eight schools (Rubin 1981), centred, one school a silo: few groups and a scale with
+             much of its mass near zero (a funnel). Either every mean within 0.25 reference sd and
+             every sd within 20%, or k-hat > 0.7 and a warning naming the problem and what to try.
+             The reference is computed here: given tau the model is linear-Gaussian in mu and
+             theta, so a 1-D grid over log tau gives the posterior to quadrature error (mu 4.40,
+             sd 3.32; tau 3.60, sd 3.22: the published figures).
   vfl_gaussian, vfl_logistic, vfl_poisson
              vertical regressions written here, not tuned for (issue "Vertical models fit the
              model the user wrote"): N = 300 rows, 3 silos of 2 columns each, the outcome on
@@ -755,7 +761,112 @@ def case_hier_linreg(fvic, cache, work):
     require(not failures, "not the posterior (0.25 sd, 20%): " + "; ".join(failures))
 
 
-CASES = {"pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "hier_linreg": case_hier_linreg,
+FUNNEL_MODEL = """\
+// Eight schools (Rubin 1981), one school a silo: a centred hierarchy whose scale tau has much of
+// its posterior mass near zero, where theta and tau form a funnel.
+silo data {
+  real y;
+  real<lower=0> s;
+}
+parameters {
+  global real mu;
+  global real<lower=0> tau;
+  local real theta;
+}
+model {
+  mu ~ normal(0, 5);
+  tau ~ cauchy(0, 5);
+  theta ~ normal(mu, tau);
+  y ~ normal(theta, s);
+}
+"""
+
+SCHOOLS_Y = [28, 8, -3, 7, -1, 1, 18, 12]
+SCHOOLS_S = [15, 10, 16, 11, 9, 11, 10, 18]
+
+
+def funnel_reference(points=4000):
+    """The posterior of FUNNEL_MODEL by quadrature: given tau, the model is linear-Gaussian in mu
+    and theta (mu ~ N(0, 25), y_j ~ N(mu, s_j^2 + tau^2) once theta_j is integrated out), so
+    p(y | tau), mu | tau, y and theta_j | tau, y are closed-form; tau (half-Cauchy(0, 5)) is
+    integrated on a grid in log tau from 1e-4 to 1e4 (the Jacobian tau). Returns {name: (mean, sd)}
+    for mu, tau and theta[j]."""
+    J = len(SCHOOLS_Y)
+    logs, moments = [], []
+    for a in range(points):
+        lt = math.log(1e-4) + a * (math.log(1e4) - math.log(1e-4)) / (points - 1)
+        tau = math.exp(lt)
+        v = [sj * sj + tau * tau for sj in SCHOOLS_S]
+        precision = 1 / 25 + sum(1 / vj for vj in v)
+        b = sum(yj / vj for yj, vj in zip(SCHOOLS_Y, v))
+        m, var = b / precision, 1 / precision
+        log_marginal = (-0.5 * sum(math.log(2 * math.pi * vj) + yj * yj / vj for yj, vj in zip(SCHOOLS_Y, v))
+                        - 0.5 * math.log(2 * math.pi * 25) + 0.5 * b * b / precision + 0.5 * math.log(2 * math.pi / precision))
+        log_prior = math.log(2 / (math.pi * 5 * (1 + (tau / 5) ** 2)))  # half-Cauchy(0, 5)
+        logs.append(log_marginal + log_prior + lt)  # + log tau: the grid is in log tau
+        theta = []
+        for yj, sj in zip(SCHOOLS_Y, SCHOOLS_S):
+            w = tau * tau / (tau * tau + sj * sj)  # theta_j | mu, tau, y = w y_j + (1 - w) mu, var w s_j^2
+            theta.append((w * yj + (1 - w) * m, w * sj * sj + (1 - w) ** 2 * var))
+        moments.append((tau, m, var, theta))
+    top = max(logs)
+    weights = [math.exp(x - top) for x in logs]
+    total = sum(weights)
+    weights = [w / total for w in weights]
+
+    def mix(first, second):  # the mean and sd of a mixture given each grid point's mean and variance
+        mean = sum(w * first(mo) for w, mo in zip(weights, moments))
+        square = sum(w * (second(mo) + first(mo) ** 2) for w, mo in zip(weights, moments))
+        return mean, math.sqrt(max(square - mean * mean, 0))
+
+    ref = {"mu": mix(lambda mo: mo[1], lambda mo: mo[2]), "tau": mix(lambda mo: mo[0], lambda mo: 0.0)}
+    for j in range(J):
+        ref[f"theta[{j + 1}]"] = mix(lambda mo, j=j: mo[3][j][0], lambda mo, j=j: mo[3][j][1])
+    return ref
+
+
+def case_funnel(fvic, cache, work):
+    """Eight schools, centred, one school a silo (a funnel: few groups, a scale near zero). Issue
+    26: either every mean within 0.25 reference sd and every sd within 20%, or k-hat > 0.7 and a
+    warning on stderr naming the problem and what to try."""
+    model = os.path.join(work, "schools.fvi")
+    with open(model, "w") as f:
+        f.write(FUNNEL_MODEL)
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    with open(os.path.join(data, "data.json"), "w") as f:
+        json.dump({}, f)
+    for j, (y, s) in enumerate(zip(SCHOOLS_Y, SCHOOLS_S)):
+        with open(os.path.join(data, f"silo-{j + 1}.json"), "w") as f:
+            json.dump({"y": y, "s": s}, f)
+    ref = funnel_reference()
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out)
+    post = posterior(out)
+    k = khat(out)
+    print(f"  {post['method']}, {post['iterations']} iterations, k-hat {k:.3f}")
+    fit = {name: (post["variables"][name]["mean"][0], post["variables"][name]["sd"][0]) for name in ("mu", "tau")}
+    for j in range(1, len(SCHOOLS_Y) + 1):
+        theta = posterior(os.path.join(out, f"silo-{j}"))["variables"]["theta"]
+        fit[f"theta[{j}]"] = (theta["mean"][0], theta["sd"][0])
+    off = []
+    for name, (mean, sd) in fit.items():
+        ref_mean, ref_sd = ref[name]
+        z, ratio = abs(mean - ref_mean) / ref_sd, sd / ref_sd
+        print(f"  {name}: {mean:.4f} (sd {sd:.4f}), reference {ref_mean:.4f} (sd {ref_sd:.4f}): "
+              f"{z:.3f} sd apart, sd ratio {ratio:.3f}")
+        if z >= 0.25 or abs(ratio - 1) >= 0.2:
+            off.append(f"{name}: {z:.3f} sd apart, sd ratio {ratio:.3f}")
+    warnings = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
+    named = [w for w in warnings if ("k-hat" in w or "k\u0302" in w) and "poor" in w and "try" in w.lower()]
+    flagged = k > 0.7 and bool(named)
+    print(f"  accurate: {not off}; flagged (k-hat > 0.7 and a warning naming it): {flagged}")
+    for w in warnings:
+        print("  stderr: " + w)
+    require(not off or flagged, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k}, warnings: {warnings})")
+
+
+CASES = {"funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "hier_linreg": case_hier_linreg,
          "vfl_gaussian": case_vfl_gaussian, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson}
 
 

@@ -237,12 +237,16 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
                    "the means above is its cost. Use the written model's own likelihood (loss = nll, divergence = "
                    "kl, or a vertical method that fits it) to fit it.\n",
                    summary.khat);
-    else if (summary.khat > 0.7)
+    else if (summary.khat > 0.7) {
+      // What to try first: a richer family where there is one, then the model itself.
+      const std::string family = settings.name("family", d && !d->family.empty() ? d->family : "meanfield");
+      const char* richer = family == "meanfield" ? "family = fullrank or structured, " : "";
       std::fprintf(stderr,
-                   "warning: k-hat %.2f > 0.7: q is a poor approximation of this posterior (strong correlations, a "
-                   "funnel, heavy tails). Try family = fullrank or structured, reparameterise (non-centred), or "
-                   "standardise the predictors.\n",
-                   summary.khat);
+                   "warning: k-hat %.2f > 0.7: q (%s) is a poor approximation of this posterior (strong "
+                   "correlations, a funnel, heavy tails). Try %sa non-centred parameterisation, or standardised "
+                   "predictors.\n",
+                   summary.khat, family.c_str(), richer);
+    }
   }
   std::fflush(stdout);
   return 0;
