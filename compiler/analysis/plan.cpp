@@ -159,6 +159,8 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       break;
     case Method::SFVI: {
       std::string down = qg + ": " + family_words(plan.family) + "; shared draws eps_G";
+      if (!m.settings.has("mc_samples"))  // fvi/optim/convergence.h: max_mc_factor 16 for SFVI
+        down += " (one draw; the stopping rule may double the draws, up to 16, late in the run)";
       SymSize n = Q + S * G;
       if (!g.global_hypers.empty()) {
         down += "; hyperparameters " + hyper_names;
@@ -224,6 +226,45 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
         plan.messages.push_back({"silo k", "server", grad, up, 2});
         plan.messages.push_back({"server", "silo k", "H_k: the other silos' likelihood gradients w.r.t. z_k, summed", z, 2});
       }
+      break;
+    }
+  }
+}
+
+// The output draws k-hat is computed at (program/output.cpp output_draws): the setting, else
+// 1000 (fewer for models of over 10,000 parameters).
+SymSize output_draws(const SemanticModel& m) {
+  auto it = m.settings.values.find("output_draws");
+  return SymSize::constant(it != m.settings.values.end() ? static_cast<long long>(it->second.number) : 1000);
+}
+
+void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
+  const SymSize T = output_draws(m), G = total(g.globals);
+  const std::string qg = "q(" + join(names(g.globals), ", ") + ")";
+  switch (plan.method) {
+    case Method::PVI:
+      plan.closing.push_back({"server", "silo k", "T draws of " + qg + " (not sent beyond 10^6 values)", G * T});
+      plan.closing.push_back({"silo k", "server", "silo k's log likelihood at each draw", T});
+      break;
+    case Method::SFVI:
+    case Method::SFVIAvg:
+      plan.closing.push_back({"server", "silo k", "T draws of " + qg + " (not sent beyond 10^6 values)", G * T});
+      plan.closing.push_back({"silo k", "server",
+                              "at each draw, the log density of silo k's data and locals and log q of its locals",
+                              T * SymSize::constant(2)});
+      break;
+    case Method::Independent: break;  // the server holds no posterior
+    case Method::VFLExact:
+    case Method::VFLAugmented:
+    case Method::VFLPower: {
+      const Term* t = coupling_term(m);
+      const Symbol* y = t ? m.find(t->subject) : nullptr;
+      const SymSize N = y ? y->shape.elements() : SymSize::atom("N");
+      plan.closing.push_back({"server", "silo k", "the draws' seed and count", SymSize::constant(2)});
+      plan.closing.push_back({"silo k", "server",
+                              "eta_k: silo k's partial predictor per row at each draw of its block (T at most "
+                              "max(100, 10^6 / rows)); its split priors and log q at each draw",
+                              N * T + T * SymSize::constant(2)});
       break;
     }
   }
@@ -506,13 +547,14 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
       plan.vertical_options.push_back(
           {method_key(m),
            m == Method::VFLExact ? "the written model; eta_k leaves silo k"
-                                 : std::string("an approximation (AXDA, rho); eta_k never leaves silo k, z_k does") +
+                                 : std::string("an approximation (AXDA, rho); z_k leaves silo k each iteration, eta_k only at the end, for k-hat") +
                                        (m == Method::VFLPower ? ", and silo k sees the labels" : ""),
            total});
     }
   }
   add_notes(model, plan);
   add_privacy(g, plan);
+  add_closing_messages(plan, model, g);
   return true;
 }
 
@@ -557,6 +599,13 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
       out << "    " << (phases > 1 ? "(" + std::to_string(m.phase) + ") " : "") << std::setw(16) << std::left
           << route << " : " << m.content << "; " << describe_count(m.doubles, sizes) << '\n';
     }
+  }
+  if (!plan.closing.empty()) {
+    out << "  once, at the end (Pareto k-hat: the written model scores T = " << output_draws(model).str()
+        << " draws of q, each party its own terms)\n";
+    for (const Message& m : plan.closing)
+      out << "    " << std::setw(16) << std::left << (m.from + " -> " + m.to) << " : " << m.content << "; "
+          << describe_count(m.doubles, sizes) << '\n';
   }
   if (!plan.vertical_options.empty()) {
     out << "  the vertical options, each iteration, silo k's messages both ways\n";
@@ -604,6 +653,16 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
     messages.push_back(msg);
   }
   j["messages"] = messages;
+  nlohmann::ordered_json closing = nlohmann::ordered_json::array();
+  for (const Message& m : plan.closing) {
+    nlohmann::ordered_json msg = {{"from", m.from}, {"to", m.to}, {"content", m.content}, {"doubles", m.doubles.str()}};
+    if (sizes) {
+      std::vector<long long> v = evaluate(m.doubles, *sizes);
+      if (!v.empty()) msg["doubles_per_silo"] = v;
+    }
+    closing.push_back(msg);
+  }
+  j["closing_messages"] = closing;
   if (!plan.vertical_options.empty()) {
     nlohmann::ordered_json options = nlohmann::ordered_json::array();
     for (const Plan::Option& o : plan.vertical_options) {

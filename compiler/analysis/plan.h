@@ -32,6 +32,9 @@ struct Plan {
   std::string family;
   Conjugacy conjugacy;               // meaningful for PVI
   std::vector<Message> messages;     // one iteration
+  // Once, after the last iteration: Pareto k-hat scores q's draws by the written model's log
+  // joint, each party evaluating its own terms (issue 26).
+  std::vector<Message> closing;
   std::vector<std::string> never_leaves;  // what stays inside each silo
   std::vector<std::string> server_keeps;  // what stays on the server
   std::vector<std::string> notes;         // settings that have no effect with this method, ...
