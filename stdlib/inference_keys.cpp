@@ -361,7 +361,10 @@ const std::vector<KeySpec>& inference_keys() {
        ""},
       {"output_draws", "an integer >= 1",
        "draws of the posterior written to draws.csv (default 1000, fewer for models with over 10,000 parameters)", ""},
-      {"batch_size", "an integer >= 0", "minibatch rows per step; 0 means all rows", "0"},
+      {"batch_size", "an integer >= 0",
+       "minibatch rows per step; 0 means all rows (default all rows; PVI's client updates run to convergence: all "
+       "rows up to 4,096 in a silo, 1,024 beyond)",
+       ""},
       {"mc_samples", "an integer >= 1",
        "Monte Carlo draws per gradient estimate (default PVI 10, others 1; SFVI: unset, the stopping rule doubles "
        "the draws, up to 16 times, where their noise keeps the averaged means from settling)",

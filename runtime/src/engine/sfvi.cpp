@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "fvi/divergence/wasserstein_barycenter.h"
+#include "fvi/optim/step_limit.h"
 #include "fvi/rng.h"
 
 namespace fvi::engine {
@@ -232,6 +233,7 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   Eigen::VectorXd params(q_.num_params() + hyper_dim_), gradient(params.size());
   params << q_.params(), hyper_;
   gradient << -total.d_global, -total.d_hyper;  // Adam minimises; the ELBO is maximised
+  adam_.set_step_limit(mean_step_limit(params.size(), q_.marginal_sd()));
   adam_.step(params, gradient);
   set(params.head(q_.num_params()), params.tail(hyper_dim_));
   return total.elbo_term;
@@ -612,6 +614,7 @@ SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double sc
     Eigen::VectorXd params(np + hyper_dim_), gradient(np + hyper_dim_);
     params << global.params(), hyper;
     gradient << -d_global, -d_hyper;
+    adam.set_step_limit(mean_step_limit(params.size(), global.marginal_sd()));
     adam.step(params, gradient);
     global = StructuredGlobalGaussian<double>::from_params(params.head(np), global_dim_, options_.correlated_global);
     hyper = params.tail(hyper_dim_);

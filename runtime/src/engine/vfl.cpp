@@ -1,12 +1,12 @@
 #include "fvi/engine/vfl.h"
 
-#include "fvi/optim/adam_state.h"
-
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "fvi/math/constants.h"
+#include "fvi/optim/adam_state.h"
+#include "fvi/optim/step_limit.h"
 #include "fvi/rng.h"
 
 namespace fvi::engine {
@@ -195,6 +195,7 @@ double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::Matrix
 void VflServer::step(const Eigen::VectorXd& d_params) {
   if (global_dim_ == 0) return;
   Eigen::VectorXd p = params();
+  adam_.set_step_limit(joint_ ? joint_rows_step_limit(p.size(), joint_q_) : mean_step_limit(p.size(), q_.sd()));
   adam_.step(p, Eigen::VectorXd(-d_params));  // Adam minimises; the ELBO is maximised
   set_params(p);
 }
@@ -522,6 +523,10 @@ void VflSilo::set_schedule(double step_scale, bool restart_average) {
   adam_.set_scale(step_scale);
 }
 
+void VflSilo::limit_theta_steps() {
+  adam_.set_step_limit(joint_ ? joint_rows_step_limit(params_.size(), joint_q()) : mean_step_limit(params_.size(), theta_sd()));
+}
+
 void VflSilo::use_average() {
   if (average_.has_average()) set_params(average_.average());
 }
@@ -529,6 +534,7 @@ void VflSilo::use_average() {
 double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
   Eigen::VectorXd d;
   const double value = gradient(z_adjoint, d);
+  limit_theta_steps();
   adam_.step(params_, Eigen::VectorXd(-d));
   for (long step = 1; step < options_.local_steps; ++step) local_only_step(iteration, step);
   average_.add(params_);
@@ -563,6 +569,7 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   Eigen::VectorXd d = Eigen::VectorXd::Zero(params_.size());
   d.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps, q.sd());
   d.segment(2 * split_dim_, hyper_dim_) = d_h;
+  limit_theta_steps();
   adam_.step(params_, Eigen::VectorXd(-d / double(S)));
   return value / double(S);
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace fvi {
 
@@ -85,27 +86,40 @@ void ConvergenceMonitor::judge_averages() {
   for (long w = 0; w < n; ++w) sxx += (double(w) - centre) * (double(w) - centre);
   double worst_drift = 0, worst_se = 0;
   bool stationary = true, drifting = false;
-  for (Eigen::Index i = 0; i < d; ++i) {
-    double scale = 0, mean = 0;
-    for (const Window& w : averages_) scale += w.sd[i], mean += w.mean[i];
-    scale = std::max(scale / double(n), 1e-300);
+  std::vector<double> series(size_t(n), 0.0);
+  // One series (a coordinate's window values, in the units the tolerance is in).
+  const auto judge = [&] {
+    double mean = 0;
+    for (double v : series) mean += v;
     mean /= double(n);
     double sxy = 0;
-    for (long w = 0; w < n; ++w) sxy += (double(w) - centre) * (averages_[w].mean[i] - mean);
+    for (long w = 0; w < n; ++w) sxy += (double(w) - centre) * (series[size_t(w)] - mean);
     const double slope = sxy / sxx;
     double residual = 0, spread = 0;
     for (long w = 0; w < n; ++w) {
-      const double r = averages_[w].mean[i] - mean - slope * (double(w) - centre);
+      const double r = series[size_t(w)] - mean - slope * (double(w) - centre);
       residual += r * r;
-      spread += (averages_[w].mean[i] - mean) * (averages_[w].mean[i] - mean);
+      spread += (series[size_t(w)] - mean) * (series[size_t(w)] - mean);
     }
     const double se_slope = std::sqrt(residual / double(n - 2) / sxx);
-    const double drift = std::abs(slope) * double(n - 1) / scale;
-    const double drift_bound = (std::abs(slope) + 2 * se_slope) * double(n - 1) / scale;
+    const double drift = std::abs(slope) * double(n - 1);
+    const double drift_bound = (std::abs(slope) + 2 * se_slope) * double(n - 1);
     if (!(drift_bound < 2 * options_.tol_param)) stationary = false;
     if (std::abs(slope) > 3 * se_slope && drift > options_.tol_param) drifting = true;
     worst_drift = std::max(worst_drift, drift);
-    worst_se = std::max(worst_se, std::sqrt(spread / double(n - 1) / double(n)) / scale);
+    worst_se = std::max(worst_se, std::sqrt(spread / double(n - 1) / double(n)));
+  };
+  for (Eigen::Index i = 0; i < d; ++i) {
+    // The mean in q's sds (their average over the span)...
+    double scale = 0;
+    for (const Window& w : averages_) scale += w.sd[i];
+    scale = std::max(scale / double(n), 1e-300);
+    for (long w = 0; w < n; ++w) series[size_t(w)] = averages_[size_t(w)].mean[i] / scale;
+    judge();
+    // ...and the sd itself, relative (its log): a q whose means have settled while its sds still
+    // shrink has not converged (a wide start, a noisy gradient of the sds).
+    for (long w = 0; w < n; ++w) series[size_t(w)] = std::log(std::max(averages_[size_t(w)].sd[i], 1e-300));
+    judge();
   }
   drift_ = worst_drift;
   precision_ = worst_se;
@@ -140,7 +154,7 @@ Eigen::VectorXd ConvergenceMonitor::average() const {
 }
 
 std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
-  char text[512];
+  char text[1024];
   if (converged_) {
     std::snprintf(text, sizeof text,
                   "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged: drift %.3f sd, "
@@ -156,11 +170,19 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
                   "Try a larger max_rounds, a larger lr, or more mc_samples.",
                   steps, unit, relative_change_, options_.window, unit);
   } else {
+    // A steady trend (well above the average's noise) under an objective that no longer changes
+    // (the last window was flat): q is crawling along a ridge that the data barely determine.
+    const bool ridge = drift_ > 3 * precision_ && plateaus_ > 0;
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the averaged means still moved %.3f sd (standard error %.3f sd; "
-                  "tol_param %g%s). Try a larger max_rounds or more mc_samples.",
+                  "tol_param %g%s). %s",
                   steps, unit, drift_, precision_, options_.tol_param,
-                  mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "");
+                  mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "",
+                  ridge ? "The objective has levelled off while the means keep moving one "
+                          "way: a ridge, where parameters trade off and the data barely tell them apart; where the "
+                          "means stop along it depends on the seed and the iterations. Try a tighter prior on the "
+                          "parameters that trade off, or a model that identifies them; a larger max_rounds."
+                        : "Try a larger max_rounds or more mc_samples.");
   }
   return text;
 }

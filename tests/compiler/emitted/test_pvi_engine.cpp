@@ -213,6 +213,39 @@ double expected_softplus(double mu, double sd, double sign, const Eigen::VectorX
   return total / std::sqrt(3.14159265358979323846);
 }
 
+// Two predictors and an intercept: y_i ~ Bernoulli(logit^-1(w . x_i + b)), x_i ~ N(0, I).
+void logistic_rows(int n, uint64_t seed, double w0, double w1, double b, Eigen::MatrixXd& x, Eigen::MatrixXd& y,
+                   Data& data) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform;
+  x.resize(n, 2), y.resize(n, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  for (int i = 0; i < n; ++i) {
+    const double eta = w0 * x(i, 0) + w1 * x(i, 1) + b;
+    y(i, 0) = uniform(rng) < 1 / (1 + std::exp(-eta)) ? 1 : 0;
+  }
+  data.add("D", scalar(2));
+  data.add("N", scalar(n));
+  data.add("x", x);
+  data.add("y", y);
+}
+
+// q after one client update of robust_logreg (PviOptions' defaults: loss nll, divergence kl) from
+// the prior, and the steps it took.
+fvi::MeanFieldGaussian<double> one_update(Data& data, fvi::engine::PviOptions options, long& steps) {
+  using Q = fvi::MeanFieldGaussian<double>;
+  const fvi_model& model = *fvi_model_robust_logreg();
+  options.damping = 1;
+  fvi::engine::PviServer<Q> server(model, data.abi(), 1);
+  fvi::engine::PviClient<Q> client(model, data.abi(), 1, options);
+  REQUIRE_FALSE(client.closed_form());
+  auto u = client.update(server.posterior(), 1);
+  steps = u.steps;
+  server.apply(u.delta, 1);
+  return server.distribution();
+}
+
 }  // namespace
 
 TEST_CASE("an adaptive client update reaches the local optimum that a fixed 100 steps stop short of",
@@ -223,21 +256,10 @@ TEST_CASE("an adaptive client update reaches the local optimum that a fixed 100 
   // normal under q, so its expectation is a 1-D Gauss-Hermite sum, minimised by gradient descent
   // with central differences. The optimum's means are several units from 0, so 100 Adam steps of
   // lr 0.01 cannot reach them.
-  std::mt19937_64 rng(11);
-  std::normal_distribution<double> normal;
-  std::uniform_real_distribution<double> uniform;
   const int n = 40, d = 2;
-  Eigen::MatrixXd x(n, d), y(n, 1);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-  for (int i = 0; i < n; ++i) {
-    const double eta = 3 * x(i, 0) + 2 * x(i, 1) - 3;
-    y(i, 0) = uniform(rng) < 1 / (1 + std::exp(-eta)) ? 1 : 0;
-  }
+  Eigen::MatrixXd x, y;
   Data data;
-  data.add("D", scalar(d));
-  data.add("N", scalar(n));
-  data.add("x", x);
-  data.add("y", y);
+  logistic_rows(n, 11, 3, 2, -3, x, y, data);
 
   // Gauss-Hermite, 40 nodes.
   const int k = 40;
@@ -284,19 +306,11 @@ TEST_CASE("an adaptive client update reaches the local optimum that a fixed 100 
   const Eigen::VectorXd ref_mean = p.head(d + 1), ref_sd = p.tail(d + 1).array().exp();
   REQUIRE(ref_mean.cwiseAbs().maxCoeff() > 2);  // far from the prior's mean: the test can tell
 
-  const fvi_model& model = *fvi_model_robust_logreg();
   using Q = fvi::MeanFieldGaussian<double>;
   auto fit = [&](bool adaptive, long& steps) {
     fvi::engine::PviOptions options;
-    options.damping = 1;
     options.adaptive_steps = adaptive;
-    fvi::engine::PviServer<Q> server(model, data.abi(), 1);
-    fvi::engine::PviClient<Q> client(model, data.abi(), 1, options);
-    REQUIRE_FALSE(client.closed_form());
-    auto u = client.update(server.posterior(), 1);
-    steps = u.steps;
-    server.apply(u.delta, 1);
-    return server.distribution();
+    return one_update(data, options, steps);
   };
   long steps = 0;
   const Q q = fit(true, steps);
@@ -319,4 +333,39 @@ TEST_CASE("an adaptive client update reaches the local optimum that a fixed 100 
   INFO("100 fixed steps: means " << fixed.mean().transpose());
   CHECK(steps == 100);
   CHECK(fixed_worst > 0.5);
+}
+
+TEST_CASE("an adaptive client update over a large silo minibatches by default and reaches the all-rows optimum",
+          "[engine]") {
+  // 5,000 rows (over PviOptions::kFullBatchRows): without batch_size the adaptive update takes
+  // minibatches of 1,024 rows, 5 per pass; with batch_size = 0 given it takes every row each step
+  // (that path is checked against Gauss-Hermite above). Both optimise the same objective, so
+  // their results must agree within the rule's tolerance: each average is within 0.05 q sd of its
+  // optimum (and its sds within 5%) at two standard errors, so 0.15 between the two.
+  Eigen::MatrixXd x, y;
+  Data data;
+  logistic_rows(5000, 12, 1.5, -1, 0.5, x, y, data);
+  using Q = fvi::MeanFieldGaussian<double>;
+  auto fit = [&](bool all_rows, long& steps) {
+    fvi::engine::PviOptions options;
+    options.adaptive_steps = true;
+    options.batch_size_given = all_rows;  // batch_size stays 0: all rows
+    fvi::engine::PviClient<Q> client(*fvi_model_robust_logreg(), data.abi(), 1, options);
+    REQUIRE(client.batches() == (all_rows ? 1 : 5));
+    return one_update(data, options, steps);
+  };
+  long steps_minibatch = 0, steps_all = 0;
+  const Q minibatch = fit(false, steps_minibatch), all = fit(true, steps_all);
+  double worst = 0, worst_sd = 0;
+  for (int j = 0; j < 3; ++j) {
+    worst = std::max(worst, std::abs(minibatch.mean()[j] - all.mean()[j]) / all.sd()[j]);
+    worst_sd = std::max(worst_sd, std::abs(minibatch.sd()[j] / all.sd()[j] - 1));
+  }
+  INFO("minibatches: " << steps_minibatch << " steps, means " << minibatch.mean().transpose() << ", sds "
+                       << minibatch.sd().transpose() << "; all rows: " << steps_all << " steps, means "
+                       << all.mean().transpose() << ", sds " << all.sd().transpose());
+  CHECK(worst < 0.15);
+  CHECK(worst_sd < 0.15);
+  CHECK(steps_minibatch < 5000);  // both stopped by the rule, not at the cap
+  CHECK(steps_all < 5000);
 }

@@ -1,6 +1,7 @@
 #include "fvi/optim/adam.h"
 
 #include <cmath>
+#include <limits>
 
 #include <catch2/catch.hpp>
 
@@ -45,6 +46,34 @@ TEST_CASE("Adam's step is bounded by lr (Kingma & Ba §2.1) and invariant to gra
   }
   // Scaling the gradient by 1000 changes only the eps term: relative effect <= eps / |g| ~ 1e-9.
   CHECK((xa - xb).cwiseAbs().maxCoeff() <= 1e-8);
+}
+
+TEST_CASE("Adam's step limit clips each coordinate's step to scale * limit and leaves the others alone",
+          "[optim][adam]") {
+  AdamOptions opt;
+  opt.learning_rate = 0.1;
+  Adam<> limited(3, opt), free(3, opt);
+  const double inf = std::numeric_limits<double>::infinity();
+  limited.set_step_limit(Eigen::Vector3d(0.01, inf, 0.5));
+  limited.set_scale(0.5), free.set_scale(0.5);
+  const Eigen::Vector3d g(1.0, -1.0, 1.0);
+  Eigen::VectorXd x = Eigen::Vector3d::Zero(), y = x;
+  for (int t = 0; t < 5; ++t) {
+    const Eigen::VectorXd before = x, before_free = y;
+    limited.step(x, g);
+    free.step(y, g);
+    // A constant gradient: the free step is 0.5 * 0.1 / (1 + eps) per coordinate (bias-corrected).
+    CHECK_THAT(before[0] - x[0], WithinRel(0.5 * 0.01, 1e-12));                  // clipped to 0.005
+    CHECK_THAT(before[1] - x[1], WithinRel(before_free[1] - y[1], 1e-12));      // no bound
+    CHECK_THAT(before[2] - x[2], WithinRel(before_free[2] - y[2], 1e-12));      // 0.05 < 0.25
+    CHECK_THAT(before_free[2] - y[2], WithinRel(0.05, 1e-7));  // eps / |g| = 1e-8
+  }
+  CHECK_THROWS_WITH(limited.set_step_limit(Eigen::Vector3d(0.1, 0, 1)), Contains("limit[1] is not positive"));
+  CHECK_THROWS(limited.set_step_limit(Eigen::Vector2d(1, 1)));
+  limited.set_step_limit(Eigen::VectorXd());  // no bound again
+  const Eigen::VectorXd before = x, before_free = y;
+  limited.step(x, g), free.step(y, g);
+  CHECK_THAT(before[0] - x[0], WithinRel(before_free[0] - y[0], 1e-12));
 }
 
 TEST_CASE("Adam minimises an ill-conditioned quadratic; state restores for checkpoints", "[optim][adam]") {

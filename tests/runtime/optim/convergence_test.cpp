@@ -84,6 +84,8 @@ TEST_CASE("the stopping rule does not converge while the means drift", "[optim][
   CHECK(monitor.averaging());
   CHECK_FALSE(monitor.converged());
   CHECK(monitor.verdict(40000, "iterations").rfind("NOT converged", 0) == 0);
+  // A trend 0.002 x 20 x 63 = 2.5 sd over the span against a noise of 0.1 / sqrt(20): a ridge.
+  CHECK(monitor.verdict(40000, "iterations").find("a ridge") != std::string::npos);
 }
 
 TEST_CASE("the stopping rule waits while the objective still climbs", "[optim][convergence]") {

@@ -49,7 +49,12 @@ struct PviOptions {
   long max_local_steps = 5000;
   long epochs = 0;         // passes over the silo's rows per client update (overrides local_steps)
   double lr = 0.01;
-  long batch_size = 0;     // 0: all rows
+  // Rows per step; 0: all rows. Not given and the update adaptive: all rows up to
+  // kFullBatchRows, else kDefaultBatchRows (a step over 60,000 images is a pass over the silo;
+  // thousands of them per update are hours, and the rule judges minibatch noise like any other).
+  long batch_size = 0;
+  bool batch_size_given = false;
+  static constexpr long kFullBatchRows = 4096, kDefaultBatchRows = 1024;
   long mc_samples = 10;
   uint64_t seed = 1;
   std::string lr_schedule = "cosine";  // within a client update: constant or cosine (to 0)
@@ -99,6 +104,8 @@ class PviClient {
   double evaluate(const Natural& server, uint32_t round);
 
   int64_t observations() const;
+  // Minibatches per pass over this silo's rows (1: every row each step; PviOptions::batch_size).
+  long batches() const;
   Eigen::Index dim() const { return dim_; }
   // The silo's log likelihood of the written model (every row, no loss or weight) at each column
   // of theta: the silo's part of log p for the quality diagnostic.
@@ -144,7 +151,6 @@ class PviClient {
   template <class StepFn, class CurrentFn, class ScaleFn>
   Eigen::VectorXd run_steps(long steps, long n_batches, uint32_t round, StepFn step, CurrentFn current,
                             ScaleFn scale, Update& out);
-  long batches() const;
 
   std::shared_ptr<WorkerPool> pool_;  // null with one thread
   std::vector<std::unique_ptr<RowParallelFactor>> likelihoods_;

@@ -216,6 +216,8 @@ class VflSilo {
   // Rebinds the kept draws' derived values (theta, m, q(z) outputs, z) from the kept noise.
   void evaluate_kept();
   double local_only_step(uint32_t iteration, long step);
+  // Bounds the next steps of q(theta_k)'s means by their sds (fvi/optim/step_limit.h).
+  void limit_theta_steps();
   // The theta_k and h_k parts of the gradient given the adjoint of m_k (N x S).
   double theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params);
   // The number of q(theta_k)'s parameters at the front of params_.

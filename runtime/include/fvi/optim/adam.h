@@ -6,6 +6,8 @@
 // The state (t, m, v) can be saved and restored for checkpoints.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "fvi/check.h"
 #include "fvi/eigen_types.h"
@@ -64,7 +66,24 @@ class Adam {
     const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> g(gradient, n);
     m = b1 * m + (T(1) - b1) * g;
     v = b2 * v + (T(1) - b2) * g.square();
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(params, n) -= step_size_ * m / (v.sqrt() * inv_sqrt_c2_ + eps);
+    auto p = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(params, n);
+    if (limit_.size() == 0) {
+      p -= step_size_ * m / (v.sqrt() * inv_sqrt_c2_ + eps);
+      return;
+    }
+    const auto bound = T(scale_) * limit_.segment(offset, n).array();
+    p -= (step_size_ * m / (v.sqrt() * inv_sqrt_c2_ + eps)).max(-bound).min(bound);
+  }
+
+  // Bounds |step_i| by scale * limit[i] from the next step on (a trust region per coordinate:
+  // a Gaussian's mean moves at most a fraction of its sd; fvi/optim/step_limit.h). Infinity: no
+  // bound; an empty vector removes every bound.
+  void set_step_limit(VectorX<T> limit) {
+    if (limit.size() != 0) check_size("Adam::set_step_limit", "limit", limit.size(), m_.size());
+    for (Eigen::Index i = 0; i < limit.size(); ++i) {
+      if (!(limit[i] > 0)) throw std::domain_error("Adam::set_step_limit: limit[" + std::to_string(i) + "] is not positive");
+    }
+    limit_ = std::move(limit);
   }
 
   // Multiplies every later step size (a stopping rule's decay; 1 by default).
@@ -96,6 +115,7 @@ class Adam {
   long t_ = 0;
   T step_size_ = T(0), inv_sqrt_c2_ = T(1);  // lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t), this step
   double scale_ = 1;
+  VectorX<T> limit_;  // per-coordinate bound on |step| at scale 1 (empty: none)
   VectorX<T> m_;
   VectorX<T> v_;
 };

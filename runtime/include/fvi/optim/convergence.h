@@ -12,7 +12,8 @@
 // means of q show no trend (a line through the windows' means drifts less than 2 tol_param
 // posterior sds over the span, at the top of its 95% interval) and their average is precise (its
 // standard error below tol_param sds): the reported means are then off the optimum by Monte Carlo
-// error only. Where the trend is significant (three standard errors, over tol_param sds), the
+// error only. The log-sds are judged the same way, in their own units (the sds move less than
+// 2 tol_param relative over the span). Where the trend is significant (three standard errors, over tol_param sds), the
 // older half is dropped, the step size goes back to full, and averaging goes on. Where averaging
 // has gone on for half of max_average_windows windows without converging, the steps' Monte Carlo noise
 // is what holds it back (or reads as drift): the draws per gradient double (mc_factor, up to
