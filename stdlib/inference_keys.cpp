@@ -343,10 +343,10 @@ const std::vector<KeySpec>& inference_keys() {
        "can settle in another of its optima)"},
       {"server_damping", "on, off", "PVI, synchronous schedule: the server scales every silo's change by 1, halved (down to 1/silos) after a round whose objective falls; off: each change as the silo damped it (damping then defaults to 1/silos)", "on"},
       {"local_steps", "an integer >= 1",
-       "optimiser steps per client update: PVI exactly this many (without it or epochs, an update runs until its "
-       "objective levels off and its averaged means are stationary, as the stopping rule judges rounds, at most "
+       "optimiser steps per client update: PVI exactly this many (default: an update runs until its objective "
+       "levels off and its averaged means and sds are stationary, as the stopping rule judges rounds, at most "
        "5000 steps); VFL silo steps per iteration (default 1)",
-       "PVI until converged"},
+       ""},
       {"epochs", "an integer >= 1", "passes over the silo's data per client update", ""},
       {"patience", "an integer >= 0",
        "with epochs: stop a client update after this many epochs without a better objective, keeping the best (0: never)",

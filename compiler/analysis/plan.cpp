@@ -141,6 +141,17 @@ const Term* coupling_term(const SemanticModel& m) {
   return nullptr;
 }
 
+// The coupled outcome of a vertical model (the subject of its silo_sum likelihood) and its number
+// of rows: the size of every per-row message.
+const Symbol* coupled_outcome(const SemanticModel& m) {
+  const Term* t = coupling_term(m);
+  return t ? m.find(t->subject) : nullptr;
+}
+SymSize coupled_rows(const SemanticModel& m) {
+  const Symbol* y = coupled_outcome(m);
+  return y ? y->shape.elements() : SymSize::atom("N");
+}
+
 SymSize draws(const SemanticModel& m) {
   auto it = m.settings.values.find("mc_samples");
   if (it != m.settings.values.end()) return SymSize::constant(static_cast<long long>(it->second.number));
@@ -181,9 +192,8 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
     }
     case Method::Independent: break;
     case Method::VFLExact: {
-      const Term* t = coupling_term(m);
-      const Symbol* y = t ? m.find(t->subject) : nullptr;
-      SymSize N = y ? y->shape.elements() : SymSize::atom("N");
+      const Symbol* y = coupled_outcome(m);
+      const SymSize N = coupled_rows(m);
       const std::string yn = y ? y->name : std::string("y");
       plan.messages.push_back({"silo k", "server",
                                "eta_k: silo k's partial predictor per row and draw (reveals silo k's contribution to "
@@ -198,10 +208,8 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
     }
     case Method::VFLAugmented:
     case Method::VFLPower: {
-      const Term* t = coupling_term(m);
-      const Symbol* y = t ? m.find(t->subject) : nullptr;
-      SymSize N = y ? y->shape.elements() : SymSize::atom("N");
-      SymSize z = N * S;
+      const Symbol* y = coupled_outcome(m);
+      const SymSize z = coupled_rows(m) * S;
       if (plan.method == Method::VFLAugmented) {
         plan.messages.push_back({"silo k", "server", "z_k: draws of silo k's auxiliary variables, one per row", z});
         plan.messages.push_back({"server", "silo k",
@@ -257,9 +265,7 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
     case Method::VFLExact:
     case Method::VFLAugmented:
     case Method::VFLPower: {
-      const Term* t = coupling_term(m);
-      const Symbol* y = t ? m.find(t->subject) : nullptr;
-      const SymSize N = y ? y->shape.elements() : SymSize::atom("N");
+      const SymSize N = coupled_rows(m);
       plan.closing.push_back({"server", "silo k", "the draws' seed and count", SymSize::constant(2)});
       plan.closing.push_back({"silo k", "server",
                               "eta_k: silo k's partial predictor per row at each draw of its block (T at most "
