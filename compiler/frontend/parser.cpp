@@ -52,7 +52,11 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
       size_t at = offending->getTokenIndex();
       if (last_error_ != kNone) {
         std::vector<const antlr4::Token*> open = open_brackets(p->getTokenStream(), at);
-        if (open.empty() || open.front()->getTokenIndex() <= last_error_) return;
+        // A word where a block should start, at the top level, is a new error however the one
+        // before was recovered from (Stan's transformed data, then transformed parameters...).
+        const bool block_word = open.empty() && at > last_error_ && offending->getType() == FVILexer::IDENT &&
+                                expects_block(msg);
+        if (!block_word && (open.empty() || open.front()->getTokenIndex() <= last_error_)) return;
       }
       last_error_ = at;
     }
@@ -247,12 +251,15 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
     return true;
   }
 
+  // ANTLR's message at a token where only a block may start.
+  static bool expects_block(const std::string& msg) {
+    return msg.find("'model'") != std::string::npos && msg.find("'parameters'") != std::string::npos;
+  }
+
   // A word where a block should start: Stan's blocks that .fvi does not have, or a typo.
   bool unknown_block(antlr4::Parser* parser, const antlr4::Token* offending, const std::string& msg,
                      Loc loc) {
-    if (offending->getType() != FVILexer::IDENT || msg.find("'model'") == std::string::npos ||
-        msg.find("'parameters'") == std::string::npos)
-      return false;
+    if (offending->getType() != FVILexer::IDENT || !expects_block(msg)) return false;
     std::string name = offending->getText();
     antlr4::TokenStream* tokens = parser->getTokenStream();
     const antlr4::Token* next = tokens->get(offending->getTokenIndex() + 1);
