@@ -594,6 +594,14 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
   }
   out << "  terms of the log joint\n";
   for (const Term& t : model.terms) out << "    " << term_line(t) << '\n';
+  for (const Symbol& s : model.symbols) {
+    if (!s.flat_prior) continue;
+    std::ostringstream line;
+    line << "line " << std::setw(3) << std::left << s.loc.line << " " << std::setw(11) << "flat prior"
+         << std::setw(28) << s.name + " (none written)"
+         << (s.owner == Owner::Silo ? "each silo" : s.owner == Owner::Split ? "silo k (split)" : "server");
+    out << "    " << line.str() << '\n';
+  }
   if (plan.messages.empty()) {
     out << "  no messages: each silo works alone\n";
   } else {
@@ -642,6 +650,10 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
                      {"owner", term_owner_name(t.owner)},
                      {"subject", t.subject},
                      {"distribution", t.distribution}});
+  for (const Symbol& s : model.symbols)
+    if (s.flat_prior)
+      terms.push_back({{"line", s.loc.line}, {"kind", "flat_prior"}, {"owner", s.owner == Owner::Silo ? "silo" : s.owner == Owner::Split ? "split_silo" : "server"},
+                       {"subject", s.name}, {"distribution", "uniform"}});
   j["terms"] = terms;
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   for (const Message& m : plan.messages) {

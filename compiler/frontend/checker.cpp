@@ -1425,11 +1425,16 @@ class Checker {
     // an undeclared name was probably meant for one of these parameters: say nothing until the
     // name is fixed.
     if (prior_of_unknown_) return;
-    for (const Symbol& s : model_.symbols) {
+    for (Symbol& s : model_.symbols) {
       if (s.kind != SymbolKind::Parameter || prior_attempts_.count(s.name)) continue;
-      diags_.error(s.loc, "parameter '" + s.name + "' has no prior",
-                   "every random variable needs a proper prior: add e.g. `" + s.name +
-                       " ~ normal(0, 1);` to the model block");
+      if (s.decl && s.decl->type.simplex) {
+        diags_.error(s.loc, "parameter '" + s.name + "' has no prior",
+                     "a simplex needs its prior written: add e.g. `" + s.name + " ~ dirichlet(rep_vector(1, K));`");
+        continue;
+      }
+      // As in Stan: uniform over the declared support. The methods that need a proper prior
+      // (PVI starts from it) refuse it in the plan, saying so.
+      s.flat_prior = true;
     }
   }
 

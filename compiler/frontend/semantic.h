@@ -37,6 +37,9 @@ struct Symbol {
   Shape shape;
   Taint taint;  // what the value itself carries
   Loc loc;
+  // A parameter with no prior statement: Stan's implicit uniform over its declared support (on
+  // the unconstrained scale, the log-Jacobian of the constraint alone).
+  bool flat_prior = false;
 };
 
 enum class TermKind { Prior, Likelihood, Target };

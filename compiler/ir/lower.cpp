@@ -475,6 +475,10 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
       int lp = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
       parts.push_back(b.op(Op::Sum, {lp}, FactorBuilder::one(), FactorBuilder::one()));
     }
+    // A flat prior (Stan's implicit uniform) is the log-Jacobian of its constraint alone: bind
+    // the parameter here so that the Jacobian is collected even where only a likelihood reads it.
+    for (const Symbol& s : model.symbols)
+      if (s.flat_prior && party_of(s) == party && (s.decl->type.lower || s.decl->type.upper)) b.parameter(s, s.loc);
     for (const auto& j : b.jacobians())
       if (j.party == party) parts.push_back(j.node);
     if (parts.empty()) continue;

@@ -259,7 +259,7 @@ model {
 """
 
 
-def ridge_data(folder, silos=3, rows=30, seed=20261125):
+def ridge_data(folder, silos=3, rows=30, seed=20261125, x_mean=50.0, x_sd=10.0):
     """3 silos of 30 rows: x ~ N(50, 10^2), y = 3 + 0.5 x + N(0, 2^2)."""
     rng = random.Random(seed)
     os.makedirs(folder)
@@ -267,7 +267,7 @@ def ridge_data(folder, silos=3, rows=30, seed=20261125):
         json.dump({}, f)
     every = []
     for k in range(1, silos + 1):
-        x = [round(rng.gauss(50, 10), 4) for _ in range(rows)]
+        x = [round(rng.gauss(x_mean, x_sd), 4) for _ in range(rows)]
         y = [round(3.0 + 0.5 * xi + rng.gauss(0, 2.0), 4) for xi in x]
         with open(os.path.join(folder, f"silo-{k}.json"), "w") as f:
             json.dump({"N": rows, "x": x, "y": y}, f)
@@ -275,11 +275,12 @@ def ridge_data(folder, silos=3, rows=30, seed=20261125):
     return every
 
 
-def ridge_reference(rows, prior_sd=100.0, cauchy_scale=2.5, points=4001):
-    """The posterior's means and sds of a, b and sigma (sigma on its own scale). Given sigma,
+def ridge_reference(rows, prior_sd=100.0, cauchy_scale=2.5, points=4001, width=2.0):
+    """The posterior's means and sds of a, b and sigma (sigma on its own scale); cauchy_scale
+    None: sigma's prior is flat (Stan's implicit uniform on sigma > 0). Given sigma,
     (a, b) has a Gaussian prior and likelihood: its conditional posterior N(m, P^-1) and the
     marginal likelihood p(y | sigma) are closed-form; log sigma is integrated on a uniform grid
-    of +-2 around the least-squares fit's (the posterior sd of log sigma is about 0.075)."""
+    of +-width around the least-squares fit's (the posterior sd of log sigma is about 0.075)."""
     n = len(rows)
     sx = sum(x for x, _ in rows)
     sxx = sum(x * x for x, _ in rows)
@@ -292,7 +293,7 @@ def ridge_reference(rows, prior_sd=100.0, cauchy_scale=2.5, points=4001):
     centre = 0.5 * math.log(sum((y - intercept - slope * x) ** 2 for x, y in rows) / n)
     grid = []
     for i in range(points):
-        s = centre - 2 + 4 * i / (points - 1)
+        s = centre - width + 2 * width * i / (points - 1)
         s2 = math.exp(2 * s)
         p00, p01, p11 = n / s2 + 1 / t2, sx / s2, sxx / s2 + 1 / t2  # P = X'X / s2 + I / t2
         det = p00 * p11 - p01 * p01
@@ -302,7 +303,9 @@ def ridge_reference(rows, prior_sd=100.0, cauchy_scale=2.5, points=4001):
         log_ml = (-0.5 * n * math.log(2 * math.pi * s2) - math.log(t2) - 0.5 * math.log(det)
                   - 0.5 * (syy / s2 - (m0 * r0 + m1 * r1)))
         sigma = math.exp(s)
-        log_prior = math.log(2 / (math.pi * cauchy_scale * (1 + (sigma / cauchy_scale) ** 2))) + s  # + log Jacobian
+        log_prior = s  # the log Jacobian of sigma = exp(s): a flat prior on sigma is this alone
+        if cauchy_scale is not None:
+            log_prior += math.log(2 / (math.pi * cauchy_scale * (1 + (sigma / cauchy_scale) ** 2)))
         grid.append((log_ml + log_prior, sigma, m0, m1, p11 / det, p00 / det))
     top = max(g[0] for g in grid)
     weights = [math.exp(g[0] - top) for g in grid]
@@ -336,6 +339,39 @@ def case_ridge(fvic, cache, work):
     flagged, warnings = flagged_poor(p, k)
     print(f"  accurate: {accurate}; flagged (k-hat > 0.7 and a warning naming it): {flagged}")
     require(accurate or flagged,
+            "a silent wrong answer: the posterior is off the reference (0.25 sd / 20%) and the run "
+            f"does not flag it (k-hat {k}, warnings: {warnings})")
+
+
+def case_flat(fvic, cache, work):
+    """Stan's implicit flat prior (issue 37): sigma has no prior statement, so its density is
+    uniform on sigma > 0, the log Jacobian alone on fvic's log scale. 3 silos of 4 rows, so that
+    the prior matters: the Jacobian moves log sigma's mode by 0.5 log(9/8) (0.25 of its sd); the
+    reference integrates the flat prior as written."""
+    model = os.path.join(work, "flat.fvi")
+    with open(model, "w") as f:
+        f.write(RIDGE_MODEL.replace("  sigma ~ cauchy(0, 2.5);\n", "").replace(
+            "// An unstandardised regression: x has mean 50 and sd 10, so a and b are strongly correlated.",
+            "// sigma has no prior: uniform on sigma > 0, as in Stan."))
+    data = os.path.join(work, "data")
+    ref = ridge_reference(ridge_data(data, rows=4, seed=20261126, x_mean=0.0, x_sd=1.0), cauchy_scale=None,
+                          width=4.0)
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out)
+    require("flat prior" in subprocess.run([fvic, "plan", model], capture_output=True, text=True).stdout,
+            "fvic plan does not list sigma's flat prior")
+    post = posterior(out)
+    k = khat(out)
+    print(f"  {post['method']}, {post['iterations']} iterations, converged {post['converged']}, k-hat {k:.3f}")
+    fit = {name: (post["variables"][name]["mean"][0], post["variables"][name]["sd"][0]) for name in ("a", "b", "sigma")}
+    accurate = not off_reference(fit, ref)
+    flagged, warnings = flagged_poor(p, k)
+    # With a usable k-hat the PSIS-reweighted moments are trusted: the run warns where they move
+    # a mean by over 0.25 q sd or an sd by over 20%.
+    reweighted = k <= 0.7 and any(w.startswith("warning: reweighting") and "try" in w for w in warnings)
+    print(f"  accurate: {accurate}; flagged (k-hat > 0.7 and a warning naming it): {flagged}; "
+          f"flagged by the reweighted moments: {reweighted}")
+    require(accurate or flagged or reweighted,
             "a silent wrong answer: the posterior is off the reference (0.25 sd / 20%) and the run "
             f"does not flag it (k-hat {k}, warnings: {warnings})")
 
@@ -862,7 +898,7 @@ def case_funnel(fvic, cache, work):
     require(not off or flagged, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k}, warnings: {warnings})")
 
 
-CASES = {"funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "hier_linreg": case_hier_linreg,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "hier_linreg": case_hier_linreg,
          "vfl_gaussian": case_vfl_gaussian, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson}
 
 

@@ -167,4 +167,19 @@ std::vector<double> weighted_means(const Eigen::MatrixXd& draws, const std::vect
   return std::vector<double>(mean.data(), mean.data() + mean.size());
 }
 
+std::vector<double> weighted_sds(const Eigen::MatrixXd& draws, const std::vector<double>& log_weights) {
+  const std::vector<double> mean = weighted_means(draws, log_weights);  // checks the sizes
+  const double log_norm = log_sum_exp(log_weights);
+  std::vector<double> sd(mean.size(), 0.0);
+  for (Eigen::Index s = 0; s < draws.cols(); ++s) {
+    const double w = std::exp(log_weights[static_cast<std::size_t>(s)] - log_norm);
+    for (Eigen::Index d = 0; d < draws.rows(); ++d) {
+      const double e = draws(d, s) - mean[static_cast<std::size_t>(d)];
+      sd[static_cast<std::size_t>(d)] += w * e * e;
+    }
+  }
+  for (double& v : sd) v = std::sqrt(v);
+  return sd;
+}
+
 }  // namespace fvi::diagnostics

@@ -17,6 +17,7 @@ using fvi::diagnostics::fit_generalized_pareto;
 using fvi::diagnostics::khat_reading;
 using fvi::diagnostics::psis;
 using fvi::diagnostics::weighted_means;
+using fvi::diagnostics::weighted_sds;
 
 namespace {
 
@@ -279,6 +280,15 @@ TEST_CASE("weighted means recover the target's moments from draws of q", "[diagn
     CHECK(std::abs(means[d] - truth[d]) < 4 * std::sqrt(var));
   }
   CHECK_THROWS_AS(weighted_means(draws, std::vector<double>(S - 1, 0.0)), fvi::InvalidArgument);
+  // The sd of theta under p is 1: by the delta method, the estimate's Monte Carlo sd is that of
+  // the self-normalised mean of ((theta - 0.3)^2 - 1) / 2.
+  const auto sds = weighted_sds(draws, result.log_weights);
+  double var = 0;
+  for (int s = 0; s < S; ++s)
+    var += std::exp(2 * result.log_weights[s]) * std::pow((std::pow(draws(0, s) - 0.3, 2) - 1) / 2, 2);
+  INFO("sd " << sds[0] << " vs 1, mc sd " << std::sqrt(var));
+  CHECK(std::abs(sds[0] - 1) < 4 * std::sqrt(var));
+  CHECK_THROWS_AS(weighted_sds(draws, std::vector<double>(S - 1, 0.0)), fvi::InvalidArgument);
 }
 
 TEST_CASE("k-hat readings follow the 0.5 / 0.7 thresholds", "[diagnostics][psis]") {

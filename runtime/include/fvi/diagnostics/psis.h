@@ -46,5 +46,7 @@ const char* khat_reading(double khat);
 // Self-normalised importance-weighted means sum_s w_s draws(:, s) of draws (dims x S), with
 // w = exp(log_weights) normalised here. Throws fvi::InvalidArgument on a size mismatch.
 std::vector<double> weighted_means(const Eigen::MatrixXd& draws, const std::vector<double>& log_weights);
+// The same weights' sds: sqrt(sum_s w_s (draws(:, s) - weighted mean)^2).
+std::vector<double> weighted_sds(const Eigen::MatrixXd& draws, const std::vector<double>& log_weights);
 
 }  // namespace fvi::diagnostics
