@@ -357,7 +357,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
   // An adaptive update starts at the cavity, whose sds may be 100 times the optimum's: the
   // gradient's scale then falls 10^4-fold within the update, and Adam's second moment, which
   // remembers the largest gradients over 1 / (1 - beta2) steps, held the steps at a few percent of
-  // lr for thousands of steps (5,000 rows: sds 3-5 times the optimum's at the 5,000-step cap with
+  // lr for thousands of steps (5,000 rows: sds 2.7 times the optimum's at the 5,000-step cap with
   // 0.999; 2,450 steps to within 5% with 0.99).
   if (options_.adaptive_steps) adam_options.beta2 = 0.99;
   CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});

@@ -157,8 +157,8 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
   char text[1024];
   if (converged_) {
     std::snprintf(text, sizeof text,
-                  "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged: drift %.3f sd, "
-                  "standard error %.3f sd < %g)",
+                  "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged: drift %.3f, "
+                  "standard error %.3f < %g; means in q sds, sds relative)",
                   steps, unit, relative_change_, averaged_steps(), unit, drift_, precision_, options_.tol_param);
     if (mc_factor_ > 1) {
       const size_t used = std::strlen(text);
@@ -174,8 +174,8 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
     // (the last window was flat): q is crawling along a ridge that the data barely determine.
     const bool ridge = drift_ > 3 * precision_ && plateaus_ > 0;
     std::snprintf(text, sizeof text,
-                  "NOT converged after %ld %s: the averaged means still moved %.3f sd (standard error %.3f sd; "
-                  "tol_param %g%s). %s",
+                  "NOT converged after %ld %s: the averaged q still moved %.3f (standard error %.3f; tol_param %g; "
+                  "means in q sds, sds relative%s). %s",
                   steps, unit, drift_, precision_, options_.tol_param,
                   mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "",
                   ridge ? "The objective has levelled off while the means keep moving one "

@@ -267,11 +267,13 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       // k-hat usable, so the reweighted moments are to be trusted, and they say q is off by more
       // than a user would accept (issue 26: 0.25 sd, 20%).
       std::fprintf(stderr,
-                   "warning: reweighting q's draws toward the written model's posterior (k-hat %.2f, usable: the reweighted moments hold) "
-                   "moves a mean by %.2f q sds (%s) and changes an sd by %.0f%% (%s): q's Gaussian shape misses "
+                   "warning: reweighting q's draws toward the written model's posterior (k-hat %.2f, %s: the "
+                   "reweighted moments hold) moves a mean by %.2f q sds (%s) and changes an sd by %.0f%% (%s): q's "
+                   "Gaussian shape misses "
                    "the posterior's skew or tails (few rows per parameter, a scale parameter). Read the "
                    "uncertainty with that margin, or try a richer family or more data per parameter.\n",
-                   summary.khat, reweighted.mean_shift, reweighted.mean_name.c_str(), 100 * reweighted.sd_change,
+                   summary.khat, diagnostics::khat_reading(summary.khat), reweighted.mean_shift,
+                   reweighted.mean_name.c_str(), 100 * reweighted.sd_change,
                    reweighted.sd_name.c_str());
     }
   }

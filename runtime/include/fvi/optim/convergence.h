@@ -13,8 +13,8 @@
 // posterior sds over the span, at the top of its 95% interval) and their average is precise (its
 // standard error below tol_param sds): the reported means are then off the optimum by Monte Carlo
 // error only. The log-sds are judged the same way, in their own units (the sds move less than
-// 2 tol_param relative over the span). Where the trend is significant (three standard errors, over tol_param sds), the
-// older half is dropped, the step size goes back to full, and averaging goes on. Where averaging
+// 2 tol_param relative over the span). Where the trend is significant (three standard errors,
+// over tol_param), the older half is dropped, the step size goes back to full, and averaging goes on. Where averaging
 // has gone on for half of max_average_windows windows without converging, the steps' Monte Carlo noise
 // is what holds it back (or reads as drift): the draws per gradient double (mc_factor, up to
 // max_mc_factor) and the average starts again.
@@ -59,8 +59,8 @@ class ConvergenceMonitor {
   long mc_factor() const { return mc_factor_; }
 
   // The criterion's values for the verdict: the last relative change of the objective, the
-  // largest drift over the averaged span (in sds) and the largest standard error of the average
-  // (in sds).
+  // largest drift over the averaged span and the largest standard error of the average (a mean's
+  // in q's sds, an sd's relative to itself).
   double relative_change() const { return relative_change_; }
   double drift() const { return drift_; }
   double precision() const { return precision_; }
