@@ -18,6 +18,9 @@ block
   | HYPERPARAMETERS '{' varDecl* '}'                         # hyperparametersBlock
   | PARAMETERS '{' varDecl* '}'                              # parametersBlock
   | MODEL '{' statement* '}'                                 # modelBlock
+  // `transformed data`, `transformed parameters`, `generated quantities`: two words, neither
+  // reserved (Stan programs name variables `quantities`); the AST builder checks the words.
+  | first=IDENT second=(DATA | PARAMETERS | IDENT) '{' statement* '}'  # derivedBlock
   | INFERENCE '{' setting* '}'                               # inferenceBlock
   ;
 
@@ -42,7 +45,7 @@ baseType
 bounds : '<' bound (',' bound)* '>' ;
 bound : IDENT '=' arith ;
 
-// ---- user functions (parsed; the checker says they are not supported yet) -------------------
+// ---- user functions (inlined at each call: frontend/functions.h) -----------------------------
 
 functionDef : returnType IDENT '(' (funArg (',' funArg)*)? ')' statement ;
 returnType : VOID | unsizedType ;

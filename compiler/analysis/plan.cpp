@@ -467,6 +467,18 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("local_samples", plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent);
 }
 
+// Who computes a derived value and where it is written (plan text and json).
+std::string derived_where(const Symbol& s, const Plan& plan) {
+  if (s.block == BlockKind::TransformedData)
+    return s.owner == Owner::Public ? "every party" : s.owner == Owner::Server ? "server" : "each silo";
+  if (s.owner == Owner::Silo && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
+                                 plan.method == Method::Independent))
+    return "each silo: its own silo-K/posterior.json, never sent";
+  if (s.owner == Owner::Silo || s.owner == Owner::Split)
+    return "each silo, inside the model; not written to its outputs by " + std::string(method_key(plan.method)) + " yet";
+  return "server: posterior.json, draws.csv";
+}
+
 void add_privacy(const Groups& g, Plan& plan) {
   std::vector<std::string> stays;
   bool vertical = is_vertical(plan.method);
@@ -560,6 +572,10 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   }
   add_notes(model, plan);
   add_privacy(g, plan);
+  // Derived values a silo computes stay with it like its data (a vertical silo's: split).
+  for (const Symbol& d : model.symbols)
+    if (d.kind == SymbolKind::Transformed && (d.owner == Owner::Silo || d.owner == Owner::Split))
+      plan.never_leaves.push_back(d.name);
   add_closing_messages(plan, model, g);
   return true;
 }
@@ -602,6 +618,16 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
          << (s.owner == Owner::Silo ? "each silo" : s.owner == Owner::Split ? "silo k (split)" : "server");
     out << "    " << line.str() << '\n';
   }
+  bool derived = false;
+  for (const Symbol& s : model.symbols) {
+    if (s.kind != SymbolKind::Transformed) continue;
+    if (!derived) out << "  derived values, each computed by the party that may read what it reads\n";
+    derived = true;
+    std::ostringstream line;
+    line << "line " << std::setw(3) << std::left << s.loc.line << " " << std::setw(23) << block_name(s.block)
+         << std::setw(16) << s.name << derived_where(s, plan);
+    out << "    " << line.str() << '\n';
+  }
   if (plan.messages.empty()) {
     out << "  no messages: each silo works alone\n";
   } else {
@@ -634,6 +660,11 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
 }
 
 std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSizes* sizes) {
+  nlohmann::ordered_json derived = nlohmann::ordered_json::array();
+  for (const Symbol& s : model.symbols)
+    if (s.kind == SymbolKind::Transformed)
+      derived.push_back({{"line", s.loc.line}, {"block", block_name(s.block)}, {"name", s.name},
+                         {"owner", owner_name(s.owner)}, {"where", derived_where(s, plan)}});
   nlohmann::ordered_json j;
   j["model"] = plan.model;
   j["method"] = method_key(plan.method);
@@ -655,6 +686,7 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
       terms.push_back({{"line", s.loc.line}, {"kind", "flat_prior"}, {"owner", s.owner == Owner::Silo ? "silo" : s.owner == Owner::Split ? "split_silo" : "server"},
                        {"subject", s.name}, {"distribution", "uniform"}});
   j["terms"] = terms;
+  j["derived"] = derived;
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   for (const Message& m : plan.messages) {
     nlohmann::ordered_json msg = {{"phase", m.phase}, {"from", m.from}, {"to", m.to},

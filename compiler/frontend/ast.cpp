@@ -11,9 +11,12 @@ const char* block_name(BlockKind kind) {
     case BlockKind::ServerData: return "server data";
     case BlockKind::SiloData: return "silo data";
     case BlockKind::SplitData: return "split data";
+    case BlockKind::TransformedData: return "transformed data";
     case BlockKind::Hyperparameters: return "hyperparameters";
     case BlockKind::Parameters: return "parameters";
+    case BlockKind::TransformedParameters: return "transformed parameters";
     case BlockKind::Model: return "model";
+    case BlockKind::GeneratedQuantities: return "generated quantities";
     case BlockKind::Inference: return "inference";
   }
   return "?";
@@ -162,7 +165,14 @@ class AstDumper {
 
   void block(const Block& b) {
     line(1, std::string("block ") + block_name(b.kind) + "  @" + std::to_string(b.loc.line));
-    for (const FunctionDef& f : b.functions) line(2, "function " + f.name);
+    for (const FunctionDef& f : b.functions) {
+      std::string args;
+      for (const FunctionArg& a : f.args)
+        args += (args.empty() ? "" : ", ") + std::string(a.data_only ? "data " : "") + to_string(a.type) + " " + a.name;
+      line(2, "function " + (f.returns_void ? std::string("void") : to_string(f.return_type)) + " " + f.name + "(" +
+                  args + ")");
+      if (f.body) stmt(3, *f.body);
+    }
     for (const VarDeclPtr& d : b.decls) decl(2, *d);
     for (const StmtPtr& s : b.stmts) stmt(2, *s);
     for (const Setting& s : b.settings) line(2, "setting " + s.key + " = " + s.value.str());

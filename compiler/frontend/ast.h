@@ -14,15 +14,19 @@
 
 namespace fvic {
 
+// In the order blocks must appear.
 enum class BlockKind {
   Functions,
   Data,
   ServerData,
   SiloData,
   SplitData,
+  TransformedData,
   Hyperparameters,
   Parameters,
+  TransformedParameters,
   Model,
+  GeneratedQuantities,
   Inference,
 };
 const char* block_name(BlockKind kind);  // as written in source: "silo data", ...
@@ -72,6 +76,9 @@ struct Expr {
   Type type;
   Shape shape;
   Taint taint;
+  // A call of a user function: its body's value with the arguments substituted, checked (the
+  // checker inlines every user function; type, shape and taint above are the inlined value's).
+  ExprPtr inlined;
 
   Expr(ExprKind k, Loc l) : kind(k), loc(l) {}
 };
@@ -94,7 +101,7 @@ struct VarDecl {
   TypeDecl type;
   std::string name;
   Loc name_loc;
-  ExprPtr init;  // only for local variables of the model block
+  ExprPtr init;  // local variables, and the derived blocks' declarations
   Loc loc;
 };
 using VarDeclPtr = std::unique_ptr<VarDecl>;
@@ -127,16 +134,29 @@ struct Setting {
   Loc value_loc;
 };
 
+struct FunctionArg {
+  Type type;
+  bool data_only = false;  // `data real x`: the argument may not read parameters
+  std::string name;
+  Loc loc;
+};
+
+// `real f(vector a, data real b) { ... }`: inlined at each call (frontend/functions.h).
 struct FunctionDef {
   std::string name;
   Loc loc;
+  bool returns_void = false;
+  Type return_type;
+  Loc return_loc;
+  std::vector<FunctionArg> args;
+  StmtPtr body;
 };
 
 struct Block {
   BlockKind kind;
   Loc loc;
   std::vector<VarDeclPtr> decls;  // data, hyperparameters, parameters
-  std::vector<StmtPtr> stmts;     // model
+  std::vector<StmtPtr> stmts;     // model, transformed data/parameters, generated quantities
   std::vector<Setting> settings;  // inference
   std::vector<FunctionDef> functions;
 };

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "builtins.h"
+#include "frontend/functions.h"
 #include "frontend/ownership.h"
 #include "frontend/semantic.h"
 
@@ -151,12 +152,15 @@ class Checker {
     for (const Block& b : program_.blocks) {
       switch (b.kind) {
         case BlockKind::Functions:
-          for (const FunctionDef& f : b.functions)
-            diags_.error(f.loc, "user-defined functions are not supported yet ('" + f.name + "')",
-                         "write the computation inline in the model block for now");
+          check_functions(b);
           break;
         case BlockKind::Model:
           check_model(b);
+          break;
+        case BlockKind::TransformedData:
+        case BlockKind::TransformedParameters:
+        case BlockKind::GeneratedQuantities:
+          check_derived(b);
           break;
         case BlockKind::Inference:
           check_settings(b);
@@ -223,7 +227,11 @@ class Checker {
       case BlockKind::ServerData: return pub | (1u << static_cast<unsigned>(K::ServerData));
       case BlockKind::SiloData: return pub | (1u << static_cast<unsigned>(K::SiloData));
       case BlockKind::SplitData: return pub | (1u << static_cast<unsigned>(K::SplitData));
-      case BlockKind::Model: return ~0u & ~param_bits();
+      case BlockKind::Model:
+      case BlockKind::Functions:
+      case BlockKind::TransformedData:
+      case BlockKind::TransformedParameters:
+      case BlockKind::GeneratedQuantities: return ~0u & ~param_bits();
       default:
         if (owner == Owner::Silo) return pub | (1u << static_cast<unsigned>(K::SiloData));
         if (owner == Owner::Split) return pub | (1u << static_cast<unsigned>(K::SplitData));
@@ -259,8 +267,11 @@ class Checker {
       if (d.mark != Mark::None) {
         std::string where = d.block == BlockKind::Model ? "a model-block variable"
                                                         : std::string("'") + block_name(d.block) + "'";
+        bool derived = d.block == BlockKind::TransformedData || d.block == BlockKind::TransformedParameters ||
+                       d.block == BlockKind::GeneratedQuantities;
         diags_.error(d.mark_loc, std::string("the mark '") + mark_name(d.mark) + "' is not allowed on " + where,
-                     "marks say who holds a parameter; data blocks already say who holds their values");
+                     derived ? "fvic infers who computes a derived value from what it reads"
+                             : "marks say who holds a parameter; data blocks already say who holds their values");
       }
       return;
     }
@@ -353,10 +364,13 @@ class Checker {
     sym.decl = &d;
     sym.block = d.block;
     sym.loc = d.name_loc;
+    const bool derived = is_derived(d.block);
     sym.kind = d.block == BlockKind::Parameters        ? SymbolKind::Parameter
                : d.block == BlockKind::Hyperparameters ? SymbolKind::Hyperparameter
-               : d.block == BlockKind::Model           ? SymbolKind::LocalVariable
-                                                       : SymbolKind::Data;
+               : derived && scopes_.size() == 1        ? SymbolKind::Transformed
+               : d.block == BlockKind::Model || d.block == BlockKind::Functions || derived
+                   ? SymbolKind::LocalVariable
+                   : SymbolKind::Data;
     sym.owner = owner_of(d);
     // A mark check_marks rejected: treat the value as global so its uses add no follow-on errors.
     if ((d.mark == Mark::Local && !has_silo_data_) || (d.mark == Mark::Split && !has_split_data_))
@@ -398,7 +412,7 @@ class Checker {
                    "declare it as `real` (discrete parameters must be marginalised out)");
 
     if (d.init) {
-      if (d.block != BlockKind::Model) {
+      if (d.block != BlockKind::Model && d.block != BlockKind::Functions && !derived) {
         diags_.error(d.init->loc, "'" + d.name + "' cannot be given a value here",
                      std::string("values of '") + block_name(d.block) +
                          "' come from the data files or from inference");
@@ -406,9 +420,12 @@ class Checker {
         expr(*d.init);
         check_assignable(sym.type, sym.shape, *d.init, "'" + d.name + "'", d.init->loc);
         sym.taint.merge(d.init->taint);
+        sym.value = d.init.get();
       }
     }
-    if (sym.kind != SymbolKind::LocalVariable)
+    for (const std::vector<ExprPtr>* sizes : {&d.type.array_sizes, &d.type.sizes})
+      for (const ExprPtr& e : *sizes) reject_derived_size(*e, d);
+    if (sym.kind != SymbolKind::LocalVariable && sym.kind != SymbolKind::Transformed)
       sym.taint.add(taint_kind(sym.kind, sym.owner), d.name);
     sym.taint.merge(size_taint);
 
@@ -449,6 +466,229 @@ class Checker {
     return out;
   }
 
+  // ---- functions ---------------------------------------------------------------------------
+
+  // Each function is checked once with its arguments' declared types and unknown sizes, then
+  // inlined at every call (frontend/functions.h) and checked again there with the real ones.
+  void check_functions(const Block& b) {
+    std::set<std::string> below;
+    for (const FunctionDef& f : b.functions) below.insert(f.name);
+    for (const FunctionDef& f : b.functions) {
+      below.erase(f.name);
+      later_functions_ = below;
+      if (stdlib::find_function(f.name) || stdlib::find_distribution(f.name) ||
+          stdlib::find_density_function(f.name, nullptr)) {
+        diags_.error(f.loc, "'" + f.name + "' is a built-in function", "choose another name for the function");
+        continue;
+      }
+      if (functions_.count(f.name)) {
+        diags_.error(f.loc, "the function '" + f.name + "' is defined twice",
+                     "it was defined on line " + std::to_string(functions_[f.name]->loc.line) +
+                         "; overloading is not supported: give each function its own name");
+        continue;
+      }
+      if (!check_function(f)) broken_functions_.insert(f.name);
+      functions_[f.name] = &f;  // after its check: a call of itself in its body is refused_call's
+    }
+    later_functions_.clear();
+  }
+
+  bool check_function(const FunctionDef& f) {
+    const int errors = diags_.error_count();
+    if (f.returns_void) {
+      diags_.error(f.return_loc, "'" + f.name + "' returns void: functions without a value are not supported yet",
+                   "fvic inlines each call's value into the kernels; return the value the caller needs");
+      return false;
+    }
+    std::vector<const VarDecl*> locals;
+    const Expr* result = nullptr;
+    std::string why;
+    Loc where;
+    if (!function_body(f, locals, result, why, where)) {
+      diags_.error(where, "the body of '" + f.name + "' cannot be inlined", why);
+      return false;
+    }
+    std::set<std::string> names;
+    for (const FunctionArg& a : f.args)
+      if (!names.insert(a.name).second)
+        diags_.error(a.loc, "the argument '" + a.name + "' of '" + f.name + "' appears twice", "rename one of them");
+    current_function_ = &f;
+    scopes_.emplace_back();
+    for (const FunctionArg& a : f.args) {
+      Symbol sym;
+      sym.name = a.name;
+      sym.kind = SymbolKind::LocalVariable;
+      sym.owner = Owner::Scope;
+      sym.block = BlockKind::Functions;
+      sym.type = a.type;
+      sym.shape.dims.assign(static_cast<size_t>(a.type.rank()), SymSize::unknown());
+      sym.loc = a.loc;
+      scopes_.back().push_back(sym);
+    }
+    for (const VarDecl* d : locals) declare(*d);
+    expr(const_cast<Expr&>(*result));
+    Shape unknown;
+    unknown.dims.assign(static_cast<size_t>(f.return_type.rank()), SymSize::unknown());
+    check_assignable(f.return_type, unknown, *result, "the value of '" + f.name + "'", result->loc);
+    scopes_.pop_back();
+    current_function_ = nullptr;
+    return diags_.error_count() == errors;
+  }
+
+  // A call of a user function (also `foo_lpdf(y | ...)`): its arguments against the declared
+  // types, then its inlined body.
+  void user_call(Expr& e, const FunctionDef& f) {
+    if (e.args.size() != f.args.size()) {
+      diags_.error(e.loc, "'" + f.name + "' takes " + std::to_string(f.args.size()) + " argument" +
+                              (f.args.size() == 1 ? "" : "s") + ", got " + std::to_string(e.args.size()),
+                   "it is defined on line " + std::to_string(f.loc.line));
+      return;
+    }
+    if (any_error(e)) return;
+    bool ok = true;
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      const Type& want = f.args[i].type;
+      const Expr& a = *e.args[i];
+      bool promotes = want.base == Base::Real && a.type.base == Base::Int && want.array_dims == a.type.array_dims;
+      if (a.type != want && !promotes) {
+        diags_.error(a.loc, "argument '" + f.args[i].name + "' of '" + f.name + "' is " + to_string(want) +
+                                ", got " + to_string(a.type),
+                     "pass a value of type " + to_string(want));
+        ok = false;
+      } else if (f.args[i].data_only && (a.taint.bits & param_bits())) {
+        unsigned bits = a.taint.bits & param_bits();
+        unsigned k = 0;
+        while (!(bits & (1u << k))) ++k;
+        diags_.error(a.loc, "argument '" + f.args[i].name + "' of '" + f.name + "' is `data`, but this reads " +
+                                taint_description(static_cast<K>(k)) + " '" + a.taint.witness[k] + "'",
+                     "pass data, or drop `data` from the argument's declaration");
+        ok = false;
+      }
+    }
+    if (!ok || broken_functions_.count(f.name)) return;
+    std::vector<const Expr*> args;
+    for (const ExprPtr& a : e.args) args.push_back(a.get());
+    e.inlined = inline_call(f, args);
+    inlined_nodes_ += expr_nodes(*e.inlined);
+    if (inlined_nodes_ > kMaxInlinedNodes) {
+      if (!inlining_reported_)
+        diags_.error(e.loc, "inlining the calls of user functions makes the model over " +
+                                std::to_string(kMaxInlinedNodes) + " expression nodes",
+                     "a function that calls another several times multiplies its size; compute a shared value "
+                     "once as a local variable and pass it");
+      inlining_reported_ = true;
+      e.inlined.reset();
+      return;
+    }
+    expr(*e.inlined);
+    if (e.inlined->type.is_error()) return;
+    e.type = f.return_type;
+    e.shape = e.inlined->shape;
+    e.taint = e.inlined->taint;
+  }
+
+  // A call inside a function body of itself or of a function defined below it.
+  bool refused_call(const Expr& e) {
+    if (!current_function_) return false;
+    if (e.name == current_function_->name) {
+      diags_.error(e.loc, "'" + e.name + "' calls itself: recursion is not supported",
+                   "fvic inlines every call into straight-line kernels, so a function cannot call itself; "
+                   "write the computation without recursion");
+      return true;
+    }
+    if (later_functions_.count(e.name)) {
+      diags_.error(e.loc, "'" + e.name + "' is defined below '" + current_function_->name + "'",
+                   "a function may call only the functions defined above it (so no call can recurse); "
+                   "move '" + e.name + "' up");
+      return true;
+    }
+    return false;
+  }
+
+  // `normal_rng(...)`: a random draw, which only generated quantities may make (the log density
+  // must be a function of the parameters).
+  bool random_call(const Expr& e) {
+    const std::string suffix = "_rng";
+    if (e.name.size() <= suffix.size() || e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return false;
+    const std::string base = e.name.substr(0, e.name.size() - suffix.size());
+    if (!stdlib::find_distribution(base)) return false;
+    if (block_ != BlockKind::GeneratedQuantities)
+      diags_.error(e.loc, "'" + e.name + "' draws a random number: only 'generated quantities' may call it",
+                   std::string("'") + block_name(block_) + "' must compute the same value every time it is "
+                   "evaluated; draw replicates in a `generated quantities` block");
+    else
+      diags_.error(e.loc, "random draws ('" + e.name + "') are not supported yet",
+                   "compute the replicates from draws.csv after the fit");
+    return true;
+  }
+
+  // ---- transformed data, transformed parameters, generated quantities ----------------------
+
+  static bool is_derived(BlockKind b) {
+    return b == BlockKind::TransformedData || b == BlockKind::TransformedParameters ||
+           b == BlockKind::GeneratedQuantities;
+  }
+
+  Symbol* derived_symbol(const std::string& name) {
+    for (auto it = model_.symbols.rbegin(); it != model_.symbols.rend(); ++it)
+      if (it->name == name) return it->kind == SymbolKind::Transformed ? &*it : nullptr;
+    return nullptr;
+  }
+
+  // Sizes are read from the data files before anything is computed.
+  void reject_derived_size(const Expr& e, const VarDecl& d) {
+    if (e.kind == ExprKind::Var) {
+      const Symbol* s = model_.find(e.name);
+      if (s && s->kind == SymbolKind::Transformed)
+        diags_.error(e.loc, "the size of '" + d.name + "' uses '" + e.name + "', declared in '" +
+                                block_name(s->block) + "'",
+                     "sizes are read from the data files before anything is computed; declare '" + e.name +
+                         "' in a data block");
+      return;
+    }
+    for (const ExprPtr& a : e.args)
+      if (a) reject_derived_size(*a, d);
+  }
+
+  void check_derived(const Block& b) {
+    block_ = b.kind;
+    scopes_.emplace_back();
+    for (const StmtPtr& s : b.stmts) stmt(*s);
+    scopes_.pop_back();
+    block_ = BlockKind::Model;
+    for (Symbol& sym : model_.symbols)
+      if (sym.kind == SymbolKind::Transformed && sym.block == b.kind) infer_owner(sym);
+  }
+
+  // Who computes a derived value: whoever may read everything it reads (DESIGN.md §2's flow
+  // rules). Each silo its own when it reads silo data or locals; the server for globals and
+  // server data; every party for public data alone.
+  void infer_owner(Symbol& sym) {
+    const Taint& t = sym.taint;
+    auto first = [&](std::initializer_list<K> kinds) -> std::string {
+      for (K k : kinds)
+        if (t.has(k)) return taint_description(k) + std::string(" '") + t.witness[static_cast<size_t>(k)] + "'";
+      return "";
+    };
+    std::string silo = first({K::SiloData, K::LocalParam, K::LocalHyper});
+    std::string split = first({K::SplitData, K::SplitParam, K::SplitHyper});
+    std::string server = first({K::ServerData});
+    std::string a = !server.empty() ? server : silo, b = !server.empty() ? (!silo.empty() ? silo : split) : split;
+    if (!a.empty() && !b.empty()) {
+      diags_.error(sym.loc, "no party may compute '" + sym.name + "': it reads " + a + " and " + b,
+                   "each value in '" + std::string(block_name(sym.block)) +
+                       "' is computed by one party; compute a silo's part there and combine it with "
+                       "silo_sum(...), or split the value in two");
+      sym.owner = Owner::Global;
+      return;
+    }
+    if (!silo.empty()) sym.owner = Owner::Silo;
+    else if (!split.empty()) sym.owner = Owner::Split;
+    else if (sym.block == BlockKind::TransformedData) sym.owner = server.empty() ? Owner::Public : Owner::Server;
+    else sym.owner = Owner::Global;
+  }
+
   // ---- model block -------------------------------------------------------------------------
 
   void check_model(const Block& b) {
@@ -458,6 +698,13 @@ class Checker {
   }
 
   void stmt(const Stmt& s) {
+    if (block_ != BlockKind::Model && (s.kind == StmtKind::Tilde || s.kind == StmtKind::Target)) {
+      diags_.error(s.loc, std::string(s.kind == StmtKind::Tilde ? "'~'" : "'target +='") + " is not allowed in '" +
+                              block_name(block_) + "'",
+                   "the log density is written in the model block; '" + std::string(block_name(block_)) +
+                       "' computes values");
+      return;
+    }
     switch (s.kind) {
       case StmtKind::Tilde: tilde(s); break;
       case StmtKind::Target: target(s); break;
@@ -471,8 +718,10 @@ class Checker {
         break;
       case StmtKind::Decl: declare(*s.decl); break;
       case StmtKind::Return:
-        diags_.error(s.loc, "'return' outside a function", "the model block adds to the log "
-                                                           "density with `~` and `target +=`");
+        diags_.error(s.loc, "'return' outside a function", block_ == BlockKind::Model
+                                                               ? "the model block adds to the log density with "
+                                                                 "`~` and `target +=`"
+                                                               : "a block's values are its declarations");
         break;
       case StmtKind::Empty: break;
     }
@@ -550,17 +799,30 @@ class Checker {
       return;
     }
     Symbol* local = lookup_local(base->name);
-    if (!local || local->kind != SymbolKind::LocalVariable) {
+    if (!local && block_ != BlockKind::Model) {
+      // A derived block assigns its own declarations; the one assignment of a whole variable,
+      // when it was declared without a value, is its value.
+      Symbol* derived = derived_symbol(base->name);
+      if (derived && derived->block == block_) {
+        bool whole = &lhs == base && s.name == "=";
+        bool first = !derived->decl->init && assigned_.insert(derived->name).second;
+        derived->value = whole && first ? &rhs : nullptr;
+        local = derived;
+      }
+    }
+    if (!local || (local->kind != SymbolKind::LocalVariable && local->kind != SymbolKind::Transformed)) {
       const Symbol* sym = lookup(base->name);
       if (sym) {
         // `b = normal(0, 1)` is a prior written wrongly: no "has no prior" on top.
         if (sym->kind == SymbolKind::Parameter || sym->kind == SymbolKind::Hyperparameter)
           prior_attempts_.insert(sym->name);
-        std::string what = sym->kind == SymbolKind::LoopVariable ? "a loop variable"
-                           : sym->kind == SymbolKind::Data       ? "data"
-                                                                 : "a parameter";
+        std::string what = sym->kind == SymbolKind::LoopVariable  ? "a loop variable"
+                           : sym->kind == SymbolKind::Data        ? "data"
+                           : sym->kind == SymbolKind::Transformed ? std::string("declared in '") + block_name(sym->block) + "'"
+                                                                  : "a parameter";
         std::string help =
-            sym->kind == SymbolKind::LoopVariable ? "a loop variable changes only with its loop"
+            sym->kind == SymbolKind::Transformed  ? "a derived value is computed in its own block"
+            : sym->kind == SymbolKind::LoopVariable ? "a loop variable changes only with its loop"
             : sym->kind == SymbolKind::Data
                 ? "data is read from the data files; declare a new variable in the model block and "
                   "assign that"
@@ -659,7 +921,11 @@ class Checker {
     for (const ExprPtr& a : s.args) args.push_back(a.get());
     bool typed = check_distribution_call(*dist, lhs, args, s.name_loc);
 
-    if (!subject || (subject->kind != SymbolKind::Data && !on_parameter)) {
+    // Transformed data is data: a density of it is a likelihood, computed by its owner.
+    const bool on_data = subject && (subject->kind == SymbolKind::Data ||
+                                     (subject->kind == SymbolKind::Transformed &&
+                                      subject->block == BlockKind::TransformedData));
+    if (!subject || (!on_data && !on_parameter)) {
       if (lhs.type.is_error()) return;
       std::string help = "put a declared parameter or data variable (or an element of one) on the left; "
                          "for a density of a computed value use `target += " + s.name +
@@ -680,7 +946,7 @@ class Checker {
     facts.stmt = &s;
     facts.subject = subject;
     facts.distribution = s.name;
-    facts.kind = subject->kind == SymbolKind::Data ? TermKind::Likelihood : TermKind::Prior;
+    facts.kind = on_data ? TermKind::Likelihood : TermKind::Prior;
     facts.loc = s.loc;
     facts.context = context_taint();
     facts.lhs = lhs.taint;
@@ -1218,6 +1484,9 @@ class Checker {
   }
 
   void call(Expr& e) {
+    if (auto user = functions_.find(e.name); user != functions_.end()) return user_call(e, *user->second);
+    if (refused_call(e)) return;
+    if (random_call(e)) return;
     const stdlib::Function* f = stdlib::find_function(e.name);
     if (!f) {
       bool suffix_ok = false;
@@ -1383,6 +1652,8 @@ class Checker {
   }
 
   void density_call(Expr& e) {
+    if (auto user = functions_.find(e.name); user != functions_.end()) return user_call(e, *user->second);
+    if (refused_call(e)) return;
     bool suffix_ok = false;
     const stdlib::Distribution* dist = stdlib::find_density_function(e.name, &suffix_ok);
     if (!dist) {
@@ -1479,6 +1750,15 @@ class Checker {
   std::set<std::string> prior_attempts_;  // parameters with a `~` (valid or not)
   std::set<std::string> unknown_reported_;  // undeclared names already reported
   bool prior_of_unknown_ = false;           // some `~` has an undeclared name on its left
+  BlockKind block_ = BlockKind::Model;      // the statements' block (model or a derived one)
+  std::set<std::string> assigned_;          // derived values assigned after their declaration
+  std::map<std::string, const FunctionDef*> functions_;  // checked so far, by name
+  std::set<std::string> broken_functions_;  // with errors: calls are not inlined
+  std::set<std::string> later_functions_;   // defined below the one being checked
+  const FunctionDef* current_function_ = nullptr;
+  static constexpr long long kMaxInlinedNodes = 1000000;
+  long long inlined_nodes_ = 0;
+  bool inlining_reported_ = false;
   bool has_silo_data_ = false;
   bool has_split_data_ = false;
 };

@@ -5,11 +5,16 @@
 #include <sstream>
 
 #include "FVILexer.h"
+#include "frontend/functions.h"
 #include "FVIParser.h"
 #include "antlr4-runtime.h"
 
 namespace fvic {
 namespace {
+
+constexpr const char* kBlockOrder =
+    "the blocks are, in this order: functions, data, server data, silo data, split data, transformed data, "
+    "hyperparameters, parameters, transformed parameters, model, generated quantities, inference";
 
 using P = FVIParser;
 
@@ -261,27 +266,8 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
                      Loc loc) {
     if (offending->getType() != FVILexer::IDENT || !expects_block(msg)) return false;
     std::string name = offending->getText();
-    antlr4::TokenStream* tokens = parser->getTokenStream();
-    const antlr4::Token* next = tokens->get(offending->getTokenIndex() + 1);
-    std::string help =
-        "the blocks are, in this order: functions, data, server data, silo data, split data, "
-        "hyperparameters, parameters, model, inference";
-    if (name == "transformed" || name == "generated") {
-      name += " " + next->getText();
-      if (next->getLine() == offending->getLine())
-        loc.length = static_cast<int>(next->getCharPositionInLine() + next->getText().size() -
-                                      offending->getCharPositionInLine());
-      if (name == "transformed data")
-        help = "compute derived data in the data files, or as local variables at the start of the "
-               "model block";
-      else if (name == "transformed parameters")
-        help = "declare derived values as local variables at the start of the model block, e.g. "
-               "`real sigma = exp(log_sigma);`";
-      else if (name == "generated quantities")
-        help = "fvic writes the posterior (posterior.json, draws.csv); compute derived quantities "
-               "from the draws after fitting";
-    }
-    diags_.error(loc, "unknown block '" + name + "'", help);
+    (void)parser;
+    diags_.error(loc, "unknown block '" + name + "'", kBlockOrder);
     return true;
   }
 
@@ -302,7 +288,9 @@ class AstBuilder {
     auto prog = std::make_unique<Program>();
     int last_order = -1;
     for (P::BlockContext* b : ctx->block()) {
-      Block block = this->block(b);
+      std::optional<Block> parsed = this->block(b);
+      if (!parsed) continue;
+      Block& block = *parsed;
       int order = static_cast<int>(block.kind);
       if (const Block* prior = prog->find(block.kind)) {
         diags_.error(block.loc,
@@ -314,8 +302,7 @@ class AstBuilder {
         diags_.error(block.loc,
                      std::string("the '") + block_name(block.kind) +
                          "' block is out of order",
-                     "blocks go in this order: functions, data, server data, silo data, split "
-                     "data, hyperparameters, parameters, model, inference");
+                     kBlockOrder);
       }
       last_order = std::max(last_order, order);
       prog->blocks.push_back(std::move(block));
@@ -335,7 +322,8 @@ class AstBuilder {
   }
 
  private:
-  Block block(P::BlockContext* ctx) {
+  // nullopt for a block whose name is reported unknown.
+  std::optional<Block> block(P::BlockContext* ctx) {
     Block b;
     b.loc = loc_of(ctx->getStart());
     auto take_decls = [&](const std::vector<P::VarDeclContext*>& decls) {
@@ -343,8 +331,7 @@ class AstBuilder {
     };
     if (auto* c = dynamic_cast<P::FunctionsBlockContext*>(ctx)) {
       b.kind = BlockKind::Functions;
-      for (P::FunctionDefContext* f : c->functionDef())
-        b.functions.push_back({f->IDENT()->getText(), loc_of(f->IDENT())});
+      for (P::FunctionDefContext* f : c->functionDef()) b.functions.push_back(function_def(f));
     } else if (auto* c = dynamic_cast<P::DataBlockContext*>(ctx)) {
       b.kind = BlockKind::Data;
       take_decls(c->varDecl());
@@ -368,7 +355,21 @@ class AstBuilder {
       take_decls(c->varDecl());
     } else if (auto* c = dynamic_cast<P::ModelBlockContext*>(ctx)) {
       b.kind = BlockKind::Model;
-      for (P::StatementContext* s : c->statement()) b.stmts.push_back(statement(s));
+      for (P::StatementContext* s : c->statement()) b.stmts.push_back(statement(s, b.kind));
+    } else if (auto* c = dynamic_cast<P::DerivedBlockContext*>(ctx)) {
+      std::string words = c->first->getText() + " " + c->second->getText();
+      b.loc = loc_of(c->first);
+      if (c->second->getLine() == c->first->getLine())
+        b.loc.length = static_cast<int>(c->second->getCharPositionInLine() + c->second->getText().size() -
+                                        c->first->getCharPositionInLine());
+      if (words == "transformed data") b.kind = BlockKind::TransformedData;
+      else if (words == "transformed parameters") b.kind = BlockKind::TransformedParameters;
+      else if (words == "generated quantities") b.kind = BlockKind::GeneratedQuantities;
+      else {
+        diags_.error(b.loc, "unknown block '" + words + "'", kBlockOrder);
+        return std::nullopt;
+      }
+      for (P::StatementContext* s : c->statement()) b.stmts.push_back(statement(s, b.kind));
     } else if (auto* c = dynamic_cast<P::InferenceBlockContext*>(ctx)) {
       b.kind = BlockKind::Inference;
       for (P::SettingContext* s : c->setting()) b.settings.push_back(setting(s));
@@ -450,8 +451,35 @@ class AstBuilder {
     return t;
   }
 
+  // functionDef : returnType IDENT '(' (funArg (',' funArg)*)? ')' statement
+  FunctionDef function_def(P::FunctionDefContext* ctx) {
+    FunctionDef f;
+    f.name = ctx->IDENT()->getText();
+    f.loc = loc_of(ctx->IDENT());
+    f.return_loc = loc_of(ctx->returnType());
+    if (ctx->returnType()->VOID()) f.returns_void = true;
+    else f.return_type = unsized(ctx->returnType()->unsizedType());
+    for (P::FunArgContext* a : ctx->funArg())
+      f.args.push_back({unsized(a->unsizedType()), a->DATA() != nullptr, a->IDENT()->getText(), loc_of(a->IDENT())});
+    f.body = statement(ctx->statement(), BlockKind::Functions);
+    return f;
+  }
+
+  // unsizedType : (ARRAY '[' ','* ']')? (INT | REAL | VECTOR | ROW_VECTOR | MATRIX)
+  static Type unsized(P::UnsizedTypeContext* ctx) {
+    Type t;
+    t.base = ctx->INT() ? Base::Int : ctx->REAL() ? Base::Real : ctx->VECTOR() ? Base::Vector
+           : ctx->ROW_VECTOR() ? Base::RowVector : Base::Matrix;
+    if (ctx->ARRAY()) {
+      t.array_dims = 1;
+      for (antlr4::tree::ParseTree* child : ctx->children) t.array_dims += child->getText() == ",";
+    }
+    return t;
+  }
+
   // statement : tildeStmt | targetStmt | assignStmt | forStmt | ifStmt | blockStmt | ...
-  StmtPtr statement(P::StatementContext* ctx) {
+  // `block`: where the statement stands (its declarations belong to that block).
+  StmtPtr statement(P::StatementContext* ctx, BlockKind block) {
     Loc loc = loc_of(ctx->getStart());
     if (auto* c = dynamic_cast<P::TildeStmtContext*>(ctx)) {
       auto s = std::make_unique<Stmt>(StmtKind::Tilde, loc);
@@ -481,23 +509,23 @@ class AstBuilder {
       s->name_loc = loc_of(c->IDENT());
       s->args.push_back(expr(c->expr(0)));
       s->args.push_back(expr(c->expr(1)));
-      s->body.push_back(statement(c->statement()));
+      s->body.push_back(statement(c->statement(), block));
       return s;
     }
     if (auto* c = dynamic_cast<P::IfStmtContext*>(ctx)) {
       auto s = std::make_unique<Stmt>(StmtKind::If, loc);
       s->args.push_back(expr(c->expr()));
-      for (P::StatementContext* b : c->statement()) s->body.push_back(statement(b));
+      for (P::StatementContext* b : c->statement()) s->body.push_back(statement(b, block));
       return s;
     }
     if (auto* c = dynamic_cast<P::BlockStmtContext*>(ctx)) {
       auto s = std::make_unique<Stmt>(StmtKind::Block, loc);
-      for (P::StatementContext* b : c->statement()) s->body.push_back(statement(b));
+      for (P::StatementContext* b : c->statement()) s->body.push_back(statement(b, block));
       return s;
     }
     if (auto* c = dynamic_cast<P::DeclStmtContext*>(ctx)) {
       auto s = std::make_unique<Stmt>(StmtKind::Decl, loc);
-      s->decl = var_decl(c->varDecl(), BlockKind::Model);
+      s->decl = var_decl(c->varDecl(), block);
       return s;
     }
     if (auto* c = dynamic_cast<P::ReturnStmtContext*>(ctx)) {
@@ -794,6 +822,7 @@ std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& di
   AstBuilder builder(diags);
   std::unique_ptr<Program> program = builder.program(tree);
   if (diags.has_errors()) return nullptr;
+  desugar_user_densities(*program);
   return program;
 }
 

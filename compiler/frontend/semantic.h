@@ -25,7 +25,9 @@ enum class Owner {
 };
 const char* owner_name(Owner owner);
 
-enum class SymbolKind { Data, Parameter, Hyperparameter, LocalVariable, LoopVariable };
+// Transformed: a declaration of `transformed data`, `transformed parameters` or `generated
+// quantities` (its `block` says which); its owner is inferred from what it reads.
+enum class SymbolKind { Data, Parameter, Hyperparameter, LocalVariable, LoopVariable, Transformed };
 
 struct Symbol {
   std::string name;
@@ -40,6 +42,9 @@ struct Symbol {
   // A parameter with no prior statement: Stan's implicit uniform over its declared support (on
   // the unconstrained scale, the log-Jacobian of the constraint alone).
   bool flat_prior = false;
+  // Transformed: the expression that defines it (its declared value, or its one assignment of
+  // the whole variable); null when statements build it piece by piece.
+  const Expr* value = nullptr;
 };
 
 enum class TermKind { Prior, Likelihood, Target };

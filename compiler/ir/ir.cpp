@@ -51,6 +51,7 @@ const char* factor_kind_name(FactorKind kind) {
     case FactorKind::Likelihood: return "likelihood";
     case FactorKind::Contribution: return "contribution";
     case FactorKind::Elements: return "elements";
+    case FactorKind::Quantity: return "quantity";
   }
   return "?";
 }
@@ -92,7 +93,11 @@ std::string dump(const Module& m) {
     for (const Slot& s : g.slots) out << ' ' << s.variable << "@" << s.offset.str();
     out << '\n';
   }
-  for (const Factor& f : m.factors) {
+  std::vector<const Factor*> all;
+  for (const Factor& f : m.factors) all.push_back(&f);
+  for (const Factor& f : m.quantities) all.push_back(&f);
+  for (const Factor* fp : all) {
+    const Factor& f = *fp;
     out << "  factor " << f.name << " (" << factor_kind_name(f.kind) << ", " << term_owner_name(f.owner) << ")";
     if (!f.distribution.empty()) out << " " << f.distribution << " over " << f.rows.str() << " rows";
     if (!f.local_index.empty()) out << ", local element per row: " << f.local_index;
@@ -107,7 +112,7 @@ std::string dump(const Module& m) {
       out << "    d/d %" << input << " (" << f.nodes[input].name << ") = %" << adjoint << '\n';
     // The mean-field variant, where it differs: which products it samples locally.
     size_t index = static_cast<size_t>(&f - m.factors.data());
-    if (index < m.meanfield.size())
+    if (f.kind != FactorKind::Quantity && index < m.meanfield.size())
       for (const Node& n : m.meanfield[index].nodes)
         if (n.op == Op::Noise)
           out << "    meanfield: local reparameterisation of the product of %" << n.ints.at(0) << " and %"

@@ -64,7 +64,9 @@ struct Node {
   bool active = false;   // depends on an Input: has an adjoint
 };
 
-enum class FactorKind { Density, Likelihood, Contribution, Elements };
+// Quantity: a transformed parameter or generated quantity, its value per draw (rows x cols, S):
+// evaluated after the fit by its owner, never differentiated (Module::quantities).
+enum class FactorKind { Density, Likelihood, Contribution, Elements, Quantity };
 const char* factor_kind_name(FactorKind kind);
 
 // A group of unconstrained variables a factor reads, laid out one after another.
@@ -96,6 +98,7 @@ struct Factor {
   // A likelihood that reads the local group only as `b[idx]`, b the group's one vector and idx
   // an int data array over its rows: idx's name (row n depends on element idx[n] alone); else "".
   std::string local_index;
+  std::string variable;  // quantity: the declared name
   // Filled by the adjoint pass.
   std::vector<int> seeds;                      // Seed nodes: output, then each argument
   std::map<int, int> input_adjoints;           // Input node -> its adjoint node
@@ -109,6 +112,9 @@ struct Module {
   // (forward_meanfield, docs/kernel-abi.md): the same inputs and outputs, with every eligible
   // product of data and a parameter locally reparameterised (transform/local_reparam.h).
   std::vector<Factor> meanfield;
+  // One Quantity factor per declaration of `transformed parameters` and `generated quantities`,
+  // in declaration order (its owner evaluates it on the posterior's draws).
+  std::vector<Factor> quantities;
 
   const Group* group(const std::string& name) const;
 };

@@ -206,6 +206,7 @@ class FactorBuilder {
   }
 
   int expr(const Expr& e) {
+    if (e.inlined) return expr(*e.inlined);  // a user function's call: its body
     SymSize rows, cols;
     if (!dims_of(e.type, e.shape, rows, cols)) {
       unsupported(e.loc, "a value of type " + to_string(e.type));
@@ -246,6 +247,7 @@ class FactorBuilder {
       return constant(0);
     }
     if (s->kind == SymbolKind::Data) return data(*s, false, e.loc);
+    if (s->kind == SymbolKind::Transformed) return derived(*s, e.loc);
     return parameter(*s, e.loc);
   }
 
@@ -331,13 +333,27 @@ class FactorBuilder {
 
   void bind_local(const std::string& name, const Expr* init) { locals_[name] = init; }
 
+  // A declaration of a derived block, computed where it is read from its defining expression.
+  int derived(const Symbol& s, const Loc& loc) {
+    auto it = derived_.find(s.name);
+    if (it != derived_.end()) return it->second;
+    if (!s.value) {
+      unsupported(loc, "'" + s.name + "', built by statements in '" + std::string(block_name(s.block)) +
+                           "' (declare it with its value, or assign the whole variable once),");
+      return constant(0);
+    }
+    int v = expr(*s.value);
+    derived_[s.name] = v;
+    return v;
+  }
+
  private:
   const SemanticModel& model_;
   const Module& module_;
   Diagnostics& diags_;
   Factor& f_;
   bool ok_ = true;
-  std::map<std::string, int> params_, data_;
+  std::map<std::string, int> params_, data_, derived_;
   std::map<std::string, const Expr*> locals_;
   std::vector<Jacobian> jacobians_;
   std::optional<SymSize> batch_rows_;
@@ -585,6 +601,26 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   }
   transform::eliminate_dead_code(module);
   transform::make_meanfield_variants(module);
+
+  // Transformed parameters and generated quantities: each its own value, evaluated by its owner.
+  for (const Symbol& s : model.symbols) {
+    if (s.kind != SymbolKind::Transformed || s.block == BlockKind::TransformedData) continue;
+    Factor q;
+    q.kind = FactorKind::Quantity;
+    q.owner = party_of(s);
+    q.name = "quantity_" + s.name;
+    q.variable = s.name;
+    FactorBuilder b(model, module, diags, q);
+    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    q.output = b.derived(s, s.loc);
+    SymSize rows, cols;
+    if (dims_of(s.type, s.shape, rows, cols)) q.rows = rows;
+    else b.unsupported(s.loc, "the type of '" + s.name + "'");
+    ok &= b.ok();
+    q.forward_end = static_cast<int>(q.nodes.size());
+    transform::eliminate_dead_code(q);
+    module.quantities.push_back(std::move(q));
+  }
   return ok;
 }
 

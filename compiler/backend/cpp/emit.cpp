@@ -93,6 +93,7 @@ class Emitter {
   bool run(std::string& out, std::string& error) {
     std::ostringstream body;
     for (size_t i = 0; i < m_.factors.size(); ++i) factor(body, m_.factors[i], i);
+    for (const ir::Factor& q : m_.quantities) quantity(body, q);
     if (!sizes_.ok) {
       error = "the size '" + sizes_.bad + "' cannot be computed by generated code yet";
       return false;
@@ -370,15 +371,7 @@ class Emitter {
     if (!f.distribution.empty()) o << "; " << f.distribution << " over " << f.rows.str() << " rows";
     o << "\ntemplate <class Real>\nclass " << cls << " final : public Factor, Sizes {\n public:\n";
     o << "  explicit " << cls << "(const fvi_data* data) : Sizes(data) {\n";
-    for (const std::string& d : f.data) {
-      const Symbol* s = model_.find(d);
-      SymSize rows = SymSize::constant(1), cols = SymSize::constant(1);
-      if (!s->shape.dims.empty()) rows = s->shape.dims[0];
-      if (s->shape.dims.size() > 1) cols = s->shape.dims[1];
-      if (s->type.base == Base::RowVector && s->type.array_dims == 0) std::swap(rows, cols);
-      o << "    data_" << d << " = bind_data<Real>(data, " << quoted(d) << ", " << sizes_(rows) << ", " << sizes_(cols)
-        << ");\n";
-    }
+    bind_data(o, f);
     const std::map<std::string, std::string> hoisted = hoisted_transforms({&f, &mf});
     if (!hoisted.empty()) o << "    // data transforms, computed once: their minibatches are rows of these\n";
     for (const auto& [member, value] : hoisted) o << "    " << member << " = " << value << ";\n";
@@ -429,6 +422,51 @@ class Emitter {
     o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << std::max(f.nodes.size(), mf.nodes.size()) << ");\n";
     o << "  Tensor<double> exported_[" << f.arguments.size() + 2 << "];\n";
     o << "};\n\n";
+  }
+
+  // A transformed parameter or generated quantity: the forward pass alone, on all of its party's
+  // data; the gradient calls are not valid on it (kernel ABI, "Quantities").
+  void quantity(std::ostringstream& o, const ir::Factor& f) {
+    std::string cls = "Factor_" + f.name;
+    o << "// " << f.name << ": the value of '" << f.variable << "' per draw, evaluated by " << term_owner_name(f.owner)
+      << "\ntemplate <class Real>\nclass " << cls << " final : public Factor, Sizes {\n public:\n";
+    o << "  explicit " << cls << "(const fvi_data* data) : Sizes(data) {\n";
+    bind_data(o, f);
+    o << "  }\n\n";
+    o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
+    o << "    (void)begin, (void)count;\n";
+    for (size_t g = 0; g < f.groups.size(); ++g)
+      o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n";
+    statements(o, f, 0, f.forward_end, false);
+    o << "  }\n\n";
+    o << "  fvi_tensor output() override { return export_abi(" << ref(f, f.output, false) << ", exported_); }\n\n";
+    o << "  void backward(const fvi_tensor* const*, fvi_tensor*) override { no_gradient(); }\n";
+    o << "  void forward_meanfield(int64_t, int64_t, const MeanFieldInputs&, int64_t, uint64_t) override { no_gradient(); }\n";
+    o << "  void backward_meanfield(const fvi_tensor* const*, const MeanFieldOutputs&) override { no_gradient(); }\n\n";
+    o << " private:\n";
+    o << "  [[noreturn]] static void no_gradient() {\n"
+      << "    throw std::logic_error(\"" << f.variable << " is a quantity: only forward() is valid\");\n  }\n";
+    for (const std::string& d : f.data) o << "  Tensor<Real> data_" << d << ";\n";
+    size_t groups = std::max<size_t>(1, f.groups.size());
+    o << "  Tensor<Real> in_[" << groups << "];\n";
+    o << "  bool full_ = true;\n  int64_t begin_ = 0, count_ = -1;\n";
+    o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
+    o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << f.nodes.size() << ");\n";
+    o << "  Tensor<double> exported_;\n";
+    o << "};\n\n";
+  }
+
+  // The constructor's statements binding each data variable a factor reads.
+  void bind_data(std::ostringstream& o, const ir::Factor& f) {
+    for (const std::string& d : f.data) {
+      const Symbol* s = model_.find(d);
+      SymSize rows = SymSize::constant(1), cols = SymSize::constant(1);
+      if (!s->shape.dims.empty()) rows = s->shape.dims[0];
+      if (s->shape.dims.size() > 1) cols = s->shape.dims[1];
+      if (s->type.base == Base::RowVector && s->type.array_dims == 0) std::swap(rows, cols);
+      o << "    data_" << d << " = bind_data<Real>(data, " << quoted(d) << ", " << sizes_(rows) << ", " << sizes_(cols)
+        << ");\n";
+    }
   }
 
   // One `{value, offset}` GradientPiece of write_gradient's list (abi_support.h), comma-separated.
@@ -548,6 +586,8 @@ class Emitter {
     o << "template <class Real>\nFactor* make(int factor, const fvi_data* data) {\n  switch (factor) {\n";
     for (size_t i = 0; i < m_.factors.size(); ++i)
       o << "    case " << i << ": return new Factor_" << m_.factors[i].name << "<Real>(data);\n";
+    for (size_t i = 0; i < m_.quantities.size(); ++i)
+      o << "    case " << m_.factors.size() + i << ": return new Factor_" << m_.quantities[i].name << "<Real>(data);\n";
     o << "    default: throw std::out_of_range(\"no such factor\");\n  }\n}\n\n";
     o << "void* create(int factor, const fvi_data* data, fvi_error* error) {\n  Factor* made = nullptr;\n"
       << "  guarded(error, [&] { made = make<double>(factor, data); });\n  return made;\n}\n\n";
@@ -583,32 +623,62 @@ class Emitter {
       << "  return guarded(error, [&] { static_cast<Factor*>(state)->arguments(values); });\n}\n\n";
     o << "void destroy(void* state) { delete static_cast<Factor*>(state); }\n\n";
     const size_t variables = variable_table(o);
+    quantity_table(o);
     emit_data_table(model_, o);
     o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
       << ", kGroupNames, kGroupVaries, " << m_.factors.size()
       << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
       << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable, "
-      << "forward_meanfield_f32, backward_meanfield_f32};\n\n";
+      << "forward_meanfield_f32, backward_meanfield_f32, " << m_.quantities.size() << ", kQuantities};\n\n";
+  }
+
+  // A declared bound as fvi_variable_info spells it: a literal, or the name of a data scalar.
+  struct Bound {
+    std::string literal = "0", data = "\"\"";
+  };
+  static Bound bound(const Expr* e) {
+    Bound b;
+    if (!e) return b;
+    const Expr* x = e;
+    bool negate = false;
+    if (x->kind == ExprKind::Unary && x->name == "-" && !x->args.empty()) negate = true, x = x->args[0].get();
+    if (x->kind == ExprKind::IntLit) b.literal = number((negate ? -1 : 1) * double(x->int_value));
+    else if (x->kind == ExprKind::RealLit) b.literal = number((negate ? -1 : 1) * x->real_value);
+    else if (x->kind == ExprKind::Var && !negate) b.data = quoted(x->name);
+    else b.data = quoted("(expression)");
+    return b;
+  }
+
+  // fvi_quantity_info for every transformed parameter and generated quantity.
+  void quantity_table(std::ostringstream& o) {
+    for (size_t i = 0; i < m_.quantities.size(); ++i) {
+      const ir::Factor& q = m_.quantities[i];
+      o << "const int kQuantity" << i << "Groups[] = {";
+      for (size_t g = 0; g < q.groups.size(); ++g) o << (g ? ", " : "") << group_index(q.groups[g]);
+      if (q.groups.empty()) o << "-1";
+      o << "};\n";
+    }
+    o << "const fvi_quantity_info kQuantities[] = {\n";
+    for (size_t i = 0; i < m_.quantities.size(); ++i) {
+      const ir::Factor& q = m_.quantities[i];
+      const Symbol* s = model_.find(q.variable);
+      const Expr* lo = s->decl->type.lower.get();
+      const Expr* hi = s->decl->type.upper.get();
+      const char* transform = lo && hi ? "FVI_INTERVAL" : lo ? "FVI_LOWER" : hi ? "FVI_UPPER" : "FVI_IDENTITY";
+      Bound l = bound(lo), u = bound(hi);
+      o << "    {" << quoted(q.variable) << ", "
+        << (s->block == BlockKind::GeneratedQuantities ? "FVI_GENERATED_QUANTITIES" : "FVI_TRANSFORMED_PARAMETERS")
+        << ", " << owner_code(q.owner) << ", " << m_.factors.size() + i << ", " << q.groups.size() << ", kQuantity" << i
+        << "Groups, " << s->shape.dims.size() << ", " << transform << ", " << l.literal << ", " << u.literal << ", "
+        << l.data << ", " << u.data << "},\n";
+    }
+    if (m_.quantities.empty()) o << "    {\"\", 0, 0, -1, 0, nullptr, 0, 0, 0, 0, \"\", \"\"},\n";
+    o << "};\n\n";
   }
 
   // fvi_variable_info for every slot of every group, and variable_shape() giving its offset and
   // declared dimensions from the data's sizes. Returns the number of variables.
   size_t variable_table(std::ostringstream& o) {
-    struct Bound {
-      std::string literal = "0", data = "\"\"";
-    };
-    auto bound = [](const Expr* e) {
-      Bound b;
-      if (!e) return b;
-      const Expr* x = e;
-      bool negate = false;
-      if (x->kind == ExprKind::Unary && x->name == "-" && !x->args.empty()) negate = true, x = x->args[0].get();
-      if (x->kind == ExprKind::IntLit) b.literal = number((negate ? -1 : 1) * double(x->int_value));
-      else if (x->kind == ExprKind::RealLit) b.literal = number((negate ? -1 : 1) * x->real_value);
-      else if (x->kind == ExprKind::Var && !negate) b.data = quoted(x->name);
-      else b.data = quoted("(expression)");
-      return b;
-    };
     std::vector<std::pair<size_t, const Slot*>> slots;
     for (size_t g = 0; g < m_.groups.size(); ++g)
       for (const Slot& slot : m_.groups[g].slots) slots.push_back({g, &slot});

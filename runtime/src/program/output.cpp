@@ -115,7 +115,7 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
         const int64_t k = v.offset + c * rows + r;
-        if (v.transform == FVI_IDENTITY) {
+        if (v.transform == FVI_IDENTITY && k < mean.size()) {  // a quantity's rows lie past q's
           means.push_back(mean[k]);
           sds.push_back(sd[k]);
         } else {

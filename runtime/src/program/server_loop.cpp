@@ -8,7 +8,9 @@
 
 #include "fvi/diagnostics/psis.h"
 #include "fvi/optim/convergence.h"
+#include "fvi/engine/bound_factor.h"
 #include "fvi/program/checkpoint.h"
+#include "fvi/program/quantities.h"
 #include "fvi/program/summary.h"
 
 namespace fvi::program {
@@ -196,6 +198,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   const std::optional<ServerDraws> d = coordinator.draws();
   std::string khat_line;
   Reweighted reweighted;
+  std::vector<std::string> violations;  // declared bounds of quantities broken at some draw
   if (d) {
     DrawsFile file;
     file.model = run.description.name;
@@ -227,9 +230,25 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
                  {"converged", summary.converged ? "1" : "0"},
                  {"khat", r_number(summary.khat)}};
     if (!d->family.empty()) file.fvic.push_back({"family", d->family});
-    write_posterior_json(args.output + "/posterior.json", summary, d->layout, d->constrained, d->mean, d->sd);
+    // The server's transformed parameters and generated quantities, beside the parameters.
+    std::vector<VariableLayout> layout = d->layout;
+    Eigen::MatrixXd constrained = d->constrained;
+    if (engine::group_size(run.model, "global", run.server_data.view()) == d->unconstrained.rows()) {
+      std::vector<std::string> skipped;
+      const QuantityDraws q = evaluate_quantities(run.model, FVI_SERVER, run.server_data.view(),
+                                                  {{"global", d->unconstrained}}, d->layout, d->constrained,
+                                                  d->constrained.rows(), skipped);
+      append_quantities(q, layout, constrained);
+      file.layout = layout;
+      file.draws = constrained;
+      file.mean.conservativeResize(constrained.rows());
+      file.mean.tail(q.values.rows()) = q.values.rowwise().mean();
+      violations = q.violations;
+      for (const std::string& name : skipped) std::fprintf(stderr, "note: %s is not computed yet\n", name.c_str());
+    }
+    write_posterior_json(args.output + "/posterior.json", summary, layout, constrained, d->mean, d->sd);
     write_draws_csv(args.output + "/draws.csv", file);
-    if (!args.quiet) print_summary("posterior of " + d->what, d->layout, d->constrained);
+    if (!args.quiet) print_summary("posterior of " + d->what, layout, constrained);
   }
   if (!args.quiet)
     std::printf("wrote %s/%smetrics.csv%s\n", args.output.c_str(), d ? "posterior.json, draws.csv, " : "",
@@ -278,7 +297,9 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     }
   }
   std::fflush(stdout);
-  return 0;
+  // A quantity outside its declared bounds: the outputs are written, and the run fails loudly.
+  for (const std::string& v : violations) std::fprintf(stderr, "error: %s\n", v.c_str());
+  return violations.empty() ? 0 : 1;
 }
 
 }  // namespace fvi::program

@@ -13,6 +13,7 @@
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
 #include "fvi/program/predictive.h"
+#include "fvi/program/quantities.h"
 #include "fvi/program/server_loop.h"
 #include "fvi/rng.h"
 
@@ -203,10 +204,24 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
   write_draws_csv(dir + "/draws.csv", file);
 }
 
+// The silo's own transformed parameters at its posterior's draws (the globals' and its locals'),
+// appended to its outputs; a bound broken at a draw is reported on its stderr.
+void add_silo_quantities(const fvi_model& model, const fvi_data& data, int silo, const Eigen::MatrixXd& z_global,
+                         const Eigen::MatrixXd& z, const Eigen::VectorXd& hyper, std::vector<VariableLayout>& layout,
+                         Eigen::MatrixXd& values) {
+  GroupDraws groups{{"global", z_global}, {"local", z}};
+  if (hyper.size() > 0) groups["hyper"] = hyper;
+  std::vector<std::string> skipped;
+  const QuantityDraws q = evaluate_quantities(model, FVI_SILO, data, groups, layout, values, values.rows(), skipped);
+  append_quantities(q, layout, values);
+  for (const std::string& v : q.violations) std::fprintf(stderr, "error: silo %d: %s\n", silo, v.c_str());
+  for (const std::string& name : skipped) std::fprintf(stderr, "note: silo %d: %s is not computed yet\n", silo, name.c_str());
+}
+
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
                            const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
                            long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
-  const std::vector<VariableLayout> layout = variable_layout(model, "local", data);
+  std::vector<VariableLayout> layout = variable_layout(model, "local", data);
   if (layout.empty()) return;
   const auto& q = silo.q();
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
@@ -228,7 +243,9 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     }
     const Eigen::VectorXd mean = sum / double(draws);
     const Eigen::VectorXd var = (square / double(draws) - mean.cwiseAbs2()).cwiseMax(0.0);
-    write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, z), mean, var.cwiseSqrt());
+    Eigen::MatrixXd values = constrain(layout, z);
+    add_silo_quantities(model, data, silo.silo(), z_global, z, hyper, layout, values);
+    write_posterior_json(dir + "/posterior.json", summary, layout, values, mean, var.cwiseSqrt());
     write_silo_draws(dir, model, data, global, hyper, z_global, z, nullptr, settings, family);
     return;
   }
@@ -242,7 +259,9 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
   if (q.coupled()) var += (q.coupling() * k_global).rowwise().squaredNorm();
-  write_posterior_json(dir + "/posterior.json", summary, layout, constrain(layout, z), q.mean(), var.cwiseSqrt());
+  Eigen::MatrixXd values = constrain(layout, z);
+  add_silo_quantities(model, data, silo.silo(), u.colwise() + global.mean(), z, hyper, layout, values);
+  write_posterior_json(dir + "/posterior.json", summary, layout, values, q.mean(), var.cwiseSqrt());
 }
 
 // The global parameters and the hyperparameters as one layout (hyperparameters after the

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 3
+#define FVI_ABI_VERSION 4
 
 typedef struct fvi_tensor {
   double* data;
@@ -114,6 +114,29 @@ typedef struct fvi_data_table {
   const fvi_size_check* size_checks;
 } fvi_data_table;
 
+/* A declaration of `transformed parameters` or `generated quantities` (docs/kernel-abi.md,
+ * "Quantities"): its value at each draw, computed after the fit by the party that may read what it
+ * reads. create(factor) binds it to that party's data (factor >= factor_count: quantities are
+ * numbered after the factors, which engines iterate); forward() takes the groups it reads, as a
+ * factor does, and outputs its value per draw (rows x cols, elements column-major). It has no
+ * gradient. A declared bound is checked by the runtime at every draw. */
+enum fvi_quantity_block { FVI_TRANSFORMED_PARAMETERS = 0, FVI_GENERATED_QUANTITIES = 1 };
+
+typedef struct fvi_quantity_info {
+  const char* name;
+  int block;        /* fvi_quantity_block */
+  int owner;        /* fvi_owner: FVI_SERVER (globals, public and server data), FVI_SILO, FVI_SPLIT_SILO */
+  int factor;       /* its index for create() */
+  int group_count;  /* input groups read, in forward() order */
+  const int* groups;
+  int rank;         /* 0 scalar, 1 vector / row_vector / 1-D array, 2 matrix */
+  int transform;    /* fvi_transform of its declared bounds (FVI_IDENTITY: none); bounds as for variables */
+  double lower;
+  double upper;
+  const char* lower_data;
+  const char* upper_data;
+} fvi_quantity_info;
+
 typedef struct fvi_model {
   int abi_version; /* FVI_ABI_VERSION */
   const char* name;
@@ -190,6 +213,10 @@ typedef struct fvi_model {
                                fvi_error* error);
   int (*backward_meanfield_f32)(void* state, const fvi_tensor* const* seeds, fvi_tensor_f32* d_means,
                                 fvi_tensor_f32* d_sds, fvi_error* error);
+
+  /* Transformed parameters and generated quantities, in declaration order. */
+  int quantity_count;
+  const fvi_quantity_info* quantities;
 } fvi_model;
 
 #ifdef __cplusplus

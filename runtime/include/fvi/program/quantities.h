@@ -1,0 +1,40 @@
+#pragma once
+// Transformed parameters and generated quantities (kernel ABI "Quantities"): each evaluated at
+// the posterior's output draws by the party that may read what it reads. The server computes
+// those of the globals (and public or server data) and writes them beside the parameters in
+// posterior.json, draws.csv and the summary; each silo those of its locals and its data, into its
+// own silo-K/posterior.json, never sent.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fvi/eigen_types.h"
+#include "fvi/kernel/abi.h"
+#include "fvi/program/output.h"
+
+namespace fvi::program {
+
+struct QuantityDraws {
+  std::vector<VariableLayout> layout;  // offsets into `values`, from `first_offset`
+  Eigen::MatrixXd values;              // elements x S
+  // A declared bound a value broke: "tau2 = -0.31 at draw 12 (global: mu = 0.2, tau = 1.3) is
+  // below its lower bound 0"; one line per quantity, with how many draws broke it.
+  std::vector<std::string> violations;
+};
+
+// Each group's values at the draws, unconstrained: "global" -> size x S, "local" -> size x S,
+// a point-estimated group ("hyper") -> size x 1.
+using GroupDraws = std::map<std::string, Eigen::MatrixXd>;
+
+// The quantities `owner` (FVI_SERVER, FVI_SILO) computes, at the draws in `groups`, with that
+// party's data. `named` and `named_values` (a layout and its constrained values, size x S) name a
+// violating draw's parameters. A quantity reading a group `groups` lacks is listed in `skipped`
+// with why. Layout offsets start at `first_offset`. Throws ModelError when a call fails.
+QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_data& data, const GroupDraws& groups,
+                                  const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
+                                  int64_t first_offset, std::vector<std::string>& skipped);
+
+// `layout` and `values` (constrained, size x S) with `q`'s quantities appended after them.
+void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values);
+
+}  // namespace fvi::program

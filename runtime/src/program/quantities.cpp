@@ -1,0 +1,149 @@
+#include "fvi/program/quantities.h"
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "fvi/engine/bound_factor.h"
+
+namespace fvi::program {
+
+namespace {
+
+// A quantity's kernel state, destroyed with it.
+struct QuantityState {
+  const fvi_model& model;
+  void* state = nullptr;
+  QuantityState(const fvi_model& m, int factor, const fvi_data& data, const std::string& name) : model(m) {
+    fvi_error error{};
+    state = model.create(factor, &data, &error);
+    if (!state) throw engine::ModelError("quantity " + name + ": " + error.message);
+  }
+  ~QuantityState() {
+    if (state) model.destroy(state);
+  }
+  QuantityState(const QuantityState&) = delete;
+  QuantityState& operator=(const QuantityState&) = delete;
+};
+
+double bound_of(const char* data_name, double literal, const fvi_data& data) {
+  if (!data_name || !*data_name) return literal;
+  for (int i = 0; i < data.count; ++i)
+    if (std::string(data.names[i]) == data_name && data.values[i].rows * data.values[i].cols == 1)
+      return data.values[i].data[0];
+  return std::nan("");
+}
+
+std::string number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", x);
+  return text;
+}
+
+// "mu = 0.21, tau = 1.3" for draw s (scalars and the first elements of containers, 6 at most).
+std::string draw_values(const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& constrained, Eigen::Index s) {
+  std::string out;
+  int shown = 0;
+  for (const VariableLayout& v : layout) {
+    const std::vector<std::string> names = element_names(v);
+    for (size_t e = 0; e < names.size() && shown < 6; ++e, ++shown)
+      out += (out.empty() ? "" : ", ") + names[e] + " = " + number(constrained(v.offset + int64_t(e), s));
+  }
+  return out;
+}
+
+}  // namespace
+
+void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values) {
+  layout.insert(layout.end(), q.layout.begin(), q.layout.end());
+  if (q.values.rows() == 0) return;
+  values.conservativeResize(values.rows() + q.values.rows(), Eigen::NoChange);
+  values.bottomRows(q.values.rows()) = q.values;
+}
+
+QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_data& data, const GroupDraws& groups,
+                                  const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
+                                  int64_t first_offset, std::vector<std::string>& skipped) {
+  QuantityDraws out;
+  const Eigen::Index draws = named_values.cols();
+  std::vector<Eigen::MatrixXd> blocks;
+  int64_t offset = first_offset;
+  for (int q = 0; q < model.quantity_count; ++q) {
+    const fvi_quantity_info& info = model.quantities[q];
+    if (info.owner != owner) continue;
+    std::vector<fvi_tensor> inputs;
+    std::string missing;
+    for (int g = 0; g < info.group_count; ++g) {
+      const std::string group = model.group_names[info.groups[g]];
+      auto it = groups.find(group);
+      if (it == groups.end()) {
+        missing = group;
+        break;
+      }
+      const Eigen::MatrixXd& v = it->second;
+      if (v.cols() != 1 && v.cols() != draws)
+        throw engine::ModelError("quantity " + std::string(info.name) + ": the " + group + " group has " +
+                                 std::to_string(v.cols()) + " draws, not " + std::to_string(draws));
+      inputs.push_back({const_cast<double*>(v.data()), v.rows(), 1, v.cols()});
+    }
+    if (!missing.empty()) {
+      skipped.push_back(std::string(info.name) + " (it reads the " + missing + " group, not kept at the draws)");
+      continue;
+    }
+    QuantityState state(model, info.factor, data, info.name);
+    fvi_tensor value{};
+    fvi_error error{};
+    if (model.forward(state.state, 0, -1, inputs.data(), &value, &error) != 0)
+      throw engine::ModelError("quantity " + std::string(info.name) + ": " + error.message);
+    // rows x (cols * S), draw s in columns [s*cols, (s+1)*cols): one column of elements per draw.
+    const int64_t elements = value.rows * value.cols;
+    Eigen::MatrixXd block(elements, draws);
+    for (Eigen::Index s = 0; s < draws; ++s) {
+      const int64_t source = value.draws == 1 ? 0 : s;  // a constant quantity has one draw
+      for (int64_t e = 0; e < elements; ++e) block(e, s) = value.data[source * elements + e];
+    }
+    VariableLayout v;
+    v.name = info.name;
+    v.offset = offset;
+    if (info.rank >= 1) v.dims.push_back(value.rows == 1 && info.rank == 1 ? value.cols : value.rows);
+    if (info.rank >= 2) v.dims.push_back(value.cols);
+    out.layout.push_back(v);
+    offset += elements;
+
+    // The declared bounds, at every draw (Stan rejects such a draw; here it is reported).
+    const double lower = info.transform == FVI_LOWER || info.transform == FVI_INTERVAL
+                             ? bound_of(info.lower_data, info.lower, data) : -INFINITY;
+    const double upper = info.transform == FVI_UPPER || info.transform == FVI_INTERVAL
+                             ? bound_of(info.upper_data, info.upper, data) : INFINITY;
+    long broken = 0;
+    std::string first;
+    for (Eigen::Index s = 0; s < draws; ++s)
+      for (int64_t e = 0; e < elements; ++e) {
+        const double x = block(e, s);
+        const bool below = x < lower, above = x > upper;
+        if (!below && !above && !std::isnan(x)) continue;
+        if (broken++ == 0) {
+          const std::string element = element_names(v)[size_t(e)];
+          first = element + " = " + number(x) + " at draw " + std::to_string(s + 1) + " (" +
+                  draw_values(named, named_values, s) + ") " +
+                  (std::isnan(x) ? std::string("is not a number")
+                   : below        ? "is below its lower bound " + number(lower)
+                                  : "is above its upper bound " + number(upper));
+        }
+        break;
+      }
+    if (broken > 0)
+      out.violations.push_back(std::string(info.block == FVI_GENERATED_QUANTITIES ? "generated quantity " : "transformed parameter ") +
+                               first + "; " + std::to_string(broken) + " of " + std::to_string(draws) + " draws break it");
+    blocks.push_back(std::move(block));
+  }
+  out.values.resize(offset - first_offset, draws);
+  int64_t row = 0;
+  for (const Eigen::MatrixXd& b : blocks) {
+    out.values.middleRows(row, b.rows()) = b;
+    row += b.rows();
+  }
+  return out;
+}
+
+}  // namespace fvi::program

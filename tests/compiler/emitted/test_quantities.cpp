@@ -1,0 +1,115 @@
+// Transformed parameters and generated quantities through the kernel ABI (docs/kernel-abi.md,
+// "Quantities"): the quantity table, each value per draw against its closed form and the IR
+// interpreter, and the server's evaluation with its bound check (fvi/program/quantities.h).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "abi_data.h"
+#include "fvi/data/dataset.h"
+#include "fvi/program/quantities.h"
+#include "ir/interpret.h"
+#include "ir/lower.h"
+#include "test_models.h"
+
+extern "C" const fvi_model* fvi_model_stan_blocks(void);
+
+namespace {
+
+int quantity(const fvi_model& m, const std::string& name) {
+  for (int q = 0; q < m.quantity_count; ++q)
+    if (name == m.quantities[q].name) return q;
+  FAIL("no quantity " << name);
+  return -1;
+}
+
+// The global group's draws: mu, then tau's unconstrained value log(tau).
+Eigen::MatrixXd global_draws() {
+  Eigen::MatrixXd u(2, 4);
+  u << 0.3, -0.5, 1.2, 2.0,
+       std::log(0.7), std::log(1.5), std::log(0.2), std::log(3.0);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("quantities: the table names each one's block, owner and rank", "[quantities]") {
+  const fvi_model& m = *fvi_model_stan_blocks();
+  REQUIRE(m.quantity_count == 4);
+  const fvi_quantity_info& tau2 = m.quantities[quantity(m, "tau2")];
+  CHECK(tau2.block == FVI_TRANSFORMED_PARAMETERS);
+  CHECK(tau2.owner == FVI_SERVER);
+  CHECK(tau2.rank == 0);
+  CHECK(tau2.factor >= m.factor_count);
+  // theta reads the local eta: each silo's, never the server's.
+  CHECK(m.quantities[quantity(m, "theta")].owner == FVI_SILO);
+  const fvi_quantity_info& moments = m.quantities[quantity(m, "moments")];
+  CHECK(moments.block == FVI_GENERATED_QUANTITIES);
+  CHECK(moments.rank == 1);
+  const fvi_quantity_info& positive = m.quantities[quantity(m, "mu_positive")];
+  CHECK(positive.transform == FVI_LOWER);
+  CHECK(positive.lower == 0);
+}
+
+TEST_CASE("quantities: the server's values per draw match their closed forms and the IR interpreter", "[quantities]") {
+  const fvi_model& m = *fvi_model_stan_blocks();
+  const Eigen::MatrixXd u = global_draws();
+  fvi::data::DataSet none;
+  std::vector<std::string> skipped;
+  const std::vector<fvi::program::VariableLayout> layout = fvi::program::variable_layout(m, "global", none.view());
+  const Eigen::MatrixXd x = fvi::program::constrain(layout, u);
+  const fvi::program::QuantityDraws q =
+      fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{"global", u}}, layout, x, 2, skipped);
+  CHECK(skipped.empty());
+  REQUIRE(q.layout.size() == 3);  // tau2, mu_positive, moments: theta is the silos'
+  CHECK(q.layout[0].name == "tau2");
+  CHECK(q.layout[0].offset == 2);
+  CHECK(q.layout[2].dims == std::vector<int64_t>{2});
+  REQUIRE(q.values.rows() == 4);
+  for (Eigen::Index s = 0; s < u.cols(); ++s) {
+    const double mu = u(0, s), tau = std::exp(u(1, s));
+    CHECK(q.values(0, s) == Approx(tau * tau).epsilon(1e-14));  // shifted_square(tau, 0), inlined
+    CHECK(q.values(1, s) == mu);
+    CHECK(q.values(2, s) == Approx(tau * tau).epsilon(1e-14));
+    CHECK(q.values(3, s) == Approx(tau * tau).epsilon(1e-14));
+  }
+
+  // The IR interpreter on the same quantities (the ABI's other backend).
+  fvic::test::LoadedModel loaded(std::string(FVIC_SOURCE_DIR) + "/tests/compiler/emitted/models/stan_blocks.fvi");
+  REQUIRE(loaded.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::ir::lower(*loaded.model, module, loaded.diags));
+  fvic::ir::Bindings b;
+  b.inputs["global"] = fvic::ir::RealTensor(2, 1, u.cols());
+  for (Eigen::Index s = 0; s < u.cols(); ++s) b.inputs["global"].m.col(s) = u.col(s);
+  for (const fvic::ir::Factor& f : module.quantities) {
+    if (f.owner != fvic::TermOwner::Server) continue;
+    fvic::ir::Interpreter interpreter(module, f);
+    const fvic::ir::RealTensor& v = interpreter.forward(b);
+    const fvi::program::VariableLayout* where = nullptr;
+    for (const auto& l : q.layout)
+      if (l.name == f.variable) where = &l;
+    REQUIRE(where);
+    for (Eigen::Index s = 0; s < u.cols(); ++s)
+      for (int64_t e = 0; e < where->elements(); ++e)
+        CHECK(v.m(e, v.draws == 1 ? 0 : s * v.cols) ==
+              Approx(q.values(where->offset - 2 + e, s)).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("quantities: a declared bound broken at a draw is reported with the draw's values", "[quantities]") {
+  const fvi_model& m = *fvi_model_stan_blocks();
+  const Eigen::MatrixXd u = global_draws();  // mu = -0.5 at draw 2 breaks mu_positive's <lower=0>
+  fvi::data::DataSet none;
+  std::vector<std::string> skipped;
+  const auto layout = fvi::program::variable_layout(m, "global", none.view());
+  const auto q = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{"global", u}}, layout,
+                                                    fvi::program::constrain(layout, u), 2, skipped);
+  REQUIRE(q.violations.size() == 1);
+  const std::string& v = q.violations[0];
+  INFO(v);
+  CHECK(v.find("transformed parameter mu_positive = -0.5 at draw 2") != std::string::npos);
+  CHECK(v.find("mu = -0.5, tau = 1.5") != std::string::npos);
+  CHECK(v.find("below its lower bound 0") != std::string::npos);
+  CHECK(v.find("1 of 4 draws") != std::string::npos);
+}
