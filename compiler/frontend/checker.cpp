@@ -10,6 +10,7 @@
 
 #include "builtins.h"
 #include "frontend/functions.h"
+#include "fvi/kernel/random.h"
 #include "frontend/ownership.h"
 #include "frontend/semantic.h"
 
@@ -607,19 +608,50 @@ class Checker {
 
   // `normal_rng(...)`: a random draw, which only generated quantities may make (the log density
   // must be a function of the parameters).
-  bool random_call(const Expr& e) {
+  bool random_call(Expr& e) {
     const std::string suffix = "_rng";
     if (e.name.size() <= suffix.size() || e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) != 0)
       return false;
     const std::string base = e.name.substr(0, e.name.size() - suffix.size());
-    if (!stdlib::find_distribution(base)) return false;
-    if (block_ != BlockKind::GeneratedQuantities)
+    const stdlib::Distribution* dist = stdlib::find_distribution(base);
+    if (!dist) return false;
+    if (block_ != BlockKind::GeneratedQuantities) {
       diags_.error(e.loc, "'" + e.name + "' draws a random number: only 'generated quantities' may call it",
                    std::string("'") + block_name(block_) + "' must compute the same value every time it is "
                    "evaluated; draw replicates in a `generated quantities` block");
-    else
-      diags_.error(e.loc, "random draws ('" + e.name + "') are not supported yet",
-                   "compute the replicates from draws.csv after the fit");
+      return true;
+    }
+    if (!fvi::kernel::has_random_draws(base)) {
+      diags_.error(e.loc, "random draws of " + base + " are not supported yet",
+                   "_rng is available for normal, lognormal, cauchy, logistic, double_exponential, exponential, "
+                   "uniform, bernoulli, bernoulli_logit, poisson, poisson_log, binomial and binomial_logit");
+      return true;
+    }
+    if (e.args.size() != dist->params.size()) {
+      diags_.error(e.loc, e.name + " takes " + std::to_string(dist->params.size()) + " argument" +
+                              (dist->params.size() == 1 ? "" : "s") + ", got " + std::to_string(e.args.size()),
+                   "pass the distribution's parameters, as after '~'");
+      return true;
+    }
+    if (any_error(e)) return true;
+    // Vectorised as in Stan: scalars, or vectors / 1-D arrays of one length, give one draw each.
+    const Expr* container = nullptr;
+    for (const ExprPtr& a : e.args) {
+      const bool one_d = (a->type.array_dims == 0 && (a->type.base == Base::Vector || a->type.base == Base::RowVector)) ||
+                         (a->type.array_dims == 1 && a->type.base_dims() == 0);
+      if (!a->type.is_scalar() && !one_d) {
+        diags_.error(a->loc, "an argument of " + e.name + " must be a scalar, a vector or a 1-D array, not " +
+                                 to_string(a->type),
+                     "draw a matrix's replicates from to_vector(...)");
+        return true;
+      }
+      if (one_d) {
+        if (container) require_equal(container->shape.dims[0], a->shape.dims[0], a->loc, "the arguments of " + e.name);
+        else container = a.get();
+      }
+    }
+    e.type = Type{dist->discrete ? Base::Int : Base::Real, container ? 1 : 0};
+    if (container) e.shape.dims = {container->shape.dims[0]};
     return true;
   }
 

@@ -1,5 +1,7 @@
 #include "ir/interpret.h"
 
+#include "fvi/kernel/random.h"
+
 #include <stdexcept>
 
 namespace fvic::ir {
@@ -100,6 +102,14 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
       k::Operands<double> xs;
       for (int a : n.args) xs.push_back(&values_[a]);
       out = k::lpdf(n.name, xs);
+      return;
+    }
+    case Op::Rng: {
+      k::Operands<double> xs;
+      for (int a : n.args) xs.push_back(&values_[a]);
+      long long draws = 1;
+      for (const auto& [group, value] : b.inputs) draws = std::max<long long>(draws, value.draws);
+      out = k::random_draws<double>(n.name, xs, size_of(n.rows, b), size_of(n.cols, b), draws, b.noise_key, uint32_t(n.k));
       return;
     }
     case Op::UnaryDerivative: out = k::unary_derivative(n.name, v(0), v(1)); return;

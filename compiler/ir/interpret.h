@@ -18,6 +18,7 @@ struct Bindings {
   std::map<std::string, RealTensor> inputs;           // group name -> (size x 1, draws)
   long long batch_begin = 0;
   long long batch_count = -1;                         // -1: all rows
+  unsigned long long noise_key = 0;                   // a quantity's random draws (Op::Rng)
 };
 
 class Interpreter {

@@ -32,6 +32,7 @@ const char* op_name(Op op) {
     case Op::IndexRows: return "index_rows";
     case Op::IndexCols: return "index_cols";
     case Op::Lpdf: return "lpdf";
+    case Op::Rng: return "rng";
     case Op::UnaryDerivative: return "unary_derivative";
     case Op::SumTo: return "sum_to";
     case Op::MatMulGradLeft: return "matmul_grad_left";
@@ -70,6 +71,7 @@ std::string describe(const Node& n) {
   if (!n.name.empty()) s << ' ' << n.name;
   if (n.op == Op::Const) s << ' ' << n.value;
   if (n.op == Op::LpdfVjp) s << " operand " << n.k;
+  if (n.op == Op::Rng) s << " stream " << n.k;
   if (n.op == Op::Input || n.op == Op::Mean || n.op == Op::Sd) s << " @" << n.offset.str();
   if (n.op == Op::Noise) s << " stream " << n.k;
   if (!n.ints.empty()) {

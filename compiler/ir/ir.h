@@ -38,6 +38,8 @@ enum class Op {
   MatMul, Transpose, Reshape, Sum, RowsDotProduct, Broadcast, LogSoftmax, Softmax,
   IndexRows, IndexCols,  // args: value, Index node (1-based)
   Lpdf,                  // name: distribution; args: outcome, parameters...
+  Rng,                   // name: distribution; args: parameters; one draw per element and draw (a
+                         // quantity's `dist_rng`): stream k of the quantity's noise key
   // adjoint operations
   UnaryDerivative,  // name; args: x, y
   SumTo,            // args: g, like: g summed to the shape and draws of `like`

@@ -316,6 +316,12 @@ class FactorBuilder {
     }
     std::vector<int> args;
     for (const ExprPtr& a : e.args) args.push_back(expr(*a));
+    if (!fn && f.size() > 4 && f.compare(f.size() - 4, 4, "_rng") == 0) {  // generated quantities only
+      int r = op(Op::Rng, args, rows, cols, f.substr(0, f.size() - 4));
+      f_.nodes[r].k = rng_streams_++;
+      f_.nodes[r].varies = true;
+      return r;
+    }
     if (fn && (fn->rule == stdlib::Rule::Elementwise || fn->rule == stdlib::Rule::ElementwiseInt) && args.size() == 1)
       return op(Op::Unary, args, rows, cols, f);
     if (f == "pow") return op(Op::Pow, args, rows, cols);
@@ -359,6 +365,7 @@ class FactorBuilder {
   std::optional<SymSize> batch_rows_;
   bool silo_sum_input_ = false;
   int silo_sums_ = 0;
+  int rng_streams_ = 0;
 };
 
 void build_groups(const SemanticModel& m, Module& module) {

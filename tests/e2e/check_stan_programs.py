@@ -9,13 +9,22 @@ long-run NUTS reference on the pooled data (reference/nuts_summary.json, rstan).
 the server's transformed parameters and generated quantities in OUT/posterior.json, each silo's
 locals (NAME[k] is silo k's NAME) in OUT/silo-K/posterior.json -- with NUTS: the mean within
 0.25 NUTS sd (issue 32), or, where q's Gaussian shape cannot reach that, a warning on stderr that
-names the parameter (issue 26: a right answer or a loud warning, never a silent wrong one). The
-silos' own transformed parameters are not written yet: they are listed as not compared.
+names the parameter (issue 26: a right answer or a loud warning, never a silent wrong one).
+
+Every case also checks where the derived values went (`fvic plan --json`'s "derived"): a value the
+silos compute (it reads their data or locals) is in each silo-K/posterior.json and in none of the
+server's outputs (posterior.json, draws.csv's header). regression_ppc also checks the wire and the
+replicates: run twice for 400 fixed iterations, with and without its generated quantities block,
+the bytes of every iteration each way are the same (the silos' replicates y_rep add nothing to any message); and each
+row's replicate mean is the fitted mean alpha + x beta of the server's posterior within 5 Monte
+Carlo standard errors (sd / sqrt(draws)).
 
 Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc. Exit 0 on success, 1 with
 a message on the first failure.
 """
+import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -51,16 +60,91 @@ def written_values(out):
     return values
 
 
+def run(fvic, cache, model, data, out, sets=()):
+    cmd = [fvic, "run", model, "--data", data, "--output", out] + [a for kv in sets for a in ("--set", kv)]
+    p = subprocess.run(cmd, env=dict(os.environ, FVIC_CACHE=cache), capture_output=True, text=True, timeout=1200)
+    require(p.returncode == 0, f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def silo_dirs(out):
+    k, dirs = 1, []
+    while os.path.isdir(os.path.join(out, f"silo-{k}")):
+        dirs.append(os.path.join(out, f"silo-{k}"))
+        k += 1
+    return dirs
+
+
+def check_derived_placement(fvic, model, out):
+    plan = json.loads(subprocess.run([fvic, "plan", model, "--json"], capture_output=True, text=True, check=True).stdout)
+    silo_values = [d["name"] for d in plan["derived"]
+                   if d["owner"] == "silo" and d["block"] != "transformed data"]
+    with open(os.path.join(out, "posterior.json")) as f:
+        server = set(json.load(f)["variables"])
+    with open(os.path.join(out, "draws.csv")) as f:
+        header = next(line for line in f if not line.startswith("#")).strip().split(",")
+    for name in silo_values:
+        require(name not in server, f"{name} (the silos') is in the server's posterior.json")
+        require(not any(c == name or c.startswith(name + ".") for c in header),
+                f"{name} (the silos') is in the server's draws.csv")
+        for d in silo_dirs(out):
+            with open(os.path.join(d, "posterior.json")) as f:
+                require(name in json.load(f)["variables"], f"{name} is missing from {d}/posterior.json")
+    print(f"  the silos' own derived values, in each silo's outputs only: {', '.join(silo_values) or 'none'}")
+
+
+def last_bytes(out):
+    with open(os.path.join(out, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    return int(rows[-1]["bytes_sent"]), int(rows[-1]["bytes_received"])
+
+
+def check_wire_and_replicates(fvic, cache, root, case):
+    model, data = os.path.join(root, case + ".fvi"), os.path.join(root, "data")
+    with open(model) as f:
+        source = f.read()
+    stripped = re.sub(r"generated quantities \{.*?\n\}\n", "", source, flags=re.S)
+    require(stripped != source, "no generated quantities block to strip")
+    with tempfile.TemporaryDirectory() as work:
+        bare = os.path.join(work, case + ".fvi")
+        with open(bare, "w") as f:
+            f.write(stripped)
+        with_gq, without = os.path.join(work, "with"), os.path.join(work, "without")
+        run(fvic, cache, model, data, with_gq, ["rounds=400"])
+        run(fvic, cache, bare, data, without, ["rounds=400"])
+        a, b = last_bytes(with_gq), last_bytes(without)
+        require(a == b, f"bytes sent/received {a} with the generated quantities, {b} without")
+        print(f"  bytes sent/received with and without generated quantities: {a[0]}/{a[1]} both")
+    # Replicates: each row's mean is the posterior's fitted mean, alpha + x beta at q's means.
+    with tempfile.TemporaryDirectory() as out:
+        run(fvic, cache, model, data, out)
+        with open(os.path.join(out, "posterior.json")) as f:
+            v = json.load(f)["variables"]
+        alpha, beta = v["alpha"]["mean"][0], v["beta"]["mean"]
+        worst = 0.0
+        for k, d in enumerate(silo_dirs(out), start=1):
+            with open(os.path.join(d, "posterior.json")) as f:
+                rep = json.load(f)["variables"]["y_rep"]
+            with open(os.path.join(data, f"silo-{k}.json")) as f:
+                x = json.load(f)["x"]
+            for n, row in enumerate(x):
+                fitted = alpha + sum(b * xi for b, xi in zip(beta, row))
+                z = abs(rep["mean"][n] - fitted) / (rep["sd"][n] / math.sqrt(1000))
+                worst = max(worst, z)
+        require(worst < 5, f"a replicate's mean is {worst:.1f} Monte Carlo standard errors from its fitted mean")
+        print(f"  y_rep means against alpha + x beta: at most {worst:.2f} Monte Carlo standard errors")
+
+
 def run_case(fvic, cache, case):
     root = os.path.join(EXAMPLES, "stan_programs", case)
     with open(os.path.join(root, "reference", "nuts_summary.json")) as f:
         nuts = json.load(f)["parameters"]
+    model = os.path.join(root, case + ".fvi")
     with tempfile.TemporaryDirectory() as out:
-        cmd = [fvic, "run", os.path.join(root, case + ".fvi"), "--data", os.path.join(root, "data"), "--output", out]
-        p = subprocess.run(cmd, env=dict(os.environ, FVIC_CACHE=cache), capture_output=True, text=True, timeout=1200)
-        require(p.returncode == 0, f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+        p = run(fvic, cache, model, os.path.join(root, "data"), out)
         require("converged after" in p.stdout, f"{case}: the run did not converge:\n{p.stdout}")
         fitted = written_values(out)
+        check_derived_placement(fvic, model, out)
     warnings = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
     not_written = []
     for name, ref in nuts.items():
@@ -78,7 +162,9 @@ def run_case(fvic, cache, case):
                                    f"it:\n{p.stderr}")
     require(len(not_written) < len(nuts), f"{case}: nothing compared")
     if not_written:
-        print(f"  not written by the run (the silos' transformed parameters): {', '.join(not_written)}")
+        print(f"  not written by the run: {', '.join(not_written)}")
+    if case == "regression_ppc":
+        check_wire_and_replicates(fvic, cache, root, case)
 
 
 def main():

@@ -117,6 +117,8 @@ class Emitter {
       << "  virtual void forward_meanfield(int64_t begin, int64_t count, const MeanFieldInputs& q, int64_t draws,\n"
       << "                                 uint64_t noise_key) = 0;\n"
       << "  virtual void backward_meanfield(const fvi_tensor* const* seeds, const MeanFieldOutputs& d_q) = 0;\n"
+      << "  // A quantity's noise key for its random draws (forward_quantity); factors draw none.\n"
+      << "  virtual void set_noise_key(uint64_t key) { (void)key; }\n"
       << "};\n\n";
     o << body.str();
     abi(o);
@@ -347,6 +349,12 @@ class Emitter {
         for (size_t k = 0; k < n.args.size(); ++k) ops += (k ? ", &" : "&") + v(k);
         return call("lpdf<Real>", {quoted(n.name), ops + "}"});
       }
+      case Op::Rng: {
+        std::string ops = "{";
+        for (size_t k = 0; k < n.args.size(); ++k) ops += (k ? ", &" : "&") + v(k);
+        return call("random_draws<Real>", {quoted(n.name), ops + "}", sizes_(n.rows), sizes_(n.cols), "draws_", "key_",
+                                     std::to_string(n.k)});
+      }
       case Op::UnaryDerivative: return call("unary_derivative", {quoted(n.name), v(0), v(1)});
       case Op::SumTo: return call("sum_like", {v(0), v(1)});
       case Op::MatMulGradLeft: return call("matmul_grad_left", {v(0), v(1), v(2) + ".draws"});
@@ -434,12 +442,14 @@ class Emitter {
     bind_data(o, f);
     o << "  }\n\n";
     o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
-    o << "    (void)begin, (void)count;\n";
+    o << "    (void)begin, (void)count;\n    draws_ = 1;\n";
     for (size_t g = 0; g < f.groups.size(); ++g)
-      o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n";
+      o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n    draws_ = std::max<int64_t>(draws_, in_[" << g
+        << "].draws);\n";
     statements(o, f, 0, f.forward_end, false);
     o << "  }\n\n";
     o << "  fvi_tensor output() override { return export_abi(" << ref(f, f.output, false) << ", exported_); }\n\n";
+    o << "  void set_noise_key(uint64_t key) override { key_ = key; }\n";
     o << "  void backward(const fvi_tensor* const*, fvi_tensor*) override { no_gradient(); }\n";
     o << "  void forward_meanfield(int64_t, int64_t, const MeanFieldInputs&, int64_t, uint64_t) override { no_gradient(); }\n";
     o << "  void backward_meanfield(const fvi_tensor* const*, const MeanFieldOutputs&) override { no_gradient(); }\n\n";
@@ -449,7 +459,8 @@ class Emitter {
     for (const std::string& d : f.data) o << "  Tensor<Real> data_" << d << ";\n";
     size_t groups = std::max<size_t>(1, f.groups.size());
     o << "  Tensor<Real> in_[" << groups << "];\n";
-    o << "  bool full_ = true;\n  int64_t begin_ = 0, count_ = -1;\n";
+    o << "  bool full_ = true;\n  int64_t begin_ = 0, count_ = -1;\n  int64_t draws_ = 1;  // the inputs' draws\n"
+      << "  uint64_t key_ = 0;  // forward_quantity's noise key: the random draws of `_rng`\n";
     o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
     o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << f.nodes.size() << ");\n";
     o << "  Tensor<double> exported_;\n";
@@ -622,6 +633,10 @@ class Emitter {
     o << "int arguments(void* state, fvi_tensor* values, fvi_error* error) {\n"
       << "  return guarded(error, [&] { static_cast<Factor*>(state)->arguments(values); });\n}\n\n";
     o << "void destroy(void* state) { delete static_cast<Factor*>(state); }\n\n";
+    o << "int forward_quantity(void* state, const fvi_tensor* inputs, uint64_t noise_key, fvi_tensor* output,\n"
+      << "                     fvi_error* error) {\n  return guarded(error, [&] {\n"
+      << "    Factor* f = static_cast<Factor*>(state);\n    f->set_noise_key(noise_key);\n"
+      << "    f->forward(0, -1, inputs);\n    *output = f->output();\n  });\n}\n\n";
     const size_t variables = variable_table(o);
     quantity_table(o);
     emit_data_table(model_, o);
@@ -629,7 +644,7 @@ class Emitter {
       << ", kGroupNames, kGroupVaries, " << m_.factors.size()
       << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
       << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable, "
-      << "forward_meanfield_f32, backward_meanfield_f32, " << m_.quantities.size() << ", kQuantities};\n\n";
+      << "forward_meanfield_f32, backward_meanfield_f32, " << m_.quantities.size() << ", kQuantities, forward_quantity};\n\n";
   }
 
   // A declared bound as fvi_variable_info spells it: a literal, or the name of a data scalar.

@@ -23,7 +23,9 @@ read_json_object <- function(path) {
 # Stan code with every `array[n] T x;` rewritten to `T x[n];`: Stan 2.21 predates the array
 # keyword.
 old_arrays <- function(code) {
-  code <- gsub("array\\[([^]]+)\\]\\s+([^;]*?)\\s+([A-Za-z_][A-Za-z0-9_]*)\\s*;", "\\2 \\3[\\1];", code, perl = TRUE)
+  # The element type may hold bounds (`int<lower=1>`), and the declaration a value.
+  code <- gsub("array\\[([^]]+)\\]\\s+((?:<[^>]*>|[^;=<])*?)\\s+([A-Za-z_][A-Za-z0-9_]*)(\\s*=[^;]*)?\\s*;",
+               "\\2 \\3[\\1]\\4;", code, perl = TRUE)
   stopifnot(!grepl("array[", code, fixed = TRUE))
   code
 }

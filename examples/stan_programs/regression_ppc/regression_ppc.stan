@@ -19,4 +19,6 @@ model {
 }
 generated quantities {
   real sigma_sq = square(sigma);
+  // Posterior predictive replicates of this silo's rows (Stan's vectorised normal_rng).
+  array[N] real y_rep = normal_rng(alpha + x * beta, sigma);
 }

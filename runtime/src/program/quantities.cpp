@@ -63,7 +63,7 @@ void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layo
 
 QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_data& data, const GroupDraws& groups,
                                   const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
-                                  int64_t first_offset, std::vector<std::string>& skipped) {
+                                  int64_t first_offset, uint64_t noise_key, std::vector<std::string>& skipped) {
   QuantityDraws out;
   const Eigen::Index draws = named_values.cols();
   std::vector<Eigen::MatrixXd> blocks;
@@ -93,7 +93,9 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
     QuantityState state(model, info.factor, data, info.name);
     fvi_tensor value{};
     fvi_error error{};
-    if (model.forward(state.state, 0, -1, inputs.data(), &value, &error) != 0)
+    // Each quantity's own key: its random draws do not follow another quantity's.
+    const uint64_t key = noise_key ^ (0x9E3779B97F4A7C15ull * uint64_t(q + 1));
+    if (model.forward_quantity(state.state, inputs.data(), key, &value, &error) != 0)
       throw engine::ModelError("quantity " + std::string(info.name) + ": " + error.message);
     // rows x (cols * S), draw s in columns [s*cols, (s+1)*cols): one column of elements per draw.
     const int64_t elements = value.rows * value.cols;

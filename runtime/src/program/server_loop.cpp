@@ -237,7 +237,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       std::vector<std::string> skipped;
       const QuantityDraws q = evaluate_quantities(run.model, FVI_SERVER, run.server_data.view(),
                                                   {{"global", d->unconstrained}}, d->layout, d->constrained,
-                                                  d->constrained.rows(), skipped);
+                                                  d->constrained.rows(), uint64_t(settings.integer("seed", 1)), skipped);
       append_quantities(q, layout, constrained);
       file.layout = layout;
       file.draws = constrained;

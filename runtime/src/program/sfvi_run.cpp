@@ -207,12 +207,14 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
 // The silo's own transformed parameters at its posterior's draws (the globals' and its locals'),
 // appended to its outputs; a bound broken at a draw is reported on its stderr.
 void add_silo_quantities(const fvi_model& model, const fvi_data& data, int silo, const Eigen::MatrixXd& z_global,
-                         const Eigen::MatrixXd& z, const Eigen::VectorXd& hyper, std::vector<VariableLayout>& layout,
-                         Eigen::MatrixXd& values) {
+                         const Eigen::MatrixXd& z, const Eigen::VectorXd& hyper, uint64_t seed,
+                         std::vector<VariableLayout>& layout, Eigen::MatrixXd& values) {
   GroupDraws groups{{"global", z_global}, {"local", z}};
   if (hyper.size() > 0) groups["hyper"] = hyper;
   std::vector<std::string> skipped;
-  const QuantityDraws q = evaluate_quantities(model, FVI_SILO, data, groups, layout, values, values.rows(), skipped);
+  // The silo's own key: its draws differ from the server's and from the other silos'.
+  const uint64_t key = seed ^ (0xD1B54A32D192ED03ull * uint64_t(silo));
+  const QuantityDraws q = evaluate_quantities(model, FVI_SILO, data, groups, layout, values, values.rows(), key, skipped);
   append_quantities(q, layout, values);
   for (const std::string& v : q.violations) std::fprintf(stderr, "error: silo %d: %s\n", silo, v.c_str());
   for (const std::string& name : skipped) std::fprintf(stderr, "note: silo %d: %s is not computed yet\n", silo, name.c_str());
@@ -222,9 +224,21 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
                            const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
                            long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
   std::vector<VariableLayout> layout = variable_layout(model, "local", data);
-  if (layout.empty()) return;
-  const auto& q = silo.q();
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
+  if (layout.empty()) {
+    // No locals: the silo's own quantities (of its data and the globals), if it has any.
+    bool any = false;
+    for (int i = 0; i < model.quantity_count; ++i) any |= model.quantities[i].owner == FVI_SILO;
+    if (!any) return;
+    std::filesystem::create_directories(dir);
+    const Eigen::MatrixXd z_global = global.offset(rng.normal(global.dim(), draws)).colwise() + global.mean();
+    const Eigen::MatrixXd no_locals(0, draws);
+    Eigen::MatrixXd values(0, draws);
+    add_silo_quantities(model, data, silo.silo(), z_global, no_locals, hyper, seed, layout, values);
+    write_posterior_json(dir + "/posterior.json", summary, layout, values, Eigen::VectorXd(), Eigen::VectorXd());
+    return;
+  }
+  const auto& q = silo.q();
   std::filesystem::create_directories(dir);
   if (silo.local_samples() > 1) {
     const long K = silo.local_samples(), chunk = 50;  // draws of Z_G per evaluation (memory: rows x chunk x K)
@@ -244,7 +258,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     const Eigen::VectorXd mean = sum / double(draws);
     const Eigen::VectorXd var = (square / double(draws) - mean.cwiseAbs2()).cwiseMax(0.0);
     Eigen::MatrixXd values = constrain(layout, z);
-    add_silo_quantities(model, data, silo.silo(), z_global, z, hyper, layout, values);
+    add_silo_quantities(model, data, silo.silo(), z_global, z, hyper, seed, layout, values);
     write_posterior_json(dir + "/posterior.json", summary, layout, values, mean, var.cwiseSqrt());
     write_silo_draws(dir, model, data, global, hyper, z_global, z, nullptr, settings, family);
     return;
@@ -260,7 +274,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
   if (q.coupled()) var += (q.coupling() * k_global).rowwise().squaredNorm();
   Eigen::MatrixXd values = constrain(layout, z);
-  add_silo_quantities(model, data, silo.silo(), u.colwise() + global.mean(), z, hyper, layout, values);
+  add_silo_quantities(model, data, silo.silo(), u.colwise() + global.mean(), z, hyper, seed, layout, values);
   write_posterior_json(dir + "/posterior.json", summary, layout, values, q.mean(), var.cwiseSqrt());
 }
 

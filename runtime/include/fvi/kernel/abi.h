@@ -217,6 +217,10 @@ typedef struct fvi_model {
   /* Transformed parameters and generated quantities, in declaration order. */
   int quantity_count;
   const fvi_quantity_info* quantities;
+  /* A quantity's values (as forward(state, 0, -1, ...)) with its random draws (`dist_rng`) made
+   * from `noise_key`: draw j of each call's stream is a pure function of (key, stream, j). */
+  int (*forward_quantity)(void* state, const fvi_tensor* inputs, uint64_t noise_key, fvi_tensor* output,
+                          fvi_error* error);
 } fvi_model;
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
 // every function of the string-dispatched `unary` and `lpdf` (bench/: compile time).
 #include "fvi/kernel/abi_support.h"
 #include "fvi/kernel/fused.h"
+#include "fvi/kernel/random.h"
 
 // P is `extern template` (declaration) or `template` (definition).
 #define FVI_KERNEL_INSTANCES(P, T)                                                                          \

@@ -29,10 +29,11 @@ using GroupDraws = std::map<std::string, Eigen::MatrixXd>;
 // The quantities `owner` (FVI_SERVER, FVI_SILO) computes, at the draws in `groups`, with that
 // party's data. `named` and `named_values` (a layout and its constrained values, size x S) name a
 // violating draw's parameters. A quantity reading a group `groups` lacks is listed in `skipped`
-// with why. Layout offsets start at `first_offset`. Throws ModelError when a call fails.
+// with why. Layout offsets start at `first_offset`. Random draws (`dist_rng`) come from
+// `noise_key` (each quantity its own key derived from it). Throws ModelError when a call fails.
 QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_data& data, const GroupDraws& groups,
                                   const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
-                                  int64_t first_offset, std::vector<std::string>& skipped);
+                                  int64_t first_offset, uint64_t noise_key, std::vector<std::string>& skipped);
 
 // `layout` and `values` (constrained, size x S) with `q`'s quantities appended after them.
 void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values);

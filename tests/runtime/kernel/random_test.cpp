@@ -1,0 +1,78 @@
+// random_draws (fvi/kernel/random.h), the samplers behind `dist_rng` in generated quantities:
+// each distribution's sample mean and variance against its closed forms, within 5 Monte Carlo
+// standard errors (the variance's from the sample's fourth central moment); Cauchy, which has
+// neither, by its quartiles. And draws are a function of (key, stream, element) alone.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "fvi/kernel/random.h"
+
+namespace {
+
+using fvi::kernel::Operands;
+using fvi::kernel::Tensor;
+
+constexpr Eigen::Index kDraws = 200000;
+
+Tensor<double> scalar(double v) { return Tensor<double>::constant(v); }
+
+Eigen::ArrayXd draws_of(const std::string& dist, std::vector<double> args, uint32_t stream = 7) {
+  std::vector<Tensor<double>> ts;
+  for (double a : args) ts.push_back(scalar(a));
+  Operands<double> ops;
+  for (const auto& t : ts) ops.push_back(&t);
+  const Tensor<double> out = fvi::kernel::random_draws<double>(dist, ops, 1, 1, kDraws, 20261126, stream);
+  REQUIRE(out.draws == kDraws);
+  return out.m.row(0).transpose().array();
+}
+
+void check_moments(const std::string& dist, std::vector<double> args, double mean, double variance) {
+  const Eigen::ArrayXd x = draws_of(dist, args);
+  const double n = double(x.size());
+  const double m = x.mean();
+  const Eigen::ArrayXd c = x - m;
+  const double v = c.square().sum() / (n - 1);
+  const double m4 = c.pow(4).mean();
+  INFO(dist << ": mean " << m << " (want " << mean << "), variance " << v << " (want " << variance << ")");
+  CHECK(std::fabs(m - mean) < 5 * std::sqrt(variance / n));
+  CHECK(std::fabs(v - variance) < 5 * std::sqrt(std::max(m4 - v * v, 1e-300) / n));
+}
+
+}  // namespace
+
+TEST_CASE("random draws: each distribution's mean and variance", "[random]") {
+  check_moments("normal", {1.5, 2.0}, 1.5, 4.0);
+  const double mu = 0.2, s = 0.5;
+  check_moments("lognormal", {mu, s}, std::exp(mu + s * s / 2), (std::exp(s * s) - 1) * std::exp(2 * mu + s * s));
+  check_moments("logistic", {-1, 0.7}, -1, 0.49 * M_PI * M_PI / 3);
+  check_moments("double_exponential", {2, 1.3}, 2, 2 * 1.3 * 1.3);
+  check_moments("exponential", {2.5}, 0.4, 0.16);
+  check_moments("uniform", {-1, 3}, 1, 16.0 / 12);
+  check_moments("bernoulli", {0.3}, 0.3, 0.21);
+  const double p = 1 / (1 + std::exp(0.4));
+  check_moments("bernoulli_logit", {-0.4}, p, p * (1 - p));
+  check_moments("poisson", {3.5}, 3.5, 3.5);
+  check_moments("poisson", {1000}, 1000, 1000);
+  check_moments("poisson_log", {std::log(0.2)}, 0.2, 0.2);
+  check_moments("binomial", {20, 0.3}, 6, 4.2);
+  check_moments("binomial_logit", {1000, std::log(0.01 / 0.99)}, 10, 9.9);
+}
+
+TEST_CASE("random draws: Cauchy by its quartiles", "[random]") {
+  const Eigen::ArrayXd x = draws_of("cauchy", {3, 2});
+  const double n = double(x.size());
+  // A fraction's standard error is sqrt(p (1 - p) / n).
+  for (const auto& [at, p] : std::vector<std::pair<double, double>>{{1, 0.25}, {3, 0.5}, {5, 0.75}})
+    CHECK(std::fabs((x <= at).cast<double>().mean() - p) < 5 * std::sqrt(p * (1 - p) / n));
+}
+
+TEST_CASE("random draws: a value depends on its key, stream and element only", "[random]") {
+  const Eigen::ArrayXd a = draws_of("normal", {0, 1}, 7), b = draws_of("normal", {0, 1}, 7), c = draws_of("normal", {0, 1}, 8);
+  CHECK((a == b).all());
+  CHECK((a != c).count() > kDraws - 10);
+  // Element j is the same whether it is drawn alone or among others (a 3 x 1 call's first row).
+  const Tensor<double> zero = scalar(0), one = scalar(1);
+  const Tensor<double> three = fvi::kernel::random_draws<double>("normal", {&zero, &one}, 3, 1, 2, 20261126, 7);
+  CHECK(three.draw(0)(0, 0) == a(0));
+  CHECK(three.draw(1)(0, 0) == a(3));  // draw 1, element 0: j = (1 * 1 + 0) * 3 + 0
+}
