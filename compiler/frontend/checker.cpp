@@ -567,10 +567,26 @@ class Checker {
       }
     }
     if (!ok || broken_functions_.count(f.name)) return;
+    if (current_function_) {
+      // Inside another function's own check: the callee was checked already; its declared type
+      // is enough (the sizes are unknown there anyway), and inlining waits for a real call.
+      e.type = f.return_type;
+      e.shape.dims.assign(static_cast<size_t>(f.return_type.rank()), SymSize::unknown());
+      return;
+    }
     std::vector<const Expr*> args;
     for (const ExprPtr& a : e.args) args.push_back(a.get());
     e.inlined = inline_call(f, args);
-    inlined_nodes_ += expr_nodes(*e.inlined);
+    const ExprSize size = expr_size(*e.inlined);
+    if (size.depth > kMaxInlinedDepth) {
+      diags_.error(e.loc, "the value of this call of '" + f.name + "' nests " + std::to_string(size.depth) +
+                              " levels deep once its functions are inlined (at most " +
+                              std::to_string(kMaxInlinedDepth) + ")",
+                   "compute the inner values as local variables first");
+      e.inlined.reset();
+      return;
+    }
+    inlined_nodes_ += size.nodes;
     if (inlined_nodes_ > kMaxInlinedNodes) {
       if (!inlining_reported_)
         diags_.error(e.loc, "inlining the calls of user functions makes the model over " +
@@ -581,7 +597,18 @@ class Checker {
       e.inlined.reset();
       return;
     }
+    if (inline_nesting_ >= kMaxInlineNesting) {
+      if (!inlining_reported_)
+        diags_.error(e.loc, "calls of user functions nest more than " + std::to_string(kMaxInlineNesting) +
+                                " deep (each inlined into the one that calls it)",
+                     "fewer layers of functions that each call the next");
+      inlining_reported_ = true;
+      e.inlined.reset();
+      return;
+    }
+    ++inline_nesting_;
     expr(*e.inlined);
+    --inline_nesting_;
     if (e.inlined->type.is_error()) return;
     e.type = f.return_type;
     e.shape = e.inlined->shape;
@@ -689,8 +716,14 @@ class Checker {
     for (const StmtPtr& s : b.stmts) stmt(*s);
     scopes_.pop_back();
     block_ = BlockKind::Model;
-    for (Symbol& sym : model_.symbols)
-      if (sym.kind == SymbolKind::Transformed && sym.block == b.kind) infer_owner(sym);
+    for (Symbol& sym : model_.symbols) {
+      if (sym.kind != SymbolKind::Transformed || sym.block != b.kind) continue;
+      infer_owner(sym);
+      if (sym.block == BlockKind::TransformedData && (sym.decl->type.lower || sym.decl->type.upper))
+        diags_.warning(sym.decl->type.loc, "the bounds of transformed data '" + sym.name + "' are not checked yet",
+                       "transformed data is computed inside the kernels that read it; check the data it is "
+                       "computed from with bounds in its data block");
+    }
   }
 
   // Who computes a derived value: whoever may read everything it reads (DESIGN.md §2's flow
@@ -1789,6 +1822,9 @@ class Checker {
   std::set<std::string> later_functions_;   // defined below the one being checked
   const FunctionDef* current_function_ = nullptr;
   static constexpr long long kMaxInlinedNodes = 1000000;
+  static constexpr long long kMaxInlinedDepth = 2000;  // as deep as parser.cpp lets a statement nest
+  static constexpr int kMaxInlineNesting = 100;        // a call inlined inside another's inlined body
+  int inline_nesting_ = 0;
   long long inlined_nodes_ = 0;
   bool inlining_reported_ = false;
   bool has_silo_data_ = false;

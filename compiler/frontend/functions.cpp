@@ -84,15 +84,23 @@ ExprPtr inline_call(const FunctionDef& f, const std::vector<const Expr*>& args) 
   return substitute(*result, bindings);
 }
 
-long long expr_nodes(const Expr& e) {
-  long long n = 1;
-  for (const ExprPtr& a : e.args)
-    if (a) n += expr_nodes(*a);
-  for (const Index& ix : e.indices) {
-    if (ix.lower) n += expr_nodes(*ix.lower);
-    if (ix.upper) n += expr_nodes(*ix.upper);
+ExprSize expr_size(const Expr& e) {
+  // An explicit stack: an inlined expression may be deeper than a recursion should go.
+  ExprSize size;
+  std::vector<std::pair<const Expr*, long long>> todo{{&e, 1}};
+  while (!todo.empty()) {
+    auto [x, depth] = todo.back();
+    todo.pop_back();
+    ++size.nodes;
+    size.depth = std::max(size.depth, depth);
+    for (const ExprPtr& a : x->args)
+      if (a) todo.push_back({a.get(), depth + 1});
+    for (const Index& ix : x->indices) {
+      if (ix.lower) todo.push_back({ix.lower.get(), depth + 1});
+      if (ix.upper) todo.push_back({ix.upper.get(), depth + 1});
+    }
   }
-  return n;
+  return size;
 }
 
 namespace {

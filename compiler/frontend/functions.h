@@ -25,8 +25,13 @@ ExprPtr substitute(const Expr& e, const std::map<std::string, const Expr*>& bind
 // the arguments substituted. Every node keeps its location in the body.
 ExprPtr inline_call(const FunctionDef& f, const std::vector<const Expr*>& args);
 
-// The number of nodes of an expression (an inlining budget: nested calls can multiply sizes).
-long long expr_nodes(const Expr& e);
+// An expression's nodes and depth (the inlining budgets: nested calls multiply sizes, and the
+// checker and lowering recurse once per level).
+struct ExprSize {
+  long long nodes = 0;
+  long long depth = 0;
+};
+ExprSize expr_size(const Expr& e);
 
 // `y ~ foo(a, b)` where `foo` is no built-in distribution and the program defines `foo_lpdf` or
 // `foo_lpmf`: rewritten as `target += foo_lpdf(y | a, b);` (Stan's meaning of `~`).

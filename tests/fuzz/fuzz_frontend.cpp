@@ -1,4 +1,5 @@
-// One fuzz input through the whole front end: parse, dump, check, plan, print diagnostics.
+// One fuzz input through the whole front end: parse, dump, check, plan, lower to the IR (user
+// functions inlined, derived values bound) and emit C++, print diagnostics.
 // Any input may be rejected; none may crash, hang, or trip a sanitizer.
 #include <cstddef>
 #include <cstdint>
@@ -6,6 +7,9 @@
 #include <string>
 
 #include "analysis/plan.h"
+#include "backend/cpp/emit.h"
+#include "ir/lower.h"
+#include "transform/adjoint.h"
 #include "frontend/parser.h"
 #include "frontend/semantic.h"
 
@@ -23,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (fvic::make_plan(*model, diags, plan)) {
         sink << fvic::plan_text(plan, *model, nullptr);
         sink << fvic::plan_json(plan, *model, nullptr);
+      }
+      fvic::ir::Module module;
+      if (fvic::ir::lower(*model, module, diags)) {
+        fvic::transform::make_adjoints(module);
+        sink << fvic::ir::dump(module);
+        std::string cpp;
+        if (fvic::backend::emit_cpp(module, *model, cpp, diags)) sink << cpp.size();
       }
     }
   }
