@@ -17,6 +17,11 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                the same for SFVI and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
                block) equals the one NAME-sim wrote for it.
+  stan_quantities
+               examples/stan_programs/regression_ppc (120 rows dealt into 4 silos), SFVI: the
+               equal case's checks, the silos' generated quantity y_rep (posterior predictive
+               replicates of their rows) in each client's silo-K/posterior.json and in none of the
+               server's outputs, and the server's bytes each way NAME-sim's.
   mtls         TLS with client certificates (--client-ca): a client presenting silo-2's
                certificate while claiming silo 1 is refused (exit 3, "refused" on stderr, and
                logged by the server), a client without a certificate cannot connect; then the
@@ -147,8 +152,30 @@ def four_column_blocks(work):
     return os.path.join(out, "augmented")
 
 
+def four_regression_silos(work):
+    """examples/stan_programs/regression_ppc's 120 rows (silo-1..3.json) dealt round-robin into 4
+    silos of 30; data.json as is."""
+    src, out = os.path.join(EXAMPLES, "stan_programs", "regression_ppc", "data"), os.path.join(work, "data")
+    os.makedirs(out)
+    shutil.copy(os.path.join(src, "data.json"), os.path.join(out, "data.json"))
+    rows = []
+    for k in (1, 2, 3):
+        with open(os.path.join(src, f"silo-{k}.json")) as f:
+            s = json.load(f)
+        rows += list(zip(s["x"], s["y"]))
+    require(len(rows) == 120, f"expected 120 rows, read {len(rows)}")
+    for k in range(SILOS):
+        part = rows[k::SILOS]
+        with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
+            json.dump({"N": len(part), "x": [x for x, _ in part], "y": [y for _, y in part]}, f)
+    return out
+
+
 PVI = Model("pima_logreg", four_silos)
 SFVI = Model("hier_logreg", four_hospitals)
+# A Stan program with generated quantities: the server's (sigma_sq) and the silos' (y_rep).
+STAN = Model("regression_ppc", four_regression_silos)
+STAN.fvi = os.path.join(EXAMPLES, "stan_programs", "regression_ppc", "regression_ppc.fvi")
 VFL = Model("vfl_logreg", four_column_blocks)
 
 
@@ -434,6 +461,31 @@ def equal_case(label, model, sets):
               f"1..{len(rows)} as NAME-sim's")
 
     return case
+
+
+def case_stan_quantities(fvic, cache, work):
+    """regression_ppc deployed (SFVI, 4 clients): the equal case's checks (server and silos equal
+    NAME-sim, y_rep in every silo's posterior.json), and the silos' generated quantity y_rep in
+    none of the server's outputs, while the server's sigma_sq is there; the server's bytes each
+    way are NAME-sim's."""
+    sets = ["rounds=300", "refresh=10"]
+    equal_case("stan_quantities", STAN, sets)(fvic, cache, work)
+    out, want_dir = os.path.join(work, "server"), os.path.join(work, "sim")
+    variables = posterior(out)["variables"]
+    require("sigma_sq" in variables and "y_rep" not in variables,
+            f"the server's posterior.json holds {sorted(variables)}")
+    with open(os.path.join(out, "draws.csv")) as f:
+        header = next(line for line in f if not line.startswith("#"))
+    require("y_rep" not in header, "the server's draws.csv names y_rep: " + header)
+    for k in range(1, SILOS + 1):
+        require("y_rep" in posterior(os.path.join(work, "silos", f"silo-{k}"))["variables"],
+                f"the client for silo {k} wrote no y_rep")
+    got, want = last_metrics(out), last_metrics(want_dir)
+    require((got["bytes_sent"], got["bytes_received"]) == (want["bytes_sent"], want["bytes_received"]),
+            f"the server's bytes sent/received {got['bytes_sent']}/{got['bytes_received']}, NAME-sim's "
+            f"{want['bytes_sent']}/{want['bytes_received']}")
+    print(f"stan_quantities: y_rep in the 4 clients' outputs only; the server's bytes {got['bytes_sent']}/"
+          f"{got['bytes_received']} as NAME-sim's")
 
 
 def case_mtls(fvic, cache, work):
@@ -985,6 +1037,7 @@ CASES = {
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
     "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),
     "vfl_exact_equal": case_vfl_exact_equal,
+    "stan_quantities": case_stan_quantities,
     "mtls": case_mtls,
     "wrong_token": case_wrong_token,
     "faults": case_faults,
