@@ -820,7 +820,9 @@ class Checker {
     var.taint.merge(s.args[1]->taint);
     scopes_.emplace_back();
     scopes_.back().push_back(var);
+    loops_.push_back(&s);
     stmt(*s.body[0]);
+    loops_.pop_back();
     scopes_.pop_back();
   }
 
@@ -871,7 +873,19 @@ class Checker {
       if (derived && derived->block == block_) {
         bool whole = &lhs == base && s.name == "=";
         bool first = !derived->decl->init && assigned_.insert(derived->name).second;
-        derived->value = whole && first ? &rhs : nullptr;
+        derived->value = whole && first && loops_.empty() ? &rhs : nullptr;
+        derived->loop = nullptr;
+        // `for (i in 1:N) v[i] = e;`: e is element i's value (lowered as one vectorised value).
+        const Stmt* loop = loops_.size() == 1 ? loops_.back() : nullptr;
+        if (first && s.name == "=" && loop && lhs.kind == ExprKind::Index && lhs.args[0].get() == base &&
+            lhs.indices.size() == 1 && lhs.indices[0].kind == IndexKind::Single && lhs.indices[0].lower &&
+            lhs.indices[0].lower->kind == ExprKind::Var && lhs.indices[0].lower->name == loop->name &&
+            loop->args[0]->kind == ExprKind::IntLit && loop->args[0]->int_value == 1 && !derived->shape.dims.empty()) {
+          derived->value = &rhs;
+          derived->loop = loop;
+          require_equal(derived->shape.dims[0], size_of(*loop->args[1]), loop->args[1]->loc,
+                        "the loop over '" + derived->name + "' (it must assign every element)");
+        }
         local = derived;
       }
     }
@@ -1816,6 +1830,7 @@ class Checker {
   std::set<std::string> unknown_reported_;  // undeclared names already reported
   bool prior_of_unknown_ = false;           // some `~` has an undeclared name on its left
   BlockKind block_ = BlockKind::Model;      // the statements' block (model or a derived one)
+  std::vector<const Stmt*> loops_;          // the enclosing `for` statements, innermost last
   std::set<std::string> assigned_;          // derived values assigned after their declaration
   std::map<std::string, const FunctionDef*> functions_;  // checked so far, by name
   std::set<std::string> broken_functions_;  // with errors: calls are not inlined

@@ -45,6 +45,9 @@ struct Symbol {
   // Transformed: the expression that defines it (its declared value, or its one assignment of
   // the whole variable); null when statements build it piece by piece.
   const Expr* value = nullptr;
+  // Set when `value` is element i's: `for (i in 1:N) v[i] = value;`, this loop (its variable is
+  // `name`, its bounds args[0] = 1 and args[1]), the only statement assigning v.
+  const Stmt* loop = nullptr;
 };
 
 enum class TermKind { Prior, Likelihood, Target };

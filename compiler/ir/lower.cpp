@@ -212,6 +212,20 @@ class FactorBuilder {
       unsupported(e.loc, "a value of type " + to_string(e.type));
       return constant(0);
     }
+    if (loop_ && per_element(e)) {
+      // Element i's value inside `for (i in 1:N)`: computed for every i at once, N rows.
+      if (e.kind == ExprKind::Var) {
+        unsupported(e.loc, "the loop variable '" + e.name + "' used as a value (it may only index: x[" + e.name + "])");
+        return constant(0);
+      }
+      if (e.kind == ExprKind::Index) return loop_element(e);
+      if (!e.type.is_scalar()) {
+        unsupported(e.loc, "a container computed per element of a loop (each element's value must be a scalar)");
+        return constant(0);
+      }
+      rows = loop_->rows;
+      cols = one();
+    }
     switch (e.kind) {
       case ExprKind::IntLit: return constant(static_cast<double>(e.int_value));
       case ExprKind::RealLit: return constant(e.real_value);
@@ -230,6 +244,7 @@ class FactorBuilder {
         for (const ExprPtr& a : e.args) args.push_back(expr(*a));
         std::string dist = e.name.substr(0, e.name.rfind('_'));
         int lp = op(Op::Lpdf, args, node(args[0]).rows, node(args[0]).cols, dist);
+        if (loop_ && per_element(e)) return lp;  // element i's log density: one per row
         return op(Op::Sum, {lp}, one(), one());
       }
       default:
@@ -292,6 +307,13 @@ class FactorBuilder {
   int call(const Expr& e, const SymSize& rows, const SymSize& cols) {
     const std::string& f = e.name;
     const stdlib::Function* fn = stdlib::find_function(f);
+    const bool elementwise = fn && (fn->rule == stdlib::Rule::Elementwise || fn->rule == stdlib::Rule::ElementwiseInt);
+    const bool random = !fn && f.size() > 4 && f.compare(f.size() - 4, 4, "_rng") == 0;
+    if (loop_ && per_element(e) && !elementwise && !random) {
+      unsupported(e.loc, "the function '" + f + "' of a loop's element (inside a loop: elementwise functions, "
+                         "densities and _rng)");
+      return constant(0);
+    }
     if (f == "silo_sum") {
       if (!silo_sum_input_) return expr(*e.args[0]);
       // One auxiliary vector per silo (z_sum) carries one silo_sum: a second one would read the
@@ -339,6 +361,51 @@ class FactorBuilder {
 
   void bind_local(const std::string& name, const Expr* init) { locals_[name] = init; }
 
+  // `for (var in 1:rows)` around the statement being lowered: element var's values are lowered
+  // as one value of `rows` rows (each use of var must be a container's element [var]).
+  struct Loop {
+    std::string var;
+    SymSize rows;
+  };
+  void set_loop(std::optional<Loop> loop) {
+    loop_ = std::move(loop);
+    element_.clear();
+  }
+
+  // Whether e reads the loop variable (memoised: lowering asks at every node).
+  bool per_element(const Expr& e) {
+    if (!loop_) return false;
+    auto it = element_.find(&e);
+    if (it != element_.end()) return it->second;
+    bool reads = e.kind == ExprKind::Var && e.name == loop_->var;
+    if (e.inlined) reads = per_element(*e.inlined);
+    for (const ExprPtr& a : e.args) reads = reads || (a && per_element(*a));
+    for (const Index& ix : e.indices)
+      reads = reads || (ix.lower && per_element(*ix.lower)) || (ix.upper && per_element(*ix.upper));
+    return element_[&e] = reads;
+  }
+
+  // x[i] inside the loop over i: all of x, whose rows are the loop's elements (a matrix's rows
+  // stay rows: only `x[i] * beta` may use one, as the product of all of x with beta).
+  int loop_element(const Expr& e) {
+    const Expr& base = *e.args[0];
+    const bool simple = e.indices.size() == 1 && e.indices[0].kind == IndexKind::Single && e.indices[0].lower &&
+                        e.indices[0].lower->kind == ExprKind::Var && e.indices[0].lower->name == loop_->var &&
+                        !per_element(base) && base.type.array_dims + base.type.base_dims() >= 1 &&
+                        !(base.type.array_dims == 0 && base.type.base == Base::RowVector);
+    if (!simple) {
+      unsupported(e.loc, "an index inside a loop other than a vector's, array's or matrix's element [" + loop_->var + "]");
+      return constant(0);
+    }
+    int x = expr(base);
+    if (!node(x).rows.equals(loop_->rows)) {
+      unsupported(e.loc, "a loop over 1:" + loop_->rows.str() + " reading '" + to_source(base) + "' of " +
+                             node(x).rows.str() + " rows (the loop must run over all of them)");
+      return constant(0);
+    }
+    return x;
+  }
+
   // A declaration of a derived block, computed where it is read from its defining expression.
   int derived(const Symbol& s, const Loc& loc) {
     auto it = derived_.find(s.name);
@@ -348,7 +415,12 @@ class FactorBuilder {
                            "' (declare it with its value, or assign the whole variable once),");
       return constant(0);
     }
+    std::optional<Loop> outer = loop_;
+    if (s.loop) set_loop(Loop{s.loop->name, s.shape.dims[0]});  // `for (i in 1:N) v[i] = value;`
     int v = expr(*s.value);
+    if (s.loop && !node(v).rows.equals(s.shape.dims[0]))  // the same value for every element
+      v = op(Op::Broadcast, {v}, s.shape.dims[0], one());
+    set_loop(outer);
     derived_[s.name] = v;
     return v;
   }
@@ -361,6 +433,8 @@ class FactorBuilder {
   bool ok_ = true;
   std::map<std::string, int> params_, data_, derived_;
   std::map<std::string, const Expr*> locals_;
+  std::optional<Loop> loop_;
+  std::map<const Expr*, bool> element_;
   std::vector<Jacobian> jacobians_;
   std::optional<SymSize> batch_rows_;
   bool silo_sum_input_ = false;
@@ -383,12 +457,43 @@ void build_groups(const SemanticModel& m, Module& module) {
   }
 }
 
-// The model block's local variables (declared with a value, never reassigned) as bindings.
-bool collect_locals(const Block* model, std::vector<std::pair<std::string, const Expr*>>& out, Diagnostics& diags) {
+using LoopOf = std::map<const Stmt*, FactorBuilder::Loop>;
+
+// `for (i in 1:N) <~ or target +=, or a block of them>`: each inner statement's loop, lowered as
+// one vectorised statement over N rows. False (reported) for another loop.
+bool collect_loop(const Stmt& loop, LoopOf& out, Diagnostics& diags) {
+  const Expr& lo = *loop.args[0];
+  const Expr& hi = *loop.args[1];
+  std::optional<SymSize> rows;
+  if (hi.kind == ExprKind::Var) rows = SymSize::atom(hi.name);
+  if (hi.kind == ExprKind::IntLit) rows = SymSize::constant(hi.int_value);
+  std::vector<const Stmt*> body;
+  if (loop.body[0]->kind == StmtKind::Block)
+    for (const StmtPtr& b : loop.body[0]->body) body.push_back(b.get());
+  else
+    body.push_back(loop.body[0].get());
+  bool simple = lo.kind == ExprKind::IntLit && lo.int_value == 1 && rows;
+  for (const Stmt* b : body) simple &= b->kind == StmtKind::Tilde || b->kind == StmtKind::Target;
+  if (!simple) {
+    diags.error(loop.loc, "this loop is not supported by the code generator yet",
+                "a loop `for (i in 1:N)` over `~` and `target +=` statements that read element i of "
+                "containers of N elements is computed as one vectorised statement; other loops are not yet");
+    return false;
+  }
+  for (const Stmt* b : body) out[b] = FactorBuilder::Loop{loop.name, *rows};
+  return true;
+}
+
+// The model block's local variables (declared with a value, never reassigned) as bindings, and
+// its loops' statements.
+bool collect_locals(const Block* model, std::vector<std::pair<std::string, const Expr*>>& out, LoopOf& loops,
+                    Diagnostics& diags) {
   if (!model) return true;
   bool ok = true;
   for (const StmtPtr& s : model->stmts) {
-    if (s->kind == StmtKind::Decl) {
+    if (s->kind == StmtKind::For) {
+      ok &= collect_loop(*s, loops, diags);
+    } else if (s->kind == StmtKind::Decl) {
       if (!s->decl->init) {
         diags.error(s->loc, "a model-block variable without a value is not supported by the code generator yet",
                     "declare it with its value: `vector[N] mu = ...;`");
@@ -471,7 +576,13 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   module.model = model.program->name;
   build_groups(model, module);
   std::vector<std::pair<std::string, const Expr*>> locals;
-  if (!collect_locals(model.program->find(BlockKind::Model), locals, diags)) return false;
+  LoopOf loops;
+  if (!collect_locals(model.program->find(BlockKind::Model), locals, loops, diags)) return false;
+  auto loop_of = [&](const Stmt* s) -> std::optional<FactorBuilder::Loop> {
+    auto it = loops.find(s);
+    if (it == loops.end()) return std::nullopt;
+    return it->second;
+  };
   const std::map<std::string, const Expr*> local_map(locals.begin(), locals.end());
   bool ok = true;
 
@@ -488,15 +599,19 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (const Term& t : model.terms) {
       if (t.owner != party || t.kind == TermKind::Likelihood || is_element_prior(model, local_map, t)) continue;
       const Stmt& s = *t.stmt;
+      b.set_loop(loop_of(&s));
       if (s.kind == StmtKind::Target) {
         parts.push_back(b.expr(*s.args[0]));
-        if (!s.args[0]->type.is_scalar()) parts.back() = b.op(Op::Sum, {parts.back()}, FactorBuilder::one(), FactorBuilder::one());
+        if (!b.node(parts.back()).rows.equals(FactorBuilder::one()) || !b.node(parts.back()).cols.equals(FactorBuilder::one()))
+          parts.back() = b.op(Op::Sum, {parts.back()}, FactorBuilder::one(), FactorBuilder::one());
+        b.set_loop(std::nullopt);
         continue;
       }
       std::vector<int> args{b.expr(*s.lhs)};
       for (const ExprPtr& a : s.args) args.push_back(b.expr(*a));
       int lp = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
       parts.push_back(b.op(Op::Sum, {lp}, FactorBuilder::one(), FactorBuilder::one()));
+      b.set_loop(std::nullopt);
     }
     // A flat prior (Stan's implicit uniform) is the log-Jacobian of its constraint alone: bind
     // the parameter here so that the Jacobian is collected even where only a likelihood reads it.
@@ -560,6 +675,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (const auto& [name, init] : locals) b.bind_local(name, init);
     b.set_batch_rows(f.rows);
     b.set_silo_sum_input(t.owner == TermOwner::Coupling);
+    b.set_loop(loop_of(&s));
     f.outcome = b.expr(*s.lhs);
     for (const ExprPtr& a : s.args) f.arguments.push_back(b.expr(*a));
     std::vector<int> args{f.outcome};
