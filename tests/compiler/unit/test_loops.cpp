@@ -16,7 +16,8 @@
 
 namespace {
 
-const char* kLoops = R"(data {
+// The declarations both forms share.
+const std::string kHead = R"(data {
   int<lower=1> D;
 }
 silo data {
@@ -29,7 +30,9 @@ parameters {
   global vector[D] beta;
   global real<lower=0> sigma;
 }
-model {
+)";
+
+const std::string kLoops = kHead + R"(model {
   alpha ~ normal(0, 5);
   for (d in 1:D) beta[d] ~ normal(0, 2);
   sigma ~ normal(0, 2);
@@ -44,20 +47,7 @@ generated quantities {
 }
 )";
 
-const char* kVectors = R"(data {
-  int<lower=1> D;
-}
-silo data {
-  int<lower=0> N;
-  matrix[N, D] x;
-  vector[N] y;
-}
-parameters {
-  global real alpha;
-  global vector[D] beta;
-  global real<lower=0> sigma;
-}
-model {
+const std::string kVectors = kHead + R"(model {
   alpha ~ normal(0, 5);
   beta ~ normal(0, 2);
   sigma ~ normal(0, 2);
@@ -66,7 +56,7 @@ model {
 }
 )";
 
-fvic::test::LoadedModel load(const std::string& name, const char* text) {
+fvic::test::LoadedModel load(const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::temp_directory_path() / (name + ".fvi")).string();
   std::ofstream(path) << text;
   return fvic::test::LoadedModel(path);
@@ -129,7 +119,7 @@ TEST_CASE("loops: the loops the code generator refuses say why", "[loops]") {
       {"  for (k in 1:K) y[k] ~ normal(mu, 1);\n", "a loop over 1:K reading 'y' of N rows"},
   };
   for (const auto& [body, message] : cases) {
-    fvic::test::LoadedModel m = load("fvic_test_bad_loop", (head + body + "}\n").c_str());
+    fvic::test::LoadedModel m = load("fvic_test_bad_loop", head + body + "}\n");
     REQUIRE(m.ok());
     fvic::ir::Module module;
     CHECK_FALSE(fvic::ir::lower(*m.model, module, m.diags));
