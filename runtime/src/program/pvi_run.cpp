@@ -9,6 +9,7 @@
 #include "fvi/program/output.h"
 #include "fvi/program/predictive.h"
 #include "fvi/program/pvi_rounds.h"
+#include "fvi/program/quantities.h"
 #include "fvi/program/server_loop.h"
 #include "fvi/rng.h"
 
@@ -44,7 +45,23 @@ class PviSiloHost : public SiloHost {
     file.log_p = Eigen::VectorXd::Zero(u.cols());
     file.config = settings_.entries();
     file.fvic = {{"log_p", "0: the log joint needs every silo's data"}};
+    // The silo's own transformed parameters and generated quantities (of its data), at the same
+    // draws: into its draws.csv, and alone into its posterior.json.
+    const Eigen::Index globals = file.draws.rows();
+    add_silo_quantities(model_, data_.view(), silo_, {{"global", u}}, seed_, file.layout, file.draws);
     std::filesystem::create_directories(dir);
+    if (file.draws.rows() > globals) {
+      file.mean.conservativeResize(file.draws.rows());
+      file.mean.tail(file.draws.rows() - globals) = file.draws.bottomRows(file.draws.rows() - globals).rowwise().mean();
+      std::vector<VariableLayout> own(file.layout.begin() + long(variable_layout(model_, "global", data_.view()).size()),
+                                      file.layout.end());
+      for (VariableLayout& v : own) v.offset -= globals;
+      PosteriorSummary summary;
+      summary.model = model_.name;
+      summary.method = "pvi";
+      write_posterior_json(dir + "/posterior.json", summary, own, file.draws.bottomRows(file.draws.rows() - globals),
+                           Eigen::VectorXd(), Eigen::VectorXd());
+    }
     write_draws_csv(dir + "/draws.csv", file);
   }
   static engine::PviOptions options(const engine::Settings& settings, int silos, int threads) {

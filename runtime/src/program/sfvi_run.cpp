@@ -204,20 +204,12 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
   write_draws_csv(dir + "/draws.csv", file);
 }
 
-// The silo's own transformed parameters at its posterior's draws (the globals' and its locals'),
-// appended to its outputs; a bound broken at a draw is reported on its stderr.
-void add_silo_quantities(const fvi_model& model, const fvi_data& data, int silo, const Eigen::MatrixXd& z_global,
-                         const Eigen::MatrixXd& z, const Eigen::VectorXd& hyper, uint64_t seed,
-                         std::vector<VariableLayout>& layout, Eigen::MatrixXd& values) {
+// The groups a silo's quantities read at its posterior's draws: the globals', its locals', and
+// the hyperparameters' point estimate.
+GroupDraws silo_groups(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z, const Eigen::VectorXd& hyper) {
   GroupDraws groups{{"global", z_global}, {"local", z}};
   if (hyper.size() > 0) groups["hyper"] = hyper;
-  std::vector<std::string> skipped;
-  // The silo's own key: its draws differ from the server's and from the other silos'.
-  const uint64_t key = seed ^ (0xD1B54A32D192ED03ull * uint64_t(silo));
-  const QuantityDraws q = evaluate_quantities(model, FVI_SILO, data, groups, layout, values, values.rows(), key, skipped);
-  append_quantities(q, layout, values);
-  for (const std::string& v : q.violations) std::fprintf(stderr, "error: silo %d: %s\n", silo, v.c_str());
-  for (const std::string& name : skipped) std::fprintf(stderr, "note: silo %d: %s is not computed yet\n", silo, name.c_str());
+  return groups;
 }
 
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
@@ -234,7 +226,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     const Eigen::MatrixXd z_global = global.offset(rng.normal(global.dim(), draws)).colwise() + global.mean();
     const Eigen::MatrixXd no_locals(0, draws);
     Eigen::MatrixXd values(0, draws);
-    add_silo_quantities(model, data, silo.silo(), z_global, no_locals, hyper, seed, layout, values);
+    add_silo_quantities(model, data, silo.silo(), silo_groups(z_global, no_locals, hyper), seed, layout, values);
     write_posterior_json(dir + "/posterior.json", summary, layout, values, Eigen::VectorXd(), Eigen::VectorXd());
     return;
   }
@@ -258,7 +250,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     const Eigen::VectorXd mean = sum / double(draws);
     const Eigen::VectorXd var = (square / double(draws) - mean.cwiseAbs2()).cwiseMax(0.0);
     Eigen::MatrixXd values = constrain(layout, z);
-    add_silo_quantities(model, data, silo.silo(), z_global, z, hyper, seed, layout, values);
+    add_silo_quantities(model, data, silo.silo(), silo_groups(z_global, z, hyper), seed, layout, values);
     write_posterior_json(dir + "/posterior.json", summary, layout, values, mean, var.cwiseSqrt());
     write_silo_draws(dir, model, data, global, hyper, z_global, z, nullptr, settings, family);
     return;
@@ -274,7 +266,8 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
   if (q.coupled()) var += (q.coupling() * k_global).rowwise().squaredNorm();
   Eigen::MatrixXd values = constrain(layout, z);
-  add_silo_quantities(model, data, silo.silo(), u.colwise() + global.mean(), z, hyper, seed, layout, values);
+  add_silo_quantities(model, data, silo.silo(), silo_groups(u.colwise() + global.mean(), z, hyper), seed, layout,
+                      values);
   write_posterior_json(dir + "/posterior.json", summary, layout, values, q.mean(), var.cwiseSqrt());
 }
 

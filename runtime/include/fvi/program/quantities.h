@@ -35,6 +35,13 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
                                   const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
                                   int64_t first_offset, uint64_t noise_key, std::vector<std::string>& skipped);
 
+// Silo `silo`'s own quantities at the draws in `groups`, appended to its outputs' `layout` and
+// `values` (constrained, size x S); random draws from the silo's own key (the run's seed and the
+// silo: its replicates differ from the server's and the other silos'). A broken bound is reported
+// on stderr as an error naming the silo, a quantity it cannot compute as a note.
+void add_silo_quantities(const fvi_model& model, const fvi_data& data, int silo, const GroupDraws& groups,
+                         uint64_t seed, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values);
+
 // `layout` and `values` (constrained, size x S) with `q`'s quantities appended after them.
 void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values);
 
