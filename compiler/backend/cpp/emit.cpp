@@ -82,6 +82,7 @@ const char* kind_code(ir::FactorKind k) {
     case ir::FactorKind::Likelihood: return "FVI_LIKELIHOOD";
     case ir::FactorKind::Contribution: return "FVI_CONTRIBUTION";
     case ir::FactorKind::Elements: return "FVI_ELEMENTS";
+    case ir::FactorKind::Quantity: break;  // quantities are not factors: their own table
   }
   return "FVI_DENSITY";
 }
