@@ -106,22 +106,28 @@ def programs(fvic, cache, model):
     return paths
 
 
-def four_silos(work):
-    """pima_logreg's training rows (silo-1..3.json) dealt round-robin into 4 silos; data.json as is."""
-    src, out = os.path.join(EXAMPLES, "pima_logreg", "data"), os.path.join(work, "data")
+def deal_rows(work, example_data, expected):
+    """An example's rows (x, y of its silo-1..3.json) dealt round-robin into 4 silos; data.json as
+    is. Returns the new data folder."""
+    out = os.path.join(work, "data")
     os.makedirs(out)
-    shutil.copy(os.path.join(src, "data.json"), os.path.join(out, "data.json"))
+    shutil.copy(os.path.join(example_data, "data.json"), os.path.join(out, "data.json"))
     rows = []
     for k in (1, 2, 3):
-        with open(os.path.join(src, f"silo-{k}.json")) as f:
+        with open(os.path.join(example_data, f"silo-{k}.json")) as f:
             s = json.load(f)
         rows += list(zip(s["x"], s["y"]))
-    require(len(rows) == 614, f"expected 614 training rows, read {len(rows)}")
+    require(len(rows) == expected, f"expected {expected} rows, read {len(rows)}")
     for k in range(SILOS):
         part = rows[k::SILOS]
         with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
             json.dump({"N": len(part), "x": [x for x, _ in part], "y": [y for _, y in part]}, f)
     return out
+
+
+def four_silos(work):
+    """pima_logreg's 614 training rows dealt round-robin into 4 silos."""
+    return deal_rows(work, os.path.join(EXAMPLES, "pima_logreg", "data"), 614)
 
 
 def four_hospitals(work):
@@ -153,22 +159,8 @@ def four_column_blocks(work):
 
 
 def four_regression_silos(work):
-    """examples/stan_programs/regression_ppc's 120 rows (silo-1..3.json) dealt round-robin into 4
-    silos of 30; data.json as is."""
-    src, out = os.path.join(EXAMPLES, "stan_programs", "regression_ppc", "data"), os.path.join(work, "data")
-    os.makedirs(out)
-    shutil.copy(os.path.join(src, "data.json"), os.path.join(out, "data.json"))
-    rows = []
-    for k in (1, 2, 3):
-        with open(os.path.join(src, f"silo-{k}.json")) as f:
-            s = json.load(f)
-        rows += list(zip(s["x"], s["y"]))
-    require(len(rows) == 120, f"expected 120 rows, read {len(rows)}")
-    for k in range(SILOS):
-        part = rows[k::SILOS]
-        with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
-            json.dump({"N": len(part), "x": [x for x, _ in part], "y": [y for _, y in part]}, f)
-    return out
+    """examples/stan_programs/regression_ppc's 120 rows dealt round-robin into 4 silos of 30."""
+    return deal_rows(work, os.path.join(EXAMPLES, "stan_programs", "regression_ppc", "data"), 120)
 
 
 PVI = Model("pima_logreg", four_silos)

@@ -15,8 +15,6 @@ int64_t VariableLayout::elements() const {
   return n;
 }
 
-namespace {
-
 double bound_value(const char* data_name, double literal, const fvi_data& data, const std::string& variable) {
   if (!data_name || !*data_name) return literal;
   for (int i = 0; i < data.count; ++i)
@@ -26,7 +24,6 @@ double bound_value(const char* data_name, double literal, const fvi_data& data, 
                            " is not a scalar of the data; its posterior is reported unconstrained");
 }
 
-}  // namespace
 
 std::vector<std::string> element_names(const VariableLayout& v) {
   std::vector<std::string> names;

@@ -48,19 +48,20 @@ class PviSiloHost : public SiloHost {
     // The silo's own transformed parameters and generated quantities (of its data), at the same
     // draws: into its draws.csv, and alone into its posterior.json.
     const Eigen::Index globals = file.draws.rows();
+    const size_t global_variables = file.layout.size();
     add_silo_quantities(model_, data_.view(), silo_, {{"global", u}}, seed_, file.layout, file.draws);
     std::filesystem::create_directories(dir);
-    if (file.draws.rows() > globals) {
+    const Eigen::Index own_rows = file.draws.rows() - globals;
+    if (own_rows > 0) {
+      const Eigen::MatrixXd own_draws = file.draws.bottomRows(own_rows);
       file.mean.conservativeResize(file.draws.rows());
-      file.mean.tail(file.draws.rows() - globals) = file.draws.bottomRows(file.draws.rows() - globals).rowwise().mean();
-      std::vector<VariableLayout> own(file.layout.begin() + long(variable_layout(model_, "global", data_.view()).size()),
-                                      file.layout.end());
+      file.mean.tail(own_rows) = own_draws.rowwise().mean();
+      std::vector<VariableLayout> own(file.layout.begin() + long(global_variables), file.layout.end());
       for (VariableLayout& v : own) v.offset -= globals;
       PosteriorSummary summary;
       summary.model = model_.name;
       summary.method = "pvi";
-      write_posterior_json(dir + "/posterior.json", summary, own, file.draws.bottomRows(file.draws.rows() - globals),
-                           Eigen::VectorXd(), Eigen::VectorXd());
+      write_posterior_json(dir + "/posterior.json", summary, own, own_draws, Eigen::VectorXd(), Eigen::VectorXd());
     }
     write_draws_csv(dir + "/draws.csv", file);
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 
 #include "fvi/engine/bound_factor.h"
 
@@ -26,12 +27,14 @@ struct QuantityState {
   QuantityState& operator=(const QuantityState&) = delete;
 };
 
-double bound_of(const char* data_name, double literal, const fvi_data& data) {
-  if (!data_name || !*data_name) return literal;
-  for (int i = 0; i < data.count; ++i)
-    if (std::string(data.names[i]) == data_name && data.values[i].rows * data.values[i].cols == 1)
-      return data.values[i].data[0];
-  return std::nan("");
+// A quantity's bound, or NaN (nothing compares below or above it: not checked) when the data
+// lacks the scalar it names.
+double bound_of(const char* data_name, double literal, const fvi_data& data, const char* quantity) {
+  try {
+    return bound_value(data_name, literal, data, quantity);
+  } catch (const std::runtime_error&) {
+    return std::nan("");
+  }
 }
 
 std::string number(double x) {
@@ -114,9 +117,9 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
 
     // The declared bounds, at every draw (Stan rejects such a draw; here it is reported).
     const double lower = info.transform == FVI_LOWER || info.transform == FVI_INTERVAL
-                             ? bound_of(info.lower_data, info.lower, data) : -INFINITY;
+                             ? bound_of(info.lower_data, info.lower, data, info.name) : -INFINITY;
     const double upper = info.transform == FVI_UPPER || info.transform == FVI_INTERVAL
-                             ? bound_of(info.upper_data, info.upper, data) : INFINITY;
+                             ? bound_of(info.upper_data, info.upper, data, info.name) : INFINITY;
     long broken = 0;
     std::string first;
     for (Eigen::Index s = 0; s < draws; ++s)

@@ -25,6 +25,11 @@ struct VariableLayout {
   int64_t elements() const;
 };
 
+// A declared bound as fvi_variable_info and fvi_quantity_info give it: `literal`, or when
+// `data_name` is not empty that data scalar's value. Throws std::runtime_error naming `variable`
+// when the data has no such scalar.
+double bound_value(const char* data_name, double literal, const fvi_data& data, const std::string& variable);
+
 // The CSV column names of v's elements in storage order, as CmdStan writes them: beta.1, W.2.3;
 // matrices column-major.
 std::vector<std::string> element_names(const VariableLayout& v);
