@@ -1,6 +1,7 @@
 #include "analysis/plan.h"
 #include "inference_keys.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -261,7 +262,7 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
                               "at each draw, the log density of silo k's data and locals and log q of its locals",
                               T * SymSize::constant(2)});
       break;
-    case Method::Independent: break;  // the server holds no posterior
+    case Method::Independent: return;  // the server holds no posterior
     case Method::VFLExact:
     case Method::VFLAugmented:
     case Method::VFLPower: {
@@ -274,6 +275,11 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       break;
     }
   }
+  if (is_vertical(plan.method)) return;
+  // Each silo's parts of the silo_sum quantities ride on the same reply.
+  for (const Symbol& s : m.symbols)
+    if (s.aggregate)
+      plan.closing.push_back({"silo k", "server", "its part of " + s.name + " (silo_sum) at each draw", T});
 }
 
 bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, Plan& plan) {
@@ -469,6 +475,10 @@ void add_notes(const SemanticModel& m, Plan& plan) {
 
 // Who computes a derived value and where it is written (plan text and json).
 std::string derived_where(const Symbol& s, const Plan& plan) {
+  if (s.aggregate)
+    return plan.method == Method::PVI || plan.method == Method::SFVI || plan.method == Method::SFVIAvg
+               ? "each silo its part, summed by the server: posterior.json, draws.csv"
+               : "not computed by " + std::string(method_key(plan.method)) + " (no closing exchange with the server)";
   if (s.block == BlockKind::TransformedData)
     return s.owner == Owner::Public ? "every party" : s.owner == Owner::Server ? "server" : "each silo";
   if (s.owner == Owner::Silo && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
@@ -642,7 +652,11 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
   }
   if (!plan.closing.empty()) {
     out << "  once, at the end (Pareto k-hat: the written model scores T = " << output_draws(model).str()
-        << " draws of q, each party its own terms)\n";
+        << " draws of q, each party its own terms"
+        << (std::any_of(model.symbols.begin(), model.symbols.end(), [](const Symbol& s) { return s.aggregate; })
+                ? "; the silos' parts of each silo_sum at the same draws"
+                : "")
+        << ")\n";
     for (const Message& m : plan.closing)
       out << "    " << std::setw(16) << std::left << (m.from + " -> " + m.to) << " : " << m.content << "; "
           << describe_count(m.doubles, sizes) << '\n';

@@ -418,7 +418,9 @@ class Checker {
                      std::string("values of '") + block_name(d.block) +
                          "' come from the data files or from inference");
       } else {
+        aggregate_root_ = is_silo_sum(*d.init) ? d.init.get() : nullptr;
         expr(*d.init);
+        aggregate_root_ = nullptr;
         check_assignable(sym.type, sym.shape, *d.init, "'" + d.name + "'", d.init->loc);
         sym.taint.merge(d.init->taint);
         sym.value = d.init.get();
@@ -684,6 +686,8 @@ class Checker {
 
   // ---- transformed data, transformed parameters, generated quantities ----------------------
 
+  static bool is_silo_sum(const Expr& e) { return e.kind == ExprKind::Call && e.name == "silo_sum"; }
+
   static bool is_derived(BlockKind b) {
     return b == BlockKind::TransformedData || b == BlockKind::TransformedParameters ||
            b == BlockKind::GeneratedQuantities;
@@ -718,6 +722,20 @@ class Checker {
     block_ = BlockKind::Model;
     for (Symbol& sym : model_.symbols) {
       if (sym.kind != SymbolKind::Transformed || sym.block != b.kind) continue;
+      sym.aggregate = sym.value && !sym.loop && is_silo_sum(*sym.value) && !sym.value->type.is_error();
+      const bool rejected = sym.value && sym.value->type.is_error();  // its silo_sum was reported already
+      if (sym.taint.has(K::SiloSum) && !sym.aggregate && !rejected) {
+        diags_.error(sym.loc, "'" + sym.name + "' reads " + sym.taint.witness[static_cast<size_t>(K::SiloSum)] +
+                                  ", a sum over the silos",
+                     "a sum over the silos arrives at the server after every other value is computed; derived "
+                     "values cannot read it yet");
+        sym.owner = Owner::Global;
+        continue;
+      }
+      if (sym.taint.has(K::SiloSum) && !sym.aggregate) {
+        sym.owner = Owner::Global;
+        continue;
+      }
       infer_owner(sym);
       if (sym.block == BlockKind::TransformedData && (sym.decl->type.lower || sym.decl->type.upper))
         diags_.warning(sym.decl->type.loc, "the bounds of transformed data '" + sym.name + "' are not checked yet",
@@ -857,7 +875,10 @@ class Checker {
       return;
     }
     expr(lhs);
+    // `total = silo_sum(e);`, the whole value of a generated quantity declared without one.
+    aggregate_root_ = lhs.kind == ExprKind::Var && s.name == "=" && loops_.empty() && is_silo_sum(rhs) ? &rhs : nullptr;
     expr(rhs);
+    aggregate_root_ = nullptr;
     const Expr* base = &lhs;
     while (base->kind == ExprKind::Index) base = base->args[0].get();
     if (base->kind != ExprKind::Var) {
@@ -1725,6 +1746,24 @@ class Checker {
     // Also when the operand is rejected: the error is reported once, here, not again by the term
     // around it.
     e.taint = silo_sum_taint(a);
+    if (block_ == BlockKind::TransformedData || block_ == BlockKind::TransformedParameters) {
+      diags_.error(e.loc, std::string("silo_sum in '") + block_name(block_) + "'",
+                   "a sum over the silos is sent to the server once, after the fit: compute it in `generated "
+                   "quantities`, as `real total = silo_sum(...);`");
+      return;
+    }
+    if (block_ == BlockKind::GeneratedQuantities) {
+      if (&e != aggregate_root_) {
+        diags_.error(e.loc, "silo_sum must be the whole value of a generated quantity",
+                     "the server receives each silo's part and adds them up, nothing more: declare "
+                     "`real total = silo_sum(" + to_source(a) + ");` and compute with it after the run");
+        return;
+      }
+      if (!check_aggregate_operand(a, diags_)) return;
+      e.type = a.type;
+      e.shape = a.shape;
+      return;
+    }
     if (!check_silo_sum_operand(a, diags_)) return;
     e.type = a.type;
     e.shape = a.shape;
@@ -1831,6 +1870,7 @@ class Checker {
   bool prior_of_unknown_ = false;           // some `~` has an undeclared name on its left
   BlockKind block_ = BlockKind::Model;      // the statements' block (model or a derived one)
   std::vector<const Stmt*> loops_;          // the enclosing `for` statements, innermost last
+  const Expr* aggregate_root_ = nullptr;   // the silo_sum a generated quantity's whole value may be
   std::set<std::string> assigned_;          // derived values assigned after their declaration
   std::map<std::string, const FunctionDef*> functions_;  // checked so far, by name
   std::set<std::string> broken_functions_;  // with errors: calls are not inlined

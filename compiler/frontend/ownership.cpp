@@ -209,4 +209,36 @@ std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
   return term;
 }
 
+bool check_aggregate_operand(const Expr& operand, Diagnostics& diags) {
+  const Taint& t = operand.taint;
+  const unsigned silo = bit(K::SiloData) | bit(K::LocalParam) | bit(K::LocalHyper);
+  if (auto bad = first_outside(t, kPublic | kGlobals | silo)) {
+    const Expr* where = find_culprit(operand, *bad);
+    Loc at = where ? where->loc : operand.loc;
+    if (*bad == K::SiloSum) {
+      diags.error(at, "silo_sum cannot be nested", "each silo's part is summed once: write one `silo_sum(...)`");
+      return false;
+    }
+    const bool split = *bad == K::SplitData || *bad == K::SplitParam || *bad == K::SplitHyper;
+    diags.error(at, "silo_sum in generated quantities reads " + culprit(t, *bad),
+                split ? std::string("a sum over the silos of a vertically split model is not supported in "
+                                    "generated quantities yet")
+                      : std::string("each silo computes the operand from its own data and locals, the globals' "
+                                    "draws and public data; it cannot see server data"));
+    return false;
+  }
+  if (!(t.bits & silo)) {
+    diags.error(operand.loc, "silo_sum's operand reads no silo data or local parameter",
+                "a sum over the silos adds up each silo's part of a value; a value of public data and globals "
+                "alone is the server's: write it without silo_sum");
+    return false;
+  }
+  if (!operand.type.is_error() && !operand.type.is_scalar()) {
+    diags.error(operand.loc, "silo_sum in generated quantities sums a scalar, not " + to_string(operand.type),
+                "each silo sends one number per draw: reduce its part first, e.g. `silo_sum(sum(log_lik))`");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace fvic

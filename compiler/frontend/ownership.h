@@ -36,4 +36,8 @@ std::optional<Term> classify_term(const TermFacts& facts, Diagnostics& diags);
 // Checks what a silo_sum operand reads; reports and returns false on a violation.
 bool check_silo_sum_operand(const Expr& operand, Diagnostics& diags);
 
+// The same for a generated quantity's silo_sum (a sum over horizontal silos of a per-silo scalar
+// at each posterior draw): the operand reads a silo's data or locals, with public data and globals.
+bool check_aggregate_operand(const Expr& operand, Diagnostics& diags);
+
 }  // namespace fvic

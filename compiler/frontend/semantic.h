@@ -48,6 +48,9 @@ struct Symbol {
   // Set when `value` is element i's: `for (i in 1:N) v[i] = value;`, this loop (its variable is
   // `name`, its bounds args[0] = 1 and args[1]), the only statement assigning v.
   const Stmt* loop = nullptr;
+  // A generated quantity `real t = silo_sum(e);`: each silo computes e at the server's draws
+  // and sends it once, at the end; the server writes the sum (owner Global).
+  bool aggregate = false;
 };
 
 enum class TermKind { Prior, Likelihood, Target };

@@ -103,6 +103,7 @@ std::string dump(const Module& m) {
     out << "  factor " << f.name << " (" << factor_kind_name(f.kind) << ", " << term_owner_name(f.owner) << ")";
     if (!f.distribution.empty()) out << " " << f.distribution << " over " << f.rows.str() << " rows";
     if (!f.local_index.empty()) out << ", local element per row: " << f.local_index;
+    if (f.aggregate) out << ", summed over silos by the server";
     out << '\n';
     for (size_t i = 0; i < f.nodes.size(); ++i) {
       if (static_cast<int>(i) == f.forward_end && f.forward_end < static_cast<int>(f.nodes.size()))

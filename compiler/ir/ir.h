@@ -101,6 +101,7 @@ struct Factor {
   // an int data array over its rows: idx's name (row n depends on element idx[n] alone); else "".
   std::string local_index;
   std::string variable;  // quantity: the declared name
+  bool aggregate = false;  // quantity: each silo's part of a silo_sum, added up by the server
   // Filled by the adjoint pass.
   std::vector<int> seeds;                      // Seed nodes: output, then each argument
   std::map<int, int> input_adjoints;           // Input node -> its adjoint node

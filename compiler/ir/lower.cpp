@@ -733,6 +733,8 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     q.owner = party_of(s);
     q.name = "quantity_" + s.name;
     q.variable = s.name;
+    q.aggregate = s.aggregate;  // silo k computes its part (silo_sum's operand; lowering reads through silo_sum)
+    if (s.aggregate) q.owner = TermOwner::Silo;
     FactorBuilder b(model, module, diags, q);
     for (const auto& [name, init] : locals) b.bind_local(name, init);
     q.output = b.derived(s, s.loc);

@@ -18,10 +18,12 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
                block) equals the one NAME-sim wrote for it.
   stan_quantities
-               examples/stan_programs/regression_ppc (120 rows dealt into 4 silos), SFVI: the
-               equal case's checks, the silos' generated quantity y_rep (posterior predictive
-               replicates of their rows) in each client's silo-K/posterior.json and in none of the
-               server's outputs, and the server's bytes each way NAME-sim's.
+               examples/stan_programs/regression_ppc (120 rows dealt into 4 silos) with two
+               silo_sum generated quantities added, SFVI: the equal case's checks, the silos'
+               generated quantity y_rep (posterior predictive replicates of their rows) in each
+               client's silo-K/posterior.json and in none of the server's outputs, the server's
+               bytes each way NAME-sim's; the silo_sum sums in the plan and the server's outputs,
+               right at every draw, and what the closing exchange received on the wire.
   mtls         TLS with client certificates (--client-ca): a client presenting silo-2's
                certificate while claiming silo 1 is refused (exit 3, "refused" on stderr, and
                logged by the server), a client without a certificate cannot connect; then the
@@ -66,6 +68,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_pvi import EXAMPLES, Failure, posterior, require, run_case  # noqa: E402
+from check_stan_programs import check_silo_sums, regression_log_lik, silo_rows, with_silo_sums  # noqa: E402
 
 SILOS = 4
 # The server and NAME-sim run the same engines and the same rounds in the same order; only how
@@ -96,7 +99,7 @@ def programs(fvic, cache, model):
     # Rebuilt when fvic or the runtime libraries it links into the programs are newer.
     runtime = os.path.join(os.path.dirname(os.path.abspath(fvic)), os.pardir, "runtime")
     libs = [os.path.join(runtime, lib) for lib in ("libfvi.a", "libfvi_net.a")]
-    fvic_time = max(os.path.getmtime(p) for p in [fvic] + [p for p in libs if os.path.exists(p)])
+    fvic_time = max(os.path.getmtime(p) for p in [fvic, MODEL] + [p for p in libs if os.path.exists(p)])
     if not all(os.path.exists(p) and os.path.getmtime(p) > fvic_time for p in paths.values()):
         os.makedirs(cache, exist_ok=True)
         p = subprocess.run([fvic, "build", MODEL, "-o", out], capture_output=True, text=True, timeout=600)
@@ -165,9 +168,10 @@ def four_regression_silos(work):
 
 PVI = Model("pima_logreg", four_silos)
 SFVI = Model("hier_logreg", four_hospitals)
-# A Stan program with generated quantities: the server's (sigma_sq) and the silos' (y_rep).
-STAN = Model("regression_ppc", four_regression_silos)
-STAN.fvi = os.path.join(EXAMPLES, "stan_programs", "regression_ppc", "regression_ppc.fvi")
+# A Stan program with generated quantities: the server's (sigma_sq), the silos' (y_rep), and two
+# each silo computes in part and the server sums (log_lik, n_total: check_stan_programs.py's
+# with_silo_sums), written beside the cache's programs by case_stan_quantities.
+STAN = Model("regression_ppc_sum", four_regression_silos)
 VFL = Model("vfl_logreg", four_column_blocks)
 
 
@@ -438,6 +442,7 @@ def equal_case(label, model, sets):
             d.check("refused" not in server.stderr(), "the server refused something")
             d.check("going on without" not in server.stderr(), "the server went on without a silo")
             lines = len(round_lines(server.stdout()))
+            server_stdout = server.stdout()
         finally:
             d.close()
         worst = same_posterior(posterior(out), want, f"{model.name}-server vs NAME-sim")
@@ -451,17 +456,27 @@ def equal_case(label, model, sets):
         print(f"{label}: {model.name} ({', '.join(sets)}): server and 4 clients equal NAME-sim: the server's "
               f"posterior to {worst:.1e}, the {n} silos' posteriors to {worst_silo:.1e}; metrics.csv rows "
               f"1..{len(rows)} as NAME-sim's")
+        return server_stdout
 
     return case
 
 
 def case_stan_quantities(fvic, cache, work):
-    """regression_ppc deployed (SFVI, 4 clients): the equal case's checks (server and silos equal
-    NAME-sim, y_rep in every silo's posterior.json), and the silos' generated quantity y_rep in
-    none of the server's outputs, while the server's sigma_sq is there; the server's bytes each
-    way are NAME-sim's."""
+    """regression_ppc with two silo_sum quantities deployed (SFVI, 4 clients): the equal case's
+    checks (server and silos equal NAME-sim, y_rep in every silo's posterior.json), and the silos'
+    generated quantity y_rep in none of the server's outputs, while the server's sigma_sq is there;
+    the server's bytes each way are NAME-sim's; the silo_sum quantities are in the plan's closing
+    messages and the server's outputs, right at every draw, and the closing exchange received
+    exactly the silos' parts with their log joint (check_stan_programs.check_silo_sums)."""
+    with open(os.path.join(EXAMPLES, "stan_programs", "regression_ppc", "regression_ppc.fvi")) as f:
+        source = with_silo_sums(f.read(), "alpha + x * beta", "sigma")
+    os.makedirs(cache, exist_ok=True)
+    STAN.fvi = os.path.join(cache, "regression_ppc_sum.fvi")
+    if not os.path.exists(STAN.fvi) or open(STAN.fvi).read() != source:
+        with open(STAN.fvi, "w") as f:
+            f.write(source)
     sets = ["rounds=300", "refresh=10"]
-    equal_case("stan_quantities", STAN, sets)(fvic, cache, work)
+    server_stdout = equal_case("stan_quantities", STAN, sets)(fvic, cache, work)
     out, want_dir = os.path.join(work, "server"), os.path.join(work, "sim")
     variables = posterior(out)["variables"]
     require("sigma_sq" in variables and "y_rep" not in variables,
@@ -478,6 +493,10 @@ def case_stan_quantities(fvic, cache, work):
             f"{want['bytes_sent']}/{want['bytes_received']}")
     print(f"stan_quantities: y_rep in the 4 clients' outputs only; the server's bytes {got['bytes_sent']}/"
           f"{got['bytes_received']} as NAME-sim's")
+    rows, _ = silo_rows(os.path.join(work, "data"))
+    at, parameters = regression_log_lik(rows, "alpha", "beta", "sigma")
+    print("stan_quantities: the silo_sum quantities on the wire:")
+    check_silo_sums(fvic, STAN.fvi, os.path.join(work, "data"), out, server_stdout, at, parameters, 2)
 
 
 def case_mtls(fvic, cache, work):

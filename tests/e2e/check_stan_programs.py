@@ -19,8 +19,17 @@ the bytes of every iteration each way are the same (the silos' replicates y_rep 
 row's replicate mean is the fitted mean alpha + x beta of the server's posterior within 5 Monte
 Carlo standard errors (sd / sqrt(draws)).
 
-Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc. Exit 0 on success, 1 with
-a message on the first failure.
+The case silo_sum checks the generated quantities a silo computes in part and the server adds
+up (`real log_lik = silo_sum(normal_lpdf(y | ...));`), by SFVI (regression_ppc) and PVI
+(linreg_conjugate), each with two such quantities added to its generated quantities: the plan
+lists each silo's part among the closing messages; the server's posterior.json and draws.csv hold
+the sums; at every draw of draws.csv, log_lik is the log likelihood of every silo's rows at that
+draw's parameters, computed here from the data files (within the rounding of draws.csv's 10
+digits, propagated through the likelihood), and n_total is the number of rows; the closing
+exchange received exactly what the plan lists (8 bytes a number).
+
+Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum. Exit 0 on
+success, 1 with a message on the first failure.
 """
 import csv
 import json
@@ -135,7 +144,130 @@ def check_wire_and_replicates(fvic, cache, root, case):
         print(f"  y_rep means against alpha + x beta: at most {worst:.2f} Monte Carlo standard errors")
 
 
+# ---------------------------------------------------------------------------------------------
+# silo_sum: generated quantities each silo computes in part, summed by the server
+
+SILO_SUM_LINES = """  // Each silo's part, sent once at the end; the server writes the sum.
+  real log_lik = silo_sum(normal_lpdf(y | {mean}, {sd}));
+  real n_total = silo_sum(N);
+"""
+
+
+def with_silo_sums(source, mean, sd):
+    """`source` with log_lik and n_total added to its generated quantities (a block made if none)."""
+    lines = SILO_SUM_LINES.format(mean=mean, sd=sd)
+    if "generated quantities {" in source:
+        at = source.index("generated quantities {")
+        end = source.index("\n}", at)
+        return source[:end + 1] + lines + source[end + 1:]
+    at = source.index("inference {") if "inference {" in source else len(source)
+    return source[:at] + "generated quantities {\n" + lines + "}\n" + source[at:]
+
+
+def draws_rows(out):
+    """draws.csv's draws (its first row is q's mean, lp__ 0 and log_p__ 0), as dicts of floats."""
+    with open(os.path.join(out, "draws.csv")) as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return [{k: float(v) for k, v in r.items()} for r in rows[1:]]
+
+
+def silo_rows(data):
+    rows = []
+    k = 1
+    while os.path.exists(os.path.join(data, f"silo-{k}.json")):
+        with open(os.path.join(data, f"silo-{k}.json")) as f:
+            s = json.load(f)
+        rows += list(zip(s["x"], s["y"]))
+        k += 1
+    return rows, k - 1
+
+
+def normal_log_lik(rows, mean_of, sd):
+    return sum(-0.5 * ((y - mean_of(x)) / sd) ** 2 - math.log(sd) - 0.5 * math.log(2 * math.pi) for x, y in rows)
+
+
+ROUNDING = 5e-10  # draws.csv prints 10 significant digits: each value within 5e-10 of it, relatively
+
+
+def check_silo_sums(fvic, model, data, out, stdout, log_lik_at, parameters, per_silo_numbers):
+    """The plan lists each silo's parts, the server wrote their sums, and each sum is right at every
+    draw: log_lik_at(draw) is the log likelihood of every row at the draw's `parameters` (columns
+    of draws.csv), whose rounding there is propagated through it. Returns the worst error of
+    log_lik in units of that propagated rounding."""
+    plan = json.loads(subprocess.run([fvic, "plan", model, "--json", "--data", data], capture_output=True,
+                                     text=True, check=True).stdout)
+    parts = [m for m in plan["closing_messages"] if "silo_sum" in m["content"]]
+    require(sorted(re.search(r"part of (\w+)", m["content"]).group(1) for m in parts) == ["log_lik", "n_total"],
+            f"the plan's closing messages: {plan['closing_messages']}")
+    with open(os.path.join(out, "posterior.json")) as f:
+        variables = json.load(f)["variables"]
+    require("log_lik" in variables and "n_total" in variables, f"the server's posterior.json holds {sorted(variables)}")
+    draws = draws_rows(out)
+    require(all(m["doubles"] == str(len(draws)) for m in parts), f"the plan's parts are not one number a draw: {parts}")
+    rows, silos = silo_rows(data)
+    worst = 0.0
+    for d in draws:
+        require(d["n_total"] == len(rows), f"n_total {d['n_total']} at a draw, the silos hold {len(rows)} rows")
+        exact = log_lik_at(d)
+        # Each parameter within 5e-10 of its printed value, relatively, moves the log likelihood
+        # by at most this (first order, one at a time, added up); the printed sum is rounded too.
+        tolerance = abs(exact) * ROUNDING + 1e-12
+        for name in parameters:
+            tolerance += abs(log_lik_at(dict(d, **{name: d[name] * (1 + ROUNDING)})) - exact)
+        worst = max(worst, abs(d["log_lik"] - exact) / tolerance)
+    require(worst <= 1, f"log_lik is {worst:.2f} roundings from the log likelihood at its draw")
+    # Each silo received T draws and sent its log joint parts and the 2 sums' parts at each.
+    got = re.search(r"closing exchange: sent (\d+) bytes, received (\d+) bytes", stdout)
+    require(got, "no closing exchange line in the output:\n" + stdout)
+    want = silos * (per_silo_numbers + 2) * len(draws) * 8
+    require(int(got.group(2)) == want, f"the closing exchange received {got.group(2)} bytes, expected {silos} silos x "
+                                       f"({per_silo_numbers} + 2 sums) x {len(draws)} draws x 8 = {want}")
+    print(f"  {len(parts)} silo_sum quantities in the plan's closing messages; at {len(draws)} draws log_lik is within "
+          f"{worst:.2f} of the rounding of the log likelihood computed here, n_total = {len(rows)}; closing exchange "
+          f"received {want} bytes")
+    return worst
+
+
+def regression_log_lik(rows, intercept, slopes, sd):
+    """log_lik_at and its parameters for y ~ normal(intercept + x * slopes, sd): names of draws.csv
+    columns, or None / a number for what is not a parameter."""
+    D = len(rows[0][0])
+    names = [f"{slopes}.{i + 1}" for i in range(D)]
+    parameters = names + [p for p in (intercept, sd) if isinstance(p, str)]
+
+    def at(d):
+        a = d[intercept] if intercept else 0.0
+        s = d[sd] if isinstance(sd, str) else sd
+        return normal_log_lik(rows, lambda x: a + sum(d[n] * xi for n, xi in zip(names, x)), s)
+
+    return at, parameters
+
+
+def case_silo_sum(fvic, cache):
+    cases = [("SFVI", os.path.join(EXAMPLES, "stan_programs", "regression_ppc"), "regression_ppc",
+              "alpha + x * beta", "sigma", ("alpha", "beta", "sigma"), 2),
+             ("PVI", os.path.join(EXAMPLES, "linreg_conjugate"), "linreg_conjugate", "x * w", "sigma",
+              (None, "w", None), 1)]
+    with tempfile.TemporaryDirectory() as work:
+        for method, root, name, mean, sd, (intercept, slopes, sd_column), numbers in cases:
+            with open(os.path.join(root, name + ".fvi")) as f:
+                source = with_silo_sums(f.read(), mean, sd)
+            model, data, out = os.path.join(work, name + ".fvi"), os.path.join(root, "data"), os.path.join(work, method)
+            with open(model, "w") as f:
+                f.write(source)
+            p = run(fvic, cache, model, data, out)
+            rows, _ = silo_rows(data)
+            if sd_column is None:  # known: public data
+                with open(os.path.join(data, "data.json")) as f:
+                    sd_column = json.load(f)[sd]
+            at, parameters = regression_log_lik(rows, intercept, slopes, sd_column)
+            print(f"{method} ({name}):")
+            check_silo_sums(fvic, model, data, out, p.stdout, at, parameters, numbers)
+
+
 def run_case(fvic, cache, case):
+    if case == "silo_sum":
+        return case_silo_sum(fvic, cache)
     root = os.path.join(EXAMPLES, "stan_programs", case)
     with open(os.path.join(root, "reference", "nuts_summary.json")) as f:
         nuts = json.load(f)["parameters"]

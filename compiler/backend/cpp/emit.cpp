@@ -686,9 +686,9 @@ class Emitter {
         << (s->block == BlockKind::GeneratedQuantities ? "FVI_GENERATED_QUANTITIES" : "FVI_TRANSFORMED_PARAMETERS")
         << ", " << owner_code(q.owner) << ", " << m_.factors.size() + i << ", " << q.groups.size() << ", kQuantity" << i
         << "Groups, " << s->shape.dims.size() << ", " << transform << ", " << l.literal << ", " << u.literal << ", "
-        << l.data << ", " << u.data << "},\n";
+        << l.data << ", " << u.data << ", " << (q.aggregate ? 1 : 0) << "},\n";
     }
-    if (m_.quantities.empty()) o << "    {\"\", 0, 0, -1, 0, nullptr, 0, 0, 0, 0, \"\", \"\"},\n";
+    if (m_.quantities.empty()) o << "    {\"\", 0, 0, -1, 0, nullptr, 0, 0, 0, 0, \"\", \"\", 0},\n";
     o << "};\n\n";
   }
 

@@ -297,7 +297,7 @@ SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& g
   const long K = options_.local_samples;
   check_size("SfviSilo::log_joint", "draws", eps_local.cols(), z_global.cols() * K);
   const Eigen::Index S = z_global.cols(), chunk = 64;  // draws per call: rows x draws stays small
-  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S)};
+  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S), Eigen::MatrixXd(K > 1 ? 0 : local_dim_, S)};
   const Eigen::MatrixXd theta = hyper;
   for (Eigen::Index first = 0; first < S; first += chunk) {
     const Eigen::Index n = std::min(chunk, S - first);
@@ -312,6 +312,7 @@ SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& g
     out.log_p.segment(first, n) =
         joint_.evaluate(values, long(n), global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, false).per_draw;
     out.log_q.segment(first, n) = q_.log_density(local, u);
+    out.local.middleCols(first, n) = local;
   }
   return out;
 }

@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "fvi/program/quantities.h"
+
 namespace fvi::program {
 
 namespace {
@@ -199,8 +201,12 @@ Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& r
   }
   if (phase == Phase::kPviLogJoint) {
     const DrawsRequest r = check_draws_request(request, long(d));
-    const Eigen::VectorXd lp = client_.log_likelihood(Eigen::Map<const Eigen::MatrixXd>(request.data(), r.rows, r.draws));
-    return Message(lp.data(), lp.data() + lp.size());
+    const Eigen::Map<const Eigen::MatrixXd> u(request.data(), r.rows, r.draws);
+    const Eigen::VectorXd lp = client_.log_likelihood(u);
+    Message reply(lp.data(), lp.data() + lp.size());
+    // Then its parts of the silo_sum quantities, row by row (closing messages of the plan).
+    if (parts_) append_parts(parts_(u), reply);
+    return reply;
   }
   if (phase != Phase::kPviUpdate) throw std::invalid_argument(std::string("a PVI silo cannot do ") + phase_name(phase));
   const std::string bad = check_reply(request, 1 + 2 * P);

@@ -27,7 +27,10 @@ class PviSiloHost : public SiloHost {
         seed_(uint64_t(settings.integer("seed", 1))),
         data_(std::move(data)),
         client_(model, data_.view(), silo, options(settings, silos, threads)),
-        endpoint_(client_),
+        endpoint_(client_,
+                  [this](const Eigen::MatrixXd& u) {
+                    return silo_sum_parts(model_, data_.view(), silo_, {{"global", u}}, seed_, u.cols());
+                  }),
         silo_(silo) {}
   SiloEndpoint& endpoint() override { return endpoint_; }
   // OUT/silo-K/draws.csv: the silo's draws of the final global posterior (it has no locals).
@@ -169,22 +172,28 @@ class PviCoordinator : public Coordinator {
     return d;
   }
   std::string outputs_note() const override { return ""; }
-  bool log_joint(const ServerDraws& d, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) override {
+  bool closing(const ServerDraws& d, Closing& out, std::string& why) override {
     const Eigen::MatrixXd& u = d.unconstrained;
     if (u.size() > kMaxLogJointRequest) {
       why = "not computed (" + std::to_string(u.size()) + " values of draws to send each silo)";
       return false;
     }
     std::vector<Message> replies;
+    const Eigen::Index S = u.cols(), sums = silo_sum_count(run_.model);
     if (!ask_every_silo(run_.transport, uint32_t(rounds_ + 1), Phase::kPviLogJoint, Message(u.data(), u.data() + u.size()),
-                        size_t(u.cols()), replies)) {
+                        size_t((1 + sums) * S), replies)) {
       why = "not computed (a silo did not answer)";
       return false;
     }
-    // PVI's prior is the Gaussian the server holds; each silo adds its log likelihood.
-    log_p = engine::GaussianFamily<Q>::distribution(server_.prior()).log_density(u);
-    for (const Message& m : replies) log_p += Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()));
-    log_g = d.log_q;
+    // PVI's prior is the Gaussian the server holds; each silo adds its log likelihood, then its
+    // parts of the silo_sum quantities.
+    out.log_p = engine::GaussianFamily<Q>::distribution(server_.prior()).log_density(u);
+    out.silo_sums = Eigen::MatrixXd::Zero(sums, S);
+    for (const Message& m : replies) {
+      out.log_p += Eigen::Map<const Eigen::VectorXd>(m.data(), S);
+      add_parts(m.data() + S, out.silo_sums);
+    }
+    out.log_g = d.log_q;
     return true;
   }
   std::string target_note() const override {

@@ -55,6 +55,39 @@ std::string draw_values(const std::vector<VariableLayout>& layout, const Eigen::
   return out;
 }
 
+// The declared bounds of quantity `info` (laid out as `v`), at every draw of `block` (Stan
+// rejects such a draw; here it is reported): "" when all hold, else the first broken one.
+std::string bound_violation(const fvi_quantity_info& info, const VariableLayout& v, const Eigen::MatrixXd& block,
+                            const fvi_data& data, const std::vector<VariableLayout>& named,
+                            const Eigen::MatrixXd& named_values) {
+  const Eigen::Index draws = block.cols();
+  const int64_t elements = block.rows();
+  const double lower = info.transform == FVI_LOWER || info.transform == FVI_INTERVAL
+                           ? bound_of(info.lower_data, info.lower, data, info.name) : -INFINITY;
+  const double upper = info.transform == FVI_UPPER || info.transform == FVI_INTERVAL
+                           ? bound_of(info.upper_data, info.upper, data, info.name) : INFINITY;
+  long broken = 0;
+  std::string first;
+  for (Eigen::Index s = 0; s < draws; ++s)
+    for (int64_t e = 0; e < elements; ++e) {
+      const double x = block(e, s);
+      const bool below = x < lower, above = x > upper;
+      if (!below && !above && !std::isnan(x)) continue;
+      if (broken++ == 0) {
+        const std::string element = element_names(v)[size_t(e)];
+        first = element + " = " + number(x) + " at draw " + std::to_string(s + 1) + " (" +
+                draw_values(named, named_values, s) + ") " +
+                (std::isnan(x) ? std::string("is not a number")
+                 : below        ? "is below its lower bound " + number(lower)
+                                : "is above its upper bound " + number(upper));
+      }
+      break;
+    }
+  if (broken == 0) return "";
+  return std::string(info.block == FVI_GENERATED_QUANTITIES ? "generated quantity " : "transformed parameter ") +
+         first + "; " + std::to_string(broken) + " of " + std::to_string(draws) + " draws break it";
+}
+
 }  // namespace
 
 void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values) {
@@ -66,14 +99,15 @@ void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layo
 
 QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_data& data, const GroupDraws& groups,
                                   const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
-                                  int64_t first_offset, uint64_t noise_key, std::vector<std::string>& skipped) {
+                                  int64_t first_offset, uint64_t noise_key, std::vector<std::string>& skipped,
+                                  bool silo_sum_parts) {
   QuantityDraws out;
   const Eigen::Index draws = named_values.cols();
   std::vector<Eigen::MatrixXd> blocks;
   int64_t offset = first_offset;
   for (int q = 0; q < model.quantity_count; ++q) {
     const fvi_quantity_info& info = model.quantities[q];
-    if (info.owner != owner) continue;
+    if (info.owner != owner || (info.aggregate != 0) != silo_sum_parts) continue;
     std::vector<fvi_tensor> inputs;
     std::string missing;
     for (int g = 0; g < info.group_count; ++g) {
@@ -115,31 +149,8 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
     out.layout.push_back(v);
     offset += elements;
 
-    // The declared bounds, at every draw (Stan rejects such a draw; here it is reported).
-    const double lower = info.transform == FVI_LOWER || info.transform == FVI_INTERVAL
-                             ? bound_of(info.lower_data, info.lower, data, info.name) : -INFINITY;
-    const double upper = info.transform == FVI_UPPER || info.transform == FVI_INTERVAL
-                             ? bound_of(info.upper_data, info.upper, data, info.name) : INFINITY;
-    long broken = 0;
-    std::string first;
-    for (Eigen::Index s = 0; s < draws; ++s)
-      for (int64_t e = 0; e < elements; ++e) {
-        const double x = block(e, s);
-        const bool below = x < lower, above = x > upper;
-        if (!below && !above && !std::isnan(x)) continue;
-        if (broken++ == 0) {
-          const std::string element = element_names(v)[size_t(e)];
-          first = element + " = " + number(x) + " at draw " + std::to_string(s + 1) + " (" +
-                  draw_values(named, named_values, s) + ") " +
-                  (std::isnan(x) ? std::string("is not a number")
-                   : below        ? "is below its lower bound " + number(lower)
-                                  : "is above its upper bound " + number(upper));
-        }
-        break;
-      }
-    if (broken > 0)
-      out.violations.push_back(std::string(info.block == FVI_GENERATED_QUANTITIES ? "generated quantity " : "transformed parameter ") +
-                               first + "; " + std::to_string(broken) + " of " + std::to_string(draws) + " draws break it");
+    const std::string broken = bound_violation(info, v, block, data, named, named_values);
+    if (!broken.empty()) out.violations.push_back(broken);
     blocks.push_back(std::move(block));
   }
   out.values.resize(offset - first_offset, draws);
@@ -148,6 +159,73 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
     out.values.middleRows(row, b.rows()) = b;
     row += b.rows();
   }
+  return out;
+}
+
+int silo_sum_count(const fvi_model& model) {
+  int count = 0;
+  for (int q = 0; q < model.quantity_count; ++q) count += model.quantities[q].aggregate != 0;
+  return count;
+}
+
+Eigen::MatrixXd silo_sum_parts(const fvi_model& model, const fvi_data& data, int silo, const GroupDraws& groups,
+                               uint64_t seed, Eigen::Index draws) {
+  const int count = silo_sum_count(model);
+  Eigen::MatrixXd parts = Eigen::MatrixXd::Constant(count, draws, std::nan(""));
+  if (count == 0) return parts;
+  std::vector<std::string> skipped;
+  const Eigen::MatrixXd none(0, draws);
+  const uint64_t key = seed ^ (0xD1B54A32D192ED03ull * uint64_t(silo));
+  const QuantityDraws q = evaluate_quantities(model, FVI_SILO, data, groups, {}, none, 0, key, skipped, true);
+  // Rows in quantity order; one the silo could not compute stays NaN.
+  int row = 0;
+  size_t computed = 0;
+  for (int i = 0; i < model.quantity_count; ++i) {
+    if (!model.quantities[i].aggregate) continue;
+    if (computed < q.layout.size() && q.layout[computed].name == model.quantities[i].name) {
+      const VariableLayout& v = q.layout[computed++];
+      if (v.dims.empty()) parts.row(row) = q.values.row(v.offset);
+    }
+    ++row;
+  }
+  for (const std::string& name : skipped) std::fprintf(stderr, "note: silo %d: %s is not computed yet\n", silo, name.c_str());
+  return parts;
+}
+
+void append_parts(const Eigen::MatrixXd& parts, std::vector<double>& reply) {
+  for (Eigen::Index i = 0; i < parts.rows(); ++i)
+    for (Eigen::Index s = 0; s < parts.cols(); ++s) reply.push_back(parts(i, s));
+}
+
+void add_parts(const double* parts, Eigen::MatrixXd& sums) {
+  using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  sums += Eigen::Map<const RowMajor>(parts, sums.rows(), sums.cols());
+}
+
+QuantityDraws silo_sums(const fvi_model& model, const fvi_data& data, const Eigen::MatrixXd& sums,
+                        const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
+                        int64_t first_offset) {
+  QuantityDraws out;
+  out.values = sums;
+  int row = 0;
+  for (int i = 0; i < model.quantity_count; ++i) {
+    const fvi_quantity_info& info = model.quantities[i];
+    if (!info.aggregate) continue;
+    VariableLayout v;
+    v.name = info.name;
+    v.offset = first_offset + row;
+    if (sums.row(row).hasNaN()) {
+      std::fprintf(stderr, "note: %s is not computed: a silo could not compute its part at every draw\n", info.name);
+    } else {
+      const std::string broken = bound_violation(info, v, sums.middleRows(row, 1), data, named, named_values);
+      if (!broken.empty()) out.violations.push_back(broken);
+    }
+    out.layout.push_back(v);
+    ++row;
+  }
+  if (row != sums.rows())
+    throw engine::ModelError("the silos sent " + std::to_string(sums.rows()) + " sums, the model has " +
+                             std::to_string(row));
   return out;
 }
 

@@ -208,8 +208,16 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     file.log_g = d->log_q;
     file.config = settings.entries();
     std::string why;
-    Eigen::VectorXd log_p, log_g;
-    if (coordinator.log_joint(*d, log_p, log_g, why)) {
+    Coordinator::Closing closing;
+    const long long sent_before = run.transport.total_sent(), received_before = run.transport.total_received();
+    const bool closed = coordinator.closing(*d, closing, why);
+    // What the closing exchange cost on the wire, beside the per-round bytes in metrics.csv.
+    if (!args.quiet && run.transport.total_sent() > sent_before)
+      std::printf("closing exchange: sent %lld bytes, received %lld bytes\n", run.transport.total_sent() - sent_before,
+                  run.transport.total_received() - received_before);
+    if (closed) {
+      const Eigen::VectorXd& log_p = closing.log_p;
+      const Eigen::VectorXd& log_g = closing.log_g;
       // Yao et al. 2018: k-hat of the importance ratios p / q at draws of q.
       const Eigen::VectorXd ratio = log_p - log_g;
       const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
@@ -239,11 +247,24 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
                                                   {{"global", d->unconstrained}}, d->layout, d->constrained,
                                                   d->constrained.rows(), uint64_t(settings.integer("seed", 1)), skipped);
       append_quantities(q, layout, constrained);
+      violations = q.violations;
+      // Then the sums over the silos of their parts, which they sent with the closing exchange.
+      if (silo_sum_count(run.model) > 0) {
+        if (closed) {
+          const QuantityDraws sums = silo_sums(run.model, run.server_data.view(), closing.silo_sums, d->layout,
+                                               d->constrained, constrained.rows());
+          append_quantities(sums, layout, constrained);
+          violations.insert(violations.end(), sums.violations.begin(), sums.violations.end());
+        } else {
+          std::fprintf(stderr, "note: the silo_sum quantities are not computed: the silos' parts come with the "
+                               "closing exchange, which was %s\n", why.c_str());
+        }
+      }
       file.layout = layout;
       file.draws = constrained;
       file.mean.conservativeResize(constrained.rows());
-      file.mean.tail(q.values.rows()) = q.values.rowwise().mean();
-      violations = q.violations;
+      file.mean.tail(constrained.rows() - d->constrained.rows()) =
+          constrained.bottomRows(constrained.rows() - d->constrained.rows()).rowwise().mean();
       for (const std::string& name : skipped) std::fprintf(stderr, "note: %s is not computed yet\n", name.c_str());
     }
     write_posterior_json(args.output + "/posterior.json", summary, layout, constrained, d->mean, d->sd);

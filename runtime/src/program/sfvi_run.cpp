@@ -340,6 +340,11 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                                                      rng.normal(silo_.local_dim(), r.draws * silo_.local_samples()));
       Message m(lj.log_p.data(), lj.log_p.data() + lj.log_p.size());
       m.insert(m.end(), lj.log_q.data(), lj.log_q.data() + lj.log_q.size());
+      // Its parts of the silo_sum quantities at the same joint draws (without the locals' draws,
+      // a part that reads them is NaN: not computed).
+      GroupDraws groups = silo_groups(z, lj.local, final_->hyper);
+      if (lj.local.rows() == 0 && silo_.local_dim() > 0) groups.erase("local");
+      append_parts(silo_sum_parts(model_, data_.view(), silo_.silo(), groups, options_.seed, r.draws), m);
       return m;
     }
     if (phase == Phase::kSfviSchedule) {
@@ -621,25 +626,27 @@ class SfviCoordinator : public Coordinator {
     d.family = options_.family;
     return d;
   }
-  bool log_joint(const ServerDraws& d, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) override {
+  bool closing(const ServerDraws& d, Closing& out, std::string& why) override {
     const Eigen::MatrixXd z = d.unconstrained.topRows(server_.global_dim());
     if (z.size() > kMaxLogJointRequest) {
       why = "not computed (" + std::to_string(z.size()) + " values of draws to send each silo)";
       return false;
     }
     std::vector<Message> replies;
-    const Eigen::Index S = z.cols();
+    const Eigen::Index S = z.cols(), sums = silo_sum_count(run_.model);
     if (!ask_every_silo(run_.transport, uint32_t(steps() + 2), Phase::kSfviLogJoint, Message(z.data(), z.data() + z.size()),
-                        size_t(2 * S), replies)) {
+                        size_t((2 + sums) * S), replies)) {
       why = "not computed (a silo did not answer)";
       return false;
     }
     // log p = log p(Z_G) + sum_j log p(y_j, Z_Lj | Z_G); log q = log q(Z_G) + sum_j log q(Z_Lj | Z_G).
-    log_p = server_.log_prior(z);
-    log_g = d.log_q;
+    out.log_p = server_.log_prior(z);
+    out.log_g = d.log_q;
+    out.silo_sums = Eigen::MatrixXd::Zero(sums, S);
     for (const Message& m : replies) {
-      log_p += Eigen::Map<const Eigen::VectorXd>(m.data(), S);
-      log_g += Eigen::Map<const Eigen::VectorXd>(m.data() + S, S);
+      out.log_p += Eigen::Map<const Eigen::VectorXd>(m.data(), S);
+      out.log_g += Eigen::Map<const Eigen::VectorXd>(m.data() + S, S);
+      add_parts(m.data() + 2 * S, out.silo_sums);
     }
     return true;
   }

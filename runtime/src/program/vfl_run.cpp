@@ -386,7 +386,9 @@ class VflCoordinator : public Coordinator {
   }
   // The written model's log joint at the output draws: the server's prior and likelihood at
   // b and the silos' summed partial predictors, each silo's split priors; log q of every block.
-  bool log_joint(const ServerDraws& d, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) override {
+  bool closing(const ServerDraws& d, Closing& out, std::string& why) override {
+    Eigen::VectorXd& log_p = out.log_p;
+    Eigen::VectorXd& log_g = out.log_g;
     const long S = long(d.unconstrained.cols());
     const Eigen::Index N = server_.rows();
     std::vector<Message> replies;

@@ -35,7 +35,7 @@ Eigen::MatrixXd global_draws() {
 
 TEST_CASE("quantities: the table names each one's block, owner and rank", "[quantities]") {
   const fvi_model& m = *fvi_model_stan_blocks();
-  REQUIRE(m.quantity_count == 5);
+  REQUIRE(m.quantity_count == 6);
   const fvi_quantity_info& tau2 = m.quantities[quantity(m, "tau2")];
   CHECK(tau2.block == FVI_TRANSFORMED_PARAMETERS);
   CHECK(tau2.owner == FVI_SERVER);
@@ -49,6 +49,65 @@ TEST_CASE("quantities: the table names each one's block, owner and rank", "[quan
   const fvi_quantity_info& positive = m.quantities[quantity(m, "mu_positive")];
   CHECK(positive.transform == FVI_LOWER);
   CHECK(positive.lower == 0);
+  // fit = silo_sum(...): each silo computes its part, the server adds them up.
+  const fvi_quantity_info& fit = m.quantities[quantity(m, "fit")];
+  CHECK(fit.aggregate == 1);
+  CHECK(fit.owner == FVI_SILO);
+  CHECK(fit.rank == 0);
+  for (int q = 0; q < m.quantity_count; ++q) CHECK((m.quantities[q].aggregate == 1) == (q == quantity(m, "fit")));
+}
+
+TEST_CASE("quantities: a silo's part of a silo_sum, its own values without it, and the server's sum",
+          "[quantities]") {
+  const fvi_model& m = *fvi_model_stan_blocks();
+  const Eigen::MatrixXd u = global_draws();
+  Eigen::MatrixXd eta(1, 4);
+  eta << 0.1, -1.0, 0.5, 2.0;
+  // Two silos' data: y_centred = y - 1 is what the likelihood and fit read.
+  const std::vector<std::vector<double>> ys = {{0.5, 1.7, 2.2}, {-0.4, 3.1}};
+  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(1, 4);
+  for (size_t k = 0; k < ys.size(); ++k) {
+    fvic::test::Data data;
+    data.add("N", fvic::test::scalar(double(ys[k].size())));
+    data.add("y", Eigen::Map<const Eigen::VectorXd>(ys[k].data(), Eigen::Index(ys[k].size())));
+    const fvi_data& view = data.abi();
+    const Eigen::MatrixXd part =
+        fvi::program::silo_sum_parts(m, view, int(k + 1), {{"global", u}, {"local", eta}}, 1, u.cols());
+    REQUIRE(part.rows() == 1);
+    for (Eigen::Index s = 0; s < u.cols(); ++s) {
+      // sum_n log N(y_n - 1 | theta, 1), theta = mu + tau eta, computed here.
+      const double theta = u(0, s) + std::exp(u(1, s)) * eta(0, s);
+      double expected = 0;
+      for (double y : ys[k]) expected += -0.5 * (y - 1 - theta) * (y - 1 - theta) - 0.5 * std::log(2 * M_PI);
+      CHECK(part(0, s) == Approx(expected).epsilon(1e-13));
+    }
+    // The silo's own outputs hold theta, not its part of fit.
+    std::vector<fvi::program::VariableLayout> layout;
+    Eigen::MatrixXd values(0, u.cols());
+    fvi::program::add_silo_quantities(m, view, int(k + 1), {{"global", u}, {"local", eta}}, 1, layout, values);
+    REQUIRE(layout.size() == 1);
+    CHECK(layout[0].name == "theta");
+    // On the wire, row by row, and added up by the server.
+    std::vector<double> reply;
+    fvi::program::append_parts(part, reply);
+    REQUIRE(reply.size() == 4);
+    fvi::program::add_parts(reply.data(), sum);
+  }
+  fvi::data::DataSet none;
+  const auto layout = fvi::program::variable_layout(m, "global", none.view());
+  const fvi::program::QuantityDraws q =
+      fvi::program::silo_sums(m, none.view(), sum, layout, fvi::program::constrain(layout, u), 7);
+  REQUIRE(q.layout.size() == 1);
+  CHECK(q.layout[0].name == "fit");
+  CHECK(q.layout[0].offset == 7);
+  CHECK(q.violations.empty());
+  for (Eigen::Index s = 0; s < u.cols(); ++s) {
+    const double theta = u(0, s) + std::exp(u(1, s)) * eta(0, s);
+    double expected = 0;
+    for (const auto& y_k : ys)
+      for (double y : y_k) expected += -0.5 * (y - 1 - theta) * (y - 1 - theta) - 0.5 * std::log(2 * M_PI);
+    CHECK(q.values(0, s) == Approx(expected).epsilon(1e-13));
+  }
 }
 
 TEST_CASE("quantities: the server's values per draw match their closed forms and the IR interpreter", "[quantities]") {

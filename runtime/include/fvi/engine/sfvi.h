@@ -199,6 +199,9 @@ class SfviSilo {
   // the importance-weighted estimate of log p(y_j | Z_G) and log_q is 0.
   struct LogJoint {
     Eigen::VectorXd log_p, log_q;
+    // The locals' draws at each global draw (local_dim x S); none (0 rows) when they are drawn
+    // by importance resampling (local_samples > 1), whose density has no closed form.
+    Eigen::MatrixXd local;
   };
   LogJoint log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                      const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local);

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 4
+#define FVI_ABI_VERSION 5
 
 typedef struct fvi_tensor {
   double* data;
@@ -135,6 +135,8 @@ typedef struct fvi_quantity_info {
   double upper;
   const char* lower_data;
   const char* upper_data;
+  int aggregate;    /* 1: `t = silo_sum(e)`: owner FVI_SILO computes its part e (a scalar), the server
+                     * adds up the silos' parts at its own draws */
 } fvi_quantity_info;
 
 typedef struct fvi_model {

@@ -8,6 +8,7 @@
 // restarted silo needs nothing to rejoin, and a change the server refused or never received
 // cannot leave the silo and the server disagreeing about t_k.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,13 +70,17 @@ template <class Q>
 class PviSiloEndpoint : public SiloEndpoint {
  public:
   using Client = engine::PviClient<Q>;
-  explicit PviSiloEndpoint(Client& client) : client_(client) {}
+  // The silo's parts of the model's silo_sum quantities at draws of the globals (rows: one per
+  // quantity), sent with its log likelihood at the closing draws (none when not given).
+  using SiloSumParts = std::function<Eigen::MatrixXd(const Eigen::MatrixXd& globals)>;
+  explicit PviSiloEndpoint(Client& client, SiloSumParts parts = {}) : client_(client), parts_(std::move(parts)) {}
   Message handle(uint32_t round, Phase phase, const Message& request) override;
   // The final global posterior the server sent at the end (kPviFinish), if it did.
   const std::optional<typename Client::Natural>& final_posterior() const { return final_; }
 
  private:
   Client& client_;
+  SiloSumParts parts_;
   std::optional<typename Client::Natural> final_;
 };
 

@@ -33,7 +33,29 @@ using GroupDraws = std::map<std::string, Eigen::MatrixXd>;
 // `noise_key` (each quantity its own key derived from it). Throws ModelError when a call fails.
 QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_data& data, const GroupDraws& groups,
                                   const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
-                                  int64_t first_offset, uint64_t noise_key, std::vector<std::string>& skipped);
+                                  int64_t first_offset, uint64_t noise_key, std::vector<std::string>& skipped,
+                                  bool silo_sum_parts = false);
+
+// The generated quantities `t = silo_sum(e)` (fvi_quantity_info.aggregate): each silo computes
+// its part e at the server's closing draws and sends it with its log likelihood there (the plan's
+// closing messages); the server writes the sum beside its own quantities.
+int silo_sum_count(const fvi_model& model);
+
+// Silo `silo`'s parts at the draws in `groups`: one row per silo_sum quantity, in declaration
+// order, `draws` columns; a part the silo cannot compute (it reads a group `groups` lacks) is NaN.
+Eigen::MatrixXd silo_sum_parts(const fvi_model& model, const fvi_data& data, int silo, const GroupDraws& groups,
+                               uint64_t seed, Eigen::Index draws);
+
+// A silo's parts on the wire: appended to its closing reply row by row, and added from a reply
+// (at `parts`, rows x S of `sums`) into the server's sums.
+void append_parts(const Eigen::MatrixXd& parts, std::vector<double>& reply);
+void add_parts(const double* parts, Eigen::MatrixXd& sums);
+
+// The server's silo_sum quantities from the sum of the silos' parts (one row each), laid out
+// from `first_offset`, their declared bounds checked with the server's data.
+QuantityDraws silo_sums(const fvi_model& model, const fvi_data& data, const Eigen::MatrixXd& sums,
+                        const std::vector<VariableLayout>& named, const Eigen::MatrixXd& named_values,
+                        int64_t first_offset);
 
 // Silo `silo`'s own quantities at the draws in `groups`, appended to its outputs' `layout` and
 // `values` (constrained, size x S); random draws from the silo's own key (the run's seed and the

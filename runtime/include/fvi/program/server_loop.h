@@ -79,11 +79,17 @@ class Coordinator {
   virtual void finish(long last_step) = 0;
   virtual std::optional<ServerDraws> draws() = 0;  // output_draws(settings) of them
   virtual std::string outputs_note() const = 0;  // what the silos wrote, for the last line
-  // The quality diagnostic's parts at the server's output draws, every party adding its own:
-  // log p of the written model, and log q of the approximation (the server's q, and each silo's
-  // conditional q of its locals at the same draws). False, with why, when the method cannot.
-  virtual bool log_joint(const ServerDraws& draws, Eigen::VectorXd& log_p, Eigen::VectorXd& log_g, std::string& why) {
-    (void)draws, (void)log_p, (void)log_g;
+  // The closing exchange at the server's output draws (the plan's closing messages), every party
+  // adding its own part: the quality diagnostic's log p of the written model and log q of the
+  // approximation (the server's q, and each silo's conditional q of its locals at the same
+  // draws), and the sums of the silos' parts of the silo_sum quantities. False, with why, when
+  // the method cannot.
+  struct Closing {
+    Eigen::VectorXd log_p, log_g;
+    Eigen::MatrixXd silo_sums;  // one row per silo_sum quantity (fvi/program/quantities.h), S columns
+  };
+  virtual bool closing(const ServerDraws& draws, Closing& out, std::string& why) {
+    (void)draws, (void)out;
     why = "not computed for this method";
     return false;
   }
