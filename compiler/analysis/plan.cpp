@@ -349,19 +349,44 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
 
   bool has_silo_data = !g.silo_data.empty();
   if (!has_silo_data) {
-    // Mark the data block that might have been meant as `silo data`, else the parameters.
-    Loc where;
-    for (BlockKind k : {BlockKind::Data, BlockKind::ServerData, BlockKind::Parameters, BlockKind::Model})
-      if (const Block* b = m.program->find(k)) {
-        where = b->loc;
-        break;
-      }
-    diags.error(where, "nothing in this model is held by silos",
-                "declare the silos' rows in a `silo data` block (or their columns in `split data`)");
-    return false;
+    // Pooled: the model a Stan user brings, before marking who holds what. SFVI's engine fits any
+    // proper prior and a likelihood of public data on the server's side.
+    if (requested != "auto" && requested != "sfvi") {
+      diags.error(at, "method " + requested + " needs data held by silos, and this model has none",
+                  "a model without `silo data` is fitted pooled, on one party (method = auto or sfvi); declare "
+                  "the silos' rows in a `silo data` block to federate it");
+      return false;
+    }
+    if (!g.locals.empty() || !g.local_hypers.empty()) {
+      const Symbol& s = g.locals.empty() ? *g.local_hypers.front() : *g.locals.front();
+      diags.error(s.loc, "'" + s.name + "' is local to each silo, but no data is held by silos",
+                  "mark it `global`, or declare the silos' rows in a `silo data` block");
+      return false;
+    }
+    plan.pooled = true;
+    plan.method = Method::SFVI;
+    plan.reasons.push_back("pooled: no data is held by silos, so one party fits the model (SFVI's engine, one "
+                           "process, nothing sent); declare the silos' rows in a `silo data` block to federate it");
+    return true;
   }
   bool needs_sfvi = !g.locals.empty() || !g.global_hypers.empty() || !g.local_hypers.empty();
   std::string why_not_pvi;
+  // A likelihood of public or server data is the server's own term: SFVI's server adds it to its
+  // gradient; PVI's server holds only a Gaussian prior, and SFVI-Avg's silos cannot see it.
+  const Term* server_likelihood = nullptr;
+  for (const Term& t : m.terms)
+    if (t.kind == TermKind::Likelihood && t.owner == TermOwner::Server && !server_likelihood) server_likelihood = &t;
+  if (server_likelihood) {
+    needs_sfvi = true;
+    why_not_pvi = "the likelihood of `" + server_likelihood->subject + "` (line " +
+                  std::to_string(server_likelihood->stmt->loc.line) +
+                  ") reads no silo data, so the server evaluates it; PVI's server holds only a Gaussian prior";
+    if (requested == "sfvi_avg" || requested == "independent") {
+      diags.error(at, "method " + requested + " cannot fit this model: " + why_not_pvi.substr(0, why_not_pvi.find(';')),
+                  "each silo fits alone there and none can see it; use method = sfvi (or auto)");
+      return false;
+    }
+  }
   // PVI's server holds the prior as a Gaussian factor; any other prior is SFVI's (it fits any
   // proper prior by its gradient). The runtime would refuse it otherwise: refuse here instead.
   const std::string not_gaussian = needs_sfvi ? "" : non_gaussian_prior(m, g.globals);
@@ -587,6 +612,10 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
     if (d.kind == SymbolKind::Transformed && (d.owner == Owner::Silo || d.owner == Owner::Split))
       plan.never_leaves.push_back(d.name);
   add_closing_messages(plan, model, g);
+  if (plan.pooled) {  // one party: nothing travels
+    plan.messages.clear();
+    plan.closing.clear();
+  }
   return true;
 }
 
@@ -598,7 +627,10 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
                        : plan.family == "fullrank"   ? "full-rank Gaussian family"
                        : plan.family == "structured" ? "structured Gaussian family"
                                                      : "mean-field Gaussian family";
-  out << plan.model << ": " << method_title(plan.method) << ", " << silos << ", " << family << '\n';
+  if (plan.pooled)
+    out << plan.model << ": pooled VI (SFVI's engine on one party: no data is held by silos), " << family << '\n';
+  else
+    out << plan.model << ": " << method_title(plan.method) << ", " << silos << ", " << family << '\n';
   for (const std::string& r : plan.reasons) out << "  why: " << r << '\n';
   if (plan.method == Method::PVI)
     out << "  client updates: "
@@ -638,7 +670,9 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
          << std::setw(16) << s.name << derived_where(s, plan);
     out << "    " << line.str() << '\n';
   }
-  if (plan.messages.empty()) {
+  if (plan.pooled) {
+    out << "  no messages: pooled, one process\n";
+  } else if (plan.messages.empty()) {
     out << "  no messages: each silo works alone\n";
   } else {
     out << "  each iteration\n";
@@ -682,6 +716,7 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
   nlohmann::ordered_json j;
   j["model"] = plan.model;
   j["method"] = method_key(plan.method);
+  j["pooled"] = plan.pooled;
   j["family"] = plan.family;
   if (sizes && sizes->silo_count() > 0) j["silos"] = sizes->silo_count();
   else j["silos"] = nullptr;

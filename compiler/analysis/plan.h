@@ -28,6 +28,9 @@ struct Message {
 struct Plan {
   std::string model;
   Method method = Method::PVI;
+  // No data is held by silos (every data block public or the server's): one party fits the model
+  // with SFVI's engine and one silo that holds nothing, in one process; nothing is sent.
+  bool pooled = false;
   std::vector<std::string> reasons;  // why this method, each with a line reference
   std::string family;
   Conjugacy conjugacy;               // meaningful for PVI

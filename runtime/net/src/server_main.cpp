@@ -79,7 +79,10 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     const int silos = int(args.number("silos", 0));
     if (silos < 1) throw std::invalid_argument("--silos must be at least 1");
     engine::Settings settings(description.inference, args.sets);
-    const std::string method = program::run_method(settings, description);
+    const std::string method = program::run_method(settings, description, program::pooled(model));
+    if (program::pooled(model))
+      throw std::invalid_argument("this model declares no silo data: it is fitted pooled, on one party, by NAME-sim "
+                                  "(fvic run); declare the silos' rows in a `silo data` block to deploy it");
     if (method == "independent")
       throw std::invalid_argument("method = independent needs no server (each silo fits alone): run NAME-sim");
     program::SimArguments sim;

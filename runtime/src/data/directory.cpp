@@ -90,6 +90,30 @@ DataDirectory load_data_directory(const std::string& dir) {
   return d;
 }
 
+DataDirectory load_pooled_data(const std::string& path) {
+  DataDirectory d;
+  d.dir = path;
+  std::error_code ec;
+  const fs::path p(path);
+  if (!fs::exists(p, ec)) throw DataError(path + ": no such data file or directory");
+  if (fs::is_directory(p, ec)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(p, ec))
+      if (silo_number(path, e.path().filename().string()))
+        throw DataError(path_in(path, e.path().filename().string()) +
+                        ": the model declares no silo data, so it is fitted pooled from data.json; declare the "
+                        "silos' rows in a `silo data` block to federate it, or remove the silo files");
+    d.public_data = load_party(path, "data");
+    d.server = load_party(path, "server");
+  } else {
+    const std::string ext = p.extension().string();
+    if (ext != ".json" && ext != ".csv")
+      throw DataError(path + ": a pooled model's data is a data directory, a .json file or a .csv file");
+    d.public_data = load_party(p.has_parent_path() ? p.parent_path().string() : ".", p.stem().string());
+  }
+  d.silos.emplace_back();
+  return d;
+}
+
 DataSet load_test_data(const std::string& path) {
   std::error_code ec;
   fs::path p(path);

@@ -198,7 +198,8 @@ SfviServer::SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions
                                                        options.correlated_global)),
       hyper_(Eigen::VectorXd::Zero(hyper_dim_)),
       adam_(q_.num_params() + hyper_dim_, AdamOptions{StepSizeSchedule(options.lr)}) {
-  bind(prior_, model, data, FVI_SERVER, FVI_DENSITY);
+  bind(server_terms_, model, data, FVI_SERVER, FVI_DENSITY);
+  bind(server_terms_, model, data, FVI_SERVER, FVI_LIKELIHOOD);  // of public and server data: the server's
   if (global_dim_ == 0) throw ModelError("SFVI needs global parameters; this model has none");
 }
 
@@ -211,7 +212,7 @@ SfviContribution SfviServer::server_term(const Eigen::MatrixXd& eps) {
   GroupValues values{&z, nullptr, &theta};
   SfviContribution out;
   LogDensity::Value lp;
-  if (!prior_.empty()) lp = prior_.evaluate(values, S, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
+  if (!server_terms_.empty()) lp = server_terms_.evaluate(values, S, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
   else lp = {Eigen::VectorXd::Zero(S), Eigen::MatrixXd::Zero(global_dim_, S), {}, Eigen::VectorXd::Zero(hyper_dim_)};
   // seed 002 Eq. 9, first term; Eq. 12, first term (the hyperparameters' prior and global priors).
   const Eigen::MatrixXd cotangent = options_.stl ? Eigen::MatrixXd(lp.d_global - q_.score(z)) : lp.d_global;
@@ -285,11 +286,11 @@ void SfviSilo::use_average() {
   if (average_.has_average()) set_local_params(average_.average());
 }
 
-Eigen::VectorXd SfviServer::log_prior(const Eigen::MatrixXd& z) {
-  if (prior_.empty()) return Eigen::VectorXd::Zero(z.cols());
+Eigen::VectorXd SfviServer::log_server_terms(const Eigen::MatrixXd& z) {
+  if (server_terms_.empty()) return Eigen::VectorXd::Zero(z.cols());
   const Eigen::MatrixXd theta = hyper_;
   GroupValues values{&z, nullptr, &theta};
-  return prior_.evaluate(values, long(z.cols()), global_dim_, 0, hyper_dim_, 0, -1, 1, 1, false).per_draw;
+  return server_terms_.evaluate(values, long(z.cols()), global_dim_, 0, hyper_dim_, 0, -1, 1, 1, false).per_draw;
 }
 
 SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,

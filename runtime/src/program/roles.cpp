@@ -8,16 +8,28 @@
 
 namespace fvi::program {
 
-std::string run_method(const engine::Settings& settings, const ModelDescription& description) {
+std::string run_method(const engine::Settings& settings, const ModelDescription& description, bool pooled_model) {
   std::string method = settings.name("method", description.method);
   if (method == "auto") method = description.method;
   // The written model was planned, but the command line asks for AXDA's rho or a q(z).
   if (method == "vfl_exact" && !settings.overridden("method") &&
       (settings.overridden("rho") || (settings.overridden("q_z") && settings.name("q_z", "none") != "none")))
     method = "vfl_augmented";
+  if (pooled_model && method != "sfvi")
+    throw std::invalid_argument("method = " + method + " needs data held by silos; this model declares none and is "
+                                "fitted pooled (method = sfvi)");
   for (const char* known : {"pvi", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented", "vfl_power"})
     if (method == known) return method;
   throw std::invalid_argument("method = " + method + " is not implemented in the generated programs yet");
+}
+
+bool pooled(const fvi_model& model) {
+  if (!model.data_table) return false;
+  for (int i = 0; i < model.data_table->declaration_count; ++i) {
+    const int party = model.data_table->declarations[i].party;
+    if (party == FVI_DATA_SILO || party == FVI_DATA_SPLIT) return false;
+  }
+  return true;
 }
 
 int serve(ServerRun& run) {

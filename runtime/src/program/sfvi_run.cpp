@@ -491,9 +491,13 @@ class SfviCoordinator : public Coordinator {
 
   const char* checkpoint_kind() const override { return "sfvi-server"; }
   void print_header() const override {
-    std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld%s\n", run_.description.name, method_.c_str(),
-                options_.family.c_str(), run_.transport.silos(), rounds_,
-                warm_start_ ? (", after " + std::to_string(warm_start_) + " SFVI-Avg rounds").c_str() : "");
+    if (pooled(run_.model))
+      std::printf("%s: pooled (no data is held by silos), method = %s, family = %s, rounds = %ld\n",
+                  run_.description.name, method_.c_str(), options_.family.c_str(), rounds_);
+    else
+      std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld%s\n", run_.description.name, method_.c_str(),
+                  options_.family.c_str(), run_.transport.silos(), rounds_,
+                  warm_start_ ? (", after " + std::to_string(warm_start_) + " SFVI-Avg rounds").c_str() : "");
     std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
                 (long long)server_.hyper_dim());
   }
@@ -639,8 +643,9 @@ class SfviCoordinator : public Coordinator {
       why = "not computed (a silo did not answer)";
       return false;
     }
-    // log p = log p(Z_G) + sum_j log p(y_j, Z_Lj | Z_G); log q = log q(Z_G) + sum_j log q(Z_Lj | Z_G).
-    out.log_p = server_.log_prior(z);
+    // log p = log p(Z_G) (+ the server's likelihood) + sum_j log p(y_j, Z_Lj | Z_G);
+    // log q = log q(Z_G) + sum_j log q(Z_Lj | Z_G).
+    out.log_p = server_.log_server_terms(z);
     out.log_g = d.log_q;
     out.silo_sums = Eigen::MatrixXd::Zero(sums, S);
     for (const Message& m : replies) {
@@ -651,8 +656,12 @@ class SfviCoordinator : public Coordinator {
     return true;
   }
   std::string outputs_note() const override {
-    return method_ == "independent" ? "; each silo writes silo-K/global.json and silo-K/posterior.json"
-                                    : "; each silo writes its local posterior to silo-K/posterior.json";
+    if (method_ == "independent") return "; each silo writes silo-K/global.json and silo-K/posterior.json";
+    // A silo writes its locals' posterior and the derived values it computes, if it has any.
+    bool own = engine::group_index(run_.model, "local") >= 0;
+    for (int i = 0; i < run_.model.quantity_count; ++i)
+      own |= run_.model.quantities[i].owner == FVI_SILO && !run_.model.quantities[i].aggregate;
+    return own ? "; each silo writes its local posterior to silo-K/posterior.json" : "";
   }
 
  private:

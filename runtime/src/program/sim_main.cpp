@@ -65,8 +65,8 @@ bool parse_sim_arguments(int argc, char** argv, SimArguments& a, std::string& er
 }
 
 data::DataDirectory load_run_data(const fvi_model& model, const std::string& path) {
-  data::DataDirectory dir = data::load_data_directory(path);
   if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
+  data::DataDirectory dir = pooled(model) ? data::load_pooled_data(path) : data::load_data_directory(path);
   data::validate_or_throw(*model.data_table, dir);
   if (dir.silos.empty()) throw data::DataError(path + ": no silo data (silo-1.json, silo-1.csv or silo-1/) was found");
   return dir;
@@ -99,7 +99,7 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
   try {
     engine::Settings settings(description.inference, args.overrides);
     std::filesystem::create_directories(args.output);
-    const std::string method = run_method(settings, description);
+    const std::string method = run_method(settings, description, pooled(model));
     // Every party's data is read and checked against the declarations before anything runs.
     data::DataDirectory dir = load_run_data(model, args.data);
     // With the data read, this run will write its own results: none of a previous run's stays.
@@ -115,6 +115,7 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
       endpoints.push_back(&hosts.back()->endpoint());
       lines.push_back(hosts.back()->describe());
     }
+    if (pooled(model)) lines = {"pooled: every data block is public or the server's; nothing is sent"};
     if (!args.test.empty() && (method == "vfl_exact" || method == "vfl_augmented" || method == "vfl_power")) {
       // A vertical model's held-out rows: each silo gets its own columns of them.
       data::DataDirectory test = load_run_data(model, args.test);

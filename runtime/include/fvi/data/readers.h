@@ -47,6 +47,11 @@ struct DataDirectory {
 };
 DataDirectory load_data_directory(const std::string& dir);
 
+// The data of a pooled model (one that declares no silo data): `path` is a data directory with
+// data.json (and server.json) and no silo-K entries, or one .json or .csv file, as a Stan user
+// has it, read as data.json. The result has one silo, with no data of its own.
+DataDirectory load_pooled_data(const std::string& path);
+
 // The number of silos in `dir` (the silo-K entries, checked to be 1..S without a gap), for a
 // program that reads only some parties (NAME-server reads data.json and server.json).
 int count_silos(const std::string& dir);

@@ -130,8 +130,9 @@ class SfviServer {
   // The server's terms alone (for the tests): gradient with respect to (eta_G, theta) and the
   // ELBO term, at the given eps_G.
   SfviContribution server_term(const Eigen::MatrixXd& eps_global);
-  // log p_theta(Z_G) at each column of z (the server's part of the log joint).
-  Eigen::VectorXd log_prior(const Eigen::MatrixXd& z);
+  // The server's part of the log joint at each column of z: log p_theta(Z_G) and the likelihood
+  // of public and server data.
+  Eigen::VectorXd log_server_terms(const Eigen::MatrixXd& z);
   // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
   void average(const std::vector<SfviLocalFit>& fits);
   void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
@@ -145,7 +146,8 @@ class SfviServer {
 
  private:
   SfviOptions options_;
-  LogDensity prior_;
+  // The server's own terms: the global priors and the likelihoods of public and server data.
+  LogDensity server_terms_;
   Eigen::Index global_dim_ = 0, hyper_dim_ = 0;
   StructuredGlobalGaussian<double> q_;
   Eigen::VectorXd hyper_;

@@ -55,7 +55,12 @@ std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::S
 // rows between them (fvi/engine/row_parallel.h); the other methods run on one.
 int silo_threads(const std::string& method, int available);
 
-// The method a run uses: the `method` key, `auto` meaning the planned one; throws if unknown.
-std::string run_method(const engine::Settings& settings, const ModelDescription& description);
+// The method a run uses: the `method` key, `auto` meaning the planned one; throws if unknown, or
+// if a pooled model asks for one other than sfvi.
+std::string run_method(const engine::Settings& settings, const ModelDescription& description, bool pooled_model);
+
+// A model that declares no silo or split data: fitted pooled, by SFVI's engine with one silo
+// that holds nothing (`fvic plan`: "pooled VI"), in NAME-sim alone.
+bool pooled(const fvi_model& model);
 
 }  // namespace fvi::program

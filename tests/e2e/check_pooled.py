@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Models whose likelihood is the server's: usage  check_pooled.py FVIC CACHE CASE.
+
+  pooled             a model with no silo data, as a Stan user brings it (one data block, one
+                     data file): `fvic plan` says pooled and lists no message, `fvic run --data
+                     FILE.json` fits it with defaults, converged, with k-hat; the posterior is
+                     the exact Gaussian one (known noise, normal prior, computed here from the
+                     data file); a data directory holding silo files is refused, naming the file.
+  server_likelihood  a federated model with a likelihood of server data beside the silos' (the
+                     server evaluates it, SFVI: PVI is not planned): the exact posterior of all
+                     the rows, the server's and the silos'.
+
+Exact here: mu ~ normal(0, 10), every row ~ normal(mu, 1), so mu's posterior is normal with
+precision 1/100 + n and mean sum(y) / precision. q is Gaussian and can equal it; what is left is
+the optimiser's noise, which the stopping rule bounds (it stops when the averaged iterate drifts
+less than 0.05 q sds): means within 0.15 posterior sd and sds within 15% (three times that).
+
+Exit 0 on success, 1 with a message on the first failure.
+"""
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_pvi import Failure, require  # noqa: E402
+
+POOLED = """// A Stan program as written: one data block, no marks but `global`.
+data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+}
+model {
+  mu ~ normal(0, 10);
+  y ~ normal(mu, 1);
+}
+"""
+
+SERVER_LIKELIHOOD = """// The server holds rows of its own; each silo holds its rows.
+server data {
+  int<lower=0> M;
+  vector[M] z;
+}
+silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+}
+model {
+  mu ~ normal(0, 10);
+  y ~ normal(mu, 1);
+  z ~ normal(mu, 1);
+}
+"""
+
+MEAN_SD, SD_RATIO = 0.15, 0.15
+
+
+def fvic(args, cache, ok=True):
+    p = subprocess.run(args, env=dict(os.environ, FVIC_CACHE=cache), capture_output=True, text=True, timeout=900)
+    if ok:
+        require(p.returncode == 0, f"{' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def exact(rows):
+    precision = 1 / 100 + len(rows)
+    return sum(rows) / precision, 1 / math.sqrt(precision)
+
+
+def check_posterior(out, rows, stdout):
+    require("converged after" in stdout, "the run did not converge:\n" + stdout)
+    require("Pareto k-hat" in stdout and "not computed" not in stdout.split("Pareto k-hat")[1].splitlines()[0],
+            "no k-hat:\n" + stdout)
+    with open(os.path.join(out, "posterior.json")) as f:
+        mu = json.load(f)["variables"]["mu"]
+    mean, sd = exact(rows)
+    off, ratio = abs(mu["mean"][0] - mean) / sd, mu["sd"][0] / sd
+    print(f"  mu: fvic {mu['mean'][0]:.5f} (sd {mu['sd'][0]:.5f}), exact {mean:.5f} (sd {sd:.5f}): "
+          f"{off:.3f} sd off, sd ratio {ratio:.3f}")
+    require(off <= MEAN_SD, f"mu's mean is {off:.3f} posterior sds from the exact one")
+    require(abs(ratio - 1) <= SD_RATIO, f"mu's sd is {ratio:.3f} of the exact one")
+
+
+def case_pooled(fvic_path, cache, work):
+    model = os.path.join(work, "pooled.fvi")
+    with open(model, "w") as f:
+        f.write(POOLED)
+    rng = random.Random(7)
+    rows = [2.5 + rng.gauss(0, 1) for _ in range(40)]
+    data = os.path.join(work, "pooled.json")
+    with open(data, "w") as f:
+        json.dump({"N": len(rows), "y": rows}, f)
+    plan = fvic([fvic_path, "plan", model], cache).stdout
+    require(plan.splitlines()[0].startswith("pooled: pooled VI") and "no messages: pooled" in plan,
+            "the plan does not say pooled:\n" + plan)
+    plan_json = json.loads(fvic([fvic_path, "plan", model, "--json"], cache).stdout)
+    require(plan_json["pooled"] and not plan_json["messages"] and not plan_json["closing_messages"],
+            f"the json plan: pooled {plan_json['pooled']}, messages {plan_json['messages']}")
+    out = os.path.join(work, "out")
+    p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    print("pooled, --data FILE.json:")
+    check_posterior(out, rows, p.stdout)
+    # The same data as a directory's data.json, with a silo file beside it: refused.
+    folder = os.path.join(work, "folder")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "data.json"), "w") as f:
+        json.dump({"N": len(rows), "y": rows}, f)
+    with open(os.path.join(folder, "silo-1.json"), "w") as f:
+        json.dump({}, f)
+    p = fvic([fvic_path, "run", model, "--data", folder, "--output", os.path.join(work, "out2")], cache, ok=False)
+    require(p.returncode != 0 and "silo-1.json" in p.stderr and "no silo data" in p.stderr,
+            f"a silo file beside a pooled model's data: exit {p.returncode}\n{p.stderr}")
+    print(f"  a silo file in a pooled model's data directory: {p.stderr.strip().splitlines()[-1][:150]}")
+
+
+def case_server_likelihood(fvic_path, cache, work):
+    model = os.path.join(work, "server_likelihood.fvi")
+    with open(model, "w") as f:
+        f.write(SERVER_LIKELIHOOD)
+    rng = random.Random(11)
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    server_rows = [4.0 + rng.gauss(0, 1) for _ in range(60)]
+    with open(os.path.join(data, "server.json"), "w") as f:
+        json.dump({"M": len(server_rows), "z": server_rows}, f)
+    with open(os.path.join(data, "data.json"), "w") as f:
+        json.dump({}, f)
+    rows = list(server_rows)
+    for k in (1, 2, 3):
+        silo = [4.0 + rng.gauss(0, 1) for _ in range(5)]
+        rows += silo
+        with open(os.path.join(data, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": len(silo), "y": silo}, f)
+    plan = fvic([fvic_path, "plan", model], cache).stdout
+    require(re.search(r"likelihood z ~ normal\s+server", plan) and "SFVI" in plan.splitlines()[0],
+            "the plan does not give the server's likelihood to the server, by SFVI:\n" + plan)
+    p = fvic([fvic_path, "plan", model, "--set", "method=pvi"], cache, ok=False)
+    require(p.returncode == 1 and "server evaluates it" in p.stderr, "method = pvi was not refused:\n" + p.stderr)
+    out = os.path.join(work, "out")
+    p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    print("server_likelihood, 60 server rows and 3 silos of 5:")
+    check_posterior(out, rows, p.stdout)
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    fvic_path, cache, case = sys.argv[1:]
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            {"pooled": case_pooled, "server_likelihood": case_server_likelihood}[case](fvic_path, cache, work)
+    except Failure as e:
+        print(f"FAIL: {e}")
+        sys.exit(1)
+    print(f"{case}: ok")
+
+
+if __name__ == "__main__":
+    main()
