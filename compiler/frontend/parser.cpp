@@ -6,6 +6,7 @@
 
 #include "FVILexer.h"
 #include "frontend/functions.h"
+#include "frontend/stan_forms.h"
 #include "FVIParser.h"
 #include "antlr4-runtime.h"
 
@@ -823,6 +824,7 @@ std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& di
   std::unique_ptr<Program> program = builder.program(tree);
   if (diags.has_errors()) return nullptr;
   desugar_user_densities(*program);
+  desugar_stan_forms(*program);
   return program;
 }
 

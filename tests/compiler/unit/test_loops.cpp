@@ -56,25 +56,10 @@ const std::string kVectors = kHead + R"(model {
 }
 )";
 
-fvic::test::LoadedModel load(const std::string& name, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / (name + ".fvi")).string();
-  std::ofstream(path) << text;
-  return fvic::test::LoadedModel(path);
-}
-
-const fvic::ir::Factor& factor(const fvic::ir::Module& m, const std::string& name) {
-  for (const auto& f : m.factors)
-    if (f.name == name) return f;
-  for (const auto& f : m.quantities)
-    if (f.name == name) return f;
-  FAIL("no factor " << name);
-  return m.factors.at(0);
-}
-
 }  // namespace
 
 TEST_CASE("loops: a loop over elements computes what the vectorised statement computes", "[loops]") {
-  fvic::test::LoadedModel loops = load("fvic_test_loops", kLoops), vectors = load("fvic_test_vectors", kVectors);
+  fvic::test::LoadedModel loops = fvic::test::load_text("fvic_test_loops", kLoops), vectors = fvic::test::load_text("fvic_test_vectors", kVectors);
   INFO(loops.errors() << vectors.errors());
   REQUIRE(loops.ok());
   REQUIRE(vectors.ok());
@@ -85,7 +70,7 @@ TEST_CASE("loops: a loop over elements computes what the vectorised statement co
   const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
   for (const std::string& name : {"server_density", "silo_density", "likelihood_y"}) {
     INFO(name);
-    fvic::ir::Interpreter x(a, factor(a, name)), y(b, factor(b, name));
+    fvic::ir::Interpreter x(a, fvic::test::factor_named(a, name)), y(b, fvic::test::factor_named(b, name));
     const fvic::ir::RealTensor& u = x.forward(data);
     const fvic::ir::RealTensor& v = y.forward(data);
     REQUIRE(u.m.rows() == v.m.rows());
@@ -93,7 +78,7 @@ TEST_CASE("loops: a loop over elements computes what the vectorised statement co
     CHECK((u.m - v.m).cwiseAbs().maxCoeff() <= 1e-12 * (1 + v.m.cwiseAbs().maxCoeff()));
   }
   // log_lik[n]: each row's normal log density, written out here.
-  fvic::ir::Interpreter q(a, factor(a, "quantity_log_lik"));
+  fvic::ir::Interpreter q(a, fvic::test::factor_named(a, "quantity_log_lik"));
   const fvic::ir::RealTensor& lik = q.forward(data);
   const auto& y = data.data.at("y").m;
   const auto& x = data.data.at("x").m;
@@ -119,7 +104,7 @@ TEST_CASE("loops: the loops the code generator refuses say why", "[loops]") {
       {"  for (k in 1:K) y[k] ~ normal(mu, 1);\n", "a loop over 1:K reading 'y' of N rows"},
   };
   for (const auto& [body, message] : cases) {
-    fvic::test::LoadedModel m = load("fvic_test_bad_loop", head + body + "}\n");
+    fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_bad_loop", head + body + "}\n");
     REQUIRE(m.ok());
     fvic::ir::Module module;
     CHECK_FALSE(fvic::ir::lower(*m.model, module, m.diags));

@@ -2,8 +2,10 @@
 // Test support: load a model from a file, and make random data and variables that satisfy its
 // declarations (small sizes, ints inside their bounds, positive values where constrained).
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,22 @@ struct LoadedModel {
     return s.str();
   }
 };
+
+// A model written out by a test: saved as NAME.fvi in the temporary directory, then loaded.
+inline LoadedModel load_text(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / (name + ".fvi")).string();
+  std::ofstream(path) << text;
+  return LoadedModel(path);
+}
+
+// The factor or quantity of `m` named `name`.
+inline const ir::Factor& factor_named(const ir::Module& m, const std::string& name) {
+  for (const auto& f : m.factors)
+    if (f.name == name) return f;
+  for (const auto& f : m.quantities)
+    if (f.name == name) return f;
+  throw std::invalid_argument("no factor " + name);
+}
 
 // Random data for every data declaration, in order, so sizes are known when needed.
 inline ir::Bindings random_bindings(const SemanticModel& m, const ir::Module& module, std::mt19937& rng,

@@ -1,0 +1,155 @@
+#include "frontend/stan_forms.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frontend/functions.h"
+
+namespace fvic {
+namespace {
+
+// A GLM density: its core distribution and how many arguments follow x, a and b.
+struct Glm {
+  const char* core;
+  size_t extra;  // normal_id_glm's sigma
+};
+const std::map<std::string, Glm>& glms() {
+  static const std::map<std::string, Glm> table = {
+      {"bernoulli_logit_glm", {"bernoulli_logit", 0}},
+      {"poisson_log_glm", {"poisson_log", 0}},
+      {"normal_id_glm", {"normal", 1}},
+  };
+  return table;
+}
+
+ExprPtr binary(const std::string& op, ExprPtr a, ExprPtr b, const Loc& loc) {
+  auto e = std::make_unique<Expr>(ExprKind::Binary, loc);
+  e->name = op;
+  e->args.push_back(std::move(a));
+  e->args.push_back(std::move(b));
+  return e;
+}
+
+ExprPtr int_literal(long long v, const Loc& loc) {
+  auto e = std::make_unique<Expr>(ExprKind::IntLit, loc);
+  e->int_value = v;
+  e->text = std::to_string(v);
+  return e;
+}
+
+// `name` without its density suffix, and the suffix ("" for a distribution name after `~`).
+std::pair<std::string, std::string> split_suffix(const std::string& name) {
+  for (const char* suffix : {"_lpdf", "_lpmf"}) {
+    const std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0)
+      return {name.substr(0, name.size() - s.size()), s};
+  }
+  return {name, ""};
+}
+
+// The GLM's parameters (x, a, b[, sigma]) as the core distribution's ((a + x * b)[, sigma]).
+bool rewrite_glm(const std::string& base, std::vector<ExprPtr>& params, std::string& core) {
+  auto it = glms().find(base);
+  if (it == glms().end() || params.size() != 3 + it->second.extra) return false;
+  const Loc loc = params[0]->loc;
+  ExprPtr predictor = binary("+", std::move(params[1]), binary("*", std::move(params[0]), std::move(params[2]), loc), loc);
+  std::vector<ExprPtr> out;
+  out.push_back(std::move(predictor));
+  for (size_t i = 3; i < params.size(); ++i) out.push_back(std::move(params[i]));
+  params = std::move(out);
+  core = it->second.core;
+  return true;
+}
+
+bool rewrite_std_normal(const std::string& base, std::vector<ExprPtr>& params, const Loc& loc, std::string& core) {
+  if (base != "std_normal" || !params.empty()) return false;
+  params.push_back(int_literal(0, loc));
+  params.push_back(int_literal(1, loc));
+  core = "normal";
+  return true;
+}
+
+// One expression node, its children already rewritten.
+void rewrite(ExprPtr& slot) {
+  Expr& e = *slot;
+  if (e.kind == ExprKind::CondCall) {
+    auto [base, suffix] = split_suffix(e.name);
+    if (suffix.empty()) return;
+    std::vector<ExprPtr> params;
+    for (size_t i = 1; i < e.args.size(); ++i) params.push_back(std::move(e.args[i]));
+    std::string core;
+    if (rewrite_glm(base, params, core) || rewrite_std_normal(base, params, e.loc, core)) {
+      e.name = core + suffix;
+      e.args.resize(1);
+      for (ExprPtr& p : params) e.args.push_back(std::move(p));
+    } else {
+      for (size_t i = 0; i < params.size(); ++i) e.args[i + 1] = std::move(params[i]);
+    }
+    return;
+  }
+  if (e.kind == ExprKind::Call && e.name == "std_normal_lpdf" && e.args.size() == 1) {  // no '|': no parameters
+    e.kind = ExprKind::CondCall;
+    e.name = "normal_lpdf";
+    e.args.push_back(int_literal(0, e.loc));
+    e.args.push_back(int_literal(1, e.loc));
+    return;
+  }
+  if (e.kind == ExprKind::Call && e.name == "log_sum_exp" && e.args.size() == 2) {
+    const Loc loc = e.loc;
+    ExprPtr a = std::move(e.args[0]), b = std::move(e.args[1]);
+    ExprPtr a_again = substitute(*a, {});
+    auto tail = std::make_unique<Expr>(ExprKind::Call, loc);
+    tail->name = "log1p_exp";
+    tail->args.push_back(binary("-", std::move(b), std::move(a_again), loc));
+    slot = binary("+", std::move(a), std::move(tail), loc);
+  }
+}
+
+// Every expression under `root`, children before parents, without recursion (expressions are as
+// deep as the user writes them).
+void rewrite_tree(ExprPtr& root) {
+  if (!root) return;
+  std::vector<ExprPtr*> order, todo{&root};
+  while (!todo.empty()) {
+    ExprPtr* p = todo.back();
+    todo.pop_back();
+    order.push_back(p);
+    for (ExprPtr& a : (*p)->args)
+      if (a) todo.push_back(&a);
+    for (Index& ix : (*p)->indices)
+      for (ExprPtr* part : {&ix.lower, &ix.upper})
+        if (*part) todo.push_back(part);
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) rewrite(**it);
+}
+
+void rewrite_statement(Stmt& root) {
+  std::vector<Stmt*> todo{&root};
+  while (!todo.empty()) {
+    Stmt& s = *todo.back();
+    todo.pop_back();
+    rewrite_tree(s.lhs);
+    for (ExprPtr& a : s.args) rewrite_tree(a);
+    if (s.decl) rewrite_tree(s.decl->init);
+    for (StmtPtr& b : s.body)
+      if (b) todo.push_back(b.get());
+    if (s.kind != StmtKind::Tilde) continue;
+    std::string core;
+    if (rewrite_glm(s.name, s.args, core) || rewrite_std_normal(s.name, s.args, s.name_loc, core)) s.name = core;
+  }
+}
+
+}  // namespace
+
+void desugar_stan_forms(Program& program) {
+  for (Block& b : program.blocks) {
+    for (StmtPtr& s : b.stmts)
+      if (s) rewrite_statement(*s);
+    for (FunctionDef& f : b.functions)
+      if (f.body) rewrite_statement(*f.body);
+  }
+}
+
+}  // namespace fvic

@@ -1,0 +1,136 @@
+// Stan's convenience forms (frontend/stan_forms.h): the GLM densities, std_normal and the binary
+// log_sum_exp are rewritten into core forms before checking; each factor then computes the log
+// density written out here, on random data and draws, and log_sum_exp(a, b) stays finite where
+// exp(a) overflows.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "ir/interpret.h"
+#include "ir/lower.h"
+#include "test_models.h"
+
+namespace {
+
+const std::string kHead = R"(data {
+  int<lower=1> D;
+}
+silo data {
+  int<lower=0> N;
+  matrix[N, D] x;
+  array[N] int<lower=0, upper=1> b;
+  array[N] int<lower=0> c;
+  vector[N] y;
+}
+parameters {
+  global real alpha;
+  global vector[D] beta;
+  global real<lower=0> sigma;
+}
+model {
+  alpha ~ std_normal();
+  target += std_normal_lpdf(beta);
+  sigma ~ normal(0, 2);
+)";
+
+// The sum over rows of each density at eta = alpha + x beta, written out.
+double bernoulli_logit(const Eigen::MatrixXd& b, const Eigen::VectorXd& eta) {
+  double s = 0;
+  for (Eigen::Index n = 0; n < eta.size(); ++n) s += b(n, 0) * eta(n) - std::log1p(std::exp(eta(n)));
+  return s;
+}
+double poisson_log(const Eigen::MatrixXd& c, const Eigen::VectorXd& eta) {
+  double s = 0;
+  for (Eigen::Index n = 0; n < eta.size(); ++n) s += c(n, 0) * eta(n) - std::exp(eta(n)) - std::lgamma(c(n, 0) + 1);
+  return s;
+}
+double normal(const Eigen::MatrixXd& y, const Eigen::VectorXd& eta, double sigma) {
+  double s = 0;
+  for (Eigen::Index n = 0; n < eta.size(); ++n)
+    s += -0.5 * std::log(2 * M_PI) - std::log(sigma) - 0.5 * std::pow((y(n, 0) - eta(n)) / sigma, 2);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("stan forms: GLM densities and std_normal compute the densities written out", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_stan_forms", kHead + R"(  b ~ bernoulli_logit_glm(x, alpha, beta);
+  c ~ poisson_log_glm(x, alpha, beta);
+  target += normal_id_glm_lpdf(y | x, alpha, beta, sigma);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
+  std::mt19937 rng(3);
+  fvic::ir::Bindings data = fvic::test::random_bindings(*m.model, module, rng, /*draws=*/3);
+  // Outcomes of their types: 0/1 and counts.
+  for (double& v : data.data.at("b").m.reshaped()) v = v > 0 ? 1 : 0;
+  for (double& v : data.data.at("c").m.reshaped()) v = std::floor(std::fabs(v) * 3);
+  const auto& g = data.inputs.at("global");
+  const auto& x = data.data.at("x").m;
+  const long D = long(data.data.at("D").m(0, 0));
+
+  fvic::ir::Interpreter bern(module, fvic::test::factor_named(module, "likelihood_b")), pois(module, fvic::test::factor_named(module, "likelihood_c_2"));
+  const fvic::ir::RealTensor& lb = bern.forward(data);
+  const fvic::ir::RealTensor& lc = pois.forward(data);
+  fvic::ir::Interpreter silo(module, fvic::test::factor_named(module, "silo_density")), server(module, fvic::test::factor_named(module, "server_density"));
+  const fvic::ir::RealTensor& ls = silo.forward(data);
+  const fvic::ir::RealTensor& lp = server.forward(data);
+  for (Eigen::Index s = 0; s < g.draws; ++s) {
+    const double alpha = g.m(0, s), sigma = std::exp(g.m(D + 1, s));
+    const Eigen::VectorXd eta = (x * g.m.col(s).segment(1, D)).array() + alpha;
+    CHECK(lb.m.col(s).sum() == Approx(bernoulli_logit(data.data.at("b").m, eta)).epsilon(1e-12));
+    CHECK(lc.m.col(s).sum() == Approx(poisson_log(data.data.at("c").m, eta)).epsilon(1e-12));
+    CHECK(ls.m(0, s) == Approx(normal(data.data.at("y").m, eta, sigma)).epsilon(1e-12));
+    // std_normal on alpha and on each beta, and sigma's normal(0, 2) with its log-Jacobian.
+    double prior = -0.5 * alpha * alpha - 0.5 * std::log(2 * M_PI);
+    for (long d = 0; d < D; ++d) prior += -0.5 * std::pow(g.m(1 + d, s), 2) - 0.5 * std::log(2 * M_PI);
+    prior += -0.5 * std::log(2 * M_PI) - std::log(2.0) - 0.5 * std::pow(sigma / 2, 2) + g.m(D + 1, s);
+    CHECK(lp.m(0, s) == Approx(prior).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("stan forms: log_sum_exp(a, b) is log(exp(a) + exp(b)), also where exp overflows", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_log_sum_exp", R"(data {
+  real shift;
+}
+silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+}
+model {
+  mu ~ normal(0, 1);
+  target += log_sum_exp(mu + shift, 2 * mu - shift);
+  y ~ normal(mu, 1);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
+  for (double shift : {0.0, 3.5, -800.0, 800.0}) {
+    fvic::ir::Bindings b;
+    b.data["shift"] = fvic::ir::RealTensor(1, 1, 1);
+    b.data["shift"].m(0, 0) = shift;
+    b.inputs["global"] = fvic::ir::RealTensor(1, 1, 3);
+    b.inputs["global"].m << -1.3, 0.2, 2.0;
+    fvic::ir::Interpreter server(module, fvic::test::factor_named(module, "server_density"));
+    const fvic::ir::RealTensor& lp = server.forward(b);
+    for (Eigen::Index s = 0; s < 3; ++s) {
+      const double mu = b.inputs["global"].m(0, s);
+      const double a = mu + shift, c = 2 * mu - shift, top = std::max(a, c);
+      const double want = -0.5 * mu * mu - 0.5 * std::log(2 * M_PI) + top + std::log(std::exp(a - top) + std::exp(c - top));
+      INFO("shift " << shift << ", mu " << mu);
+      REQUIRE(std::isfinite(lp.m(0, s)));
+      CHECK(lp.m(0, s) == Approx(want).epsilon(1e-13));
+    }
+  }
+}
