@@ -216,6 +216,15 @@ int run(const Options& o) {
   fvic::Plan plan;
   bool planned = fvic::make_plan(*c->model, *c->diags, plan);
   if (!planned || c->diags->has_errors()) return finish(kModelError);
+  if (o.command == "check") {
+    // What the code generator cannot do yet is the model's error too: named here, not after a
+    // user has prepared data and waited for a build.
+    fvic::ir::Module module;
+    std::string cpp;
+    if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);
+    fvic::transform::make_adjoints(module);
+    if (!fvic::backend::emit_cpp(module, *c->model, cpp, *c->diags)) return finish(kModelError);
+  }
   if (o.command == "check") return finish(kOk);
   if (o.command == "build" || o.command == "run") {
     fvic::ir::Module module;
