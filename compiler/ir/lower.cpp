@@ -257,7 +257,7 @@ class FactorBuilder {
     const Symbol* s = model_.find(e.name);
     if (!s) {
       auto local = locals_.find(e.name);
-      if (local != locals_.end()) return expr(*local->second);
+      if (local != locals_.end()) return local_value(local->second);
       unsupported(e.loc, "the loop or local variable '" + e.name + "'");
       return constant(0);
     }
@@ -359,7 +359,24 @@ class FactorBuilder {
     return constant(0);
   }
 
-  void bind_local(const std::string& name, const Expr* init) { locals_[name] = init; }
+  // A model-block local's value: its declared value, its one assignment, or element i's value of
+  // `for (i in 1:rows) v[i] = value;` (then lowered as one value of `rows` rows, as a derived one).
+  struct LocalValue {
+    const Expr* value = nullptr;
+    std::optional<SymSize> loop_rows;
+    std::string loop_var;
+  };
+  void bind_local(const std::string& name, const LocalValue& v) { locals_[name] = v; }
+
+  int local_value(const LocalValue& l) {
+    if (!l.loop_rows) return expr(*l.value);
+    std::optional<Loop> outer = loop_;
+    set_loop(Loop{l.loop_var, *l.loop_rows});
+    int v = expr(*l.value);
+    if (!node(v).rows.equals(*l.loop_rows)) v = op(Op::Broadcast, {v}, *l.loop_rows, one());  // the same for every element
+    set_loop(outer);
+    return v;
+  }
 
   // `for (var in 1:rows)` around the statement being lowered: element var's values are lowered
   // as one value of `rows` rows (each use of var must be a container's element [var]).
@@ -389,6 +406,26 @@ class FactorBuilder {
   // stay rows: only `x[i] * beta` may use one, as the product of all of x with beta).
   int loop_element(const Expr& e) {
     const Expr& base = *e.args[0];
+    // x[idx[i]], idx int data of the loop's rows: all of x indexed by idx (x[idx] as a vector).
+    if (e.indices.size() == 1 && e.indices[0].kind == IndexKind::Single && e.indices[0].lower &&
+        !per_element(base) && base.type.array_dims + base.type.base_dims() == 1 &&
+        !(base.type.array_dims == 0 && base.type.base == Base::RowVector)) {
+      const Expr& ix = *e.indices[0].lower;
+      const Symbol* idx = ix.kind == ExprKind::Index && ix.args[0]->kind == ExprKind::Var
+                              ? model_.find(ix.args[0]->name) : nullptr;
+      if (idx && idx->kind == SymbolKind::Data && idx->type.is_int_array() && idx->type.array_dims == 1 && ix.indices.size() == 1 &&
+          ix.indices[0].kind == IndexKind::Single && ix.indices[0].lower &&
+          ix.indices[0].lower->kind == ExprKind::Var && ix.indices[0].lower->name == loop_->var) {
+        int rows = data(*idx, true, ix.loc);
+        if (!node(rows).rows.equals(loop_->rows)) {
+          unsupported(e.loc, "a loop over 1:" + loop_->rows.str() + " reading '" + to_source(ix) + "' of " +
+                                 node(rows).rows.str() + " rows (the loop must run over all of them)");
+          return constant(0);
+        }
+        int x = expr(base);
+        return op(Op::IndexRows, {x, rows}, loop_->rows, one());
+      }
+    }
     const bool simple = e.indices.size() == 1 && e.indices[0].kind == IndexKind::Single && e.indices[0].lower &&
                         e.indices[0].lower->kind == ExprKind::Var && e.indices[0].lower->name == loop_->var &&
                         !per_element(base) && base.type.array_dims + base.type.base_dims() >= 1 &&
@@ -432,7 +469,7 @@ class FactorBuilder {
   Factor& f_;
   bool ok_ = true;
   std::map<std::string, int> params_, data_, derived_;
-  std::map<std::string, const Expr*> locals_;
+  std::map<std::string, LocalValue> locals_;
   std::optional<Loop> loop_;
   std::map<const Expr*, bool> element_;
   std::vector<Jacobian> jacobians_;
@@ -484,28 +521,103 @@ bool collect_loop(const Stmt& loop, LoopOf& out, Diagnostics& diags) {
   return true;
 }
 
-// The model block's local variables (declared with a value, never reassigned) as bindings, and
-// its loops' statements.
-bool collect_locals(const Block* model, std::vector<std::pair<std::string, const Expr*>>& out, LoopOf& loops,
-                    Diagnostics& diags) {
+struct Local {
+  std::string name;
+  FactorBuilder::LocalValue value;
+};
+
+// `v[i] = e;` in `for (i in 1:N)`, v a pending local (declared without a value) of N elements:
+// v's name, else "".
+std::string element_assignment(const Stmt& loop, const Stmt& body, const std::map<std::string, const VarDecl*>& pending) {
+  if (body.kind != StmtKind::Assign || body.name != "=") return "";
+  const Expr& lhs = *body.lhs;
+  if (lhs.kind != ExprKind::Index || lhs.args[0]->kind != ExprKind::Var || lhs.indices.size() != 1) return "";
+  const Index& ix = lhs.indices[0];
+  if (ix.kind != IndexKind::Single || !ix.lower || ix.lower->kind != ExprKind::Var || ix.lower->name != loop.name)
+    return "";
+  auto it = pending.find(lhs.args[0]->name);
+  if (it == pending.end()) return "";
+  const TypeDecl& t = it->second->type;
+  if (t.sizes.size() + t.array_sizes.size() != 1) return "";
+  const Expr& size = t.array_sizes.empty() ? *t.sizes[0] : *t.array_sizes[0];
+  const Expr& hi = *loop.args[1];
+  const bool same = (size.kind == ExprKind::Var && hi.kind == ExprKind::Var && size.name == hi.name) ||
+                    (size.kind == ExprKind::IntLit && hi.kind == ExprKind::IntLit && size.int_value == hi.int_value);
+  return same ? it->first : "";
+}
+
+// `for (i in 1:N) { v[i] = ...; w[i] = ...; y[i] ~ ...; }` where each assignment gives a pending
+// local its value element by element: those locals bound (in order; a later one may read an
+// earlier one's element i), the `~` and `target +=` lowered as one vectorised statement each.
+// False when the loop has another statement, or assigns no pending local.
+bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDecl*>& pending, std::vector<Local>& out,
+                             LoopOf& loops) {
+  const Expr& lo = *loop.args[0];
+  const Expr& hi = *loop.args[1];
+  if (lo.kind != ExprKind::IntLit || lo.int_value != 1 || (hi.kind != ExprKind::Var && hi.kind != ExprKind::IntLit))
+    return false;
+  const SymSize rows = hi.kind == ExprKind::Var ? SymSize::atom(hi.name) : SymSize::constant(hi.int_value);
+  std::vector<const Stmt*> body;
+  if (loop.body[0]->kind == StmtKind::Block)
+    for (const StmtPtr& b : loop.body[0]->body) body.push_back(b.get());
+  else
+    body.push_back(loop.body[0].get());
+  std::map<std::string, const VarDecl*> left = pending;
+  std::vector<Local> bound;
+  for (const Stmt* b : body) {
+    if (b->kind == StmtKind::Tilde || b->kind == StmtKind::Target || b->kind == StmtKind::Empty) continue;
+    const std::string name = element_assignment(loop, *b, left);
+    if (name.empty()) return false;
+    FactorBuilder::LocalValue v;
+    v.value = b->args[0].get();
+    v.loop_rows = rows;
+    v.loop_var = loop.name;
+    bound.push_back({name, v});
+    left.erase(name);
+  }
+  if (bound.empty()) return false;
+  for (const Stmt* b : body)
+    if (b->kind == StmtKind::Tilde || b->kind == StmtKind::Target) loops[b] = FactorBuilder::Loop{loop.name, rows};
+  out.insert(out.end(), bound.begin(), bound.end());
+  pending = left;
+  return true;
+}
+
+// The model block's local variables as bindings (declared with a value; or declared, then given
+// their value by one assignment of the whole variable or by one loop over its elements, and
+// never reassigned), and its loops' statements.
+bool collect_locals(const Block* model, std::vector<Local>& out, LoopOf& loops, Diagnostics& diags) {
   if (!model) return true;
   bool ok = true;
+  std::map<std::string, const VarDecl*> pending;  // declared without a value, not assigned yet
   for (const StmtPtr& s : model->stmts) {
     if (s->kind == StmtKind::For) {
-      ok &= collect_loop(*s, loops, diags);
+      if (!collect_assignment_loop(*s, pending, out, loops)) ok &= collect_loop(*s, loops, diags);
     } else if (s->kind == StmtKind::Decl) {
       if (!s->decl->init) {
-        diags.error(s->loc, "a model-block variable without a value is not supported by the code generator yet",
-                    "declare it with its value: `vector[N] mu = ...;`");
-        ok = false;
+        pending[s->decl->name] = s->decl.get();
       } else {
-        out.push_back({s->decl->name, s->decl->init.get()});
+        FactorBuilder::LocalValue v;
+        v.value = s->decl->init.get();
+        out.push_back({s->decl->name, v});
       }
+    } else if (s->kind == StmtKind::Assign && s->name == "=" && s->lhs->kind == ExprKind::Var &&
+               pending.count(s->lhs->name)) {
+      FactorBuilder::LocalValue v;
+      v.value = s->args[0].get();
+      out.push_back({s->lhs->name, v});
+      pending.erase(s->lhs->name);
     } else if (s->kind != StmtKind::Tilde && s->kind != StmtKind::Target && s->kind != StmtKind::Empty) {
       diags.error(s->loc, "loops, conditionals and assignments are not supported by the code generator yet",
-                  "write the model with vectorised statements");
+                  "give a local its value once: `vector[N] mu = ...;`, `mu = ...;` or "
+                  "`for (i in 1:N) mu[i] = ...;`; write the rest with vectorised statements");
       ok = false;
     }
+  }
+  for (const auto& [name, d] : pending) {
+    diags.error(d->loc, "'" + name + "' is declared in the model block but never given its value",
+                "give it its value once: `" + name + " = ...;` or `for (i in 1:N) " + name + "[i] = ...;`");
+    ok = false;
   }
   return ok;
 }
@@ -575,7 +687,7 @@ std::string local_index_of(const Module& module, const Factor& f) {
 bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   module.model = model.program->name;
   build_groups(model, module);
-  std::vector<std::pair<std::string, const Expr*>> locals;
+  std::vector<Local> locals;
   LoopOf loops;
   if (!collect_locals(model.program->find(BlockKind::Model), locals, loops, diags)) return false;
   auto loop_of = [&](const Stmt* s) -> std::optional<FactorBuilder::Loop> {
@@ -583,7 +695,8 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     if (it == loops.end()) return std::nullopt;
     return it->second;
   };
-  const std::map<std::string, const Expr*> local_map(locals.begin(), locals.end());
+  std::map<std::string, const Expr*> local_map;
+  for (const Local& l : locals) local_map[l.name] = l.value.value;
   bool ok = true;
 
   // Density factors: one per party kind, holding its priors, its `target +=` terms and the
@@ -594,7 +707,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     f.owner = party;
     f.name = party == TermOwner::Server ? "server_density" : party == TermOwner::Silo ? "silo_density" : "split_density";
     FactorBuilder b(model, module, diags, f);
-    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    for (const Local& l : locals) b.bind_local(l.name, l.value);
     std::vector<int> parts;
     for (const Term& t : model.terms) {
       if (t.owner != party || t.kind == TermKind::Likelihood || is_element_prior(model, local_map, t)) continue;
@@ -641,7 +754,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (const Factor& other : module.factors)
       if (other.name == f.name) f.name += "_" + std::to_string(module.factors.size());
     FactorBuilder b(model, module, diags, f);
-    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    for (const Local& l : locals) b.bind_local(l.name, l.value);
     std::vector<int> args{b.expr(*s.lhs)};
     for (const ExprPtr& a : s.args) args.push_back(b.expr(*a));
     f.output = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
@@ -672,7 +785,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     f.distribution = s.name;
     f.rows = y->shape.dims.empty() ? SymSize::constant(1) : y->shape.dims[0];
     FactorBuilder b(model, module, diags, f);
-    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    for (const Local& l : locals) b.bind_local(l.name, l.value);
     b.set_batch_rows(f.rows);
     b.set_silo_sum_input(t.owner == TermOwner::Coupling);
     b.set_loop(loop_of(&s));
@@ -705,7 +818,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
       c.name = "contribution_" + t.subject;
       c.rows = f.rows;
       FactorBuilder cb(model, module, diags, c);
-      for (const auto& [name, init] : locals) cb.bind_local(name, init);
+      for (const Local& l : locals) cb.bind_local(l.name, l.value);
       cb.set_batch_rows(c.rows);
       c.output = cb.expr(*operand);
       ok &= cb.ok();
@@ -736,7 +849,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     q.aggregate = s.aggregate;  // silo k computes its part (silo_sum's operand; lowering reads through silo_sum)
     if (s.aggregate) q.owner = TermOwner::Silo;
     FactorBuilder b(model, module, diags, q);
-    for (const auto& [name, init] : locals) b.bind_local(name, init);
+    for (const Local& l : locals) b.bind_local(l.name, l.value);
     q.output = b.derived(s, s.loc);
     SymSize rows, cols;
     if (dims_of(s.type, s.shape, rows, cols)) q.rows = rows;

@@ -56,6 +56,18 @@ const std::string kVectors = kHead + R"(model {
 }
 )";
 
+// Factor `name` of module a and of module b give the same values on the same data and draws.
+void check_same_factor(const fvic::ir::Module& a, const fvic::ir::Module& b, const fvic::ir::Bindings& data,
+                       const std::string& name) {
+  INFO(name);
+  fvic::ir::Interpreter x(a, fvic::test::factor_named(a, name)), y(b, fvic::test::factor_named(b, name));
+  const fvic::ir::RealTensor& u = x.forward(data);
+  const fvic::ir::RealTensor& v = y.forward(data);
+  REQUIRE(u.m.rows() == v.m.rows());
+  REQUIRE(u.m.cols() == v.m.cols());
+  CHECK((u.m - v.m).cwiseAbs().maxCoeff() <= 1e-12 * (1 + v.m.cwiseAbs().maxCoeff()));
+}
+
 }  // namespace
 
 TEST_CASE("loops: a loop over elements computes what the vectorised statement computes", "[loops]") {
@@ -68,15 +80,7 @@ TEST_CASE("loops: a loop over elements computes what the vectorised statement co
   REQUIRE(fvic::ir::lower(*vectors.model, b, vectors.diags));
   std::mt19937 rng(5);
   const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
-  for (const std::string& name : {"server_density", "silo_density", "likelihood_y"}) {
-    INFO(name);
-    fvic::ir::Interpreter x(a, fvic::test::factor_named(a, name)), y(b, fvic::test::factor_named(b, name));
-    const fvic::ir::RealTensor& u = x.forward(data);
-    const fvic::ir::RealTensor& v = y.forward(data);
-    REQUIRE(u.m.rows() == v.m.rows());
-    REQUIRE(u.m.cols() == v.m.cols());
-    CHECK((u.m - v.m).cwiseAbs().maxCoeff() <= 1e-12 * (1 + v.m.cwiseAbs().maxCoeff()));
-  }
+  for (const std::string& name : {"server_density", "silo_density", "likelihood_y"}) check_same_factor(a, b, data, name);
   // log_lik[n]: each row's normal log density, written out here.
   fvic::ir::Interpreter q(a, fvic::test::factor_named(a, "quantity_log_lik"));
   const fvic::ir::RealTensor& lik = q.forward(data);
@@ -111,4 +115,82 @@ TEST_CASE("loops: the loops the code generator refuses say why", "[loops]") {
     INFO(m.errors());
     CHECK(m.errors().find(message) != std::string::npos);
   }
+}
+
+TEST_CASE("loops: model-block locals given their value by an assignment or a loop over elements", "[loops]") {
+  // The regression with its mean as locals, then a varying intercept read through an index:
+  // each written as Stan users do and as one vectorised statement.
+  const std::string assigned = kHead + R"(model {
+  vector[N] mu;
+  vector[N] fitted;
+  real centre;
+  centre = alpha;
+  alpha ~ normal(0, 5);
+  beta ~ normal(0, 2);
+  sigma ~ normal(0, 2);
+  for (n in 1:N) {
+    fitted[n] = x[n] * beta;
+    mu[n] = centre + fitted[n];
+    y[n] ~ normal(mu[n], sigma);
+  }
+  target += -0.5 * sum(square(y - alpha));
+}
+)";
+  const std::string indexed_head = R"(data {
+  int<lower=1> J;
+}
+silo data {
+  int<lower=0> N;
+  array[N] int<lower=1, upper=J> group;
+  vector[N] y;
+}
+parameters {
+  global vector[J] a;
+  global real<lower=0> sigma;
+}
+model {
+  a ~ normal(0, 1);
+  sigma ~ normal(0, 2);
+)";
+  const std::string indexed_loop = indexed_head + R"(  vector[N] y_hat;
+  for (i in 1:N) {
+    y_hat[i] = a[group[i]];
+  }
+  y ~ normal(y_hat, sigma);
+}
+)";
+  const std::string indexed_vector = indexed_head + "  y ~ normal(a[group], sigma);\n}\n";
+  const std::vector<std::tuple<std::string, std::string, std::string, std::string>> pairs = {
+      {"fvic_test_assigned", assigned, "fvic_test_vectors", kVectors},
+      {"fvic_test_indexed_loop", indexed_loop, "fvic_test_indexed_vector", indexed_vector},
+  };
+  for (const auto& [a_name, a_text, b_name, b_text] : pairs) {
+    INFO(a_name);
+    fvic::test::LoadedModel loops = fvic::test::load_text(a_name, a_text), vectors = fvic::test::load_text(b_name, b_text);
+    INFO(loops.errors() << vectors.errors());
+    REQUIRE(loops.ok());
+    REQUIRE(vectors.ok());
+    fvic::ir::Module a, b;
+    REQUIRE(fvic::ir::lower(*loops.model, a, loops.diags));
+    REQUIRE(fvic::ir::lower(*vectors.model, b, vectors.diags));
+    std::mt19937 rng(9);
+    const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
+    REQUIRE(a.factors.size() == b.factors.size());
+    for (const fvic::ir::Factor& f : a.factors) check_same_factor(a, b, data, f.name);
+  }
+}
+
+TEST_CASE("loops: a model-block local never given its value is named", "[loops]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_unassigned", kHead + R"(model {
+  vector[N] mu;
+  alpha ~ normal(0, 5);
+  beta ~ normal(0, 2);
+  sigma ~ normal(0, 2);
+  y ~ normal(alpha + x * beta, sigma);
+}
+)");
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  CHECK_FALSE(fvic::ir::lower(*m.model, module, m.diags));
+  CHECK(m.errors().find("'mu' is declared in the model block but never given its value") != std::string::npos);
 }
