@@ -348,6 +348,7 @@ class FactorBuilder {
       return op(Op::Unary, args, rows, cols, f);
     if (f == "pow") return op(Op::Pow, args, rows, cols);
     if (f == "sum") return op(Op::Sum, args, rows, cols);
+    if (f == "mean" || f == "variance" || f == "sd") return moment(f, args[0]);
     if (f == "dot_product") return op(Op::Sum, {op(Op::Mul, args, node(args[0]).rows, node(args[0]).cols)}, rows, cols);
     if (f == "dot_self") return op(Op::Sum, {op(Op::Mul, {args[0], args[0]}, node(args[0]).rows, node(args[0]).cols)}, rows, cols);
     if (f == "rows_dot_product") return op(Op::RowsDotProduct, args, rows, cols);
@@ -357,6 +358,19 @@ class FactorBuilder {
     if (f == "to_vector" || f == "to_row_vector") return op(Op::Reshape, args, rows, cols);
     unsupported(e.loc, "the function '" + f + "'");
     return constant(0);
+  }
+
+  // mean(x) = sum(x) / n; variance(x) = sum((x - mean)^2) / (n - 1), sd its square root (Stan's
+  // sample variance); n, x's element count, as the sum of ones of x's shape (sizes are symbolic).
+  int moment(const std::string& f, int x) {
+    const SymSize r = node(x).rows, c = node(x).cols;
+    const int n = op(Op::Sum, {op(Op::Broadcast, {constant(1)}, r, c)}, one(), one());
+    const int mean = op(Op::Div, {op(Op::Sum, {x}, one(), one()), n}, one(), one());
+    if (f == "mean") return mean;
+    const int centred = op(Op::Sub, {x, mean}, r, c);
+    const int squares = op(Op::Sum, {op(Op::Mul, {centred, centred}, r, c)}, one(), one());
+    const int variance = op(Op::Div, {squares, op(Op::Sub, {n, constant(1)}, one(), one())}, one(), one());
+    return f == "variance" ? variance : op(Op::Unary, {variance}, one(), one(), "sqrt");
   }
 
   // A model-block local's value: its declared value, its one assignment, or element i's value of

@@ -134,3 +134,34 @@ model {
     }
   }
 }
+
+TEST_CASE("stan forms: mean, variance and sd are the sample moments", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_moments", R"(silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global vector[3] b;
+}
+model {
+  b ~ normal(0, 1);
+  target += mean(b) + 10 * variance(b) + 100 * sd(b);
+  y ~ normal(0, 1);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.inputs["global"] = fvic::ir::RealTensor(3, 1, 2);
+  b.inputs["global"].m << 1.0, -2.0, 0.5, 4.0, 3.0, 3.5;
+  fvic::ir::Interpreter server(module, fvic::test::factor_named(module, "server_density"));
+  const fvic::ir::RealTensor& lp = server.forward(b);
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    const Eigen::VectorXd v = b.inputs["global"].m.col(s);
+    const double mean = v.sum() / 3, variance = (v.array() - mean).square().sum() / 2;
+    const double prior = -0.5 * v.squaredNorm() - 1.5 * std::log(2 * M_PI);
+    CHECK(lp.m(0, s) == Approx(prior + mean + 10 * variance + 100 * std::sqrt(variance)).epsilon(1e-13));
+  }
+}
