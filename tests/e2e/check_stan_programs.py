@@ -20,8 +20,10 @@ row's replicate mean is the fitted mean alpha + x beta of the server's posterior
 Carlo standard errors (sd / sqrt(draws)).
 
 The case silo_sum checks the generated quantities a silo computes in part and the server adds
-up (`real log_lik = silo_sum(normal_lpdf(y | ...));`), by SFVI (regression_ppc) and PVI
-(linreg_conjugate), each with two such quantities added to its generated quantities: the plan
+up (`real log_lik = silo_sum(normal_lpdf(y | ...));`), by SFVI (regression_ppc), PVI
+(linreg_conjugate) and SFVI with locals (hier_regression_tp, whose log_lik reads each silo's
+local draws, which stay there: only finite is checked), each with two such quantities added to
+its generated quantities: the plan
 lists each silo's part among the closing messages; the server's posterior.json and draws.csv hold
 the sums; at every draw of draws.csv, log_lik is the log likelihood of every silo's rows at that
 draw's parameters, computed here from the data files (within the rounding of draws.csv's 10
@@ -208,6 +210,9 @@ def check_silo_sums(fvic, model, data, out, stdout, log_lik_at, parameters, per_
     worst = 0.0
     for d in draws:
         require(d["n_total"] == len(rows), f"n_total {d['n_total']} at a draw, the silos hold {len(rows)} rows")
+        if log_lik_at is None:  # it reads the silos' locals, whose draws stay in the silos
+            require(math.isfinite(d["log_lik"]), f"log_lik {d['log_lik']} at a draw")
+            continue
         exact = log_lik_at(d)
         # Each parameter within 5e-10 of its printed value, relatively, moves the log likelihood
         # by at most this (first order, one at a time, added up); the printed sum is rounded too.
@@ -222,9 +227,10 @@ def check_silo_sums(fvic, model, data, out, stdout, log_lik_at, parameters, per_
     want = silos * (per_silo_numbers + 2) * len(draws) * 8
     require(int(got.group(2)) == want, f"the closing exchange received {got.group(2)} bytes, expected {silos} silos x "
                                        f"({per_silo_numbers} + 2 sums) x {len(draws)} draws x 8 = {want}")
-    print(f"  {len(parts)} silo_sum quantities in the plan's closing messages; at {len(draws)} draws log_lik is within "
-          f"{worst:.2f} of the rounding of the log likelihood computed here, n_total = {len(rows)}; closing exchange "
-          f"received {want} bytes")
+    what = (f"log_lik is within {worst:.2f} of the rounding of the log likelihood computed here" if log_lik_at
+            else "log_lik is finite (it reads the silos' locals)")
+    print(f"  {len(parts)} silo_sum quantities in the plan's closing messages; at {len(draws)} draws {what}, "
+          f"n_total = {len(rows)}; closing exchange received {want} bytes")
     return worst
 
 
@@ -247,9 +253,13 @@ def case_silo_sum(fvic, cache):
     cases = [("SFVI", os.path.join(EXAMPLES, "stan_programs", "regression_ppc"), "regression_ppc",
               "alpha + x * beta", "sigma", ("alpha", "beta", "sigma"), 2),
              ("PVI", os.path.join(EXAMPLES, "linreg_conjugate"), "linreg_conjugate", "x * w", "sigma",
-              (None, "w", None), 1)]
+              (None, "w", None), 1),
+             # Each silo's part reads its local intercept, drawn at the server's draws of the
+             # globals by importance resampling (local_samples 16, the default here).
+             ("SFVI with locals", os.path.join(EXAMPLES, "stan_programs", "hier_regression_tp"), "hier_regression_tp",
+              "alpha + beta * x", "sigma", None, 2)]
     with tempfile.TemporaryDirectory() as work:
-        for method, root, name, mean, sd, (intercept, slopes, sd_column), numbers in cases:
+        for method, root, name, mean, sd, columns, numbers in cases:
             with open(os.path.join(root, name + ".fvi")) as f:
                 source = with_silo_sums(f.read(), mean, sd)
             model, data, out = os.path.join(work, name + ".fvi"), os.path.join(root, "data"), os.path.join(work, method)
@@ -257,11 +267,15 @@ def case_silo_sum(fvic, cache):
                 f.write(source)
             p = run(fvic, cache, model, data, out)
             rows, _ = silo_rows(data)
-            if sd_column is None:  # known: public data
-                with open(os.path.join(data, "data.json")) as f:
-                    sd_column = json.load(f)[sd]
-            at, parameters = regression_log_lik(rows, intercept, slopes, sd_column)
+            at, parameters = None, []
+            if columns:
+                intercept, slopes, sd_column = columns
+                if sd_column is None:  # known: public data
+                    with open(os.path.join(data, "data.json")) as f:
+                        sd_column = json.load(f)[sd]
+                at, parameters = regression_log_lik(rows, intercept, slopes, sd_column)
             print(f"{method} ({name}):")
+            require("not computed" not in p.stderr, "a silo_sum was not computed:\n" + p.stderr)
             check_silo_sums(fvic, model, data, out, p.stdout, at, parameters, numbers)
 
 

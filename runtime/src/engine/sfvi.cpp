@@ -294,18 +294,22 @@ Eigen::VectorXd SfviServer::log_server_terms(const Eigen::MatrixXd& z) {
 }
 
 SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
-                                       const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local) {
+                                       const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local,
+                                       const Eigen::MatrixXd& uniforms) {
   const long K = options_.local_samples;
   check_size("SfviSilo::log_joint", "draws", eps_local.cols(), z_global.cols() * K);
+  check_size("SfviSilo::log_joint", "uniforms", uniforms.cols(), z_global.cols());
   const Eigen::Index S = z_global.cols(), chunk = 64;  // draws per call: rows x draws stays small
-  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S), Eigen::MatrixXd(K > 1 ? 0 : local_dim_, S)};
+  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S), Eigen::MatrixXd(local_dim_, S)};
   const Eigen::MatrixXd theta = hyper;
   for (Eigen::Index first = 0; first < S; first += chunk) {
     const Eigen::Index n = std::min(chunk, S - first);
     const Eigen::MatrixXd z = z_global.middleCols(first, n);
     const Eigen::MatrixXd u = z.colwise() - global.mean();
     if (K > 1) {
-      out.log_p.segment(first, n) = importance_draws(global, hyper, u, eps_local.middleCols(first * K, n * K)).per_draw;
+      const ImportanceDraws d = importance_draws(global, hyper, u, eps_local.middleCols(first * K, n * K));
+      out.log_p.segment(first, n) = d.per_draw;
+      out.local.middleCols(first, n) = resample(d, K, uniforms.middleCols(first, n));
       continue;
     }
     const Eigen::MatrixXd local = q_.sample(u, eps_local.middleCols(first, n));
@@ -543,20 +547,30 @@ SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGa
   LocalPosterior out;
   out.weighted_sum = Eigen::VectorXd::Zero(local_dim_);
   out.weighted_square = Eigen::VectorXd::Zero(local_dim_);
-  out.draws.resize(local_dim_, S);
   for (long s = 0; s < S; ++s) {
     const auto w = d.weights.middleCols(s * K, K);
     const auto b = d.z_local.middleCols(s * K, K);
     out.weighted_sum += w.cwiseProduct(b).rowwise().sum();
     out.weighted_square += w.cwiseProduct(b.cwiseAbs2()).rowwise().sum();
+  }
+  out.draws = resample(d, K, uniforms);
+  return out;
+}
+
+Eigen::MatrixXd SfviSilo::resample(const ImportanceDraws& d, long K, const Eigen::MatrixXd& uniforms) const {
+  const Eigen::Index S = uniforms.cols();
+  Eigen::MatrixXd draws(local_dim_, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const auto w = d.weights.middleCols(s * K, K);
+    const auto b = d.z_local.middleCols(s * K, K);
     for (Eigen::Index i = 0; i < local_dim_; ++i) {  // one of the K draws, with probability its weight
       long k = 0;
       for (double c = w(i, 0); k + 1 < K && c < uniforms(i, s); c += w(i, ++k)) {
       }
-      out.draws(i, s) = b(i, k);
+      draws(i, s) = b(i, k);
     }
   }
-  return out;
+  return draws;
 }
 
 SfviContribution SfviSilo::contribute(const SfviBroadcast& m, uint32_t iteration) {

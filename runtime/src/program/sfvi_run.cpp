@@ -336,15 +336,14 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       const DrawsRequest r = check_draws_request(request, long(silo_global_dim()));
       const Eigen::Map<const Eigen::MatrixXd> z(request.data(), r.rows, r.draws);
       CounterRng rng(RngKey{options_.seed, uint32_t(silo_.silo()), 0, rng_stream::kUserStream + 12});
-      const SfviSilo::LogJoint lj = silo_.log_joint(global(*final_), final_->hyper, z,
-                                                     rng.normal(silo_.local_dim(), r.draws * silo_.local_samples()));
+      const Eigen::MatrixXd eps_local = rng.normal(silo_.local_dim(), r.draws * silo_.local_samples());
+      const SfviSilo::LogJoint lj =
+          silo_.log_joint(global(*final_), final_->hyper, z, eps_local, rng.uniform(silo_.local_dim(), r.draws));
       Message m(lj.log_p.data(), lj.log_p.data() + lj.log_p.size());
       m.insert(m.end(), lj.log_q.data(), lj.log_q.data() + lj.log_q.size());
-      // Its parts of the silo_sum quantities at the same joint draws (without the locals' draws,
-      // a part that reads them is NaN: not computed).
-      GroupDraws groups = silo_groups(z, lj.local, final_->hyper);
-      if (lj.local.rows() == 0 && silo_.local_dim() > 0) groups.erase("local");
-      append_parts(silo_sum_parts(model_, data_.view(), silo_.silo(), groups, options_.seed, r.draws), m);
+      // Its parts of the silo_sum quantities at the same joint draws.
+      append_parts(silo_sum_parts(model_, data_.view(), silo_.silo(), silo_groups(z, lj.local, final_->hyper),
+                                  options_.seed, r.draws), m);
       return m;
     }
     if (phase == Phase::kSfviSchedule) {

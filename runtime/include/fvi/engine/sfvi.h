@@ -201,12 +201,13 @@ class SfviSilo {
   // the importance-weighted estimate of log p(y_j | Z_G) and log_q is 0.
   struct LogJoint {
     Eigen::VectorXd log_p, log_q;
-    // The locals' draws at each global draw (local_dim x S); none (0 rows) when they are drawn
-    // by importance resampling (local_samples > 1), whose density has no closed form.
+    // The locals' draws at each global draw (local_dim x S): from q(Z_L | Z_G), or with
+    // local_samples > 1 resampled from the K importance draws by their weights.
     Eigen::MatrixXd local;
   };
+  // uniforms (local_dim x S) pick each draw's locals among the K importance draws.
   LogJoint log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
-                     const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local);
+                     const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms);
   void set_local_params(const Eigen::VectorXd& params);
   // The server's stopping rule, carried out on eta_{L_j}: the step size's multiplier for later
   // steps, and (restart) a new Polyak-Ruppert average of eta_{L_j} from the next step on.
@@ -233,6 +234,9 @@ class SfviSilo {
     // log (1/K) sum_k p(y_j, b_k | Z_G) / q(b_k | Z_G) per draw of Z_G: log p(y_j | Z_G) estimated.
     Eigen::VectorXd per_draw;
   };
+  // Per draw of Z_G and local element, one of the K draws, picked with probability its weight by
+  // uniforms (local_dim x S).
+  Eigen::MatrixXd resample(const ImportanceDraws& d, long K, const Eigen::MatrixXd& uniforms) const;
   // u: offsets Z_G - mu_G of the draws of Z_G (n x S).
   ImportanceDraws importance_draws(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                    const Eigen::MatrixXd& u, const Eigen::MatrixXd& eps_local);
