@@ -3,7 +3,8 @@
 
   pooled             a model with no silo data, as a Stan user brings it (one data block, one
                      data file): `fvic plan` says pooled and lists no message, `fvic run --data
-                     FILE.json` fits it with defaults, converged, with k-hat; the posterior is
+                     FILE.json` fits it with defaults, started at the mode's Laplace
+                     approximation, converged, with k-hat; the posterior is
                      the exact Gaussian one (known noise, normal prior, computed here from the
                      data file); a data directory holding silo files is refused, naming the file.
   server_likelihood  a federated model with a likelihood of server data beside the silos' (the
@@ -108,6 +109,7 @@ def case_pooled(fvic_path, cache, work):
             f"the json plan: pooled {plan_json['pooled']}, messages {plan_json['messages']}")
     out = os.path.join(work, "out")
     p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    require("started at the mode's Laplace approximation" in p.stdout, "the pooled fit did not start at the mode:\n" + p.stdout)
     print("pooled, --data FILE.json:")
     check_posterior(out, rows, p.stdout)
     # The same data as a directory's data.json, with a silo file beside it: refused.

@@ -245,6 +245,29 @@ void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd
   hyper_ = hyper;
 }
 
+Mode SfviServer::start_at_mode() {
+  const Eigen::MatrixXd theta = hyper_;
+  const LogDensityFn log_p = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
+    const Eigen::MatrixXd at = z;
+    GroupValues values{&at, nullptr, &theta};
+    const LogDensity::Value v = server_terms_.evaluate(values, 1, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
+    gradient = v.d_global.col(0);
+    return v.per_draw(0);
+  };
+  Mode m = find_mode(log_p, q_.mean());
+  if (!m.found) return m;
+  // The Laplace approximation N(mode, C^-1); a mean-field q takes the KL-optimal diagonal of a
+  // Gaussian target, sd_i = C_ii^-1/2.
+  const Eigen::LLT<Eigen::MatrixXd> llt(m.curvature);
+  if (options_.correlated_global) {
+    const Eigen::MatrixXd covariance = llt.solve(Eigen::MatrixXd::Identity(global_dim_, global_dim_));
+    q_ = StructuredGlobalGaussian<double>::from_mean_covariance(m.at, 0.5 * (covariance + covariance.transpose()));
+  } else {
+    q_ = StructuredGlobalGaussian<double>(m.at, -0.5 * m.curvature.diagonal().array().log().matrix());
+  }
+  return m;
+}
+
 Eigen::VectorXd SfviServer::checkpoint() const {
   Eigen::VectorXd values(q_.num_params() + hyper_dim_);
   values << q_.params(), hyper_;

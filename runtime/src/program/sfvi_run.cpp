@@ -21,6 +21,9 @@ namespace fvi::program {
 
 namespace {
 
+// A pooled fit starts at the mode up to this many parameters (the Hessian costs 2n gradients).
+constexpr Eigen::Index kModeStartLimit = 200;
+
 using engine::SfviBroadcast;
 using engine::SfviContribution;
 using engine::SfviLocalFit;
@@ -486,6 +489,14 @@ class SfviCoordinator : public Coordinator {
     }
     // The independent baseline: every silo keeps its own copy of q(Z_G) and theta (reported here).
     for (auto& f : own_) f = {server_.q().params(), server_.hyper(), 0};
+    // Pooled: the server's terms are the whole log joint, so the fit starts at its Laplace
+    // approximation (a resumed run restores its own q after this).
+    if (pooled(run.model) && server_.hyper_dim() == 0 && server_.global_dim() <= kModeStartLimit) {
+      const engine::Mode m = server_.start_at_mode();
+      start_note_ = m.found ? "  started at the mode's Laplace approximation (Newton, " +
+                                  std::to_string(m.evaluations) + " gradients)"
+                            : "  started at q's default (no mode found: " + m.why + ")";
+    }
   }
 
   const char* checkpoint_kind() const override { return "sfvi-server"; }
@@ -499,6 +510,7 @@ class SfviCoordinator : public Coordinator {
                   warm_start_ ? (", after " + std::to_string(warm_start_) + " SFVI-Avg rounds").c_str() : "");
     std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
                 (long long)server_.hyper_dim());
+    if (!start_note_.empty()) std::printf("%s\n", start_note_.c_str());
   }
   long steps() const override { return avg_rounds_ + sfvi_iterations_; }
   long rounds_setting() const override { return rounds_; }
@@ -679,6 +691,7 @@ class SfviCoordinator : public Coordinator {
   std::vector<double> weights_;
   std::vector<SfviLocalFit> own_;
   HeldOut held_out_;
+  std::string start_note_;  // how a pooled fit started
   double silo_scale_ = 1;  // what the silos were last told
   long silo_epoch_ = 0;
 };

@@ -16,6 +16,7 @@
 
 #include "fvi/engine/bound_factor.h"
 #include "fvi/engine/element_joint.h"
+#include "fvi/engine/mode.h"
 #include "fvi/engine/settings.h"
 #include "fvi/family/structured_gaussian.h"
 #include "fvi/optim/adam.h"
@@ -136,6 +137,10 @@ class SfviServer {
   // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
   void average(const std::vector<SfviLocalFit>& fits);
   void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
+  // q(Z_G) set to the Laplace approximation of the server's own terms at their mode (fvi/engine/
+  // mode.h), when found: the start of a pooled fit, where the server's terms are the whole log
+  // joint. Returns the search's outcome (q unchanged when no mode was found).
+  Mode start_at_mode();
   // Multiplies the step size of later steps (the stopping rule's decay).
   void set_step_scale(double scale) { adam_.set_scale(scale); }
   // Draws per gradient from the next step on (the stopping rule's mc_factor times the setting).

@@ -1,0 +1,65 @@
+// find_mode (fvi/engine/mode.h): on log densities whose mode and curvature are known in closed
+// form -- a Gaussian on an unstandardised regression's ridge (condition 10^7, far from the
+// origin), and a non-Gaussian one (a Student-t location with a log-normal scale) -- it finds the
+// mode and returns -Hessian there; where there is no mode it says so.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "fvi/engine/mode.h"
+
+using fvi::engine::find_mode;
+
+TEST_CASE("find_mode: a Gaussian's mean and precision, on an ill-conditioned ridge far from 0", "[mode]") {
+  // Precision of an intercept and a slope for x around 2000 (x'x of [1, x] rows), mean far off.
+  Eigen::Matrix2d precision;
+  precision << 50.0, 50.0 * 2000.0, 50.0 * 2000.0, 50.0 * (2000.0 * 2000.0 + 100.0);
+  const Eigen::Vector2d mean(-60.0, 0.0176);
+  const auto log_p = [&](const Eigen::VectorXd& z, Eigen::VectorXd& g) {
+    const Eigen::VectorXd d = z - mean;
+    g = -precision * d;
+    return -0.5 * d.dot(precision * d);
+  };
+  const fvi::engine::Mode m = find_mode(log_p, Eigen::VectorXd::Zero(2));
+  INFO(m.why);
+  REQUIRE(m.found);
+  // Within 1e-6 Laplace sds of the mean in each coordinate (the stopping rule's tolerance).
+  const Eigen::Vector2d sd = precision.inverse().diagonal().cwiseSqrt();
+  CHECK(std::fabs(m.at[0] - mean[0]) <= 1e-6 * sd[0]);
+  CHECK(std::fabs(m.at[1] - mean[1]) <= 1e-6 * sd[1]);
+  // Central differences of a linear gradient are exact up to rounding.
+  CHECK((m.curvature - precision).cwiseAbs().maxCoeff() <= 1e-6 * precision.cwiseAbs().maxCoeff());
+}
+
+TEST_CASE("find_mode: a non-Gaussian density's mode and curvature", "[mode]") {
+  // log p(a, s) = log t_3(2 - a) - (s - 0.5)^2 / 2 * 4: mode (2, 0.5); -d2/da2 at the mode is
+  // (nu + 1) / nu = 4/3, -d2/ds2 = 4, no cross term.
+  const double nu = 3;
+  const auto log_p = [&](const Eigen::VectorXd& z, Eigen::VectorXd& g) {
+    const double r = z[0] - 2, s = z[1] - 0.5;
+    g.resize(2);
+    g[0] = -(nu + 1) * r / (nu + r * r);
+    g[1] = -4 * s;
+    return -(nu + 1) / 2 * std::log1p(r * r / nu) - 2 * s * s;
+  };
+  Eigen::VectorXd start(2);
+  start << -3.0, 4.0;
+  const fvi::engine::Mode m = find_mode(log_p, start);
+  INFO(m.why);
+  REQUIRE(m.found);
+  CHECK(m.at[0] == Approx(2.0).margin(1e-6));
+  CHECK(m.at[1] == Approx(0.5).margin(1e-6));
+  CHECK(m.curvature(0, 0) == Approx(4.0 / 3.0).epsilon(1e-6));
+  CHECK(m.curvature(1, 1) == Approx(4.0).epsilon(1e-6));
+  CHECK(std::fabs(m.curvature(0, 1)) <= 1e-6);
+}
+
+TEST_CASE("find_mode: an unbounded log density has no mode, and says why", "[mode]") {
+  const auto log_p = [](const Eigen::VectorXd& z, Eigen::VectorXd& g) {
+    g = Eigen::VectorXd::Constant(z.size(), 1.0);  // log p = sum(z): increases without bound
+    return z.sum();
+  };
+  const fvi::engine::Mode m = find_mode(log_p, Eigen::VectorXd::Zero(3), 50);
+  CHECK_FALSE(m.found);
+  CHECK(!m.why.empty());
+}
