@@ -234,7 +234,10 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   Eigen::VectorXd params(q_.num_params() + hyper_dim_), gradient(params.size());
   params << q_.params(), hyper_;
   gradient << -total.d_global, -total.d_hyper;  // Adam minimises; the ELBO is maximised
-  adam_.set_step_limit(mean_step_limit(params.size(), q_.marginal_sd()));
+  // Started at the mode, q is where it should be: its means step by at most half a conditional
+  // sd (the Cholesky factor's diagonal), so that a step along a narrow ridge stays on it.
+  adam_.set_step_limit(mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
+                                                                : q_.marginal_sd()));
   adam_.step(params, gradient);
   set(params.head(q_.num_params()), params.tail(hyper_dim_));
   return total.elbo_term;
@@ -265,6 +268,7 @@ Mode SfviServer::start_at_mode() {
   } else {
     q_ = StructuredGlobalGaussian<double>(m.at, -0.5 * m.curvature.diagonal().array().log().matrix());
   }
+  at_mode_ = true;
   return m;
 }
 

@@ -153,6 +153,7 @@ class SfviServer {
   SfviOptions options_;
   // The server's own terms: the global priors and the likelihoods of public and server data.
   LogDensity server_terms_;
+  bool at_mode_ = false;  // started at the mode's Laplace approximation (start_at_mode)
   Eigen::Index global_dim_ = 0, hyper_dim_ = 0;
   StructuredGlobalGaussian<double> q_;
   Eigen::VectorXd hyper_;
