@@ -47,6 +47,6 @@ done
 rm -rf build-fuzz/cmin
 AFL_SKIP_CPUFREQ=1 afl-cmin -i "$corpus" -o build-fuzz/cmin -m none -t 2000 -- "$binary" > build-fuzz/cmin.log 2>&1
 find "$corpus" -type f ! -name 'crash-*' ! -name 'utf8-*' -delete
-cp build-fuzz/cmin/* "$corpus"/
+cp -n build-fuzz/cmin/* "$corpus"/  # -n: the kept crash-* and utf8-* inputs are hard links of their own
 echo "fuzz $target: $new new inputs, corpus now $(ls "$corpus" | wc -l) files; $crashes crashes or hangs (in $out/default/{crashes,hangs})"
 [ "$crashes" -eq 0 ]
