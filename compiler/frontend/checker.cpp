@@ -723,16 +723,13 @@ class Checker {
     for (Symbol& sym : model_.symbols) {
       if (sym.kind != SymbolKind::Transformed || sym.block != b.kind) continue;
       sym.aggregate = sym.value && !sym.loop && is_silo_sum(*sym.value) && !sym.value->type.is_error();
-      const bool rejected = sym.value && sym.value->type.is_error();  // its silo_sum was reported already
-      if (sym.taint.has(K::SiloSum) && !sym.aggregate && !rejected) {
-        diags_.error(sym.loc, "'" + sym.name + "' reads " + sym.taint.witness[static_cast<size_t>(K::SiloSum)] +
-                                  ", a sum over the silos",
-                     "a sum over the silos arrives at the server after every other value is computed; derived "
-                     "values cannot read it yet");
-        sym.owner = Owner::Global;
-        continue;
-      }
       if (sym.taint.has(K::SiloSum) && !sym.aggregate) {
+        const bool rejected = sym.value && sym.value->type.is_error();  // its silo_sum was reported already
+        if (!rejected)
+          diags_.error(sym.loc, "'" + sym.name + "' reads " + sym.taint.witness[static_cast<size_t>(K::SiloSum)] +
+                                    ", a sum over the silos",
+                       "a sum over the silos arrives at the server after every other value is computed; derived "
+                       "values cannot read it yet");
         sym.owner = Owner::Global;
         continue;
       }

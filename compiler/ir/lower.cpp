@@ -383,14 +383,9 @@ class FactorBuilder {
   void bind_local(const std::string& name, const LocalValue& v) { locals_[name] = v; }
 
   int local_value(const LocalValue& l) {
-    if (!l.loop_rows) return expr(*l.value);
-    std::optional<Loop> outer = loop_;
-    set_loop(Loop{l.loop_var, *l.loop_rows});
-    int v = expr(*l.value);
-    if (!node(v).rows.equals(*l.loop_rows)) v = op(Op::Broadcast, {v}, *l.loop_rows, one());  // the same for every element
-    set_loop(outer);
-    return v;
+    return l.loop_rows ? element_values(*l.value, Loop{l.loop_var, *l.loop_rows}) : expr(*l.value);
   }
+
 
   // `for (var in 1:rows)` around the statement being lowered: element var's values are lowered
   // as one value of `rows` rows (each use of var must be a container's element [var]).
@@ -457,6 +452,17 @@ class FactorBuilder {
     return x;
   }
 
+  // `value`, element i's value in `for (i in 1:rows)`, as one value of `rows` rows (the same
+  // value for every element when it does not read i).
+  int element_values(const Expr& value, const Loop& loop) {
+    std::optional<Loop> outer = loop_;
+    set_loop(loop);
+    int v = expr(value);
+    if (!node(v).rows.equals(loop.rows)) v = op(Op::Broadcast, {v}, loop.rows, one());
+    set_loop(outer);
+    return v;
+  }
+
   // A declaration of a derived block, computed where it is read from its defining expression.
   int derived(const Symbol& s, const Loc& loc) {
     auto it = derived_.find(s.name);
@@ -466,12 +472,8 @@ class FactorBuilder {
                            "' (declare it with its value, or assign the whole variable once),");
       return constant(0);
     }
-    std::optional<Loop> outer = loop_;
-    if (s.loop) set_loop(Loop{s.loop->name, s.shape.dims[0]});  // `for (i in 1:N) v[i] = value;`
-    int v = expr(*s.value);
-    if (s.loop && !node(v).rows.equals(s.shape.dims[0]))  // the same value for every element
-      v = op(Op::Broadcast, {v}, s.shape.dims[0], one());
-    set_loop(outer);
+    // `for (i in 1:N) v[i] = value;`: element i's value.
+    const int v = s.loop ? element_values(*s.value, Loop{s.loop->name, s.shape.dims[0]}) : expr(*s.value);
     derived_[s.name] = v;
     return v;
   }
@@ -512,18 +514,30 @@ using LoopOf = std::map<const Stmt*, FactorBuilder::Loop>;
 
 // `for (i in 1:N) <~ or target +=, or a block of them>`: each inner statement's loop, lowered as
 // one vectorised statement over N rows. False (reported) for another loop.
-bool collect_loop(const Stmt& loop, LoopOf& out, Diagnostics& diags) {
+// `for (i in 1:N)`'s N as a size, when the loop starts at 1 and N is a name or a number.
+std::optional<SymSize> loop_rows(const Stmt& loop) {
   const Expr& lo = *loop.args[0];
   const Expr& hi = *loop.args[1];
-  std::optional<SymSize> rows;
-  if (hi.kind == ExprKind::Var) rows = SymSize::atom(hi.name);
-  if (hi.kind == ExprKind::IntLit) rows = SymSize::constant(hi.int_value);
+  if (lo.kind != ExprKind::IntLit || lo.int_value != 1) return std::nullopt;
+  if (hi.kind == ExprKind::Var) return SymSize::atom(hi.name);
+  if (hi.kind == ExprKind::IntLit) return SymSize::constant(hi.int_value);
+  return std::nullopt;
+}
+
+// The loop's statements: its block's, or its one statement.
+std::vector<const Stmt*> loop_body(const Stmt& loop) {
   std::vector<const Stmt*> body;
   if (loop.body[0]->kind == StmtKind::Block)
     for (const StmtPtr& b : loop.body[0]->body) body.push_back(b.get());
   else
     body.push_back(loop.body[0].get());
-  bool simple = lo.kind == ExprKind::IntLit && lo.int_value == 1 && rows;
+  return body;
+}
+
+bool collect_loop(const Stmt& loop, LoopOf& out, Diagnostics& diags) {
+  const std::optional<SymSize> rows = loop_rows(loop);
+  const std::vector<const Stmt*> body = loop_body(loop);
+  bool simple = rows.has_value();
   for (const Stmt* b : body) simple &= b->kind == StmtKind::Tilde || b->kind == StmtKind::Target;
   if (!simple) {
     diags.error(loop.loc, "this loop is not supported by the code generator yet",
@@ -566,16 +580,9 @@ std::string element_assignment(const Stmt& loop, const Stmt& body, const std::ma
 // False when the loop has another statement, or assigns no pending local.
 bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDecl*>& pending, std::vector<Local>& out,
                              LoopOf& loops) {
-  const Expr& lo = *loop.args[0];
-  const Expr& hi = *loop.args[1];
-  if (lo.kind != ExprKind::IntLit || lo.int_value != 1 || (hi.kind != ExprKind::Var && hi.kind != ExprKind::IntLit))
-    return false;
-  const SymSize rows = hi.kind == ExprKind::Var ? SymSize::atom(hi.name) : SymSize::constant(hi.int_value);
-  std::vector<const Stmt*> body;
-  if (loop.body[0]->kind == StmtKind::Block)
-    for (const StmtPtr& b : loop.body[0]->body) body.push_back(b.get());
-  else
-    body.push_back(loop.body[0].get());
+  const std::optional<SymSize> rows = loop_rows(loop);
+  if (!rows) return false;
+  const std::vector<const Stmt*> body = loop_body(loop);
   std::map<std::string, const VarDecl*> left = pending;
   std::vector<Local> bound;
   for (const Stmt* b : body) {
@@ -584,14 +591,14 @@ bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDe
     if (name.empty()) return false;
     FactorBuilder::LocalValue v;
     v.value = b->args[0].get();
-    v.loop_rows = rows;
+    v.loop_rows = *rows;
     v.loop_var = loop.name;
     bound.push_back({name, v});
     left.erase(name);
   }
   if (bound.empty()) return false;
   for (const Stmt* b : body)
-    if (b->kind == StmtKind::Tilde || b->kind == StmtKind::Target) loops[b] = FactorBuilder::Loop{loop.name, rows};
+    if (b->kind == StmtKind::Tilde || b->kind == StmtKind::Target) loops[b] = FactorBuilder::Loop{loop.name, *rows};
   out.insert(out.end(), bound.begin(), bound.end());
   pending = left;
   return true;
