@@ -6,7 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "fvi/message/sizes.h"
+
 namespace fvic {
+
+// What fvi/message/sizes.h needs of a size type, for the model's symbolic sizes (found by
+// argument-dependent lookup).
+SymSize size_constant(const SymSize&, long long v) { return SymSize::constant(v); }
+SymSize half(const SymSize& x) { return x.divided_by(2); }
 
 const char* method_key(Method m) {
   switch (m) {
@@ -122,13 +129,6 @@ SymSize total(const std::vector<const Symbol*>& symbols) {
   return n;
 }
 
-// The variational parameters of a Gaussian over n values, by family.
-SymSize family_size(const std::string& family, const SymSize& n) {
-  SymSize tri = (n * (n + SymSize::constant(1))).divided_by(2);  // lower triangle with diagonal
-  if (family == "fullrank") return n + tri;
-  if (family == "structured") return n + n + (n * (n - SymSize::constant(1))).divided_by(2);
-  return n + n;
-}
 
 std::string family_words(const std::string& family) {
   if (family == "fullrank") return "means and Cholesky factor";
@@ -162,33 +162,39 @@ SymSize draws(const SemanticModel& m) {
 void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   SymSize G = total(g.globals), H = total(g.global_hypers), S = draws(m);
   std::string qg = "q(" + join(names(g.globals), ", ") + ")";
-  SymSize Q = family_size(plan.family, G);
+  // The sizes the runtime packs and checks (fvi/message/sizes.h), here in the model's symbols.
+  using namespace fvi::message;
+  SymSize Q = plan.method == Method::PVI ? gaussian_natural_size(G, plan.family == "fullrank")
+                                         : gaussian_params_size(plan.family, G);
   std::string hyper_names = join(names(g.global_hypers), ", ");
   switch (plan.method) {
     case Method::PVI:
-      plan.messages.push_back({"server", "silo k", "the global posterior " + qg + " in natural parameters", Q});
-      plan.messages.push_back({"silo k", "server", "the damped change of silo k's factor, same shape", Q});
+      plan.messages.push_back({"server", "silo k",
+                               "the global posterior " + qg + " and silo k's factor t_k in natural parameters, "
+                               "and whether it is silo k's first update",
+                               pvi_update_request_size(Q)});
+      plan.messages.push_back({"silo k", "server", "the damped change of silo k's factor, in natural parameters",
+                               pvi_update_reply_size(Q)});
       break;
     case Method::SFVI: {
-      std::string down = qg + ": " + family_words(plan.family) + "; shared draws eps_G";
+      std::string down = qg + ": " + family_words(plan.family);
+      if (!g.global_hypers.empty()) down += "; hyperparameters " + hyper_names;
+      down += "; the round, from which each silo makes the shared draws eps_G";
       if (!m.settings.has("mc_samples"))  // fvi/optim/convergence.h: max_mc_factor 16 for SFVI
         down += " (one draw; the stopping rule may double the draws, up to 16, late in the run)";
-      SymSize n = Q + S * G;
-      if (!g.global_hypers.empty()) {
-        down += "; hyperparameters " + hyper_names;
-        n = n + H;
-      }
-      plan.messages.push_back({"server", "silo k", down, n});
+      plan.messages.push_back({"server", "silo k", down, sfvi_message_size(Q, H)});
       std::string up = "gradient w.r.t. the parameters of " + qg;
       if (!g.global_hypers.empty()) up += " and " + hyper_names;
-      plan.messages.push_back({"silo k", "server", up, Q + H});
+      plan.messages.push_back({"silo k", "server", up + "; silo k's ELBO term", sfvi_message_size(Q, H)});
       break;
     }
     case Method::SFVIAvg: {
       std::string what = qg + ": " + family_words(plan.family);
       if (!g.global_hypers.empty()) what += "; hyperparameters " + hyper_names;
-      plan.messages.push_back({"server", "silo k", what, Q + H});
-      plan.messages.push_back({"silo k", "server", "the same after silo k's local steps", Q + H});
+      plan.messages.push_back({"server", "silo k", what + "; the round, the steps to take and their scale",
+                               sfvi_fit_locally_request_size(Q, H)});
+      plan.messages.push_back({"silo k", "server", "the same after silo k's local steps; its objective",
+                               sfvi_message_size(Q, H)});
       break;
     }
     case Method::Independent: break;

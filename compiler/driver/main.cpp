@@ -13,9 +13,7 @@
 #include "frontend/parser.h"
 #include "frontend/semantic.h"
 #include "inference_keys.h"
-#include "ir/lower.h"
-#include "transform/adjoint.h"
-#include "backend/cpp/emit.h"
+#include "pipeline.h"
 #include "driver/build.h"
 #include "driver/summary.h"
 #include <unistd.h>
@@ -144,28 +142,11 @@ int print_keys() {
   return kOk;
 }
 
-struct Compiled {
-  std::unique_ptr<fvic::SourceFile> source;
-  std::unique_ptr<fvic::Diagnostics> diags;
-  std::unique_ptr<fvic::Program> program;
-  std::unique_ptr<fvic::SemanticModel> model;
-};
-
-// Reads, parses and (unless only the AST is wanted) checks FILE. Prints diagnostics.
-std::optional<Compiled> compile(const std::string& path, bool check) {
-  Compiled c;
-  try {
-    c.source = std::make_unique<fvic::SourceFile>(fvic::SourceFile::read(path));
-  } catch (const std::exception& e) {
-    std::cerr << "fvic: " << e.what() << '\n';
-    return std::nullopt;
-  }
-  c.diags = std::make_unique<fvic::Diagnostics>(c.source.get());
-  c.program = fvic::parse_program(*c.source, *c.diags);
-  if (c.program) {
-    c.program->name = std::filesystem::path(path).stem().string();
-    if (check) c.model = fvic::check_program(*c.program, *c.diags);
-  }
+// Reads, parses and (unless only the AST is wanted) checks FILE (pipeline.h).
+std::optional<fvic::FrontEnd> compile(const std::string& path, bool check) {
+  std::string error;
+  std::optional<fvic::FrontEnd> c = fvic::run_front_end(path, check, error);
+  if (!c) std::cerr << "fvic: " << error << '\n';
   return c;
 }
 
@@ -197,7 +178,7 @@ int run(const Options& o) {
     return usage_error("dump needs one of --ast, --plan, --ir, --cpp");
 
   bool ast_only = o.command == "dump" && o.dump_what == "ast";
-  std::optional<Compiled> c = compile(o.file, !ast_only);
+  std::optional<fvic::FrontEnd> c = compile(o.file, !ast_only);
   if (!c) return kModelError;
   auto finish = [&](int status) {
     c->diags->print(std::cerr);
@@ -221,19 +202,15 @@ int run(const Options& o) {
     // user has prepared data and waited for a build.
     fvic::ir::Module module;
     std::string cpp;
-    if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);
-    fvic::transform::make_adjoints(module);
-    if (!fvic::backend::emit_cpp(module, *c->model, cpp, *c->diags)) return finish(kModelError);
+    if (!fvic::build_cpp(*c->model, module, cpp, *c->diags)) return finish(kModelError);
   }
   if (o.command == "check") return finish(kOk);
   if (o.command == "build" || o.command == "run") {
     fvic::ir::Module module;
-    if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);
-    fvic::transform::make_adjoints(module);
     fvic::driver::BuildRequest request;
     request.model = c->model->program->name;
     request.method = fvic::method_key(plan.method);
-    if (!fvic::backend::emit_cpp(module, *c->model, request.kernels_cpp, *c->diags)) return finish(kModelError);
+    if (!fvic::build_cpp(*c->model, module, request.kernels_cpp, *c->diags)) return finish(kModelError);
     // The program gets the inference block as written; run's --set goes to the program itself.
     if (const fvic::Block* inference = c->program->find(fvic::BlockKind::Inference))
       for (const fvic::Setting& setting : inference->settings)
@@ -269,14 +246,13 @@ int run(const Options& o) {
   }
   if (o.command == "dump" && (o.dump_what == "ir" || o.dump_what == "cpp")) {
     fvic::ir::Module module;
-    if (!fvic::ir::lower(*c->model, module, *c->diags)) return finish(kModelError);
-    fvic::transform::make_adjoints(module);
+    std::string cpp;
     if (o.dump_what == "ir") {
+      if (!fvic::build_ir(*c->model, module, *c->diags)) return finish(kModelError);
       std::cout << fvic::ir::dump(module);
       return finish(kOk);
     }
-    std::string cpp;
-    if (!fvic::backend::emit_cpp(module, *c->model, cpp, *c->diags)) return finish(kModelError);
+    if (!fvic::build_cpp(*c->model, module, cpp, *c->diags)) return finish(kModelError);
     if (o.output) {
       std::ofstream file(*o.output);
       file << cpp;

@@ -31,12 +31,13 @@ std::map<std::string, RealTensor> Interpreter::backward(const Bindings& b, const
   std::map<std::string, RealTensor> grads;
   for (const auto& [input, adjoint] : f_.input_adjoints) {
     const Node& n = f_.nodes[input];
-    const Group* g = module_.group(n.name);
+    const Group* g = module_.group(n.group);
+    const std::string name = fvi_group_name(n.group);
     long long total = size_of(g->size, b);
-    auto it = grads.find(n.name);
+    auto it = grads.find(name);
     if (it == grads.end()) {
-      long long draws = b.inputs.at(n.name).draws;
-      it = grads.emplace(n.name, RealTensor(total, 1, draws)).first;
+      long long draws = b.inputs.at(name).draws;
+      it = grads.emplace(name, RealTensor(total, 1, draws)).first;
     }
     k::add_to_slice(it->second, values_[adjoint], size_of(n.offset, b));
   }
@@ -49,7 +50,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
   RealTensor& out = values_[i];
   switch (n.op) {
     case Op::Input:
-      out = k::slice(b.inputs.at(n.name), size_of(n.offset, b), size_of(n.rows, b), size_of(n.cols, b));
+      out = k::slice(b.inputs.at(fvi_group_name(n.group)), size_of(n.offset, b), size_of(n.rows, b), size_of(n.cols, b));
       return;
     case Op::Data:
     case Op::Index: {

@@ -57,9 +57,9 @@ const char* factor_kind_name(FactorKind kind) {
   return "?";
 }
 
-const Group* Module::group(const std::string& name) const {
+const Group* Module::group(fvi_group kind) const {
   for (const Group& g : groups)
-    if (g.name == name) return &g;
+    if (g.kind == kind) return &g;
   return nullptr;
 }
 
@@ -68,6 +68,7 @@ namespace {
 std::string describe(const Node& n) {
   std::ostringstream s;
   s << op_name(n.op);
+  if (n.op == Op::Input || n.op == Op::Mean || n.op == Op::Sd) s << ' ' << fvi_group_name(n.group);
   if (!n.name.empty()) s << ' ' << n.name;
   if (n.op == Op::Const) s << ' ' << n.value;
   if (n.op == Op::LpdfVjp) s << " operand " << n.k;
@@ -91,7 +92,7 @@ std::string dump(const Module& m) {
   std::ostringstream out;
   out << "module " << m.model << '\n';
   for (const Group& g : m.groups) {
-    out << "  group " << g.name << " (" << g.size.str() << (g.varies ? ", S draws" : ", point estimate") << "):";
+    out << "  group " << fvi_group_name(g.kind) << " (" << g.size.str() << (g.varies ? ", S draws" : ", point estimate") << "):";
     for (const Slot& s : g.slots) out << ' ' << s.variable << "@" << s.offset.str();
     out << '\n';
   }
@@ -112,7 +113,7 @@ std::string dump(const Module& m) {
     }
     out << "    output %" << f.output << '\n';
     for (const auto& [input, adjoint] : f.input_adjoints)
-      out << "    d/d %" << input << " (" << f.nodes[input].name << ") = %" << adjoint << '\n';
+      out << "    d/d %" << input << " (" << fvi_group_name(f.nodes[input].group) << ") = %" << adjoint << '\n';
     // The mean-field variant, where it differs: which products it samples locally.
     size_t index = static_cast<size_t>(&f - m.factors.data());
     if (f.kind != FactorKind::Quantity && index < m.meanfield.size())

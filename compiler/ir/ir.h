@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "frontend/semantic.h"
+#include "fvi/kernel/abi.h"
 
 namespace fvic::ir {
 
@@ -53,7 +54,8 @@ const char* op_name(Op op);
 struct Node {
   Op op;
   std::vector<int> args;
-  std::string name;   // function, distribution, data variable or group
+  std::string name;   // function, distribution or data variable
+  fvi_group group = FVI_GROUP_GLOBAL;  // Input, Mean, Sd: the group it reads (the kernel ABI's enum)
   double value = 0;   // Const
   int k = 0;          // LpdfVjp: the operand
   std::vector<long long> ints;  // Index: constant 1-based indices (when it names no data); Noise:
@@ -78,7 +80,7 @@ struct Slot {
   SymSize size;
 };
 struct Group {
-  std::string name;  // global, local, split, hyper, local_hyper, split_hyper, z_sum
+  fvi_group kind = FVI_GROUP_GLOBAL;  // the kernel ABI's number for it; fvi_group_name(kind) for messages
   std::vector<Slot> slots;
   SymSize size = SymSize::constant(0);
   bool varies = true;  // sampled (S draws) or a point estimate (hyperparameters: 1)
@@ -95,7 +97,7 @@ struct Factor {
   int outcome = -1;              // likelihood: the outcome node
   std::vector<int> arguments;    // likelihood: the distribution's argument nodes
   SymSize rows = SymSize::constant(1);  // per-observation outputs: the observation count
-  std::vector<std::string> groups;      // groups read, in input order
+  std::vector<fvi_group> groups;        // groups read, in input order
   std::vector<std::string> data;        // data variables read
   // A likelihood that reads the local group only as `b[idx]`, b the group's one vector and idx
   // an int data array over its rows: idx's name (row n depends on element idx[n] alone); else "".
@@ -119,7 +121,7 @@ struct Module {
   // in declaration order (its owner evaluates it on the posterior's draws).
   std::vector<Factor> quantities;
 
-  const Group* group(const std::string& name) const;
+  const Group* group(fvi_group kind) const;
 };
 
 // `fvic dump --ir`: every factor's nodes, one per line, stable for golden tests.

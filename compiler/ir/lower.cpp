@@ -4,8 +4,6 @@
 #include <set>
 
 #include "builtins.h"
-#include "transform/dead_code.h"
-#include "transform/local_reparam.h"
 
 namespace fvic::ir {
 
@@ -31,12 +29,12 @@ bool dims_of(const Type& t, const Shape& s, SymSize& rows, SymSize& cols) {
   return false;
 }
 
-const char* group_of(const Symbol& s) {
+fvi_group group_of(const Symbol& s) {
   bool hyper = s.kind == SymbolKind::Hyperparameter;
   switch (s.owner) {
-    case Owner::Silo: return hyper ? "local_hyper" : "local";
-    case Owner::Split: return hyper ? "split_hyper" : "split";
-    default: return hyper ? "hyper" : "global";
+    case Owner::Silo: return hyper ? FVI_GROUP_LOCAL_HYPER : FVI_GROUP_LOCAL;
+    case Owner::Split: return hyper ? FVI_GROUP_SPLIT_HYPER : FVI_GROUP_SPLIT;
+    default: return hyper ? FVI_GROUP_HYPER : FVI_GROUP_GLOBAL;
   }
 }
 
@@ -96,7 +94,7 @@ class FactorBuilder {
     }
     const Group* g = module_.group(group_of(s));
     Node in{Op::Input};
-    in.name = g->name;
+    in.group = g->kind;
     for (const Slot& slot : g->slots)
       if (slot.variable == s.name) in.offset = slot.offset;
     in.rows = rows;
@@ -104,7 +102,7 @@ class FactorBuilder {
     in.varies = g->varies;
     in.active = true;
     int u = add(in);
-    if (std::find(f_.groups.begin(), f_.groups.end(), g->name) == f_.groups.end()) f_.groups.push_back(g->name);
+    if (std::find(f_.groups.begin(), f_.groups.end(), g->kind) == f_.groups.end()) f_.groups.push_back(g->kind);
     int x = constrain(s, u, loc);
     params_[s.name] = x;
     return x;
@@ -327,13 +325,14 @@ class FactorBuilder {
         return constant(0);
       }
       Node z{Op::Input};
-      z.name = "z_sum";
+      z.group = FVI_GROUP_Z_SUM;
       z.offset = SymSize::constant(0);
       z.rows = rows;
       z.cols = cols;
       z.varies = true;
       z.active = true;
-      if (std::find(f_.groups.begin(), f_.groups.end(), "z_sum") == f_.groups.end()) f_.groups.push_back("z_sum");
+      if (std::find(f_.groups.begin(), f_.groups.end(), FVI_GROUP_Z_SUM) == f_.groups.end())
+        f_.groups.push_back(FVI_GROUP_Z_SUM);
       return add(z);
     }
     std::vector<int> args;
@@ -496,12 +495,13 @@ class FactorBuilder {
 };
 
 void build_groups(const SemanticModel& m, Module& module) {
-  for (const char* name : {"global", "local", "split", "hyper", "local_hyper", "split_hyper"}) {
+  for (fvi_group kind : {FVI_GROUP_GLOBAL, FVI_GROUP_LOCAL, FVI_GROUP_SPLIT, FVI_GROUP_HYPER, FVI_GROUP_LOCAL_HYPER,
+                         FVI_GROUP_SPLIT_HYPER}) {
     Group g;
-    g.name = name;
-    g.varies = std::string(name).find("hyper") == std::string::npos;
+    g.kind = kind;
+    g.varies = kind == FVI_GROUP_GLOBAL || kind == FVI_GROUP_LOCAL || kind == FVI_GROUP_SPLIT;
     for (const Symbol& s : m.symbols) {
-      if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.name) continue;
+      if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.kind) continue;
       SymSize n = s.shape.elements();
       g.slots.push_back({s.name, g.size, n});
       g.size = g.size + n;
@@ -683,13 +683,13 @@ bool is_element_prior(const SemanticModel& m, const std::map<std::string, const 
 // The int data array `idx` when the likelihood reads the local group only as `b[idx]`, b the
 // group's only variable and idx one of the likelihood's row-batched arrays; else "".
 std::string local_index_of(const Module& module, const Factor& f) {
-  const Group* local = module.group("local");
+  const Group* local = module.group(FVI_GROUP_LOCAL);
   if (!local || local->slots.size() != 1) return "";
   std::string name;
   bool reads_local = false;
   for (int i = 0; i < f.forward_end; ++i) {
     const Node& in = f.nodes[i];
-    if (in.op != Op::Input || in.name != "local") continue;
+    if (in.op != Op::Input || in.group != FVI_GROUP_LOCAL) continue;
     reads_local = true;
     for (int j = i + 1; j < f.forward_end; ++j) {
       const Node& use = f.nodes[j];
@@ -791,7 +791,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   for (const Term& t : model.terms) {
     if (t.kind != TermKind::Likelihood) continue;
     const Stmt& s = *t.stmt;
-    if (t.owner == TermOwner::Coupling && module.group("z_sum")) {
+    if (t.owner == TermOwner::Coupling && module.group(FVI_GROUP_Z_SUM)) {
       // The z_sum group carries one coupling likelihood's silo_sum; a second would share it.
       diags.error(s.loc, "a second likelihood through silo_sum is not supported by the code generator yet",
                   "a vertical model has one silo_sum for now (each silo sends one auxiliary value per row)");
@@ -848,16 +848,14 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
       module.factors.push_back(std::move(f));
       module.factors.push_back(std::move(c));
       Group z;
-      z.name = "z_sum";
+      z.kind = FVI_GROUP_Z_SUM;
       z.slots.push_back({"z_sum", SymSize::constant(0), module.factors[module.factors.size() - 2].rows});
       z.size = z.slots[0].size;
-      if (!module.group("z_sum")) module.groups.push_back(z);
+      if (!module.group(FVI_GROUP_Z_SUM)) module.groups.push_back(z);
       continue;
     }
     module.factors.push_back(std::move(f));
   }
-  transform::eliminate_dead_code(module);
-  transform::make_meanfield_variants(module);
 
   // Transformed parameters and generated quantities: each its own value, evaluated by its owner.
   for (const Symbol& s : model.symbols) {
@@ -877,7 +875,6 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     else b.unsupported(s.loc, "the type of '" + s.name + "'");
     ok &= b.ok();
     q.forward_end = static_cast<int>(q.nodes.size());
-    transform::eliminate_dead_code(q);
     module.quantities.push_back(std::move(q));
   }
   return ok;

@@ -5,7 +5,10 @@
 // contribution factor per silo_sum operand, whose sum reaches the coupling likelihood as the
 // input group `z_sum`. Each parameter's log-Jacobian is added once, in the density factor of
 // its own party — never once per silo for a global; hyperparameters (point estimates) have none.
-#include "analysis/plan.h"
+// Lowering only builds the factors: dead code, mean-field variants and adjoints are later passes
+// (pipeline.h runs them in order).
+#include "frontend/diagnostics.h"
+#include "frontend/semantic.h"
 #include "ir/ir.h"
 
 namespace fvic::ir {

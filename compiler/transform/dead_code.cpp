@@ -35,15 +35,16 @@ void eliminate_dead_code(ir::Factor& f) {
   f.groups.clear();
   f.data.clear();
   for (const ir::Node& node : f.nodes) {
-    std::vector<std::string>* list = node.op == ir::Op::Input ? &f.groups
-                                     : (node.op == ir::Op::Data || node.op == ir::Op::Index) && !node.name.empty() ? &f.data
-                                                                                                                    : nullptr;
-    if (list && std::find(list->begin(), list->end(), node.name) == list->end()) list->push_back(node.name);
+    if (node.op == ir::Op::Input && std::find(f.groups.begin(), f.groups.end(), node.group) == f.groups.end())
+      f.groups.push_back(node.group);
+    bool reads_data = (node.op == ir::Op::Data || node.op == ir::Op::Index) && !node.name.empty();
+    if (reads_data && std::find(f.data.begin(), f.data.end(), node.name) == f.data.end()) f.data.push_back(node.name);
   }
 }
 
 void eliminate_dead_code(ir::Module& module) {
   for (ir::Factor& f : module.factors) eliminate_dead_code(f);
+  for (ir::Factor& q : module.quantities) eliminate_dead_code(q);
 }
 
 }  // namespace fvic::transform

@@ -23,7 +23,7 @@ ir::Factor meanfield_variant(const ir::Module& module, size_t index) {
     const Node& m = f.nodes[i];
     if (m.op != Op::MatMul) continue;
     const Node &x = f.nodes[m.args[0]], &w = f.nodes[m.args[1]];
-    const ir::Group* g = w.op == Op::Input ? module.group(w.name) : nullptr;
+    const ir::Group* g = w.op == Op::Input ? module.group(w.group) : nullptr;
     if (x.active || x.varies || !g || !g->varies || uses[m.args[1]] != 1) continue;
     product[i] = consumed[m.args[1]] = true;
   }
@@ -65,7 +65,7 @@ ir::Factor meanfield_variant(const ir::Module& module, size_t index) {
     const SymSize x_rows = v.nodes[x].rows, x_cols = v.nodes[x].cols;
     auto leaf = [&](Op op) {
       Node l{op};
-      l.name = w.name;
+      l.group = w.group;
       l.offset = w.offset;
       l.rows = w.rows;
       l.cols = w.cols;

@@ -8,10 +8,9 @@
 
 #include "analysis/plan.h"
 #include "backend/cpp/emit.h"
-#include "ir/lower.h"
-#include "transform/adjoint.h"
 #include "frontend/parser.h"
 #include "frontend/semantic.h"
+#include "pipeline.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fvic::SourceFile source("fuzz.fvi", std::string(reinterpret_cast<const char*>(data), size));
@@ -29,8 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         sink << fvic::plan_json(plan, *model, nullptr);
       }
       fvic::ir::Module module;
-      if (fvic::ir::lower(*model, module, diags)) {
-        fvic::transform::make_adjoints(module);
+      if (fvic::build_ir(*model, module, diags)) {
         sink << fvic::ir::dump(module);
         std::string cpp;
         if (fvic::backend::emit_cpp(module, *model, cpp, diags)) sink << cpp.size();

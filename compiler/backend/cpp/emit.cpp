@@ -60,6 +60,13 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// The kernel ABI's name for a group (abi.h enum fvi_group), as C source.
+std::string group_constant(fvi_group kind) {
+  std::string name = fvi_group_name(kind);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "FVI_GROUP_" + name;
+}
+
 // A unary function as the fused loops name it: fvi::kernel::UnaryFn, whose enumerators are the
 // functions' names (unary_fn throws for a name the kernels do not have).
 std::string unary_fn(const std::string& name) {
@@ -148,9 +155,9 @@ class Emitter {
       << "    return false;\n  }\n};\n\n";
   }
 
-  std::string group_index(const std::string& name) const {
+  std::string group_index(fvi_group kind) const {
     for (size_t g = 0; g < m_.groups.size(); ++g)
-      if (m_.groups[g].name == name) return std::to_string(g);
+      if (m_.groups[g].kind == kind) return std::to_string(g);
     return "-1";
   }
 
@@ -282,7 +289,7 @@ class Emitter {
     auto ix = [&](size_t k) { return "ix_[" + std::to_string(n.args[k]) + "]"; };
     std::string target = vals + std::to_string(i) + "] = ";
     if (hoisted_data(f, int(i))) return rows_statement(f, i, vals);
-    auto slot_of = [&](const std::string& group) {
+    auto slot_of = [&](fvi_group group) {
       return std::to_string(std::find(f.groups.begin(), f.groups.end(), group) - f.groups.begin());
     };
     auto call = [&](const std::string& fn, std::vector<std::string> args) {
@@ -292,15 +299,15 @@ class Emitter {
     };
     switch (n.op) {
       case Op::Input: {
-        std::string in = (meanfield ? "theta_[" : "in_[") + slot_of(n.name) + "]";
+        std::string in = (meanfield ? "theta_[" : "in_[") + slot_of(n.group) + "]";
         // z_sum holds the summed contributions of the batch's rows: as many rows as were passed.
-        if (n.name == "z_sum") return call("slice", {in, "0", in + ".size()", "1"});
+        if (n.group == FVI_GROUP_Z_SUM) return call("slice", {in, "0", in + ".size()", "1"});
         return call("slice", {in, meanfield ? compact_offset(f, i) : sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
       }
       case Op::Mean:
-        return call("slice<Real>", {"mean_[" + slot_of(n.name) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
+        return call("slice<Real>", {"mean_[" + slot_of(n.group) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
       case Op::Sd:
-        return call("slice<Real>", {"sd_[" + slot_of(n.name) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
+        return call("slice<Real>", {"sd_[" + slot_of(n.group) + "]", sizes_(n.offset), sizes_(n.rows), sizes_(n.cols)});
       case Op::Noise: {
         std::string rows = v(0) + ".rows";
         std::string first = n.batched ? "count < 0 ? 0 : begin" : "0";
@@ -410,7 +417,7 @@ class Emitter {
       std::string pieces;
       for (const auto& [input, adjoint] : f.input_adjoints) {
         const Node& n = f.nodes[input];
-        if (n.name != f.groups[g]) continue;
+        if (n.group != f.groups[g]) continue;
         append_piece(pieces, ref(f, adjoint, false), sizes_(n.offset));
       }
       const std::string in = "in_[" + std::to_string(g) + "]";
@@ -492,15 +499,15 @@ class Emitter {
   // group's means and sds directly (local reparameterisation).
   // The Input nodes of group `group` in a mean-field variant, in node order: the ranges its
   // compact theta holds (abi_support.h meanfield_sample).
-  static std::vector<size_t> inputs_of(const ir::Factor& mf, const std::string& group) {
+  static std::vector<size_t> inputs_of(const ir::Factor& mf, fvi_group group) {
     std::vector<size_t> out;
     for (size_t i = 0; i < mf.nodes.size(); ++i)
-      if (mf.nodes[i].op == Op::Input && mf.nodes[i].name == group) out.push_back(i);
+      if (mf.nodes[i].op == Op::Input && mf.nodes[i].group == group) out.push_back(i);
     return out;
   }
   std::string range_length(const ir::Factor& mf, size_t node, size_t slot) {
     const Node& n = mf.nodes[node];
-    return n.name == "z_sum" ? "mean_[" + std::to_string(slot) + "].size()" : sizes_(n.rows) + " * " + sizes_(n.cols);
+    return n.group == FVI_GROUP_Z_SUM ? "mean_[" + std::to_string(slot) + "].size()" : sizes_(n.rows) + " * " + sizes_(n.cols);
   }
   std::string ranges_of(const ir::Factor& mf, size_t slot) {
     std::string out;
@@ -510,7 +517,7 @@ class Emitter {
   }
   // Where Input node `node` of a mean-field variant starts in its group's compact theta.
   std::string compact_offset(const ir::Factor& mf, size_t node) {
-    const std::string& group = mf.nodes[node].name;
+    const fvi_group group = mf.nodes[node].group;
     size_t slot = std::find(mf.groups.begin(), mf.groups.end(), group) - mf.groups.begin();
     std::string offset = "0";
     for (size_t i : inputs_of(mf, group)) {
@@ -546,7 +553,7 @@ class Emitter {
       std::string mean_pieces, sd_pieces;
       for (const auto& [input, adjoint] : mf.input_adjoints) {
         const Node& n = mf.nodes[input];
-        if (n.name != mf.groups[g]) continue;
+        if (n.group != mf.groups[g]) continue;
         if (n.op == Op::Input) {
           o << "    add_to_slice(" << dt << ", " << ref(mf, adjoint, true) << ", " << compact_offset(mf, input) << ");\n";
           continue;
@@ -563,9 +570,9 @@ class Emitter {
   }
 
   void abi(std::ostringstream& o) {
-    o << "const char* const kGroupNames[] = {";
-    for (size_t g = 0; g < m_.groups.size(); ++g) o << (g ? ", " : "") << quoted(m_.groups[g].name);
-    if (m_.groups.empty()) o << "\"\"";
+    o << "const int kGroupKinds[] = {";
+    for (size_t g = 0; g < m_.groups.size(); ++g) o << (g ? ", " : "") << group_constant(m_.groups[g].kind);
+    if (m_.groups.empty()) o << "-1";
     o << "};\nconst int kGroupVaries[] = {";
     for (size_t g = 0; g < m_.groups.size(); ++g) o << (g ? ", " : "") << (m_.groups[g].varies ? 1 : 0);
     if (m_.groups.empty()) o << "0";
@@ -642,7 +649,7 @@ class Emitter {
     quantity_table(o);
     emit_data_table(model_, o);
     o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
-      << ", kGroupNames, kGroupVaries, " << m_.factors.size()
+      << ", kGroupKinds, kGroupVaries, " << m_.factors.size()
       << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
       << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable, "
       << "forward_meanfield_f32, backward_meanfield_f32, " << m_.quantities.size() << ", kQuantities, forward_quantity};\n\n";

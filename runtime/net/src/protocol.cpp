@@ -23,7 +23,7 @@ uint64_t model_fingerprint(const fvi_model& model) {
   uint64_t h = 0xcbf29ce484222325ULL;
   mix(h, model.name ? model.name : "");
   mix(h, std::to_string(model.abi_version));
-  for (int g = 0; g < model.group_count; ++g) mix(h, model.group_names[g]);
+  for (int g = 0; g < model.group_count; ++g) mix(h, fvi_group_name(model.group_kinds[g]));  // the names: the fingerprint ABI 5 peers computed
   for (int f = 0; f < model.factor_count; ++f) {
     const fvi_factor_info& info = model.factors[f];
     mix(h, info.name);

@@ -6,19 +6,19 @@
 
 namespace fvi::engine {
 
-int group_index(const fvi_model& model, const std::string& group) {
+int group_index(const fvi_model& model, fvi_group group) {
   for (int g = 0; g < model.group_count; ++g)
-    if (group == model.group_names[g]) return g;
+    if (model.group_kinds[g] == group) return g;
   return -1;
 }
 
-int64_t group_size(const fvi_model& model, const std::string& group, const fvi_data& data) {
+int64_t group_size(const fvi_model& model, fvi_group group, const fvi_data& data) {
   const int g = group_index(model, group);
   if (g < 0) return -1;
   int64_t size = 0;
   fvi_error error{};
   if (model.group_size(g, &data, &size, &error) != 0)
-    throw ModelError("the size of the " + group + " parameters: " + error.message);
+    throw ModelError(std::string("the size of the ") + fvi_group_name(group) + " parameters: " + error.message);
   return size;
 }
 
@@ -61,7 +61,7 @@ const Eigen::Map<const Eigen::MatrixXd>& BoundFactor::forward(int64_t begin, int
   for (int g = 0; g < f.group_count; ++g) {
     const Eigen::MatrixXd& x = inputs[g];
     if (x.rows() != input_sizes_[g])
-      throw ModelError(name_ + ": the " + std::string(model_->group_names[f.groups[g]]) + " group has " +
+      throw ModelError(name_ + ": the " + std::string(fvi_group_name(group_kind(*model_, f.groups[g]))) + " group has " +
                        std::to_string(x.rows()) + " values, " + std::to_string(input_sizes_[g]) + " expected");
     input_views_.push_back(fvi_tensor{const_cast<double*>(x.data()), x.rows(), 1, x.cols()});
   }
@@ -100,7 +100,7 @@ const Eigen::Map<const Eigen::MatrixXd>& BoundFactor::forward_meanfield(int64_t 
   input_views_.clear();  // backward_meanfield's gradients have the means' shapes
   for (int g = 0; g < f.group_count; ++g) {
     if (means[g].size() != input_sizes_[g] || (sds[g].size() != 0 && sds[g].size() != input_sizes_[g]))
-      throw ModelError(name_ + ": the " + std::string(model_->group_names[f.groups[g]]) + " group has " +
+      throw ModelError(name_ + ": the " + std::string(fvi_group_name(group_kind(*model_, f.groups[g]))) + " group has " +
                        std::to_string(means[g].size()) + " values, " + std::to_string(input_sizes_[g]) + " expected");
     mean_views.push_back(AbiTensor<T>{const_cast<T*>(means[g].data()), means[g].size(), 1, 1});
     sd_views.push_back(AbiTensor<T>{sds[g].size() ? const_cast<T*>(sds[g].data()) : nullptr, sds[g].size(), 1, 1});

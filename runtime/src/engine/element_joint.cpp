@@ -7,9 +7,9 @@ namespace fvi::engine {
 
 namespace {
 
-bool reads(const BoundFactor& f, const char* group) {
+bool reads(const BoundFactor& f, fvi_group group) {
   for (int g = 0; g < f.info().group_count; ++g)
-    if (f.group_name(g) == group) return true;
+    if (f.group(g) == group) return true;
   return false;
 }
 
@@ -40,8 +40,8 @@ std::vector<Eigen::Index> element_of_rows(const fvi_data& data, const std::strin
 
 ElementJoint::ElementJoint(const fvi_model& model, const fvi_data& data, Eigen::Index local_dim)
     : local_dim_(local_dim) {
-  global_dim_ = group_dim(model, "global", data);
-  hyper_dim_ = group_dim(model, "hyper", data);
+  global_dim_ = group_dim(model, FVI_GROUP_GLOBAL, data);
+  hyper_dim_ = group_dim(model, FVI_GROUP_HYPER, data);
   for (int f = 0; f < model.factor_count; ++f) {
     const fvi_factor_info& info = model.factors[f];
     if (info.owner != FVI_SILO) continue;
@@ -50,7 +50,7 @@ ElementJoint::ElementJoint(const fvi_model& model, const fvi_data& data, Eigen::
     p.factor = std::make_unique<BoundFactor>(model, f, data);
     const std::string name = p.factor->name();
     if (info.kind == FVI_LIKELIHOOD) rows_ = std::max(rows_, p.factor->rows());
-    if (!reads(*p.factor, "local")) {
+    if (!reads(*p.factor, FVI_GROUP_LOCAL)) {
       p.role = Part::kShared;
     } else if (info.kind == FVI_ELEMENTS) {
       if (p.factor->rows() != local_dim)
@@ -77,11 +77,11 @@ ElementJoint::Value ElementJoint::evaluate(const Eigen::MatrixXd& global, const 
   for (Part& p : parts_) {
     std::vector<Eigen::MatrixXd> inputs;
     for (int g = 0; g < p.factor->info().group_count; ++g) {
-      const std::string group = p.factor->group_name(g);
-      if (group == "global") inputs.push_back(global);
-      else if (group == "local") inputs.push_back(local);
-      else if (group == "hyper" && hyper) inputs.push_back(*hyper);
-      else throw ModelError(p.factor->name() + ": reads the " + group + " group, which SFVI does not provide here");
+      const int group = p.factor->group(g);
+      if (group == FVI_GROUP_GLOBAL) inputs.push_back(global);
+      else if (group == FVI_GROUP_LOCAL) inputs.push_back(local);
+      else if (group == FVI_GROUP_HYPER && hyper) inputs.push_back(*hyper);
+      else throw ModelError(p.factor->name() + ": reads the " + fvi_group_name(group) + " group, which SFVI does not provide here");
     }
     const auto& lp = p.factor->forward(0, -1, inputs);
     switch (p.role) {
@@ -111,9 +111,9 @@ ElementJoint::Gradient ElementJoint::backward(const Eigen::MatrixXd& weights, co
     }
     const std::vector<Eigen::MatrixXd> d = p.factor->backward({&seed});
     for (size_t g = 0; g < d.size(); ++g) {
-      const std::string group = p.factor->group_name(int(g));
-      if (group == "global") out.d_global += d[g];
-      else if (group == "local") out.d_local += d[g];
+      const int group = p.factor->group(int(g));
+      if (group == FVI_GROUP_GLOBAL) out.d_global += d[g];
+      else if (group == FVI_GROUP_LOCAL) out.d_local += d[g];
       else out.d_hyper += d[g].rowwise().sum();
     }
   }

@@ -44,35 +44,6 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   return o;
 }
 
-std::vector<double> pack(const DiagGaussianNatural<double>& eta) {
-  std::vector<double> m(eta.eta1.data(), eta.eta1.data() + eta.dim());
-  m.insert(m.end(), eta.eta2.data(), eta.eta2.data() + eta.dim());
-  return m;
-}
-
-std::vector<double> pack(const GaussianNatural<double>& eta) {
-  std::vector<double> m(eta.eta1.data(), eta.eta1.data() + eta.dim());
-  for (Eigen::Index j = 0; j < eta.dim(); ++j)
-    for (Eigen::Index i = j; i < eta.dim(); ++i) m.push_back(eta.eta2(i, j));  // symmetric: lower triangle
-  return m;
-}
-
-void unpack(const std::vector<double>& m, DiagGaussianNatural<double>& eta) {
-  if (m.size() % 2 != 0) throw std::invalid_argument("a mean-field message needs an even number of values");
-  const Eigen::Index d = Eigen::Index(m.size() / 2);
-  eta.eta1 = Eigen::Map<const Eigen::VectorXd>(m.data(), d);
-  eta.eta2 = Eigen::Map<const Eigen::VectorXd>(m.data() + d, d);
-}
-
-void unpack(const std::vector<double>& m, GaussianNatural<double>& eta) {
-  const Eigen::Index d = FullRankGaussian<double>::dim_from_num_params(Eigen::Index(m.size()));
-  eta.eta1 = Eigen::Map<const Eigen::VectorXd>(m.data(), d);
-  eta.eta2.resize(d, d);
-  size_t k = size_t(d);
-  for (Eigen::Index j = 0; j < d; ++j)
-    for (Eigen::Index i = j; i < d; ++i, ++k) eta.eta2(i, j) = eta.eta2(j, i) = m[k];
-}
-
 namespace {
 
 constexpr bool kDiagonal(const DiagGaussianNatural<double>*) { return true; }
@@ -81,7 +52,7 @@ constexpr bool kDiagonal(const GaussianNatural<double>*) { return false; }
 // The only group a PVI model's factors may read.
 void require_global_only(const fvi_model& model, const BoundFactor& f) {
   const fvi_factor_info& info = f.info();
-  if (info.group_count != 1 || std::string(model.group_names[info.groups[0]]) != "global")
+  if (info.group_count != 1 || group_kind(model, info.groups[0]) != FVI_GROUP_GLOBAL)
     throw ModelError(f.name() + ": PVI needs factors that read only the global parameters; this model has local, " +
                      "split or hyper parameters (use method = sfvi or a vertical method)");
 }
@@ -91,7 +62,7 @@ void require_global_only(const fvi_model& model, const BoundFactor& f) {
 template <class Q>
 PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, PviOptions options)
     : silo_(silo), options_(std::move(options)) {
-  dim_ = group_size(model, "global", data);
+  dim_ = group_size(model, FVI_GROUP_GLOBAL, data);
   if (dim_ <= 0) throw ModelError("PVI needs global parameters; this model has none");
   for (int v = 0; v < data.count; ++v) {
     const fvi_tensor& t = data.values[v];
@@ -475,7 +446,7 @@ Eigen::VectorXd PviClient<Q>::run_steps(long steps, long n_batches, uint32_t rou
 
 template <class Q>
 PviServer<Q>::PviServer(const fvi_model& model, const fvi_data& data, uint64_t seed) {
-  const int64_t dim = group_size(model, "global", data);
+  const int64_t dim = group_size(model, FVI_GROUP_GLOBAL, data);
   if (dim <= 0) throw ModelError("PVI needs global parameters; this model has none");
   std::vector<std::unique_ptr<BoundFactor>> densities;
   for (int f = 0; f < model.factor_count; ++f) {

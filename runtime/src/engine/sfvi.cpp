@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "fvi/divergence/wasserstein_barycenter.h"
+#include "fvi/message/codec.h"
 #include "fvi/optim/step_limit.h"
 #include "fvi/rng.h"
 
@@ -34,78 +35,49 @@ SfviOptions SfviOptions::from(const Settings& s, Eigen::Index global_dim) {
   return o;
 }
 
-// ---- messages ------------------------------------------------------------------------------
+// ---- messages (message/codec.h; sizes in message/sizes.h, as `fvic plan` prints them) ----
 
-namespace {
-
-void append(std::vector<double>& out, const Eigen::VectorXd& v) { out.insert(out.end(), v.data(), v.data() + v.size()); }
-
-// Reads `n` values at `at`, refusing a short or non-finite message (it names the field).
-Eigen::VectorXd take(const std::vector<double>& in, size_t& at, Eigen::Index n, const char* what) {
-  if (at + size_t(n) > in.size())
-    throw std::invalid_argument(std::string("SFVI message too short for ") + what);
-  Eigen::VectorXd v = Eigen::Map<const Eigen::VectorXd>(in.data() + at, n);
-  if (!v.allFinite()) throw std::invalid_argument(std::string("SFVI message: ") + what + " is not finite");
-  at += size_t(n);
-  return v;
+std::vector<double> pack(const SfviBroadcast& m) {
+  return message::Writer().values(m.global_params).values(m.hyper).value(double(m.round)).done();
 }
-
-void expect_end(const std::vector<double>& in, size_t at) {
-  if (at != in.size()) throw std::invalid_argument("SFVI message has " + std::to_string(in.size() - at) + " extra values");
-}
-
-}  // namespace
-
-namespace {
-
-// Every SFVI message is two vectors and one number: (eta_G, theta, round) down; (g_eta,
-// g_theta, ELBO term) or (eta_G, theta, ELBO term) up.
-std::vector<double> pack_parts(const Eigen::VectorXd& a, const Eigen::VectorXd& b, double c) {
-  std::vector<double> out;
-  append(out, a);
-  append(out, b);
-  out.push_back(c);
-  return out;
-}
-
-struct Parts {
-  Eigen::VectorXd a, b;
-  double c = 0;
-};
-
-Parts unpack_parts(const std::vector<double>& in, Eigen::Index na, Eigen::Index nb, const char* a, const char* b,
-                   const char* c) {
-  Parts p;
-  size_t at = 0;
-  p.a = take(in, at, na, a);
-  p.b = take(in, at, nb, b);
-  p.c = take(in, at, 1, c)[0];
-  expect_end(in, at);
-  return p;
-}
-
-}  // namespace
-
-std::vector<double> pack(const SfviBroadcast& m) { return pack_parts(m.global_params, m.hyper, double(m.round)); }
 
 SfviBroadcast unpack_broadcast(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
-  Parts p = unpack_parts(in, np, nh, "eta_G", "theta", "round");
-  if (p.c < 0 || p.c != std::floor(p.c) || p.c > 4294967295.0) throw std::invalid_argument("SFVI message: bad round");
-  return {std::move(p.a), std::move(p.b), uint32_t(p.c)};
+  message::Reader r(in, "SFVI message");
+  SfviBroadcast m;
+  m.global_params = r.vector(np, "eta_G");
+  m.hyper = r.vector(nh, "theta");
+  const double round = r.value("round");
+  r.finish();
+  m.round = r.round(round, "round");
+  return m;
 }
 
-std::vector<double> pack(const SfviContribution& m) { return pack_parts(m.d_global, m.d_hyper, m.elbo_term); }
+std::vector<double> pack(const SfviContribution& m) {
+  return message::Writer().values(m.d_global).values(m.d_hyper).value(m.elbo_term).done();
+}
 
 SfviContribution unpack_contribution(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
-  Parts p = unpack_parts(in, np, nh, "g_eta", "g_theta", "ELBO term");
-  return {std::move(p.a), std::move(p.b), p.c};
+  message::Reader r(in, "SFVI message");
+  SfviContribution m;
+  m.d_global = r.vector(np, "g_eta");
+  m.d_hyper = r.vector(nh, "g_theta");
+  m.elbo_term = r.value("ELBO term");
+  r.finish();
+  return m;
 }
 
-std::vector<double> pack(const SfviLocalFit& m) { return pack_parts(m.global_params, m.hyper, m.elbo_term); }
+std::vector<double> pack(const SfviLocalFit& m) {
+  return message::Writer().values(m.global_params).values(m.hyper).value(m.elbo_term).done();
+}
 
 SfviLocalFit unpack_local_fit(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
-  Parts p = unpack_parts(in, np, nh, "eta_G", "theta", "ELBO term");
-  return {std::move(p.a), std::move(p.b), p.c};
+  message::Reader r(in, "SFVI message");
+  SfviLocalFit m;
+  m.global_params = r.vector(np, "eta_G");
+  m.hyper = r.vector(nh, "theta");
+  m.elbo_term = r.value("ELBO term");
+  r.finish();
+  return m;
 }
 
 Eigen::MatrixXd global_noise(uint64_t seed, uint32_t round, Eigen::Index n, long draws) {
@@ -136,16 +108,16 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
     const bool likelihood = f->info().kind == FVI_LIKELIHOOD;
     const double scale = likelihood ? likelihood_scale : density_scale;
     std::vector<Eigen::MatrixXd> inputs;
-    std::vector<char> which;
+    std::vector<int> which;
     for (int g = 0; g < f->info().group_count; ++g) {
-      const std::string name = f->group_name(g);
-      const Eigen::MatrixXd* v = name == "global" ? values.global
-                                 : name == "local" ? values.local
-                                 : name == "hyper" ? values.hyper
-                                                   : nullptr;
-      if (!v) throw ModelError(f->name() + ": reads the " + name + " group, which SFVI does not provide here");
+      const int group = f->group(g);
+      const Eigen::MatrixXd* v = group == FVI_GROUP_GLOBAL  ? values.global
+                                 : group == FVI_GROUP_LOCAL ? values.local
+                                 : group == FVI_GROUP_HYPER ? values.hyper
+                                                            : nullptr;
+      if (!v) throw ModelError(f->name() + ": reads the " + fvi_group_name(group) + " group, which SFVI does not provide here");
       inputs.push_back(*v);
-      which.push_back(name[0]);
+      which.push_back(group);
     }
     const auto& lp = likelihood ? f->forward(begin, count, inputs) : f->forward(0, -1, inputs);
     out.per_draw += scale * lp.colwise().sum().transpose();
@@ -153,8 +125,8 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Constant(lp.rows(), lp.cols(), scale);
     const std::vector<Eigen::MatrixXd> d = f->backward({&seed});
     for (size_t g = 0; g < d.size(); ++g) {
-      if (which[g] == 'g') out.d_global += d[g];
-      else if (which[g] == 'l') out.d_local += d[g];
+      if (which[g] == FVI_GROUP_GLOBAL) out.d_global += d[g];
+      else if (which[g] == FVI_GROUP_LOCAL) out.d_local += d[g];
       else out.d_hyper += d[g].rowwise().sum();
     }
   }
@@ -192,8 +164,8 @@ void add_entropy_gradient(Eigen::VectorXd& g, Eigen::Index first_log_sd, Eigen::
 
 SfviServer::SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions options)
     : options_(options),
-      global_dim_(group_dim(model, "global", data)),
-      hyper_dim_(group_dim(model, "hyper", data)),
+      global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)),
+      hyper_dim_(group_dim(model, FVI_GROUP_HYPER, data)),
       q_(StructuredGlobalGaussian<double>::from_params(initial_global(global_dim_, options), global_dim_,
                                                        options.correlated_global)),
       hyper_(Eigen::VectorXd::Zero(hyper_dim_)),
@@ -368,9 +340,9 @@ void SfviServer::average(const std::vector<SfviLocalFit>& fits) {
 SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviOptions options, bool global_prior)
     : silo_(silo),
       options_(options),
-      global_dim_(group_dim(model, "global", data)),
-      local_dim_(group_dim(model, "local", data)),
-      hyper_dim_(group_dim(model, "hyper", data)),
+      global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)),
+      local_dim_(group_dim(model, FVI_GROUP_LOCAL, data)),
+      hyper_dim_(group_dim(model, FVI_GROUP_HYPER, data)),
       adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   if (global_prior) {
     try {

@@ -61,24 +61,24 @@ std::unique_ptr<BoundFactor> bind_one(const fvi_model& model, const fvi_data& da
 
 // The factor's inputs, one per group it reads, from the named values (a missing one is an error
 // naming the factor and the group).
-std::vector<Eigen::MatrixXd> inputs_of(const BoundFactor& f, const std::vector<std::pair<std::string, const Eigen::MatrixXd*>>& values) {
+std::vector<Eigen::MatrixXd> inputs_of(const BoundFactor& f, const std::vector<std::pair<fvi_group, const Eigen::MatrixXd*>>& values) {
   std::vector<Eigen::MatrixXd> inputs;
   for (int g = 0; g < f.info().group_count; ++g) {
-    const std::string name = f.group_name(g);
+    const int group = f.group(g);
     const Eigen::MatrixXd* v = nullptr;
     for (const auto& [n, value] : values)
-      if (n == name) v = value;
-    if (!v) throw ModelError(f.name() + ": reads the " + name + " group, which the vertical engine does not provide to it");
+      if (n == group) v = value;
+    if (!v) throw ModelError(f.name() + ": reads the " + fvi_group_name(group) + " group, which the vertical engine does not provide to it");
     inputs.push_back(*v);
   }
   return inputs;
 }
 
 // The gradient of `f` (after forward) for the named group, or zeros of the given shape.
-Eigen::MatrixXd gradient_of(const BoundFactor& f, const std::vector<Eigen::MatrixXd>& gradients, const std::string& group,
+Eigen::MatrixXd gradient_of(const BoundFactor& f, const std::vector<Eigen::MatrixXd>& gradients, fvi_group group,
                             Eigen::Index rows, Eigen::Index cols) {
   for (int g = 0; g < f.info().group_count; ++g)
-    if (f.group_name(g) == group) return gradients[g];
+    if (f.group(g) == group) return gradients[g];
   return Eigen::MatrixXd::Zero(rows, cols);
 }
 
@@ -94,7 +94,7 @@ Eigen::VectorXd meanfield_params_gradient(const Eigen::MatrixXd& dx, const Eigen
 // ---- server ----------------------------------------------------------------------------------
 
 VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions options, int silos)
-    : options_(options), silos_(silos), global_dim_(group_dim(model, "global", data)), adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
+    : options_(options), silos_(silos), global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)), adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   for (int f = 0; f < model.factor_count; ++f)
     if (model.factors[f].owner == FVI_SERVER && model.factors[f].kind == FVI_DENSITY)
       prior_.push_back(std::make_unique<BoundFactor>(model, f, data));
@@ -148,14 +148,14 @@ double VflServer::augmented_gradient(const Eigen::MatrixXd& eps, const Eigen::Ma
                                      Eigen::VectorXd& d_params) {
   const long S = z_sum.cols();
   const Eigen::MatrixXd b = globals(eps);
-  const auto inputs = inputs_of(*likelihood_, {{"global", &b}, {"z_sum", &z_sum}});
+  const auto inputs = inputs_of(*likelihood_, {{FVI_GROUP_GLOBAL, &b}, {FVI_GROUP_Z_SUM, &z_sum}});
   const auto& lp = likelihood_->forward(0, -1, inputs);
   const double value = lp.sum() / double(S);
   const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(lp.rows(), lp.cols());
   const auto d = likelihood_->backward({&seed});
   // seed 004 Alg. 1 step 5: G = dL0/dz_j, the same for every silo (additive link).
-  G = gradient_of(*likelihood_, d, "z_sum", z_sum.rows(), S);
-  const Eigen::MatrixXd d_b = gradient_of(*likelihood_, d, "global", global_dim_, S);
+  G = gradient_of(*likelihood_, d, FVI_GROUP_Z_SUM, z_sum.rows(), S);
+  const Eigen::MatrixXd d_b = gradient_of(*likelihood_, d, FVI_GROUP_GLOBAL, global_dim_, S);
   return value + prior_gradient(eps, d_b, d_params);
 }
 
@@ -163,8 +163,8 @@ bool VflServer::log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, 
   if (!likelihood_) return false;
   const long S = eta.cols();
   log_p = Eigen::VectorXd::Zero(S);
-  for (auto& f : prior_) log_p += f->forward(0, -1, inputs_of(*f, {{"global", &b}})).transpose();
-  log_p += likelihood_->forward(0, -1, inputs_of(*likelihood_, {{"global", &b}, {"z_sum", &eta}})).colwise().sum().transpose();
+  for (auto& f : prior_) log_p += f->forward(0, -1, inputs_of(*f, {{FVI_GROUP_GLOBAL, &b}})).transpose();
+  log_p += likelihood_->forward(0, -1, inputs_of(*likelihood_, {{FVI_GROUP_GLOBAL, &b}, {FVI_GROUP_Z_SUM, &eta}})).colwise().sum().transpose();
   return true;
 }
 
@@ -176,10 +176,10 @@ double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::Matrix
   Eigen::MatrixXd db = d_globals;
   Eigen::VectorXd per_draw = joint_ ? Eigen::VectorXd::Zero(S) : Eigen::VectorXd(-q_.log_density(b));
   for (auto& f : prior_) {
-    const auto inputs = inputs_of(*f, {{"global", &b}});
+    const auto inputs = inputs_of(*f, {{FVI_GROUP_GLOBAL, &b}});
     per_draw += f->forward(0, -1, inputs).transpose();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
-    db += gradient_of(*f, f->backward({&seed}), "global", global_dim_, S);
+    db += gradient_of(*f, f->backward({&seed}), FVI_GROUP_GLOBAL, global_dim_, S);
   }
   if (joint_) {
     // The joint family's entropy is exact: total/2 log(2 pi e) + log det L, the server's rows'
@@ -206,9 +206,9 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
     : silo_(silo),
       silos_(silos),
       options_(options),
-      split_dim_(group_dim(model, "split", data)),
-      hyper_dim_(group_dim(model, "split_hyper", data)),
-      global_dim_(group_dim(model, "global", data)),
+      split_dim_(group_dim(model, FVI_GROUP_SPLIT, data)),
+      hyper_dim_(group_dim(model, FVI_GROUP_SPLIT_HYPER, data)),
+      global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)),
       adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   contribution_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
   if (!contribution_) throw ModelError("silo " + std::to_string(silo) + ": the model has no silo_sum contribution");
@@ -243,7 +243,7 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   if (options.power && options.amortized && options.auxiliary) {
     // The network reads y_i: take the outcome rows from the likelihood (one evaluation at zero).
     const Eigen::MatrixXd g = Eigen::MatrixXd::Zero(global_dim_, 1), zs = Eigen::MatrixXd::Zero(n, 1);
-    likelihood_->forward(0, -1, inputs_of(*likelihood_, {{"global", &g}, {"z_sum", &zs}}));
+    likelihood_->forward(0, -1, inputs_of(*likelihood_, {{FVI_GROUP_GLOBAL, &g}, {FVI_GROUP_Z_SUM, &zs}}));
     y_ = likelihood_->arguments()[0].values.col(0);
   }
 }
@@ -308,7 +308,7 @@ namespace {
 // A contribution that reads no split parameter (a network of point estimates only) is the same
 // for every draw: its one column is repeated S times.
 Eigen::MatrixXd contribution_draws(BoundFactor& contribution, const Eigen::MatrixXd& theta, const Eigen::MatrixXd& h) {
-  const Eigen::MatrixXd m = contribution.forward(0, -1, inputs_of(contribution, {{"split", &theta}, {"split_hyper", &h}}));
+  const Eigen::MatrixXd m = contribution.forward(0, -1, inputs_of(contribution, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h}}));
   return m.cols() == theta.cols() ? m : Eigen::MatrixXd(m.replicate(1, theta.cols()));
 }
 
@@ -316,7 +316,7 @@ Eigen::MatrixXd contribution_draws(BoundFactor& contribution, const Eigen::Matri
 // groups. A draw-independent contribution takes the adjoint summed over the draws.
 std::vector<Eigen::MatrixXd> contribution_backward(BoundFactor& contribution, const Eigen::MatrixXd& a_m) {
   for (int g = 0; g < contribution.info().group_count; ++g)
-    if (contribution.group_name(g) == "split") return contribution.backward({&a_m});
+    if (contribution.group(g) == FVI_GROUP_SPLIT) return contribution.backward({&a_m});
   const Eigen::MatrixXd summed = a_m.rowwise().sum();
   return contribution.backward({&summed});
 }
@@ -413,14 +413,14 @@ Eigen::MatrixXd VflSilo::power_message(const Eigen::MatrixXd& globals, const Eig
   const long S = m_.cols();
   // seed 004 Eq. 7: silo k's likelihood sees its own exact contribution plus the others' z.
   const Eigen::MatrixXd z_sum = m_ + others_z;
-  const auto& lp = likelihood_->forward(0, -1, inputs_of(*likelihood_, {{"global", &globals}, {"z_sum", &z_sum}}));
+  const auto& lp = likelihood_->forward(0, -1, inputs_of(*likelihood_, {{FVI_GROUP_GLOBAL, &globals}, {FVI_GROUP_Z_SUM, &z_sum}}));
   const double weight = 1.0 / double(silos_);
   own_likelihood_ = weight * lp.sum() / double(S);
   likelihood_term = own_likelihood_;
   const Eigen::MatrixXd seed = Eigen::MatrixXd::Constant(lp.rows(), lp.cols(), weight);
   const auto d = likelihood_->backward({&seed});
-  if (global_dim_ > 0) d_globals += gradient_of(*likelihood_, d, "global", global_dim_, S);
-  own_likelihood_adjoint_ = gradient_of(*likelihood_, d, "z_sum", rows_, S);
+  if (global_dim_ > 0) d_globals += gradient_of(*likelihood_, d, FVI_GROUP_GLOBAL, global_dim_, S);
+  own_likelihood_adjoint_ = gradient_of(*likelihood_, d, FVI_GROUP_Z_SUM, rows_, S);
   return own_likelihood_adjoint_;
 }
 
@@ -479,15 +479,15 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
   double value = 0;
   const Eigen::MatrixXd h = hyper();
   const auto dc = contribution_backward(*contribution_, a_m);  // the forward of evaluate_kept
-  Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
-  Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
+  Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT, split_dim_, S);
+  Eigen::VectorXd d_h = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   if (density_) {
-    const auto& lp = density_->forward(0, -1, inputs_of(*density_, {{"split", &theta_}, {"split_hyper", &h}}));
+    const auto& lp = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta_}, {FVI_GROUP_SPLIT_HYPER, &h}}));
     value += lp.sum();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
     const auto dd = density_->backward({&seed});
-    d_theta += gradient_of(*density_, dd, "split", split_dim_, S);
-    d_h += gradient_of(*density_, dd, "split_hyper", hyper_dim_, 1).rowwise().sum();
+    d_theta += gradient_of(*density_, dd, FVI_GROUP_SPLIT, split_dim_, S);
+    d_h += gradient_of(*density_, dd, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   }
   d_params.segment(theta_params(), hyper_dim_) = d_h / double(S);
   if (joint_) {
@@ -514,7 +514,7 @@ VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
   out.log_q = joint_ ? Eigen::VectorXd::Constant(draws, -joint_q().log_det()) : q_theta().log_density(theta);
   out.log_prior = Eigen::VectorXd::Zero(draws);
   if (density_)
-    out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{"split", &theta}, {"split_hyper", &h}})).transpose();
+    out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h}})).transpose();
   return out;
 }
 
@@ -555,15 +555,15 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   const Eigen::MatrixXd m = contribution_draws(*contribution_, theta, h);
   const Eigen::MatrixXd a_m = (z_ - m) / rho2;
   const auto dc = contribution_backward(*contribution_, a_m);
-  Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, "split", split_dim_, S);
-  Eigen::VectorXd d_h = gradient_of(*contribution_, dc, "split_hyper", hyper_dim_, 1).rowwise().sum();
+  Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT, split_dim_, S);
+  Eigen::VectorXd d_h = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   double value = (-0.5 * (z_ - m).array().square() / rho2).sum() - q.log_density(theta).sum();
   if (density_) {
-    value += density_->forward(0, -1, inputs_of(*density_, {{"split", &theta}, {"split_hyper", &h}})).sum();
+    value += density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h}})).sum();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
     const auto dd = density_->backward({&seed});
-    d_theta += gradient_of(*density_, dd, "split", split_dim_, S);
-    d_h += gradient_of(*density_, dd, "split_hyper", hyper_dim_, 1).rowwise().sum();
+    d_theta += gradient_of(*density_, dd, FVI_GROUP_SPLIT, split_dim_, S);
+    d_h += gradient_of(*density_, dd, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   }
   d_theta -= q.score(theta);
   Eigen::VectorXd d = Eigen::VectorXd::Zero(params_.size());

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "fvi/engine/bound_factor.h"
+
 namespace fvi::program {
 
 int64_t VariableLayout::elements() const {
@@ -38,11 +40,11 @@ std::vector<std::string> element_names(const VariableLayout& v) {
   return names;
 }
 
-std::vector<VariableLayout> variable_layout(const fvi_model& model, const std::string& group, const fvi_data& data) {
+std::vector<VariableLayout> variable_layout(const fvi_model& model, fvi_group group, const fvi_data& data) {
   std::vector<VariableLayout> out;
   for (int i = 0; i < model.variable_count; ++i) {
     const fvi_variable_info& info = model.variables[i];
-    if (info.group < 0 || group != model.group_names[info.group]) continue;
+    if (engine::group_kind(model, info.group) != group) continue;
     VariableLayout v;
     v.name = info.name;
     int64_t dims[8] = {0};

@@ -80,10 +80,10 @@ PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::Matrix
   return metrics_of(f, z_sum.cols(), block, [&](int64_t begin, int64_t count) {
     std::vector<Eigen::MatrixXd> inputs;
     for (int g = 0; g < f.info().group_count; ++g) {
-      const std::string name = f.group_name(g);
-      if (name == "global") inputs.push_back(globals);
-      else if (name == "z_sum") inputs.push_back(z_sum.middleRows(begin, count));
-      else throw engine::ModelError(f.name() + ": reads the " + name + " group, which a held-out vertical row does not have");
+      const int group = f.group(g);
+      if (group == FVI_GROUP_GLOBAL) inputs.push_back(globals);
+      else if (group == FVI_GROUP_Z_SUM) inputs.push_back(z_sum.middleRows(begin, count));
+      else throw engine::ModelError(f.name() + ": reads the " + fvi_group_name(group) + " group, which a held-out vertical row does not have");
     }
     return inputs;
   });

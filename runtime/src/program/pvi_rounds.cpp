@@ -5,21 +5,41 @@
 #include <limits>
 #include <stdexcept>
 
+#include <type_traits>
+
+#include "fvi/message/codec.h"
+#include "fvi/message/sizes.h"
 #include "fvi/program/quantities.h"
 
 namespace fvi::program {
 
 namespace {
 
-// Values in a packed natural parameter of dimension d (engine::pack).
-size_t packed_size(const DiagGaussianNatural<double>&, Eigen::Index d) { return size_t(2 * d); }
-size_t packed_size(const GaussianNatural<double>&, Eigen::Index d) { return size_t(d + d * (d + 1) / 2); }
+// Values in natural parameters of dimension d (message/sizes.h, as `fvic plan` counts them).
+template <class Natural>
+size_t natural_size(Eigen::Index d) {
+  return size_t(message::gaussian_natural_size<int64_t>(d, std::is_same_v<Natural, GaussianNatural<double>>));
+}
 
 template <class Natural>
-Natural unpacked(const double* begin, size_t count) {
+Natural read_natural(message::Reader& in, Eigen::Index d, const char* field) {
   Natural eta;
-  engine::unpack(std::vector<double>(begin, begin + count), eta);
+  in.natural(d, eta, field);
   return eta;
+}
+
+// A whole message of natural parameters (its size checked by the caller).
+template <class Natural>
+Natural natural_message(const Message& m, Eigen::Index d, const char* what) {
+  message::Reader in(m, what);
+  Natural eta = read_natural<Natural>(in, d, "natural parameters");
+  in.finish();
+  return eta;
+}
+
+template <class Natural>
+Message natural_message(const Natural& eta) {
+  return message::Writer().natural(eta).done();
 }
 
 }  // namespace
@@ -42,13 +62,12 @@ PviRounds<Q>::PviRounds(Server& server, Transport& transport, std::string schedu
 template <class Q>
 std::string PviRounds<Q>::accept(int k, Message& reply, uint32_t round) {
   const Eigen::Index d = server_.posterior().dim();
-  const size_t P = packed_size(Natural{}, d);
-  std::string reason = check_reply(reply, P);
+  std::string reason = check_reply(reply, message::pvi_update_reply_size(natural_size<Natural>(d)));
   // A change that would make q_s improper or unusable (engine::PviServer::unusable) is refused at
   // once; in the synchronous schedule q_s has not moved since it was sent, and the changes that
   // pass are checked again together as they are applied (run_round).
   if (reason.empty())
-    reason = Server::unusable(natural_product(server_.posterior(), unpacked<Natural>(reply.data(), P)));
+    reason = Server::unusable(natural_product(server_.posterior(), natural_message<Natural>(reply, d, "the PVI change")));
   if (!reason.empty()) {
     std::fprintf(stderr, "round %u: refused the change from silo %d: %s\n", round, k + 1, reason.c_str());
     ++rejected_;
@@ -60,11 +79,10 @@ template <class Q>
 void PviRounds<Q>::run_round(uint32_t round) {
   const int S = transport_.silos();
   const Eigen::Index d = server_.posterior().dim();
-  const size_t P = packed_size(Natural{}, d);
   // Applies silo k's change; one the server refuses (it would make q_s improper) is dropped with
   // a warning, and the silo keeps its previous factor.
   auto apply = [&](int k, const Message& up) {
-    const Natural delta = unpacked<Natural>(up.data(), P);
+    const Natural delta = natural_message<Natural>(up, d, "the PVI change");
     try {
       server_.apply(delta, k + 1);
       factors_[k] = natural_product(factors_[k], delta);
@@ -75,11 +93,7 @@ void PviRounds<Q>::run_round(uint32_t round) {
   };
   // q_s and silo k's factor, as the silo needs them: [first update?, q_s, t_k].
   auto request = [&](int k) {
-    Message m{updated_[k] ? 0.0 : 1.0};
-    const Message q = engine::pack(server_.posterior()), t = engine::pack(factors_[k]);
-    m.insert(m.end(), q.begin(), q.end());
-    m.insert(m.end(), t.begin(), t.end());
-    return m;
+    return message::Writer().value(updated_[k] ? 0.0 : 1.0).natural(server_.posterior()).natural(factors_[k]).done();
   };
   Exchange x;
   x.round = round;
@@ -125,7 +139,7 @@ double PviRounds<Q>::elbo(uint32_t round) {
   Exchange x;
   x.round = round;
   x.phase = Phase::kPviEvaluate;
-  const Message q = engine::pack(server_.posterior());
+  const Message q = natural_message(server_.posterior());
   x.request = [&](int) { return q; };
   x.reply = [&](int k, Message& reply) {
     std::string reason = check_reply(reply, 1);
@@ -156,46 +170,45 @@ double PviRounds<Q>::elbo(uint32_t round) {
 
 template <class Q>
 Message PviRounds<Q>::state() const {
-  Message m = engine::pack(server_.posterior());
-  for (size_t k = 0; k < factors_.size(); ++k) {
-    const Message t = engine::pack(factors_[k]);
-    m.insert(m.end(), t.begin(), t.end());
-    m.push_back(updated_[k]);
-  }
-  m.push_back(damping_);
-  m.push_back(previous_objective_);
-  return m;
+  message::Writer m;
+  m.natural(server_.posterior());
+  for (size_t k = 0; k < factors_.size(); ++k) m.natural(factors_[k]).value(updated_[k]);
+  return m.value(damping_).value(previous_objective_).done();
 }
 
 template <class Q>
 void PviRounds<Q>::restore(const Message& m) {
-  const size_t P = packed_size(Natural{}, server_.posterior().dim());
+  const Eigen::Index d = server_.posterior().dim();
+  const size_t P = natural_size<Natural>(d);
   if (m.size() != P + factors_.size() * (P + 1) + 2 || !(m[m.size() - 2] > 0 && m[m.size() - 2] <= 1))
     throw std::invalid_argument("the checkpoint does not match this model and number of silos");
-  damping_ = m[m.size() - 2];
+  // The previous objective is NaN before the second round: not read through the finite check.
   previous_objective_ = m.back();
-  server_.set_posterior(unpacked<Natural>(m.data(), P));
+  const Message head(m.begin(), m.end() - 1);
+  message::Reader in(head, "the checkpoint");
+  server_.set_posterior(read_natural<Natural>(in, d, "q_s"));
   for (size_t k = 0; k < factors_.size(); ++k) {
-    const double* at = m.data() + P + k * (P + 1);
-    factors_[k] = unpacked<Natural>(at, P);
-    updated_[k] = at[P] != 0;
+    factors_[k] = read_natural<Natural>(in, d, "a silo's factor");
+    updated_[k] = in.value("updated") != 0;
   }
+  damping_ = in.value("damping");
+  in.finish();
 }
 
 template <class Q>
 Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& request) {
   using Natural = typename Client::Natural;
   const Eigen::Index d = client_.dim();
-  const size_t P = packed_size(Natural{}, d);
+  const size_t P = natural_size<Natural>(d);
   if (phase == Phase::kPviEvaluate) {
     const std::string bad = check_reply(request, P);
     if (!bad.empty()) throw std::invalid_argument("the server's q_s has " + bad);
-    return {client_.evaluate(unpacked<Natural>(request.data(), P), round)};
+    return {client_.evaluate(natural_message<Natural>(request, d, "the server's q_s"), round)};
   }
   if (phase == Phase::kPviFinish) {
     const std::string bad = check_reply(request, P);
     if (!bad.empty()) throw std::invalid_argument("the server's final q has " + bad);
-    final_ = unpacked<Natural>(request.data(), P);
+    final_ = natural_message<Natural>(request, d, "the server's final q");
     if (!engine::GaussianFamily<Q>::proper(*final_)) throw std::invalid_argument("the server's final q is not a proper Gaussian");
     return {};
   }
@@ -209,11 +222,14 @@ Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& r
     return reply;
   }
   if (phase != Phase::kPviUpdate) throw std::invalid_argument(std::string("a PVI silo cannot do ") + phase_name(phase));
-  const std::string bad = check_reply(request, 1 + 2 * P);
+  const std::string bad = check_reply(request, message::pvi_update_request_size(P));
   if (!bad.empty()) throw std::invalid_argument("the server's request has " + bad);
-  client_.set_first_update(request[0] != 0);
-  client_.set_factor(unpacked<Natural>(request.data() + 1 + P, P));
-  return engine::pack(client_.update(unpacked<Natural>(request.data() + 1, P), round).delta);
+  message::Reader in(request, "the server's request");
+  client_.set_first_update(in.value("first update?") != 0);
+  const Natural q = read_natural<Natural>(in, d, "q_s");
+  client_.set_factor(read_natural<Natural>(in, d, "t_k"));
+  in.finish();
+  return natural_message(client_.update(q, round).delta);
 }
 
 template class PviRounds<MeanFieldGaussian<double>>;

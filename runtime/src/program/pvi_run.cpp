@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "fvi/engine/pvi.h"
+#include "fvi/message/codec.h"
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/output.h"
 #include "fvi/program/predictive.h"
@@ -29,7 +30,7 @@ class PviSiloHost : public SiloHost {
         client_(model, data_.view(), silo, options(settings, silos, threads)),
         endpoint_(client_,
                   [this](const Eigen::MatrixXd& u) {
-                    return silo_sum_parts(model_, data_.view(), silo_, {{"global", u}}, seed_, u.cols());
+                    return silo_sum_parts(model_, data_.view(), silo_, {{FVI_GROUP_GLOBAL, u}}, seed_, u.cols());
                   }),
         silo_(silo) {}
   SiloEndpoint& endpoint() override { return endpoint_; }
@@ -41,7 +42,7 @@ class PviSiloHost : public SiloHost {
     const Eigen::MatrixXd u = q.sample(rng.normal(q.dim(), output_draws(settings_, q.dim())));
     DrawsFile file;
     file.model = model_.name;
-    file.layout = variable_layout(model_, "global", data_.view());
+    file.layout = variable_layout(model_, FVI_GROUP_GLOBAL, data_.view());
     file.mean = constrain(file.layout, q.mean()).col(0);
     file.draws = constrain(file.layout, u);
     file.log_g = q.log_density(u);
@@ -52,7 +53,7 @@ class PviSiloHost : public SiloHost {
     // draws: into its draws.csv, and alone into its posterior.json.
     const Eigen::Index globals = file.draws.rows();
     const size_t global_variables = file.layout.size();
-    add_silo_quantities(model_, data_.view(), silo_, {{"global", u}}, seed_, file.layout, file.draws);
+    add_silo_quantities(model_, data_.view(), silo_, {{FVI_GROUP_GLOBAL, u}}, seed_, file.layout, file.draws);
     std::filesystem::create_directories(dir);
     const Eigen::Index own_rows = file.draws.rows() - globals;
     if (own_rows > 0) {
@@ -100,7 +101,7 @@ class PviCoordinator : public Coordinator {
         rounds_(max_steps(run.settings, 100)),
         schedule_(options_.schedule),
         server_(run.model, run.server_data.view(), options_.seed),
-        layout_(variable_layout(run.model, "global", run.server_data.view())),
+        layout_(variable_layout(run.model, FVI_GROUP_GLOBAL, run.server_data.view())),
         runner_(server_, run.transport, schedule_, options_.server_damping) {
     if (!run.args.test.empty())
       held_out_ = load_held_out(run.model, run.args.test, run.public_data, options_.precision);
@@ -156,7 +157,8 @@ class PviCoordinator : public Coordinator {
   // Each silo gets the final q, to write its own draws of it.
   void finish(long last_step) override {
     std::vector<Message> none;
-    ask_every_silo(run_.transport, uint32_t(last_step + 1), Phase::kPviFinish, engine::pack(server_.posterior()), 0, none);
+    ask_every_silo(run_.transport, uint32_t(last_step + 1), Phase::kPviFinish,
+                   message::Writer().natural(server_.posterior()).done(), 0, none);
   }
   std::optional<ServerDraws> draws() override {
     const Q q = server_.distribution();

@@ -111,8 +111,9 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
     std::vector<fvi_tensor> inputs;
     std::string missing;
     for (int g = 0; g < info.group_count; ++g) {
-      const std::string group = model.group_names[info.groups[g]];
-      auto it = groups.find(group);
+      const int kind = engine::group_kind(model, info.groups[g]);
+      const std::string group = fvi_group_name(kind);
+      auto it = kind < 0 ? groups.end() : groups.find(fvi_group(kind));
       if (it == groups.end()) {
         missing = group;
         break;

@@ -241,10 +241,10 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     // The server's transformed parameters and generated quantities, beside the parameters.
     std::vector<VariableLayout> layout = d->layout;
     Eigen::MatrixXd constrained = d->constrained;
-    if (engine::group_size(run.model, "global", run.server_data.view()) == d->unconstrained.rows()) {
+    if (engine::group_size(run.model, FVI_GROUP_GLOBAL, run.server_data.view()) == d->unconstrained.rows()) {
       std::vector<std::string> skipped;
       const QuantityDraws q = evaluate_quantities(run.model, FVI_SERVER, run.server_data.view(),
-                                                  {{"global", d->unconstrained}}, d->layout, d->constrained,
+                                                  {{FVI_GROUP_GLOBAL, d->unconstrained}}, d->layout, d->constrained,
                                                   d->constrained.rows(), uint64_t(settings.integer("seed", 1)), skipped);
       append_quantities(q, layout, constrained);
       violations = q.violations;

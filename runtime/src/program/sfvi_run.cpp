@@ -9,6 +9,7 @@
 
 #include "fvi/data/readers.h"
 #include "fvi/engine/sfvi.h"
+#include "fvi/message/sizes.h"
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
@@ -65,9 +66,7 @@ class Federation {
     std::vector<SfviContribution> contributions;
     std::vector<Message> up(transport_.silos());
     const std::vector<bool> arrived = run(t, Phase::kSfviContribute, [&](int) { return down; }, up,
-                                          engine::pack(SfviContribution{Eigen::VectorXd::Zero(params()),
-                                                                        Eigen::VectorXd::Zero(server_.hyper_dim()), 0})
-                                              .size());
+                                          reply_size());
     for (int k = 0; k < transport_.silos(); ++k)
       if (arrived[k]) contributions.push_back(engine::unpack_contribution(up[k], params(), server_.hyper_dim()));
     return server_.step(contributions, t);
@@ -86,7 +85,7 @@ class Federation {
           m.insert(m.end(), broadcast.begin(), broadcast.end());
           return m;
         },
-        up, size_t(params() + server_.hyper_dim() + 1));
+        up, reply_size());
     std::vector<SfviLocalFit> fits;
     for (int k = 0; k < transport_.silos(); ++k)
       if (arrived[k]) fits.push_back(engine::unpack_local_fit(up[k], params(), server_.hyper_dim()));
@@ -109,7 +108,7 @@ class Federation {
           m.insert(m.end(), broadcast.begin(), broadcast.end());
           return m;
         },
-        up, size_t(params() + server_.hyper_dim() + 1), false);
+        up, reply_size(), false);
     for (int k = 0; k < transport_.silos(); ++k)
       if (arrived[k]) own[k] = engine::unpack_local_fit(up[k], params(), server_.hyper_dim());
   }
@@ -143,6 +142,8 @@ class Federation {
   }
 
  private:
+  // A silo's contribution or local fit (message/sizes.h).
+  size_t reply_size() const { return size_t(message::sfvi_message_size<int64_t>(params(), server_.hyper_dim())); }
   std::vector<bool> run(uint32_t round, Phase phase, std::function<Message(int)> request, std::vector<Message>& up,
                         size_t reply_size, bool counted = true) {
     Exchange x;
@@ -185,8 +186,8 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
   const Eigen::Index n = z_global.rows(), h = hyper.size(), m = z_local.rows(), S = z_global.cols();
   DrawsFile file;
   file.model = model.name;
-  file.layout = variable_layout(model, "global", data);
-  for (const auto& [group, offset] : {std::pair<const char*, Eigen::Index>{"hyper", n}, {"local", n + h}})
+  file.layout = variable_layout(model, FVI_GROUP_GLOBAL, data);
+  for (const auto& [group, offset] : {std::pair<fvi_group, Eigen::Index>{FVI_GROUP_HYPER, n}, {FVI_GROUP_LOCAL, n + h}})
     for (VariableLayout v : variable_layout(model, group, data)) {
       v.offset += offset;
       file.layout.push_back(v);
@@ -210,15 +211,15 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
 // The groups a silo's quantities read at its posterior's draws: the globals', its locals', and
 // the hyperparameters' point estimate.
 GroupDraws silo_groups(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z, const Eigen::VectorXd& hyper) {
-  GroupDraws groups{{"global", z_global}, {"local", z}};
-  if (hyper.size() > 0) groups["hyper"] = hyper;
+  GroupDraws groups{{FVI_GROUP_GLOBAL, z_global}, {FVI_GROUP_LOCAL, z}};
+  if (hyper.size() > 0) groups[FVI_GROUP_HYPER] = hyper;
   return groups;
 }
 
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
                            const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
                            long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
-  std::vector<VariableLayout> layout = variable_layout(model, "local", data);
+  std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_LOCAL, data);
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
   if (layout.empty()) {
     // No locals: the silo's own quantities (of its data and the globals), if it has any.
@@ -286,8 +287,8 @@ struct GlobalOutput {
 GlobalOutput global_output(const fvi_model& model, const fvi_data& data, const Global& q, const Eigen::VectorXd& hyper,
                            long draws, uint64_t seed) {
   GlobalOutput out;
-  out.layout = variable_layout(model, "global", data);
-  std::vector<VariableLayout> hyper_layout = variable_layout(model, "hyper", data);
+  out.layout = variable_layout(model, FVI_GROUP_GLOBAL, data);
+  std::vector<VariableLayout> hyper_layout = variable_layout(model, FVI_GROUP_HYPER, data);
   const Eigen::Index n = q.dim(), h = hyper.size();
   for (VariableLayout v : hyper_layout) {
     v.offset += n;
@@ -316,7 +317,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       : model_(model),
         method_(method),
         settings_(settings),
-        options_(engine::SfviOptions::from(settings, engine::group_dim(model, "global", data.view()))),
+        options_(engine::SfviOptions::from(settings, engine::group_dim(model, FVI_GROUP_GLOBAL, data.view()))),
         data_(std::move(data)),
         // SFVI-Avg and the independent fit evaluate the global priors in each silo.
         silo_(model, data_.view(), silo, options_,
@@ -430,12 +431,12 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   }
 
  private:
-  Eigen::Index silo_global_dim() const { return engine::group_dim(model_, "global", data_.view()); }
+  Eigen::Index silo_global_dim() const { return engine::group_dim(model_, FVI_GROUP_GLOBAL, data_.view()); }
   Eigen::Index global_params_size() const {
     return Global::num_params_for(silo_global_dim(), options_.correlated_global);
   }
-  Eigen::Index hyper_size() const { return engine::group_dim(model_, "hyper", data_.view()); }
-  size_t own_params_size() const { return size_t(global_params_size() + hyper_size() + 1); }
+  Eigen::Index hyper_size() const { return engine::group_dim(model_, FVI_GROUP_HYPER, data_.view()); }
+  size_t own_params_size() const { return size_t(message::sfvi_message_size<int64_t>(global_params_size(), hyper_size())); }
   SfviBroadcast broadcast(const Message& m) const {
     return engine::unpack_broadcast(m, global_params_size(), hyper_size());
   }
@@ -462,7 +463,7 @@ class SfviCoordinator : public Coordinator {
   explicit SfviCoordinator(ServerRun& run)
       : run_(run),
         method_(run.method),
-        options_(engine::SfviOptions::from(run.settings, engine::group_dim(run.model, "global", run.server_data.view()))),
+        options_(engine::SfviOptions::from(run.settings, engine::group_dim(run.model, FVI_GROUP_GLOBAL, run.server_data.view()))),
         rounds_(max_steps(run.settings, run.method == "sfvi" ? 20000 : 2000)),
         warm_start_(method_ == "sfvi" ? run.settings.integer("warm_start", 0) : 0),
         refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
@@ -476,7 +477,7 @@ class SfviCoordinator : public Coordinator {
     // Held-out data: one silo's variables; its likelihood must read the globals only.
     if (!run.args.test.empty()) held_out_ = load_held_out(run.model, run.args.test, run.public_data);
     const engine::BoundFactor* test = held_out_.likelihood.get();
-    if (test && (test->info().group_count != 1 || test->group_name(0) != "global"))
+    if (test && (test->info().group_count != 1 || test->group(0) != FVI_GROUP_GLOBAL))
       throw std::invalid_argument("--test: " + test->name() +
                                   " reads more than the global parameters (local parameters belong to a silo), so "
                                   "held-out rows cannot be scored without a silo of their own");
@@ -669,7 +670,7 @@ class SfviCoordinator : public Coordinator {
   std::string outputs_note() const override {
     if (method_ == "independent") return "; each silo writes silo-K/global.json and silo-K/posterior.json";
     // A silo writes its locals' posterior and the derived values it computes, if it has any.
-    bool own = engine::group_index(run_.model, "local") >= 0;
+    bool own = engine::group_index(run_.model, FVI_GROUP_LOCAL) >= 0;
     for (int i = 0; i < run_.model.quantity_count; ++i)
       own |= run_.model.quantities[i].owner == FVI_SILO && !run_.model.quantities[i].aggregate;
     return own ? "; each silo writes its local posterior to silo-K/posterior.json" : "";

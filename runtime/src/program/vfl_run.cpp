@@ -147,9 +147,9 @@ class VerticalFederation {
 void write_split_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, const VflSilo& silo,
                            const PosteriorSummary& summary, long draws, uint64_t seed,
                            const engine::Settings& settings) {
-  std::vector<VariableLayout> layout = variable_layout(model, "split", data);
+  std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_SPLIT, data);
   const Eigen::Index p = silo.split_dim(), h = silo.hyper_dim();
-  for (VariableLayout v : variable_layout(model, "split_hyper", data)) {
+  for (VariableLayout v : variable_layout(model, FVI_GROUP_SPLIT_HYPER, data)) {
     v.offset += p;
     layout.push_back(v);
   }
@@ -453,7 +453,7 @@ class VflCoordinator : public Coordinator {
     const long count = std::min(output_draws(run_.settings, std::max<Eigen::Index>(1, server_.global_dim())),
                                 std::max(100L, long(kMaxLogJointRequest / std::max<Eigen::Index>(1, server_.rows()))));
     ServerDraws d;
-    d.layout = variable_layout(run_.model, "global", run_.server_data.view());
+    d.layout = variable_layout(run_.model, FVI_GROUP_GLOBAL, run_.server_data.view());
     output_noise_ = server_.output_noise(options_.seed, rng_stream::kUserStream + 3, count);
     d.unconstrained = server_.globals(output_noise_);
     d.constrained = constrain(d.layout, d.unconstrained);

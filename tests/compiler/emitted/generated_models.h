@@ -5,8 +5,8 @@
 #include <string>
 
 #include "fvi/kernel/abi.h"
-#include "ir/lower.h"
 #include "test_models.h"
+#include "pipeline.h"
 
 #define FVI_MODELS(X)                                                                                   \
   X(bnn_classifier) X(clutter) X(glmm_sixcities) X(hier_logreg) X(linreg_conjugate) X(multinomial_eb) \
@@ -23,7 +23,7 @@ struct ModelCase {
   ModelCase(const std::string& name, unsigned seed, long long draws)
       : loaded(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/" + name + ".fvi") {
     REQUIRE(loaded.ok());
-    REQUIRE(ir::lower(*loaded.model, module, loaded.diags));
+    REQUIRE(build_ir(*loaded.model, module, loaded.diags));
     std::mt19937 rng(seed);
     bindings = random_bindings(*loaded.model, module, rng, draws);
   }

@@ -320,7 +320,7 @@ TEST_CASE("backward_meanfield is the gradient of forward_meanfield, every factor
     const int64_t S = 3;
     std::vector<MatrixXd> means, sds;
     for (int k = 0; k < info.group_count; ++k) {
-      const RealTensor& in = b.inputs.at(m->group_names[info.groups[k]]);
+      const RealTensor& in = b.inputs.at(fvi_group_name(m->group_kinds[info.groups[k]]));
       means.push_back(0.5 * MatrixXd::Random(in.rows, 1));
       sds.push_back(m->group_varies[info.groups[k]]
                         ? MatrixXd((0.3 + 0.5 * MatrixXd::Random(in.rows, 1).array().abs()).matrix())
@@ -360,7 +360,7 @@ TEST_CASE("backward_meanfield is the gradient of forward_meanfield, every factor
     for (int k = 0; k < info.group_count; ++k)
       for (bool sd_part : {false, true}) {
         if (sd_part && !sds[k].size()) continue;
-        INFO("group " << m->group_names[info.groups[k]] << (sd_part ? " sd" : " mean"));
+        INFO("group " << fvi_group_name(m->group_kinds[info.groups[k]]) << (sd_part ? " sd" : " mean"));
         VectorXd x0 = (sd_part ? sds : means)[k].col(0);
         VectorXd analytic = (sd_part ? ds : dm)[k].col(0);
         fvi::test::GradientCheckOptions options;
@@ -380,7 +380,7 @@ TEST_CASE("float32 kernels agree with double within float rounding", "[emitted][
     Bound d(m, fi, data.data), s(m, fi, data.data, true);
     std::vector<RealTensor> inputs;
     for (int k = 0; k < info.group_count; ++k) {
-      RealTensor in = b.inputs.at(m->group_names[info.groups[k]]);
+      RealTensor in = b.inputs.at(fvi_group_name(m->group_kinds[info.groups[k]]));
       in.m = in.m.cast<float>().cast<double>();  // representable in float: only the arithmetic differs
       inputs.push_back(in);
     }
@@ -404,7 +404,7 @@ TEST_CASE("float32 kernels agree with double within float rounding", "[emitted][
     seeds[0] = &seed;
     auto gd = d.backward(seeds, inputs), gs = s.backward(seeds, inputs);
     for (size_t k = 0; k < gd.size(); ++k)
-      close(gs[k], gd[k], std::string("gradient w.r.t. ") + m->group_names[info.groups[k]]);
+      close(gs[k], gd[k], std::string("gradient w.r.t. ") + fvi_group_name(m->group_kinds[info.groups[k]]));
   });
 }
 
@@ -424,7 +424,7 @@ TEST_CASE("forward_meanfield_f32 and backward_meanfield_f32 are the double calls
       std::vector<MatrixXd> means, sds;
       std::vector<Eigen::MatrixXf> means_f, sds_f;
       for (int k = 0; k < info.group_count; ++k) {
-        const RealTensor& in = b.inputs.at(m->group_names[info.groups[k]]);
+        const RealTensor& in = b.inputs.at(fvi_group_name(m->group_kinds[info.groups[k]]));
         means_f.push_back((0.5 * Eigen::MatrixXf::Random(in.rows, 1)).eval());
         sds_f.push_back(m->group_varies[info.groups[k]]
                             ? Eigen::MatrixXf((0.3f + 0.5f * Eigen::MatrixXf::Random(in.rows, 1).array().abs()).matrix())
@@ -456,7 +456,7 @@ TEST_CASE("forward_meanfield_f32 and backward_meanfield_f32 are the double calls
       CHECK(out_f.m == out_d.m);
       f.backward_meanfield(seed_ptrs, dm_f, ds_f);
       for (int k = 0; k < info.group_count; ++k) {
-        INFO("group " << m->group_names[info.groups[k]]);
+        INFO("group " << fvi_group_name(m->group_kinds[info.groups[k]]));
         CHECK(dm_f[k] == dm[k].cast<float>());
         CHECK(ds_f[k] == ds[k].cast<float>());
       }
@@ -476,7 +476,7 @@ TEST_CASE("a minibatch's rows and gradients are the rows and partial sums of the
     if (info.kind == FVI_DENSITY || info.kind == FVI_ELEMENTS) return;  // no rows to batch
     Bound f(m, fi, data.data);
     std::vector<RealTensor> inputs;
-    for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(m->group_names[info.groups[k]]));
+    for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(fvi_group_name(m->group_kinds[info.groups[k]])));
     RealTensor full = f.forward(inputs);
     const int64_t rows = full.rows;
     if (rows < 3) return;  // one value per draw (multinomial_logit): nothing to batch
@@ -498,7 +498,7 @@ TEST_CASE("a minibatch's rows and gradients are the rows and partial sums of the
     std::vector<RealTensor> batch_inputs = inputs;
     int z_sum = -1;
     for (int k = 0; k < info.group_count; ++k)
-      if (std::string(m->group_names[info.groups[k]]) == "z_sum") {
+      if (m->group_kinds[info.groups[k]] == FVI_GROUP_Z_SUM) {
         z_sum = k;
         RealTensor z(count, 1, inputs[k].draws);
         z.m = inputs[k].m.middleRows(begin, count);
@@ -513,7 +513,7 @@ TEST_CASE("a minibatch's rows and gradients are the rows and partial sums of the
     seeds[0] = &batch_seed;
     std::vector<RealTensor> got = f.backward(seeds, batch_inputs);
     for (size_t k = 0; k < got.size(); ++k) {
-      INFO("gradient w.r.t. " << m->group_names[info.groups[k]]);
+      INFO("gradient w.r.t. " << fvi_group_name(m->group_kinds[info.groups[k]]));
       if (static_cast<int>(k) == z_sum) {  // the batch's rows of z_sum; the others get no gradient
         RealTensor rows(count, 1, expected[k].draws);
         rows.m = expected[k].m.middleRows(begin, count);
@@ -530,7 +530,7 @@ TEST_CASE("a minibatch's rows and gradients are the rows and partial sums of the
     if (z_sum >= 0) return;
     std::vector<MatrixXd> means, sds;
     for (int k = 0; k < info.group_count; ++k) {
-      const RealTensor& in = b.inputs.at(m->group_names[info.groups[k]]);
+      const RealTensor& in = b.inputs.at(fvi_group_name(m->group_kinds[info.groups[k]]));
       means.push_back(MatrixXd::Random(in.rows, 1));
       sds.push_back(m->group_varies[info.groups[k]] ? MatrixXd(MatrixXd::Random(in.rows, 1).cwiseAbs()) : MatrixXd());
     }
@@ -550,9 +550,9 @@ TEST_CASE("buffers reused across calls of other batch sizes give a fresh state's
   for_each_factor(23, 3, [](const fvi_model* m, int fi, Data& data, fvic::ir::Bindings& b, std::mt19937& rng) {
     const fvi_factor_info& info = m->factors[fi];
     std::vector<RealTensor> inputs;
-    for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(m->group_names[info.groups[k]]));
+    for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(fvi_group_name(m->group_kinds[info.groups[k]])));
     for (int k = 0; k < info.group_count; ++k)
-      if (std::string(m->group_names[info.groups[k]]) == "z_sum") return;  // rows follow the caller's batch
+      if (m->group_kinds[info.groups[k]] == FVI_GROUP_Z_SUM) return;  // rows follow the caller's batch
     Bound reused(m, fi, data.data);
     const int64_t rows = reused.forward(inputs).rows;
     std::normal_distribution<double> normal;

@@ -8,6 +8,8 @@
 
 #include "fvi/engine/factor_loss.h"
 #include "fvi/engine/pvi.h"
+#include "fvi/message/codec.h"
+#include "fvi/message/sizes.h"
 #include "fvi/loss/likelihood_loss.h"
 #include "support/gradient_check.h"
 #include "abi_data.h"
@@ -141,15 +143,33 @@ TEST_CASE("natural parameters survive the message format", "[engine]") {
   fvi::GaussianNatural<double> full{Eigen::Vector3d(1, 2, 3), Eigen::Matrix3d::Zero()};
   full.eta2 << -1, 0.2, 0.1, 0.2, -2, 0.3, 0.1, 0.3, -3;
   fvi::GaussianNatural<double> back;
-  const std::vector<double> message = fvi::engine::pack(full);
-  CHECK(message.size() == 3 + 6);  // (D*D + 3*D)/2, as `fvic plan` says
-  fvi::engine::unpack(message, back);
+  const std::vector<double> message = fvi::message::Writer().natural(full).done();
+  CHECK(message.size() == 3 + 6);  // (D*D + 3*D)/2
+  CHECK(fvi::message::gaussian_natural_size<int64_t>(3, true) == 9);  // what `fvic plan` prints
+  fvi::message::Reader in(message, "q");
+  in.natural(3, back, "eta");
+  in.finish();
   CHECK(back.eta1 == full.eta1);
   CHECK(back.eta2 == full.eta2);
   fvi::DiagGaussianNatural<double> diag{Eigen::Vector2d(1, 2), Eigen::Vector2d(-1, -3)}, diag_back;
-  fvi::engine::unpack(fvi::engine::pack(diag), diag_back);
+  const std::vector<double> diag_message = fvi::message::Writer().natural(diag).done();
+  CHECK(diag_message == std::vector<double>{1, 2, -1, -3});
+  CHECK(fvi::message::gaussian_natural_size<int64_t>(2, false) == 4);
+  fvi::message::Reader diag_in(diag_message, "q");
+  diag_in.natural(2, diag_back, "eta");
+  diag_in.finish();
   CHECK(diag_back.eta1 == diag.eta1);
   CHECK(diag_back.eta2 == diag.eta2);
+  // A short message, a non-finite value and values left over are refused, naming the field.
+  fvi::message::Reader short_in(diag_message, "q");
+  CHECK_THROWS_WITH(short_in.natural(3, diag_back, "eta"), Catch::Contains("q too short for eta"));
+  std::vector<double> bad = diag_message;
+  bad[2] = std::numeric_limits<double>::infinity();
+  fvi::message::Reader bad_in(bad, "q");
+  CHECK_THROWS_WITH(bad_in.natural(2, diag_back, "eta"), Catch::Contains("q: eta is not finite"));
+  fvi::message::Reader long_in(message, "q");
+  long_in.natural(2, diag_back, "eta");
+  CHECK_THROWS_WITH(long_in.finish(), Catch::Contains("q has 5 extra values"));
 }
 
 TEST_CASE("a closed-form client update on linreg_conjugate is the Gaussian posterior computed by hand",

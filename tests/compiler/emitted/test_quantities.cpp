@@ -9,8 +9,8 @@
 #include "fvi/data/dataset.h"
 #include "fvi/program/quantities.h"
 #include "ir/interpret.h"
-#include "ir/lower.h"
 #include "test_models.h"
+#include "pipeline.h"
 
 extern "C" const fvi_model* fvi_model_stan_blocks(void);
 
@@ -72,7 +72,7 @@ TEST_CASE("quantities: a silo's part of a silo_sum, its own values without it, a
     data.add("y", Eigen::Map<const Eigen::VectorXd>(ys[k].data(), Eigen::Index(ys[k].size())));
     const fvi_data& view = data.abi();
     const Eigen::MatrixXd part =
-        fvi::program::silo_sum_parts(m, view, int(k + 1), {{"global", u}, {"local", eta}}, 1, u.cols());
+        fvi::program::silo_sum_parts(m, view, int(k + 1), {{FVI_GROUP_GLOBAL, u}, {FVI_GROUP_LOCAL, eta}}, 1, u.cols());
     REQUIRE(part.rows() == 1);
     for (Eigen::Index s = 0; s < u.cols(); ++s) {
       // sum_n log N(y_n - 1 | theta, 1), theta = mu + tau eta, computed here.
@@ -84,7 +84,7 @@ TEST_CASE("quantities: a silo's part of a silo_sum, its own values without it, a
     // The silo's own outputs hold theta, not its part of fit.
     std::vector<fvi::program::VariableLayout> layout;
     Eigen::MatrixXd values(0, u.cols());
-    fvi::program::add_silo_quantities(m, view, int(k + 1), {{"global", u}, {"local", eta}}, 1, layout, values);
+    fvi::program::add_silo_quantities(m, view, int(k + 1), {{FVI_GROUP_GLOBAL, u}, {FVI_GROUP_LOCAL, eta}}, 1, layout, values);
     REQUIRE(layout.size() == 1);
     CHECK(layout[0].name == "theta");
     // On the wire, row by row, and added up by the server.
@@ -94,7 +94,7 @@ TEST_CASE("quantities: a silo's part of a silo_sum, its own values without it, a
     fvi::program::add_parts(reply.data(), sum);
   }
   fvi::data::DataSet none;
-  const auto layout = fvi::program::variable_layout(m, "global", none.view());
+  const auto layout = fvi::program::variable_layout(m, FVI_GROUP_GLOBAL, none.view());
   const fvi::program::QuantityDraws q =
       fvi::program::silo_sums(m, none.view(), sum, layout, fvi::program::constrain(layout, u), 7);
   REQUIRE(q.layout.size() == 1);
@@ -115,10 +115,10 @@ TEST_CASE("quantities: the server's values per draw match their closed forms and
   const Eigen::MatrixXd u = global_draws();
   fvi::data::DataSet none;
   std::vector<std::string> skipped;
-  const std::vector<fvi::program::VariableLayout> layout = fvi::program::variable_layout(m, "global", none.view());
+  const std::vector<fvi::program::VariableLayout> layout = fvi::program::variable_layout(m, FVI_GROUP_GLOBAL, none.view());
   const Eigen::MatrixXd x = fvi::program::constrain(layout, u);
   const fvi::program::QuantityDraws q =
-      fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{"global", u}}, layout, x, 2, 1, skipped);
+      fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{FVI_GROUP_GLOBAL, u}}, layout, x, 2, 1, skipped);
   CHECK(skipped.empty());
   REQUIRE(q.layout.size() == 4);  // tau2, mu_positive, moments, replicate: theta is the silos'
   CHECK(q.layout[0].name == "tau2");
@@ -137,7 +137,7 @@ TEST_CASE("quantities: the server's values per draw match their closed forms and
   fvic::test::LoadedModel loaded(std::string(FVIC_SOURCE_DIR) + "/tests/compiler/emitted/models/stan_blocks.fvi");
   REQUIRE(loaded.ok());
   fvic::ir::Module module;
-  REQUIRE(fvic::ir::lower(*loaded.model, module, loaded.diags));
+  REQUIRE(fvic::build_ir(*loaded.model, module, loaded.diags));
   fvic::ir::Bindings b;
   b.noise_key = 1 ^ (0x9E3779B97F4A7C15ull * 5);  // evaluate_quantities' key for quantity 4 (replicate)
   b.inputs["global"] = fvic::ir::RealTensor(2, 1, u.cols());
@@ -163,8 +163,8 @@ TEST_CASE("quantities: a declared bound broken at a draw is reported with the dr
   const Eigen::MatrixXd u = global_draws();  // mu = -0.5 at draw 2 breaks mu_positive's <lower=0>
   fvi::data::DataSet none;
   std::vector<std::string> skipped;
-  const auto layout = fvi::program::variable_layout(m, "global", none.view());
-  const auto q = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{"global", u}}, layout,
+  const auto layout = fvi::program::variable_layout(m, FVI_GROUP_GLOBAL, none.view());
+  const auto q = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{FVI_GROUP_GLOBAL, u}}, layout,
                                                     fvi::program::constrain(layout, u), 2, 1, skipped);
   REQUIRE(q.violations.size() == 1);
   const std::string& v = q.violations[0];
@@ -181,10 +181,10 @@ TEST_CASE("quantities: random draws are normal_rng's, the same in both backends,
   for (Eigen::Index s = 0; s < u.cols(); ++s) u.col(s) << 1.0, std::log(2.0);  // mu = 1, tau = 2 at every draw
   fvi::data::DataSet none;
   std::vector<std::string> skipped;
-  const auto layout = fvi::program::variable_layout(m, "global", none.view());
+  const auto layout = fvi::program::variable_layout(m, FVI_GROUP_GLOBAL, none.view());
   const Eigen::MatrixXd x = fvi::program::constrain(layout, u);
-  const auto a = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{"global", u}}, layout, x, 2, 1, skipped);
-  const auto b = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{"global", u}}, layout, x, 2, 2, skipped);
+  const auto a = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{FVI_GROUP_GLOBAL, u}}, layout, x, 2, 1, skipped);
+  const auto b = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{FVI_GROUP_GLOBAL, u}}, layout, x, 2, 2, skipped);
   const Eigen::ArrayXXd draws = a.values.bottomRows(2).array();  // replicate, 2 x 4000
   // normal(1, 2): mean within 5 standard errors (2 / sqrt(8000)), variance within 5 of its own
   // (sqrt(2 sigma^4 / n) for a normal).

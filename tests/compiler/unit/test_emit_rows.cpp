@@ -7,9 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include "backend/cpp/emit.h"
-#include "ir/lower.h"
 #include "test_models.h"
-#include "transform/adjoint.h"
+#include "pipeline.h"
 
 namespace {
 
@@ -17,8 +16,7 @@ std::string emitted(const std::string& model) {
   fvic::test::LoadedModel m(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/" + model + ".fvi");
   REQUIRE(m.ok());
   fvic::ir::Module module;
-  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
-  fvic::transform::make_adjoints(module);
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
   std::string cpp;
   REQUIRE(fvic::backend::emit_cpp(module, *m.model, cpp, m.diags));
   return cpp;

@@ -8,9 +8,8 @@
 #include <algorithm>
 
 #include "backend/cpp/fuse.h"
-#include "ir/lower.h"
 #include "test_models.h"
-#include "transform/adjoint.h"
+#include "pipeline.h"
 
 namespace {
 
@@ -67,8 +66,7 @@ TEST_CASE("fusion plans are valid schedules for every factor of every acceptance
     INFO(path);
     REQUIRE(m.ok());
     fvic::ir::Module module;
-    REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
-    fvic::transform::make_adjoints(module);
+    REQUIRE(fvic::build_ir(*m.model, module, m.diags));
     for (auto* factors : {&module.factors, &module.meanfield})
       for (const fvic::ir::Factor& f : *factors) {
         INFO("factor " << f.name);
@@ -82,8 +80,7 @@ TEST_CASE("logistic regression's linear predictor and log density are one loop e
   fvic::test::LoadedModel m(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/robust_logreg.fvi");
   REQUIRE(m.ok());
   fvic::ir::Module module;
-  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
-  fvic::transform::make_adjoints(module);
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
   for (const fvic::ir::Factor& f : module.factors) {
     if (f.kind != fvic::ir::FactorKind::Likelihood) continue;
     FusionPlan forward = fvic::backend::plan_fusion(f, 0, f.forward_end, fvic::backend::pinned_nodes(f));

@@ -11,8 +11,8 @@
 #include <random>
 
 #include "ir/interpret.h"
-#include "ir/lower.h"
 #include "test_models.h"
+#include "pipeline.h"
 
 namespace {
 
@@ -76,8 +76,8 @@ TEST_CASE("loops: a loop over elements computes what the vectorised statement co
   REQUIRE(loops.ok());
   REQUIRE(vectors.ok());
   fvic::ir::Module a, b;
-  REQUIRE(fvic::ir::lower(*loops.model, a, loops.diags));
-  REQUIRE(fvic::ir::lower(*vectors.model, b, vectors.diags));
+  REQUIRE(fvic::build_ir(*loops.model, a, loops.diags));
+  REQUIRE(fvic::build_ir(*vectors.model, b, vectors.diags));
   std::mt19937 rng(5);
   const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
   for (const std::string& name : {"server_density", "silo_density", "likelihood_y"}) check_same_factor(a, b, data, name);
@@ -111,7 +111,7 @@ TEST_CASE("loops: the loops the code generator refuses say why", "[loops]") {
     fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_bad_loop", head + body + "}\n");
     REQUIRE(m.ok());
     fvic::ir::Module module;
-    CHECK_FALSE(fvic::ir::lower(*m.model, module, m.diags));
+    CHECK_FALSE(fvic::build_ir(*m.model, module, m.diags));
     INFO(m.errors());
     CHECK(m.errors().find(message) != std::string::npos);
   }
@@ -171,8 +171,8 @@ model {
     REQUIRE(loops.ok());
     REQUIRE(vectors.ok());
     fvic::ir::Module a, b;
-    REQUIRE(fvic::ir::lower(*loops.model, a, loops.diags));
-    REQUIRE(fvic::ir::lower(*vectors.model, b, vectors.diags));
+    REQUIRE(fvic::build_ir(*loops.model, a, loops.diags));
+    REQUIRE(fvic::build_ir(*vectors.model, b, vectors.diags));
     std::mt19937 rng(9);
     const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
     REQUIRE(a.factors.size() == b.factors.size());
@@ -191,6 +191,6 @@ TEST_CASE("loops: a model-block local never given its value is named", "[loops]"
 )");
   REQUIRE(m.ok());
   fvic::ir::Module module;
-  CHECK_FALSE(fvic::ir::lower(*m.model, module, m.diags));
+  CHECK_FALSE(fvic::build_ir(*m.model, module, m.diags));
   CHECK(m.errors().find("'mu' is declared in the model block but never given its value") != std::string::npos);
 }

@@ -114,7 +114,7 @@ inline ir::Bindings random_bindings(const SemanticModel& m, const ir::Module& mo
     long long n = size(g.size);
     ir::RealTensor x(n, 1, g.varies ? draws : 1);
     for (Eigen::Index i = 0; i < x.m.size(); ++i) x.m.data()[i] = 0.5 * normal(rng);
-    b.inputs[g.name] = x;
+    b.inputs[fvi_group_name(g.kind)] = x;
   }
   return b;
 }

@@ -18,11 +18,10 @@
 #include <random>
 
 #include "ir/interpret.h"
-#include "ir/lower.h"
 #include "reference_models.h"
 #include "support/gradient_check.h"
 #include "test_models.h"
-#include "transform/adjoint.h"
+#include "pipeline.h"
 
 using fvic::ir::FactorKind;
 using fvic::ir::RealTensor;
@@ -130,8 +129,7 @@ TEST_CASE("every acceptance model's factors agree with its hand-written log join
     INFO(m.errors());
     REQUIRE(m.ok());
     fvic::ir::Module module;
-    REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
-    fvic::transform::make_adjoints(module);
+    REQUIRE(fvic::build_ir(*m.model, module, m.diags));
 
     double worst_value = 0, worst_gradient = 0;
     // Unconstrained values of scale 0.5 (random_bindings), then of scale 4: scales and rates

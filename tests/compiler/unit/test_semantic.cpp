@@ -91,12 +91,16 @@ inference { family = fullrank; }
   REQUIRE(fvic::make_plan(*flat.model, flat.diags, pvi));
   CHECK(pvi.method == fvic::Method::PVI);
   CHECK(pvi.conjugacy.closed_form);
-  // Full-rank natural parameters of D values: D means plus D(D+1)/2 precision entries.
+  // Full-rank natural parameters of D values: D means plus D(D+1)/2 precision entries; the
+  // request holds q_s and t_k and whether it is the silo's first update.
   REQUIRE(pvi.messages.size() == 2);
-  auto doubles = pvi.messages[0].doubles.eval([](const std::string& n) -> std::optional<long long> {
-    return n == "D" ? std::optional<long long>(4) : std::nullopt;
-  });
-  CHECK(doubles == 4 + 10);
+  auto at_4 = [](const fvic::SymSize& size) {
+    return size.eval([](const std::string& n) -> std::optional<long long> {
+      return n == "D" ? std::optional<long long>(4) : std::nullopt;
+    });
+  };
+  CHECK(at_4(pvi.messages[0].doubles) == 1 + 2 * (4 + 10));
+  CHECK(at_4(pvi.messages[1].doubles) == 4 + 10);
 }
 
 // Issue 27 item 3: a left-associative chain or a run of indexes deepens the tree by one level per

@@ -10,8 +10,8 @@
 #include <random>
 
 #include "ir/interpret.h"
-#include "ir/lower.h"
 #include "test_models.h"
+#include "pipeline.h"
 
 namespace {
 
@@ -65,7 +65,7 @@ TEST_CASE("stan forms: GLM densities and std_normal compute the densities writte
   INFO(m.errors());
   REQUIRE(m.ok());
   fvic::ir::Module module;
-  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
   std::mt19937 rng(3);
   fvic::ir::Bindings data = fvic::test::random_bindings(*m.model, module, rng, /*draws=*/3);
   // Outcomes of their types: 0/1 and counts.
@@ -115,7 +115,7 @@ model {
   INFO(m.errors());
   REQUIRE(m.ok());
   fvic::ir::Module module;
-  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
   for (double shift : {0.0, 3.5, -800.0, 800.0}) {
     fvic::ir::Bindings b;
     b.data["shift"] = fvic::ir::RealTensor(1, 1, 1);
@@ -152,7 +152,7 @@ model {
   INFO(m.errors());
   REQUIRE(m.ok());
   fvic::ir::Module module;
-  REQUIRE(fvic::ir::lower(*m.model, module, m.diags));
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
   fvic::ir::Bindings b;
   b.inputs["global"] = fvic::ir::RealTensor(3, 1, 2);
   b.inputs["global"].m << 1.0, -2.0, 0.5, 4.0, 3.0, 3.5;

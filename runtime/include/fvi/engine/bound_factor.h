@@ -19,14 +19,17 @@ class ModelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The number of unconstrained values in `group` ("global", "local", ...), or -1 if the model
-// has no such group.
-int64_t group_size(const fvi_model& model, const std::string& group, const fvi_data& data);
+// The number of unconstrained values in `group` (FVI_GROUP_GLOBAL, ...), or -1 if the model has
+// no such group.
+int64_t group_size(const fvi_model& model, fvi_group group, const fvi_data& data);
 // The same, 0 when the model has no such group (an engine's block sizes).
-inline Eigen::Index group_dim(const fvi_model& model, const std::string& group, const fvi_data& data) {
+inline Eigen::Index group_dim(const fvi_model& model, fvi_group group, const fvi_data& data) {
   return std::max<int64_t>(0, group_size(model, group, data));
 }
-int group_index(const fvi_model& model, const std::string& group);
+// The model's index of `group` (fvi_model.group_kinds), or -1.
+int group_index(const fvi_model& model, fvi_group group);
+// Which group the model's group `g` is (-1 when g is out of range).
+inline int group_kind(const fvi_model& model, int g) { return g >= 0 && g < model.group_count ? model.group_kinds[g] : -1; }
 
 enum class Precision { kFloat64, kFloat32 };
 
@@ -52,8 +55,8 @@ class BoundFactor {
 
   const fvi_factor_info& info() const { return model_->factors[factor_]; }
   const std::string& name() const { return name_; }
-  // The name of the i-th input group the factor reads ("global", "local", "hyper", ...).
-  std::string group_name(int i) const { return model_->group_names[info().groups[i]]; }
+  // The i-th input group the factor reads (FVI_GROUP_GLOBAL, ...; -1 if the table names none).
+  int group(int i) const { return group_kind(*model_, info().groups[i]); }
   // Rows of the factor's observations (1 for a density).
   int64_t rows() const { return rows_; }
 

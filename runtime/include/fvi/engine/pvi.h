@@ -74,11 +74,6 @@ struct PviOptions {
   static PviOptions from(const Settings& settings, int silos);
 };
 
-// Natural parameters as a flat message (what crosses the network) and back.
-std::vector<double> pack(const DiagGaussianNatural<double>& eta);
-std::vector<double> pack(const GaussianNatural<double>& eta);
-void unpack(const std::vector<double>& message, DiagGaussianNatural<double>& eta);
-void unpack(const std::vector<double>& message, GaussianNatural<double>& eta);
 
 // The largest size of a mean, an sd or a datum every party can compute with: squares of 1e100
 // are 1e200, which leaves 1e108 for the values they meet before double's range (1.8e308) ends.

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 5
+#define FVI_ABI_VERSION 6
 
 typedef struct fvi_tensor {
   double* data;
@@ -42,6 +42,34 @@ typedef struct fvi_error {
   char message[512];
 } fvi_error;
 
+/* The groups of unconstrained values a factor reads (docs/kernel-abi.md, "Groups"). Compiler and
+ * runtime name a group by this number, never by a string; the values are part of the ABI. */
+enum fvi_group {
+  FVI_GROUP_GLOBAL = 0,       /* `global` parameters: the server's posterior, S draws */
+  FVI_GROUP_LOCAL = 1,        /* `local` parameters: each silo its own, S draws */
+  FVI_GROUP_SPLIT = 2,        /* `split` parameters: silo k its own block, S draws */
+  FVI_GROUP_HYPER = 3,        /* global hyperparameters: one point estimate */
+  FVI_GROUP_LOCAL_HYPER = 4,  /* a silo's hyperparameters */
+  FVI_GROUP_SPLIT_HYPER = 5,  /* a vertical silo's hyperparameters */
+  FVI_GROUP_Z_SUM = 6,        /* a vertical likelihood's silo_sum: the silos' summed contributions, one per row */
+  FVI_GROUP_COUNT = 7
+};
+
+/* The group's name as the language and the outputs spell it ("global", "local_hyper", ...); "?"
+ * for a number that names no group. */
+static inline const char* fvi_group_name(int group) {
+  switch (group) {
+    case FVI_GROUP_GLOBAL: return "global";
+    case FVI_GROUP_LOCAL: return "local";
+    case FVI_GROUP_SPLIT: return "split";
+    case FVI_GROUP_HYPER: return "hyper";
+    case FVI_GROUP_LOCAL_HYPER: return "local_hyper";
+    case FVI_GROUP_SPLIT_HYPER: return "split_hyper";
+    case FVI_GROUP_Z_SUM: return "z_sum";
+    default: return "?";
+  }
+}
+
 /* density: 1 x 1 per draw; likelihood and contribution: one value per observation (n x 1);
  * elements: the prior of one unconstrained local vector, one log density per element (m x 1). */
 enum fvi_factor_kind { FVI_DENSITY = 0, FVI_LIKELIHOOD = 1, FVI_CONTRIBUTION = 2, FVI_ELEMENTS = 3 };
@@ -53,7 +81,7 @@ typedef struct fvi_factor_info {
   int owner;                 /* fvi_owner: which party evaluates it */
   const char* distribution;  /* likelihoods: the distribution; else "" */
   int group_count;           /* input groups read, in the order forward() takes them */
-  const int* groups;         /* indices into fvi_model.group_names */
+  const int* groups;         /* indices into fvi_model.group_kinds */
   int seed_count;            /* backward() seeds: the output, then each distribution argument */
   /* A silo likelihood that reads the local group only as b[idx] (b its only vector, idx an int
    * data array over the likelihood's rows): idx's name, so row n depends on local element
@@ -68,7 +96,7 @@ enum fvi_transform { FVI_IDENTITY = 0, FVI_LOWER = 1, FVI_UPPER = 2, FVI_INTERVA
  * or, when `lower_data` / `upper_data` is not empty, the value of that scalar data variable. */
 typedef struct fvi_variable_info {
   const char* name;
-  int group;      /* index into fvi_model.group_names */
+  int group;      /* index into fvi_model.group_kinds */
   int transform;  /* fvi_transform: x = lower + exp(u), upper - exp(u), lower + (upper - lower) inv_logit(u) */
   double lower;
   double upper;
@@ -143,7 +171,7 @@ typedef struct fvi_model {
   int abi_version; /* FVI_ABI_VERSION */
   const char* name;
   int group_count;
-  const char* const* group_names; /* global, local, split, hyper, local_hyper, split_hyper, z_sum */
+  const int* group_kinds;         /* each group's fvi_group, in the model's group order */
   const int* group_varies;        /* 1: S draws (sampled); 0: one value (point estimate) */
   int factor_count;
   const fvi_factor_info* factors;

@@ -3,7 +3,8 @@
 // A coordinator (the server's algorithm: PviCoordinator, SfviCoordinator and VflCoordinator in
 // pvi_run.cpp, sfvi_run.cpp and vfl_run.cpp, run by the one loop of server_loop.h) asks silos for
 // work through a Transport; a SiloEndpoint (a silo's algorithm) answers. Every
-// message is a flat vector of doubles (the engines' pack()). NAME-sim joins the two sides in one
+// message is a flat vector of doubles, written and read by fvi/message/codec.h with the sizes of
+// fvi/message/sizes.h (which `fvic plan` prints). NAME-sim joins the two sides in one
 // process (InProcessTransport below); NAME-server and NAME-client join them over gRPC
 // (runtime/net/), so both run the same engines and the same rounds: only the transport differs.
 #include <cstdint>

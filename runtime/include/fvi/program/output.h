@@ -34,8 +34,8 @@ double bound_value(const char* data_name, double literal, const fvi_data& data, 
 // matrices column-major.
 std::vector<std::string> element_names(const VariableLayout& v);
 
-// The variables of `group` ("global", "local", ...) in declaration order.
-std::vector<VariableLayout> variable_layout(const fvi_model& model, const std::string& group, const fvi_data& data);
+// The variables of `group` (FVI_GROUP_GLOBAL, ...) in declaration order.
+std::vector<VariableLayout> variable_layout(const fvi_model& model, fvi_group group, const fvi_data& data);
 
 // Unconstrained draws (size x S) to the declared supports.
 Eigen::MatrixXd constrain(const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& unconstrained);

@@ -22,9 +22,9 @@ struct QuantityDraws {
   std::vector<std::string> violations;
 };
 
-// Each group's values at the draws, unconstrained: "global" -> size x S, "local" -> size x S,
-// a point-estimated group ("hyper") -> size x 1.
-using GroupDraws = std::map<std::string, Eigen::MatrixXd>;
+// Each group's values at the draws, unconstrained: FVI_GROUP_GLOBAL -> size x S, FVI_GROUP_LOCAL
+// -> size x S, a point-estimated group (FVI_GROUP_HYPER) -> size x 1.
+using GroupDraws = std::map<fvi_group, Eigen::MatrixXd>;
 
 // The quantities `owner` (FVI_SERVER, FVI_SILO) computes, at the draws in `groups`, with that
 // party's data. `named` and `named_values` (a layout and its constrained values, size x S) name a

@@ -1,0 +1,49 @@
+#pragma once
+// How many values each message between the server and a silo holds, as functions of the model's
+// sizes: written once, used by the runtime to check every message and reply, and by `fvic plan`
+// to print them (compiler/analysis/plan.cpp instantiates these with its symbolic sizes, e.g.
+// "2*D + 1"). `Size` is int64_t here; a symbolic size type provides, found by argument-dependent
+// lookup, `size_constant(like, v)` and `half(x)` (an exact halving).
+#include <cstdint>
+#include <string>
+
+namespace fvi::message {
+
+inline int64_t size_constant(int64_t, long long v) { return v; }
+inline int64_t half(int64_t x) { return x / 2; }
+
+// A Gaussian over n values in natural parameters (PVI's q and factors; family/natural_gaussian.h):
+// eta1 (n) and eta2's diagonal (mean-field) or lower triangle with its diagonal (full-rank).
+template <class Size>
+Size gaussian_natural_size(const Size& n, bool full_rank) {
+  return full_rank ? n + half(n * (n + size_constant(n, 1))) : n + n;
+}
+
+// A Gaussian's variational parameters over n values (SFVI's global block; family/): means and
+// log-scales (meanfield), with a unit lower-triangular L (structured), or means and a Cholesky
+// factor's lower triangle (fullrank).
+template <class Size>
+Size gaussian_params_size(const std::string& family, const Size& n) {
+  if (family == "fullrank") return n + half(n * (n + size_constant(n, 1)));
+  if (family == "structured") return n + n + half(n * (n - size_constant(n, 1)));
+  return n + n;
+}
+
+// PVI (seed 000 Alg. 1), natural parameters of size P = gaussian_natural_size(...):
+// the server's update request [first update?, q_s, t_k] and the silo's damped change of t_k.
+template <class Size>
+Size pvi_update_request_size(const Size& P) { return size_constant(P, 1) + P + P; }
+template <class Size>
+Size pvi_update_reply_size(const Size& P) { return P; }
+
+// SFVI (seed 002 Alg. 1 and 2), global variational parameters Q and hyperparameters H: the
+// broadcast (eta_G, theta, round), a contribution (g_eta, g_theta, ELBO term) and a local fit
+// (eta_G, theta, ELBO term): two vectors and one number each. The shared draws eps_G are not sent:
+// every party makes them from the seed and the round.
+template <class Size>
+Size sfvi_message_size(const Size& Q, const Size& H) { return Q + H + size_constant(Q, 1); }
+// SFVI-Avg and the independent fit ask for local steps: [steps, scale, independent?, broadcast].
+template <class Size>
+Size sfvi_fit_locally_request_size(const Size& Q, const Size& H) { return size_constant(Q, 3) + sfvi_message_size(Q, H); }
+
+}  // namespace fvi::message

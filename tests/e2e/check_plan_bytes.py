@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""`fvic plan` shows what crosses the network: its per-message sizes must be the bytes the run
+counts. The plan and the programs take them from one place (runtime/include/fvi/message/sizes.h);
+this checks the two against each other on a short run of each horizontal method: the bytes in
+metrics.csv's first row (its `round` counts reports: the first `refresh` iterations; the bytes are
+cumulative) equal the plan's bytes per silo, summed
+over the silos, times the iterations, plus the exchanges the plan does not list because they only
+serve the progress lines (PVI: each round, q_s down and one number up; SFVI-Avg: every refresh
+round, the broadcast down and one number up; once, before the first round, each silo's row count
+up).
+
+Usage: check_plan_bytes.py FVIC CACHE"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def plan_bytes(fvic, model, data, keys):
+    cmd = [fvic, "plan", model, "--data", data, "--json"]
+    for kv in keys:
+        cmd += ["--set", kv]
+    plan = json.loads(run(cmd))
+    down = sum(sum(m["bytes_per_silo"]) for m in plan["messages"] if m["from"] == "server")
+    up = sum(sum(m["bytes_per_silo"]) for m in plan["messages"] if m["to"] == "server")
+    return plan, down, up
+
+
+def first_row(fvic, cache, model, data, keys, out):
+    cmd = [fvic, "run", model, "--data", data, "--output", out, "--quiet"]
+    for kv in keys:
+        cmd += ["--set", kv]
+    run(cmd, env=dict(os.environ, FVIC_CACHE=cache))
+    with open(os.path.join(out, "metrics.csv")) as f:
+        row = next(csv.DictReader(f))
+    refresh = next((int(kv.split("=")[1]) for kv in keys if kv.startswith("refresh=")), 1)
+    return int(row["round"]) * refresh, int(row["bytes_sent"]), int(row["bytes_received"])
+
+
+def main():
+    fvic, cache = sys.argv[1], sys.argv[2]
+    failed = 0
+    cases = [
+        # name, model, data, keys, extra (down, up) bytes per silo per step beyond the plan's messages
+        ("PVI (pima_logreg, mean-field)", "examples/pima_logreg/pima_logreg.fvi", "examples/pima_logreg/data",
+         ["rounds=2"], "pvi"),
+        ("SFVI (hier_logreg, structured, with locals)", "examples/hier_logreg/hier_logreg.fvi",
+         "examples/hier_logreg/data", ["rounds=40", "refresh=10"], None),
+        ("SFVI-Avg (hier_logreg)", "examples/hier_logreg/hier_logreg.fvi", "examples/hier_logreg/data",
+         ["method=sfvi_avg", "rounds=4", "refresh=1"], "avg"),
+    ]
+    with tempfile.TemporaryDirectory() as work:
+        for i, (name, model, data, keys, extra) in enumerate(cases):
+            model, data = os.path.join(ROOT, model), os.path.join(ROOT, data)
+            plan, down, up = plan_bytes(fvic, model, data, keys)
+            silos = plan["silos"]
+            steps, sent, received = first_row(fvic, cache, model, data, keys, os.path.join(work, str(i)))
+            extra_down = extra_up = 0
+            if extra == "pvi":  # the objective: q_s (the request's natural parameters) down, one number up
+                reply = [m for m in plan["messages"] if m["to"] == "server"][0]
+                extra_down, extra_up = sum(reply["bytes_per_silo"]), 8 * silos
+            elif extra == "avg":  # the objective at the averaged q: the broadcast down, one number up
+                broadcast = sum(m["bytes_per_silo"][0] for m in plan["messages"] if m["to"] == "server")
+                extra_down, extra_up = broadcast * silos, 8 * silos
+            want_sent = steps * (down + extra_down)
+            want_received = steps * (up + extra_up) + (8 * silos if extra == "avg" else 0)
+            ok = (sent, received) == (want_sent, want_received)
+            failed += not ok
+            print(f"{'ok' if ok else 'FAIL'}: {name}: {steps} steps, {silos} silos: sent {sent} B, received "
+                  f"{received} B; the plan's messages give {want_sent} B and {want_received} B")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
