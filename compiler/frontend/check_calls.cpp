@@ -1,0 +1,239 @@
+// The checker (checker_impl.h) on calls in expressions: the built-in functions (stdlib/builtins.h)
+// and the type of each one's result, silo_sum and where it may stand, density functions
+// (`normal_lpdf(y | ...)`); calls of user functions go on to check_functions.cpp.
+#include "frontend/checker_impl.h"
+
+#include "builtins.h"
+#include "frontend/ownership.h"
+
+namespace fvic {
+namespace check_detail {
+
+// ---- expressions: calls --------------------------------------------------------------------
+
+void Checker::call(Expr& e) {
+  if (auto user = functions_.find(e.name); user != functions_.end()) return user_call(e, *user->second);
+  if (refused_call(e)) return;
+  if (random_call(e)) return;
+  const stdlib::Function* f = stdlib::find_function(e.name);
+  if (!f) {
+    bool suffix_ok = false;
+    if (stdlib::find_density_function(e.name, &suffix_ok)) {
+      // `normal_lpdf(y, mu, sigma)`: the outcome is separated by '|'.
+      std::string fixed = e.name + "(" + (e.args.empty() ? "y" : to_source(*e.args[0])) + " |";
+      for (size_t i = 1; i < e.args.size(); ++i) fixed += (i > 1 ? ", " : " ") + to_source(*e.args[i]);
+      if (e.args.size() < 2) fixed += " ...";
+      diags_.error(e.loc, "'" + e.name + "' separates its outcome from the parameters with '|'",
+                   "write `" + fixed + ")`");
+      return;
+    }
+    if (const stdlib::Distribution* d = stdlib::find_distribution(e.name)) {
+      std::string help = "use it as `y ~ " + e.name + "(...)` or `target += " + e.name +
+                         (d->discrete ? "_lpmf" : "_lpdf") + "(y | ...)`";
+      if (e.name == "bernoulli_logit" || e.name == "binomial_logit")
+        help += "; for the probabilities themselves use inv_logit(...)";
+      else if (e.name == "categorical_logit")
+        help += "; for the probabilities themselves use softmax(...)";
+      diags_.error(e.loc, "'" + e.name + "' is a distribution, not a function", help);
+      return;
+    }
+    std::vector<std::string> names;
+    for (const auto& fn : stdlib::functions()) names.push_back(fn.name);
+    std::string near = closest(e.name, names);
+    diags_.error(e.loc, "unknown function '" + e.name + "'",
+                 near.empty() ? "see the language reference for the functions available"
+                              : "did you mean '" + near + "'?");
+    return;
+  }
+  int n = static_cast<int>(e.args.size());
+  if (n < f->min_args || n > f->max_args) {
+    std::string count = f->min_args == f->max_args ? std::to_string(f->min_args)
+                                                   : std::to_string(f->min_args) + " to " + std::to_string(f->max_args);
+    diags_.error(e.loc, e.name + " takes " + count + (f->max_args == 1 ? " argument" : " arguments") +
+                            ", got " + std::to_string(n),
+                 std::string("write ") + (f->usage ? f->usage : e.name + "(x)"));
+    return;
+  }
+  if (any_error(e)) {
+    if (f->rule == stdlib::Rule::SiloSum) e.taint = silo_sum_taint(*e.args[0]);  // no follow-on flow errors
+    return;
+  }
+  function_type(e, *f);
+}
+
+void Checker::bad_args(Expr& e, const std::string& expected) {
+  std::string got;
+  for (size_t i = 0; i < e.args.size(); ++i) got += (i ? ", " : "") + to_string(e.args[i]->type);
+  diags_.error(e.loc, e.name + " cannot take (" + got + ")", e.name + " takes " + expected);
+}
+
+void Checker::function_type(Expr& e, const stdlib::Function& f) {
+  using stdlib::Rule;
+  const Expr& a = *e.args[0];
+  switch (f.rule) {
+    case Rule::Elementwise:
+    case Rule::ElementwiseInt: {
+      if (e.args.size() == 2) {
+        const Expr& b = *e.args[1];
+        if (!(a.type.is_scalar() && b.type.is_scalar()) && a.type != b.type && !a.type.is_scalar() &&
+            !b.type.is_scalar())
+          return bad_args(e, "two scalars, or containers of one type (or a scalar and a container)");
+        const Expr& c = a.type.is_scalar() ? b : a;
+        e.type = c.type;
+        e.shape = c.shape;
+        if (!a.type.is_scalar() && !b.type.is_scalar()) require_same_dims(a.shape, b.shape, e.loc, e.name);
+      } else {
+        e.type = a.type;
+        e.shape = a.shape;
+      }
+      // Ints become reals (abs keeps them); containers keep their own type: log(vector) is a vector.
+      if (e.type.base == Base::Int && f.rule != Rule::ElementwiseInt) e.type.base = Base::Real;
+      return;
+    }
+    case Rule::Reduce:
+    case Rule::ReduceReal:
+      if (a.type.is_scalar() && f.rule == Rule::ReduceReal && e.name != "dot_self")
+        return bad_args(e, "a container");
+      e.type = scalar(f.rule == Rule::Reduce && a.type.base == Base::Int ? Base::Int : Base::Real);
+      return;
+    case Rule::DotProduct: {
+      const Expr& b = *e.args[1];
+      if (!matches(Arg::VectorLike, a.type) || !matches(Arg::VectorLike, b.type))
+        return bad_args(e, "two vectors or row_vectors");
+      require_equal(a.shape.dims[0], b.shape.dims[0], e.loc, "the arguments of dot_product");
+      e.type = scalar(Base::Real);
+      return;
+    }
+    case Rule::RowsDotProduct:
+    case Rule::ColumnsDotProduct: {
+      const Expr& b = *e.args[1];
+      if (a.type != b.type || a.type.array_dims > 0 || a.type.base_dims() == 0)
+        return bad_args(e, "two matrices (or vectors) of one shape");
+      require_same_dims(a.shape, b.shape, e.loc, "the arguments of " + e.name);
+      bool rows = f.rule == Rule::RowsDotProduct;
+      e.type = scalar(rows ? Base::Vector : Base::RowVector);
+      if (a.type.base == Base::Matrix) e.shape.dims = {a.shape.dims[rows ? 0 : 1]};
+      else e.shape.dims = {a.type.base == Base::Vector ? (rows ? a.shape.dims[0] : SymSize::constant(1))
+                                                       : (rows ? SymSize::constant(1) : a.shape.dims[0])};
+      return;
+    }
+    case Rule::SameVector:
+      if (!matches(Arg::Vector, a.type)) return bad_args(e, "a vector");
+      e.type = a.type;
+      e.shape = a.shape;
+      return;
+    case Rule::RepVector:
+    case Rule::RepRowVector: {
+      const Expr& n = *e.args[1];
+      if (!a.type.is_scalar() || !n.type.is_int()) return bad_args(e, "(real value, int n)");
+      e.type = scalar(f.rule == Rule::RepVector ? Base::Vector : Base::RowVector);
+      e.shape.dims = {size_of(n)};
+      return;
+    }
+    case Rule::RepMatrix: {
+      if (e.args.size() == 3) {
+        if (!a.type.is_scalar() || !e.args[1]->type.is_int() || !e.args[2]->type.is_int())
+          return bad_args(e, "(real value, int m, int n), (vector v, int n) or (row_vector v, int m)");
+        e.type = scalar(Base::Matrix);
+        e.shape.dims = {size_of(*e.args[1]), size_of(*e.args[2])};
+        return;
+      }
+      const Expr& n = *e.args[1];
+      if (!matches(Arg::VectorLike, a.type) || !n.type.is_int())
+        return bad_args(e, "(real value, int m, int n), (vector v, int n) or (row_vector v, int m)");
+      e.type = scalar(Base::Matrix);
+      if (a.type.base == Base::Vector) e.shape.dims = {a.shape.dims[0], size_of(n)};
+      else e.shape.dims = {size_of(n), a.shape.dims[0]};
+      return;
+    }
+    case Rule::ToVector:
+    case Rule::ToRowVector:
+      e.type = scalar(f.rule == Rule::ToVector ? Base::Vector : Base::RowVector);
+      e.shape.dims = {a.shape.elements()};
+      return;
+    case Rule::Size:
+      if (a.type.is_scalar()) return bad_args(e, "a container");
+      e.type = scalar(Base::Int);
+      return;
+    case Rule::SiloSum:
+      return silo_sum(e);
+  }
+}
+
+// The sum over silos is no longer any one silo's value.
+Taint Checker::silo_sum_taint(const Expr& operand) {
+  Taint t;
+  if (operand.taint.has(K::PublicData))
+    t.add(K::PublicData, operand.taint.witness[static_cast<size_t>(K::PublicData)]);
+  t.add(K::SiloSum, "silo_sum(" + to_source(operand) + ")");
+  return t;
+}
+
+void Checker::silo_sum(Expr& e) {
+  const Expr& a = *e.args[0];
+  // Also when the operand is rejected: the error is reported once, here, not again by the term
+  // around it.
+  e.taint = silo_sum_taint(a);
+  if (block_ == BlockKind::TransformedData || block_ == BlockKind::TransformedParameters) {
+    diags_.error(e.loc, std::string("silo_sum in '") + block_name(block_) + "'",
+                 "a sum over the silos is sent to the server once, after the fit: compute it in `generated "
+                 "quantities`, as `real total = silo_sum(...);`");
+    return;
+  }
+  if (block_ == BlockKind::GeneratedQuantities) {
+    if (&e != aggregate_root_) {
+      diags_.error(e.loc, "silo_sum must be the whole value of a generated quantity",
+                   "the server receives each silo's part and adds them up, nothing more: declare "
+                   "`real total = silo_sum(" + to_source(a) + ");` and compute with it after the run");
+      return;
+    }
+    if (!check_aggregate_operand(a, diags_)) return;
+    e.type = a.type;
+    e.shape = a.shape;
+    return;
+  }
+  if (!check_silo_sum_operand(a, diags_)) return;
+  e.type = a.type;
+  e.shape = a.shape;
+}
+
+void Checker::density_call(Expr& e) {
+  if (auto user = functions_.find(e.name); user != functions_.end()) return user_call(e, *user->second);
+  if (refused_call(e)) return;
+  bool suffix_ok = false;
+  const stdlib::Distribution* dist = stdlib::find_density_function(e.name, &suffix_ok);
+  if (!dist) {
+    if (const stdlib::Distribution* d = stdlib::find_distribution(e.name)) {
+      // `normal(y | mu, sigma)`: the density function is normal_lpdf.
+      std::string density = e.name + (d->discrete ? "_lpmf" : "_lpdf");
+      diags_.error(e.loc, "'" + e.name + "' is a distribution, not a function",
+                   "its log density is " + density + ": write `target += " + density + "(" +
+                       to_source(*e.args[0]) + " | " + args_source(e.args, 1) + ")`");
+      return;
+    }
+    std::vector<std::string> names;
+    for (const auto& d : stdlib::distributions())
+      names.push_back(std::string(d.name) + (d.discrete ? "_lpmf" : "_lpdf"));
+    std::string near = closest(e.name, names);
+    diags_.error(e.loc, "unknown density function '" + e.name + "'",
+                 near.empty() ? "write a distribution name with _lpdf (continuous) or _lpmf "
+                                "(discrete), e.g. normal_lpdf"
+                              : "did you mean '" + near + "'?");
+    return;
+  }
+  if (!suffix_ok) {
+    std::string base = e.name.substr(0, e.name.rfind('_'));
+    diags_.error(e.loc, "'" + base + "' is " + (dist->discrete ? "discrete" : "continuous") + ": write " +
+                            base + (dist->discrete ? "_lpmf" : "_lpdf"),
+                 "_lpmf is for discrete outcomes, _lpdf for continuous ones");
+    return;
+  }
+  if (any_error(e)) return;
+  std::vector<const Expr*> args;
+  for (size_t i = 1; i < e.args.size(); ++i) args.push_back(e.args[i].get());
+  if (!check_distribution_call(*dist, *e.args[0], args, e.loc)) return;
+  e.type = scalar(Base::Real);
+}
+
+}  // namespace check_detail
+}  // namespace fvic

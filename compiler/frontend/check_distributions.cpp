@@ -1,0 +1,293 @@
+// The checker (checker_impl.h) on `~` and `target +=`: each becomes a term of the log joint
+// (classified by ownership.cpp); a distribution's arguments, their values and sizes, and its
+// support against the constraint of the parameter it is a prior of.
+#include "frontend/checker_impl.h"
+
+#include "frontend/ownership.h"
+
+namespace fvic {
+namespace check_detail {
+
+// ---- `~` and `target +=` -------------------------------------------------------------------
+
+void Checker::tilde(const Stmt& s) {
+  Expr& lhs = *s.lhs;
+  expr(lhs);
+  for (const ExprPtr& a : s.args) expr(*a);
+  const Expr* base = &lhs;
+  while (base->kind == ExprKind::Index) base = base->args[0].get();
+  const Symbol* subject = base->kind == ExprKind::Var ? lookup(base->name) : nullptr;
+  bool on_parameter = subject && (subject->kind == SymbolKind::Parameter ||
+                                  subject->kind == SymbolKind::Hyperparameter);
+  // A prior rejected for any reason was still written: no "has no prior" error on top of it.
+  if (on_parameter) prior_attempts_.insert(subject->name);
+  if (base->kind == ExprKind::Var && !subject) prior_of_unknown_ = true;
+  bool suffix_ok = false;
+  const stdlib::Distribution* dist = stdlib::find_distribution(s.name);
+  if (!dist) {
+    if (stdlib::find_density_function(s.name, &suffix_ok)) {
+      std::string base = s.name.substr(0, s.name.rfind('_'));
+      diags_.error(s.name_loc, "'" + s.name + "' is a density function, not a distribution",
+                   "`~` takes the distribution's name: write `" + to_source(lhs) + " ~ " + base + "(" +
+                       args_source(s.args) + ")`");
+    } else {
+      std::vector<std::string> names;
+      for (const auto& d : stdlib::distributions()) names.push_back(d.name);
+      std::string near = closest(s.name, names);
+      diags_.error(s.name_loc, "unknown distribution '" + s.name + "'",
+                   near.empty() ? "see the language reference for the distributions available"
+                                : "did you mean '" + near + "'?");
+    }
+    return;
+  }
+  if (on_parameter && dist->discrete && subject->decl) {
+    // Not "declare the outcome as int": an int parameter is an error of its own.
+    check_support(*dist, *subject, s.name_loc);
+    return;
+  }
+  std::vector<const Expr*> args;
+  for (const ExprPtr& a : s.args) args.push_back(a.get());
+  bool typed = check_distribution_call(*dist, lhs, args, s.name_loc);
+
+  // Transformed data is data: a density of it is a likelihood, computed by its owner.
+  const bool on_data = subject && (subject->kind == SymbolKind::Data ||
+                                   (subject->kind == SymbolKind::Transformed &&
+                                    subject->block == BlockKind::TransformedData));
+  if (!subject || (!on_data && !on_parameter)) {
+    if (lhs.type.is_error()) return;
+    std::string help = "put a declared parameter or data variable (or an element of one) on the left; "
+                       "for a density of a computed value use `target += " + s.name +
+                       (dist->discrete ? "_lpmf" : "_lpdf") + "(...)`";
+    // `to_vector(B) ~ normal(0, 1)`: B itself may stand on the left.
+    if (lhs.kind == ExprKind::Call && (lhs.name == "to_vector" || lhs.name == "to_row_vector") &&
+        lhs.args.size() == 1 && lhs.args[0]->kind == ExprKind::Var)
+      if (const Symbol* inner = lookup(lhs.args[0]->name)) {
+        if (inner->kind == SymbolKind::Parameter || inner->kind == SymbolKind::Hyperparameter)
+          prior_attempts_.insert(inner->name);
+        help = "distributions accept vectors and matrices elementwise: write `" + inner->name + " ~ " +
+               s.name + "(" + args_source(s.args) + ")`";
+      }
+    diags_.error(lhs.loc, "the left side of '~' must be a parameter or data", help);
+    return;
+  }
+  TermFacts facts;
+  facts.stmt = &s;
+  facts.subject = subject;
+  facts.distribution = s.name;
+  facts.kind = on_data ? TermKind::Likelihood : TermKind::Prior;
+  facts.loc = s.loc;
+  facts.context = context_taint();
+  facts.lhs = lhs.taint;
+  facts.rhs = context_taint();
+  for (const Expr* a : args) {
+    facts.rhs.merge(a->taint);
+    facts.uses_silo_sum |= a->taint.has(K::SiloSum);
+  }
+  if (facts.kind == TermKind::Prior) {
+    // Whatever the left side's indices read is part of what the prior reads.
+    Taint index_taint = lhs.taint;
+    index_taint.bits &= ~(1u << static_cast<unsigned>(taint_kind(subject->kind, subject->owner)));
+    facts.rhs.merge(index_taint);
+    facts.lhs = Taint{};
+    facts.lhs.add(taint_kind(subject->kind, subject->owner), subject->name);
+    if (typed) check_support(*dist, *subject, s.name_loc);
+  }
+  if (auto term = classify_term(facts, diags_)) model_.terms.push_back(*term);
+}
+
+void Checker::target(const Stmt& s) {
+  Expr& e = *s.args[0];
+  expr(e);
+  // `target += normal_lpdf(theta | ...)` on a parameter is its prior, even when rejected.
+  const Symbol* density_of = nullptr;
+  if ((e.kind == ExprKind::CondCall || e.kind == ExprKind::Call) && !e.args.empty() &&
+      e.args[0]->kind == ExprKind::Var) {
+    const Symbol* sym = lookup(e.args[0]->name);
+    if (sym && (sym->kind == SymbolKind::Parameter || sym->kind == SymbolKind::Hyperparameter)) {
+      prior_attempts_.insert(sym->name);
+      if (e.kind == ExprKind::CondCall) density_of = sym;
+    }
+  }
+  if (e.type.is_error()) return;
+  TermFacts facts;
+  facts.stmt = &s;
+  facts.kind = TermKind::Target;
+  facts.loc = s.loc;
+  facts.context = context_taint();
+  facts.rhs = e.taint;
+  facts.rhs.merge(context_taint());
+  facts.uses_silo_sum = e.taint.has(K::SiloSum);
+  if (const Symbol* sym = density_of) {
+    facts.kind = TermKind::Prior;
+    facts.subject = sym;
+    facts.distribution = e.name.substr(0, e.name.rfind('_'));
+    facts.lhs = Taint{};
+    facts.lhs.add(taint_kind(sym->kind, sym->owner), sym->name);
+    facts.rhs = context_taint();
+    for (size_t i = 1; i < e.args.size(); ++i) facts.rhs.merge(e.args[i]->taint);
+    if (const stdlib::Distribution* dist = stdlib::find_distribution(facts.distribution))
+      if (sym->decl) check_support(*dist, *sym, e.loc);
+  }
+  if (auto term = classify_term(facts, diags_)) model_.terms.push_back(*term);
+}
+
+// A distribution's outcome support against a parameter's declared constraint.
+void Checker::check_support(const stdlib::Distribution& dist, const Symbol& p, const Loc& at) {
+  const TypeDecl& t = p.decl->type;
+  // A bound that is not a literal (e.g. data) is taken to be right; checked when data is read.
+  double lower = t.lower ? literal_value(*t.lower).value_or(0) : 0;
+  double upper = t.upper ? literal_value(*t.upper).value_or(1) : 1;
+  using S = stdlib::Support;
+  std::string name = "'" + p.name + "'";
+  switch (dist.support) {
+    case S::Positive:
+      if (!t.lower || lower < 0)
+        diags_.error(at, std::string(dist.name) + " is a distribution on positive values, but " +
+                                     name + " is not constrained to be positive",
+                     "declare it with `<lower=0>`");
+      break;
+    case S::Unit:
+      if (!t.lower || !t.upper || lower < 0 || upper > 1)
+        diags_.error(at, std::string(dist.name) + " is a distribution on (0, 1), but " + name +
+                                     " is not constrained to that interval",
+                     "declare it with `<lower=0, upper=1>`");
+      break;
+    case S::Bounded:
+      if (!t.lower || !t.upper)
+        diags_.error(at, "uniform has bounded support, but " + name + " is not bounded",
+                     "declare it with `<lower=a, upper=b>` matching the uniform's bounds");
+      break;
+    case S::Simplex:
+      if (!t.simplex)
+        diags_.error(at, "dirichlet is a distribution on simplexes, but " + name + " is not a simplex",
+                     "declare it as `simplex[K] " + p.name + ";`");
+      break;
+    case S::Int:
+    case S::NonNegativeInt:
+    case S::Binary:
+    case S::Category:
+      diags_.error(at, std::string(dist.name) + " is a distribution on integers; parameter " +
+                                   name + " is continuous",
+                   "discrete parameters are not supported; use a continuous prior");
+      break;
+    case S::Real:
+      break;
+  }
+}
+
+bool Checker::matches(Arg arg, const Type& t) const {
+  switch (arg) {
+    case Arg::Reals: return true;
+    case Arg::Ints: return t.base == Base::Int;
+    case Arg::Int: return t.is_int();
+    case Arg::Real: return t.is_scalar();
+    case Arg::Vector: return t.base == Base::Vector && t.array_dims == 0;
+    case Arg::VectorLike:
+      return (t.base == Base::Vector || t.base == Base::RowVector) && t.array_dims == 0;
+    case Arg::Matrix: return t.base == Base::Matrix && t.array_dims == 0;
+    case Arg::VectorOrMatrix:
+      return (t.base == Base::Vector || t.base == Base::Matrix) && t.array_dims == 0;
+    case Arg::Any: return true;
+  }
+  return false;
+}
+
+// Checks arity, argument types, constant argument values and vectorised sizes.
+bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Expr& outcome,
+                                      const std::vector<const Expr*>& args, const Loc& at) {
+  if (args.size() != dist.params.size()) {
+    std::string sig = std::string(dist.name) + "(";
+    for (size_t i = 0; i < dist.params.size(); ++i) sig += (i ? ", " : "") + std::string(dist.params[i].name);
+    sig += ")";
+    diags_.error(at, std::string(dist.name) + " takes " + std::to_string(dist.params.size()) +
+                         (dist.params.size() == 1 ? " argument" : " arguments") + ", got " +
+                         std::to_string(args.size()),
+                 "write " + sig);
+    return false;
+  }
+  bool ok = true;
+  if (!outcome.type.is_error()) {
+    bool outcome_ok = matches(dist.outcome, outcome.type);
+    if (dist.name == std::string("multinomial_logit")) outcome_ok = outcome.type.is_int_array() && outcome.type.array_dims == 1;
+    if (dist.name == std::string("dirichlet")) outcome_ok = outcome.type.base == Base::Vector && outcome.type.array_dims == 0;
+    if (!outcome_ok) {
+      diags_.error(outcome.loc, std::string(dist.name) + " is a distribution over " +
+                                    (dist.discrete ? "ints" : "reals") + ", but '" + to_source(outcome) +
+                                    "' is " + to_string(outcome.type),
+                   dist.discrete ? "declare the outcome as `int` or `array[N] int`"
+                                 : std::string("the outcome must be ") + stdlib::arg_description(dist.outcome));
+      ok = false;
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Expr& a = *args[i];
+    const stdlib::DistParam& p = dist.params[i];
+    if (a.type.is_error()) {
+      ok = false;
+      continue;
+    }
+    if (!matches(p.arg, a.type)) {
+      std::string help = std::string("pass ") + stdlib::arg_description(p.arg);
+      if (a.kind == ExprKind::Var)
+        if (const Symbol* sym = lookup(a.name); sym && sym->kind == SymbolKind::Data)
+          help = "declare '" + a.name + "' as " +
+                 (p.arg == Arg::Ints ? std::string("`int` or `array[...] int`")
+                                     : std::string(stdlib::arg_description(p.arg)));
+      diags_.error(a.loc, "argument " + std::string(p.name) + " of " + dist.name + " must be " +
+                              stdlib::arg_description(p.arg) + ", not " + to_string(a.type),
+                   help);
+      ok = false;
+      continue;
+    }
+    if (auto v = literal_value(a)) {
+      const char* need = nullptr;
+      if (p.requires_ == stdlib::Requires::Positive && !(*v > 0)) need = "positive";
+      if (p.requires_ == stdlib::Requires::NonNegative && !(*v >= 0)) need = "non-negative";
+      if (p.requires_ == stdlib::Requires::Unit && !(*v >= 0 && *v <= 1)) need = "in [0, 1]";
+      if (need) {
+        diags_.error(a.loc, std::string("argument ") + p.name + " of " + dist.name + " must be " + need +
+                                ", got " + to_source(a),
+                     std::string("give ") + p.name + " a " + need + " value");
+        ok = false;
+      }
+    }
+  }
+  if (!ok) return false;
+  // Vectorised arguments must have as many elements as the outcome (or be scalars).
+  const std::string name = dist.name;
+  if (name == "categorical_logit") {
+    const Expr& logits = *args[0];
+    if (logits.type.base == Base::Matrix) {
+      if (outcome.type.is_int()) {
+        diags_.error(logits.loc, "categorical_logit with a matrix of logits needs an array of outcomes",
+                     "give one row of logits per outcome, or a vector of logits for one outcome");
+        return false;
+      }
+      require_equal(outcome.shape.elements(), logits.shape.dims[0], logits.loc,
+                    "the outcomes of categorical_logit and the rows of its logits");
+    }
+    return true;
+  }
+  if (name == "multinomial_logit" || name == "dirichlet") {
+    require_equal(outcome.shape.elements(), args[0]->shape.elements(), args[0]->loc,
+                  "the outcome of " + name + " and its parameter");
+    return true;
+  }
+  SymSize n = outcome.shape.elements();
+  bool outcome_scalar = outcome.type.is_scalar();
+  for (const Expr* a : args) {
+    if (a->type.is_scalar()) continue;
+    if (outcome_scalar) {
+      diags_.error(a->loc, "'" + to_source(outcome) + "' is a scalar but this argument of " + name +
+                               " is " + to_string(a->type),
+                   "a vectorised argument needs a container of outcomes of the same size");
+      return false;
+    }
+    require_equal(n, a->shape.elements(), a->loc,
+                  "the outcome '" + to_source(outcome) + "' of " + name + " and this argument");
+  }
+  return true;
+}
+
+}  // namespace check_detail
+}  // namespace fvic
