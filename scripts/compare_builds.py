@@ -4,7 +4,8 @@ every example run by each build's `fvic run` (NAME-sim), and one model of each m
 (NAME-server and 4 NAME-client over TLS, tests/e2e/check_deploy.py's set-up), with the same keys
 and seeds. Every file each run writes (posterior.json, draws.csv, metrics.csv, silo-K/ outputs,
 the server's and clients' checkpoints) must be byte-identical between the builds, except the
-`seconds` column of metrics.csv and the output folder's own path (draws.csv records it). Bytes on the wire
+`seconds` column of metrics.csv, the seconds so far in a server's checkpoint (the last value of
+its state) and the output folder's own path (draws.csv records it). Bytes on the wire
 are metrics.csv's bytes_sent / bytes_received columns, compared with the rest.
 
 Usage: scripts/compare_builds.py OLD_BUILD_DIR NEW_BUILD_DIR WORK_DIR [--old-only] [CASE...]
@@ -15,6 +16,7 @@ case and exits 1 if any differs."""
 import csv
 import io
 import os
+import struct
 import subprocess
 import sys
 
@@ -40,6 +42,8 @@ SIM_CASES = {
     "vfl_poisson_multilevel": ("vfl_poisson_multilevel/vfl_poisson_multilevel.fvi", "@poisson/augmented",
                                ["rounds=300"]),
     "split_nn": ("split_nn/split_nn.fvi", "@split_nn/fold-1/train", ["rounds=200"]),
+    "bnn_classifier": ("fashion_bnn/fashion_bnn.fvi", "@fashion", ["rounds=2", "local_steps=20"]),
+    "multinomial_eb": ("multinomial_eb/multinomial_eb.fvi", "@multinomial", ["rounds=5"]),
     "regression_ppc": ("stan_programs/regression_ppc/regression_ppc.fvi", "stan_programs/regression_ppc/data",
                        ["rounds=300"]),
 }
@@ -58,6 +62,8 @@ def generated(work, which):
             "vfl": ("vfl_logreg/generate.py", ["--silos", "2"]),
             "poisson": ("vfl_poisson_multilevel/generate.py", []),
             "split_nn": ("split_nn/generate.py", []),
+            "fashion": ("fashion_bnn/generate.py", ["--slice", "200", "--test-rows", "100"]),
+            "multinomial": ("multinomial_eb/generate.py", ["--silos", "5", "--rows", "50", "--test-rows", "100"]),
         }[which]
         subprocess.run([sys.executable, os.path.join(EX, script), "--output", out] + args, check=True,
                        capture_output=True, timeout=600)
@@ -90,6 +96,21 @@ def contents(path, base):
     return data.replace(base.encode(), b"OUT")
 
 
+def server_checkpoint(path):
+    """A server checkpoint (runtime/src/program/checkpoint.cpp: magic, kind, round, then the state,
+    extra and traffic vectors) with its wall-clock seconds, the state's last value, set to 0."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    at = 8
+    (n,) = struct.unpack_from("<Q", data, at)
+    at += 8 + n + 8  # the kind, the round
+    (count,) = struct.unpack_from("<Q", data, at)
+    at += 8
+    if count:
+        struct.pack_into("<d", data, at + 8 * (count - 1), 0.0)
+    return bytes(data)
+
+
 def compare_trees(a, b):
     """Files that differ (or exist on one side only) between two output folders; [] if none."""
     diffs, files = [], 0
@@ -104,7 +125,9 @@ def compare_trees(a, b):
             diffs.append(name + " (one side only)")
             continue
         files += 1
-        if os.path.basename(name) == "metrics.csv":
+        if os.path.basename(name) == "server.checkpoint":
+            same = server_checkpoint(pa) == server_checkpoint(pb)
+        elif os.path.basename(name) == "metrics.csv":
             same = without_seconds(pa) == without_seconds(pb)
         else:
             same = contents(pa, a) == contents(pb, b)

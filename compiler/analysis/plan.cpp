@@ -205,41 +205,37 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       plan.messages.push_back({"silo k", "server",
                                "eta_k: silo k's partial predictor per row and draw (reveals silo k's contribution to "
                                "each row's predictor, the standard vertical-FL exchange)",
-                               N * S});
+                               vfl_rows_size(N, S)});
       plan.messages.push_back({"server", "silo k",
                                "d log p(" + yn + " | ...)/d eta: one gradient per row and draw, the same for every silo",
-                               N * S});
+                               vfl_rows_size(N, S)});
       plan.messages.push_back({"silo k", "server", "silo k's ELBO term (its priors and entropy), for the progress lines",
-                               SymSize::constant(1)});
+                               vfl_update_reply_size(N)});
       break;
     }
     case Method::VFLAugmented:
     case Method::VFLPower: {
       const Symbol* y = coupled_outcome(m);
-      const SymSize z = coupled_rows(m) * S;
+      const SymSize N = coupled_rows(m);
+      const SymSize z = vfl_rows_size(N, S);
+      const std::string term = "silo k's ELBO term (its priors, entropy and coupling), for the progress lines";
       if (plan.method == Method::VFLAugmented) {
         plan.messages.push_back({"silo k", "server", "z_k: draws of silo k's auxiliary variables, one per row", z});
         plan.messages.push_back({"server", "silo k",
                                  "d log p(" + (y ? y->name : std::string("y")) +
                                      " | ...)/dz_k: one gradient vector, the same for every silo",
                                  z});
+        plan.messages.push_back({"silo k", "server", term, vfl_update_reply_size(N)});
       } else {
-        SymSize down = z;
         std::string what = "the sum of the other silos' z (never one silo's own z)";
-        if (!g.globals.empty()) {
-          what += "; " + qg + " and shared draws";
-          down = down + Q + S * G;
-        }
+        if (!g.globals.empty()) what += "; S draws of " + qg;
         plan.messages.push_back({"silo k", "server", "z_k: draws of silo k's auxiliary variables, one per row", z, 1});
-        plan.messages.push_back({"server", "silo k", what, down, 1});
-        SymSize up = z;
+        plan.messages.push_back({"server", "silo k", what, vfl_power_size(N, G, S), 1});
         std::string grad = "d(silo k's likelihood term)/d(other silos' z): one vector";
-        if (!g.globals.empty()) {
-          grad += "; gradient w.r.t. " + qg;
-          up = up + Q;
-        }
-        plan.messages.push_back({"silo k", "server", grad, up, 2});
+        if (!g.globals.empty()) grad += "; its gradient w.r.t. the draws of " + qg;
+        plan.messages.push_back({"silo k", "server", grad, vfl_power_size(N, G, S), 2});
         plan.messages.push_back({"server", "silo k", "H_k: the other silos' likelihood gradients w.r.t. z_k, summed", z, 2});
+        plan.messages.push_back({"silo k", "server", term, vfl_update_reply_size(N), 2});
       }
       break;
     }
@@ -557,12 +553,13 @@ std::vector<long long> evaluate(const SymSize& n, const DataSizes& sizes) {
 }
 
 std::string describe_count(const SymSize& n, const DataSizes* sizes) {
-  std::string symbolic = n.str() + " doubles";
+  const bool one = n.constant_value() == 1;
+  std::string symbolic = n.str() + (one ? " double" : " doubles");
   if (!sizes) return symbolic;
   std::vector<long long> v = evaluate(n, *sizes);
   if (v.empty()) return symbolic + " (sizes not in the data)";
   auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  if (*lo == *hi) return std::to_string(*lo) + " doubles, " + human_bytes(*lo * 8);
+  if (*lo == *hi) return std::to_string(*lo) + (*lo == 1 ? " double, " : " doubles, ") + human_bytes(*lo * 8);
   return std::to_string(*lo) + " to " + std::to_string(*hi) + " doubles, " + human_bytes(*lo * 8) + " to " +
          human_bytes(*hi * 8);
 }

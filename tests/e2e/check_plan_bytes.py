@@ -7,7 +7,8 @@ cumulative) equal the plan's bytes per silo, summed
 over the silos, times the iterations, plus the exchanges the plan does not list because they only
 serve the progress lines (PVI: each round, q_s down and one number up; SFVI-Avg: every refresh
 round, the broadcast down and one number up; once, before the first round, each silo's row count
-up).
+up) or happen once (vfl_exact's joint family: its layout, before the first iteration, each silo's
+block size up and its place down, 3 numbers; the AXDA methods have none).
 
 Usage: check_plan_bytes.py FVIC CACHE"""
 import csv
@@ -61,6 +62,16 @@ def main():
          ["method=sfvi_avg", "rounds=4", "refresh=1"], "avg"),
     ]
     with tempfile.TemporaryDirectory() as work:
+        vfl = os.path.join(work, "vfl")
+        run([sys.executable, os.path.join(ROOT, "examples/vfl_logreg/generate.py"), "--silos", "2", "--output", vfl])
+        cases += [
+            ("VFL augmented (vfl_logreg, 2 silos)", "examples/vfl_logreg/vfl_logreg.fvi",
+             os.path.join(vfl, "augmented"), ["rounds=20", "refresh=10"], None),
+            ("VFL power (vfl_logreg_power, 2 silos)", "examples/vfl_logreg/vfl_logreg_power.fvi",
+             os.path.join(vfl, "power"), ["rounds=20", "refresh=10"], None),
+            ("VFL exact, joint family (vfl_logreg, 2 silos)", "examples/vfl_logreg/vfl_logreg.fvi",
+             os.path.join(vfl, "augmented"), ["method=vfl_exact", "rounds=20", "refresh=10"], "vfl"),
+        ]
         for i, (name, model, data, keys, extra) in enumerate(cases):
             model, data = os.path.join(ROOT, model), os.path.join(ROOT, data)
             plan, down, up = plan_bytes(fvic, model, data, keys)
@@ -73,8 +84,8 @@ def main():
             elif extra == "avg":  # the objective at the averaged q: the broadcast down, one number up
                 broadcast = sum(m["bytes_per_silo"][0] for m in plan["messages"] if m["to"] == "server")
                 extra_down, extra_up = broadcast * silos, 8 * silos
-            want_sent = steps * (down + extra_down)
-            want_received = steps * (up + extra_up) + (8 * silos if extra == "avg" else 0)
+            want_sent = steps * (down + extra_down) + (3 * 8 * silos if extra == "vfl" else 0)
+            want_received = steps * (up + extra_up) + (8 * silos if extra in ("avg", "vfl") else 0)
             ok = (sent, received) == (want_sent, want_received)
             failed += not ok
             print(f"{'ok' if ok else 'FAIL'}: {name}: {steps} steps, {silos} silos: sent {sent} B, received "

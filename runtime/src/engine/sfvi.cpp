@@ -37,47 +37,52 @@ SfviOptions SfviOptions::from(const Settings& s, Eigen::Index global_dim) {
 
 // ---- messages (message/codec.h; sizes in message/sizes.h, as `fvic plan` prints them) ----
 
-std::vector<double> pack(const SfviBroadcast& m) {
-  return message::Writer().values(m.global_params).values(m.hyper).value(double(m.round)).done();
+namespace {
+
+// Every SFVI message is two vectors and one number: (eta_G, theta, round) down; (g_eta,
+// g_theta, ELBO term) or (eta_G, theta, ELBO term) up.
+std::vector<double> pack_parts(const Eigen::VectorXd& a, const Eigen::VectorXd& b, double c) {
+  return message::Writer().values(a).values(b).value(c).done();
 }
+
+struct Parts {
+  Eigen::VectorXd a, b;
+  double c = 0;
+};
+
+Parts unpack_parts(const std::vector<double>& in, Eigen::Index na, Eigen::Index nb, const char* a, const char* b,
+                   const char* c) {
+  message::Reader r(in, "SFVI message");
+  Parts p;
+  p.a = r.vector(na, a);
+  p.b = r.vector(nb, b);
+  p.c = r.value(c);
+  r.finish();
+  return p;
+}
+
+}  // namespace
+
+std::vector<double> pack(const SfviBroadcast& m) { return pack_parts(m.global_params, m.hyper, double(m.round)); }
 
 SfviBroadcast unpack_broadcast(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
-  message::Reader r(in, "SFVI message");
-  SfviBroadcast m;
-  m.global_params = r.vector(np, "eta_G");
-  m.hyper = r.vector(nh, "theta");
-  const double round = r.value("round");
-  r.finish();
-  m.round = r.round(round, "round");
-  return m;
+  Parts p = unpack_parts(in, np, nh, "eta_G", "theta", "round");
+  const uint32_t round = message::round_number(p.c, "SFVI message");
+  return {std::move(p.a), std::move(p.b), round};
 }
 
-std::vector<double> pack(const SfviContribution& m) {
-  return message::Writer().values(m.d_global).values(m.d_hyper).value(m.elbo_term).done();
-}
+std::vector<double> pack(const SfviContribution& m) { return pack_parts(m.d_global, m.d_hyper, m.elbo_term); }
 
 SfviContribution unpack_contribution(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
-  message::Reader r(in, "SFVI message");
-  SfviContribution m;
-  m.d_global = r.vector(np, "g_eta");
-  m.d_hyper = r.vector(nh, "g_theta");
-  m.elbo_term = r.value("ELBO term");
-  r.finish();
-  return m;
+  Parts p = unpack_parts(in, np, nh, "g_eta", "g_theta", "ELBO term");
+  return {std::move(p.a), std::move(p.b), p.c};
 }
 
-std::vector<double> pack(const SfviLocalFit& m) {
-  return message::Writer().values(m.global_params).values(m.hyper).value(m.elbo_term).done();
-}
+std::vector<double> pack(const SfviLocalFit& m) { return pack_parts(m.global_params, m.hyper, m.elbo_term); }
 
 SfviLocalFit unpack_local_fit(const std::vector<double>& in, Eigen::Index np, Eigen::Index nh) {
-  message::Reader r(in, "SFVI message");
-  SfviLocalFit m;
-  m.global_params = r.vector(np, "eta_G");
-  m.hyper = r.vector(nh, "theta");
-  m.elbo_term = r.value("ELBO term");
-  r.finish();
-  return m;
+  Parts p = unpack_parts(in, np, nh, "eta_G", "theta", "ELBO term");
+  return {std::move(p.a), std::move(p.b), p.c};
 }
 
 Eigen::MatrixXd global_noise(uint64_t seed, uint32_t round, Eigen::Index n, long draws) {

@@ -9,6 +9,8 @@
 
 #include "fvi/data/readers.h"
 #include "fvi/engine/vfl.h"
+#include "fvi/message/codec.h"
+#include "fvi/message/sizes.h"
 #include "fvi/math/constants.h"
 #include "fvi/data/validate.h"
 #include "fvi/program/checkpoint.h"
@@ -25,9 +27,14 @@ namespace {
 using engine::VflServer;
 using engine::VflSilo;
 
-Message flat(const Eigen::MatrixXd& m) { return Message(m.data(), m.data() + m.size()); }
-Eigen::MatrixXd matrix(const double* data, Eigen::Index rows, Eigen::Index cols) {
-  return Eigen::Map<const Eigen::MatrixXd>(data, rows, cols);
+// One matrix, column-major: most vertical messages (message/codec.h).
+Message flat(const Eigen::MatrixXd& m) { return message::Writer().values(m).done(); }
+// A whole message read as one matrix (its size checked by the exchange).
+Eigen::MatrixXd matrix(const Message& m, Eigen::Index rows, Eigen::Index cols, const char* what) {
+  message::Reader in(m, what);
+  Eigen::MatrixXd out = in.matrix(rows, cols, "the values");
+  in.finish();
+  return out;
 }
 
 // The server's side of the exchanges of a vertical model (seed 004 Algs. 1-2) over a Transport.
@@ -45,9 +52,9 @@ class VerticalFederation {
     const Eigen::Index N = rows_, S = draws_, G = server_.global_dim();
     // Alg. 1 step 14 / Alg. 2 step 21: each silo draws z_k and keeps its noise; z_k goes up.
     std::vector<Message> z(J);
-    exchange(t, Phase::kVflPropose, [](int) { return Message{}; }, z, size_t(N * S));
+    exchange(t, Phase::kVflPropose, [](int) { return Message{}; }, z, size_t(message::vfl_rows_size<int64_t>(N, S)));
     for (int k = 0; k < J; ++k)
-      if (!z[k].empty()) last_z_[k] = matrix(z[k].data(), N, S);
+      if (!z[k].empty()) last_z_[k] = matrix(z[k], N, S, "z_k");
     Eigen::MatrixXd z_all = last_z_[0];
     for (int k = 1; k < J; ++k) z_all += last_z_[k];
     const Eigen::MatrixXd eps = server_.global_noise(t);
@@ -67,20 +74,17 @@ class VerticalFederation {
       std::vector<Message> up(J);
       exchange(
           t, Phase::kVflPower,
-          [&](int k) {
-            Message m = flat(globals);
-            const Message others = flat(z_all - last_z_[k]);
-            m.insert(m.end(), others.begin(), others.end());
-            return m;
-          },
-          up, size_t(N * S + G * S));
+          [&](int k) { return message::Writer().values(globals).values(z_all - last_z_[k]).done(); },
+          up, size_t(message::vfl_power_size<int64_t>(N, G, S)));
       Eigen::MatrixXd H_all = Eigen::MatrixXd::Zero(N, S), d_sum = Eigen::MatrixXd::Zero(G, S);
       std::vector<Eigen::MatrixXd> H(J, Eigen::MatrixXd::Zero(N, S));
       for (int k = 0; k < J; ++k) {
         if (up[k].empty()) continue;
-        H[k] = matrix(up[k].data(), N, S);
+        message::Reader in(up[k], "the power reply");
+        H[k] = in.matrix(N, S, "H_k");
         H_all += H[k];
-        d_sum += matrix(up[k].data() + N * S, G, S);
+        d_sum += in.matrix(G, S, "the globals' gradient");
+        in.finish();
       }
       // Alg. 2 steps 11-14: H_j = sum_{k != j} dL_{0,k}/dz_j goes back to silo j.
       for (int k = 0; k < J; ++k) adjoint[k] = flat(H_all - H[k]);
@@ -92,7 +96,9 @@ class VerticalFederation {
     std::vector<int> proposed;
     for (int k = 0; k < J; ++k)
       if (!z[k].empty()) proposed.push_back(k);
-    if (!proposed.empty()) exchange(t, Phase::kVflUpdate, [&](int k) { return adjoint[k]; }, terms, 1, proposed);
+    if (!proposed.empty())
+      exchange(t, Phase::kVflUpdate, [&](int k) { return adjoint[k]; }, terms,
+               size_t(message::vfl_update_reply_size<int64_t>(N)), proposed);
     double total = server_term;
     for (int k = 0; k < J; ++k)
       if (!terms[k].empty()) total += terms[k][0];
@@ -106,7 +112,7 @@ class VerticalFederation {
              size_t(rows * draws));
     Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(rows, draws);
     for (const Message& m : z)
-      if (!m.empty()) sum += matrix(m.data(), rows, draws);
+      if (!m.empty()) sum += matrix(m, rows, draws, "z_k*");
     return sum;
   }
 
@@ -229,18 +235,19 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
       case Phase::kVflPropose: return flat(silo_.propose(round));
       case Phase::kVflPower: {
         const Eigen::Index G = request.size() >= size_t(N * S) ? Eigen::Index(request.size()) / S - N : 0;
-        expect(size_t((G + N) * S));
-        const Eigen::MatrixXd globals = matrix(request.data(), G, S), others = matrix(request.data() + G * S, N, S);
+        expect(size_t(message::vfl_power_size<int64_t>(N, G, S)));
+        message::Reader in(request, "the server's power request");
+        const Eigen::MatrixXd globals = in.matrix(G, S, "the globals' draws");
+        const Eigen::MatrixXd others = in.matrix(N, S, "the other silos' z");
+        in.finish();
         Eigen::MatrixXd d_globals = Eigen::MatrixXd::Zero(G, S);
         double term = 0;
-        Message out = flat(silo_.power_message(globals, others, d_globals, term));
-        const Message d = flat(d_globals);
-        out.insert(out.end(), d.begin(), d.end());
-        return out;
+        const Eigen::MatrixXd H = silo_.power_message(globals, others, d_globals, term);
+        return message::Writer().values(H).values(d_globals).done();
       }
       case Phase::kVflUpdate:
-        expect(size_t(N * S));
-        return {silo_.update(matrix(request.data(), N, S), round)};
+        expect(size_t(message::vfl_rows_size<int64_t>(N, S)));
+        return {silo_.update(matrix(request, N, S, "the server's adjoint"), round)};
       case Phase::kVflPredict: {
         expect(2);
         if (!test_) throw std::invalid_argument("this silo was given no held-out rows (--test)");
@@ -254,10 +261,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         if (!(request[1] >= 1 && request[1] <= 100000 && request[0] >= 0 && request[0] < 9007199254740992.0))
           throw std::invalid_argument("a log-joint request for " + std::to_string(request[1]) + " draws");
         const VflSilo::LogJointPart part = silo_.log_joint_part(uint64_t(request[0]), draws);
-        Message out = flat(part.eta);
-        out.insert(out.end(), part.log_prior.data(), part.log_prior.data() + draws);
-        out.insert(out.end(), part.log_q.data(), part.log_q.data() + draws);
-        return out;
+        return message::Writer().values(part.eta).values(part.log_prior.head(draws)).values(part.log_q.head(draws)).done();
       }
       case Phase::kVflLayout: {
         if (request.empty()) return {double(silo_.split_dim())};
@@ -393,7 +397,7 @@ class VflCoordinator : public Coordinator {
     const Eigen::Index N = server_.rows();
     std::vector<Message> replies;
     if (!ask_every_silo(run_.transport, uint32_t(rounds_ + 2), Phase::kVflLogJoint, {double(options_.seed), double(S)},
-                        size_t(N * S + 2 * S), replies)) {
+                        size_t(message::vfl_rows_size<int64_t>(N, S) + 2 * S), replies)) {
       why = "not computed (a silo did not answer)";
       return false;
     }
@@ -405,9 +409,11 @@ class VflCoordinator : public Coordinator {
                             : d.log_q;
     Eigen::VectorXd silo_prior = Eigen::VectorXd::Zero(S);
     for (const Message& m : replies) {
-      eta += matrix(m.data(), N, S);
-      silo_prior += Eigen::Map<const Eigen::VectorXd>(m.data() + N * S, S);
-      log_g += Eigen::Map<const Eigen::VectorXd>(m.data() + N * S + S, S);
+      message::Reader in(m, "a silo's log-joint part");
+      eta += in.matrix(N, S, "eta_k");
+      silo_prior += in.vector(S, "log p(theta_k)");
+      log_g += in.vector(S, "log q(theta_k)");
+      in.finish();
     }
     if (!server_.log_joint(d.unconstrained, eta, log_p)) {
       why = "not computed for vfl_power (the likelihood is evaluated by the silos)";
@@ -442,7 +448,8 @@ class VflCoordinator : public Coordinator {
     server_.restore(Eigen::Map<const Eigen::VectorXd>(m.data(), state_size));
     std::vector<Eigen::MatrixXd> z;
     for (int k = 0; k < S; ++k)
-      z.push_back(matrix(m.data() + state_size + k * z_size, server_.rows(), options_.mc_samples));
+      z.push_back(Eigen::Map<const Eigen::MatrixXd>(m.data() + state_size + k * z_size, server_.rows(),
+                                                    options_.mc_samples));
     federation_.set_last_z(std::move(z));
   }
 

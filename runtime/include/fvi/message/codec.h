@@ -47,6 +47,12 @@ class Writer {
   Message out_;
 };
 
+// A round number sent as a double: a whole number in [0, 2^32). `what` names the message.
+inline uint32_t round_number(double r, const std::string& what) {
+  if (r < 0 || r != std::floor(r) || r > 4294967295.0) throw std::invalid_argument(what + ": bad round");
+  return uint32_t(r);
+}
+
 class Reader {
  public:
   // `what` names the message in errors: "SFVI message", "PVI update".
@@ -59,12 +65,14 @@ class Reader {
     at_ += size_t(n);
     return v;
   }
-  double value(const char* field) { return vector(1, field)[0]; }
-  // A round number read by value(): a whole number in [0, 2^32).
-  uint32_t round(double r, const char* field) const {
-    if (r < 0 || r != std::floor(r) || r > 4294967295.0) throw std::invalid_argument(what_ + ": bad " + field);
-    return uint32_t(r);
+  // rows x cols, column-major.
+  Eigen::MatrixXd matrix(Eigen::Index rows, Eigen::Index cols, const char* field) {
+    if (rows < 0 || cols < 0 || (cols > 0 && rows > Eigen::Index(in_.size()) / cols))
+      throw std::invalid_argument(what_ + " too short for " + field);
+    Eigen::VectorXd v = vector(rows * cols, field);
+    return Eigen::Map<const Eigen::MatrixXd>(v.data(), rows, cols);
   }
+  double value(const char* field) { return vector(1, field)[0]; }
   void natural(Eigen::Index d, DiagGaussianNatural<double>& eta, const char* field) {
     eta.eta1 = vector(d, field);
     eta.eta2 = vector(d, field);

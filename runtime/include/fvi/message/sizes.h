@@ -46,4 +46,15 @@ Size sfvi_message_size(const Size& Q, const Size& H) { return Q + H + size_const
 template <class Size>
 Size sfvi_fit_locally_request_size(const Size& Q, const Size& H) { return size_constant(Q, 3) + sfvi_message_size(Q, H); }
 
+// Vertical models (seed 004 Alg. 1 and 2), N rows, S draws, G global values: z_k (or eta_k), the
+// likelihood's adjoint and H_k are one value per row and draw; the power model's request holds the
+// globals' draws and the sum of the other silos' z, its reply H_k and the globals' gradient; a
+// silo's update returns its ELBO term.
+template <class Size>
+Size vfl_rows_size(const Size& N, const Size& S) { return N * S; }
+template <class Size>
+Size vfl_power_size(const Size& N, const Size& G, const Size& S) { return (N + G) * S; }
+template <class Size>
+Size vfl_update_reply_size(const Size& N) { return size_constant(N, 1); }
+
 }  // namespace fvi::message
