@@ -1,0 +1,211 @@
+// The C++ backend (emitter.h) on the model's C ABI table (runtime/include/fvi/kernel/abi.h): the
+// groups, the factors, the extern functions behind the table, the variable and quantity tables
+// with their declared bounds, the data table (emit_data_checks.cpp), and kModel itself.
+#include "backend/cpp/emitter.h"
+
+#include <cctype>
+
+#include "backend/cpp/emit_data_checks.h"
+
+namespace fvic::backend::emit_detail {
+
+namespace {
+
+// The kernel ABI's name for a group (abi.h enum fvi_group), as C source.
+std::string group_constant(fvi_group kind) {
+  std::string name = fvi_group_name(kind);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "FVI_GROUP_" + name;
+}
+
+const char* owner_code(TermOwner o) {
+  switch (o) {
+    case TermOwner::Server: return "FVI_SERVER";
+    case TermOwner::Silo: return "FVI_SILO";
+    case TermOwner::SplitSilo: return "FVI_SPLIT_SILO";
+    case TermOwner::Coupling: return "FVI_COUPLING";
+  }
+  return "FVI_SERVER";
+}
+
+const char* kind_code(ir::FactorKind k) {
+  switch (k) {
+    case ir::FactorKind::Density: return "FVI_DENSITY";
+    case ir::FactorKind::Likelihood: return "FVI_LIKELIHOOD";
+    case ir::FactorKind::Contribution: return "FVI_CONTRIBUTION";
+    case ir::FactorKind::Elements: return "FVI_ELEMENTS";
+    case ir::FactorKind::Quantity: break;  // quantities are not factors: their own table
+  }
+  return "FVI_DENSITY";
+}
+
+}  // namespace
+
+// ---- the ABI tables ------------------------------------------------------------------------
+
+void Emitter::abi(std::ostringstream& o) {
+  o << "const int kGroupKinds[] = {";
+  for (size_t g = 0; g < m_.groups.size(); ++g) o << (g ? ", " : "") << group_constant(m_.groups[g].kind);
+  if (m_.groups.empty()) o << "-1";
+  o << "};\nconst int kGroupVaries[] = {";
+  for (size_t g = 0; g < m_.groups.size(); ++g) o << (g ? ", " : "") << (m_.groups[g].varies ? 1 : 0);
+  if (m_.groups.empty()) o << "0";
+  o << "};\n";
+  for (size_t i = 0; i < m_.factors.size(); ++i) {
+    const ir::Factor& f = m_.factors[i];
+    o << "const int kFactor" << i << "Groups[] = {";
+    for (size_t g = 0; g < f.groups.size(); ++g) o << (g ? ", " : "") << group_index(f.groups[g]);
+    if (f.groups.empty()) o << "-1";
+    o << "};\n";
+  }
+  o << "const fvi_factor_info kFactors[] = {\n";
+  for (size_t i = 0; i < m_.factors.size(); ++i) {
+    const ir::Factor& f = m_.factors[i];
+    o << "    {" << quoted(f.name) << ", " << kind_code(f.kind) << ", " << owner_code(f.owner) << ", "
+      << quoted(f.distribution) << ", " << f.groups.size() << ", kFactor" << i << "Groups, "
+      << f.seeds.size() << ", " << quoted(f.local_index) << "},\n";
+  }
+  o << "};\n\n";
+  o << "int group_size(int group, const fvi_data* data, int64_t* size, fvi_error* error) {\n"
+    << "  return guarded(error, [&] {\n    Sizes s(data);\n    (void)s;\n    switch (group) {\n";
+  for (size_t g = 0; g < m_.groups.size(); ++g) {
+    SizeSpeller local;
+    std::string expr = local(m_.groups[g].size);
+    o << "      case " << g << ": {\n";
+    for (const std::string& a : local.used) o << "        const int64_t size_" << a << " = s.size_" << a << ";\n";
+    o << "        *size = " << expr << ";\n        return;\n      }\n";
+  }
+  o << "      default: throw std::out_of_range(\"no such group\");\n    }\n  });\n}\n\n";
+  o << "template <class Real>\nFactor* make(int factor, const fvi_data* data) {\n  switch (factor) {\n";
+  for (size_t i = 0; i < m_.factors.size(); ++i)
+    o << "    case " << i << ": return new Factor_" << m_.factors[i].name << "<Real>(data);\n";
+  for (size_t i = 0; i < m_.quantities.size(); ++i)
+    o << "    case " << m_.factors.size() + i << ": return new Factor_" << m_.quantities[i].name << "<Real>(data);\n";
+  o << "    default: throw std::out_of_range(\"no such factor\");\n  }\n}\n\n";
+  o << "void* create(int factor, const fvi_data* data, fvi_error* error) {\n  Factor* made = nullptr;\n"
+    << "  guarded(error, [&] { made = make<double>(factor, data); });\n  return made;\n}\n\n";
+  o << "void* create_float32(int factor, const fvi_data* data, fvi_error* error) {\n  Factor* made = nullptr;\n"
+    << "  guarded(error, [&] { made = make<float>(factor, data); });\n  return made;\n}\n\n";
+  o << "int meanfield_pass(void* state, int64_t begin, int64_t count, const MeanFieldInputs& q, int64_t draws,\n"
+    << "                   uint64_t noise_key, fvi_tensor* output, fvi_error* error) {\n"
+    << "  return guarded(error, [&] {\n    if (draws < 1) throw std::invalid_argument(\"forward_meanfield needs at least one draw\");\n"
+    << "    Factor* f = static_cast<Factor*>(state);\n"
+    << "    f->forward_meanfield(begin, count, q, draws, noise_key);\n    *output = f->output();\n  });\n}\n\n";
+  o << "int forward_meanfield(void* state, int64_t begin, int64_t count, const fvi_tensor* means, const fvi_tensor* sds,\n"
+    << "                      int64_t draws, uint64_t noise_key, fvi_tensor* output, fvi_error* error) {\n"
+    << "  return meanfield_pass(state, begin, count, {means, sds, nullptr, nullptr}, draws, noise_key, output, error);\n}\n\n";
+  o << "int forward_meanfield_f32(void* state, int64_t begin, int64_t count, const fvi_tensor_f32* means,\n"
+    << "                          const fvi_tensor_f32* sds, int64_t draws, uint64_t noise_key, fvi_tensor* output,\n"
+    << "                          fvi_error* error) {\n"
+    << "  return meanfield_pass(state, begin, count, {nullptr, nullptr, means, sds}, draws, noise_key, output, error);\n}\n\n";
+  o << "int backward_meanfield(void* state, const fvi_tensor* const* seeds, fvi_tensor* d_means, fvi_tensor* d_sds,\n"
+    << "                       fvi_error* error) {\n"
+    << "  return guarded(error, [&] {\n"
+    << "    static_cast<Factor*>(state)->backward_meanfield(seeds, {d_means, d_sds, nullptr, nullptr});\n  });\n}\n\n";
+  o << "int backward_meanfield_f32(void* state, const fvi_tensor* const* seeds, fvi_tensor_f32* d_means,\n"
+    << "                           fvi_tensor_f32* d_sds, fvi_error* error) {\n"
+    << "  return guarded(error, [&] {\n"
+    << "    static_cast<Factor*>(state)->backward_meanfield(seeds, {nullptr, nullptr, d_means, d_sds});\n  });\n}\n\n";
+  o << "int forward(void* state, int64_t begin, int64_t count, const fvi_tensor* inputs, fvi_tensor* output,\n"
+    << "            fvi_error* error) {\n  return guarded(error, [&] {\n"
+    << "    Factor* f = static_cast<Factor*>(state);\n    f->forward(begin, count, inputs);\n"
+    << "    *output = f->output();\n  });\n}\n\n";
+  o << "int backward(void* state, const fvi_tensor* const* seeds, fvi_tensor* gradients, fvi_error* error) {\n"
+    << "  return guarded(error, [&] { static_cast<Factor*>(state)->backward(seeds, gradients); });\n}\n\n";
+  o << "int arguments(void* state, fvi_tensor* values, fvi_error* error) {\n"
+    << "  return guarded(error, [&] { static_cast<Factor*>(state)->arguments(values); });\n}\n\n";
+  o << "void destroy(void* state) { delete static_cast<Factor*>(state); }\n\n";
+  o << "int forward_quantity(void* state, const fvi_tensor* inputs, uint64_t noise_key, fvi_tensor* output,\n"
+    << "                     fvi_error* error) {\n  return guarded(error, [&] {\n"
+    << "    Factor* f = static_cast<Factor*>(state);\n    f->set_noise_key(noise_key);\n"
+    << "    f->forward(0, -1, inputs);\n    *output = f->output();\n  });\n}\n\n";
+  const size_t variables = variable_table(o);
+  quantity_table(o);
+  emit_data_table(model_, o);
+  o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
+    << ", kGroupKinds, kGroupVaries, " << m_.factors.size()
+    << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
+    << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable, "
+    << "forward_meanfield_f32, backward_meanfield_f32, " << m_.quantities.size() << ", kQuantities, forward_quantity};\n\n";
+}
+
+Emitter::Bound Emitter::bound(const Expr* e) {
+  Bound b;
+  if (!e) return b;
+  const Expr* x = e;
+  bool negate = false;
+  if (x->kind == ExprKind::Unary && x->name == "-" && !x->args.empty()) negate = true, x = x->args[0].get();
+  if (x->kind == ExprKind::IntLit) b.literal = number((negate ? -1 : 1) * double(x->int_value));
+  else if (x->kind == ExprKind::RealLit) b.literal = number((negate ? -1 : 1) * x->real_value);
+  else if (x->kind == ExprKind::Var && !negate) b.data = quoted(x->name);
+  else b.data = quoted("(expression)");
+  return b;
+}
+
+// fvi_quantity_info for every transformed parameter and generated quantity.
+void Emitter::quantity_table(std::ostringstream& o) {
+  for (size_t i = 0; i < m_.quantities.size(); ++i) {
+    const ir::Factor& q = m_.quantities[i];
+    o << "const int kQuantity" << i << "Groups[] = {";
+    for (size_t g = 0; g < q.groups.size(); ++g) o << (g ? ", " : "") << group_index(q.groups[g]);
+    if (q.groups.empty()) o << "-1";
+    o << "};\n";
+  }
+  o << "const fvi_quantity_info kQuantities[] = {\n";
+  for (size_t i = 0; i < m_.quantities.size(); ++i) {
+    const ir::Factor& q = m_.quantities[i];
+    const Symbol* s = model_.find(q.variable);
+    const Expr* lo = s->decl->type.lower.get();
+    const Expr* hi = s->decl->type.upper.get();
+    const char* transform = lo && hi ? "FVI_INTERVAL" : lo ? "FVI_LOWER" : hi ? "FVI_UPPER" : "FVI_IDENTITY";
+    Bound l = bound(lo), u = bound(hi);
+    o << "    {" << quoted(q.variable) << ", "
+      << (s->block == BlockKind::GeneratedQuantities ? "FVI_GENERATED_QUANTITIES" : "FVI_TRANSFORMED_PARAMETERS")
+      << ", " << owner_code(q.owner) << ", " << m_.factors.size() + i << ", " << q.groups.size() << ", kQuantity" << i
+      << "Groups, " << s->shape.dims.size() << ", " << transform << ", " << l.literal << ", " << u.literal << ", "
+      << l.data << ", " << u.data << ", " << (q.aggregate ? 1 : 0) << "},\n";
+  }
+  if (m_.quantities.empty()) o << "    {\"\", 0, 0, -1, 0, nullptr, 0, 0, 0, 0, \"\", \"\", 0},\n";
+  o << "};\n\n";
+}
+
+// fvi_variable_info for every slot of every group, and variable_shape() giving its offset and
+// declared dimensions from the data's sizes. Returns the number of variables.
+size_t Emitter::variable_table(std::ostringstream& o) {
+  std::vector<std::pair<size_t, const Slot*>> slots;
+  for (size_t g = 0; g < m_.groups.size(); ++g)
+    for (const Slot& slot : m_.groups[g].slots) slots.push_back({g, &slot});
+  o << "const fvi_variable_info kVariables[] = {\n";
+  for (const auto& [g, slot] : slots) {
+    const Symbol* s = model_.find(slot->variable);
+    const TypeDecl* t = s && s->decl ? &s->decl->type : nullptr;
+    const Expr* lo = t ? t->lower.get() : nullptr;
+    const Expr* hi = t ? t->upper.get() : nullptr;
+    const char* transform = lo && hi ? "FVI_INTERVAL" : lo ? "FVI_LOWER" : hi ? "FVI_UPPER" : "FVI_IDENTITY";
+    Bound l = bound(lo), u = bound(hi);
+    o << "    {" << quoted(slot->variable) << ", " << g << ", " << transform << ", " << l.literal << ", " << u.literal
+      << ", " << l.data << ", " << u.data << ", " << (s ? s->shape.dims.size() : 0) << "},\n";
+  }
+  if (slots.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0},\n";
+  o << "};\n\n";
+  o << "int variable_shape(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error) {\n"
+    << "  (void)dims;\n  return guarded(error, [&] {\n    Sizes s(data);\n    (void)s;\n    switch (variable) {\n";
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot& slot = *slots[i].second;
+    const Symbol* s = model_.find(slot.variable);
+    SizeSpeller local;
+    std::string off = local(slot.offset);
+    std::vector<std::string> dims;
+    if (s)
+      for (const SymSize& d : s->shape.dims) dims.push_back(local(d));
+    o << "      case " << i << ": {\n";
+    for (const std::string& a : local.used) o << "        const int64_t size_" << a << " = s.size_" << a << ";\n";
+    o << "        *offset = " << off << ";\n";
+    for (size_t d = 0; d < dims.size(); ++d) o << "        dims[" << d << "] = " << dims[d] << ";\n";
+    o << "        return;\n      }\n";
+  }
+  o << "      default: throw std::out_of_range(\"no such variable\");\n    }\n  });\n}\n\n";
+  return slots.size();
+}
+
+}  // namespace fvic::backend::emit_detail
