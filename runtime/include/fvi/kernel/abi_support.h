@@ -195,7 +195,8 @@ Tensor<T> batch_rows(const Tensor<T>& full, int64_t begin, int64_t count) {
 }
 
 // Rows [begin, begin + count) of `full` into `out`, reusing its buffer (a minibatch; a full-data
-// call reads the bound data in place and never copies it: compiler/backend/cpp/emit.cpp).
+// call reads the bound data in place and never copies it: rows_read_in_place in
+// compiler/backend/cpp/emit_kernels.cpp).
 template <class T>
 void batch_rows_into(const Tensor<T>& full, int64_t begin, int64_t count, Tensor<T>& out) {
   if (begin < 0 || count < 0 || begin + count > full.rows) throw std::out_of_range("batch outside the data's rows");
