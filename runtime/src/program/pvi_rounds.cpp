@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
-
 #include <type_traits>
 
 #include "fvi/message/codec.h"

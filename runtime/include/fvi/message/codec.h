@@ -89,7 +89,6 @@ class Reader {
   void finish() const {
     if (at_ != in_.size()) throw std::invalid_argument(what_ + " has " + std::to_string(in_.size() - at_) + " extra values");
   }
-  size_t remaining() const { return in_.size() - at_; }
 
  private:
   const Message& in_;
