@@ -310,6 +310,11 @@ const char* default_pvi_schedule(const std::string& loss_name) {
   return loss_name == "nll" ? "synchronous" : "sequential";
 }
 
+const char* default_pvi_family(std::optional<long long> global_values, const std::string& divergence_name) {
+  if (divergence_name == "fisher_rao") return "meanfield";
+  return !global_values || *global_values <= kPviFullRankAutoLimit ? "fullrank" : "meanfield";
+}
+
 const std::vector<KeySpec>& inference_keys() {
   static const std::vector<KeySpec> table = {
       {"method", "auto, pvi, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power",
@@ -317,7 +322,9 @@ const std::vector<KeySpec>& inference_keys() {
       {"family", "meanfield, fullrank, structured",
        "the variational family; vfl_exact: fullrank is one Gaussian across the server and the silos (each holds its "
        "rows of the factor)",
-       "meanfield; SFVI: structured up to 50 global parameters; vfl_exact: fullrank up to 200 parameters"},
+       "PVI: fullrank up to 50 global parameters (meanfield above, and with divergence = fisher_rao); SFVI: "
+       "structured up to 50 global parameters, meanfield above; vfl_exact: fullrank up to 200 parameters; the AXDA "
+       "methods: meanfield"},
       {"loss", "nll, gce(d), density_power(b), gamma(g), score_matching(se|imq, c)",
        "the loss that replaces each likelihood term's negative log likelihood", "nll"},
       {"divergence", "kl, rkl, weighted_kl(w), alpha_renyi(a), fisher_rao",

@@ -43,7 +43,7 @@ bool is_affine_in_parameters(const Expr& e, const SemanticModel& model) {
   }
 }
 
-Conjugacy detect_conjugacy(const SemanticModel& model) {
+Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family) {
   std::string loss = model.settings.name("loss", "nll");
   std::string divergence = model.settings.name("divergence", "kl");
   if (loss != "nll" && loss != "score_matching")
@@ -76,7 +76,7 @@ Conjugacy detect_conjugacy(const SemanticModel& model) {
   if (!is_affine_in_parameters(*s.args[0], model))
     return {false, "the likelihood's mean is not linear in the parameters"};
   // Checked last: the model is conjugate, so the family is the one thing left to change.
-  if (model.settings.name("family", "meanfield") != "fullrank")
+  if (family != "fullrank")
     return {false, "the model is conjugate, but closed-form updates need `family = fullrank` (the exact "
                    "posterior is correlated)"};
   return {true, "Gaussian prior, likelihood linear in the parameters with known noise"};

@@ -14,7 +14,8 @@ struct Conjugacy {
   std::string reason;  // why it holds, or the first thing that rules it out
 };
 
-Conjugacy detect_conjugacy(const SemanticModel& model);
+// `family`: the plan's (written or default) PVI family.
+Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family);
 
 // True when `e` is affine in the parameters named by `is_param`, with data coefficients.
 bool is_affine_in_parameters(const Expr& e, const SemanticModel& model);

@@ -249,6 +249,28 @@ SymSize output_draws(const SemanticModel& m) {
   return SymSize::constant(it != m.settings.values.end() ? static_cast<long long>(it->second.number) : 1000);
 }
 
+// The stopping rule's exchanges with silos that hold parameters of their own, sent only by a run
+// the rule stops (not with `--set rounds=N`): runtime/src/program/sfvi_run.cpp, vfl_run.cpp.
+void add_rule_messages(Plan& plan, const Groups& g) {
+  const bool sfvi = plan.method == Method::SFVI;
+  if (!sfvi && !is_vertical(plan.method)) return;
+  const std::string own = sfvi ? "its locals" : "its split block";
+  plan.rule.push_back({"server", "silo k",
+                       sfvi ? "the step size's scale, whether to restart the average of its locals, and the draws per "
+                              "gradient, when one changes"
+                            : "the step size's scale and whether to restart the average of its split block, when one "
+                              "changes",
+                       SymSize::constant(sfvi ? 3 : 2)});
+  if (sfvi && g.locals.empty()) return;
+  // Once a window (kSfviRuleWindow; VFL's is the rule's default, also 100).
+  plan.rule.push_back({"server", "silo k", "tol_param, once a window (window, 100 iterations by default) after the server's q has settled",
+                       SymSize::constant(1)});
+  plan.rule.push_back({"silo k", "server",
+                       "whether q of " + own + " has settled over the averaged iterations, its largest drift and "
+                       "standard error (the values themselves stay)",
+                       SymSize::constant(3)});
+}
+
 void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   const SymSize T = output_draws(m), G = total(g.globals);
   const std::string qg = "q(" + join(names(g.globals), ", ") + ")";
@@ -451,6 +473,20 @@ bool check_family(const SemanticModel& m, const Groups& g, Diagnostics& diags, P
                                   : "mean-field, the default above 50 global parameters") +
                              "; set family to choose");
   }
+  if (plan.method == Method::PVI) {
+    const std::optional<long long> G = total(g.globals).constant_value();
+    fallback = fvic::stdlib::default_pvi_family(G, m.settings.name("divergence", "kl"));
+    if (!m.settings.has("family"))
+      plan.reasons.push_back(std::string("q: ") +
+                             (fallback == std::string("fullrank")
+                                  ? std::string("full-rank (the globals' correlations kept), the default up to 50 "
+                                                "global parameters") +
+                                        (G ? "" : " (their number depends on the data: the programs decide, "
+                                                  "mean-field above 50)")
+                                  : "mean-field, the default above 50 global parameters and with divergence = "
+                                    "fisher_rao") +
+                             "; set family to choose");
+  }
   std::string family = m.settings.name("family", fallback);
   plan.family = family;
   if (family == "fullrank" && (plan.method == Method::VFLAugmented || plan.method == Method::VFLPower)) {
@@ -586,7 +622,7 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   Groups g = group(model);
   if (!choose_method(model, g, diags, plan)) return false;
   if (!check_family(model, g, diags, plan)) return false;
-  if (plan.method == Method::PVI) plan.conjugacy = detect_conjugacy(model);
+  if (plan.method == Method::PVI) plan.conjugacy = detect_conjugacy(model, plan.family);
   add_messages(plan, model, g);
   if (plan.method == Method::VFLExact || plan.method == Method::VFLAugmented || plan.method == Method::VFLPower) {
     const Term* t = coupling_term(model);
@@ -615,9 +651,11 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
     if (d.kind == SymbolKind::Transformed && (d.owner == Owner::Silo || d.owner == Owner::Split))
       plan.never_leaves.push_back(d.name);
   add_closing_messages(plan, model, g);
+  add_rule_messages(plan, g);
   if (plan.pooled) {  // one party: nothing travels
     plan.messages.clear();
     plan.closing.clear();
+    plan.rule.clear();
   }
   return true;
 }
@@ -698,6 +736,12 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
       out << "    " << std::setw(16) << std::left << (m.from + " -> " + m.to) << " : " << m.content << "; "
           << describe_count(m.doubles, sizes) << '\n';
   }
+  if (!plan.rule.empty()) {
+    out << "  now and then, for the stopping rule (not with --set rounds=N)\n";
+    for (const Message& m : plan.rule)
+      out << "    " << std::setw(16) << std::left << (m.from + " -> " + m.to) << " : " << m.content << "; "
+          << describe_count(m.doubles, sizes) << '\n';
+  }
   if (!plan.vertical_options.empty()) {
     out << "  the vertical options, each iteration, silo k's messages both ways\n";
     for (const Plan::Option& o : plan.vertical_options)
@@ -765,6 +809,10 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
     closing.push_back(msg);
   }
   j["closing_messages"] = closing;
+  nlohmann::ordered_json rule = nlohmann::ordered_json::array();
+  for (const Message& m : plan.rule)
+    rule.push_back({{"from", m.from}, {"to", m.to}, {"content", m.content}, {"doubles", m.doubles.str()}});
+  j["rule_messages"] = rule;
   if (!plan.vertical_options.empty()) {
     nlohmann::ordered_json options = nlohmann::ordered_json::array();
     for (const Plan::Option& o : plan.vertical_options) {

@@ -38,6 +38,9 @@ struct Plan {
   // Once, after the last iteration: Pareto k-hat scores q's draws by the written model's log
   // joint, each party evaluating its own terms (issue 26).
   std::vector<Message> closing;
+  // Now and then, for the stopping rule (fvi/optim/convergence.h): the silos' step size and
+  // average when they change, and (SFVI with locals) each silo's judgement of its locals.
+  std::vector<Message> rule;
   std::vector<std::string> never_leaves;  // what stays inside each silo
   std::vector<std::string> server_keeps;  // what stays on the server
   std::vector<std::string> notes;         // settings that have no effect with this method, ...

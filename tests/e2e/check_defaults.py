@@ -100,11 +100,16 @@ def khat(out):
     require(False, "neither posterior.json nor draws.csv records k-hat")
 
 
-def require_converged(p, out):
+def require_converged(p, out, silos_judged=None):
+    """The run's verdict is converged; `silos_judged` ("locals", "split block"): the verdict also
+    says the silos judged their own parameters settled (the rule asks them, issue 26)."""
     post = posterior(out)
     verdict = [line for line in p.stdout.splitlines() if line.startswith(("converged after", "NOT converged"))]
     require(verdict and verdict[-1].startswith("converged after"),
             f"the run did not converge with its defaults: {verdict[-1] if verdict else 'no verdict line'}")
+    if silos_judged:
+        require(f"every silo's {silos_judged} settled too" in verdict[-1],
+                f"the verdict does not say the silos' {silos_judged} settled: {verdict[-1]}")
     require(post.get("converged") is True, f'posterior.json: "converged" is {post.get("converged")!r}')
     require("NOT converged" not in p.stderr, "a NOT converged warning on stderr:\n" + p.stderr)
     return post["iterations"]
@@ -205,7 +210,7 @@ def case_sfvi(fvic, cache, work):
     ref = nuts_reference("hier_logreg")
     out = os.path.join(work, "hier")
     p, _ = run_defaults(fvic, cache, os.path.join(ex, "hier_logreg.fvi"), os.path.join(ex, "data"), out)
-    iterations = require_converged(p, out)
+    iterations = require_converged(p, out, "locals")
     post = posterior(out)
     print(f"  {iterations} iterations; k-hat {khat(out):.3f}")
     checks = []
@@ -655,7 +660,7 @@ def vfl_case(family, limit, fvic, cache, work):
             failures.append(f"{name} is {z:.3f} reference sd from the posterior mean (limit {limit})")
         if abs(ratio - 1) >= 0.2:
             failures.append(f"{name}'s sd is {ratio:.3f} times the posterior's (limit 20%)")
-    require_converged(p, out)
+    require_converged(p, out, "split block")
     require(post.get("method") == "vfl_exact", f"planned as {post.get('method')}, not vfl_exact")
     require(not failures, "not the written model's posterior: " + "; ".join(failures))
 

@@ -69,6 +69,14 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
     for (int64_t i = 0; i < t.rows * t.cols; ++i)  // sizes checked when the data were read
       if (std::abs(t.data[i]) > largest_datum_) largest_datum_ = std::abs(t.data[i]), largest_datum_name_ = data.names[v];
   }
+  // Refused before any step (issue 27 item 10): the mean-field kernels' squares of such data
+  // overflow at the first step, and the full-rank family's draws fit it silently.
+  if (largest_datum_ > kLargestUsable) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.3g", largest_datum_);
+    throw ModelError("silo " + std::to_string(silo_) + ": its data hold " + value + " in " + largest_datum_name_ +
+                     ", too near double's limit for the products a fit forms (more than 1e100 in size): rescale it");
+  }
   if (options_.threads > 1) pool_ = std::make_shared<WorkerPool>(options_.threads);
   for (int f = 0; f < model.factor_count; ++f) {
     const fvi_factor_info& info = model.factors[f];
@@ -332,17 +340,12 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
   // 0.999; 2,450 steps to within 5% with 0.99).
   if (options_.adaptive_steps) adam_options.beta2 = 0.99;
   CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
-  // Names the likely cause (issue 27 item 10): data near double's limit, else the starting
-  // point (a loss not finite at step 1 was evaluated before any step, so the step size cannot
-  // be its cause), else lr.
+  // Names the likely cause (issue 27 item 10; data near double's limit were refused above): the
+  // starting point (a loss not finite at step 1 was evaluated before any step, so the step size
+  // cannot be its cause), else lr.
   const auto not_finite = [&](long t, double loss) {
     std::string cause = "try a smaller lr";
-    if (largest_datum_ > kLargestUsable) {
-      char value[32];
-      std::snprintf(value, sizeof value, "%.3g", largest_datum_);
-      cause = "this silo's data hold " + std::string(value) + " in " + largest_datum_name_ +
-              ", too near double's limit for the products a fit forms (more than 1e100 in size): rescale it";
-    } else if (t == 0 && !std::isfinite(loss)) {
+    if (t == 0 && !std::isfinite(loss)) {
       cause = "no step had been taken yet, so the cause is the model or the data at q's starting point, not lr";
     }
     return ModelError("silo " + std::to_string(silo_) + ": the local objective is not finite at step " +
@@ -373,7 +376,16 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
   } else {
     Adam<double> adam(params.size(), adam_options);
     const auto step = [&](long batch, long t) {
-      const Q q = Family::from_params(params);
+      // A step too large leaves parameters that are no Gaussian (a Cholesky diagonal of exp(-1e300)):
+      // the same error as a loss that is not finite.
+      const Q q = [&] {
+        try {
+          if (!params.allFinite()) throw std::invalid_argument("not finite");
+          return Family::from_params(params);
+        } catch (const std::invalid_argument&) {
+          throw not_finite(t, 0.0);
+        }
+      }();
       Gradient g = loss_gradient(q, batch, n_batches, options_.mc_samples, noise, true);
       Eigen::VectorXd d_div;
       const double div = q_cavity ? Family::divergence(q, *q_cavity, options_.divergence, &d_div)

@@ -283,7 +283,13 @@ void SfviSilo::restore(const Eigen::VectorXd& state) {
 
 void SfviSilo::set_schedule(double step_scale, bool restart_average) {
   average_.set_schedule(step_scale, restart_average, local_params_.size());
+  if (restart_average) watch_.restart();
   adam_.set_scale(step_scale);
+}
+
+WindowJudgement SfviSilo::locals_settled(double tol_param) const {
+  if (local_dim_ == 0) return {};  // nothing of its own to settle
+  return watch_.judge(tol_param);
 }
 
 void SfviSilo::use_average() {
@@ -594,6 +600,7 @@ SfviContribution SfviSilo::contribute(const SfviBroadcast& m, uint32_t iteration
     set_local_params(params);
   }
   average_.add(local_params_);
+  if (average_.averaging() && local_dim_ > 0) watch_.observe(q_.mean(), q_.sd());
   return out;
 }
 

@@ -520,7 +520,13 @@ VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
 
 void VflSilo::set_schedule(double step_scale, bool restart_average) {
   average_.set_schedule(step_scale, restart_average, params_.size());
+  if (restart_average) watch_.restart();
   adam_.set_scale(step_scale);
+}
+
+WindowJudgement VflSilo::block_settled(double tol_param) const {
+  if (split_dim_ == 0) return {};
+  return watch_.judge(tol_param);
 }
 
 void VflSilo::limit_theta_steps() {
@@ -538,6 +544,7 @@ double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
   adam_.step(params_, Eigen::VectorXd(-d));
   for (long step = 1; step < options_.local_steps; ++step) local_only_step(iteration, step);
   average_.add(params_);
+  if (average_.averaging() && split_dim_ > 0) watch_.observe(theta_mean(), theta_sd());
   return value;
 }
 

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "fvi/optim/window_judgement.h"
+
 namespace fvi {
 
 ConvergenceMonitor::ConvergenceMonitor(ConvergenceOptions options) : options_(options) {
@@ -70,60 +72,16 @@ void ConvergenceMonitor::close_window() {
   judge_averages();
 }
 
-// Whether the averaged windows are stationary and their average precise, coordinate by
-// coordinate, in q's sds: a least-squares line through the windows' means gives the drift over
-// the span, which must be small even at the top of its confidence interval (slope plus two
-// standard errors, over the span, under 2 tol_param: the average then lags the end of the span by
-// less than tol_param), and the spread about the line the average's standard error. A slow drift
-// hidden in noise (an optimiser crawling along a ridge) keeps the bound wide; a slope three
-// standard errors from zero and over tol_param is a drift: the older half goes.
+// The averaged windows judged (fvi/optim/window_judgement.h): converged when stationary and
+// precise; a significant drift drops the older half.
 void ConvergenceMonitor::judge_averages() {
   const long n = long(averages_.size());
   if (n < 3) return;
-  const Eigen::Index d = averages_[0].mean.size();
-  const double centre = double(n - 1) / 2;
-  double sxx = 0;
-  for (long w = 0; w < n; ++w) sxx += (double(w) - centre) * (double(w) - centre);
-  double worst_drift = 0, worst_se = 0;
-  bool stationary = true, drifting = false;
-  std::vector<double> series(size_t(n), 0.0);
-  // One series (a coordinate's window values, in the units the tolerance is in).
-  const auto judge = [&] {
-    double mean = 0;
-    for (double v : series) mean += v;
-    mean /= double(n);
-    double sxy = 0;
-    for (long w = 0; w < n; ++w) sxy += (double(w) - centre) * (series[size_t(w)] - mean);
-    const double slope = sxy / sxx;
-    double residual = 0, spread = 0;
-    for (long w = 0; w < n; ++w) {
-      const double r = series[size_t(w)] - mean - slope * (double(w) - centre);
-      residual += r * r;
-      spread += (series[size_t(w)] - mean) * (series[size_t(w)] - mean);
-    }
-    const double se_slope = std::sqrt(residual / double(n - 2) / sxx);
-    const double drift = std::abs(slope) * double(n - 1);
-    const double drift_bound = (std::abs(slope) + 2 * se_slope) * double(n - 1);
-    if (!(drift_bound < 2 * options_.tol_param)) stationary = false;
-    if (std::abs(slope) > 3 * se_slope && drift > options_.tol_param) drifting = true;
-    worst_drift = std::max(worst_drift, drift);
-    worst_se = std::max(worst_se, std::sqrt(spread / double(n - 1) / double(n)));
-  };
-  for (Eigen::Index i = 0; i < d; ++i) {
-    // The mean in q's sds (their average over the span)...
-    double scale = 0;
-    for (const Window& w : averages_) scale += w.sd[i];
-    scale = std::max(scale / double(n), 1e-300);
-    for (long w = 0; w < n; ++w) series[size_t(w)] = averages_[size_t(w)].mean[i] / scale;
-    judge();
-    // ...and the sd itself, relative (its log): a q whose means have settled while its sds still
-    // shrink has not converged (a wide start, a noisy gradient of the sds).
-    for (long w = 0; w < n; ++w) series[size_t(w)] = std::log(std::max(averages_[size_t(w)].sd[i], 1e-300));
-    judge();
-  }
-  drift_ = worst_drift;
-  precision_ = worst_se;
-  if (stationary && worst_se < options_.tol_param && n >= options_.min_average_windows) {
+  const WindowJudgement j = judge_windows(averages_, options_.tol_param);
+  held_.clear();
+  drift_ = j.drift;
+  precision_ = j.standard_error;
+  if (j.stationary && j.standard_error < options_.tol_param && n >= options_.min_average_windows) {
     converged_ = true;
   } else if (++windows_since_mc_ >= options_.max_average_windows / 2 && mc_factor_ * 2 <= options_.max_mc_factor) {
     // Averaging as long as the average holds without converging: the noise of the steps keeps
@@ -133,7 +91,7 @@ void ConvergenceMonitor::judge_averages() {
     averages_.clear();
     ++epoch_;
     averaging_windows_ = 0;
-  } else if (drifting && n >= 4) {
+  } else if (j.drifting && n >= 4) {
     // The older half was still moving: drop it, and take full steps again until it settles.
     averages_.erase(averages_.begin(), averages_.begin() + n / 2);
     ++epoch_;
@@ -164,11 +122,22 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
       const size_t used = std::strlen(text);
       std::snprintf(text + used, sizeof text - used, "; mc_samples x%ld by the rule", mc_factor_);
     }
+  } else if (!held_.empty()) {
+    std::snprintf(text, sizeof text,
+                  "NOT converged after %ld %s: the server's q settled (the last %ld %s averaged: drift %.3f, standard "
+                  "error %.3f < %g), but %s. Try a larger max_rounds.",
+                  steps, unit, averaged_steps(), unit, drift_, precision_, options_.tol_param, held_.c_str());
   } else if (!averaging_) {
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the objective was still changing (relative change %.2g per %ld %s). "
                   "Try a larger max_rounds, a larger lr, or more mc_samples.",
                   steps, unit, relative_change_, options_.window, unit);
+  } else if (drift_ < 0) {
+    // Averaging began, but too few windows for a judgement.
+    std::snprintf(text, sizeof text,
+                  "NOT converged after %ld %s: the objective has levelled off, and averaging had just begun (%ld %s "
+                  "averaged; the rule judges the average over at least %ld windows of %ld). Try a larger max_rounds.",
+                  steps, unit, averaged_steps(), unit, options_.min_average_windows, options_.window);
   } else {
     // A steady trend (well above the average's noise) under an objective that no longer changes
     // (the last window was flat): q is crawling along a ridge that the data barely determine.

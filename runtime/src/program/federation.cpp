@@ -21,6 +21,7 @@ const char* phase_name(Phase phase) {
     case Phase::kSfviSizes: return "sfvi sizes";
     case Phase::kSfviSchedule: return "sfvi schedule";
     case Phase::kSfviLogJoint: return "sfvi log joint";
+    case Phase::kSfviSettled: return "sfvi settled";
     case Phase::kVflPropose: return "vfl propose";
     case Phase::kVflPower: return "vfl power";
     case Phase::kVflUpdate: return "vfl update";
@@ -29,6 +30,7 @@ const char* phase_name(Phase phase) {
     case Phase::kVflLogJoint: return "vfl log joint";
     case Phase::kVflSchedule: return "vfl schedule";
     case Phase::kVflLayout: return "vfl layout";
+    case Phase::kVflSettled: return "vfl settled";
   }
   return "unknown";
 }

@@ -13,6 +13,7 @@
 #include "fvi/program/quantities.h"
 #include "fvi/program/server_loop.h"
 #include "fvi/rng.h"
+#include "inference_keys.h"
 
 namespace fvi::program {
 
@@ -171,6 +172,7 @@ class PviCoordinator : public Coordinator {
     d.sd = engine::GaussianFamily<Q>::sd(q);
     d.log_q = q.log_density(d.unconstrained);
     d.what = "the global parameters";
+    d.family = engine::GaussianFamily<Q>::name();
     return d;
   }
   std::string outputs_note() const override { return ""; }
@@ -220,8 +222,12 @@ int serve(ServerRun& run) {
   return run_server(run, coordinator, "pvi");
 }
 
-bool full_rank(const engine::Settings& settings) {
-  const std::string family = settings.name("family", "meanfield");
+// The written family, or the default for this many global values (stdlib/inference_keys.h):
+// server and silos decide alike, from the model and the public data they both hold.
+bool full_rank(const engine::Settings& settings, const fvi_model& model, const fvi_data& data) {
+  const long long globals = engine::group_dim(model, FVI_GROUP_GLOBAL, data);
+  const std::string family =
+      settings.name("family", fvic::stdlib::default_pvi_family(globals, settings.name("divergence", "kl")));
   if (family == "fullrank") return true;
   if (family == "meanfield") return false;
   throw std::invalid_argument("family = " + family + " is not a PVI family (meanfield or fullrank)");
@@ -230,12 +236,12 @@ bool full_rank(const engine::Settings& settings) {
 }  // namespace
 
 int serve_pvi(ServerRun& run) {
-  return full_rank(run.settings) ? serve<FullRankGaussian<double>>(run) : serve<MeanFieldGaussian<double>>(run);
+  return full_rank(run.settings, run.model, run.server_data.view()) ? serve<FullRankGaussian<double>>(run) : serve<MeanFieldGaussian<double>>(run);
 }
 
 std::unique_ptr<SiloHost> pvi_silo_host(const fvi_model& model, const engine::Settings& settings, data::DataSet data,
                                         int silo, int silos, int threads) {
-  if (full_rank(settings))
+  if (full_rank(settings, model, data.view()))
     return std::make_unique<PviSiloHost<FullRankGaussian<double>>>(model, settings, std::move(data), silo, silos, threads);
   return std::make_unique<PviSiloHost<MeanFieldGaussian<double>>>(model, settings, std::move(data), silo, silos, threads);
 }

@@ -135,7 +135,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   MetricsWriter metrics(args.output + "/metrics.csv", first > 1);
   const auto start = Clock::now();
   auto seconds_now = [&] { return seconds_before + std::chrono::duration<double>(Clock::now() - start).count(); };
-  long last = first - 1, missing_before = run.transport.missing_replies();
+  long last = first - 1, missing_before = run.transport.missing_replies(), held_reports = 0;
   bool stop = fixed ? false : monitor.converged();
   Eigen::VectorXd q_mean, q_sd, watched, watched_scale;
   for (long t = first; t <= steps && !stop; ++t) {
@@ -152,6 +152,16 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     monitor.observe(objective, watched, watched_scale, coordinator.params());
     coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch(), monitor.mc_factor());
     stop = !fixed && monitor.converged();
+    if (stop) {
+      // The server's q has settled; parameters it does not see (silos' locals) must have too.
+      std::string why = coordinator.unsettled(t, monitor.tol_param());
+      if (!why.empty()) {
+        if (!args.quiet && held_reports++ % 10 == 0)  // the first and every tenth, not one a window
+          std::printf("%s: the server's q has settled, but %s; averaging goes on\n", coordinator.position(t).c_str(),
+                      why.c_str());
+        monitor.hold(std::move(why)), stop = false;
+      }
+    }
     if (coordinator.reports(t) || t == steps || stop) {
       const double mean = in_window > 0 ? window / double(in_window) : std::numeric_limits<double>::quiet_NaN();
       const double elbo = coordinator.report_objective(t, mean);
@@ -188,7 +198,8 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   // The estimate: the parameters averaged over the rule's last phase, where there is one.
   const Eigen::VectorXd average = monitor.average();
   if (average.size() > 0) coordinator.set_params(average);
-  const std::string verdict = monitor.verdict(last, coordinator.unit());
+  const std::string verdict =
+      monitor.verdict(last, coordinator.unit()) + (monitor.converged() ? coordinator.settled_note() : "");
   summary.iterations = last;
   summary.converged = monitor.converged();
   summary.relative_change = monitor.relative_change();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <utility>
 #include <optional>
 
 #include "fvi/data/readers.h"
@@ -16,6 +17,7 @@
 #include "fvi/program/predictive.h"
 #include "fvi/program/quantities.h"
 #include "fvi/program/server_loop.h"
+#include "fvi/program/silo_settling.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -362,6 +364,14 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       silo_.set_mc_samples(long(draws));
       return {};
     }
+    if (phase == Phase::kSfviSettled) {
+      // With local_samples > 1, q(Z_L | Z_G) is the importance sampler's proposal, which the bound
+      // pins down ever more weakly as K grows (examples/glmm_sixcities: its means still drift 0.2-0.3
+      // sd over 6,400 iterations while the globals have settled); the reported locals are the
+      // importance-weighted estimate, not q: not judged.
+      if (silo_.local_samples() > 1) return settled_reply(request, std::nullopt);
+      return settled_reply(request, silo_.locals_settled(request.empty() ? 0 : request[0]));
+    }
     if (phase == Phase::kSfviFitLocally) {
       if (request.size() < 3) throw std::invalid_argument("a local-fit request needs [steps, scale, independent]");
       const long steps = long(request[0]);
@@ -524,6 +534,7 @@ class SfviCoordinator : public Coordinator {
   }
 
   double step(long step) override {
+    step_ = step;
     if (step > avg_rounds_) return federation_.sfvi_iteration(uint32_t(step - avg_rounds_));
     if (method_ != "independent") return federation_.average_round(uint32_t(step), options_.avg_steps, weights_);
     federation_.independent_round(uint32_t(step), options_.avg_steps, own_);
@@ -588,15 +599,31 @@ class SfviCoordinator : public Coordinator {
   // other methods' silos fit their locals within the rounds).
   void set_schedule(double scale, long epoch, long mc_factor) override {
     server_.set_step_scale(scale);
+    const bool resumed = std::exchange(resumed_, false);
     if (method_ != "sfvi" || (scale == silo_scale_ && epoch == silo_epoch_)) return;
     const long draws = options_.mc_samples * mc_factor;  // epoch changes with mc_factor
     server_.set_mc_samples(draws);
-    federation_.schedule(uint32_t(avg_rounds_ + sfvi_iterations_ + 1), scale, epoch != silo_epoch_, draws);
+    // Each schedule is its own round: a deployed silo answers a (round, phase) it has answered
+    // from its cache, without acting on it (a resumed server asking again). After a resume the
+    // silos hold the schedule of their own checkpoints: the server only takes it up.
+    if (!resumed) federation_.schedule(uint32_t(step_), scale, epoch != silo_epoch_, draws);
     silo_scale_ = scale, silo_epoch_ = epoch;
   }
+  // SFVI: each silo's locals, judged by the silo (SFVI-Avg's and the independent fit's silos fit
+  // theirs within each round).
+  std::string unsettled(long step, double tol_param) override {
+    settled_note_.clear();
+    if (method_ != "sfvi" || engine::group_index(run_.model, FVI_GROUP_LOCAL) < 0) return "";
+    Settling s = ask_silos_settled(run_.transport, uint32_t(step), Phase::kSfviSettled,
+                                   tol_param, "locals");
+    settled_note_ = std::move(s.note);
+    return s.unsettled;
+  }
+  std::string settled_note() const override { return settled_note_; }
+
   ConvergenceOptions convergence() const override {
     ConvergenceOptions o;
-    o.window = method_ == "sfvi" ? 100 : 5;
+    o.window = method_ == "sfvi" ? engine::kSfviRuleWindow : 5;
     // SFVI: where the average is held back by the gradients' noise, the rule doubles the draws.
     if (method_ == "sfvi") o.max_mc_factor = kMaxMcFactor;
     return o;
@@ -613,6 +640,7 @@ class SfviCoordinator : public Coordinator {
     return m;
   }
   void restore(const std::vector<double>& m) override {
+    resumed_ = true;
     const Eigen::Index state = server_.checkpoint().size(), fit = server_.q().num_params() + server_.hyper_dim() + 1;
     const size_t S = own_.size();
     if (m.size() != size_t(state) + (method_ == "independent" ? S * size_t(fit) : 0))
@@ -693,6 +721,9 @@ class SfviCoordinator : public Coordinator {
   std::vector<SfviLocalFit> own_;
   HeldOut held_out_;
   std::string start_note_;  // how a pooled fit started
+  std::string settled_note_;  // what the last check of the silos' locals found
+  long step_ = 0;          // the last step taken (the round of the schedule that follows it)
+  bool resumed_ = false;   // restored from a checkpoint, no schedule taken up since
   double silo_scale_ = 1;  // what the silos were last told
   long silo_epoch_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <utility>
 #include <stdexcept>
 
 #include "fvi/data/readers.h"
@@ -18,6 +19,7 @@
 #include "fvi/program/parallel.h"
 #include "fvi/program/predictive.h"
 #include "fvi/program/server_loop.h"
+#include "fvi/program/silo_settling.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -273,6 +275,8 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         silo_.set_layout(request[0] != 0, Eigen::Index(offset), Eigen::Index(total));
         return {};
       }
+      case Phase::kVflSettled:
+        return settled_reply(request, silo_.block_settled(request.empty() ? 0 : request[0]));
       case Phase::kVflSchedule:
         expect(2);
         silo_.set_schedule(request[0], request[1] != 0);
@@ -345,6 +349,7 @@ class VflCoordinator : public Coordinator {
   long steps() const override { return rounds_; }
   bool reports(long t) const override { return t % refresh_ == 0; }
   double step(long t) override {
+    step_ = t;
     if (!laid_out_) lay_out();
     return federation_.iteration(uint32_t(t));
   }
@@ -382,10 +387,15 @@ class VflCoordinator : public Coordinator {
   void set_schedule(double scale, long epoch, long mc_factor) override {
     (void)mc_factor;  // max_mc_factor is 1 here
     server_.set_step_scale(scale);
+    const bool resumed = std::exchange(resumed_, false);
     if (scale == silo_scale_ && epoch == silo_epoch_) return;
     std::vector<Message> none;
-    ask_every_silo(run_.transport, uint32_t(rounds_ + 1), Phase::kVflSchedule, {scale, epoch != silo_epoch_ ? 1.0 : 0.0},
-                   0, none);
+    // Each schedule is its own round: a deployed silo answers a (round, phase) it has answered
+    // from its cache, without acting on it (a resumed server asking again). After a resume the
+    // silos hold the schedule of their own checkpoints: the server only takes it up.
+    if (!resumed)
+      ask_every_silo(run_.transport, uint32_t(step_), Phase::kVflSchedule, {scale, epoch != silo_epoch_ ? 1.0 : 0.0},
+                     0, none);
     silo_scale_ = scale, silo_epoch_ = epoch;
   }
   // The written model's log joint at the output draws: the server's prior and likelihood at
@@ -432,6 +442,12 @@ class VflCoordinator : public Coordinator {
     return text;
   }
   ConvergenceOptions convergence() const override { return ConvergenceOptions{}; }
+  std::string unsettled(long t, double tol_param) override {
+    Settling s = ask_silos_settled(run_.transport, uint32_t(t), Phase::kVflSettled, tol_param, "split block");
+    settled_note_ = std::move(s.note);
+    return s.unsettled;
+  }
+  std::string settled_note() const override { return settled_note_; }
   const char* unit() const override { return "iterations"; }
 
   std::vector<double> state() const override {
@@ -441,6 +457,7 @@ class VflCoordinator : public Coordinator {
     return m;
   }
   void restore(const std::vector<double>& m) override {
+    resumed_ = true;
     const int S = run_.transport.silos();
     const Eigen::Index state_size = server_.checkpoint().size(), z_size = server_.rows() * options_.mc_samples;
     if (m.size() != size_t(state_size + S * z_size))
@@ -530,8 +547,11 @@ class VflCoordinator : public Coordinator {
   HeldOutRows held_out_;
   bool laid_out_ = false, announced_ = false;
   Eigen::MatrixXd output_noise_;  // behind the output draws (the joint family's log q needs it)
+  long step_ = 0;          // the last step taken (the round of the schedule that follows it)
+  bool resumed_ = false;   // restored from a checkpoint, no schedule taken up since
   double silo_scale_ = 1;  // what the silos were last told
   long silo_epoch_ = 0;
+  std::string settled_note_;  // what the last check of the silos' split blocks found
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "fvi/optim/convergence.h"
+#include "fvi/optim/stationarity_watch.h"
 
 #include <cmath>
 #include <random>
@@ -189,4 +190,88 @@ TEST_CASE("the rule doubles the draws per gradient where the steps' noise keeps 
   CHECK(adaptive.converged());
   CHECK(adaptive.mc_factor() >= 4);
   CHECK(adaptive.verdict(steps, "iterations").find("mc_samples x") != std::string::npos);
+}
+
+TEST_CASE("a silo's watch of its own parameters judges them as the rule judges the server's q",
+          "[optim][convergence]") {
+  std::mt19937_64 rng(20261127);
+  std::normal_distribution<double> normal(0, 1);
+  const Eigen::VectorXd sd = Eigen::VectorXd::Constant(3, 2.0);
+  fvi::StationarityWatch watch(100);
+  // Under 3 windows there is nothing to judge: not settled.
+  for (int t = 0; t < 250; ++t) watch.observe(Eigen::VectorXd::Zero(3), sd);
+  CHECK(watch.windows() == 2);
+  CHECK_FALSE(watch.judge(0.05).stationary);
+  // Stationary: iterates jitter by 0.1 sd about fixed means, sds fixed. Over 20 windows of 100 the
+  // average's standard error is 0.1 / sqrt(2000) = 0.0022 sd; the judge's, from the windows'
+  // spread, must agree to its own sampling error (19 degrees of freedom, the largest of 3: within
+  // 50%). The drift's bound, 19 (|slope| + 2 se), is about 0.015 + 0.0074 |z| against 0.1.
+  watch.restart();
+  CHECK(watch.windows() == 0);
+  for (int t = 0; t < 2000; ++t) {
+    Eigen::VectorXd m(3);
+    for (int i = 0; i < 3; ++i) m[i] = 1.0 + 0.1 * sd[i] * normal(rng);
+    watch.observe(m, sd);
+  }
+  REQUIRE(watch.windows() == 20);
+  const fvi::WindowJudgement still = watch.judge(0.05);
+  CHECK(still.stationary);
+  CHECK_FALSE(still.drifting);
+  CHECK(still.standard_error > 0.5 * 0.1 / std::sqrt(2000.0));
+  CHECK(still.standard_error < 1.5 * 0.1 / std::sqrt(2000.0));
+  // A drift: one mean walks 0.5 sd over the 20 windows, without noise. The window means then lie
+  // on a line whose rise from the first window's centre to the last's is 0.5 x 19 / 20 sd.
+  watch.restart();
+  for (int t = 0; t < 2000; ++t) {
+    Eigen::VectorXd m = Eigen::VectorXd::Ones(3);
+    m[1] += 0.5 * sd[1] * double(t) / 2000.0;
+    watch.observe(m, sd);
+  }
+  const fvi::WindowJudgement moving = watch.judge(0.05);
+  CHECK_FALSE(moving.stationary);
+  CHECK(moving.drifting);
+  CHECK(moving.drift == Approx(0.5 * 19.0 / 20.0).epsilon(1e-9));
+  // Only the last max_windows windows are judged: after 30 more stationary windows (max 20) the
+  // drift has left the span.
+  fvi::StationarityWatch recent(100, 20);
+  for (int t = 0; t < 2000; ++t) recent.observe(Eigen::VectorXd::Constant(3, double(t) / 2000.0), sd);
+  for (int t = 0; t < 3000; ++t) recent.observe(Eigen::VectorXd::Ones(3), sd);
+  CHECK(recent.windows() == 20);
+  CHECK(recent.judge(0.05).stationary);
+}
+
+TEST_CASE("a converged judgement held for parameters the server does not see is judged again and named",
+          "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 10;
+  ConvergenceMonitor monitor(o);
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(1), one = Eigen::VectorXd::Ones(1);
+  long t = 0;
+  while (!monitor.converged() && t < 10000) monitor.observe(-100.0, zero, one, zero), ++t;
+  REQUIRE(monitor.converged());
+  monitor.hold("silo 2's locals still moved 0.300 (standard error 0.010)");
+  CHECK_FALSE(monitor.converged());
+  const std::string held = monitor.verdict(t, "iterations");
+  CHECK(held.rfind("NOT converged", 0) == 0);
+  CHECK(held.find("the server's q settled") != std::string::npos);
+  CHECK(held.find("silo 2's locals still moved 0.300") != std::string::npos);
+  // The next window is judged again: still settled, so converged, and the hold is forgotten.
+  for (int k = 0; k < o.window; ++k) monitor.observe(-100.0, zero, one, zero), ++t;
+  CHECK(monitor.converged());
+  CHECK(monitor.verdict(t, "iterations").rfind("converged after", 0) == 0);
+}
+
+TEST_CASE("a run stopped while averaging had just begun says so, not a drift it never measured",
+          "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 1;
+  o.plateaus = 1;
+  ConvergenceMonitor monitor(o);
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(1), one = Eigen::VectorXd::Ones(1);
+  for (int t = 0; t < 4; ++t) monitor.observe(-100.0, zero, one, zero);
+  REQUIRE(monitor.averaging());
+  const std::string v = monitor.verdict(4, "rounds");
+  CHECK(v.find("averaging had just begun") != std::string::npos);
+  CHECK(v.find("-1.000") == std::string::npos);
+  CHECK(v.find("ridge") == std::string::npos);
 }

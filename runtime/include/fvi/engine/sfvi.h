@@ -21,10 +21,14 @@
 #include "fvi/family/structured_gaussian.h"
 #include "fvi/optim/adam.h"
 #include "fvi/optim/parameter_average.h"
+#include "fvi/optim/stationarity_watch.h"
 
 namespace fvi::engine {
 
 constexpr Eigen::Index kStructuredAutoLimit = 50;
+// SFVI iterations per window of the stopping rule (fvi/optim/convergence.h), the server's and
+// each silo's judgement of its locals alike.
+constexpr long kSfviRuleWindow = 100;
 
 struct SfviOptions {
   // The structure of the family (spec 002 §2.5): meanfield = none of these; structured = a
@@ -223,6 +227,9 @@ class SfviSilo {
   void set_mc_samples(long draws) { options_.mc_samples = draws; }
   // eta_{L_j} <- its average over the steps since the last restart (if any): the final estimate.
   void use_average();
+  // Whether q(Z_Lj | Z_G)'s means and sds have settled over the averaging phase's windows (the
+  // server's stopping rule asks once its own q has: fvi/optim/stationarity_watch.h).
+  WindowJudgement locals_settled(double tol_param) const;
   // eta_{L_j} and its Adam's state, for a checkpoint (written by the silo, never sent).
   Eigen::VectorXd checkpoint() const;
   void restore(const Eigen::VectorXd& state);
@@ -268,6 +275,7 @@ class SfviSilo {
   StructuredLocalGaussian<double> q_;
   Adam<double> adam_;
   ParameterAverage average_;  // the server's stopping rule on eta_L
+  StationarityWatch watch_{kSfviRuleWindow};  // and its judgement of q(Z_L | Z_G)
   std::vector<long> batch_order_;
 };
 

@@ -35,6 +35,7 @@
 #include "fvi/family/mean_field_gaussian.h"
 #include "fvi/optim/adam.h"
 #include "fvi/optim/parameter_average.h"
+#include "fvi/optim/stationarity_watch.h"
 
 namespace fvi::engine {
 
@@ -206,6 +207,10 @@ class VflSilo {
   // (restart) a new average of them from the next update on; use_average() at the end.
   void set_schedule(double step_scale, bool restart_average);
   void use_average();
+  // Whether q(theta_k)'s means and sds have settled over the averaging phase's windows (asked once
+  // the server's q has: fvi/optim/stationarity_watch.h). q(z_k)'s parameters are not judged: they
+  // are the augmentation's, and the split block is what the silo reports.
+  WindowJudgement block_settled(double tol_param) const;
 
   // The silo's parameters, its Adam's state and the iteration of its last proposal, for a
   // checkpoint; restore() draws that proposal again (its noise is a function of the iteration).
@@ -236,6 +241,7 @@ class VflSilo {
   Adam<double> adam_;
   uint32_t proposed_ = 0;  // the iteration of the kept draw (0: none yet)
   ParameterAverage average_;  // the server's stopping rule on params_
+  StationarityWatch watch_;   // and its judgement of q(theta_k), in the rule's windows
   // The kept draw (from propose): noise, and what it produced.
   Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
   Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)

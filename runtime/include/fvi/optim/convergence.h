@@ -19,6 +19,7 @@
 // is what holds it back (or reads as drift): the draws per gradient double (mc_factor, up to
 // max_mc_factor) and the average starts again.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fvi/eigen_types.h"
@@ -46,6 +47,13 @@ class ConvergenceMonitor {
                const Eigen::VectorXd& params);
 
   bool converged() const { return converged_; }
+  // The server's q has converged but parameters it does not see have not (`why`: what still
+  // moves, e.g. a silo's locals): averaging goes on, and the next window is judged again.
+  void hold(std::string why) {
+    converged_ = false;
+    held_ = std::move(why);
+  }
+  double tol_param() const { return options_.tol_param; }
   bool averaging() const { return averaging_; }
   // Counts the starts of the average (the phase's start, then each drop of a drifting half):
   // parties averaging their own parameters restart when it changes.
@@ -94,6 +102,7 @@ class ConvergenceMonitor {
   long windows_since_mc_ = 0;  // averaging windows since the draws last changed
   std::vector<Window> averages_;
   double relative_change_ = -1, drift_ = -1, precision_ = -1;
+  std::string held_;  // why the last converged judgement was held (not in a checkpoint: asked again)
 };
 
 }  // namespace fvi

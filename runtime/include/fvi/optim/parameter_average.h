@@ -19,6 +19,7 @@ class ParameterAverage {
     if (restart) averaging_ = true, count_ = 0, sum_ = Eigen::VectorXd::Zero(size);
   }
   double step_scale() const { return step_scale_; }
+  bool averaging() const { return averaging_; }
   void add(const Eigen::VectorXd& params) {
     if (!averaging_) return;
     sum_ += params;

@@ -55,6 +55,14 @@ class Coordinator {
   // the transport went on without since the last report.
   virtual std::string missing_note(long missing_replies) { return program::missing_note(missing_replies, "silo replies"); }
 
+  // Parameters the server's q does not hold but the rule must also find settled (an SFVI silo's
+  // locals, a vertical silo's split block, judged by the silo itself: fvi/program/silo_settling.h).
+  // Asked at step t once the server's q has converged: "" when they have, else what still moves
+  // (for the verdict).
+  virtual std::string unsettled(long t, double tol_param) { (void)t; (void)tol_param; return ""; }
+  // What the last such check found, for a converged verdict ("" if there was none).
+  virtual std::string settled_note() const { return ""; }
+
   // The stopping rule's view of the server's q: its mean and sd on the unconstrained scale, the
   // parameters it averages over the last phase (none: the last iterate is the estimate), and the
   // step size's multiplier it sets.

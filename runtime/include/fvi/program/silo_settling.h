@@ -1,0 +1,29 @@
+#pragma once
+// The stopping rule's check of parameters only the silos hold (an SFVI silo's locals, a vertical
+// silo's split block): once the server's q has converged, the server asks every silo whether its
+// own have too (Phase::kSfviSettled, kVflSettled; fvi/optim/stationarity_watch.h judges them in
+// the silo). Request [tol_param]; reply [status, drift, standard error], status 1 settled, 0 not,
+// 2 not judged (q there is an importance sampler's proposal). Settled: the average is precise
+// (standard error under tol_param) and no coordinate trends significantly (window_judgement.h's
+// `drifting`). Only these three numbers leave a silo.
+#include <optional>
+#include <string>
+
+#include "fvi/optim/window_judgement.h"
+#include "fvi/program/federation.h"
+
+namespace fvi::program {
+
+// A silo's reply to the request (throws on a request that is not [tol_param] in (0, 1));
+// nullopt: its parameters are not judged.
+Message settled_reply(const Message& request, const std::optional<WindowJudgement>& judged);
+
+struct Settling {
+  std::string unsettled;  // "" when every silo that answered is settled, else who still moves
+  std::string note;       // for a converged verdict: "; every silo's split block settled too (...)"
+};
+
+// Asks every silo; `what` names their parameters in the verdict ("locals", "split block").
+Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, double tol_param, const char* what);
+
+}  // namespace fvi::program
