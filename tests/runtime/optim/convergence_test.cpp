@@ -202,12 +202,14 @@ TEST_CASE("a silo's watch of its own parameters judges them as the rule judges t
   for (int t = 0; t < 250; ++t) watch.observe(Eigen::VectorXd::Zero(3), sd);
   CHECK(watch.windows() == 2);
   CHECK_FALSE(watch.judge(0.05).stationary);
+  // A restart drops the older half of the windows (of 2, 1), as the server's rule does.
+  watch.restart();
+  CHECK(watch.windows() == 1);
   // Stationary: iterates jitter by 0.1 sd about fixed means, sds fixed. Over 20 windows of 100 the
   // average's standard error is 0.1 / sqrt(2000) = 0.0022 sd; the judge's, from the windows'
   // spread, must agree to its own sampling error (19 degrees of freedom, the largest of 3: within
   // 50%). The drift's bound, 19 (|slope| + 2 se), is about 0.015 + 0.0074 |z| against 0.1.
-  watch.restart();
-  CHECK(watch.windows() == 0);
+  watch = fvi::StationarityWatch(100);
   for (int t = 0; t < 2000; ++t) {
     Eigen::VectorXd m(3);
     for (int i = 0; i < 3; ++i) m[i] = 1.0 + 0.1 * sd[i] * normal(rng);
@@ -219,9 +221,11 @@ TEST_CASE("a silo's watch of its own parameters judges them as the rule judges t
   CHECK_FALSE(still.drifting);
   CHECK(still.standard_error > 0.5 * 0.1 / std::sqrt(2000.0));
   CHECK(still.standard_error < 1.5 * 0.1 / std::sqrt(2000.0));
+  watch.restart();
+  CHECK(watch.windows() == 10);  // the newer half of 20
   // A drift: one mean walks 0.5 sd over the 20 windows, without noise. The window means then lie
   // on a line whose rise from the first window's centre to the last's is 0.5 x 19 / 20 sd.
-  watch.restart();
+  watch = fvi::StationarityWatch(100);
   for (int t = 0; t < 2000; ++t) {
     Eigen::VectorXd m = Eigen::VectorXd::Ones(3);
     m[1] += 0.5 * sd[1] * double(t) / 2000.0;

@@ -1,9 +1,11 @@
 #pragma once
-// A silo's judgement of the parameters only it holds (an SFVI silo's q of its locals), so that the
-// server's stopping rule, which sees only the server's q, does not call a fit converged while a
-// silo's locals still move. The silo keeps windows of its q's means and sds over the averaging
-// phase the server set (restarted with each new average) and, asked, judges them as the server
-// judges its own (fvi/optim/window_judgement.h); only the two worst figures leave the silo.
+// A silo's judgement of the parameters only it holds (an SFVI silo's q of its locals, a vertical
+// silo's q of its split block), so that the server's stopping rule, which sees only the server's
+// q, does not call a fit converged while a silo's still move. The silo keeps windows of its q's
+// means and sds over the averaging phase the server set (the older half dropped at each restart
+// of the average, as the server drops its own) and, asked, judges them as the server judges its
+// own (fvi/optim/window_judgement.h); only the verdict and two figures leave the silo
+// (fvi/program/silo_settling.h). Not in a checkpoint: a resumed silo judges anew.
 #include <deque>
 
 #include "fvi/eigen_types.h"
@@ -16,9 +18,12 @@ class StationarityWatch {
   // `window` steps per window (the server's); at most `max_windows` recent windows are judged.
   explicit StationarityWatch(long window = 100, long max_windows = 64) : window_(window), max_windows_(max_windows) {}
 
-  // A new average from the next step on: the windows so far are dropped.
+  // The server's average restarted: its rule dropped the older half of its windows (a drift) or
+  // started averaging. The older half of the windows so far goes too, as on the server; keeping
+  // none held vfl_logreg_power's settled blocks back ("not averaged long enough") when the server
+  // converged one window after a drop, and averaging then went on to the cap.
   void restart() {
-    windows_.clear();
+    windows_.erase(windows_.begin(), windows_.begin() + long(windows_.size() / 2));
     count_ = 0;
   }
   // One step's q: means and sds of the parameters (the silo's unconstrained locals).
