@@ -31,7 +31,7 @@ enum class Phase : uint32_t {
   kSfviSizes = 14,       // nothing -> [n_j] (SFVI-Avg's n / n_j scaling)
   kSfviSchedule = 15,    // [step scale, restart the average?] -> nothing (the stopping rule's phase)
   kSfviLogJoint = 16,    // after finish: draws of Z_G (n x S) -> [log p(y_j, Z_Lj | Z_G) (S), log q(Z_Lj | Z_G) (S)]
-  kSfviSettled = 17,     // [tol_param] -> [stationary?, drift, standard error] of the silo's own locals (the rule's check)
+  kSfviSettled = 17,     // [tol_param] -> [status, drift, standard error] of the silo's locals (fvi/program/silo_settling.h)
   kVflPropose = 20,      // nothing -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
@@ -40,7 +40,7 @@ enum class Phase : uint32_t {
   kVflLogJoint = 25,     // [key, draws] -> [eta_k (rows x draws), log p(theta_k), log q(theta_k) (draws each)]
   kVflSchedule = 26,     // [step scale, restart the average?] -> nothing (the stopping rule's phase)
   kVflLayout = 27,       // round 0: nothing -> [p_k]; round 1: [joint?, offset_k, total] -> nothing (once, before iteration 1)
-  kVflSettled = 28,      // [tol_param] -> [settled?, drift, standard error] of the silo's split block (the rule's check)
+  kVflSettled = 28,      // [tol_param] -> [status, drift, standard error] of the silo's split block (silo_settling.h)
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);
