@@ -547,6 +547,8 @@ std::string derived_where(const Symbol& s, const Plan& plan) {
   if (s.owner == Owner::Silo && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
                                  plan.method == Method::Independent || plan.method == Method::PVI))
     return "each silo: its own silo-K/posterior.json, never sent";
+  if (s.owner == Owner::Split && is_vertical(plan.method))
+    return "silo k: its own silo-K/posterior.json and draws.csv, never sent";
   if (s.owner == Owner::Silo || s.owner == Owner::Split)
     return "each silo, inside the model; not written to its outputs by " + std::string(method_key(plan.method)) + " yet";
   return "server: posterior.json, draws.csv";

@@ -85,6 +85,17 @@ void Checker::infer_owner(Symbol& sym) {
     sym.owner = Owner::Global;
     return;
   }
+  // A vertical silo never sees the globals' draws (the server holds q of them): a value of
+  // both is nobody's.
+  std::string global = first({K::GlobalParam, K::GlobalHyper});
+  if (!split.empty() && !global.empty()) {
+    const std::string own = first({K::SplitParam, K::SplitHyper, K::SplitData});  // the value over its size
+    diags_.error(sym.loc, "no party may compute '" + sym.name + "': it reads " + own + " and " + global,
+                 "split values stay with their silo and the globals' draws with the server; compute silo k's "
+                 "part from its split values alone and the server's from the globals, as two values");
+    sym.owner = Owner::Global;
+    return;
+  }
   if (!silo.empty()) sym.owner = Owner::Silo;
   else if (!split.empty()) sym.owner = Owner::Split;
   else if (sym.block == BlockKind::TransformedData) sym.owner = server.empty() ? Owner::Public : Owner::Server;

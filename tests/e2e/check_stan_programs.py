@@ -30,7 +30,15 @@ draw's parameters, computed here from the data files (within the rounding of dra
 digits, propagated through the likelihood), and n_total is the number of rows; the closing
 exchange received exactly what the plan lists (8 bytes a number).
 
-Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum. Exit 0 on
+The case hyperparameters checks the server's derived values when SFVI also fits hyperparameters
+(point estimates, after the globals in the server's draws): hier_regression_tp with sigma_alpha
+moved to a `hyperparameters` block and a generated quantity of a global and the hyperparameter
+(`mu_plus = mu_alpha + sigma_alpha`), 300 fixed iterations. The server's posterior.json holds
+mu_plus; at every draw of draws.csv it is mu_alpha + sigma_alpha (sigma_alpha the same at every
+draw); nothing is "not computed"; and the PSIS-reweighting line does not name the hyperparameter
+(a constant has nothing to reweigh).
+
+Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum, hyperparameters. Exit 0 on
 success, 1 with a message on the first failure.
 """
 import csv
@@ -279,9 +287,48 @@ def case_silo_sum(fvic, cache):
             check_silo_sums(fvic, model, data, out, p.stdout, at, parameters, numbers)
 
 
+def with_hyperparameter(source):
+    """hier_regression_tp.fvi with sigma_alpha a hyperparameter and a generated quantity reading it."""
+    declared = "  global real<lower=0> sigma_alpha;\n"
+    prior = "  sigma_alpha ~ normal(0, 1);   // half-normal\n"
+    require(declared in source and prior in source, "hier_regression_tp.fvi no longer declares sigma_alpha as expected")
+    source = source.replace(declared, "").replace(prior, "")
+    source = source.replace("parameters {", "hyperparameters {\n  real<lower=0> sigma_alpha;\n}\nparameters {", 1)
+    return source + "generated quantities {\n  real mu_plus = mu_alpha + sigma_alpha;\n}\n"
+
+
+def case_hyperparameters(fvic, cache):
+    root = os.path.join(EXAMPLES, "stan_programs", "hier_regression_tp")
+    with tempfile.TemporaryDirectory() as work:
+        model, out = os.path.join(work, "hyper.fvi"), os.path.join(work, "out")
+        with open(os.path.join(root, "hier_regression_tp.fvi")) as f:
+            source = with_hyperparameter(f.read())
+        with open(model, "w") as f:
+            f.write(source)
+        p = run(fvic, cache, model, os.path.join(root, "data"), out, ["rounds=300"])
+        require("not computed" not in p.stderr, "a derived value was not computed:\n" + p.stderr)
+        with open(os.path.join(out, "posterior.json")) as f:
+            variables = json.load(f)["variables"]
+        require("mu_plus" in variables, f"the server's posterior.json holds {sorted(variables)}, not mu_plus")
+        draws = draws_rows(out)
+        require(len({d["sigma_alpha"] for d in draws}) == 1, "the hyperparameter sigma_alpha differs between draws")
+        for d in draws:
+            # three values each within their printed rounding
+            tolerance = ROUNDING * (abs(d["mu_alpha"]) + abs(d["sigma_alpha"]) + abs(d["mu_plus"])) + 1e-15
+            require(abs(d["mu_plus"] - (d["mu_alpha"] + d["sigma_alpha"])) <= tolerance,
+                    f"mu_plus {d['mu_plus']} is not mu_alpha + sigma_alpha = {d['mu_alpha'] + d['sigma_alpha']}")
+        reweighting = [line for line in p.stdout.splitlines() if line.startswith("PSIS-reweighted")]
+        require(not any("sigma_alpha" in line for line in reweighting),
+                "the reweighting names the hyperparameter, a constant:\n" + "\n".join(reweighting))
+        print(f"  mu_plus = mu_alpha + sigma_alpha at {len(draws)} draws (sigma_alpha {draws[0]['sigma_alpha']:.4f}); "
+              f"{reweighting[0] if reweighting else 'no reweighting line'}")
+
+
 def run_case(fvic, cache, case):
     if case == "silo_sum":
         return case_silo_sum(fvic, cache)
+    if case == "hyperparameters":
+        return case_hyperparameters(fvic, cache)
     root = os.path.join(EXAMPLES, "stan_programs", case)
     with open(os.path.join(root, "reference", "nuts_summary.json")) as f:
         nuts = json.load(f)["parameters"]

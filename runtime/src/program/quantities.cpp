@@ -231,10 +231,10 @@ QuantityDraws silo_sums(const fvi_model& model, const fvi_data& data, const Eige
 }
 
 void add_silo_quantities(const fvi_model& model, const fvi_data& data, int silo, const GroupDraws& groups,
-                         uint64_t seed, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values) {
+                         uint64_t seed, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values, int owner) {
   std::vector<std::string> skipped;
   const uint64_t key = seed ^ (0xD1B54A32D192ED03ull * uint64_t(silo));
-  const QuantityDraws q = evaluate_quantities(model, FVI_SILO, data, groups, layout, values, values.rows(), key, skipped);
+  const QuantityDraws q = evaluate_quantities(model, owner, data, groups, layout, values, values.rows(), key, skipped);
   append_quantities(q, layout, values);
   for (const std::string& v : q.violations) std::fprintf(stderr, "error: silo %d: %s\n", silo, v.c_str());
   for (const std::string& name : skipped) std::fprintf(stderr, "note: silo %d: %s is not computed yet\n", silo, name.c_str());

@@ -64,7 +64,9 @@ Reweighted reweighted_moments(const ServerDraws& d, const diagnostics::PsisResul
   };
   Eigen::Index worst_mean = -1, worst_sd = -1;
   for (Eigen::Index i = 0; i < mean.size(); ++i) {
-    if (!(sd[i] > 0)) continue;
+    // A point estimate (SFVI's hyperparameters) has constant draws: nothing to reweigh, and its
+    // computed sd is rounding error, not a scale.
+    if (d.constrained.row(i).maxCoeff() == d.constrained.row(i).minCoeff() || !(sd[i] > 0)) continue;
     const double shift = std::abs(mean_w[size_t(i)] - mean[i]) / sd[i], change = std::abs(sd_w[size_t(i)] / sd[i] - 1);
     if (worst_mean < 0 || shift > r.mean_shift) r.mean_shift = shift, worst_mean = i;
     if (worst_sd < 0 || change > r.sd_change) r.sd_change = change, worst_sd = i;
@@ -252,11 +254,20 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     // The server's transformed parameters and generated quantities, beside the parameters.
     std::vector<VariableLayout> layout = d->layout;
     Eigen::MatrixXd constrained = d->constrained;
-    if (engine::group_size(run.model, FVI_GROUP_GLOBAL, run.server_data.view()) == d->unconstrained.rows()) {
+    // The draws hold the globals, then (SFVI) the hyperparameters' point estimates as constant rows.
+    const Eigen::Index n_global = engine::group_dim(run.model, FVI_GROUP_GLOBAL, run.server_data.view());
+    const Eigen::Index n_hyper = d->unconstrained.rows() - n_global;
+    const bool has_hyper = n_hyper > 0 && n_hyper == engine::group_dim(run.model, FVI_GROUP_HYPER, run.server_data.view());
+    if (n_hyper != 0 && !has_hyper) {
+      std::fprintf(stderr, "note: the server's transformed parameters and generated quantities are not computed: "
+                           "its draws of %s are not laid out as the model's groups\n", d->what.c_str());
+    } else {
+      GroupDraws groups{{FVI_GROUP_GLOBAL, d->unconstrained.topRows(n_global)}};
+      if (has_hyper) groups[FVI_GROUP_HYPER] = d->unconstrained.bottomRows(n_hyper).col(0);
       std::vector<std::string> skipped;
-      const QuantityDraws q = evaluate_quantities(run.model, FVI_SERVER, run.server_data.view(),
-                                                  {{FVI_GROUP_GLOBAL, d->unconstrained}}, d->layout, d->constrained,
-                                                  d->constrained.rows(), uint64_t(settings.integer("seed", 1)), skipped);
+      const QuantityDraws q = evaluate_quantities(run.model, FVI_SERVER, run.server_data.view(), groups, d->layout,
+                                                  d->constrained, d->constrained.rows(),
+                                                  uint64_t(settings.integer("seed", 1)), skipped);
       append_quantities(q, layout, constrained);
       violations = q.violations;
       // Then the sums over the silos of their parts, which they sent with the closing exchange.

@@ -18,6 +18,7 @@
 #include "fvi/program/output.h"
 #include "fvi/program/parallel.h"
 #include "fvi/program/predictive.h"
+#include "fvi/program/quantities.h"
 #include "fvi/program/server_loop.h"
 #include "fvi/program/silo_settling.h"
 #include "fvi/rng.h"
@@ -161,7 +162,9 @@ void write_split_posterior(const std::string& dir, const fvi_model& model, const
     v.offset += p;
     layout.push_back(v);
   }
-  if (layout.empty()) return;
+  bool derived = false;  // transformed parameters and generated quantities of the split block
+  for (int i = 0; i < model.quantity_count; ++i) derived |= model.quantities[i].owner == FVI_SPLIT_SILO;
+  if (layout.empty() && !derived) return;
   // The joint family's draws are the server's output draws' partners (the same joint noise).
   Eigen::MatrixXd u(p + h, draws);
   u.topRows(p) = silo.theta_draws(silo.theta_noise(seed, rng_stream::kUserStream + 3, draws));
@@ -170,13 +173,20 @@ void write_split_posterior(const std::string& dir, const fvi_model& model, const
   mean << silo.theta_mean(), silo.hyper();
   sd.head(p) = silo.theta_sd();
   std::filesystem::create_directories(dir);
-  const Eigen::MatrixXd x = constrain(layout, u);
+  Eigen::MatrixXd x = constrain(layout, u);
+  const std::vector<VariableLayout> parameters = layout;
+  if (derived) {
+    GroupDraws groups{{FVI_GROUP_SPLIT, u.topRows(p)}};
+    if (h > 0) groups[FVI_GROUP_SPLIT_HYPER] = silo.hyper();
+    add_silo_quantities(model, data, silo.silo(), groups, seed, layout, x, FVI_SPLIT_SILO);
+  }
   write_posterior_json(dir + "/posterior.json", summary, layout, x, mean, sd);
   // OUT/silo-K/draws.csv: the silo's own block (log_p__ 0: the log joint needs every party's data).
   DrawsFile file;
   file.model = model.name;
   file.layout = layout;
-  file.mean = constrain(layout, mean).col(0);
+  file.mean.resize(x.rows());
+  file.mean << constrain(parameters, mean).col(0), x.bottomRows(x.rows() - (p + h)).rowwise().mean();
   file.draws = x;
   file.log_g = silo.theta_log_q(u.topRows(p));
   file.log_p = Eigen::VectorXd::Zero(draws);

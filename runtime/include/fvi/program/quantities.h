@@ -60,9 +60,11 @@ QuantityDraws silo_sums(const fvi_model& model, const fvi_data& data, const Eige
 // Silo `silo`'s own quantities at the draws in `groups`, appended to its outputs' `layout` and
 // `values` (constrained, size x S); random draws from the silo's own key (the run's seed and the
 // silo: its replicates differ from the server's and the other silos'). A broken bound is reported
-// on stderr as an error naming the silo, a quantity it cannot compute as a note.
+// on stderr as an error naming the silo, a quantity it cannot compute as a note. `owner` is
+// FVI_SILO (a horizontal silo's) or FVI_SPLIT_SILO (a vertical silo's, of its split block).
 void add_silo_quantities(const fvi_model& model, const fvi_data& data, int silo, const GroupDraws& groups,
-                         uint64_t seed, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values);
+                         uint64_t seed, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values,
+                         int owner = FVI_SILO);
 
 // `layout` and `values` (constrained, size x S) with `q`'s quantities appended after them.
 void append_quantities(const QuantityDraws& q, std::vector<VariableLayout>& layout, Eigen::MatrixXd& values);
