@@ -75,6 +75,8 @@ const std::vector<Function>& functions() {
       {"rep_vector", Rule::RepVector, 2, 2, "rep_vector(value, n)"}, {"rep_row_vector", Rule::RepRowVector, 2, 2, "rep_row_vector(value, n)"},
       {"rep_matrix", Rule::RepMatrix, 2, 3, "rep_matrix(value, m, n), rep_matrix(vector, n) or rep_matrix(row_vector, m)"}, {"to_vector", Rule::ToVector, 1, 1},
       {"to_row_vector", Rule::ToRowVector, 1, 1},
+      {"append_row", Rule::AppendRow, 2, 2, "append_row(a, b): a above b"},
+      {"append_col", Rule::AppendCol, 2, 2, "append_col(a, b): a left of b"},
       // sizes
       {"num_elements", Rule::Size, 1, 1}, {"rows", Rule::Size, 1, 1},
       {"cols", Rule::Size, 1, 1}, {"size", Rule::Size, 1, 1},

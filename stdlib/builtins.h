@@ -54,6 +54,8 @@ enum class Rule {
   RepMatrix,        // (real, m, n) | (vector, n) | (row_vector, m) -> matrix
   ToVector,         // anything -> vector of all its elements
   ToRowVector,
+  AppendRow,        // a above b: (vector|real, vector|real) -> vector, else (matrix|row_vector)^2 -> matrix
+  AppendCol,        // a left of b: (row_vector|real, row_vector|real) -> row_vector, else (matrix|vector)^2 -> matrix
   Size,             // -> int
   SiloSum,          // silo_sum(e): same type and shape as e
 };

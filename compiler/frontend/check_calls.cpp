@@ -151,6 +151,9 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
       e.type = scalar(f.rule == Rule::ToVector ? Base::Vector : Base::RowVector);
       e.shape.dims = {a.shape.elements()};
       return;
+    case Rule::AppendRow:
+    case Rule::AppendCol:
+      return append(e, f.rule == Rule::AppendRow);
     case Rule::Size:
       if (a.type.is_scalar()) return bad_args(e, "a container");
       e.type = scalar(Base::Int);
@@ -158,6 +161,37 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
     case Rule::SiloSum:
       return silo_sum(e);
   }
+}
+
+// Stan's append_row / append_col. Along the join a vector (append_row) or row_vector (append_col)
+// and reals give the same kind of vector; otherwise the operands are matrices or the other kind
+// of vector, whose extent across the join must agree, and the result is a matrix.
+void Checker::append(Expr& e, bool rows) {
+  const Expr &a = *e.args[0], &b = *e.args[1];
+  const Base along = rows ? Base::Vector : Base::RowVector, across = rows ? Base::RowVector : Base::Vector;
+  auto is = [](const Expr& x, Base base) { return x.type.array_dims == 0 && x.type.base == base; };
+  auto scalar_value = [](const Expr& x) { return x.type.is_scalar(); };
+  const std::string expected = rows ? "(vector or real, vector or real) or (matrix or row_vector, matrix or row_vector)"
+                                    : "(row_vector or real, row_vector or real) or (matrix or vector, matrix or vector)";
+  if ((is(a, along) || scalar_value(a)) && (is(b, along) || scalar_value(b))) {
+    if (scalar_value(a) && scalar_value(b)) return bad_args(e, expected);
+    auto length = [&](const Expr& x) { return scalar_value(x) ? SymSize::constant(1) : x.shape.dims[0]; };
+    e.type = scalar(along);
+    e.shape.dims = {length(a) + length(b)};
+    return;
+  }
+  if (!(is(a, Base::Matrix) || is(a, across)) || !(is(b, Base::Matrix) || is(b, across))) return bad_args(e, expected);
+  // extent along the join and across it, as (rows, cols) of each operand
+  auto dims = [](const Expr& x) -> std::pair<SymSize, SymSize> {
+    if (x.type.base == Base::Matrix) return {x.shape.dims[0], x.shape.dims[1]};
+    if (x.type.base == Base::RowVector) return {SymSize::constant(1), x.shape.dims[0]};
+    return {x.shape.dims[0], SymSize::constant(1)};
+  };
+  const auto [ar, ac] = dims(a);
+  const auto [br, bc] = dims(b);
+  require_equal(rows ? ac : ar, rows ? bc : br, e.loc, std::string("the ") + (rows ? "columns" : "rows") + " of " + e.name + "'s arguments");
+  e.type = scalar(Base::Matrix);
+  e.shape.dims = rows ? std::vector<SymSize>{ar + br, ac} : std::vector<SymSize>{ar, ac + bc};
 }
 
 // The sum over silos is no longer any one silo's value.

@@ -233,10 +233,23 @@ void Checker::literal_container(Expr& e) {
   if (any_error(e)) return;
   const Type& first = e.args[0]->type;
   bool row = e.kind == ExprKind::RowVectorLit;
+  // [r1, r2, ...] of row_vectors is the matrix with those rows (Stan's matrix literal).
+  const bool matrix = row && first.array_dims == 0 && first.base == Base::RowVector;
   for (const ExprPtr& a : e.args) {
+    if (matrix) {
+      if (a->type.array_dims != 0 || a->type.base != Base::RowVector) {
+        diags_.error(a->loc, "a matrix literal holds row_vectors, not " + to_string(a->type),
+                     "write [[a, b], [c, d]] or [r1, r2] with row_vectors r1, r2");
+        return;
+      }
+      require_equal(first.array_dims == 0 ? e.args[0]->shape.dims[0] : SymSize::constant(1), a->shape.dims[0], a->loc,
+                    "the rows of a matrix literal");
+      continue;
+    }
     if (row && !a->type.is_scalar()) {
-      diags_.error(a->loc, "a row_vector literal holds scalars, not " + to_string(a->type),
-                   "write [a, b, c] with numbers");
+      diags_.error(a->loc, "a row_vector literal holds scalars (or, for a matrix, row_vectors), not " +
+                               to_string(a->type),
+                   "write [a, b, c] with numbers, or [r1, r2] with row_vectors");
       return;
     }
     if (!row && a->type.base != first.base && !(a->type.is_scalar() && first.is_scalar())) {
@@ -245,6 +258,11 @@ void Checker::literal_container(Expr& e) {
     }
   }
   SymSize n = SymSize::constant(static_cast<long long>(e.args.size()));
+  if (matrix) {
+    e.type = scalar(Base::Matrix);
+    e.shape.dims = {n, e.args[0]->shape.dims[0]};
+    return;
+  }
   if (row) {
     e.type = scalar(Base::RowVector);
     e.shape.dims = {n};

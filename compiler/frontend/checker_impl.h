@@ -82,6 +82,7 @@ class Checker {
                         const std::string& what, const Loc& loc);
   void require_same_dims(const Shape& a, const Shape& b, const Loc& loc, const std::string& what);
   void require_equal(const SymSize& a, const SymSize& b, const Loc& loc, const std::string& what);
+  void append(Expr& e, bool rows);  // append_row / append_col
 
   // ---- `~` and `target +=`: check_distributions.cpp ----------------------------------------
   void tilde(const Stmt& s);

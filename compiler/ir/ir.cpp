@@ -31,6 +31,8 @@ const char* op_name(Op op) {
     case Op::Softmax: return "softmax";
     case Op::IndexRows: return "index_rows";
     case Op::IndexCols: return "index_cols";
+    case Op::ConcatRows: return "concat_rows";
+    case Op::ConcatCols: return "concat_cols";
     case Op::Lpdf: return "lpdf";
     case Op::Rng: return "rng";
     case Op::UnaryDerivative: return "unary_derivative";
@@ -42,6 +44,8 @@ const char* op_name(Op op) {
     case Op::LogSoftmaxGrad: return "log_softmax_grad";
     case Op::SoftmaxGrad: return "softmax_grad";
     case Op::LpdfVjp: return "lpdf_vjp";
+    case Op::ConcatRowsPart: return "concat_rows_part";
+    case Op::ConcatColsPart: return "concat_cols_part";
   }
   return "?";
 }
@@ -71,7 +75,7 @@ std::string describe(const Node& n) {
   if (n.op == Op::Input || n.op == Op::Mean || n.op == Op::Sd) s << ' ' << fvi_group_name(n.group);
   if (!n.name.empty()) s << ' ' << n.name;
   if (n.op == Op::Const) s << ' ' << n.value;
-  if (n.op == Op::LpdfVjp) s << " operand " << n.k;
+  if (n.op == Op::LpdfVjp || n.op == Op::ConcatRowsPart || n.op == Op::ConcatColsPart) s << " operand " << n.k;
   if (n.op == Op::Rng) s << " stream " << n.k;
   if (n.op == Op::Input || n.op == Op::Mean || n.op == Op::Sd) s << " @" << n.offset.str();
   if (n.op == Op::Noise) s << " stream " << n.k;

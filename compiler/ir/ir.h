@@ -38,6 +38,7 @@ enum class Op {
   Neg, Add, Sub, Mul, Div, Pow,
   MatMul, Transpose, Reshape, Sum, RowsDotProduct, Broadcast, LogSoftmax, Softmax,
   IndexRows, IndexCols,  // args: value, Index node (1-based)
+  ConcatRows, ConcatCols,  // args: a, b: a above b (append_row), a left of b (append_col)
   Lpdf,                  // name: distribution; args: outcome, parameters...
   Rng,                   // name: distribution; args: parameters; one draw per element and draw (a
                          // quantity's `dist_rng`): stream k of the quantity's noise key
@@ -48,6 +49,7 @@ enum class Op {
   ScatterRows, ScatterCols,         // args: g, Index node; rows/cols of the result
   LogSoftmaxGrad, SoftmaxGrad,      // args: y, g
   LpdfVjp,                          // name, k; args: g, outcome, parameters...
+  ConcatRowsPart, ConcatColsPart,   // k: the operand (0, 1); args: g, a: operand k's rows/cols of g
 };
 const char* op_name(Op op);
 

@@ -235,6 +235,7 @@ class FactorBuilder {
         return constant(0);
       case ExprKind::Binary: return binary(e, rows, cols);
       case ExprKind::Transpose: return op(Op::Transpose, {expr(*e.args[0])}, rows, cols);
+      case ExprKind::RowVectorLit: return row_vector_literal(e);
       case ExprKind::Index: return indexed(e, rows, cols);
       case ExprKind::Call: return call(e, rows, cols);
       case ExprKind::CondCall: {
@@ -249,6 +250,20 @@ class FactorBuilder {
         unsupported(e.loc, "this expression");
         return constant(0);
     }
+  }
+
+  // [a, b, c]: scalars side by side (a row_vector), or row_vectors one above another (a matrix),
+  // joined left to right.
+  int row_vector_literal(const Expr& e) {
+    const bool rows = !e.args[0]->type.is_scalar();
+    int joined = expr(*e.args[0]);
+    for (size_t i = 1; i < e.args.size(); ++i) {
+      const int next = expr(*e.args[i]);
+      const SymSize r = rows ? node(joined).rows + node(next).rows : node(joined).rows;
+      const SymSize c = rows ? node(joined).cols : node(joined).cols + node(next).cols;
+      joined = op(rows ? Op::ConcatRows : Op::ConcatCols, {joined, next}, r, c);
+    }
+    return joined;
   }
 
   int variable(const Expr& e) {
@@ -355,6 +370,8 @@ class FactorBuilder {
     if (f == "log_softmax") return op(Op::LogSoftmax, args, rows, cols);
     if (f == "rep_vector" || f == "rep_row_vector" || f == "rep_matrix") return op(Op::Broadcast, {args[0]}, rows, cols);
     if (f == "to_vector" || f == "to_row_vector") return op(Op::Reshape, args, rows, cols);
+    if (f == "append_row") return op(Op::ConcatRows, args, rows, cols);
+    if (f == "append_col") return op(Op::ConcatCols, args, rows, cols);
     unsupported(e.loc, "the function '" + f + "'");
     return constant(0);
   }

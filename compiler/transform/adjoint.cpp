@@ -129,6 +129,14 @@ class Adjoint {
       case Op::Softmax: accumulate(arg(0), make(Op::SoftmaxGrad, {i, g}, i)); return;
       case Op::IndexRows: accumulate(arg(0), make(Op::ScatterRows, {g, arg(1), arg(0)}, arg(0))); return;
       case Op::IndexCols: accumulate(arg(0), make(Op::ScatterCols, {g, arg(1), arg(0)}, arg(0))); return;
+      case Op::ConcatRows:
+      case Op::ConcatCols: {
+        // Each operand's own rows (columns) of g; the first operand's size says where they part.
+        const Op part = n.op == Op::ConcatRows ? Op::ConcatRowsPart : Op::ConcatColsPart;
+        for (int k = 0; k < 2; ++k)
+          if (active(size_t(k))) accumulate(arg(size_t(k)), make(part, {g, arg(0)}, arg(size_t(k)), "", k));
+        return;
+      }
       case Op::Lpdf:
         for (size_t k = 0; k < n.args.size(); ++k) {
           if (!active(k)) continue;

@@ -214,6 +214,8 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::Softmax: return call("softmax", {v(0)});
     case Op::IndexRows: return call("index_rows", {v(0), ix(1)});
     case Op::IndexCols: return call("index_cols", {v(0), ix(1)});
+    case Op::ConcatRows: return call("concat_rows", {v(0), v(1)});
+    case Op::ConcatCols: return call("concat_cols", {v(0), v(1)});
     case Op::Lpdf: {
       std::string ops = "{";
       for (size_t k = 0; k < n.args.size(); ++k) ops += (k ? ", &" : "&") + v(k);
@@ -233,6 +235,8 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::ScatterCols: return call("scatter_cols", {v(0), ix(1), v(2) + ".cols"});
     case Op::LogSoftmaxGrad: return call("log_softmax_grad", {v(0), v(1)});
     case Op::SoftmaxGrad: return call("softmax_grad", {v(0), v(1)});
+    case Op::ConcatRowsPart: return call("concat_rows_part", {v(0), v(1) + ".rows", std::to_string(n.k)});
+    case Op::ConcatColsPart: return call("concat_cols_part", {v(0), v(1) + ".cols", std::to_string(n.k)});
     case Op::LpdfVjp: {
       std::string ops = "{";
       for (size_t k = 1; k < n.args.size(); ++k) ops += (k > 1 ? ", &" : "&") + v(k);

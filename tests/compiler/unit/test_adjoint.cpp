@@ -110,3 +110,34 @@ model {
 )");
   check_adjoints(m);
 }
+
+// append_row / append_col and the literals built from them: each operand gets its own rows
+// (columns) of the gradient, summed to one draw where the operand is a point estimate.
+TEST_CASE("adjoints through append_row, append_col and row_vector literals match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_concat", R"(silo data {
+  int<lower=0> N;
+  vector[N] a;
+  vector[N] c;
+  vector[N] y;
+}
+hyperparameters {
+  real<lower=0> tau;
+}
+parameters {
+  global real alpha;
+  global vector[2] beta;
+  global real gamma;
+}
+model {
+  matrix[N, 2] x = [a', c']';
+  vector[3] coefs = append_row(beta, gamma);
+  row_vector[3] r = [alpha, tau, gamma * alpha];
+  alpha ~ normal(0, 1);
+  beta ~ normal(0, tau);
+  gamma ~ normal(0, 1);
+  target += sum(r .* append_col(beta', gamma)) + dot_self(append_row(tau, beta));
+  y ~ normal(append_col(x, rep_vector(1, N)) * coefs + alpha, 1);
+}
+)");
+  check_adjoints(m);
+}

@@ -40,6 +40,10 @@
   P Tensor<T> scatter_rows<T>(const Tensor<T>&, const IntVec&, Eigen::Index);                               \
   P Tensor<T> index_cols<T>(const Tensor<T>&, const IntVec&);                                               \
   P Tensor<T> scatter_cols<T>(const Tensor<T>&, const IntVec&, Eigen::Index);                               \
+  P Tensor<T> concat_rows<T>(const Tensor<T>&, const Tensor<T>&);                                          \
+  P Tensor<T> concat_cols<T>(const Tensor<T>&, const Tensor<T>&);                                          \
+  P Tensor<T> concat_rows_part<T>(const Tensor<T>&, Eigen::Index, int);                                    \
+  P Tensor<T> concat_cols_part<T>(const Tensor<T>&, Eigen::Index, int);                                    \
   P Tensor<T> lpdf<T>(const std::string&, const Operands<T>&);                                              \
   P void unary_block<T>(UnaryFn, const T*, Eigen::Index, T*);                                    \
   P void unary_derivative_block<T>(UnaryFn, const T*, const T*, Eigen::Index, T*);               \

@@ -11,8 +11,10 @@
 //   ops_linear_algebra.h  matrix products and their adjoints, transpose, reshape
 //   ops_reductions.h      sums, broadcasts and sum_to, (log_)softmax
 //   ops_indexing.h        slices of input groups, 1-based indexing and its scatters
+//   ops_concat.h          append_row / append_col and their adjoints
 #include "fvi/kernel/ops_elementwise.h"
 #include "fvi/kernel/ops_unary.h"
 #include "fvi/kernel/ops_linear_algebra.h"
 #include "fvi/kernel/ops_reductions.h"
 #include "fvi/kernel/ops_indexing.h"
+#include "fvi/kernel/ops_concat.h"
