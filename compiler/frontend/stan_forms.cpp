@@ -1,6 +1,9 @@
 #include "frontend/stan_forms.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +40,47 @@ ExprPtr int_literal(long long v, const Loc& loc) {
   e->int_value = v;
   e->text = std::to_string(v);
   return e;
+}
+
+ExprPtr real_literal(double v, const std::string& text, const Loc& loc) {
+  auto e = std::make_unique<Expr>(ExprKind::RealLit, loc);
+  e->real_value = v;
+  e->text = text;
+  return e;
+}
+
+ExprPtr call(const std::string& name, std::vector<ExprPtr> args, const Loc& loc) {
+  auto e = std::make_unique<Expr>(ExprKind::Call, loc);
+  e->name = name;
+  e->args = std::move(args);
+  return e;
+}
+
+ExprPtr call1(const std::string& name, ExprPtr a, const Loc& loc) {
+  std::vector<ExprPtr> args;
+  args.push_back(std::move(a));
+  return call(name, std::move(args), loc);
+}
+
+// Stan's constants, called with no arguments: their values (the text keeps the call for messages).
+std::optional<double> constant_function(const std::string& name) {
+  static const std::map<std::string, double> table = {
+      {"pi", 3.14159265358979323846},      {"e", 2.71828182845904523536},
+      {"sqrt2", 1.41421356237309504880},   {"log2", 0.69314718055994530942},
+      {"log10", 2.30258509299404568402},   {"positive_infinity", std::numeric_limits<double>::infinity()},
+      {"negative_infinity", -std::numeric_limits<double>::infinity()},
+      {"not_a_number", std::numeric_limits<double>::quiet_NaN()},
+      {"machine_precision", std::numeric_limits<double>::epsilon()},
+  };
+  auto it = table.find(name);
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+// a + log1p_exp(b - a): log(exp(a) + exp(b)) without overflow, a evaluated twice.
+ExprPtr log_sum_exp2(ExprPtr a, ExprPtr b, const Loc& loc) {
+  ExprPtr a_again = substitute(*a, {});
+  return binary("+", std::move(a), call1("log1p_exp", binary("-", std::move(b), std::move(a_again), loc), loc), loc);
 }
 
 // `name` without its density suffix, and the suffix ("" for a distribution name after `~`).
@@ -96,14 +140,28 @@ void rewrite(ExprPtr& slot) {
     e.args.push_back(int_literal(1, e.loc));
     return;
   }
-  if (e.kind == ExprKind::Call && e.name == "log_sum_exp" && e.args.size() == 2) {
-    const Loc loc = e.loc;
-    ExprPtr a = std::move(e.args[0]), b = std::move(e.args[1]);
-    ExprPtr a_again = substitute(*a, {});
-    auto tail = std::make_unique<Expr>(ExprKind::Call, loc);
-    tail->name = "log1p_exp";
-    tail->args.push_back(binary("-", std::move(b), std::move(a_again), loc));
-    slot = binary("+", std::move(a), std::move(tail), loc);
+  if (e.kind != ExprKind::Call) return;
+  const Loc loc = e.loc;
+  if (e.name == "log_sum_exp" && e.args.size() == 2) {
+    slot = log_sum_exp2(std::move(e.args[0]), std::move(e.args[1]), loc);
+    return;
+  }
+  if (e.args.empty()) {
+    if (auto v = constant_function(e.name)) slot = real_literal(*v, e.name + "()", loc);
+    return;
+  }
+  if (e.name == "log_mix" && e.args.size() == 3) {
+    // log(theta exp(lp1) + (1 - theta) exp(lp2)) = log_sum_exp(log(theta) + lp1, log1m(theta) + lp2)
+    ExprPtr theta = std::move(e.args[0]), lp1 = std::move(e.args[1]), lp2 = std::move(e.args[2]);
+    ExprPtr theta_again = substitute(*theta, {});
+    slot = log_sum_exp2(binary("+", call1("log", std::move(theta), loc), std::move(lp1), loc),
+                        binary("+", call1("log1m", std::move(theta_again), loc), std::move(lp2), loc), loc);
+    return;
+  }
+  if ((e.name == "log10" || e.name == "log2") && e.args.size() == 1) {  // log(x) / log(base)
+    const double base = e.name == "log10" ? 10.0 : 2.0;
+    slot = binary("*", call1("log", std::move(e.args[0]), loc), real_literal(1.0 / std::log(base), "1 / log(" + std::string(e.name == "log10" ? "10" : "2") + ")", loc), loc);
+    return;
   }
 }
 

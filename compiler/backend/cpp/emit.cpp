@@ -8,6 +8,7 @@
 #include "backend/cpp/emitter.h"
 
 #include <cctype>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -40,6 +41,8 @@ std::string SizeSpeller::operator()(const SymSize& s) {
 }
 
 std::string number(double v) {
+  if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
+  if (std::isinf(v)) return v > 0 ? "std::numeric_limits<double>::infinity()" : "(-std::numeric_limits<double>::infinity())";
   std::ostringstream s;
   s << std::setprecision(17) << v;
   return s.str();

@@ -165,3 +165,57 @@ model {
     CHECK(lp.m(0, s) == Approx(prior + mean + 10 * variance + 100 * std::sqrt(variance)).epsilon(1e-13));
   }
 }
+
+TEST_CASE("stan forms: log_mix, log10, log2 and Stan's constants compute their definitions", "[stan_forms]") {
+  // In a loop, as mixture models write it: one mixture density per row.
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_log_mix", R"(data {
+  real<lower=0, upper=1> theta;
+}
+silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+}
+model {
+  mu ~ normal(0, 1);
+  for (n in 1:N)
+    target += log_mix(theta, normal_lpdf(y[n] | mu, 1), normal_lpdf(y[n] | -mu, 2));
+  target += log10(exp(mu) + 1) + log2(exp(mu) + 3) + pi() + e() + sqrt2() + log10() + log2();
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["theta"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["theta"].m(0, 0) = 0.3;
+  b.data["N"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["N"].m(0, 0) = 3;
+  b.data["y"] = fvic::ir::RealTensor(3, 1, 1);
+  b.data["y"].m << -1.0, 0.4, 2.5;
+  b.inputs["global"] = fvic::ir::RealTensor(1, 1, 2);
+  b.inputs["global"].m << -0.7, 1.1;
+  auto normal = [](double y, double mu, double sd) {
+    return std::exp(-0.5 * std::pow((y - mu) / sd, 2)) / (sd * std::sqrt(2 * M_PI));
+  };
+  double silo_total[2] = {0, 0}, server_total[2] = {0, 0};
+  for (const fvic::ir::Factor& f : module.factors) {
+    fvic::ir::Interpreter run(module, f);
+    const fvic::ir::RealTensor& out = run.forward(b);
+    for (Eigen::Index s = 0; s < 2; ++s)
+      (f.owner == fvic::TermOwner::Server ? server_total : silo_total)[s] += out.m.col(s).sum();
+  }
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    const double mu = b.inputs["global"].m(0, s);
+    double mixture = 0;
+    for (double y : {-1.0, 0.4, 2.5}) mixture += std::log(0.3 * normal(y, mu, 1) + 0.7 * normal(y, -mu, 2));
+    const double constants = std::log10(std::exp(mu) + 1) + std::log2(std::exp(mu) + 3) + M_PI + M_E + M_SQRT2 +
+                             M_LN10 + M_LN2;
+    INFO("mu " << mu);
+    CHECK(silo_total[s] == Approx(mixture).epsilon(1e-13));
+    CHECK(server_total[s] == Approx(std::log(normal(mu, 0, 1)) + constants).epsilon(1e-13));
+  }
+}
