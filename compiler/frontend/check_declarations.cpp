@@ -115,6 +115,7 @@ void Checker::check_marks(const VarDecl& d, Owner guessed) {
 SymSize Checker::size_of(const Expr& e) {
   if (auto v = literal_value(e); v && e.kind != ExprKind::RealLit)
     return SymSize::constant(static_cast<long long>(*v));
+  if (auto known = size_value(e, model_)) return *known;
   if (e.kind == ExprKind::Var) return SymSize::atom(e.name);
   if (e.kind == ExprKind::Binary && (e.name == "+" || e.name == "-" || e.name == "*")) {
     SymSize a = size_of(*e.args[0]), b = size_of(*e.args[1]);

@@ -21,14 +21,23 @@ Symbol* Checker::derived_symbol(const std::string& name) {
   return nullptr;
 }
 
-// Sizes are read from the data files before anything is computed.
+const Expr* Checker::size_alias(const Symbol& s) const {
+  if (s.kind != SymbolKind::Transformed || s.block != BlockKind::TransformedData || !s.value || s.loop ||
+      !s.type.is_int() || s.type.array_dims != 0)
+    return nullptr;
+  return size_value(*s.value, model_) ? s.value : nullptr;
+}
+
+// Sizes are read from the data files before anything is computed; an int computed from sizes
+// alone (`int Kc = K - 1;`) is known then too.
 void Checker::reject_derived_size(const Expr& e, const VarDecl& d) {
   if (e.kind == ExprKind::Var) {
     const Symbol* s = model_.find(e.name);
-    if (s && s->kind == SymbolKind::Transformed)
+    if (s && s->kind == SymbolKind::Transformed && !size_alias(*s))
       diags_.error(e.loc, "the size of '" + d.name + "' uses '" + e.name + "', declared in '" +
                               block_name(s->block) + "'",
-                   "sizes are read from the data files before anything is computed; declare '" + e.name +
+                   "sizes are read from the data files before anything is computed; a size may use an int "
+                   "given as + - * of data ints and literals (`int K2 = 2 * K;`), or declare '" + e.name +
                        "' in a data block");
     return;
   }

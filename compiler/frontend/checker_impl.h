@@ -68,6 +68,9 @@ class Checker {
   static bool is_derived(BlockKind b);
   Symbol* derived_symbol(const std::string& name);
   void reject_derived_size(const Expr& e, const VarDecl& d);
+  // A transformed data int given as + - * of int literals, data and other such ints
+  // (`int Kc = K - 1;`): its defining expression, which a size may use; else null.
+  const Expr* size_alias(const Symbol& s) const;
   void check_derived(const Block& b);
   void infer_owner(Symbol& sym);
 

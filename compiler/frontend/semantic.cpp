@@ -50,3 +50,32 @@ std::vector<const Symbol*> SemanticModel::of(SymbolKind kind) const {
 }
 
 }  // namespace fvic
+
+namespace fvic {
+
+// Recursion is bounded: expressions by the parser's nesting limit, aliases by declaration order
+// (an alias names only earlier declarations).
+std::optional<SymSize> size_value(const Expr& e, const SemanticModel& model) {
+  if (e.kind == ExprKind::IntLit) return SymSize::constant(e.int_value);
+  if (e.kind == ExprKind::Var) {
+    const Symbol* s = model.find(e.name);
+    if (!s || !s->type.is_int() || s->type.array_dims != 0) return std::nullopt;
+    if (s->kind == SymbolKind::Data) return SymSize::atom(e.name);
+    if (s->kind != SymbolKind::Transformed || s->block != BlockKind::TransformedData || !s->value || s->loop)
+      return std::nullopt;
+    return size_value(*s->value, model);
+  }
+  if (e.kind == ExprKind::Binary && (e.name == "+" || e.name == "-" || e.name == "*")) {
+    auto a = size_value(*e.args[0], model), b = size_value(*e.args[1], model);
+    if (!a || !b) return std::nullopt;
+    return e.name == "+" ? *a + *b : e.name == "-" ? *a - *b : *a * *b;
+  }
+  if (e.kind == ExprKind::Unary && e.name == "-") {
+    auto a = size_value(*e.args[0], model);
+    if (!a) return std::nullopt;
+    return SymSize::constant(0) - *a;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fvic

@@ -5,6 +5,7 @@
 // inference settings. The planner and the IR lowering read this, never the raw AST alone.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -111,6 +112,11 @@ struct SemanticModel {
   mutable std::unordered_map<std::string, size_t> index_;
   mutable size_t indexed_ = 0;
 };
+
+// The value of an int expression known when the data files are read, as a size: + - * of int
+// literals, int data and transformed data ints defined so (`int Kc = K - 1;`, declared with that
+// value and never assigned again); nullopt for anything else.
+std::optional<SymSize> size_value(const Expr& e, const SemanticModel& model);
 
 // Runs every check on a parsed program. Reports through `diags`; returns the model even when
 // there are errors (callers look at diags.has_errors()).

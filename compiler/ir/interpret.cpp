@@ -55,6 +55,10 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::Data:
     case Op::Index: {
       RealTensor full;
+      if (n.range) {
+        indices_[i] = k::range_index(size_of(n.first, b), size_of(n.last, b));
+        return;
+      }
       if (n.name.empty()) {
         indices_[i] = k::IntVec(static_cast<Eigen::Index>(n.ints.size()));
         for (size_t j = 0; j < n.ints.size(); ++j) indices_[i][j] = n.ints[j];

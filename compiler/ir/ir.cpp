@@ -79,6 +79,7 @@ std::string describe(const Node& n) {
   if (n.op == Op::Rng) s << " stream " << n.k;
   if (n.op == Op::Input || n.op == Op::Mean || n.op == Op::Sd) s << " @" << n.offset.str();
   if (n.op == Op::Noise) s << " stream " << n.k;
+  if (n.range) s << ' ' << n.first.str() << ':' << n.last.str();
   if (!n.ints.empty()) {
     s << " {";
     for (size_t i = 0; i < n.ints.size(); ++i) s << (i ? "," : "") << n.ints[i];

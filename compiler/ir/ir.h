@@ -63,6 +63,10 @@ struct Node {
   std::vector<long long> ints;  // Index: constant 1-based indices (when it names no data); Noise:
                                 // the data and parameter nodes of the product it samples
   SymSize offset;     // Input: where the slice starts in its group
+  // Index: the 1-based range first..last, sizes known from the data (`x[2:K]`, `x[K - 1]`), when
+  // neither `ints` nor a data variable gives the indices
+  bool range = false;
+  SymSize first, last;
   SymSize rows = SymSize::constant(1);
   SymSize cols = SymSize::constant(1);
   bool varies = false;   // has S draws (else one)

@@ -167,23 +167,20 @@ class FactorBuilder {
   };
   const std::vector<Jacobian>& jacobians() const { return jacobians_; }
 
-  // An index expression: a constant, an int data variable (a multi-index), or a constant range.
+  // An index expression: a constant, an int data variable (a multi-index), or a range or single
+  // index whose bounds are known from the data (constants, int data, sizes computed from them).
   int index(const Index& ix, const SymSize& extent, const Loc& loc) {
     Node n{Op::Index};
-    if (ix.kind == IndexKind::All) {
-      unsupported(loc, "the index ':'");
-      return constant(0);
-    }
-    if (ix.kind == IndexKind::Range) {
-      auto lo = ix.lower ? literal(*ix.lower) : std::optional<long long>(1);
-      auto hi = ix.upper ? literal(*ix.upper) : extent.constant_value();
+    if (ix.kind == IndexKind::Range || ix.kind == IndexKind::All) {
+      const bool all = ix.kind == IndexKind::All;
+      auto lo = !all && ix.lower ? size_value(*ix.lower, model_) : std::optional<SymSize>(SymSize::constant(1));
+      auto hi = !all && ix.upper ? size_value(*ix.upper, model_) : std::optional<SymSize>(extent);
       if (!lo || !hi) {
-        unsupported(loc, "a range index with bounds that are not constants");
+        unsupported(loc, "a range index with bounds not known from the data (constants, int data, or ints computed "
+                         "from them in transformed data)");
         return constant(0);
       }
-      for (long long i = *lo; i <= *hi; ++i) n.ints.push_back(i);
-      n.rows = SymSize::constant(static_cast<long long>(n.ints.size()));
-      return add(n);
+      return range_index(*lo, *hi);
     }
     const Expr& e = *ix.lower;
     if (auto v = literal(e)) {
@@ -194,8 +191,25 @@ class FactorBuilder {
       const Symbol* s = model_.find(e.name);
       if (s && s->kind == SymbolKind::Data) return data(*s, true, e.loc);
     }
-    unsupported(e.loc, "an index that is not a constant or an int data variable");
+    if (auto at = size_value(e, model_)) return range_index(*at, *at);
+    unsupported(e.loc, "an index that is not a constant, an int data variable or an int known from the data");
     return constant(0);
+  }
+
+  // first..last: listed when both are constants, else computed when the data is bound.
+  int range_index(const SymSize& first, const SymSize& last) {
+    Node n{Op::Index};
+    auto lo = first.constant_value(), hi = last.constant_value();
+    if (lo && hi) {
+      for (long long i = *lo; i <= *hi; ++i) n.ints.push_back(i);
+      n.rows = SymSize::constant(static_cast<long long>(n.ints.size()));
+      return add(n);
+    }
+    n.range = true;
+    n.first = first;
+    n.last = last;
+    n.rows = last - first + SymSize::constant(1);
+    return add(n);
   }
 
   static std::optional<long long> literal(const Expr& e) {
@@ -303,6 +317,7 @@ class FactorBuilder {
     SymSize r = node(x).rows, c = node(x).cols;
     bool row_vector = base.type.array_dims == 0 && base.type.base == Base::RowVector;
     for (size_t i = 0; i < e.indices.size(); ++i) {
+      if (e.indices[i].kind == IndexKind::All) continue;  // every row (column): the value as it is
       bool along_rows = !row_vector && i == 0;
       int idx = index(e.indices[i], along_rows ? r : c, e.loc);
       SymSize n = node(idx).ints.empty() ? node(idx).rows : SymSize::constant(static_cast<long long>(node(idx).ints.size()));

@@ -181,6 +181,7 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
       return rows_statement(f, i, vals);
     case Op::Index: {
       std::string t = "ix_[" + std::to_string(i) + "] = ";
+      if (n.range) return t + "range_index(" + sizes_(n.first) + ", " + sizes_(n.last) + ");";
       if (n.name.empty()) {
         std::string s = t + "IntVec(" + std::to_string(n.ints.size()) + "); ix_[" + std::to_string(i) + "] << ";
         for (size_t k = 0; k < n.ints.size(); ++k) s += (k ? ", " : "") + std::to_string(n.ints[k]);

@@ -141,3 +141,32 @@ model {
 )");
   check_adjoints(m);
 }
+
+// Sizes and ranges known from the data: a transformed data int (`int Kc = K - 1;`) sizing a
+// parameter, a range with a data bound (`beta[2:K]`), a single index by such an int, and `:`.
+TEST_CASE("adjoints through ranges and sizes computed from the data match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_ranges", R"(data {
+  int<lower=2> K;
+}
+silo data {
+  int<lower=0> N;
+  matrix[N, K] X;
+  vector[N] y;
+}
+transformed data {
+  int Kc = K - 1;
+  matrix[N, Kc] Xc = X[, 2:K];
+}
+parameters {
+  global vector[K] beta;
+  global vector[Kc] gamma;
+}
+model {
+  beta ~ normal(0, 1);
+  gamma ~ normal(beta[2:K], 1);
+  target += beta[Kc] * gamma[Kc] + sum(X[:, 1]) * beta[1];
+  y ~ normal(Xc * gamma + X[, 1:Kc] * beta[1:Kc], 1);
+}
+)");
+  check_adjoints(m);
+}

@@ -71,6 +71,7 @@ Tensor<T> scatter_cols(const Tensor<T>& g, const IntVec& idx, Eigen::Index cols)
   return out;
 }
 
+// lo..hi as a multi-index (`x[2:K]`, bounds known from the data); empty when hi < lo.
 inline IntVec range_index(int64_t lo, int64_t hi) {
   IntVec idx(std::max<int64_t>(0, hi - lo + 1));
   for (Eigen::Index i = 0; i < idx.size(); ++i) idx[i] = lo + i;
