@@ -15,6 +15,10 @@ void Checker::tilde(const Stmt& s) {
   expr(lhs);
   for (const ExprPtr& a : s.args) expr(*a);
   const Expr* base = &lhs;
+  // `to_vector(B) ~ normal(0, 1)`: the density of B's elements in one vector, as Stan reads it.
+  if (lhs.kind == ExprKind::Call && (lhs.name == "to_vector" || lhs.name == "to_row_vector") && lhs.args.size() == 1 &&
+      lhs.args[0]->kind == ExprKind::Var)
+    base = lhs.args[0].get();
   while (base->kind == ExprKind::Index) base = base->args[0].get();
   const Symbol* subject = base->kind == ExprKind::Var ? lookup(base->name) : nullptr;
   bool on_parameter = subject && (subject->kind == SymbolKind::Parameter ||
@@ -58,15 +62,6 @@ void Checker::tilde(const Stmt& s) {
     std::string help = "put a declared parameter or data variable (or an element of one) on the left; "
                        "for a density of a computed value use `target += " + s.name +
                        (dist->discrete ? "_lpmf" : "_lpdf") + "(...)`";
-    // `to_vector(B) ~ normal(0, 1)`: B itself may stand on the left.
-    if (lhs.kind == ExprKind::Call && (lhs.name == "to_vector" || lhs.name == "to_row_vector") &&
-        lhs.args.size() == 1 && lhs.args[0]->kind == ExprKind::Var)
-      if (const Symbol* inner = lookup(lhs.args[0]->name)) {
-        if (inner->kind == SymbolKind::Parameter || inner->kind == SymbolKind::Hyperparameter)
-          prior_attempts_.insert(inner->name);
-        help = "distributions accept vectors and matrices elementwise: write `" + inner->name + " ~ " +
-               s.name + "(" + args_source(s.args) + ")`";
-      }
     diags_.error(lhs.loc, "the left side of '~' must be a parameter or data", help);
     return;
   }
