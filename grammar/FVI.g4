@@ -66,14 +66,16 @@ statement
   | ';'                                                      # emptyStmt
   ;
 
-// ---- expressions, lowest precedence first (Stan's table) ------------------------------------
+// ---- expressions (Stan's table) ---------------------------------------------------------------
 
+// ANTLR gives earlier alternatives higher precedence: comparisons bind tightest, then equality,
+// `&&`, `||`, and `? :` loosest (`a > 0 && b > 0` is `(a > 0) && (b > 0)`).
 expr
-  : <assoc=right> expr '?' expr ':' expr                    # condExpr
-  | expr '||' expr                                           # orExpr
-  | expr '&&' expr                                           # andExpr
+  : expr op=('<' | '<=' | '>' | '>=') expr                   # cmpExpr
   | expr op=('==' | '!=') expr                               # eqExpr
-  | expr op=('<' | '<=' | '>' | '>=') expr                   # cmpExpr
+  | expr '&&' expr                                           # andExpr
+  | expr '||' expr                                           # orExpr
+  | <assoc=right> expr '?' expr ':' expr                    # condExpr
   | arith                                                    # arithExpr
   ;
 

@@ -36,6 +36,7 @@ enum class Op {
   // forward operations (fvi::kernel names)
   Unary,  // name: exp, log, tanh, relu, ...
   Neg, Add, Sub, Mul, Div, Pow,
+  Compare,  // name: == != < <= > >= && ||; args: a, b; 1 or 0 elementwise, no adjoint (derivative 0)
   MatMul, Transpose, Reshape, Sum, RowsDotProduct, Broadcast, LogSoftmax, Softmax,
   IndexRows, IndexCols,  // args: value, Index node (1-based)
   ConcatRows, ConcatCols,  // args: a, b: a above b (append_row), a left of b (append_col)

@@ -245,6 +245,7 @@ class FactorBuilder {
       case ExprKind::Unary:
         if (e.name == "-") return op(Op::Neg, {expr(*e.args[0])}, rows, cols);
         if (e.name == "+") return expr(*e.args[0]);
+        if (e.name == "!") return op(Op::Compare, {expr(*e.args[0]), constant(0)}, rows, cols, "==");
         unsupported(e.loc, "the operator '" + e.name + "'");
         return constant(0);
       case ExprKind::Binary: return binary(e, rows, cols);
@@ -303,6 +304,8 @@ class FactorBuilder {
     if (o == "*" || o == ".*") return op(Op::Mul, {a, b}, rows, cols);
     if (o == "/" || o == "./") return op(Op::Div, {a, b}, rows, cols);
     if (o == "^" || o == ".^") return op(Op::Pow, {a, b}, rows, cols);
+    if (o == "==" || o == "!=" || o == "<" || o == "<=" || o == ">" || o == ">=" || o == "&&" || o == "||")
+      return op(Op::Compare, {a, b}, rows, cols, o);
     unsupported(e.loc, "the operator '" + o + "'");
     return constant(0);
   }

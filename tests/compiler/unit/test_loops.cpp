@@ -194,3 +194,52 @@ TEST_CASE("loops: a model-block local never given its value is named", "[loops]"
   CHECK_FALSE(fvic::build_ir(*m.model, module, m.diags));
   CHECK(m.errors().find("'mu' is declared in the model block but never given its value") != std::string::npos);
 }
+
+// Comparisons and logical operators in a loop over elements (as Stan programs build indicator
+// columns: `work2[i] = mom_work[i] == 2;`): 1 where true, 0 where false, checked element by
+// element against the same comparisons in C++.
+TEST_CASE("loops: comparisons and logical operators give 1 or 0 per element", "[loops]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_compare", R"(silo data {
+  int<lower=0> N;
+  array[N] int g;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+}
+model {
+  mu ~ normal(0, 1);
+  y ~ normal(mu, 1);
+}
+generated quantities {
+  vector[N] flags;
+  for (n in 1:N)
+    flags[n] = (g[n] == 2) + 2 * (g[n] != 2) * (y[n] < mu) + 4 * (y[n] >= 0 && g[n] > 0) + 8 * (y[n] <= mu || !(g[n] >= 1));
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["N"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["N"].m(0, 0) = 6;
+  b.data["g"] = fvic::ir::RealTensor(6, 1, 1);
+  b.data["g"].m << 2, 0, 1, 2, 3, -1;
+  b.data["y"] = fvic::ir::RealTensor(6, 1, 1);
+  b.data["y"].m << -0.5, 0.3, 1.2, 0.0, -2.0, 0.7;
+  b.inputs["global"] = fvic::ir::RealTensor(1, 1, 2);
+  b.inputs["global"].m << 0.1, -1.0;
+  fvic::ir::Interpreter q(module, fvic::test::factor_named(module, "quantity_flags"));
+  const fvic::ir::RealTensor& flags = q.forward(b);
+  REQUIRE(flags.rows == 6);
+  REQUIRE(flags.draws == 2);
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    const double mu = b.inputs["global"].m(0, s);
+    for (Eigen::Index n = 0; n < 6; ++n) {
+      const double g = b.data["g"].m(n, 0), y = b.data["y"].m(n, 0);
+      const double want = (g == 2) + 2 * (g != 2) * (y < mu) + 4 * (y >= 0 && g > 0) + 8 * (y <= mu || !(g >= 1));
+      CHECK(flags.m(n, s) == want);
+    }
+  }
+}

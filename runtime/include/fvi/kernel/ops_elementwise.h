@@ -1,6 +1,7 @@
 #pragma once
 // Kernel operations (ops.h), elementwise: the shape two operands broadcast to, each operand read
 // at that shape, zip and map over batched tensors, and the arithmetic operators on them.
+#include <stdexcept>
 #include <string>
 
 #include "fvi/kernel/tensor.h"
@@ -116,6 +117,22 @@ template <class T>
 Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
   return zip(a, b, [](const auto& x, const auto& y) { return x.pow(y); });
 }
+// Stan's comparisons and logical operators, elementwise: 1 where true, 0 where false. Their
+// derivative is 0 wherever it exists, so they have no adjoint.
+template <class T>
+Tensor<T> compare(const std::string& op, const Tensor<T>& a, const Tensor<T>& b) {
+  auto as_t = [](const auto& truth) { return truth.template cast<T>(); };
+  if (op == "==") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x == y); });
+  if (op == "!=") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x != y); });
+  if (op == "<") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x < y); });
+  if (op == "<=") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x <= y); });
+  if (op == ">") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x > y); });
+  if (op == ">=") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x >= y); });
+  if (op == "&&") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x != T(0) && y != T(0)); });
+  if (op == "||") return zip(a, b, [&](const auto& x, const auto& y) { return as_t(x != T(0) || y != T(0)); });
+  throw std::invalid_argument("unknown comparison '" + op + "'");
+}
+
 template <class T>
 Tensor<T> neg(const Tensor<T>& a) {
   return map(a, [](const auto& x) { return -x; });
