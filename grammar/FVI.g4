@@ -39,6 +39,8 @@ baseType
   | ROW_VECTOR bounds? '[' expr ']'                          # rowVectorType
   | MATRIX bounds? '[' expr ',' expr ']'                     # matrixType
   | SIMPLEX '[' expr ']'                                     # simplexType
+  | ORDERED '[' expr ']'                                     # orderedType
+  | POSITIVE_ORDERED '[' expr ']'                            # positiveOrderedType
   ;
 
 // `<lower=a, upper=b>`: the bound is an arithmetic expression, so `>` closes the list.
@@ -139,6 +141,8 @@ VECTOR : 'vector' ;
 ROW_VECTOR : 'row_vector' ;
 MATRIX : 'matrix' ;
 SIMPLEX : 'simplex' ;
+ORDERED : 'ordered' ;
+POSITIVE_ORDERED : 'positive_ordered' ;
 VOID : 'void' ;
 TARGET : 'target' ;
 FOR : 'for' ;

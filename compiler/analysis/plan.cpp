@@ -77,7 +77,7 @@ struct Groups {
 std::string non_gaussian_prior(const SemanticModel& m, const std::vector<const Symbol*>& globals) {
   for (const Symbol* s : globals) {
     const TypeDecl& type = s->decl->type;
-    if (type.lower || type.upper || type.simplex) return at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian";
+    if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None) return at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian";
     bool has_prior = false;
     for (const Term& t : m.terms) {
       if (t.kind == TermKind::Likelihood) continue;

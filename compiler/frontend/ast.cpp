@@ -186,6 +186,8 @@ class AstDumper {
       s << "] ";
     }
     if (t.simplex) s << "simplex";
+    else if (t.ordering == Ordering::Ordered) s << "ordered";
+    else if (t.ordering == Ordering::PositiveOrdered) s << "positive_ordered";
     else s << to_string(Type{t.base, 0});
     if (t.lower || t.upper) {
       s << '<';

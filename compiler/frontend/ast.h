@@ -83,10 +83,14 @@ struct Expr {
   Expr(ExprKind k, Loc l) : kind(k), loc(l) {}
 };
 
+// ordered[K]: increasing; positive_ordered[K]: increasing and positive (Stan's types).
+enum class Ordering { None, Ordered, PositiveOrdered };
+
 // A declared type with its sizes as expressions over data: `array[N] vector<lower=0>[D]`.
 struct TypeDecl {
   Base base = Base::Real;
   bool simplex = false;
+  Ordering ordering = Ordering::None;  // ordered[K], positive_ordered[K]: vectors
   std::vector<ExprPtr> array_sizes;
   std::vector<ExprPtr> sizes;  // vector/row_vector: 1, matrix: 2
   ExprPtr lower;

@@ -226,6 +226,15 @@ void Checker::declare(const VarDecl& d) {
       diags_.error(d.type.loc, "the lower bound of '" + d.name + "' is not below its upper bound",
                    "write `<lower=a, upper=b>` with a < b");
   }
+  if (d.type.ordering != Ordering::None) {
+    const char* name = d.type.ordering == Ordering::Ordered ? "ordered" : "positive_ordered";
+    if (!d.type.array_sizes.empty())
+      diags_.error(d.type.loc, std::string("arrays of ") + name + " vectors are not supported yet",
+                   std::string("declare each vector as its own ") + name + "[K]");
+    else if (derived)
+      diags_.error(d.type.loc, std::string("a ") + name + " vector in '" + block_name(d.block) + "' is not checked yet",
+                   "declare it as a vector; its order follows from what it is computed from");
+  }
   if ((sym.kind == SymbolKind::Parameter || sym.kind == SymbolKind::Hyperparameter) &&
       d.type.base == Base::Int)
     diags_.error(d.type.loc, "'" + d.name + "' is an int, but parameters must be continuous",

@@ -431,6 +431,14 @@ class AstBuilder {
       t.base = Base::Vector;
       t.simplex = true;
       sizes = {c->expr()};
+    } else if (auto* c = dynamic_cast<P::OrderedTypeContext*>(base)) {
+      t.base = Base::Vector;
+      t.ordering = Ordering::Ordered;
+      sizes = {c->expr()};
+    } else if (auto* c = dynamic_cast<P::PositiveOrderedTypeContext*>(base)) {
+      t.base = Base::Vector;
+      t.ordering = Ordering::PositiveOrdered;
+      sizes = {c->expr()};
     }
     for (P::ExprContext* e : sizes) t.sizes.push_back(expr(e));
     if (bounds) {

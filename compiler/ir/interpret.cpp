@@ -102,6 +102,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
       return;
     case Op::LogSoftmax: out = k::log_softmax(v(0)); return;
     case Op::Softmax: out = k::softmax(v(0)); return;
+    case Op::CumulativeSum: out = k::cumulative_sum(v(0)); return;
     case Op::IndexRows: out = k::index_rows(v(0), indices_[n.args[1]]); return;
     case Op::IndexCols: out = k::index_cols(v(0), indices_[n.args[1]]); return;
     case Op::ConcatRows: out = k::concat_rows(v(0), v(1)); return;
@@ -128,6 +129,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::ScatterCols: out = k::scatter_cols(v(0), indices_[n.args[1]], v(2).cols); return;
     case Op::LogSoftmaxGrad: out = k::log_softmax_grad(v(0), v(1)); return;
     case Op::SoftmaxGrad: out = k::softmax_grad(v(0), v(1)); return;
+    case Op::CumulativeSumGrad: out = k::cumulative_sum_grad(v(0)); return;
     case Op::ConcatRowsPart: out = k::concat_rows_part(v(0), v(1).rows, n.k); return;
     case Op::ConcatColsPart: out = k::concat_cols_part(v(0), v(1).cols, n.k); return;
     case Op::LpdfVjp: {

@@ -30,6 +30,7 @@ const char* op_name(Op op) {
     case Op::Broadcast: return "broadcast";
     case Op::LogSoftmax: return "log_softmax";
     case Op::Softmax: return "softmax";
+    case Op::CumulativeSum: return "cumulative_sum";
     case Op::IndexRows: return "index_rows";
     case Op::IndexCols: return "index_cols";
     case Op::ConcatRows: return "concat_rows";
@@ -44,6 +45,7 @@ const char* op_name(Op op) {
     case Op::ScatterCols: return "scatter_cols";
     case Op::LogSoftmaxGrad: return "log_softmax_grad";
     case Op::SoftmaxGrad: return "softmax_grad";
+    case Op::CumulativeSumGrad: return "cumulative_sum_grad";
     case Op::LpdfVjp: return "lpdf_vjp";
     case Op::ConcatRowsPart: return "concat_rows_part";
     case Op::ConcatColsPart: return "concat_cols_part";

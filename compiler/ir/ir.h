@@ -38,6 +38,7 @@ enum class Op {
   Neg, Add, Sub, Mul, Div, Pow,
   Compare,  // name: == != < <= > >= && ||; args: a, b; 1 or 0 elementwise, no adjoint (derivative 0)
   MatMul, Transpose, Reshape, Sum, RowsDotProduct, Broadcast, LogSoftmax, Softmax,
+  CumulativeSum,  // running sums of a vector (rows) or row_vector (columns)
   IndexRows, IndexCols,  // args: value, Index node (1-based)
   ConcatRows, ConcatCols,  // args: a, b: a above b (append_row), a left of b (append_col)
   Lpdf,                  // name: distribution; args: outcome, parameters...
@@ -49,6 +50,7 @@ enum class Op {
   MatMulGradLeft, MatMulGradRight,  // args: (g, b, like_a), (a, g, like_b)
   ScatterRows, ScatterCols,         // args: g, Index node; rows/cols of the result
   LogSoftmaxGrad, SoftmaxGrad,      // args: y, g
+  CumulativeSumGrad,                // args: g: running sums from the end
   LpdfVjp,                          // name, k; args: g, outcome, parameters...
   ConcatRowsPart, ConcatColsPart,   // k: the operand (0, 1); args: g, a: operand k's rows/cols of g
 };

@@ -112,6 +112,7 @@ class FactorBuilder {
   int constrain(const Symbol& s, int u, const Loc& loc) {
     const TypeDecl& t = s.decl->type;
     SymSize r = node(u).rows, c = node(u).cols;
+    if (t.ordering != Ordering::None) return constrain_ordered(s, u);
     if (!t.lower && !t.upper) return u;
     int lower = t.lower ? expr(*t.lower) : -1;
     int upper = t.upper ? expr(*t.upper) : -1;
@@ -133,6 +134,26 @@ class FactorBuilder {
     (void)loc;
     if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
     return x;
+  }
+
+  // Stan's transforms of ordered vectors (Stan reference manual, "Constraint transforms"):
+  // positive_ordered x = cumulative_sum(exp(u)), log|J| = sum(u); ordered x_1 = u_1,
+  // x_k = x_(k-1) + exp(u_k), log|J| = sum(u_2..K).
+  int constrain_ordered(const Symbol& s, int u) {
+    const SymSize r = node(u).rows;
+    int steps, log_jacobian;
+    if (s.decl->type.ordering == Ordering::PositiveOrdered) {
+      steps = op(Op::Unary, {u}, r, one(), "exp");
+      log_jacobian = op(Op::Sum, {u}, one(), one());
+    } else {
+      const int first = op(Op::IndexRows, {u, range_index(one(), one())}, one(), one());
+      const SymSize rest_rows = r - one();
+      const int rest = op(Op::IndexRows, {u, range_index(SymSize::constant(2), r)}, rest_rows, one());
+      steps = op(Op::ConcatRows, {first, op(Op::Unary, {rest}, rest_rows, one(), "exp")}, r, one());
+      log_jacobian = op(Op::Sum, {rest}, one(), one());
+    }
+    if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
+    return op(Op::CumulativeSum, {steps}, r, one());
   }
 
   static SymSize one() { return SymSize::constant(1); }
@@ -386,6 +407,7 @@ class FactorBuilder {
     if (f == "rows_dot_product") return op(Op::RowsDotProduct, args, rows, cols);
     if (f == "softmax") return op(Op::Softmax, args, rows, cols);
     if (f == "log_softmax") return op(Op::LogSoftmax, args, rows, cols);
+    if (f == "cumulative_sum") return op(Op::CumulativeSum, args, rows, cols);
     if (f == "rep_vector" || f == "rep_row_vector" || f == "rep_matrix") return op(Op::Broadcast, {args[0]}, rows, cols);
     if (f == "to_vector" || f == "to_row_vector") return op(Op::Reshape, args, rows, cols);
     if (f == "append_row") return op(Op::ConcatRows, args, rows, cols);

@@ -127,6 +127,7 @@ class Adjoint {
       case Op::Broadcast: accumulate(arg(0), g); return;
       case Op::LogSoftmax: accumulate(arg(0), make(Op::LogSoftmaxGrad, {i, g}, i)); return;
       case Op::Softmax: accumulate(arg(0), make(Op::SoftmaxGrad, {i, g}, i)); return;
+      case Op::CumulativeSum: accumulate(arg(0), make(Op::CumulativeSumGrad, {g}, i)); return;
       case Op::IndexRows: accumulate(arg(0), make(Op::ScatterRows, {g, arg(1), arg(0)}, arg(0))); return;
       case Op::IndexCols: accumulate(arg(0), make(Op::ScatterCols, {g, arg(1), arg(0)}, arg(0))); return;
       case Op::ConcatRows:

@@ -181,7 +181,13 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     const TypeDecl* t = s && s->decl ? &s->decl->type : nullptr;
     const Expr* lo = t ? t->lower.get() : nullptr;
     const Expr* hi = t ? t->upper.get() : nullptr;
-    const char* transform = lo && hi ? "FVI_INTERVAL" : lo ? "FVI_LOWER" : hi ? "FVI_UPPER" : "FVI_IDENTITY";
+    const Ordering ordering = t ? t->ordering : Ordering::None;
+    const char* transform = ordering == Ordering::Ordered           ? "FVI_ORDERED"
+                            : ordering == Ordering::PositiveOrdered ? "FVI_POSITIVE_ORDERED"
+                            : lo && hi                              ? "FVI_INTERVAL"
+                            : lo                                    ? "FVI_LOWER"
+                            : hi                                    ? "FVI_UPPER"
+                                                                    : "FVI_IDENTITY";
     Bound l = bound(lo), u = bound(hi);
     o << "    {" << quoted(slot->variable) << ", " << g << ", " << transform << ", " << l.literal << ", " << u.literal
       << ", " << l.data << ", " << u.data << ", " << (s ? s->shape.dims.size() : 0) << "},\n";

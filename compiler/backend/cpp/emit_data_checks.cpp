@@ -59,7 +59,10 @@ std::string declaration_text(const VarDecl& d) {
     list(t.array_sizes);
     s << "] ";
   }
-  s << (t.simplex ? std::string("simplex") : to_string(Type{t.base, 0}));
+  s << (t.simplex                                 ? std::string("simplex")
+        : t.ordering == Ordering::Ordered         ? std::string("ordered")
+        : t.ordering == Ordering::PositiveOrdered ? std::string("positive_ordered")
+                                                  : to_string(Type{t.base, 0}));
   if (t.lower || t.upper) {
     s << '<';
     if (t.lower) s << "lower=" << to_source(*t.lower);
@@ -105,7 +108,7 @@ void emit_data_table(const SemanticModel& model, std::ostream& o) {
       const TypeDecl& t = s.decl->type;
       const bool row_vector = s.type.base == Base::RowVector && s.type.array_dims == 0;
       o << "    {" << c_string(s.name) << ", " << party_code(s.owner) << ", " << (s.type.is_int_valued() ? 1 : 0)
-        << ", " << (row_vector ? 1 : 0) << ", " << (t.simplex ? 1 : 0) << ", " << s.shape.dims.size() << ", "
+        << ", " << (row_vector ? 1 : 0) << ", " << (t.simplex ? "FVI_SIMPLEX" : t.ordering == Ordering::Ordered ? "FVI_ORDERED_VECTOR" : t.ordering == Ordering::PositiveOrdered ? "FVI_POSITIVE_ORDERED_VECTOR" : "FVI_PLAIN") << ", " << s.shape.dims.size() << ", "
         << (s.shape.dims.empty() ? "nullptr" : "kDataDims" + std::to_string(i)) << ", "
         << c_string(bound_text(t.lower.get(), model)) << ", " << c_string(bound_text(t.upper.get(), model)) << ",\n"
         << "     " << c_string(declaration_text(*s.decl)) << ", " << s.decl->loc.line << "},\n";

@@ -263,8 +263,8 @@ class PartyValidator {
   bool elements(const fvi_data_declaration& d, const Variable& v) {
     const char* lower_expr = d.lower ? d.lower : "";
     const char* upper_expr = d.upper ? d.upper : "";
-    if (d.simplex && !*lower_expr) lower_expr = "0";
-    if (d.simplex && !*upper_expr) upper_expr = "1";
+    if (d.structure == FVI_SIMPLEX && !*lower_expr) lower_expr = "0";
+    if (d.structure == FVI_SIMPLEX && !*upper_expr) upper_expr = "1";
     const std::optional<Number> lo = evaluate_here(lower_expr), hi = evaluate_here(upper_expr);
     const bool has_lo = lo && !std::isnan(lo->value), has_hi = hi && !std::isnan(hi->value);
 
@@ -308,7 +308,7 @@ class PartyValidator {
                     more(outside));
     }
     if (nonfinite.n || fraction.n || outside.n) return false;
-    if (d.simplex && v.size() > 0) {
+    if (d.structure == FVI_SIMPLEX && v.size() > 0) {
       double sum = 0;
       for (double x : v.values) sum += x;
       if (std::fabs(sum - 1) > 1e-8) {
@@ -316,6 +316,21 @@ class PartyValidator {
                       decl);
         return false;
       }
+    }
+    if (d.structure == FVI_ORDERED_VECTOR || d.structure == FVI_POSITIVE_ORDERED_VECTOR) {
+      // One vector (the checker refuses arrays of them): Stan's check_ordered / check_positive_ordered.
+      if (d.structure == FVI_POSITIVE_ORDERED_VECTOR && v.size() > 0 && v.values[0] < 0) {
+        problems_.add(v.source + ": " + v.name + "[1] = " + fmt(v.values[0]) +
+                      " is negative, but a positive_ordered vector starts at 0 or above" + decl);
+        return false;
+      }
+      for (size_t i = 1; i < v.values.size(); ++i)
+        if (!(v.values[i] > v.values[i - 1])) {
+          problems_.add(v.source + ": " + v.name + "[" + std::to_string(i + 1) + "] = " + fmt(v.values[i]) +
+                        " is not above " + v.name + "[" + std::to_string(i) + "] = " + fmt(v.values[i - 1]) +
+                        ", but an ordered vector increases strictly" + decl);
+          return false;
+        }
     }
     return true;
   }

@@ -80,6 +80,16 @@ Eigen::MatrixXd constrain(const std::vector<VariableLayout>& layout, const Eigen
       case FVI_INTERVAL:
         block = (v.lower + (v.upper - v.lower) / (1 + (-block.array()).exp())).matrix();
         break;
+      case FVI_ORDERED:
+      case FVI_POSITIVE_ORDERED:  // each draw (column) a vector: running sums of its steps
+        for (Eigen::Index s = 0; s < block.cols(); ++s) {
+          double running = 0;
+          for (Eigen::Index i = 0; i < block.rows(); ++i) {
+            const double step = i == 0 && v.transform == FVI_ORDERED ? block(i, s) : std::exp(block(i, s));
+            block(i, s) = running += step;
+          }
+        }
+        break;
       default: break;
     }
   }

@@ -217,3 +217,29 @@ TEST_CASE("validate_party: held-out data as one silo", "[data][validate]") {
   CHECK_THAT(p.text(), Contains(dir / "test.json: y[1] = 7 is outside its declared bounds [1, K = 3]"));
   CHECK(p.total == 1);
 }
+
+// data { int<lower=1> K; ordered[K] cuts; positive_ordered[K] scales; }: Stan's check_ordered
+// (strictly increasing) and check_positive_ordered (also starting at 0 or above).
+TEST_CASE("validate: ordered and positive_ordered data increase strictly", "[data][validate]") {
+  const fvi_data_declaration decls[] = {
+      {"K", FVI_DATA_PUBLIC, 1, 0, FVI_PLAIN, 0, nullptr, "1", "", "int<lower=1> K", 2},
+      {"cuts", FVI_DATA_PUBLIC, 0, 0, FVI_ORDERED_VECTOR, 1, kDimsK, "", "", "ordered[K] cuts", 3},
+      {"scales", FVI_DATA_PUBLIC, 0, 0, FVI_POSITIVE_ORDERED_VECTOR, 1, kDimsK, "", "", "positive_ordered[K] scales", 4},
+  };
+  const fvi_data_table table = {3, decls, 0, nullptr};
+  TempDir dir;
+  dir.write("silo-1.json", "{}");
+  const std::string pub = dir / "data.json";
+  auto problems = [&](const std::string& json) {
+    dir.write("data.json", json);
+    DataDirectory d = load_data_directory(dir.str());
+    return validate(table, d).text();
+  };
+  CHECK(problems(R"({"K": 3, "cuts": [-1, 0.5, 2], "scales": [0, 0.1, 4]})").empty());
+  CHECK_THAT(problems(R"({"K": 3, "cuts": [-1, 0.5, 0.5], "scales": [0, 0.1, 4]})"),
+             Contains(pub + ": cuts[3] = 0.5 is not above cuts[2] = 0.5, but an ordered vector increases strictly (ordered[K] cuts)"));
+  CHECK_THAT(problems(R"({"K": 3, "cuts": [-1, 0.5, 2], "scales": [-0.1, 0.1, 4]})"),
+             Contains(pub + ": scales[1] = -0.1 is negative, but a positive_ordered vector starts at 0 or above"));
+  CHECK_THAT(problems(R"({"K": 3, "cuts": [-1, 0.5, 2], "scales": [0, 3, 2]})"),
+             Contains(pub + ": scales[3] = 2 is not above scales[2] = 3"));
+}

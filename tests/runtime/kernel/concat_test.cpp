@@ -2,6 +2,8 @@
 // elements written out one by one; an operand with one draw is the same at every draw.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "fvi/kernel/instances.h"
@@ -82,4 +84,25 @@ TEST_CASE("joins of mismatched shapes and draws are refused", "[kernel][concat]"
   CHECK_THROWS_AS(concat_cols(random_tensor(2, 3, 1, rng), random_tensor(3, 3, 1, rng)), ShapeError);
   CHECK_THROWS_AS(concat_rows(random_tensor(2, 3, 2, rng), random_tensor(2, 3, 3, rng)), ShapeError);
   CHECK_THROWS_AS(concat_rows_part(random_tensor(2, 3, 1, rng), 4, 0), ShapeError);
+}
+
+TEST_CASE("cumulative_sum runs down a vector and along a row_vector; its adjoint runs back", "[kernel][cumulative_sum]") {
+  std::mt19937 rng(7);
+  for (auto [rows, cols] : {std::pair<Eigen::Index, Eigen::Index>{4, 1}, {1, 5}, {1, 1}}) {
+    const Tensor<double> a = random_tensor(rows, cols, 3, rng);
+    const Tensor<double> c = cumulative_sum(a), g = cumulative_sum_grad(a);
+    const Eigen::Index n = rows * cols;
+    for (Eigen::Index s = 0; s < 3; ++s)
+      for (Eigen::Index i = 0; i < n; ++i) {
+        double head = 0, tail = 0, size = 0;  // sums written out: elements 0..i and i..n-1
+        for (Eigen::Index j = 0; j <= i; ++j) head += a.m.data()[s * n + j];
+        for (Eigen::Index j = i; j < n; ++j) tail += a.m.data()[s * n + j];
+        for (Eigen::Index j = 0; j < n; ++j) size += std::abs(a.m.data()[s * n + j]);
+        // The same terms in another order: within n roundings of the sum of their magnitudes.
+        const double rounding = double(n) * std::numeric_limits<double>::epsilon() * size;
+        CHECK(c.m.data()[s * n + i] == Approx(head).epsilon(0).margin(rounding));
+        CHECK(g.m.data()[s * n + i] == Approx(tail).epsilon(0).margin(rounding));
+      }
+  }
+  CHECK_THROWS_AS(cumulative_sum(random_tensor(2, 2, 1, rng)), ShapeError);
 }

@@ -89,7 +89,14 @@ typedef struct fvi_factor_info {
   const char* local_index;
 } fvi_factor_info;
 
-enum fvi_transform { FVI_IDENTITY = 0, FVI_LOWER = 1, FVI_UPPER = 2, FVI_INTERVAL = 3 };
+enum fvi_transform {
+  FVI_IDENTITY = 0,
+  FVI_LOWER = 1,
+  FVI_UPPER = 2,
+  FVI_INTERVAL = 3,
+  FVI_ORDERED = 4,          /* x_1 = u_1, x_k = x_(k-1) + exp(u_k) */
+  FVI_POSITIVE_ORDERED = 5  /* x_k = x_(k-1) + exp(u_k), x_0 = 0 */
+};
 
 /* A parameter (or hyperparameter) as the user declared it: where it sits in its group and how
  * its unconstrained values map to the declared support. A bound is a literal (`lower`, `upper`)
@@ -97,7 +104,8 @@ enum fvi_transform { FVI_IDENTITY = 0, FVI_LOWER = 1, FVI_UPPER = 2, FVI_INTERVA
 typedef struct fvi_variable_info {
   const char* name;
   int group;      /* index into fvi_model.group_kinds */
-  int transform;  /* fvi_transform: x = lower + exp(u), upper - exp(u), lower + (upper - lower) inv_logit(u) */
+  int transform;  /* fvi_transform: x = lower + exp(u), upper - exp(u), lower + (upper - lower) inv_logit(u),
+                     or an ordered vector's running sums */
   double lower;
   double upper;
   const char* lower_data;
@@ -111,13 +119,16 @@ typedef struct fvi_variable_info {
  * truncates, as in Stan) and parentheses, e.g. "N", "2*D + 1", "(D*D + D)/2", "K", "-1.5". An
  * empty string is a size or bound the generated code cannot spell: it is not checked. */
 enum fvi_data_party { FVI_DATA_PUBLIC = 0, FVI_DATA_SERVER = 1, FVI_DATA_SILO = 2, FVI_DATA_SPLIT = 3 };
+/* A vector's declared structure: simplex[K] (non-negative, summing to 1), ordered[K] (strictly
+ * increasing), positive_ordered[K] (strictly increasing from at least 0). */
+enum fvi_vector_structure { FVI_PLAIN = 0, FVI_SIMPLEX = 1, FVI_ORDERED_VECTOR = 2, FVI_POSITIVE_ORDERED_VECTOR = 3 };
 
 typedef struct fvi_data_declaration {
   const char* name;
   int party;                /* fvi_data_party: data, server data, silo data, split data */
   int is_int;               /* int or array of int: every value a whole number */
   int row_vector;           /* a row_vector (not in an array): its tensor is 1 x n */
-  int simplex;              /* simplex[K]: non-negative values summing to 1 */
+  int structure;            /* fvi_vector_structure */
   int rank;                 /* the number of dims: array dims first, then the vector's or matrix's */
   const char* const* dims;  /* rank size expressions */
   const char* lower;        /* "" when unbounded below */

@@ -31,6 +31,8 @@
   P Tensor<T> broadcast<T>(const Tensor<T>&, Eigen::Index, Eigen::Index);                                   \
   P Tensor<T> sum_to<T>(const Tensor<T>&, Eigen::Index, Eigen::Index, Eigen::Index);                        \
   P Tensor<T> sum_like<T>(const Tensor<T>&, const Tensor<T>&);                                              \
+  P Tensor<T> cumulative_sum<T>(const Tensor<T>&);                                                         \
+  P Tensor<T> cumulative_sum_grad<T>(const Tensor<T>&);                                                    \
   P Tensor<T> log_softmax<T>(const Tensor<T>&);                                                             \
   P Tensor<T> softmax<T>(const Tensor<T>&);                                                                 \
   P Tensor<T> log_softmax_grad<T>(const Tensor<T>&, const Tensor<T>&);                                      \

@@ -95,4 +95,33 @@ Tensor<T> softmax_grad(const Tensor<T>& y, const Tensor<T>& g) {
   return out;
 }
 
+// Running sums of a vector (down its rows) or a row_vector (along its columns), every draw:
+// cumulative_sum, and the constraining transform of ordered and positive_ordered vectors.
+template <class T>
+Tensor<T> cumulative_sum(const Tensor<T>& a) {
+  if (a.cols != 1 && a.rows != 1) throw ShapeError("cumulative_sum of " + shape_string(a) + ": not a vector");
+  Tensor<T> out = Tensor<T>::uninitialized(a.rows, a.cols, a.draws);
+  for (Eigen::Index s = 0; s < a.draws; ++s) {
+    const auto x = a.draw(s).reshaped();
+    auto y = out.draw(s).reshaped();
+    T running = 0;
+    for (Eigen::Index i = 0; i < x.size(); ++i) y(i) = running += x(i);
+  }
+  return out;
+}
+
+// Its adjoint: element i of the result collects g from i to the end.
+template <class T>
+Tensor<T> cumulative_sum_grad(const Tensor<T>& g) {
+  if (g.cols != 1 && g.rows != 1) throw ShapeError("cumulative_sum's adjoint of " + shape_string(g) + ": not a vector");
+  Tensor<T> out = Tensor<T>::uninitialized(g.rows, g.cols, g.draws);
+  for (Eigen::Index s = 0; s < g.draws; ++s) {
+    const auto x = g.draw(s).reshaped();
+    auto y = out.draw(s).reshaped();
+    T running = 0;
+    for (Eigen::Index i = x.size() - 1; i >= 0; --i) y(i) = running += x(i);
+  }
+  return out;
+}
+
 }  // namespace fvi::kernel
