@@ -82,7 +82,10 @@ std::string non_gaussian_prior(const SemanticModel& m, const std::vector<const S
     for (const Term& t : m.terms) {
       if (t.kind == TermKind::Likelihood) continue;
       if (t.kind == TermKind::Target && !t.taint.has(TaintKind::GlobalParam)) continue;
-      if (t.kind == TermKind::Target) return "a `target +=` statement (line " + std::to_string(t.loc.line) + ") adds to the globals' density";
+      if (t.kind == TermKind::Target)
+        return (t.stmt->kind == StmtKind::Tilde ? "the density of a computed value, `" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "`"
+                                                : std::string("a `target +=` statement")) +
+               " (line " + std::to_string(t.loc.line) + ") adds to the globals' density";
       if (t.subject != s->name) continue;
       has_prior = true;
       if (t.distribution != "normal")
@@ -603,7 +606,10 @@ std::string describe_count(const SymSize& n, const DataSizes* sizes) {
 }
 
 std::string term_line(const Term& t) {
-  std::string what = t.kind == TermKind::Target ? "target += ..." : t.subject + " ~ " + t.distribution;
+  // A computed value on the left of `~` is a target term written as `~`: shown as written.
+  std::string what = t.kind != TermKind::Target        ? t.subject + " ~ " + t.distribution
+                     : t.stmt->kind == StmtKind::Tilde ? to_source(*t.stmt->lhs) + " ~ " + t.stmt->name
+                                                       : "target += ...";
   std::string owner;
   switch (t.owner) {
     case TermOwner::Server: owner = "server"; break;

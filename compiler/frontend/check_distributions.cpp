@@ -58,11 +58,28 @@ void Checker::tilde(const Stmt& s) {
                                    (subject->kind == SymbolKind::Transformed &&
                                     subject->block == BlockKind::TransformedData));
   if (!subject || (!on_data && !on_parameter)) {
-    if (lhs.type.is_error()) return;
-    std::string help = "put a declared parameter or data variable (or an element of one) on the left; "
-                       "for a density of a computed value use `target += " + s.name +
-                       (dist->discrete ? "_lpmf" : "_lpdf") + "(...)`";
-    diags_.error(lhs.loc, "the left side of '~' must be a parameter or data", help);
+    // A computed value on the left (`sum(phi) ~ normal(0, 0.01)`, a model local): as in Stan, its
+    // density is added to the target, `target += dist_lpdf(lhs | ...)`, with no Jacobian.
+    if (lhs.type.is_error() || !typed) return;
+    TermFacts facts;
+    facts.stmt = &s;
+    facts.kind = TermKind::Target;
+    facts.loc = s.loc;
+    facts.context = context_taint();
+    facts.rhs = lhs.taint;
+    facts.rhs.merge(context_taint());
+    for (const Expr* a : args) {
+      facts.rhs.merge(a->taint);
+      facts.uses_silo_sum |= a->taint.has(K::SiloSum);
+    }
+    const unsigned parameters = (1u << static_cast<unsigned>(K::GlobalParam)) | (1u << static_cast<unsigned>(K::LocalParam)) |
+                                (1u << static_cast<unsigned>(K::SplitParam));
+    if (lhs.taint.bits & parameters)
+      diags_.warning(lhs.loc, "the left side of '~' is computed from parameters: its density is added to the target "
+                              "as it is, with no Jacobian",
+                     "if it is a non-linear transform of a parameter, add the log absolute Jacobian of the transform "
+                     "with `target += ...` (as in Stan)");
+    if (auto term = classify_term(facts, diags_)) model_.terms.push_back(*term);
     return;
   }
   TermFacts facts;

@@ -219,3 +219,50 @@ model {
     CHECK(server_total[s] == Approx(std::log(normal(mu, 0, 1)) + constants).epsilon(1e-13));
   }
 }
+
+// A computed value on the left of `~` (Stan accepts it): its density is a `target +=` term of
+// the party that may compute it, with a warning when it reads parameters (no Jacobian is added).
+TEST_CASE("stan forms: a computed value on the left of ~ adds its density, with a warning", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_tilde_expression", R"(silo data {
+  int<lower=0> N;
+  vector[N] x;
+}
+parameters {
+  global real mu;
+  global real<lower=0> sigma;
+}
+model {
+  mu ~ normal(0, 1);
+  sigma ~ normal(0, 1);
+  (x - mu) / sigma ~ normal(0, 1);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  CHECK_THAT(m.errors(), Catch::Contains("12:3: warning: the left side of '~' is computed from parameters"));
+  size_t targets = 0;
+  for (const fvic::Term& t : m.model->terms)
+    if (t.kind == fvic::TermKind::Target) {
+      ++targets;
+      CHECK(t.owner == fvic::TermOwner::Silo);
+      CHECK(t.loc.line == 12);
+    }
+  CHECK(targets == 1);
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["N"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["N"].m(0, 0) = 3;
+  b.data["x"] = fvic::ir::RealTensor(3, 1, 1);
+  b.data["x"].m << -0.4, 1.5, 0.2;
+  b.inputs["global"] = fvic::ir::RealTensor(2, 1, 2);
+  b.inputs["global"].m << 0.3, -1.0, -0.2, 0.6;  // draw s: mu, log sigma
+  fvic::ir::Interpreter silo(module, fvic::test::factor_named(module, "silo_density"));
+  const fvic::ir::RealTensor& lp = silo.forward(b);
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    const double mu = b.inputs["global"].m(0, s), sigma = std::exp(b.inputs["global"].m(1, s));
+    double want = 0;
+    for (double x : {-0.4, 1.5, 0.2}) want += -0.5 * std::log(2 * M_PI) - 0.5 * std::pow((x - mu) / sigma, 2);
+    CHECK(lp.m(0, s) == Approx(want).epsilon(1e-13));
+  }
+}
