@@ -83,6 +83,53 @@ ExprPtr log_sum_exp2(ExprPtr a, ExprPtr b, const Loc& loc) {
   return binary("+", std::move(a), call1("log1p_exp", binary("-", std::move(b), std::move(a_again), loc), loc), loc);
 }
 
+Index single_index(ExprPtr at, const Loc& loc) {
+  Index ix;
+  ix.kind = IndexKind::Single;
+  ix.lower = std::move(at);
+  ix.loc = loc;
+  return ix;
+}
+
+// first .. first + count - 1
+Index count_range(ExprPtr first, ExprPtr count, const Loc& loc) {
+  Index ix;
+  ix.kind = IndexKind::Range;
+  ix.upper = binary("-", binary("+", substitute(*first, {}), std::move(count), loc), int_literal(1, loc), loc);
+  ix.lower = std::move(first);
+  ix.loc = loc;
+  return ix;
+}
+
+ExprPtr indexed(ExprPtr base, std::vector<Index> indices, const Loc& loc) {
+  auto e = std::make_unique<Expr>(ExprKind::Index, loc);
+  e->args.push_back(std::move(base));
+  e->indices = std::move(indices);
+  return e;
+}
+
+// Stan's slicing functions as the indexing they are: head(v, n) is v[1:n], segment(v, i, n) is
+// v[i:(i + n - 1)], sub_col(m, i, j, n) is m[i:(i + n - 1), j], sub_row(m, i, j, n) is
+// m[i, j:(j + n - 1)]. Null when `e` is none of them.
+ExprPtr slice_form(Expr& e) {
+  const Loc loc = e.loc;
+  std::vector<Index> ix;
+  if (e.name == "head" && e.args.size() == 2) {
+    ix.push_back(count_range(int_literal(1, loc), std::move(e.args[1]), loc));
+  } else if (e.name == "segment" && e.args.size() == 3) {
+    ix.push_back(count_range(std::move(e.args[1]), std::move(e.args[2]), loc));
+  } else if (e.name == "sub_col" && e.args.size() == 4) {
+    ix.push_back(count_range(std::move(e.args[1]), std::move(e.args[3]), loc));
+    ix.push_back(single_index(std::move(e.args[2]), loc));
+  } else if (e.name == "sub_row" && e.args.size() == 4) {
+    ix.push_back(single_index(std::move(e.args[1]), loc));
+    ix.push_back(count_range(std::move(e.args[2]), std::move(e.args[3]), loc));
+  } else {
+    return nullptr;
+  }
+  return indexed(std::move(e.args[0]), std::move(ix), loc);
+}
+
 // `name` without its density suffix, and the suffix ("" for a distribution name after `~`).
 std::pair<std::string, std::string> split_suffix(const std::string& name) {
   for (const char* suffix : {"_lpdf", "_lpmf"}) {
@@ -148,6 +195,10 @@ void rewrite(ExprPtr& slot) {
   }
   if (e.args.empty()) {
     if (auto v = constant_function(e.name)) slot = real_literal(*v, e.name + "()", loc);
+    return;
+  }
+  if (ExprPtr sliced = slice_form(e)) {
+    slot = std::move(sliced);
     return;
   }
   if (e.name == "log_mix" && e.args.size() == 3) {

@@ -266,3 +266,45 @@ model {
     CHECK(lp.m(0, s) == Approx(want).epsilon(1e-13));
   }
 }
+
+// head, segment, sub_col and sub_row as the ranges they are, with bounds known from the data.
+TEST_CASE("stan forms: head, segment, sub_col and sub_row select what Stan selects", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_slices", R"(data {
+  int<lower=3> K;
+  int<lower=3> N;
+  matrix[N, K] X;
+}
+parameters {
+  global vector[K] beta;
+}
+model {
+  beta ~ normal(0, 1);
+  target += 2 * sum(head(beta, 2)) + 3 * sum(segment(beta, 2, K - 1))
+            + sum(sub_col(X, 2, 3, N - 1)) * beta[1] + sum(sub_row(X, 1, 2, 2)) * beta[3];
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["K"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["K"].m(0, 0) = 4;
+  b.data["N"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["N"].m(0, 0) = 3;
+  b.data["X"] = fvic::ir::RealTensor(3, 4, 1);
+  b.data["X"].m << 1, 2, 3, 4,  //
+      5, 6, 7, 8,               //
+      9, 10, 11, 12;
+  b.inputs["global"] = fvic::ir::RealTensor(4, 1, 1);
+  b.inputs["global"].m << 0.5, -1.0, 2.0, 0.25;
+  fvic::ir::Interpreter server(module, fvic::test::factor_named(module, "server_density"));
+  const double beta[4] = {0.5, -1.0, 2.0, 0.25};
+  double prior = 0;
+  for (double v : beta) prior += -0.5 * std::log(2 * M_PI) - 0.5 * v * v;
+  // head(beta, 2) = beta[1:2]; segment(beta, 2, 3) = beta[2:4]; sub_col(X, 2, 3, 2) = X[2:3, 3]
+  // = (7, 11); sub_row(X, 1, 2, 2) = X[1, 2:3] = (2, 3).
+  const double want = prior + 2 * (beta[0] + beta[1]) + 3 * (beta[1] + beta[2] + beta[3]) + (7 + 11) * beta[0] +
+                      (2 + 3) * beta[2];
+  CHECK(server.forward(b).m(0, 0) == Approx(want).epsilon(1e-14));
+}
