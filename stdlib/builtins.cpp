@@ -1,5 +1,7 @@
 #include "builtins.h"
 
+#include <utility>
+
 namespace fvic::stdlib {
 
 namespace {
@@ -108,6 +110,45 @@ const Distribution* find_density_function(const std::string& name, bool* suffix_
     }
   }
   return nullptr;
+}
+
+namespace {
+
+// The distributions whose CDFs fvi/kernel/cdfs.h computes, with the arguments that must be data.
+struct CdfEntry {
+  const char* distribution;
+  std::vector<size_t> data_only;
+};
+const std::vector<CdfEntry>& cdf_table() {
+  static const std::vector<CdfEntry> table = {
+      {"normal", {}},   {"student_t", {0}}, {"cauchy", {}},      {"logistic", {}},
+      {"double_exponential", {}}, {"lognormal", {}}, {"exponential", {}},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::optional<CdfFunction> find_cdf_function(const std::string& name, bool* has_suffix) {
+  if (has_suffix) *has_suffix = false;
+  for (auto [suffix, kind] : {std::pair{"_lcdf", CdfKind::Lcdf}, std::pair{"_lccdf", CdfKind::Lccdf},
+                              std::pair{"_cdf", CdfKind::Cdf}}) {
+    const std::string s = suffix;
+    if (name.size() <= s.size() || name.compare(name.size() - s.size(), s.size(), s) != 0) continue;
+    // "_cdf" also ends "_lcdf" and "_lccdf": the longer suffixes are tried first.
+    if (has_suffix) *has_suffix = true;
+    const std::string base = name.substr(0, name.size() - s.size());
+    for (const CdfEntry& e : cdf_table())
+      if (base == e.distribution) return CdfFunction{find_distribution(base), kind, e.data_only};
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> cdf_distributions() {
+  std::vector<std::string> names;
+  for (const CdfEntry& e : cdf_table()) names.push_back(e.distribution);
+  return names;
 }
 
 const char* arg_description(Arg arg) {

@@ -1,6 +1,7 @@
 #pragma once
 // The one table of built-in functions and distributions. The checker reads it for signatures
 // and shapes; the C++ emitter reads it for the names of the runtime's implementations.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,27 @@ const std::vector<Function>& functions();
 // For a call spelled `normal_lpdf`, `bernoulli_logit_lpmf` or `normal_lupdf`: the distribution
 // and whether the suffix matches its kind. Null if the name has no such suffix.
 const Distribution* find_density_function(const std::string& name, bool* suffix_matches);
+
+// Cumulative distribution functions, as Stan spells them: `normal_lcdf(y | mu, sigma)` (the log
+// of P(Y <= y)), `normal_lccdf` (of P(Y > y)) and `normal_cdf` (P(Y <= y), a product over
+// elements). Vectorised like the log densities: lcdf and lccdf sum over the elements.
+enum class CdfKind { Lcdf, Lccdf, Cdf };
+
+struct CdfFunction {
+  const Distribution* distribution;
+  CdfKind kind;
+  // Arguments whose derivative the runtime does not have (student_t's nu): they must not read a
+  // parameter. Indices into the distribution's params.
+  std::vector<size_t> data_only;
+};
+
+// For a call spelled `normal_lcdf`, `student_t_lccdf` or `cauchy_cdf` of a distribution with a
+// cumulative distribution function in the runtime: that function; else nullopt. `has_suffix`
+// (if given) is set when the name ends in _lcdf, _lccdf or _cdf at all.
+std::optional<CdfFunction> find_cdf_function(const std::string& name, bool* has_suffix = nullptr);
+
+// The distributions with cumulative distribution functions, for messages.
+std::vector<std::string> cdf_distributions();
 
 const char* arg_description(Arg arg);  // "real or container of reals", ...
 

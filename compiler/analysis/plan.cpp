@@ -83,8 +83,10 @@ std::string non_gaussian_prior(const SemanticModel& m, const std::vector<const S
       if (t.kind == TermKind::Likelihood) continue;
       if (t.kind == TermKind::Target && !t.taint.has(TaintKind::GlobalParam)) continue;
       if (t.kind == TermKind::Target)
-        return (t.stmt->kind == StmtKind::Tilde ? "the density of a computed value, `" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "`"
-                                                : std::string("a `target +=` statement")) +
+        return (t.conditional ? "`" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "` inside an `if`"
+                : t.stmt->kind == StmtKind::Tilde
+                    ? "the density of a computed value, `" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "`"
+                    : std::string("a `target +=` statement")) +
                " (line " + std::to_string(t.loc.line) + ") adds to the globals' density";
       if (t.subject != s->name) continue;
       has_prior = true;

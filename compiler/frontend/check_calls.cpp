@@ -18,7 +18,7 @@ void Checker::call(Expr& e) {
   const stdlib::Function* f = stdlib::find_function(e.name);
   if (!f) {
     bool suffix_ok = false;
-    if (stdlib::find_density_function(e.name, &suffix_ok)) {
+    if (stdlib::find_density_function(e.name, &suffix_ok) || stdlib::find_cdf_function(e.name)) {
       // `normal_lpdf(y, mu, sigma)`: the outcome is separated by '|'.
       std::string fixed = e.name + "(" + (e.args.empty() ? "y" : to_source(*e.args[0])) + " |";
       for (size_t i = 1; i < e.args.size(); ++i) fixed += (i > 1 ? ", " : " ") + to_source(*e.args[i]);
@@ -236,7 +236,18 @@ void Checker::density_call(Expr& e) {
   if (refused_call(e)) return;
   bool suffix_ok = false;
   const stdlib::Distribution* dist = stdlib::find_density_function(e.name, &suffix_ok);
+  bool cdf_suffix = false;
   if (!dist) {
+    if (std::optional<stdlib::CdfFunction> cdf = stdlib::find_cdf_function(e.name, &cdf_suffix)) return cdf_call(e, *cdf);
+    if (cdf_suffix) {
+      std::string names;
+      for (const std::string& d : stdlib::cdf_distributions()) names += (names.empty() ? "" : ", ") + d;
+      diags_.error(e.loc, "'" + e.name + "' is not available: cumulative distribution functions (_lcdf, _lccdf, _cdf) "
+                          "are supported for " + names,
+                   "a truncated prior's normalising term with constant arguments does not change the "
+                   "posterior and may be left out");
+      return;
+    }
     if (const stdlib::Distribution* d = stdlib::find_distribution(e.name)) {
       // `normal(y | mu, sigma)`: the density function is normal_lpdf.
       std::string density = e.name + (d->discrete ? "_lpmf" : "_lpdf");
@@ -266,6 +277,26 @@ void Checker::density_call(Expr& e) {
   std::vector<const Expr*> args;
   for (size_t i = 1; i < e.args.size(); ++i) args.push_back(e.args[i].get());
   if (!check_distribution_call(*dist, *e.args[0], args, e.loc)) return;
+  e.type = scalar(Base::Real);
+}
+
+// `normal_lcdf(y | mu, sigma)`, `student_t_lccdf(0 | nu, 0, s)`, `normal_cdf(y | ...)`: the
+// distribution's arguments as for its density; an argument the runtime has no derivative in
+// (student_t's nu) must not read a parameter.
+void Checker::cdf_call(Expr& e, const stdlib::CdfFunction& cdf) {
+  if (any_error(e)) return;
+  const stdlib::Distribution& dist = *cdf.distribution;
+  std::vector<const Expr*> args;
+  for (size_t i = 1; i < e.args.size(); ++i) args.push_back(e.args[i].get());
+  if (!check_distribution_call(dist, *e.args[0], args, e.loc)) return;
+  for (size_t i : cdf.data_only) {
+    const Expr& a = *args[i];
+    if (!a.taint.reads_parameters()) continue;
+    diags_.error(a.loc, "argument " + std::string(dist.params[i].name) + " of " + e.name +
+                            " reads a parameter, and its derivative in " + dist.params[i].name + " is not available",
+                 "pass data or a constant as " + std::string(dist.params[i].name));
+    return;
+  }
   e.type = scalar(Base::Real);
 }
 

@@ -72,9 +72,7 @@ void Checker::tilde(const Stmt& s) {
       facts.rhs.merge(a->taint);
       facts.uses_silo_sum |= a->taint.has(K::SiloSum);
     }
-    const unsigned parameters = (1u << static_cast<unsigned>(K::GlobalParam)) | (1u << static_cast<unsigned>(K::LocalParam)) |
-                                (1u << static_cast<unsigned>(K::SplitParam));
-    if (lhs.taint.bits & parameters)
+    if (lhs.taint.reads_parameters())
       diags_.warning(lhs.loc, "the left side of '~' is computed from parameters: its density is added to the target "
                               "as it is, with no Jacobian",
                      "if it is a non-linear transform of a parameter, add the log absolute Jacobian of the transform "
@@ -87,6 +85,9 @@ void Checker::tilde(const Stmt& s) {
   facts.subject = subject;
   facts.distribution = s.name;
   facts.kind = on_data ? TermKind::Likelihood : TermKind::Prior;
+  // Counted only where its conditions hold: a term of the log density like `target +=`, not a
+  // likelihood an engine may batch or update in closed form, nor a prior an engine starts from.
+  const bool conditional = !context_.empty();
   facts.loc = s.loc;
   facts.context = context_taint();
   facts.lhs = lhs.taint;
@@ -104,7 +105,14 @@ void Checker::tilde(const Stmt& s) {
     facts.lhs.add(taint_kind(subject->kind, subject->owner), subject->name);
     if (typed) check_support(*dist, *subject, s.name_loc);
   }
-  if (auto term = classify_term(facts, diags_)) model_.terms.push_back(*term);
+  std::optional<Term> term = classify_term(facts, diags_);
+  if (term && conditional) {
+    term->kind = TermKind::Target;
+    term->conditional = true;
+    term->subject.clear();
+    term->distribution.clear();
+  }
+  if (term) model_.terms.push_back(*term);
 }
 
 void Checker::target(const Stmt& s) {
@@ -117,7 +125,9 @@ void Checker::target(const Stmt& s) {
     const Symbol* sym = lookup(e.args[0]->name);
     if (sym && (sym->kind == SymbolKind::Parameter || sym->kind == SymbolKind::Hyperparameter)) {
       prior_attempts_.insert(sym->name);
-      if (e.kind == ExprKind::CondCall) density_of = sym;
+      bool cdf = false;  // `target += normal_lccdf(theta | ...)` is not theta's prior
+      stdlib::find_cdf_function(e.name, &cdf);
+      if (e.kind == ExprKind::CondCall && !cdf) density_of = sym;
     }
   }
   if (e.type.is_error()) return;

@@ -43,9 +43,13 @@ void Checker::stmt(const Stmt& s) {
   }
 }
 
+// What decides whether and how often a statement runs: its ifs' conditions and its loops' bounds
+// (a term repeated N times reads N).
 Taint Checker::context_taint() const {
   Taint t;
   for (const Taint& c : context_) t.merge(c);
+  for (const Stmt* loop : loops_)
+    for (const ExprPtr& bound : loop->args) t.merge(bound->taint);
   return t;
 }
 

@@ -114,6 +114,7 @@ class Checker {
   static Taint silo_sum_taint(const Expr& operand);
   void silo_sum(Expr& e);
   void density_call(Expr& e);
+  void cdf_call(Expr& e, const stdlib::CdfFunction& cdf);
 
   // ---- priors: checker.cpp -----------------------------------------------------------------
   void check_priors();

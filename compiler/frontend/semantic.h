@@ -73,6 +73,7 @@ struct Term {
   std::string subject;       // the parameter a prior is about, or the data a likelihood scores
   std::string distribution;  // empty for `target +=`
   bool uses_silo_sum = false;
+  bool conditional = false;  // inside an `if`: a `target +=` term whatever it is written as
   Taint taint;
   Loc loc;
 };

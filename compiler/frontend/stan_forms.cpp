@@ -132,7 +132,7 @@ ExprPtr slice_form(Expr& e) {
 
 // `name` without its density suffix, and the suffix ("" for a distribution name after `~`).
 std::pair<std::string, std::string> split_suffix(const std::string& name) {
-  for (const char* suffix : {"_lpdf", "_lpmf"}) {
+  for (const char* suffix : {"_lpdf", "_lpmf", "_lcdf", "_lccdf", "_cdf"}) {
     const std::string s = suffix;
     if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0)
       return {name.substr(0, name.size() - s.size()), s};
@@ -180,9 +180,11 @@ void rewrite(ExprPtr& slot) {
     }
     return;
   }
-  if (e.kind == ExprKind::Call && e.name == "std_normal_lpdf" && e.args.size() == 1) {  // no '|': no parameters
+  if (e.kind == ExprKind::Call && e.args.size() == 1 &&
+      (e.name == "std_normal_lpdf" || e.name == "std_normal_lcdf" || e.name == "std_normal_lccdf" ||
+       e.name == "std_normal_cdf")) {  // no '|': no parameters
     e.kind = ExprKind::CondCall;
-    e.name = "normal_lpdf";
+    e.name = "normal" + e.name.substr(e.name.rfind('_'));
     e.args.push_back(int_literal(0, e.loc));
     e.args.push_back(int_literal(1, e.loc));
     return;

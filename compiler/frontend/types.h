@@ -99,6 +99,13 @@ struct Taint {
   bool has(TaintKind k) const { return bits & (1u << static_cast<unsigned>(k)); }
   void add(TaintKind k, const std::string& who);
   void merge(const Taint& other);
+  // Whether any parameter or hyperparameter (global, local or split) went into the value.
+  bool reads_parameters() const {
+    for (TaintKind k : {TaintKind::GlobalParam, TaintKind::LocalParam, TaintKind::SplitParam, TaintKind::GlobalHyper,
+                        TaintKind::LocalHyper, TaintKind::SplitHyper})
+      if (has(k)) return true;
+    return false;
+  }
   bool any_split() const {
     return has(TaintKind::SplitData) || has(TaintKind::SplitParam) || has(TaintKind::SplitHyper);
   }

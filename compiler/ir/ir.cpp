@@ -22,6 +22,7 @@ const char* op_name(Op op) {
     case Op::Div: return "div";
     case Op::Pow: return "pow";
     case Op::Compare: return "compare";
+    case Op::Select: return "select";
     case Op::MatMul: return "matmul";
     case Op::Transpose: return "transpose";
     case Op::Reshape: return "reshape";

@@ -37,6 +37,7 @@ enum class Op {
   Unary,  // name: exp, log, tanh, relu, ...
   Neg, Add, Sub, Mul, Div, Pow,
   Compare,  // name: == != < <= > >= && ||; args: a, b; 1 or 0 elementwise, no adjoint (derivative 0)
+  Select,   // args: cond, a, b: a where cond is not 0, else b, elementwise (`c ? a : b`, an `if`'s term)
   MatMul, Transpose, Reshape, Sum, RowsDotProduct, Broadcast, LogSoftmax, Softmax,
   CumulativeSum,  // running sums of a vector (rows) or row_vector (columns)
   IndexRows, IndexCols,  // args: value, Index node (1-based)

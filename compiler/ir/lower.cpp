@@ -42,6 +42,8 @@ TermOwner party_of(const Symbol& s) {
   return s.owner == Owner::Silo ? TermOwner::Silo : s.owner == Owner::Split ? TermOwner::SplitSilo : TermOwner::Server;
 }
 
+bool is_scalar(const Node& n) { return n.rows.equals(SymSize::constant(1)) && n.cols.equals(SymSize::constant(1)); }
+
 class FactorBuilder {
  public:
   FactorBuilder(const SemanticModel& model, const Module& module, Diagnostics& diags, Factor& factor)
@@ -71,6 +73,44 @@ class FactorBuilder {
   }
 
   const Node& node(int i) const { return f_.nodes[i]; }
+
+  // `cond ? a : b` elementwise, shaped as the first of a, b and cond that is not a scalar.
+  int select(int cond, int a, int b) {
+    int shape = a;
+    for (int x : {b, cond})
+      if (is_scalar(node(shape))) shape = x;
+    return op(Op::Select, {cond, a, b}, node(shape).rows, node(shape).cols);
+  }
+
+  // An `if`'s test, as lowering records it around a term (one per enclosing `if`).
+  struct Condition {
+    const Expr* test;
+    bool holds;  // the term is in the `if`'s branch (true) or its `else` (false)
+  };
+
+  // A term's value where every enclosing `if` takes its branch (element by element in a loop),
+  // else 0: the term counts only there, as Stan evaluates it.
+  int where(const std::vector<Condition>& path, int value) {
+    int mask = -1;
+    for (const Condition& c : path) {
+      int t = expr(*c.test);
+      if (!c.holds) t = op(Op::Compare, {t, constant(0)}, node(t).rows, node(t).cols, "==");
+      if (mask < 0) {
+        mask = t;
+        continue;
+      }
+      const int shape = is_scalar(node(mask)) ? t : mask;
+      mask = op(Op::Compare, {mask, t}, node(shape).rows, node(shape).cols, "&&");
+    }
+    return mask < 0 ? value : select(mask, value, constant(0));
+  }
+
+  // A term inside `for (i in 1:N)` that does not read i counts N times: its total on every row.
+  int per_row(int value, bool reads_loop) {
+    if (!loop_ || reads_loop) return value;
+    if (!is_scalar(node(value))) value = op(Op::Sum, {value}, one(), one());
+    return op(Op::Broadcast, {value}, loop_->rows, one());
+  }
 
   void unsupported(const Loc& loc, const std::string& what) {
     if (ok_)
@@ -247,6 +287,7 @@ class FactorBuilder {
     }
     if (loop_ && per_element(e)) {
       // Element i's value inside `for (i in 1:N)`: computed for every i at once, N rows.
+      if (e.kind == ExprKind::Var && loop_local(e.name)) return local_value(locals_.at(e.name));
       if (e.kind == ExprKind::Var) {
         unsupported(e.loc, "the loop variable '" + e.name + "' used as a value (it may only index: x[" + e.name + "])");
         return constant(0);
@@ -271,16 +312,24 @@ class FactorBuilder {
         return constant(0);
       case ExprKind::Binary: return binary(e, rows, cols);
       case ExprKind::Transpose: return op(Op::Transpose, {expr(*e.args[0])}, rows, cols);
+      case ExprKind::Cond: return select(expr(*e.args[0]), expr(*e.args[1]), expr(*e.args[2]));
       case ExprKind::RowVectorLit: return row_vector_literal(e);
       case ExprKind::Index: return indexed(e, rows, cols);
       case ExprKind::Call: return call(e, rows, cols);
       case ExprKind::CondCall: {
         std::vector<int> args;
         for (const ExprPtr& a : e.args) args.push_back(expr(*a));
+        // A density names its distribution; a CDF keeps its suffix ("normal_lcdf", the kernels'
+        // fvi/kernel/cdfs.h), and `normal_cdf` is the exponential of the sum of normal_lcdf.
+        const std::optional<stdlib::CdfFunction> cdf_function = stdlib::find_cdf_function(e.name);
         std::string dist = e.name.substr(0, e.name.rfind('_'));
+        if (cdf_function) dist += cdf_function->kind == stdlib::CdfKind::Lccdf ? "_lccdf" : "_lcdf";
+        const bool product = cdf_function && cdf_function->kind == stdlib::CdfKind::Cdf;
         int lp = op(Op::Lpdf, args, node(args[0]).rows, node(args[0]).cols, dist);
-        if (loop_ && per_element(e)) return lp;  // element i's log density: one per row
-        return op(Op::Sum, {lp}, one(), one());
+        if (loop_ && per_element(e))  // element i's log density: one per row
+          return product ? op(Op::Unary, {lp}, node(lp).rows, node(lp).cols, "exp") : lp;
+        int sum = op(Op::Sum, {lp}, one(), one());
+        return product ? op(Op::Unary, {sum}, one(), one(), "exp") : sum;
       }
       default:
         unsupported(e.loc, "this expression");
@@ -435,8 +484,24 @@ class FactorBuilder {
     const Expr* value = nullptr;
     std::optional<SymSize> loop_rows;
     std::string loop_var;
+    bool in_loop = false;  // declared in the loop's body: the name itself is element i's value
   };
   void bind_local(const std::string& name, const LocalValue& v) { locals_[name] = v; }
+  void unbind_local(const std::string& name) { locals_.erase(name); }
+
+  // Whether `name` is a local of the loop being lowered (`int g = group[n];` in its body).
+  bool loop_local(const std::string& name) const {
+    auto it = locals_.find(name);
+    return it != locals_.end() && it->second.in_loop && loop_ && it->second.loop_var == loop_->var;
+  }
+
+  // `e`, or the value of the loop local it names (through locals of locals).
+  const Expr& resolved(const Expr& e) const {
+    const Expr* x = &e;
+    for (int hops = 0; x->kind == ExprKind::Var && loop_local(x->name) && hops < 64; ++hops)
+      x = locals_.at(x->name).value;
+    return *x;
+  }
 
   int local_value(const LocalValue& l) {
     return l.loop_rows ? element_values(*l.value, Loop{l.loop_var, *l.loop_rows}) : expr(*l.value);
@@ -459,7 +524,7 @@ class FactorBuilder {
     if (!loop_) return false;
     auto it = element_.find(&e);
     if (it != element_.end()) return it->second;
-    bool reads = e.kind == ExprKind::Var && e.name == loop_->var;
+    bool reads = e.kind == ExprKind::Var && (e.name == loop_->var || loop_local(e.name));
     if (e.inlined) reads = per_element(*e.inlined);
     for (const ExprPtr& a : e.args) reads = reads || (a && per_element(*a));
     for (const Index& ix : e.indices)
@@ -475,7 +540,7 @@ class FactorBuilder {
     if (e.indices.size() == 1 && e.indices[0].kind == IndexKind::Single && e.indices[0].lower &&
         !per_element(base) && base.type.array_dims + base.type.base_dims() == 1 &&
         !(base.type.array_dims == 0 && base.type.base == Base::RowVector)) {
-      const Expr& ix = *e.indices[0].lower;
+      const Expr& ix = resolved(*e.indices[0].lower);
       const Symbol* idx = ix.kind == ExprKind::Index && ix.args[0]->kind == ExprKind::Var
                               ? model_.find(ix.args[0]->name) : nullptr;
       if (idx && idx->kind == SymbolKind::Data && idx->type.is_int_array() && idx->type.array_dims == 1 && ix.indices.size() == 1 &&
@@ -568,9 +633,9 @@ void build_groups(const SemanticModel& m, Module& module) {
 }
 
 using LoopOf = std::map<const Stmt*, FactorBuilder::Loop>;
+using ConditionOf = std::map<const Stmt*, std::vector<FactorBuilder::Condition>>;
+using LoopLocalsOf = std::map<const Stmt*, std::vector<std::pair<std::string, FactorBuilder::LocalValue>>>;
 
-// `for (i in 1:N) <~ or target +=, or a block of them>`: each inner statement's loop, lowered as
-// one vectorised statement over N rows. False (reported) for another loop.
 // `for (i in 1:N)`'s N as a size, when the loop starts at 1 and N is a name or a number.
 std::optional<SymSize> loop_rows(const Stmt& loop) {
   const Expr& lo = *loop.args[0];
@@ -591,18 +656,88 @@ std::vector<const Stmt*> loop_body(const Stmt& loop) {
   return body;
 }
 
-bool collect_loop(const Stmt& loop, LoopOf& out, Diagnostics& diags) {
-  const std::optional<SymSize> rows = loop_rows(loop);
-  const std::vector<const Stmt*> body = loop_body(loop);
-  bool simple = rows.has_value();
-  for (const Stmt* b : body) simple &= b->kind == StmtKind::Tilde || b->kind == StmtKind::Target;
-  if (!simple) {
-    diags.error(loop.loc, "this loop is not supported by the code generator yet",
-                "a loop `for (i in 1:N)` over `~` and `target +=` statements that read element i of "
-                "containers of N elements is computed as one vectorised statement; other loops are not yet");
+// Where a `~` or `target +=` stands: the loop around it (if any) and the tests of the `if`s.
+struct TermPlace {
+  std::optional<FactorBuilder::Loop> loop;
+  std::vector<FactorBuilder::Condition> conditions;
+  // The loop's locals declared before the term (`int g = group[n];`, or `real mu;` then one
+  // `mu = ...;`): element n's values, as the loop's other values.
+  std::vector<std::pair<std::string, FactorBuilder::LocalValue>> locals;
+};
+
+constexpr int kMaxNesting = 64;  // ifs, loops and blocks around one term
+
+// The `~` and `target +=` statements of `s`, each with its place: inside `if`s and blocks, and
+// inside one `for (i in 1:N)` (each computed as one vectorised statement over N rows). False for
+// another statement, a loop in a loop, or a loop of another form.
+bool collect_terms(const Stmt& s, const TermPlace& place, std::vector<std::pair<const Stmt*, TermPlace>>& out, int depth) {
+  if (depth > kMaxNesting) return false;
+  switch (s.kind) {
+    case StmtKind::Tilde:
+    case StmtKind::Target: out.push_back({&s, place}); return true;
+    case StmtKind::Empty: return true;
+    case StmtKind::Block: {
+      TermPlace inner = place;
+      std::set<std::string> pending;  // a loop's locals declared without a value, not assigned yet
+      for (const StmtPtr& b : s.body) {
+        if (inner.loop && b->kind == StmtKind::Decl) {
+          if (!b->decl->init) {
+            pending.insert(b->decl->name);
+            continue;
+          }
+          inner.locals.push_back({b->decl->name, {b->decl->init.get(), inner.loop->rows, inner.loop->var, true}});
+          continue;
+        }
+        if (inner.loop && b->kind == StmtKind::Assign && b->name == "=" && b->lhs->kind == ExprKind::Var &&
+            pending.erase(b->lhs->name)) {
+          inner.locals.push_back({b->lhs->name, {b->args[0].get(), inner.loop->rows, inner.loop->var, true}});
+          continue;
+        }
+        if (!collect_terms(*b, inner, out, depth + 1)) return false;
+      }
+      return pending.empty();
+    }
+    case StmtKind::If:
+      for (size_t branch = 0; branch < s.body.size(); ++branch) {
+        TermPlace inner = place;
+        inner.conditions.push_back({s.args[0].get(), branch == 0});
+        if (!collect_terms(*s.body[branch], inner, out, depth + 1)) return false;
+      }
+      return true;
+    case StmtKind::For: {
+      const std::optional<SymSize> rows = loop_rows(s);
+      if (place.loop || !rows) return false;
+      TermPlace inner = place;
+      inner.loop = FactorBuilder::Loop{s.name, *rows};
+      return collect_terms(*s.body[0], inner, out, depth + 1);
+    }
+    default: return false;
+  }
+}
+
+// A loop or an `if` of `~` and `target +=` statements: each statement's place recorded.
+bool collect_placed(const Stmt& s, LoopOf& loops, ConditionOf& conditions, LoopLocalsOf& loop_locals,
+                    Diagnostics& diags) {
+  std::vector<std::pair<const Stmt*, TermPlace>> terms;
+  if (!collect_terms(s, TermPlace{}, terms, 0)) {
+    if (s.kind == StmtKind::Block)
+      diags.error(s.loc, "loops, conditionals and assignments are not supported by the code generator yet",
+                  "give a local its value once: `vector[N] mu = ...;`, `mu = ...;` or "
+                  "`for (i in 1:N) mu[i] = ...;`; write the rest with vectorised statements");
+    else
+      diags.error(s.loc, std::string(s.kind == StmtKind::If ? "this `if`" : "this loop") +
+                             " is not supported by the code generator yet",
+                  "a loop `for (i in 1:N)` over `~` and `target +=` statements that read element i of "
+                  "containers of N elements is computed as one vectorised statement, and an `if` around such "
+                  "statements selects where they count; other loops (a loop in a loop, a loop from 2, "
+                  "assignments in a loop) are not yet");
     return false;
   }
-  for (const Stmt* b : body) out[b] = FactorBuilder::Loop{loop.name, *rows};
+  for (const auto& [stmt, place] : terms) {
+    if (place.loop) loops[stmt] = *place.loop;
+    if (!place.conditions.empty()) conditions[stmt] = place.conditions;
+    if (!place.locals.empty()) loop_locals[stmt] = place.locals;
+  }
   return true;
 }
 
@@ -664,13 +799,16 @@ bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDe
 // The model block's local variables as bindings (declared with a value; or declared, then given
 // their value by one assignment of the whole variable or by one loop over its elements, and
 // never reassigned), and its loops' statements.
-bool collect_locals(const Block* model, std::vector<Local>& out, LoopOf& loops, Diagnostics& diags) {
+bool collect_locals(const Block* model, std::vector<Local>& out, LoopOf& loops, ConditionOf& conditions,
+                    LoopLocalsOf& loop_locals, Diagnostics& diags) {
   if (!model) return true;
   bool ok = true;
   std::map<std::string, const VarDecl*> pending;  // declared without a value, not assigned yet
   for (const StmtPtr& s : model->stmts) {
     if (s->kind == StmtKind::For) {
-      if (!collect_assignment_loop(*s, pending, out, loops)) ok &= collect_loop(*s, loops, diags);
+      if (!collect_assignment_loop(*s, pending, out, loops)) ok &= collect_placed(*s, loops, conditions, loop_locals, diags);
+    } else if (s->kind == StmtKind::If || s->kind == StmtKind::Block) {
+      ok &= collect_placed(*s, loops, conditions, loop_locals, diags);
     } else if (s->kind == StmtKind::Decl) {
       if (!s->decl->init) {
         pending[s->decl->name] = s->decl.get();
@@ -767,7 +905,25 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   build_groups(model, module);
   std::vector<Local> locals;
   LoopOf loops;
-  if (!collect_locals(model.program->find(BlockKind::Model), locals, loops, diags)) return false;
+  ConditionOf conditions;
+  LoopLocalsOf loop_locals;
+  if (!collect_locals(model.program->find(BlockKind::Model), locals, loops, conditions, loop_locals, diags))
+    return false;
+  // Binds the loop locals declared before statement s in its loop (unbound by the next call).
+  auto place_locals = [&](FactorBuilder& b, const Stmt* s, std::vector<std::string>& bound) {
+    for (const std::string& name : bound) b.unbind_local(name);
+    bound.clear();
+    auto it = loop_locals.find(s);
+    if (it == loop_locals.end()) return;
+    for (const auto& [name, value] : it->second) {
+      b.bind_local(name, value);
+      bound.push_back(name);
+    }
+  };
+  auto conditions_of = [&](const Stmt* s) {
+    auto it = conditions.find(s);
+    return it == conditions.end() ? std::vector<FactorBuilder::Condition>{} : it->second;
+  };
   auto loop_of = [&](const Stmt* s) -> std::optional<FactorBuilder::Loop> {
     auto it = loops.find(s);
     if (it == loops.end()) return std::nullopt;
@@ -787,21 +943,30 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     FactorBuilder b(model, module, diags, f);
     for (const Local& l : locals) b.bind_local(l.name, l.value);
     std::vector<int> parts;
+    std::vector<std::string> bound;
     for (const Term& t : model.terms) {
       if (t.owner != party || t.kind == TermKind::Likelihood || is_element_prior(model, local_map, t)) continue;
       const Stmt& s = *t.stmt;
       b.set_loop(loop_of(&s));
+      place_locals(b, &s, bound);
+      int value;
+      bool reads_loop = false;
       if (s.kind == StmtKind::Target) {
-        parts.push_back(b.expr(*s.args[0]));
-        if (!b.node(parts.back()).rows.equals(FactorBuilder::one()) || !b.node(parts.back()).cols.equals(FactorBuilder::one()))
-          parts.back() = b.op(Op::Sum, {parts.back()}, FactorBuilder::one(), FactorBuilder::one());
-        b.set_loop(std::nullopt);
-        continue;
+        value = b.expr(*s.args[0]);
+        reads_loop = b.per_element(*s.args[0]);
+      } else {
+        std::vector<int> args{b.expr(*s.lhs)};
+        reads_loop = b.per_element(*s.lhs);
+        for (const ExprPtr& a : s.args) {
+          args.push_back(b.expr(*a));
+          reads_loop = reads_loop || b.per_element(*a);
+        }
+        value = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
       }
-      std::vector<int> args{b.expr(*s.lhs)};
-      for (const ExprPtr& a : s.args) args.push_back(b.expr(*a));
-      int lp = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
-      parts.push_back(b.op(Op::Sum, {lp}, FactorBuilder::one(), FactorBuilder::one()));
+      value = b.where(conditions_of(&s), b.per_row(value, reads_loop));
+      if (s.kind == StmtKind::Tilde || !is_scalar(b.node(value)))
+        value = b.op(Op::Sum, {value}, FactorBuilder::one(), FactorBuilder::one());
+      parts.push_back(value);
       b.set_loop(std::nullopt);
     }
     // A flat prior (Stan's implicit uniform) is the log-Jacobian of its constraint alone: bind
@@ -867,6 +1032,8 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     b.set_batch_rows(f.rows);
     b.set_silo_sum_input(t.owner == TermOwner::Coupling);
     b.set_loop(loop_of(&s));
+    std::vector<std::string> bound;
+    place_locals(b, &s, bound);
     f.outcome = b.expr(*s.lhs);
     for (const ExprPtr& a : s.args) f.arguments.push_back(b.expr(*a));
     std::vector<int> args{f.outcome};

@@ -125,6 +125,14 @@ class Adjoint {
         if (active(1)) accumulate(arg(1), make(Op::Mul, {g, arg(0)}, arg(0)));
         return;
       case Op::Broadcast: accumulate(arg(0), g); return;
+      case Op::Select: {
+        // g reaches the operand chosen at each element; the condition has derivative 0.
+        Node zero{Op::Const};
+        const int z = add(zero);
+        if (active(1)) accumulate(arg(1), make(Op::Select, {arg(0), g, z}, i));
+        if (active(2)) accumulate(arg(2), make(Op::Select, {arg(0), z, g}, i));
+        return;
+      }
       case Op::LogSoftmax: accumulate(arg(0), make(Op::LogSoftmaxGrad, {i, g}, i)); return;
       case Op::Softmax: accumulate(arg(0), make(Op::SoftmaxGrad, {i, g}, i)); return;
       case Op::CumulativeSum: accumulate(arg(0), make(Op::CumulativeSumGrad, {g}, i)); return;

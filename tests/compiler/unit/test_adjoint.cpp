@@ -225,3 +225,32 @@ model {
   const double log_jacobian = (u[1] + u[2]) + (u[3] + u[4]);
   CHECK(server.forward(bind).m(0, 0) == Approx(2 * a1 + 3 * a2 + 5 * a3 + 7 * b1 + 11 * b2 + log_jacobian).epsilon(1e-14));
 }
+
+// `if`/`else` (a select: the gradient reaches the branch taken), `?:`, a loop's locals and the
+// CDFs' derivatives through the IR.
+TEST_CASE("adjoints through ifs, ?:, loop locals and CDFs match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_conditions", R"(silo data {
+  int<lower=0> N;
+  array[N] int<lower=1, upper=2> g;
+  array[N] int<lower=0, upper=2> s;
+  vector[N] y;
+}
+parameters {
+  global vector[2] a;
+  global real<lower=0> sigma;
+}
+model {
+  a ~ normal(0, 1);
+  target += student_t_lpdf(sigma | 3, 0, 2) - student_t_lccdf(0 | 3, 0, 2);
+  for (n in 1:N) {
+    real mu = a[g[n]];
+    if (s[n] > 0)
+      target += normal_lpdf(y[n] | mu, sigma) + normal_lcdf(y[n] | mu, sigma) + cauchy_lccdf(y[n] | mu, sigma);
+    else
+      target += log_sum_exp(logistic_lccdf(y[n] | mu, sigma), double_exponential_lcdf(y[n] | mu, sigma));
+    target += s[n] > 1 ? student_t_lcdf(y[n] | 4, mu, sigma) : lognormal_lccdf(sigma | mu, 1);
+  }
+}
+)");
+  check_adjoints(m);
+}

@@ -243,3 +243,129 @@ generated quantities {
     }
   }
 }
+
+// `if`/`else` around terms (inside a loop, testing element n), the conditional operator, a loop's
+// own locals, and the CDFs: the factor computes the log density written out here, element by
+// element as Stan would run the loop.
+TEST_CASE("loops: ifs, ?:, loop locals and CDFs compute what Stan's loop computes", "[loops]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_if_in_loop", R"(data {
+  int<lower=0, upper=1> robust;
+}
+silo data {
+  int<lower=0> N;
+  array[N] int<lower=1, upper=2> g;
+  array[N] int<lower=0> s;
+  vector[N] y;
+}
+parameters {
+  global vector[2] a;
+  global real<lower=0> sigma;
+}
+model {
+  a ~ normal(0, 1);
+  target += student_t_lpdf(sigma | 3, 0, 2) - student_t_lccdf(0 | 3, 0, 2);
+  for (n in 1:N) {
+    int k = g[n];
+    real mu;
+    mu = a[k];
+    if (s[n] > 0)
+      target += normal_lpdf(y[n] | mu, sigma) + normal_lcdf(y[n] | mu, 1);
+    else
+      target += log_sum_exp(logistic_lccdf(y[n] | mu, sigma), std_normal_lcdf(mu));
+    if (robust)
+      y[n] ~ cauchy(mu, sigma);
+    target += s[n] > 1 ? log(normal_cdf(y[n] | 0, 2)) : 0.5;
+  }
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  const std::vector<double> g = {1, 2, 2, 1}, s = {0, 3, 1, 2}, y = {0.3, -1.1, 2.4, 0.9};
+  auto column = [](const std::vector<double>& v) {
+    fvic::ir::RealTensor t(static_cast<Eigen::Index>(v.size()), 1, 1);
+    for (size_t i = 0; i < v.size(); ++i) t.m(static_cast<Eigen::Index>(i), 0) = v[i];
+    return t;
+  };
+  b.data["robust"] = column({1});
+  b.data["N"] = column({4});
+  b.data["g"] = column(g);
+  b.data["s"] = column(s);
+  b.data["y"] = column(y);
+  b.inputs["global"] = fvic::ir::RealTensor(3, 1, 2);
+  b.inputs["global"].m << 0.4, -0.7, -0.3, -1.2, 0.5, 0.2;  // draw d: a[1], a[2], log sigma
+  const auto Phi = [](double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); };
+  const auto log_normal = [](double x, double mu, double sd) {
+    return -0.5 * std::log(2 * M_PI) - std::log(sd) - 0.5 * std::pow((x - mu) / sd, 2);
+  };
+  fvic::ir::Interpreter server(module, fvic::test::factor_named(module, "server_density"));
+  fvic::ir::Interpreter silo(module, fvic::test::factor_named(module, "silo_density"));
+  const fvic::ir::RealTensor& server_lp = server.forward(b);
+  const fvic::ir::RealTensor& silo_lp = silo.forward(b);
+  for (Eigen::Index d = 0; d < 2; ++d) {
+    const double a[2] = {b.inputs["global"].m(0, d), b.inputs["global"].m(1, d)};
+    const double sigma = std::exp(b.inputs["global"].m(2, d));
+    // student_t(3, 0, 2) at sigma, its half above 0 normalised (log 1/2), and the Jacobian.
+    const double t3 = std::lgamma(2.0) - std::lgamma(1.5) - 0.5 * std::log(3 * M_PI) - std::log(2.0) -
+                      2.0 * std::log1p(std::pow(sigma / 2, 2) / 3);
+    double want_server = log_normal(a[0], 0, 1) + log_normal(a[1], 0, 1) + t3 - std::log(0.5) + std::log(sigma);
+    CHECK(server_lp.m(0, d) == Approx(want_server).epsilon(1e-12));
+    double want = 0;
+    for (size_t n = 0; n < 4; ++n) {
+      const double mu = a[static_cast<int>(g[n]) - 1];
+      if (s[n] > 0) {
+        want += log_normal(y[n], mu, sigma) + std::log(Phi(y[n] - mu));
+      } else {
+        const double upper = std::log(1 / (1 + std::exp((y[n] - mu) / sigma))), lower = std::log(Phi(mu));
+        want += std::log(std::exp(upper) + std::exp(lower));
+      }
+      want += -std::log(M_PI * sigma) - std::log1p(std::pow((y[n] - mu) / sigma, 2));  // robust = 1
+      want += s[n] > 1 ? std::log(Phi(y[n] / 2)) : 0.5;
+    }
+    CHECK(silo_lp.m(0, d) == Approx(want).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("loops: a term in a loop that does not read the loop variable counts once per element", "[loops]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_loop_constant_term", R"(silo data {
+  int<lower=0> N;
+}
+parameters {
+  global real mu;
+}
+model {
+  mu ~ normal(0, 1);
+  for (n in 1:N) target += -0.5 * square(mu);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["N"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["N"].m(0, 0) = 5;
+  b.inputs["global"] = fvic::ir::RealTensor(1, 1, 1);
+  b.inputs["global"].m(0, 0) = 0.8;
+  fvic::ir::Interpreter silo(module, fvic::test::factor_named(module, "silo_density"));
+  CHECK(silo.forward(b).m(0, 0) == Approx(5 * -0.5 * 0.64).epsilon(1e-14));
+}
+
+TEST_CASE("cdfs: an argument without a derivative may not read a parameter; unknown CDFs are named", "[loops]") {
+  const std::string head = "silo data {\n  int<lower=0> N;\n  vector[N] y;\n}\nparameters {\n  global real<lower=0> nu;\n"
+                           "}\nmodel {\n  nu ~ gamma(2, 0.1);\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"  target += student_t_lccdf(0 | nu, 0, 1);\n",
+       "argument nu of student_t_lccdf reads a parameter, and its derivative in nu is not available"},
+      {"  target += gamma_lcdf(y | nu, 1);\n", "'gamma_lcdf' is not available: cumulative distribution functions"},
+      {"  target += normal_lcdf(y, nu, 1);\n", "'normal_lcdf' separates its outcome from the parameters with '|'"},
+  };
+  for (const auto& [body, message] : cases) {
+    fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_bad_cdf", head + body + "}\n");
+    INFO(m.errors());
+    CHECK_FALSE(m.ok());
+    CHECK(m.errors().find(message) != std::string::npos);
+  }
+}

@@ -192,3 +192,101 @@ TEST_CASE("vector-Jacobian products of the densities match finite differences", 
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 0);
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 1);
 }
+
+// ---- cumulative distribution functions (fvi/kernel/cdfs.h) ---------------------------------
+
+namespace {
+
+double log_cdf(const std::string& name, double y, const std::vector<double>& args) {
+  std::vector<T> ts{scalar(y)};
+  for (double a : args) ts.push_back(scalar(a));
+  fvi::kernel::Operands<double> xs;
+  for (const T& t : ts) xs.push_back(&t);
+  return fvi::kernel::lpdf(name, xs).m(0, 0);
+}
+
+}  // namespace
+
+TEST_CASE("each log CDF is the log of its density's integral, both tails", "[kernel][distributions]") {
+  struct CdfCase {
+    std::string dist;
+    std::vector<double> args;
+    std::vector<double> at;  // inside the support, tails included
+    double lo;               // the support's lower end
+  };
+  const std::vector<CdfCase> cases = {
+      {"normal", {0.3, 1.7}, {-6.0, -1.0, 0.3, 2.5, 9.0}, -INFINITY},
+      {"student_t", {3.5, -0.4, 0.8}, {-30.0, -1.0, -0.4, 0.7, 12.0}, -INFINITY},
+      {"student_t", {1.0, 0.0, 1.0}, {-50.0, -0.5, 0.5, 40.0}, -INFINITY},
+      {"student_t", {30.0, 1.0, 2.0}, {-8.0, 0.0, 4.0}, -INFINITY},
+      {"cauchy", {0.2, 0.6}, {-100.0, -0.3, 0.2, 5.0, 300.0}, -INFINITY},
+      {"logistic", {-0.5, 1.3}, {-30.0, -1.0, 2.0, 25.0}, -INFINITY},
+      {"double_exponential", {1.0, 0.5}, {-8.0, 0.7, 1.0, 1.3, 9.0}, -INFINITY},
+      {"lognormal", {0.2, 0.5}, {0.1, 1.0, 1.22, 4.0, 20.0}, 0},
+      {"exponential", {1.7}, {0.01, 0.5, 2.0, 9.0}, 0},
+  };
+  for (const CdfCase& c : cases)
+    for (double y : c.at) {
+      INFO(c.dist << " at " << y);
+      auto f = [&](double x) { return density(c.dist, x, c.args); };
+      // The smaller tail by quadrature (to its own relative precision: no kink of the density
+      // inside it), the other as its complement.
+      fvi::test::QuadratureResult lower, upper;
+      if (std::isinf(c.lo))
+        lower = fvi::test::integrate_real_line([&](double t) { return t < y ? f(t) : 0.0; }, y - 1, 1.0, 1e-300, 1e-12);
+      else
+        lower = fvi::test::integrate([&](double t) { return f(t); }, c.lo, y, 1e-300, 1e-12);
+      upper = fvi::test::integrate_real_line([&](double t) { return t > y ? f(t) : 0.0; }, y + 1, 1.0, 1e-300, 1e-12);
+      const bool lower_smaller = lower.value < upper.value;
+      const double small = lower_smaller ? lower.value : upper.value;
+      const double log_lower = lower_smaller ? std::log(small) : std::log1p(-small);
+      const double log_upper = lower_smaller ? std::log1p(-small) : std::log(small);
+      const double lcdf = log_cdf(c.dist + "_lcdf", y, c.args), lccdf = log_cdf(c.dist + "_lccdf", y, c.args);
+      // 1e-8 in the log is a relative 1e-8 in the probability, far above the quadrature's error.
+      CHECK_THAT(lcdf, Catch::Matchers::WithinAbs(log_lower, 1e-8));
+      CHECK_THAT(lccdf, Catch::Matchers::WithinAbs(log_upper, 1e-8));
+    }
+}
+
+TEST_CASE("log CDFs against closed forms and far in the tails", "[kernel][distributions]") {
+  // Student-t with nu = 2: F(z) = 1/2 + z / (2 sqrt(2 + z^2)), for z < 0 without the
+  // cancellation: 1 / (r (r - z)), r = sqrt(2 + z^2); nu = 1 is the Cauchy.
+  for (double z : {-1e4, -7.0, -0.3, 0.0, 0.8, 5.0}) {
+    INFO("z = " << z);
+    const double r = std::sqrt(2 + z * z);
+    CHECK_THAT(std::exp(log_cdf("student_t_lcdf", z, {2.0, 0.0, 1.0})),
+               Catch::Matchers::WithinRel(z < 0 ? 1 / (r * (r - z)) : 0.5 + z / (2 * r), 1e-12));
+    CHECK_THAT(log_cdf("student_t_lcdf", z, {1.0, 0.0, 1.0}), Catch::Matchers::WithinAbs(log_cdf("cauchy_lcdf", z, {0.0, 1.0}), 1e-12));
+  }
+  // At its location every symmetric family has half its mass on each side (brms's half-t term).
+  CHECK_THAT(log_cdf("student_t_lccdf", 0, {3.0, 0.0, 2.5}), Catch::Matchers::WithinAbs(std::log(0.5), 1e-15));
+  CHECK_THAT(log_cdf("normal_lcdf", 0, {0.0, 1.0}), Catch::Matchers::WithinAbs(std::log(0.5), 1e-15));
+  // exponential: log P(Y > y) = -beta y exactly.
+  CHECK(log_cdf("exponential_lccdf", 3.0, {2.0}) == -6.0);
+  // Phi(-1.959963984540054) = 0.025 (the normal's 2.5% quantile).
+  CHECK_THAT(std::exp(log_cdf("normal_lcdf", -1.959963984540054, {0.0, 1.0})), Catch::Matchers::WithinRel(0.025, 1e-12));
+  // log Phi across z = -37.5, where erfc gives way to the asymptotic series: the two methods meet
+  // with the slope phi/Phi = |z| + 1/|z| + O(|z|^-3) of log Phi there (a term missing from the
+  // series would jump by 3/z^4 = 1.5e-6 or more).
+  const double left = log_cdf("normal_lcdf", -37.5 - 1e-6, {0.0, 1.0}), right = log_cdf("normal_lcdf", -37.5 + 1e-6, {0.0, 1.0});
+  CHECK(std::isfinite(log_cdf("normal_lcdf", -1e3, {0.0, 1.0})));
+  CHECK_THAT(right - left, Catch::Matchers::WithinAbs((37.5 + 1 / 37.5) * 2e-6, 1e-9));
+  // Outside the support of a positive distribution.
+  CHECK(log_cdf("lognormal_lcdf", -1.0, {0.0, 1.0}) == -INFINITY);
+  CHECK(log_cdf("exponential_lccdf", 0.0, {2.0}) == 0.0);
+}
+
+TEST_CASE("vector-Jacobian products of the log CDFs match finite differences", "[kernel][distributions]") {
+  for (const char* tail : {"_lcdf", "_lccdf"}) {
+    const std::string t = tail;
+    check_vjp("normal" + t, {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), scalar(1.3)}, 0);
+    check_vjp("normal" + t, {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), scalar(1.3)}, 1);
+    check_vjp("normal" + t, {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), scalar(1.3)}, 2);
+    for (size_t k : {0, 2, 3})
+      check_vjp("student_t" + t, {vec({0.5, -1.2, 2.0}), scalar(4.5), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), scalar(0.8)}, k);
+    for (const char* d : {"cauchy", "logistic", "double_exponential", "lognormal"})
+      for (size_t k : {0, 1, 2})
+        check_vjp(d + t, {vec({0.5, 1.2, 2.0}), vec({0.1, 0.3, -0.25, 0.4, 0.0, 1.0}, 2), scalar(0.7)}, k);
+    for (size_t k : {0, 1}) check_vjp("exponential" + t, {vec({0.5, 1.2, 2.0}), vec({1.1, 0.3, 2.2, 0.4, 0.9, 1.0}, 2)}, k);
+  }
+}

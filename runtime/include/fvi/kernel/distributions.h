@@ -1,6 +1,7 @@
 #pragma once
 // Log densities of the distributions of stdlib/builtins.cpp on batched tensors, and their
-// vector-Jacobian products, as generated kernels call them.
+// vector-Jacobian products, as generated kernels call them; log CDFs ("normal_lcdf",
+// "student_t_lccdf") go to cdfs.h the same way.
 //
 //   lpdf(dist, {y, a1, a2, ...})          one log density per outcome element: the shape of y
 //                                         broadcast with the arguments (per row of logits for
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fvi/kernel/cdfs.h"
 #include "fvi/kernel/ops.h"
 
 namespace fvi::kernel {
@@ -69,6 +71,7 @@ Arr<T> inv_logit(const Arr<T>& x) {
 // The log density, elementwise, of the scalar distributions.
 template <class T>
 Arr<T> scalar_lpdf(const std::string& d, const std::vector<Arr<T>>& v) {
+  if (is_cdf_name(d)) return scalar_cdf<T>(d, -1, v);  // "normal_lcdf", "student_t_lccdf": cdfs.h
   const Arr<T>& y = v[0];
   if (d == "normal") {
     Arr<T> z = (y - v[1]) / v[2];
@@ -127,6 +130,7 @@ Arr<T> scalar_lpdf(const std::string& d, const std::vector<Arr<T>>& v) {
 // d(log density)/d(operand k), elementwise, for the scalar distributions.
 template <class T>
 Arr<T> scalar_partial(const std::string& d, size_t k, const std::vector<Arr<T>>& v) {
+  if (is_cdf_name(d)) return scalar_cdf<T>(d, static_cast<int>(k), v);
   const Arr<T>& y = v[0];
   auto zeros = [&] { return Arr<T>::Zero(y.rows(), y.cols()); };
   if (d == "normal") {

@@ -133,6 +133,19 @@ Tensor<T> compare(const std::string& op, const Tensor<T>& a, const Tensor<T>& b)
   throw std::invalid_argument("unknown comparison '" + op + "'");
 }
 
+// `cond ? a : b` elementwise, the three broadcast to one shape: a where cond is not 0, else b.
+// Both a and b are computed; the one not chosen does not reach the result.
+template <class T>
+Tensor<T> select(const Tensor<T>& cond, const Tensor<T>& a, const Tensor<T>& b) {
+  Eigen::Index r, c, rr, cc;
+  broadcast_shape(cond.rows, cond.cols, a.rows, a.cols, rr, cc);
+  broadcast_shape(rr, cc, b.rows, b.cols, r, c);
+  Tensor<T> out = Tensor<T>::uninitialized(r, c, joint_draws(joint_draws(cond.draws, a.draws), b.draws));
+  for (Eigen::Index s = 0; s < out.draws; ++s)
+    out.draw(s).array() = (expand(cond, r, c, s) != T(0)).select(expand(a, r, c, s), expand(b, r, c, s));
+  return out;
+}
+
 template <class T>
 Tensor<T> neg(const Tensor<T>& a) {
   return map(a, [](const auto& x) { return -x; });
