@@ -78,4 +78,8 @@ std::optional<SymSize> size_value(const Expr& e, const SemanticModel& model) {
   return std::nullopt;
 }
 
+bool computed_at_load(const Symbol& s) {
+  return s.kind == SymbolKind::Transformed && s.block == BlockKind::TransformedData && (!s.value || s.loop);
+}
+
 }  // namespace fvic

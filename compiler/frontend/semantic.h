@@ -54,6 +54,10 @@ struct Symbol {
   bool aggregate = false;
 };
 
+// Whether `s` is transformed data built by statements (loops, ifs, element assignments: no single
+// defining expression), computed when its party's data is read (analysis/transformed_data.h).
+bool computed_at_load(const Symbol& s);
+
 enum class TermKind { Prior, Likelihood, Target };
 const char* term_kind_name(TermKind kind);
 

@@ -12,6 +12,7 @@
 // Each factor reads groups of unconstrained variables (`global`, `local`, `split`, `hyper`,
 // `z_sum`, ...) and its party's data; the adjoint pass (transform/adjoint.h) appends the nodes
 // that compute the gradient of the factor with respect to every group it reads.
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -130,6 +131,9 @@ struct Module {
   // One Quantity factor per declaration of `transformed parameters` and `generated quantities`,
   // in declaration order (its owner evaluates it on the posterior's draws).
   std::vector<Factor> quantities;
+  // Transformed data built by statements: the program each party runs when its data is read
+  // (fvi_data_party order; analysis/transformed_data.h), "" where it has none.
+  std::array<std::string, 3> transformed_data{};
 
   const Group* group(fvi_group kind) const;
 };

@@ -3,6 +3,7 @@
 #include <functional>
 #include <set>
 
+#include "analysis/transformed_data.h"
 #include "builtins.h"
 
 namespace fvic::ir {
@@ -588,6 +589,8 @@ class FactorBuilder {
   int derived(const Symbol& s, const Loc& loc) {
     auto it = derived_.find(s.name);
     if (it != derived_.end()) return it->second;
+    // Transformed data built by statements is computed when the data is read: data here.
+    if (computed_at_load(s)) return derived_[s.name] = data(s, false, loc);
     if (!s.value) {
       unsupported(loc, "'" + s.name + "', built by statements in '" + std::string(block_name(s.block)) +
                            "' (declare it with its value, or assign the whole variable once),");
@@ -903,6 +906,7 @@ std::string local_index_of(const Module& module, const Factor& f) {
 bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   module.model = model.program->name;
   build_groups(model, module);
+  if (!transformed_data_programs(model, module.transformed_data, diags)) return false;
   std::vector<Local> locals;
   LoopOf loops;
   ConditionOf conditions;

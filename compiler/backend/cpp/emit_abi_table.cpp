@@ -121,7 +121,7 @@ void Emitter::abi(std::ostringstream& o) {
     << "    f->forward(0, -1, inputs);\n    *output = f->output();\n  });\n}\n\n";
   const size_t variables = variable_table(o);
   quantity_table(o);
-  emit_data_table(model_, o);
+  emit_data_table(model_, m_.transformed_data, o);
   o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
     << ", kGroupKinds, kGroupVaries, " << m_.factors.size()
     << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables

@@ -89,7 +89,7 @@ const char* party_code(Owner o) {
 
 }  // namespace
 
-void emit_data_table(const SemanticModel& model, std::ostream& o) {
+void emit_data_table(const SemanticModel& model, const std::array<std::string, 3>& transformed_data, std::ostream& o) {
   o << "// The data each party must give, checked before inference starts (fvi/data/validate.h).\n";
   std::vector<const Symbol*> data;
   for (const Symbol& s : model.symbols)
@@ -126,7 +126,9 @@ void emit_data_table(const SemanticModel& model, std::ostream& o) {
     o << "};\n";
   }
   o << "const fvi_data_table kDataTable = {" << data.size() << ", " << (data.empty() ? "nullptr" : "kDataDeclarations")
-    << ", " << checks.size() << ", " << (checks.empty() ? "nullptr" : "kSizeChecks") << "};\n\n";
+    << ", " << checks.size() << ", " << (checks.empty() ? "nullptr" : "kSizeChecks") << ",\n    {";
+  for (size_t p = 0; p < transformed_data.size(); ++p) o << (p ? ",\n     " : "") << c_string(transformed_data[p]);
+  o << "}};\n\n";
 }
 
 }  // namespace fvic::backend

@@ -1,6 +1,8 @@
 // Checks each party's data against the model's declarations (fvi_data_table) before inference.
 #include "fvi/data/validate.h"
 
+#include "fvi/data/transformed_data.h"
+
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -372,7 +374,17 @@ class PartyValidator {
 
 void validate_party(const fvi_data_table& table, Party party, DataSet& own, const DataSet& public_data,
                     Problems& problems) {
+  const size_t before = problems.total;
   PartyValidator(table, party, own, party == Party::Public ? nullptr : &public_data, problems).run();
+  // The party's transformed data built by statements, from data now known to be as declared.
+  const int index = party == Party::Public ? FVI_DATA_PUBLIC : party == Party::Server ? FVI_DATA_SERVER : FVI_DATA_SILO;
+  const char* program = table.transformed_data[index];
+  if (problems.total != before || !program || !*program) return;
+  try {
+    compute_transformed_data(program, own, public_data);
+  } catch (const DataError& e) {
+    problems.add(own.where() + ": " + e.what());
+  }
 }
 
 Problems validate(const fvi_data_table& table, DataDirectory& dir, size_t limit) {

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 6
+#define FVI_ABI_VERSION 7
 
 typedef struct fvi_tensor {
   double* data;
@@ -151,6 +151,11 @@ typedef struct fvi_data_table {
   const fvi_data_declaration* declarations;  /* in declaration order */
   int size_check_count;
   const fvi_size_check* size_checks;
+  /* Transformed data built by statements, computed when a party's data is read (after it is
+   * validated): the program of the statements each party runs, fvic's S-expression text
+   * (fvi/data/transformed_data.h); NULL or "" for none. Indexed by fvi_data_party (public, server,
+   * silo). */
+  const char* transformed_data[3];
 } fvi_data_table;
 
 /* A declaration of `transformed parameters` or `generated quantities` (docs/kernel-abi.md,
