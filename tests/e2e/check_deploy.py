@@ -17,6 +17,10 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                the same for SFVI and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
                block) equals the one NAME-sim wrote for it.
+  stan_statements
+               examples/stan_programs/capture_recapture (360 histories dealt into 4 sites), SFVI:
+               each client computes its transformed data (loops, ifs) when it reads its data; the
+               equal case's checks of the server's posterior and metrics.
   stan_quantities
                examples/stan_programs/regression_ppc (120 rows dealt into 4 silos) with two
                silo_sum generated quantities added, SFVI: the equal case's checks, the silos'
@@ -84,10 +88,11 @@ SAME = 1e-9
 class Model:
     """One model of each decomposition, with its data dealt into 4 silos by `deal(work)`."""
 
-    def __init__(self, example, deal):
+    def __init__(self, example, deal, silo_posteriors=True):
         self.name = example
         self.fvi = os.path.join(EXAMPLES, example, example + ".fvi")
         self.deal = deal
+        self.silo_posteriors = silo_posteriors  # its silos write posteriors of their own (locals, blocks)
 
 
 def programs(fvic, cache, model):
@@ -166,6 +171,23 @@ def four_regression_silos(work):
     return deal_rows(work, os.path.join(EXAMPLES, "stan_programs", "regression_ppc", "data"), 120)
 
 
+def four_sites(work):
+    """examples/stan_programs/capture_recapture's 360 capture histories (3 sites of 120) dealt
+    round-robin into 4 sites of 90; data.json (T) as is."""
+    src, out = os.path.join(EXAMPLES, "stan_programs", "capture_recapture", "data"), os.path.join(work, "data")
+    os.makedirs(out)
+    shutil.copy(os.path.join(src, "data.json"), os.path.join(out, "data.json"))
+    rows = []
+    for k in (1, 2, 3):
+        with open(os.path.join(src, f"silo-{k}.json")) as f:
+            rows += json.load(f)["y"]
+    for k in range(SILOS):
+        part = rows[k::SILOS]
+        with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
+            json.dump({"M": len(part), "y": part}, f)
+    return out
+
+
 PVI = Model("pima_logreg", four_silos)
 SFVI = Model("hier_logreg", four_hospitals)
 # A Stan program with generated quantities: the server's (sigma_sq), the silos' (y_rep), and two
@@ -173,6 +195,10 @@ SFVI = Model("hier_logreg", four_hospitals)
 # with_silo_sums), written beside the cache's programs by case_stan_quantities.
 STAN = Model("regression_ppc_sum", four_regression_silos)
 VFL = Model("vfl_logreg", four_column_blocks)
+# Transformed data built by statements (each client computes its counts when it reads its data)
+# and `if` in a loop: capture-recapture, no locals.
+CAPTURE = Model("capture_recapture", four_sites, silo_posteriors=False)
+CAPTURE.fvi = os.path.join(EXAMPLES, "stan_programs", "capture_recapture", "capture_recapture.fvi")
 
 
 def openssl(*args, cwd):
@@ -447,7 +473,7 @@ def equal_case(label, model, sets):
             d.close()
         worst = same_posterior(posterior(out), want, f"{model.name}-server vs NAME-sim")
         n, worst_silo = same_silo_posteriors(silos, want_dir, f"{model.name}-client vs NAME-sim")
-        require(model is PVI or n > 0, f"NAME-sim wrote no silo posterior for {model.name}")
+        require(model is PVI or not model.silo_posteriors or n > 0, f"NAME-sim wrote no silo posterior for {model.name}")
         rows, want_rows = metrics_rounds(out), metrics_rounds(want_dir)
         require(want_rows and rows == want_rows, f"metrics.csv rows {rows}, NAME-sim's {want_rows}")
         require(lines == len(rows), f"{lines} progress lines for {len(rows)} metrics rows")
@@ -1062,6 +1088,7 @@ CASES = {
     "vfl_exact_equal": case_vfl_exact_equal,
     "sfvi_rule": case_sfvi_rule,
     "stan_quantities": case_stan_quantities,
+    "stan_statements": equal_case("stan_statements", CAPTURE, ["rounds=300", "refresh=10"]),
     "mtls": case_mtls,
     "wrong_token": case_wrong_token,
     "faults": case_faults,
