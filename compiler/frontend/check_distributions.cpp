@@ -87,7 +87,10 @@ void Checker::tilde(const Stmt& s) {
   facts.kind = on_data ? TermKind::Likelihood : TermKind::Prior;
   // Counted only where its conditions hold: a term of the log density like `target +=`, not a
   // likelihood an engine may batch or update in closed form, nor a prior an engine starts from.
-  const bool conditional = !context_.empty();
+  // A row per element of a loop (`for (i in 1:I) y[i] ~ ...` with y[i] a vector) is a `target +=`
+  // term too: each row's elements, not one observation per row.
+  const bool conditional = !context_.empty() || (!loops_.empty() && facts.kind == TermKind::Likelihood &&
+                                                 !lhs.type.is_error() && !lhs.type.is_scalar() && lhs.kind == ExprKind::Index);
   facts.loc = s.loc;
   facts.context = context_taint();
   facts.lhs = lhs.taint;
@@ -108,7 +111,7 @@ void Checker::tilde(const Stmt& s) {
   std::optional<Term> term = classify_term(facts, diags_);
   if (term && conditional) {
     term->kind = TermKind::Target;
-    term->conditional = true;
+    term->conditional = !context_.empty();
     term->subject.clear();
     term->distribution.clear();
   }

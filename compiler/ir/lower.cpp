@@ -27,6 +27,10 @@ bool dims_of(const Type& t, const Shape& s, SymSize& rows, SymSize& cols) {
     rows = s.dims[0];
     return true;
   }
+  if (t.array_dims == 2 && t.base_dims() == 0) {  // array[R, C] of scalars: a list of R rows of C
+    rows = s.dims[0], cols = s.dims[1];
+    return true;
+  }
   return false;
 }
 
@@ -104,6 +108,37 @@ class FactorBuilder {
       mask = op(Op::Compare, {mask, t}, node(shape).rows, node(shape).cols, "&&");
     }
     return mask < 0 ? value : select(mask, value, constant(0));
+  }
+
+  // Operand `x` (the value of `operand`) shaped to meet element i's row of a rows x cols value:
+  // element i's scalar spread along row i; a vector every element reads, a row.
+  int along_rows(const Expr& operand, int x, const SymSize& rows, const SymSize& cols) {
+    const bool mine = per_element(operand), scalar = operand.type.is_scalar();
+    if (mine && scalar) return op(Op::Broadcast, {x}, rows, cols);
+    if (!mine && !scalar && node(x).cols.equals(one())) return op(Op::Transpose, {x}, one(), cols);
+    return x;
+  }
+
+  // A distribution's operands (`exprs`, lowered to `args`) in a loop where some is element i's
+  // row: the others shaped to meet it (along_rows).
+  void orient_operands(const std::vector<const Expr*>& exprs, std::vector<int>& args) {
+    if (!loop_) return;
+    int row = -1;
+    for (size_t k = 0; k < exprs.size(); ++k)
+      if (per_element(*exprs[k]) && !exprs[k]->type.is_scalar()) row = args[k];
+    if (row < 0) return;
+    const SymSize rows = node(row).rows, cols = node(row).cols;
+    for (size_t k = 0; k < exprs.size(); ++k)
+      if (!(per_element(*exprs[k]) && !exprs[k]->type.is_scalar())) args[k] = along_rows(*exprs[k], args[k], rows, cols);
+  }
+
+  // Each row of `value` summed: element i's total when element i's value is a row.
+  int row_sums(int value) {
+    const Node& n = node(value);
+    if (n.cols.equals(one())) return value;
+    const SymSize rows = n.rows, cols = n.cols;
+    const int ones = op(Op::Broadcast, {constant(1)}, cols, one());
+    return op(Op::MatMul, {value, ones}, rows, one());
   }
 
   // A term inside `for (i in 1:N)` that does not read i counts N times: its total on every row.
@@ -294,12 +329,19 @@ class FactorBuilder {
         return constant(0);
       }
       if (e.kind == ExprKind::Index) return loop_element(e);
-      if (!e.type.is_scalar()) {
-        unsupported(e.loc, "a container computed per element of a loop (each element's value must be a scalar)");
-        return constant(0);
-      }
       rows = loop_->rows;
       cols = one();
+      if (!e.type.is_scalar()) {
+        // Element i's vector (a row of a matrix or of a 2-D array: `y[i] ~ bernoulli_logit(a[i] *
+        // (theta - b[i]))`) is row i of the N x K value.
+        if (e.type.array_dims + e.type.base_dims() != 1 || e.shape.dims.empty()) {
+          unsupported(e.loc, "a container computed per element of a loop (each element's value must be a scalar "
+                             "or a vector)");
+          return constant(0);
+        }
+        cols = e.shape.dims[0];
+        if (e.kind == ExprKind::Transpose) return expr(*e.args[0]);  // element i's row either way
+      }
     }
     switch (e.kind) {
       case ExprKind::IntLit: return constant(static_cast<double>(e.int_value));
@@ -319,16 +361,26 @@ class FactorBuilder {
       case ExprKind::Call: return call(e, rows, cols);
       case ExprKind::CondCall: {
         std::vector<int> args;
-        for (const ExprPtr& a : e.args) args.push_back(expr(*a));
+        std::vector<const Expr*> exprs;
+        for (const ExprPtr& a : e.args) {
+          args.push_back(expr(*a));
+          exprs.push_back(a.get());
+        }
+        orient_operands(exprs, args);
         // A density names its distribution; a CDF keeps its suffix ("normal_lcdf", the kernels'
         // fvi/kernel/cdfs.h), and `normal_cdf` is the exponential of the sum of normal_lcdf.
         const std::optional<stdlib::CdfFunction> cdf_function = stdlib::find_cdf_function(e.name);
         std::string dist = e.name.substr(0, e.name.rfind('_'));
         if (cdf_function) dist += cdf_function->kind == stdlib::CdfKind::Lccdf ? "_lccdf" : "_lcdf";
         const bool product = cdf_function && cdf_function->kind == stdlib::CdfKind::Cdf;
-        int lp = op(Op::Lpdf, args, node(args[0]).rows, node(args[0]).cols, dist);
-        if (loop_ && per_element(e))  // element i's log density: one per row
+        int shape = args[0];  // the outcome's, or a wider argument's (element i's vector of means)
+        for (int a : args)
+          if (node(a).rows.equals(node(shape).rows) && !node(a).cols.equals(one())) shape = a;
+        int lp = op(Op::Lpdf, args, node(shape).rows, node(shape).cols, dist);
+        if (loop_ && per_element(e)) {  // element i's log density: one per row
+          lp = row_sums(lp);
           return product ? op(Op::Unary, {lp}, node(lp).rows, node(lp).cols, "exp") : lp;
+        }
         int sum = op(Op::Sum, {lp}, one(), one());
         return product ? op(Op::Unary, {sum}, one(), one(), "exp") : sum;
       }
@@ -368,6 +420,13 @@ class FactorBuilder {
   int binary(const Expr& e, const SymSize& rows, const SymSize& cols) {
     const std::string& o = e.name;
     int a = expr(*e.args[0]), b = expr(*e.args[1]);
+    if (loop_ && per_element(e) && !e.type.is_scalar()) {
+      // Element i's vector is row i of rows x cols: a vector read by every element is a row, and
+      // element i's scalar is spread along its row.
+      a = along_rows(*e.args[0], a, rows, cols);
+      b = along_rows(*e.args[1], b, rows, cols);
+      if (o == "*") return op(Op::Mul, {a, b}, rows, cols);
+    }
     bool linear_algebra = o == "*" && !e.args[0]->type.is_scalar() && !e.args[1]->type.is_scalar();
     if (linear_algebra) return op(Op::MatMul, {a, b}, rows, cols);
     if (o == "+") return op(Op::Add, {a, b}, rows, cols);
@@ -960,11 +1019,14 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
         reads_loop = b.per_element(*s.args[0]);
       } else {
         std::vector<int> args{b.expr(*s.lhs)};
+        std::vector<const Expr*> exprs{s.lhs.get()};
         reads_loop = b.per_element(*s.lhs);
         for (const ExprPtr& a : s.args) {
           args.push_back(b.expr(*a));
+          exprs.push_back(a.get());
           reads_loop = reads_loop || b.per_element(*a);
         }
+        b.orient_operands(exprs, args);
         value = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
       }
       value = b.where(conditions_of(&s), b.per_row(value, reads_loop));

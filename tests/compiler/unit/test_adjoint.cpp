@@ -254,3 +254,31 @@ model {
 )");
   check_adjoints(m);
 }
+
+// Element i's vector as row i (2-D arrays, matrix rows, vectors every element reads).
+TEST_CASE("adjoints through rows as each element's vector match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_rows", R"(data {
+  int<lower=1> I;
+  int<lower=1> J;
+}
+silo data {
+  array[I, J] int<lower=0, upper=1> y;
+  matrix[I, J] x;
+}
+parameters {
+  global vector[J] theta;
+  global vector[I] a;
+  global real<lower=0> s;
+}
+model {
+  theta ~ normal(0, 1);
+  a ~ normal(0, 1);
+  s ~ normal(0, 1);
+  for (i in 1:I) {
+    y[i] ~ bernoulli_logit(exp(a[i]) * (theta - a[i] / 2));
+    target += normal_lpdf(x[i] | theta' * a[i], s);
+  }
+}
+)");
+  check_adjoints(m);
+}

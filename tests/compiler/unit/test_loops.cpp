@@ -369,3 +369,82 @@ TEST_CASE("cdfs: an argument without a derivative may not read a parameter; unkn
     CHECK(m.errors().find(message) != std::string::npos);
   }
 }
+
+// Element i's vector in a loop (a row of a 2-D array or a matrix) is row i of one N x K value:
+// the item response model of posteriordb's irt_2pl, a row density with a vector every element
+// reads, and categorical_logit over a matrix's transposed rows, against the loop written out.
+TEST_CASE("loops: rows of 2-D arrays and matrices as each element's vector", "[loops]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_loop_rows", R"(data {
+  int<lower=1> I;
+  int<lower=1> J;
+  array[I, J] int<lower=0, upper=1> y;
+  matrix[I, J] x;
+  array[I] int<lower=1, upper=J> c;
+}
+parameters {
+  global vector[J] theta;
+  global vector[I] a;
+  global vector[I] b;
+}
+model {
+  theta ~ normal(0, 1);
+  a ~ normal(0, 1);
+  b ~ normal(0, 1);
+  for (i in 1:I) {
+    y[i] ~ bernoulli_logit(exp(a[i]) * (theta - b[i]));
+    target += normal_lpdf(x[i] | theta, 2) + bernoulli_logit_lpmf(y[i] | theta' * a[i]);
+    c[i] ~ categorical_logit((x[i] .* theta')');
+  }
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  const int I = 3, J = 2;
+  fvic::ir::Bindings bind;
+  auto scalar = [](double v) {
+    fvic::ir::RealTensor t(1, 1, 1);
+    t.m(0, 0) = v;
+    return t;
+  };
+  bind.data["I"] = scalar(I);
+  bind.data["J"] = scalar(J);
+  bind.data["y"] = fvic::ir::RealTensor(I, J, 1);
+  bind.data["y"].m << 1, 0, 0, 1, 1, 1;  // column-major: rows {1, 0}, {0, 1}, {1, 1}
+  bind.data["x"] = fvic::ir::RealTensor(I, J, 1);
+  bind.data["x"].m << 0.2, -1.0, 0.5, 1.5, 0.3, -0.7;
+  bind.data["c"] = fvic::ir::RealTensor(I, 1, 1);
+  bind.data["c"].m << 2, 1, 2;
+  bind.inputs["global"] = fvic::ir::RealTensor(J + 2 * I, 1, 2);
+  bind.inputs["global"].m << 0.4, -0.3, 0.1, -0.5, 0.9, 0.2, -0.1, 0.6,  // draw 1: theta, a, b
+      -0.2, 0.7, 0.3, 0.0, -0.4, -0.6, 0.5, 0.1;                          // draw 2
+  auto log1p_exp = [](double v) { return std::log1p(std::exp(v)); };
+  // The rows' terms are the server's density; c, one category per element, is its likelihood.
+  fvic::ir::Interpreter density(module, fvic::test::factor_named(module, "server_density"));
+  fvic::ir::Interpreter likelihood(module, fvic::test::factor_named(module, "likelihood_c"));
+  const fvic::ir::RealTensor& density_lp = density.forward(bind);
+  const fvic::ir::RealTensor& likelihood_lp = likelihood.forward(bind);
+  REQUIRE(likelihood_lp.rows == I);
+  for (Eigen::Index d = 0; d < 2; ++d) {
+    const auto g = [&](int k) { return bind.inputs["global"].m(k, d); };
+    const double lp = density_lp.m(0, d) + likelihood_lp.draw(d).sum();
+    double want = 0;
+    for (int k = 0; k < J + 2 * I; ++k) want += -0.5 * std::log(2 * M_PI) - 0.5 * g(k) * g(k);
+    for (int i = 0; i < I; ++i) {
+      const double a = g(J + i), b = g(J + I + i);
+      double logits[J];
+      for (int j = 0; j < J; ++j) {
+        const double y = bind.data["y"].m(i, j), x = bind.data["x"].m(i, j), theta = g(j);
+        const double eta = std::exp(a) * (theta - b);
+        want += y * eta - log1p_exp(eta);
+        want += -0.5 * std::log(2 * M_PI) - std::log(2.0) - 0.5 * std::pow((x - theta) / 2, 2);
+        want += y * theta * a - log1p_exp(theta * a);
+        logits[j] = x * theta;
+      }
+      const int chosen = static_cast<int>(bind.data["c"].m(i, 0)) - 1;
+      want += logits[chosen] - std::log(std::exp(logits[0]) + std::exp(logits[1]));
+    }
+    CHECK(lp == Approx(want).epsilon(1e-12));
+  }
+}
