@@ -1,6 +1,7 @@
 #include "ir/lower.h"
 
 #include <functional>
+#include <memory>
 #include <set>
 
 #include "analysis/transformed_data.h"
@@ -545,6 +546,11 @@ class FactorBuilder {
     std::optional<SymSize> loop_rows;
     std::string loop_var;
     bool in_loop = false;  // declared in the loop's body: the name itself is element i's value
+    // A later value of a local assigned again (`mu += z;`, `for (n in 1:N) sigma[n] =
+    // exp(sigma[n]);`): inside `value` the name is the previous value, and with an operator
+    // (`+` for `+=`) the new value is previous (op) value.
+    std::shared_ptr<const LocalValue> previous;
+    std::string name, compound;
   };
   void bind_local(const std::string& name, const LocalValue& v) { locals_[name] = v; }
   void unbind_local(const std::string& name) { locals_.erase(name); }
@@ -563,8 +569,28 @@ class FactorBuilder {
     return *x;
   }
 
-  int local_value(const LocalValue& l) {
-    return l.loop_rows ? element_values(*l.value, Loop{l.loop_var, *l.loop_rows}) : expr(*l.value);
+  int local_value(const LocalValue& bound) {
+    if (!bound.previous)
+      return bound.loop_rows ? element_values(*bound.value, Loop{bound.loop_var, *bound.loop_rows}) : expr(*bound.value);
+    const LocalValue l = bound;  // `bound` may be the binding replaced below
+    const LocalValue now = locals_.at(l.name);
+    locals_[l.name] = *l.previous;  // the name means its previous value here
+    const std::map<const Expr*, bool> memo = element_;
+    int v = l.loop_rows ? element_values(*l.value, Loop{l.loop_var, *l.loop_rows}) : expr(*l.value);
+    if (!l.compound.empty()) {
+      const int before = local_value(*l.previous);
+      const Node& n = node(before);
+      const SymSize rows = n.rows, cols = n.cols;
+      const Op o = l.compound == "+" ? Op::Add : l.compound == "-" ? Op::Sub : l.compound == "*" ? Op::Mul : Op::Div;
+      if ((o == Op::Mul || o == Op::Div) && !l.loop_rows && !is_scalar(node(v)) && !is_scalar(n)) {
+        unsupported(l.value->loc, "'" + l.compound + "=' of two containers");
+        v = constant(0);
+      }
+      v = op(o, {before, v}, rows, cols);
+    }
+    locals_[l.name] = now;
+    element_ = memo;
+    return v;
   }
 
 
@@ -697,6 +723,9 @@ void build_groups(const SemanticModel& m, Module& module) {
 using LoopOf = std::map<const Stmt*, FactorBuilder::Loop>;
 using ConditionOf = std::map<const Stmt*, std::vector<FactorBuilder::Condition>>;
 using LoopLocalsOf = std::map<const Stmt*, std::vector<std::pair<std::string, FactorBuilder::LocalValue>>>;
+// For each term, how many of the model block's local bindings come before it: a local assigned
+// again (`mu += z;`) has a new value for the statements after that assignment only.
+using VisibleOf = std::map<const Stmt*, size_t>;
 
 // `for (i in 1:N)`'s N as a size, when the loop starts at 1 and N is a name or a number.
 std::optional<SymSize> loop_rows(const Stmt& loop) {
@@ -741,18 +770,24 @@ bool collect_terms(const Stmt& s, const TermPlace& place, std::vector<std::pair<
     case StmtKind::Block: {
       TermPlace inner = place;
       std::set<std::string> pending;  // a loop's locals declared without a value, not assigned yet
+      // A block's locals: in a loop, element n's values; outside, values (`{ real h = s / 2; ... }`).
+      auto local = [&](const Expr* value) {
+        FactorBuilder::LocalValue v;
+        v.value = value;
+        if (inner.loop) v.loop_rows = inner.loop->rows, v.loop_var = inner.loop->var, v.in_loop = true;
+        return v;
+      };
       for (const StmtPtr& b : s.body) {
-        if (inner.loop && b->kind == StmtKind::Decl) {
+        if (b->kind == StmtKind::Decl) {
           if (!b->decl->init) {
             pending.insert(b->decl->name);
             continue;
           }
-          inner.locals.push_back({b->decl->name, {b->decl->init.get(), inner.loop->rows, inner.loop->var, true}});
+          inner.locals.push_back({b->decl->name, local(b->decl->init.get())});
           continue;
         }
-        if (inner.loop && b->kind == StmtKind::Assign && b->name == "=" && b->lhs->kind == ExprKind::Var &&
-            pending.erase(b->lhs->name)) {
-          inner.locals.push_back({b->lhs->name, {b->args[0].get(), inner.loop->rows, inner.loop->var, true}});
+        if (b->kind == StmtKind::Assign && b->name == "=" && b->lhs->kind == ExprKind::Var && pending.erase(b->lhs->name)) {
+          inner.locals.push_back({b->lhs->name, local(b->args[0].get())});
           continue;
         }
         if (!collect_terms(*b, inner, out, depth + 1)) return false;
@@ -779,7 +814,7 @@ bool collect_terms(const Stmt& s, const TermPlace& place, std::vector<std::pair<
 
 // A loop or an `if` of `~` and `target +=` statements: each statement's place recorded.
 bool collect_placed(const Stmt& s, LoopOf& loops, ConditionOf& conditions, LoopLocalsOf& loop_locals,
-                    Diagnostics& diags) {
+                    VisibleOf& visible, size_t bindings, Diagnostics& diags) {
   std::vector<std::pair<const Stmt*, TermPlace>> terms;
   if (!collect_terms(s, TermPlace{}, terms, 0)) {
     if (s.kind == StmtKind::Block)
@@ -796,6 +831,7 @@ bool collect_placed(const Stmt& s, LoopOf& loops, ConditionOf& conditions, LoopL
     return false;
   }
   for (const auto& [stmt, place] : terms) {
+    visible[stmt] = bindings;
     if (place.loop) loops[stmt] = *place.loop;
     if (!place.conditions.empty()) conditions[stmt] = place.conditions;
     if (!place.locals.empty()) loop_locals[stmt] = place.locals;
@@ -811,7 +847,7 @@ struct Local {
 // `v[i] = e;` in `for (i in 1:N)`, v a pending local (declared without a value) of N elements:
 // v's name, else "".
 std::string element_assignment(const Stmt& loop, const Stmt& body, const std::map<std::string, const VarDecl*>& pending) {
-  if (body.kind != StmtKind::Assign || body.name != "=") return "";
+  if (body.kind != StmtKind::Assign) return "";
   const Expr& lhs = *body.lhs;
   if (lhs.kind != ExprKind::Index || lhs.args[0]->kind != ExprKind::Var || lhs.indices.size() != 1) return "";
   const Index& ix = lhs.indices[0];
@@ -832,8 +868,29 @@ std::string element_assignment(const Stmt& loop, const Stmt& body, const std::ma
 // local its value element by element: those locals bound (in order; a later one may read an
 // earlier one's element i), the `~` and `target +=` lowered as one vectorised statement each.
 // False when the loop has another statement, or assigns no pending local.
-bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDecl*>& pending, std::vector<Local>& out,
-                             LoopOf& loops) {
+// The latest binding of local `name` in `out` (then `more`), or null.
+const FactorBuilder::LocalValue* latest(const std::string& name, const std::vector<Local>& out,
+                                        const std::vector<Local>& more = {}) {
+  for (const std::vector<Local>* list : {&more, &out})
+    for (auto it = list->rbegin(); it != list->rend(); ++it)
+      if (it->name == name) return &it->value;
+  return nullptr;
+}
+
+// A new value of a local already bound (`previous`): `op` is "=", "+=", "-=", "*=" or "/=".
+FactorBuilder::LocalValue next_value(const std::string& name, const FactorBuilder::LocalValue& previous,
+                                     const std::string& op, const Expr* value) {
+  FactorBuilder::LocalValue v;
+  v.value = value;
+  v.name = name;
+  v.previous = std::make_shared<const FactorBuilder::LocalValue>(previous);
+  if (op != "=") v.compound = op.substr(0, 1);
+  return v;
+}
+
+bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDecl*>& pending,
+                             const std::map<std::string, const VarDecl*>& declared, std::vector<Local>& out,
+                             LoopOf& loops, VisibleOf& visible) {
   const std::optional<SymSize> rows = loop_rows(loop);
   if (!rows) return false;
   const std::vector<const Stmt*> body = loop_body(loop);
@@ -841,19 +898,29 @@ bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDe
   std::vector<Local> bound;
   for (const Stmt* b : body) {
     if (b->kind == StmtKind::Tilde || b->kind == StmtKind::Target || b->kind == StmtKind::Empty) continue;
-    const std::string name = element_assignment(loop, *b, left);
-    if (name.empty()) return false;
+    std::string name = element_assignment(loop, *b, left);
     FactorBuilder::LocalValue v;
-    v.value = b->args[0].get();
+    if (!name.empty() && b->name == "=") {
+      v.value = b->args[0].get();
+      left.erase(name);
+    } else {
+      // Every element of a local with a value assigned again: `sigma[n] = exp(sigma[n]);`.
+      name = element_assignment(loop, *b, declared);
+      const FactorBuilder::LocalValue* before = name.empty() || left.count(name) ? nullptr : latest(name, out, bound);
+      if (!before) return false;
+      v = next_value(name, *before, b->name, b->args[0].get());
+    }
     v.loop_rows = *rows;
     v.loop_var = loop.name;
     bound.push_back({name, v});
-    left.erase(name);
   }
   if (bound.empty()) return false;
-  for (const Stmt* b : body)
-    if (b->kind == StmtKind::Tilde || b->kind == StmtKind::Target) loops[b] = FactorBuilder::Loop{loop.name, *rows};
   out.insert(out.end(), bound.begin(), bound.end());
+  for (const Stmt* b : body)
+    if (b->kind == StmtKind::Tilde || b->kind == StmtKind::Target) {
+      loops[b] = FactorBuilder::Loop{loop.name, *rows};
+      visible[b] = out.size();
+    }
   pending = left;
   return true;
 }
@@ -862,15 +929,20 @@ bool collect_assignment_loop(const Stmt& loop, std::map<std::string, const VarDe
 // their value by one assignment of the whole variable or by one loop over its elements, and
 // never reassigned), and its loops' statements.
 bool collect_locals(const Block* model, std::vector<Local>& out, LoopOf& loops, ConditionOf& conditions,
-                    LoopLocalsOf& loop_locals, Diagnostics& diags) {
+                    LoopLocalsOf& loop_locals, VisibleOf& visible, Diagnostics& diags) {
   if (!model) return true;
   bool ok = true;
-  std::map<std::string, const VarDecl*> pending;  // declared without a value, not assigned yet
+  std::map<std::string, const VarDecl*> pending;   // declared without a value, not assigned yet
+  std::map<std::string, const VarDecl*> declared;  // every local of the block so far
   for (const StmtPtr& s : model->stmts) {
+    if (s->kind == StmtKind::Decl) declared[s->decl->name] = s->decl.get();
     if (s->kind == StmtKind::For) {
-      if (!collect_assignment_loop(*s, pending, out, loops)) ok &= collect_placed(*s, loops, conditions, loop_locals, diags);
+      if (!collect_assignment_loop(*s, pending, declared, out, loops, visible))
+        ok &= collect_placed(*s, loops, conditions, loop_locals, visible, out.size(), diags);
     } else if (s->kind == StmtKind::If || s->kind == StmtKind::Block) {
-      ok &= collect_placed(*s, loops, conditions, loop_locals, diags);
+      ok &= collect_placed(*s, loops, conditions, loop_locals, visible, out.size(), diags);
+    } else if (s->kind == StmtKind::Tilde || s->kind == StmtKind::Target) {
+      visible[s.get()] = out.size();
     } else if (s->kind == StmtKind::Decl) {
       if (!s->decl->init) {
         pending[s->decl->name] = s->decl.get();
@@ -885,6 +957,10 @@ bool collect_locals(const Block* model, std::vector<Local>& out, LoopOf& loops, 
       v.value = s->args[0].get();
       out.push_back({s->lhs->name, v});
       pending.erase(s->lhs->name);
+    } else if (s->kind == StmtKind::Assign && s->lhs->kind == ExprKind::Var && !pending.count(s->lhs->name) &&
+               latest(s->lhs->name, out)) {
+      // A local with a value assigned again as a whole: `mu = mu + z;`, `mu += z;`.
+      out.push_back({s->lhs->name, next_value(s->lhs->name, *latest(s->lhs->name, out), s->name, s->args[0].get())});
     } else if (s->kind != StmtKind::Tilde && s->kind != StmtKind::Target && s->kind != StmtKind::Empty) {
       diags.error(s->loc, "loops, conditionals and assignments are not supported by the code generator yet",
                   "give a local its value once: `vector[N] mu = ...;`, `mu = ...;` or "
@@ -970,8 +1046,16 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   LoopOf loops;
   ConditionOf conditions;
   LoopLocalsOf loop_locals;
-  if (!collect_locals(model.program->find(BlockKind::Model), locals, loops, conditions, loop_locals, diags))
+  VisibleOf visible;
+  if (!collect_locals(model.program->find(BlockKind::Model), locals, loops, conditions, loop_locals, visible, diags))
     return false;
+  // Binds the model block's locals as statement s sees them (each name's latest value before it).
+  auto bind_visible = [&](FactorBuilder& b, const Stmt* s) {
+    auto it = visible.find(s);
+    const size_t count = it == visible.end() ? locals.size() : it->second;
+    for (const Local& l : locals) b.unbind_local(l.name);
+    for (size_t i = 0; i < count; ++i) b.bind_local(locals[i].name, locals[i].value);
+  };
   // Binds the loop locals declared before statement s in its loop (unbound by the next call).
   auto place_locals = [&](FactorBuilder& b, const Stmt* s, std::vector<std::string>& bound) {
     for (const std::string& name : bound) b.unbind_local(name);
@@ -1010,6 +1094,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (const Term& t : model.terms) {
       if (t.owner != party || t.kind == TermKind::Likelihood || is_element_prior(model, local_map, t)) continue;
       const Stmt& s = *t.stmt;
+      bind_visible(b, &s);
       b.set_loop(loop_of(&s));
       place_locals(b, &s, bound);
       int value;
@@ -1063,7 +1148,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (const Factor& other : module.factors)
       if (other.name == f.name) f.name += "_" + std::to_string(module.factors.size());
     FactorBuilder b(model, module, diags, f);
-    for (const Local& l : locals) b.bind_local(l.name, l.value);
+    bind_visible(b, &s);
     std::vector<int> args{b.expr(*s.lhs)};
     for (const ExprPtr& a : s.args) args.push_back(b.expr(*a));
     f.output = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
@@ -1094,7 +1179,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     f.distribution = s.name;
     f.rows = y->shape.dims.empty() ? SymSize::constant(1) : y->shape.dims[0];
     FactorBuilder b(model, module, diags, f);
-    for (const Local& l : locals) b.bind_local(l.name, l.value);
+    bind_visible(b, &s);
     b.set_batch_rows(f.rows);
     b.set_silo_sum_input(t.owner == TermOwner::Coupling);
     b.set_loop(loop_of(&s));

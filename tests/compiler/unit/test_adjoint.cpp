@@ -282,3 +282,26 @@ model {
 )");
   check_adjoints(m);
 }
+
+// Locals assigned again (versions read where each statement stands).
+TEST_CASE("adjoints through locals assigned again match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_versions", R"(silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global real a;
+  global real<lower=0> s;
+}
+model {
+  vector[N] mu = rep_vector(a, N) + y / 2;
+  a ~ normal(0, 1);
+  s ~ normal(0, 1);
+  y ~ normal(mu, s);
+  mu *= s;
+  for (n in 1:N) mu[n] = exp(mu[n]) - a;
+  target += -sum(square(mu));
+}
+)");
+  check_adjoints(m);
+}

@@ -448,3 +448,57 @@ model {
     CHECK(lp == Approx(want).epsilon(1e-12));
   }
 }
+
+// A model-block local assigned again (`mu += b;`, `for (n in 1:N) mu[n] = exp(mu[n]);`, brms's
+// inverse link): each statement reads the value the local has where the statement stands.
+TEST_CASE("loops: a local assigned again has its new value after the assignment only", "[loops]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_local_versions", R"(silo data {
+  int<lower=0> N;
+  vector[N] y;
+  vector[N] z;
+}
+parameters {
+  global real a;
+  global real b;
+}
+model {
+  vector[N] mu = rep_vector(a, N);
+  a ~ normal(0, 1);
+  b ~ normal(0, 1);
+  y ~ normal(mu, 1);
+  mu += b;
+  z ~ normal(mu, 2);
+  for (n in 1:N) mu[n] = exp(mu[n]);
+  target += -sum(mu);
+  mu = mu * 3;
+  target += normal_lpdf(y | mu, 5);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings bind;
+  bind.data["N"] = fvic::ir::RealTensor(1, 1, 1);
+  bind.data["N"].m(0, 0) = 2;
+  bind.data["y"] = fvic::ir::RealTensor(2, 1, 1);
+  bind.data["y"].m << 0.5, -0.2;
+  bind.data["z"] = fvic::ir::RealTensor(2, 1, 1);
+  bind.data["z"].m << 1.5, 0.1;
+  bind.inputs["global"] = fvic::ir::RealTensor(2, 1, 1);
+  bind.inputs["global"].m << 0.3, -0.6;
+  const double a = 0.3, b = -0.6;
+  auto log_normal = [](double x, double mu, double sd) {
+    return -0.5 * std::log(2 * M_PI) - std::log(sd) - 0.5 * std::pow((x - mu) / sd, 2);
+  };
+  double want = 0;
+  for (double y : {0.5, -0.2}) want += log_normal(y, a, 1) + log_normal(y, 3 * std::exp(a + b), 5);
+  for (double z : {1.5, 0.1}) want += log_normal(z, a + b, 2);
+  want += -2 * std::exp(a + b);
+  double got = 0;  // the silos' terms (the priors are the server's)
+  for (const char* name : {"silo_density", "likelihood_y", "likelihood_z_2"}) {
+    fvic::ir::Interpreter f(module, fvic::test::factor_named(module, name));
+    got += f.forward(bind).m.sum();
+  }
+  CHECK(got == Approx(want).epsilon(1e-13));
+}
