@@ -92,6 +92,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::Pow: out = k::pow(v(0), v(1)); return;
     case Op::Compare: out = k::compare(n.name, v(0), v(1)); return;
     case Op::Select: out = k::select(v(0), v(1), v(2)); return;
+    case Op::Reduce: out = k::reduce(n.name, v(0)); return;
     case Op::MatMul: out = k::matmul(v(0), v(1)); return;
     case Op::Transpose: out = k::transpose(v(0)); return;
     case Op::Reshape: out = k::reshape(v(0), size_of(n.rows, b), size_of(n.cols, b)); return;

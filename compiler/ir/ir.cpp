@@ -23,6 +23,7 @@ const char* op_name(Op op) {
     case Op::Pow: return "pow";
     case Op::Compare: return "compare";
     case Op::Select: return "select";
+    case Op::Reduce: return "reduce";
     case Op::MatMul: return "matmul";
     case Op::Transpose: return "transpose";
     case Op::Reshape: return "reshape";

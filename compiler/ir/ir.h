@@ -40,6 +40,7 @@ enum class Op {
   Compare,  // name: == != < <= > >= && ||; args: a, b; 1 or 0 elementwise, no adjoint (derivative 0)
   Select,   // args: cond, a, b: a where cond is not 0, else b, elementwise (`c ? a : b`, an `if`'s term)
   MatMul, Transpose, Reshape, Sum, RowsDotProduct, Broadcast, LogSoftmax, Softmax,
+  Reduce,  // name: max, min or prod of all elements, one value per draw
   CumulativeSum,  // running sums of a vector (rows) or row_vector (columns)
   IndexRows, IndexCols,  // args: value, Index node (1-based)
   ConcatRows, ConcatCols,  // args: a, b: a above b (append_row), a left of b (append_col)

@@ -511,6 +511,13 @@ class FactorBuilder {
       return op(Op::Unary, args, rows, cols, f);
     if (f == "pow") return op(Op::Pow, args, rows, cols);
     if (f == "sum") return op(Op::Sum, args, rows, cols);
+    if ((f == "max" || f == "min" || f == "prod") && args.size() == 1) return op(Op::Reduce, args, rows, cols, f);
+    if (f == "log_sum_exp" && args.size() == 1) {
+      // max + log(sum(exp(x - max))): finite where exp(x) overflows; max's part of the gradient cancels.
+      const int x = args[0], top = op(Op::Reduce, {x}, one(), one(), "max");
+      const int shifted = op(Op::Unary, {op(Op::Sub, {x, top}, node(x).rows, node(x).cols)}, node(x).rows, node(x).cols, "exp");
+      return op(Op::Add, {top, op(Op::Unary, {op(Op::Sum, {shifted}, one(), one())}, one(), one(), "log")}, one(), one());
+    }
     if (f == "mean" || f == "variance" || f == "sd") return moment(f, args[0]);
     if (f == "dot_product") return op(Op::Sum, {op(Op::Mul, args, node(args[0]).rows, node(args[0]).cols)}, rows, cols);
     if (f == "dot_self") return op(Op::Sum, {op(Op::Mul, {args[0], args[0]}, node(args[0]).rows, node(args[0]).cols)}, rows, cols);

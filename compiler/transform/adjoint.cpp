@@ -125,6 +125,16 @@ class Adjoint {
         if (active(1)) accumulate(arg(1), make(Op::Mul, {g, arg(0)}, arg(0)));
         return;
       case Op::Broadcast: accumulate(arg(0), g); return;
+      case Op::Reduce: {
+        // max, min: g at the elements equal to the result; prod: g times the product over each element.
+        const int spread = make(Op::Broadcast, {g, arg(0)}, arg(0));
+        if (n.name == "prod") {
+          accumulate(arg(0), make(Op::Div, {make(Op::Mul, {spread, make(Op::Broadcast, {i, arg(0)}, arg(0))}, arg(0)), arg(0)}, arg(0)));
+        } else {
+          accumulate(arg(0), make(Op::Mul, {spread, make(Op::Compare, {arg(0), i}, arg(0), "==")}, arg(0)));
+        }
+        return;
+      }
       case Op::Select: {
         // g reaches the operand chosen at each element; the condition has derivative 0.
         Node zero{Op::Const};

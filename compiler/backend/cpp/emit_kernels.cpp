@@ -205,6 +205,7 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::Pow: return call("fvi::kernel::pow", {v(0), v(1)});
     case Op::Compare: return call("compare", {quoted(n.name), v(0), v(1)});
     case Op::Select: return call("select", {v(0), v(1), v(2)});
+    case Op::Reduce: return call("reduce", {quoted(n.name), v(0)});
     case Op::MatMul: return call("matmul", {v(0), v(1)});
     case Op::Transpose: return call("transpose", {v(0)});
     case Op::Reshape: return call("reshape", {v(0), sizes_(n.rows), sizes_(n.cols)});

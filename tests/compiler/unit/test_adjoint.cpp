@@ -305,3 +305,20 @@ model {
 )");
   check_adjoints(m);
 }
+
+// log_sum_exp, max, min and prod of a container.
+TEST_CASE("adjoints through log_sum_exp, max, min and prod of containers match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_reductions", R"(data {
+  int<lower=1> K;
+  vector[K] w;
+}
+parameters {
+  global vector[K] a;
+}
+model {
+  a ~ normal(0, 1);
+  target += log_sum_exp(a + w) + max(a) - min(2 * a) + prod(exp(a / 3)) + log_sum_exp(w);
+}
+)");
+  check_adjoints(m);
+}

@@ -308,3 +308,32 @@ model {
                       (2 + 3) * beta[2];
   CHECK(server.forward(b).m(0, 0) == Approx(want).epsilon(1e-14));
 }
+
+TEST_CASE("stan forms: log_sum_exp, max, min and prod of a container are their definitions", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_reductions", R"(data {
+  int<lower=1> K;
+  vector[K] w;
+}
+parameters {
+  global vector[K] a;
+}
+model {
+  target += log_sum_exp(a + w) + max(a) - min(w) + prod(a);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["K"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["K"].m(0, 0) = 3;
+  b.data["w"] = fvic::ir::RealTensor(3, 1, 1);
+  b.data["w"].m << 800.0, -1.0, 799.0;  // exp overflows: log_sum_exp stays finite
+  b.inputs["global"] = fvic::ir::RealTensor(3, 1, 1);
+  b.inputs["global"].m << 0.5, -2.0, 1.5;
+  fvic::ir::Interpreter server(module, fvic::test::factor_named(module, "server_density"));
+  // Written out: log(exp(800.5) + exp(-3) + exp(800.5)) = 800.5 + log(2 + exp(-803.5)).
+  const double want = 800.5 + std::log(2 + std::exp(-803.5)) + 1.5 - (-1.0) + 0.5 * -2.0 * 1.5;
+  CHECK(server.forward(b).m(0, 0) == Approx(want).epsilon(1e-14));
+}

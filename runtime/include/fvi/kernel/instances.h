@@ -17,6 +17,7 @@
   P Tensor<T> neg<T>(const Tensor<T>&);                                                                     \
   P Tensor<T> compare<T>(const std::string&, const Tensor<T>&, const Tensor<T>&);                           \
   P Tensor<T> select<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&);                              \
+  P Tensor<T> reduce<T>(const std::string&, const Tensor<T>&);                                              \
   P Tensor<T> unary<T>(const std::string&, const Tensor<T>&);                                               \
   P Tensor<T> unary_derivative<T>(const std::string&, const Tensor<T>&, const Tensor<T>&);                  \
   P Tensor<T> matmul<T>(const Tensor<T>&, const Tensor<T>&);                                                \

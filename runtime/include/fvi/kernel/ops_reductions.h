@@ -52,6 +52,22 @@ Tensor<T> sum_to(const Tensor<T>& g, Eigen::Index rows, Eigen::Index cols, Eigen
   return out;
 }
 
+// max, min or prod of all of x's elements: one value per draw (the IR's Reduce; its adjoint is
+// written with elementwise operations in transform/adjoint.cpp).
+template <class T>
+Tensor<T> reduce(const std::string& name, const Tensor<T>& x) {
+  Tensor<T> out(1, 1, x.draws);
+  if (x.rows * x.cols == 0) throw ShapeError(name + " of no elements");
+  for (Eigen::Index s = 0; s < x.draws; ++s) {
+    auto d = x.draw(s);
+    if (name == "max") out.m(0, s) = d.maxCoeff();
+    else if (name == "min") out.m(0, s) = d.minCoeff();
+    else if (name == "prod") out.m(0, s) = d.prod();
+    else throw std::invalid_argument("unknown reduction '" + name + "'");
+  }
+  return out;
+}
+
 template <class T>
 Tensor<T> sum_like(const Tensor<T>& g, const Tensor<T>& like) {
   return sum_to(g, like.rows, like.cols, like.draws);
