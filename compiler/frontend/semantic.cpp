@@ -75,6 +75,23 @@ std::optional<SymSize> size_value(const Expr& e, const SemanticModel& model) {
     if (!a) return std::nullopt;
     return SymSize::constant(0) - *a;
   }
+  if (e.kind == ExprKind::Call && e.args.size() == 1 &&
+      (e.name == "num_elements" || e.name == "size" || e.name == "rows" || e.name == "cols")) {
+    // A container's size from its declared shape (array dims, then the vector's or matrix's).
+    const Expr& x = *e.args[0];
+    const std::vector<SymSize>& d = x.shape.dims;
+    if (d.empty() || x.type.is_error()) return std::nullopt;
+    const bool row_vector = x.type.array_dims == 0 && x.type.base == Base::RowVector;
+    if (e.name == "size") return d[0];
+    if (e.name == "num_elements") {
+      SymSize n = SymSize::constant(1);
+      for (const SymSize& k : d) n = n * k;
+      return n;
+    }
+    if (x.type.array_dims != 0) return std::nullopt;
+    if (e.name == "rows") return row_vector ? SymSize::constant(1) : d[0];
+    return row_vector ? d[0] : d.size() > 1 ? d[1] : SymSize::constant(1);
+  }
   return std::nullopt;
 }
 

@@ -108,14 +108,23 @@ ExprPtr indexed(ExprPtr base, std::vector<Index> indices, const Loc& loc) {
   return e;
 }
 
-// Stan's slicing functions as the indexing they are: head(v, n) is v[1:n], segment(v, i, n) is
-// v[i:(i + n - 1)], sub_col(m, i, j, n) is m[i:(i + n - 1), j], sub_row(m, i, j, n) is
-// m[i, j:(j + n - 1)]. Null when `e` is none of them.
+// Stan's slicing functions as the indexing they are: head(v, n) is v[1:n], tail(v, n) is
+// v[(num_elements(v) - n + 1):], segment(v, i, n) is v[i:(i + n - 1)], sub_col(m, i, j, n) is
+// m[i:(i + n - 1), j], sub_row(m, i, j, n) is m[i, j:(j + n - 1)]. Null when `e` is none of them.
 ExprPtr slice_form(Expr& e) {
   const Loc loc = e.loc;
   std::vector<Index> ix;
   if (e.name == "head" && e.args.size() == 2) {
     ix.push_back(count_range(int_literal(1, loc), std::move(e.args[1]), loc));
+  } else if (e.name == "tail" && e.args.size() == 2) {
+    auto size = std::make_unique<Expr>(ExprKind::Call, loc);
+    size->name = "num_elements";
+    size->args.push_back(substitute(*e.args[0], {}));
+    Index from;
+    from.kind = IndexKind::Range;
+    from.lower = binary("+", binary("-", std::move(size), std::move(e.args[1]), loc), int_literal(1, loc), loc);
+    from.loc = loc;
+    ix.push_back(std::move(from));
   } else if (e.name == "segment" && e.args.size() == 3) {
     ix.push_back(count_range(std::move(e.args[1]), std::move(e.args[2]), loc));
   } else if (e.name == "sub_col" && e.args.size() == 4) {

@@ -499,6 +499,13 @@ class FactorBuilder {
         f_.groups.push_back(FVI_GROUP_Z_SUM);
       return add(z);
     }
+    if (fn && fn->rule == stdlib::Rule::Size) {
+      // A size known from the data: the count of ones of that many rows (sizes are symbolic).
+      if (std::optional<SymSize> n = size_value(e, model_))
+        return op(Op::Sum, {op(Op::Broadcast, {constant(1)}, *n, one())}, one(), one());
+      unsupported(e.loc, "'" + f + "' of a value whose size is not known from the data");
+      return constant(0);
+    }
     std::vector<int> args;
     for (const ExprPtr& a : e.args) args.push_back(expr(*a));
     if (!fn && f.size() > 4 && f.compare(f.size() - 4, 4, "_rng") == 0) {  // generated quantities only

@@ -337,3 +337,30 @@ model {
   const double want = 800.5 + std::log(2 + std::exp(-803.5)) + 1.5 - (-1.0) + 0.5 * -2.0 * 1.5;
   CHECK(server.forward(b).m(0, 0) == Approx(want).epsilon(1e-14));
 }
+
+TEST_CASE("stan forms: tail(v, n) is v's last n elements", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_tail", R"(data {
+  int<lower=3> K;
+  vector[K] w;
+}
+parameters {
+  global vector[K] a;
+}
+model {
+  target += sum(tail(a, 2) .* tail(w, 2)) + tail(a, K - 1)[1] + num_elements(tail(w, K));
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["K"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["K"].m(0, 0) = 4;
+  b.data["w"] = fvic::ir::RealTensor(4, 1, 1);
+  b.data["w"].m << 1.0, 2.0, 3.0, 4.0;
+  b.inputs["global"] = fvic::ir::RealTensor(4, 1, 1);
+  b.inputs["global"].m << 0.5, -2.0, 1.5, 0.25;
+  fvic::ir::Interpreter server(module, fvic::test::factor_named(module, "server_density"));
+  CHECK(server.forward(b).m(0, 0) == Approx(1.5 * 3.0 + 0.25 * 4.0 + -2.0 + 4).epsilon(1e-14));
+}
