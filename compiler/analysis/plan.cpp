@@ -711,6 +711,12 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
          << (s.owner == Owner::Silo ? "each silo" : s.owner == Owner::Split ? "silo k (split)" : "server");
     out << "    " << line.str() << '\n';
   }
+  for (const Symbol& s : model.symbols) {
+    if (s.kind != SymbolKind::Parameter || !s.decl || !s.decl->type.simplex) continue;
+    out << "  simplex " << s.name << " (line " << s.loc.line << "): the softmax of " << s.shape.dims[0].str()
+        << " unconstrained values, whose scale sum(exp(u)) is an auxiliary ~ gamma(" << s.shape.dims[0].str()
+        << ", 1) independent of " << s.name << ": its posterior is the written model's\n";
+  }
   bool derived = false;
   for (const Symbol& s : model.symbols) {
     if (s.kind != SymbolKind::Transformed) continue;

@@ -100,13 +100,8 @@ void Checker::check_priors() {
   if (prior_of_unknown_) return;
   for (Symbol& s : model_.symbols) {
     if (s.kind != SymbolKind::Parameter || prior_attempts_.count(s.name)) continue;
-    if (s.decl && s.decl->type.simplex) {
-      diags_.error(s.loc, "parameter '" + s.name + "' has no prior",
-                   "a simplex needs its prior written: add e.g. `" + s.name + " ~ dirichlet(rep_vector(1, K));`");
-      continue;
-    }
-    // As in Stan: uniform over the declared support. The methods that need a proper prior
-    // (PVI starts from it) refuse it in the plan, saying so.
+    // As in Stan: uniform over the declared support (for a simplex, Dirichlet(1, ..., 1)). The
+    // methods that need a proper prior (PVI starts from it) refuse it in the plan, saying so.
     s.flat_prior = true;
   }
 }

@@ -165,7 +165,7 @@ class FactorBuilder {
     auto it = params_.find(s.name);
     if (it != params_.end()) return it->second;
     SymSize rows, cols;
-    if (!dims_of(s.type, s.shape, rows, cols) || s.decl->type.simplex) {
+    if (!dims_of(s.type, s.shape, rows, cols) || (s.decl->type.simplex && s.type.array_dims != 0)) {
       unsupported(loc, "the parameter type of '" + s.name + "'");
       return constant(0);
     }
@@ -190,6 +190,7 @@ class FactorBuilder {
     const TypeDecl& t = s.decl->type;
     SymSize r = node(u).rows, c = node(u).cols;
     if (t.ordering != Ordering::None) return constrain_ordered(s, u);
+    if (t.simplex) return constrain_simplex(s, u);
     if (!t.lower && !t.upper) return u;
     int lower = t.lower ? expr(*t.lower) : -1;
     int upper = t.upper ? expr(*t.upper) : -1;
@@ -231,6 +232,24 @@ class FactorBuilder {
     }
     if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
     return op(Op::CumulativeSum, {steps}, r, one());
+  }
+
+  // simplex[K] from K unconstrained values: with y = exp(u), x = y / s and s = sum(y), the map
+  // u -> (x, s) is a bijection onto the simplex times (0, inf). Giving the auxiliary scale s the
+  // density gamma(s | K, 1), independent of x, the density of u is p(x) gamma(s | K, 1) prod(y) /
+  // s^(K-1) (|d y / d(x, s)| = s^(K-1)), so log|J| = sum(u) - sum(exp(u)) - lgamma(K): x's
+  // posterior is the written model's exactly (y_k iid exponential(1) is x ~ Dirichlet(1)).
+  int constrain_simplex(const Symbol& s, int u) {
+    const SymSize r = node(u).rows;
+    const int ones = op(Op::Broadcast, {constant(1)}, r, one());
+    const int k = op(Op::Sum, {ones}, one(), one());
+    const int y = op(Op::Unary, {u}, r, one(), "exp");
+    const int log_jacobian =
+        op(Op::Sub, {op(Op::Sub, {op(Op::Sum, {u}, one(), one()), op(Op::Sum, {y}, one(), one())}, one(), one()),
+                     op(Op::Unary, {k}, one(), one(), "lgamma")},
+           one(), one());
+    if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
+    return op(Op::Softmax, {u}, r, one());
   }
 
   static SymSize one() { return SymSize::constant(1); }
@@ -1137,7 +1156,8 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     // A flat prior (Stan's implicit uniform) is the log-Jacobian of its constraint alone: bind
     // the parameter here so that the Jacobian is collected even where only a likelihood reads it.
     for (const Symbol& s : model.symbols)
-      if (s.flat_prior && party_of(s) == party && (s.decl->type.lower || s.decl->type.upper)) b.parameter(s, s.loc);
+      if (s.flat_prior && party_of(s) == party && (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex))
+        b.parameter(s, s.loc);
     for (const auto& j : b.jacobians())
       if (j.party == party) parts.push_back(j.node);
     if (parts.empty()) continue;

@@ -10,6 +10,12 @@
   server_likelihood  a federated model with a likelihood of server data beside the silos' (the
                      server evaluates it, SFVI: PVI is not planned): the exact posterior of all
                      the rows, the server's and the silos'.
+  simplex            a simplex[4] parameter with a Dirichlet(1.5) prior and multinomial counts
+                     (pooled): the posterior is Dirichlet(1.5 + counts), whose means and sds are
+                     known; `fvic plan` names the softmax and its auxiliary scale. The simplex is
+                     the softmax of 4 values whose scale is an auxiliary, so q must also fit a
+                     gamma(4, 1) in it: means within 0.25 posterior sd and sds within 20%, the
+                     tolerances of the issues' held-out checks.
 
 Exact here: mu ~ normal(0, 10), every row ~ normal(mu, 1), so mu's posterior is normal with
 precision 1/100 + n and mean sum(y) / precision. q is Gaussian and can equal it; what is left is
@@ -155,13 +161,63 @@ def case_server_likelihood(fvic_path, cache, work):
     check_posterior(out, rows, p.stdout)
 
 
+SIMPLEX = """// Category counts with a Dirichlet prior (Stan's simplex type).
+data {
+  int<lower=2> K;
+  vector<lower=0>[K] counts;
+}
+parameters {
+  global simplex[K] theta;
+}
+model {
+  theta ~ dirichlet(rep_vector(1.5, K));
+  target += dot_product(counts, log(theta));
+}
+"""
+
+
+def case_simplex(fvic_path, cache, work):
+    model = os.path.join(work, "simplex.fvi")
+    with open(model, "w") as f:
+        f.write(SIMPLEX)
+    counts = [12, 3, 20, 7]
+    data = os.path.join(work, "simplex.json")
+    with open(data, "w") as f:
+        json.dump({"K": len(counts), "counts": counts}, f)
+    plan = fvic([fvic_path, "plan", model], cache).stdout
+    require("simplex theta (line 7): the softmax of K unconstrained values" in plan and "gamma(K, 1)" in plan,
+            "the plan does not name the simplex's transform:\n" + plan)
+    out = os.path.join(work, "out")
+    p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    require("converged after" in p.stdout, "the run did not converge:\n" + p.stdout)
+    with open(os.path.join(out, "posterior.json")) as f:
+        theta = json.load(f)["variables"]["theta"]
+    alpha = [1.5 + c for c in counts]
+    total = sum(alpha)
+    for k, a in enumerate(alpha):
+        mean, sd = a / total, math.sqrt(a * (total - a) / (total * total * (total + 1)))
+        got, got_sd = theta["mean"][k], theta["sd"][k]
+        off, ratio = abs(got - mean) / sd, got_sd / sd
+        print(f"  theta[{k + 1}]: fvic {got:.4f} (sd {got_sd:.4f}), Dirichlet {mean:.4f} (sd {sd:.4f}): "
+              f"{off:.3f} sd off, sd ratio {ratio:.3f}")
+        require(off <= 0.25 and abs(ratio - 1) <= 0.2, f"theta[{k + 1}] is {off:.3f} sds off, sd ratio {ratio:.3f}")
+    with open(os.path.join(out, "draws.csv")) as f:
+        rows = [line for line in f if not line.startswith("#")][2:]
+    header = [line for line in open(os.path.join(out, "draws.csv")) if not line.startswith("#")][0].strip().split(",")
+    columns = [i for i, name in enumerate(header) if name.startswith("theta")]
+    worst = max(abs(sum(float(r.split(",")[i]) for i in columns) - 1) for r in rows)
+    require(worst < 1e-8, f"a draw of theta sums to 1 +- {worst}")
+    print(f"  every draw of theta sums to 1 (within {worst:.1e}, draws.csv's rounding)")
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     fvic_path, cache, case = sys.argv[1:]
     try:
         with tempfile.TemporaryDirectory() as work:
-            {"pooled": case_pooled, "server_likelihood": case_server_likelihood}[case](fvic_path, cache, work)
+            {"pooled": case_pooled, "server_likelihood": case_server_likelihood,
+             "simplex": case_simplex}[case](fvic_path, cache, work)
     except Failure as e:
         print(f"FAIL: {e}")
         sys.exit(1)

@@ -182,7 +182,9 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     const Expr* lo = t ? t->lower.get() : nullptr;
     const Expr* hi = t ? t->upper.get() : nullptr;
     const Ordering ordering = t ? t->ordering : Ordering::None;
-    const char* transform = ordering == Ordering::Ordered           ? "FVI_ORDERED"
+    const bool simplex = t && t->simplex;
+    const char* transform = simplex                                 ? "FVI_SOFTMAX_SIMPLEX"
+                            : ordering == Ordering::Ordered         ? "FVI_ORDERED"
                             : ordering == Ordering::PositiveOrdered ? "FVI_POSITIVE_ORDERED"
                             : lo && hi                              ? "FVI_INTERVAL"
                             : lo                                    ? "FVI_LOWER"

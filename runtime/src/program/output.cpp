@@ -90,6 +90,13 @@ Eigen::MatrixXd constrain(const std::vector<VariableLayout>& layout, const Eigen
           }
         }
         break;
+      case FVI_SOFTMAX_SIMPLEX:  // each draw (column) a vector: its softmax
+        for (Eigen::Index s = 0; s < block.cols(); ++s) {
+          const double top = block.col(s).maxCoeff();
+          block.col(s) = (block.col(s).array() - top).exp().matrix();
+          block.col(s) /= block.col(s).sum();
+        }
+        break;
       default: break;
     }
   }

@@ -95,7 +95,9 @@ enum fvi_transform {
   FVI_UPPER = 2,
   FVI_INTERVAL = 3,
   FVI_ORDERED = 4,          /* x_1 = u_1, x_k = x_(k-1) + exp(u_k) */
-  FVI_POSITIVE_ORDERED = 5  /* x_k = x_(k-1) + exp(u_k), x_0 = 0 */
+  FVI_POSITIVE_ORDERED = 5, /* x_k = x_(k-1) + exp(u_k), x_0 = 0 */
+  FVI_SOFTMAX_SIMPLEX = 6   /* simplex[K]: x = softmax(u), u of K values (the scale sum(exp(u)) is an
+                               auxiliary ~ gamma(K, 1), independent of x: docs/kernel-abi.md) */
 };
 
 /* A parameter (or hyperparameter) as the user declared it: where it sits in its group and how
