@@ -25,7 +25,7 @@ const fvi_data_declaration kDecls[] = {
     {"p", FVI_DATA_SILO, 0, 0, 1, 1, kDimsTri, "", "", "simplex[(D*D + D)/2] p", 8},
 };
 const fvi_size_check kChecks[] = {{"N", "M", "fuzz", 9}};
-const fvi_data_table kTable = {8, kDecls, 1, kChecks};
+const fvi_data_table kTable = {8, kDecls, 1, kChecks, {nullptr, nullptr, nullptr}};
 
 }  // namespace
 

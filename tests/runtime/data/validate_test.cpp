@@ -49,7 +49,7 @@ const fvi_data_declaration kDecls[] = {
     {"z", FVI_DATA_SILO, 0, 0, 0, 1, kDimsM, "", "", "vector[M] z", 14},
 };
 const fvi_size_check kChecks[] = {{"N", "M", "the lengths of y and z in 'y ~ normal(z, 1)'", 20}};
-const fvi_data_table kTable = {11, kDecls, 1, kChecks};
+const fvi_data_table kTable = {11, kDecls, 1, kChecks, {nullptr, nullptr, nullptr}};
 
 void good_directory(const TempDir& dir) {
   dir.write("data.json", R"({"D": 2, "K": 3, "sigma": 0.5, "w": [1, 2], "p": [0.25, 0.25, 0.5]})");
@@ -226,7 +226,7 @@ TEST_CASE("validate: ordered and positive_ordered data increase strictly", "[dat
       {"cuts", FVI_DATA_PUBLIC, 0, 0, FVI_ORDERED_VECTOR, 1, kDimsK, "", "", "ordered[K] cuts", 3},
       {"scales", FVI_DATA_PUBLIC, 0, 0, FVI_POSITIVE_ORDERED_VECTOR, 1, kDimsK, "", "", "positive_ordered[K] scales", 4},
   };
-  const fvi_data_table table = {3, decls, 0, nullptr};
+  const fvi_data_table table = {3, decls, 0, nullptr, {nullptr, nullptr, nullptr}};
   TempDir dir;
   dir.write("silo-1.json", "{}");
   const std::string pub = dir / "data.json";
