@@ -195,7 +195,8 @@ bool Checker::random_call(Expr& e) {
   if (!fvi::kernel::has_random_draws(base)) {
     diags_.error(e.loc, "random draws of " + base + " are not supported yet",
                  "_rng is available for normal, lognormal, cauchy, logistic, double_exponential, exponential, "
-                 "uniform, bernoulli, bernoulli_logit, poisson, poisson_log, binomial and binomial_logit");
+                 "uniform, bernoulli, bernoulli_logit, poisson, poisson_log, binomial, binomial_logit, "
+                 "categorical and categorical_logit");
     return true;
   }
   if (e.args.size() != dist->params.size()) {
@@ -205,6 +206,16 @@ bool Checker::random_call(Expr& e) {
     return true;
   }
   if (any_error(e)) return true;
+  if (base == "categorical_logit") {  // one vector of logits: one category
+    const Type& t = e.args[0]->type;
+    if (!(t.array_dims == 0 && t.base == Base::Vector)) {
+      diags_.error(e.args[0]->loc, e.name + " takes one vector of logits, not " + to_string(t),
+                   "draw one category from a vector: `categorical_logit_rng(beta)`, `categorical_rng(theta)`");
+      return true;
+    }
+    e.type = Type{Base::Int, 0};
+    return true;
+  }
   // Vectorised as in Stan: scalars, or vectors / 1-D arrays of one length, give one draw each.
   const Expr* container = nullptr;
   for (const ExprPtr& a : e.args) {

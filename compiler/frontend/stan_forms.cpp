@@ -171,6 +171,15 @@ bool rewrite_std_normal(const std::string& base, std::vector<ExprPtr>& params, c
   return true;
 }
 
+// categorical(theta) over a simplex theta is categorical_logit(log(theta)): softmax(log(theta)) =
+// theta when theta sums to 1, which Stan requires of it.
+bool rewrite_categorical(const std::string& base, std::vector<ExprPtr>& params, const Loc& loc, std::string& core) {
+  if (base != "categorical" || params.size() != 1) return false;
+  params[0] = call1("log", std::move(params[0]), loc);
+  core = "categorical_logit";
+  return true;
+}
+
 // One expression node, its children already rewritten.
 void rewrite(ExprPtr& slot) {
   Expr& e = *slot;
@@ -180,7 +189,8 @@ void rewrite(ExprPtr& slot) {
     std::vector<ExprPtr> params;
     for (size_t i = 1; i < e.args.size(); ++i) params.push_back(std::move(e.args[i]));
     std::string core;
-    if (rewrite_glm(base, params, core) || rewrite_std_normal(base, params, e.loc, core)) {
+    if (rewrite_glm(base, params, core) || rewrite_std_normal(base, params, e.loc, core) ||
+        rewrite_categorical(base, params, e.loc, core)) {
       e.name = core + suffix;
       e.args.resize(1);
       for (ExprPtr& p : params) e.args.push_back(std::move(p));
@@ -210,6 +220,11 @@ void rewrite(ExprPtr& slot) {
   }
   if (ExprPtr sliced = slice_form(e)) {
     slot = std::move(sliced);
+    return;
+  }
+  if (e.name == "categorical_rng" && e.args.size() == 1) {  // as categorical(theta) above
+    e.name = "categorical_logit_rng";
+    e.args[0] = call1("log", std::move(e.args[0]), loc);
     return;
   }
   if (e.name == "log_mix" && e.args.size() == 3) {
@@ -257,7 +272,9 @@ void rewrite_statement(Stmt& root) {
       if (b) todo.push_back(b.get());
     if (s.kind != StmtKind::Tilde) continue;
     std::string core;
-    if (rewrite_glm(s.name, s.args, core) || rewrite_std_normal(s.name, s.args, s.name_loc, core)) s.name = core;
+    if (rewrite_glm(s.name, s.args, core) || rewrite_std_normal(s.name, s.args, s.name_loc, core) ||
+        rewrite_categorical(s.name, s.args, s.name_loc, core))
+      s.name = core;
   }
 }
 

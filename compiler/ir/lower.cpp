@@ -69,7 +69,8 @@ class FactorBuilder {
     return add(n);
   }
 
-  int op(Op o, std::vector<int> args, const SymSize& rows, const SymSize& cols, const std::string& name = "") {
+  // rows and cols by value: a caller's node(i).rows would dangle if another argument adds a node.
+  int op(Op o, std::vector<int> args, SymSize rows, SymSize cols, const std::string& name = "") {
     Node n{o};
     n.args = std::move(args);
     n.name = name;
@@ -97,7 +98,11 @@ class FactorBuilder {
     int mask = -1;
     for (const Condition& c : path) {
       int t = expr(*c.test);
-      if (!c.holds) t = op(Op::Compare, {t, constant(0)}, node(t).rows, node(t).cols, "==");
+      if (!c.holds) {
+        const int zero = constant(0);  // before taking t's sizes: adding a node moves the nodes
+        const SymSize rows = node(t).rows, cols = node(t).cols;
+        t = op(Op::Compare, {t, zero}, rows, cols, "==");
+      }
       if (mask < 0) {
         mask = t;
         continue;
@@ -538,7 +543,8 @@ class FactorBuilder {
     if (f == "log_sum_exp" && args.size() == 1) {
       // max + log(sum(exp(x - max))): finite where exp(x) overflows; max's part of the gradient cancels.
       const int x = args[0], top = op(Op::Reduce, {x}, one(), one(), "max");
-      const int shifted = op(Op::Unary, {op(Op::Sub, {x, top}, node(x).rows, node(x).cols)}, node(x).rows, node(x).cols, "exp");
+      const SymSize r = node(x).rows, c = node(x).cols;  // copies: adding a node moves the nodes
+      const int shifted = op(Op::Unary, {op(Op::Sub, {x, top}, r, c)}, r, c, "exp");
       return op(Op::Add, {top, op(Op::Unary, {op(Op::Sum, {shifted}, one(), one())}, one(), one(), "log")}, one(), one());
     }
     if (f == "mean" || f == "variance" || f == "sd") return moment(f, args[0]);

@@ -76,11 +76,31 @@ double draw_one(const std::string& d, const double* a, Uniforms u) {
   throw std::invalid_argument("no random draws for '" + d + "'");
 }
 
+
+// categorical_logit_rng(beta): one category per posterior draw, by inverse CDF of softmax(beta)
+// with the draw's first uniform (element s of the stream).
+Tensor<double> categorical_draws(const Tensor<double>& logits, Eigen::Index draws, uint64_t key, uint32_t stream) {
+  const Eigen::Index S = joint_draws(draws, logits.draws), K = logits.rows * logits.cols;
+  if (K == 0) throw std::domain_error("categorical_logit_rng: no categories");
+  Tensor<double> out(1, 1, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const auto beta = logits.flat().col(logits.draws == 1 ? 0 : s).array();
+    const double top = beta.maxCoeff();
+    const Eigen::ArrayXd weights = (beta - top).exp();
+    double remaining = uniforms(key, stream, uint64_t(s)).u1 * weights.sum();
+    Eigen::Index k = 0;
+    while (k + 1 < K && (remaining -= weights(k)) > 0) ++k;
+    out.m(0, s) = double(k + 1);
+  }
+  return out;
+}
+
 }  // namespace
 
 template <>
 Tensor<double> random_draws<double>(const std::string& dist, const Operands<double>& args, Eigen::Index rows,
                                     Eigen::Index cols, Eigen::Index draws, uint64_t key, uint32_t stream) {
+  if (dist == "categorical_logit") return categorical_draws(*args.at(0), draws, key, stream);
   Eigen::Index r = rows, c = cols, S = draws;
   for (const Tensor<double>* x : args) {
     Eigen::Index nr, nc;

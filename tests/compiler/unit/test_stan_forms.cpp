@@ -364,3 +364,45 @@ model {
   fvic::ir::Interpreter server(module, fvic::test::factor_named(module, "server_density"));
   CHECK(server.forward(b).m(0, 0) == Approx(1.5 * 3.0 + 0.25 * 4.0 + -2.0 + 4).epsilon(1e-14));
 }
+
+TEST_CASE("stan forms: categorical(theta) is categorical_logit(log(theta)), and categorical_rng draws one category", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_categorical", R"(data {
+  int<lower=2> K;
+  int<lower=0> N;
+  array[N] int<lower=1, upper=K> y;
+}
+parameters {
+  global simplex[K] theta;
+}
+model {
+  y ~ categorical(theta);
+  target += categorical_lpmf(y[1] | theta);
+}
+generated quantities {
+  int draw = categorical_rng(theta);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["K"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["K"].m(0, 0) = 3;
+  b.data["N"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["N"].m(0, 0) = 4;
+  b.data["y"] = fvic::ir::RealTensor(4, 1, 1);
+  b.data["y"].m << 1, 3, 3, 2;
+  b.inputs["global"] = fvic::ir::RealTensor(3, 1, 1);
+  b.inputs["global"].m << 0.2, -0.5, 1.0;  // theta = softmax
+  const Eigen::ArrayXd e = b.inputs["global"].m.col(0).array().exp();
+  const Eigen::ArrayXd theta = e / e.sum();
+  fvic::ir::Interpreter likelihood(module, fvic::test::factor_named(module, "likelihood_y"));
+  const double log_lik = std::log(theta(0)) + 2 * std::log(theta(2)) + std::log(theta(1));
+  CHECK(likelihood.forward(b).m.sum() == Approx(log_lik).epsilon(1e-13));
+  b.noise_key = 5;
+  fvic::ir::Interpreter draw(module, fvic::test::factor_named(module, "quantity_draw"));
+  const fvic::ir::RealTensor& d = draw.forward(b);
+  REQUIRE(d.m.size() == 1);
+  CHECK((d.m(0, 0) >= 1 && d.m(0, 0) <= 3));
+}

@@ -76,3 +76,23 @@ TEST_CASE("random draws: a value depends on its key, stream and element only", "
   CHECK(three.draw(0)(0, 0) == a(0));
   CHECK(three.draw(1)(0, 0) == a(3));  // draw 1, element 0: j = (1 * 1 + 0) * 3 + 0
 }
+
+TEST_CASE("random draws: categorical_logit's category frequencies are softmax(beta)", "[random]") {
+  // 200,000 draws: each category's frequency within 5 binomial standard errors of its probability.
+  Tensor<double> beta(4, 1, 1);
+  beta.m << 0.5, -1.0, 2.0, 0.0;
+  const Eigen::ArrayXd p = (beta.m.array() - 2.0).exp() / (beta.m.array() - 2.0).exp().sum();
+  const Tensor<double> out = fvi::kernel::random_draws<double>("categorical_logit", {&beta}, 1, 1, kDraws, 20261127, 3);
+  REQUIRE(out.rows == 1);
+  REQUIRE(out.draws == kDraws);
+  Eigen::ArrayXd count = Eigen::ArrayXd::Zero(4);
+  for (Eigen::Index s = 0; s < kDraws; ++s) {
+    const double k = out.m(0, s);
+    REQUIRE((k >= 1 && k <= 4 && k == std::floor(k)));
+    count(static_cast<Eigen::Index>(k) - 1) += 1;
+  }
+  for (Eigen::Index k = 0; k < 4; ++k) {
+    INFO("category " << k + 1 << ": frequency " << count(k) / kDraws << ", probability " << p(k));
+    CHECK(std::fabs(count(k) / kDraws - p(k)) < 5 * std::sqrt(p(k) * (1 - p(k)) / kDraws));
+  }
+}

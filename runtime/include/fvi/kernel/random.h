@@ -5,7 +5,8 @@
 //   random_draws(dist, {a1, a2, ...}, rows, cols, draws, key, stream)
 //
 // one draw per element of the arguments' broadcast shape (at least rows x cols) and per posterior
-// draw (at least `draws`), in double whatever the kernel's precision. Element j (column-major over
+// draw (at least `draws`), in double whatever the kernel's precision; categorical_logit takes one
+// vector of K logits and gives one category in 1..K per posterior draw. Element j (column-major over
 // rows x cols, draw s after draw s - 1) takes Philox block j of (key, stream): one uniform for
 // the inverse-CDF distributions, two for Box-Muller, so a value does not depend on how many others
 // were drawn. Discrete draws are whole numbers. The formulas are the distributions' standard
@@ -21,7 +22,8 @@ namespace fvi::kernel {
 // The distributions random_draws supports (the checker refuses the others' `_rng`).
 inline bool has_random_draws(const std::string& d) {
   for (const char* name : {"normal", "lognormal", "cauchy", "logistic", "double_exponential", "exponential", "uniform",
-                           "bernoulli", "bernoulli_logit", "poisson", "poisson_log", "binomial", "binomial_logit"})
+                           "bernoulli", "bernoulli_logit", "poisson", "poisson_log", "binomial", "binomial_logit",
+                           "categorical_logit"})
     if (d == name) return true;
   return false;
 }
