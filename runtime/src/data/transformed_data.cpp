@@ -91,6 +91,17 @@ struct Value {
   int64_t size() const { return static_cast<int64_t>(v.size()); }
 };
 
+// psi(x) for x > 0: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic
+// series (DLMF 5.11.2) to x^-10.
+double digamma(double x) {
+  if (!(x > 0)) return std::nan("");
+  double shift = 0;
+  for (; x < 10; x += 1) shift -= 1 / x;
+  const double w = 1 / (x * x);
+  return shift + std::log(x) - 0.5 / x -
+         w * (1.0 / 12 - w * (1.0 / 120 - w * (1.0 / 252 - w * (1.0 / 240 - w * (1.0 / 132)))));
+}
+
 [[noreturn]] void fail(int line, const std::string& what) {
   throw DataError("transformed data, line " + std::to_string(line) + ": " + what);
 }
@@ -588,6 +599,10 @@ class Program {
         {"logit", [](double x) { return std::log(x / (1 - x)); }},
         {"Phi", [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }},
         {"log10", [](double x) { return std::log10(x); }},   {"log2", [](double x) { return std::log2(x); }},
+        {"log1p_exp", [](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }},
+        {"log_inv_logit", [](double x) { return x < 0 ? x - std::log1p(std::exp(x)) : -std::log1p(std::exp(-x)); }},
+        {"log1m_inv_logit", [](double x) { return x > 0 ? -x - std::log1p(std::exp(-x)) : -std::log1p(std::exp(x)); }},
+        {"relu", [](double x) { return x > 0 ? x : 0.0; }},  {"digamma", [](double x) { return digamma(x); }},
     };
     if (auto it = unary.find(f); it != unary.end()) {
       arity(1, 1);
@@ -600,6 +615,15 @@ class Program {
       Value out = shaped(a[0], a[0].is_int);
       for (size_t i = 0; i < out.v.size(); ++i) out.v[i] = std::abs(a[0].v[i]);
       return out;
+    }
+    if (f == "lbeta" || f == "lchoose") {
+      arity(2, 2);
+      if (f == "lbeta")
+        return elementwise(a[0], a[1], false, line, f,
+                           [](double x, double y) { return std::lgamma(x) + std::lgamma(y) - std::lgamma(x + y); });
+      return elementwise(a[0], a[1], false, line, f, [](double n, double k) {
+        return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1);
+      });
     }
     if (f == "pow" || f == "fmin" || f == "fmax" || ((f == "min" || f == "max") && a.size() == 2)) {
       arity(2, 2);
@@ -726,6 +750,7 @@ bool transformed_data_function(const std::string& name) {
   static const std::set<std::string> names = {
       "exp", "log", "log1p", "expm1", "log1m", "sqrt", "square", "inv", "inv_sqrt", "fabs", "floor", "ceil", "round",
       "trunc", "tanh", "sin", "cos", "lgamma", "erf", "inv_logit", "logit", "Phi", "log10", "log2", "abs", "pow",
+      "log1p_exp", "log_inv_logit", "log1m_inv_logit", "relu", "digamma", "lbeta", "lchoose",
       "fmin", "fmax", "min", "max", "sum", "prod", "mean", "variance", "sd", "log_sum_exp", "num_elements", "size",
       "rows", "cols", "rep_vector", "rep_row_vector", "rep_matrix", "rep_array", "to_vector", "to_row_vector",
       "dot_product", "cumulative_sum", "append_row", "col", "row"};

@@ -106,6 +106,32 @@ TEST_CASE("transformed data: products, multi-indexes, literals, ranges, int divi
   CHECK(data.find("m")->values == std::vector<double>{5});
 }
 
+TEST_CASE("transformed data: every elementwise function of the language", "[data][transformed]") {
+  // Each against its definition (digamma against psi(1) = -gamma and psi(1/2) = -gamma - 2 log 2,
+  // DLMF 5.4.12 and 5.4.13); every elementwise function the kernels have is available here too.
+  DataSet data;
+  const std::string program =
+      "(program (decl 1 a real s 0 1 () (call log1p_exp (real 800)))"
+      " (decl 2 b real s 0 1 () (call log_inv_logit (real -3)))"
+      " (decl 3 c real s 0 1 () (call log1m_inv_logit (real 2)))"
+      " (decl 4 d real s 0 1 () (call relu (real -1.5)))"
+      " (decl 5 e real s 0 1 () (call digamma (int 1)))"
+      " (decl 6 f real s 0 1 () (call digamma (real 0.5)))"
+      " (decl 7 g real s 0 1 () (call lbeta (real 2.5) (int 3)))"
+      " (decl 8 h real s 0 1 () (call lchoose (int 10) (int 3))))";
+  compute_transformed_data(program, data, DataSet());
+  const double euler = 0.57721566490153286;
+  auto value = [&](const char* name) { return data.find(name)->values[0]; };
+  CHECK(value("a") == Approx(800.0).epsilon(1e-15));
+  CHECK(value("b") == Approx(std::log(1 / (1 + std::exp(3.0)))).epsilon(1e-14));
+  CHECK(value("c") == Approx(std::log(1 - 1 / (1 + std::exp(-2.0)))).epsilon(1e-14));
+  CHECK(value("d") == 0);
+  CHECK(value("e") == Approx(-euler).epsilon(1e-13));
+  CHECK(value("f") == Approx(-euler - 2 * std::log(2.0)).epsilon(1e-13));
+  CHECK(value("g") == Approx(std::lgamma(2.5) + std::lgamma(3.0) - std::lgamma(5.5)).epsilon(1e-14));
+  CHECK(value("h") == Approx(std::log(120.0)).epsilon(1e-14));
+}
+
 TEST_CASE("transformed data: the data's errors name the line; a broken program is refused", "[data][transformed]") {
   auto error_of = [](const std::string& program) {
     DataSet data;
