@@ -20,7 +20,16 @@ packages=(
   dataset-fashion-mnist                  # FashionMNIST idx files for examples/fashion_bnn
 )
 
+# npm, for fvic report's charting library: Debian's, unless the machine's Node.js brings its own
+# (Debian's npm package conflicts with NodeSource's nodejs, which includes npm).
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 scripts/install-packages.sh "${packages[@]}"
+
+# fvic report inlines Vega, Vega-Lite and vega-embed into its pages: the versions pinned in
+# report/package.json and report/package-lock.json, from the npm registry, into report/node_modules.
+if ! cmp -s report/package-lock.json report/node_modules/.fvic-installed 2>/dev/null; then
+  (cd report && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.fvic-installed)
+fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"

@@ -7,6 +7,8 @@ scripts/setup.sh
 # The e2e.r.* tests read draws.csv in R (rstan, posterior, loo). Only the tests need R, so it is
 # installed here, not by setup.sh; without it those tests are skipped.
 scripts/install-packages.sh r-base-core r-cran-rstan r-cran-posterior r-cran-loo
+# e2e.report.* open fvic report's pages in headless Chromium (tests/e2e/check_report.py).
+scripts/install-packages.sh chromium
 
 jobs=$(nproc 2>/dev/null || echo 2)
 ctest --test-dir build --output-on-failure -j "$jobs"

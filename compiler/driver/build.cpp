@@ -28,7 +28,9 @@ std::string program_main(const BuildRequest& r, const std::string& kind) {
     << "int main(int argc, char** argv) {\n"
     << "  const fvi::program::ModelDescription description{" << c_string(r.model) << ", " << c_string(r.method) << ", {\n";
   for (const auto& [k, v] : r.inference) o << "      {" << c_string(k) << ", " << c_string(v) << "},\n";
-  o << "  }};\n  return "
+  o << "  }";
+  if (!r.source.empty()) o << ",\n  " << c_string(r.source) << ",\n  " << c_string(r.plan_json);
+  o << "};\n  return "
     << (sim ? "fvi::program::run_sim" : kind == "server" ? "fvi::net::run_server" : "fvi::net::run_client")
     << "(*fvi_model_entry(), description, argc, argv);\n}\n";
   return o.str();

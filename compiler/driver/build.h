@@ -13,6 +13,10 @@ struct BuildRequest {
   std::string kernels_cpp;  // fvic's generated kernels (backend/cpp/emit.h)
   std::vector<std::pair<std::string, std::string>> inference;  // the model's inference block
   std::string out_dir;
+  // Embedded in the programs (fvi::program::ModelDescription) when not empty: fvic build's
+  // server writes them into its OUT for `fvic report`. fvic run leaves them empty (they would
+  // change the cache's key with every --set) and writes OUT/model.fvi and OUT/plan.json itself.
+  std::string source, plan_json;
   bool verbose = true;
   bool networked = false;   // also NAME-server and NAME-client (fvic build; fvic run needs NAME-sim only)
 };

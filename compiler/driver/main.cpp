@@ -1,4 +1,4 @@
-// The fvic command line: check, plan, dump, build, run, summary (DESIGN.md §5).
+// The fvic command line: check, plan, dump, build, run, summary, report (DESIGN.md §5).
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -15,6 +15,7 @@
 #include "inference_keys.h"
 #include "pipeline.h"
 #include "driver/build.h"
+#include "driver/report.h"
 #include "driver/summary.h"
 #include <unistd.h>
 
@@ -40,13 +41,15 @@ commands:
   run FILE --data DIR --output OUT [--set key=value]... [--test FILE] [--quiet]
                           build if needed (cached in $FVIC_CACHE or ~/.cache/fvic) and run
                           the simulation: posterior.json, draws.csv, metrics.csv in OUT
+  report OUT [-o FILE]    one self-contained HTML page of the run in OUT (default OUT/report.html):
+                          the plan, convergence, posterior marginals and table, traffic per silo
   summary OUT [--silo K]  the posterior table of OUT/draws.csv (silo K's: OUT/silo-K/draws.csv)
                           as R's posterior::summarise_draws prints it, with the run's
                           iterations, convergence and Pareto k-hat
   help keys               the inference keys and their values
   --version               print the version
 
-exit status: 0 success, 1 the model has errors (summary: the file cannot be read),
+exit status: 0 success, 1 the model has errors (summary, report: a file cannot be read),
              2 bad command line
 )";
 
@@ -150,6 +153,25 @@ std::optional<fvic::FrontEnd> compile(const std::string& path, bool check) {
   return c;
 }
 
+// OUT/model.fvi and OUT/plan.json (with the message sizes of --data's sizes, when they can be
+// read; the program names a data error itself), for `fvic report`.
+bool write_run_files(const std::string& out, const std::string& source, const fvic::Plan& plan,
+                     const fvic::SemanticModel& model, const std::string& data) {
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  std::optional<fvic::DataSizes> sizes;
+  try {
+    sizes = fvic::read_data_sizes(data);
+  } catch (const std::exception&) {
+  }
+  std::ofstream model_file(out + "/model.fvi"), plan_file(out + "/plan.json");
+  model_file << source;
+  plan_file << fvic::plan_json(plan, model, sizes ? &*sizes : nullptr);
+  if (model_file && plan_file) return true;
+  std::cerr << "fvic: cannot write into the output directory '" << out << "'\n";
+  return false;
+}
+
 int run(const Options& o) {
   if (o.command == "help") {
     if (o.file == "keys") return print_keys();
@@ -163,6 +185,10 @@ int run(const Options& o) {
   if (o.command == "--version") {
     std::cout << "fvic 0.1.0\n";
     return kOk;
+  }
+  if (o.command == "report") {
+    if (o.file.empty()) return usage_error("report needs the run's output directory (fvic report OUT)");
+    return fvic::driver::report_command(o.file, o.output);
   }
   if (o.command == "summary") {
     if (o.file.empty()) return usage_error("summary needs the run's output directory (fvic summary OUT)");
@@ -217,6 +243,10 @@ int run(const Options& o) {
         request.inference.push_back({setting.key, setting.value.str()});
     request.verbose = !o.quiet;
     request.networked = o.command == "build";
+    if (o.command == "build") {
+      request.source = c->source->text();
+      request.plan_json = fvic::plan_json(plan, *c->model, nullptr);
+    }
     c->diags->print(std::cerr);
     request.out_dir = o.command == "build" ? *o.output : fvic::driver::cache_directory(request);
     std::string program = request.out_dir + "/" + request.model + "-sim";
@@ -232,6 +262,7 @@ int run(const Options& o) {
       std::cout << program << '\n';
       return kOk;
     }
+    if (!write_run_files(*o.output, c->source->text(), plan, *c->model, *o.data)) return kModelError;
     std::vector<std::string> args = {program, "--data", *o.data, "--output", *o.output};
     for (const std::string& kv : o.overrides) args.insert(args.end(), {"--set", kv});
     if (o.test) args.insert(args.end(), {"--test", *o.test});

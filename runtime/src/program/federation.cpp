@@ -80,7 +80,10 @@ std::vector<bool> Transport::exchange(const Exchange& x) {
   std::vector<bool> accepted = run_exchange(x);
   if (x.counted)
     for (int k = 0; k < silos(); ++k)
-      if (!accepted[k] && (x.silos.empty() || std::find(x.silos.begin(), x.silos.end(), k) != x.silos.end())) ++missing_;
+      if (!accepted[k] && (x.silos.empty() || std::find(x.silos.begin(), x.silos.end(), k) != x.silos.end())) {
+        ++missing_;
+        if (size_t(k) < traffic_.size()) ++traffic_[size_t(k)].missing;
+      }
   return accepted;
 }
 
@@ -96,7 +99,7 @@ void Transport::restore_traffic(const std::vector<double>& counts) {
     throw std::runtime_error("the checkpoint's byte counters are for " + std::to_string(counts.size() / 2) +
                              " silos, not " + std::to_string(traffic_.size()));
   for (size_t k = 0; k < traffic_.size(); ++k)
-    traffic_[k] = {(long long)counts[2 * k], (long long)counts[2 * k + 1]};
+    traffic_[k] = {(long long)counts[2 * k], (long long)counts[2 * k + 1], 0};
 }
 
 std::string check_reply(const Message& reply, size_t expected_size) {

@@ -119,6 +119,11 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
                       {"standard_error_sd", summary.precision}};
   }
   if (std::isfinite(summary.khat)) j["khat"] = summary.khat;
+  if (!summary.notes.empty()) {
+    nlohmann::ordered_json notes = nlohmann::ordered_json::array();
+    for (const auto& [level, text] : summary.notes) notes.push_back({{"level", level}, {"text", text}});
+    j["notes"] = notes;
+  }
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   const double n = double(draws.cols());
   for (const VariableLayout& v : layout) {
@@ -168,6 +173,31 @@ void MetricsWriter::row(int round, double elbo, double seconds, long long sent, 
   out_ << round << ',' << std::setprecision(10) << elbo << ',' << seconds << ',' << sent << ',' << received;
   for (const auto& [k, v] : extra) out_ << ',' << v;
   out_ << '\n' << std::flush;
+}
+
+SiloMetricsWriter::SiloMetricsWriter(const std::string& path, bool append) {
+  const bool has_header = append && std::ifstream(path).peek() != std::ifstream::traits_type::eof();
+  out_.open(path, append ? std::ios::app : std::ios::trunc);
+  if (!out_) throw std::runtime_error("cannot write " + path);
+  if (!has_header) out_ << "round,silo,bytes_sent,bytes_received,missing_replies\n";
+}
+
+void SiloMetricsWriter::rows(int round, const std::vector<SiloTraffic>& traffic) {
+  for (size_t k = 0; k < traffic.size(); ++k)
+    out_ << round << ',' << k + 1 << ',' << traffic[k].sent << ',' << traffic[k].received << ','
+         << traffic[k].missing << '\n';
+  out_ << std::flush;
+}
+
+void write_model_files(const std::string& dir, const char* source, const char* plan_json) {
+  const auto write = [&](const char* name, const char* text) {
+    if (!text) return;
+    std::ofstream f(dir + "/" + name);
+    f << text;
+    if (!f) throw std::runtime_error("cannot write " + dir + "/" + name);
+  };
+  write("model.fvi", source);
+  write("plan.json", plan_json);
 }
 
 void clear_previous_results(const std::string& dir, bool silo_folders) {

@@ -59,6 +59,7 @@ class SiloEndpoint {
 // Bytes that crossed, as the server counts them (payload doubles, 8 bytes each).
 struct SiloTraffic {
   long long sent = 0, received = 0;  // server -> silo, silo -> server
+  long missing = 0;                  // its replies the coordinator went on without (counted exchanges)
 };
 
 // One exchange with (some of) the silos: each is sent request(k) and its reply goes to

@@ -12,6 +12,7 @@
 #include "fvi/eigen_types.h"
 #include "fvi/engine/settings.h"
 #include "fvi/kernel/abi.h"
+#include "fvi/program/federation.h"
 
 namespace fvi::program {
 
@@ -50,6 +51,9 @@ struct PosteriorSummary {
   bool converged = false;
   double relative_change = -1, drift = -1, precision = -1;
   double khat = std::numeric_limits<double>::quiet_NaN();
+  // The lines the run ended with ({"warning" or "info", text}): the verdict, k-hat, the
+  // reweighted moments, the warnings.
+  std::vector<std::pair<std::string, std::string>> notes = {};
 };
 
 // Writes posterior.json with each variable's mean and sd computed from `draws` (constrained,
@@ -74,12 +78,15 @@ struct DrawsFile {
 };
 void write_draws_csv(const std::string& path, const DrawsFile& file);
 
-// "812 B", "7453.6 kB", "12.3 MB".
+// OUT/model.fvi and OUT/plan.json, for `fvic report`: each written when not null.
+void write_model_files(const std::string& dir, const char* source, const char* plan_json);
+
 // Removes the results a previous run left in `dir` (posterior.json, draws.csv), and in its
 // silo-K folders when `silo_folders`, before a run starts: a run that fails must not leave
 // another run's posterior beside its own metrics (issue 27 item 10).
 void clear_previous_results(const std::string& dir, bool silo_folders);
 
+// "812 B", "7453.6 kB", "12.3 MB".
 std::string human_bytes(long long bytes);
 
 // A progress line's note that its figure lacks some silos' part: " (2 silo replies missing)",
@@ -100,6 +107,18 @@ class MetricsWriter {
  private:
   std::ofstream out_;
   bool header_written_ = false;
+};
+
+// silos.csv, beside metrics.csv: at each of its rows, one row per silo with what the transport
+// counted so far (round, silo, bytes_sent, bytes_received, missing_replies), so a report shows each
+// silo's traffic and the rounds that went on without it.
+class SiloMetricsWriter {
+ public:
+  explicit SiloMetricsWriter(const std::string& path, bool append = false);
+  void rows(int round, const std::vector<SiloTraffic>& traffic);
+
+ private:
+  std::ofstream out_;
 };
 
 }  // namespace fvi::program

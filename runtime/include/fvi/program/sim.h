@@ -16,6 +16,11 @@ struct ModelDescription {
   const char* name;
   const char* method;  // pvi, sfvi, ...
   std::vector<std::pair<std::string, std::string>> inference;
+  // The model's text and its plan as `fvic plan --json` prints it, embedded by `fvic build` so a
+  // deployed server's OUT has them for `fvic report`; null in the programs `fvic run` caches (it
+  // writes both into OUT itself, the plan with the data's sizes).
+  const char* source = nullptr;
+  const char* plan_json = nullptr;
 };
 
 struct SimArguments {
