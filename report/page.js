@@ -1,34 +1,17 @@
-// The page of `fvic report` (compiler/driver/report.cpp inlines this file, the style and the
+// The page of `fvic report` (fvi/report/html_page.h inlines this file, the style and the
 // charting library into one HTML file). It reads the run's data from the JSON element
 // #fvic-data (compiler/driver/report_data.cpp writes it) and draws every chart with Vega-Lite.
-// When every chart has rendered, <body> gets data-charts (how many were asked for) and
+// When every chart has settled, <body> gets data-charts (how many were asked for) and
 // data-rendered (how many rendered); a failure is listed in #report-errors and counted in
-// data-errors, so a headless browser can check the page (tests/e2e/check_report.py).
+// data-errors (report/common.js), so a headless browser can check the page
+// (tests/e2e/check_report.py).
 (function () {
   'use strict';
   const data = JSON.parse(document.getElementById('fvic-data').textContent);
   const root = document.getElementById('report');
+  const {element, bytes} = window.fvicPage;
   const pending = [];
-  const errors = [];
 
-  function fail(what, error) {
-    errors.push(what + ': ' + (error && error.message ? error.message : String(error)));
-    document.body.dataset.errors = String(errors.length);
-    let list = document.getElementById('report-errors');
-    if (!list) {
-      list = element('ul', {id: 'report-errors', class: 'errors'});
-      root.prepend(list);
-    }
-    list.append(element('li', {}, errors[errors.length - 1]));
-  }
-  window.addEventListener('error', (e) => fail('script error', e.error || e.message));
-
-  function element(tag, attributes, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attributes || {})) e.setAttribute(k, v);
-    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    return e;
-  }
   function section(title, id) {
     const s = element('section', {id: id});
     s.append(element('h2', {}, title));
@@ -49,21 +32,8 @@
     if (x !== 0 && (Math.abs(x) >= 1e5 || Math.abs(x) < 1e-3)) return x.toExponential(2);
     return String(Number(x.toPrecision(3)));
   }
-  function bytes(b) {
-    if (b === null || b === undefined) return 'NA';
-    if (b < 1024) return b + ' B';
-    if (b < 1024 * 1024) return (b / 1024).toFixed(1) + ' KiB';
-    return (b / 1024 / 1024).toFixed(1) + ' MiB';
-  }
-  // One chart in its own container; counted when it has rendered.
   function chart(parent, id, title, spec) {
-    const box = element('div', {class: 'chart', id: 'chart-' + id});
-    parent.append(element('figure', {}, box, element('figcaption', {}, title)));
-    spec.$schema = 'https://vega.github.io/schema/vega-lite/v6.json';
-    spec.config = Object.assign({view: {stroke: null}, axis: {labelFontSize: 11, titleFontSize: 11}}, spec.config);
-    pending.push(vegaEmbed(box, spec, {renderer: 'svg', actions: false, mode: 'vega-lite'})
-      .then(() => { box.dataset.rendered = '1'; return 1; })
-      .catch((e) => { fail('chart ' + id, e); return 0; }));
+    pending.push(window.fvicPage.chart(parent, id, title, spec));
   }
   // Rows of a {columns, rows} table as objects.
   function records(t) {
@@ -237,8 +207,5 @@
     s.append(element('pre', {class: 'source'}, data.model_source));
   }
 
-  document.body.dataset.charts = String(pending.length);
-  Promise.all(pending).then((done) => {
-    document.body.dataset.rendered = String(done.reduce((a, b) => a + b, 0));
-  });
+  window.fvicPage.settle(pending);
 })();

@@ -97,17 +97,20 @@ class Page(html.parser.HTMLParser):
             self.headings[-1] += data
 
 
-def open_in_chromium(chromium, page, screenshot, work):
+def open_in_chromium(chromium, page, screenshot, work, url=False):
+    """Chromium's DOM of `page` (a file, or with url=True an http address without its scheme)
+    after the scripts have run, and its console lines; a screenshot as well."""
+    address = ("http://" if url else "file://") + page
     flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--user-data-dir=" + tempfile.mkdtemp(dir=work), "--virtual-time-budget=20000",
              "--enable-logging=stderr", "--v=0"]
-    p = subprocess.run(flags + ["--dump-dom", "file://" + page], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.run(flags + ["--dump-dom", address], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=300)
     require(p.returncode == 0, "chromium --dump-dom failed:\n" + p.stderr[-3000:])
     console = [line for line in p.stderr.splitlines() if "CONSOLE" in line]
     subprocess.run(flags + ["--hide-scrollbars", "--window-size=1200,4000", "--screenshot=" + screenshot,
-                            "file://" + page], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+                            address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     return p.stdout, console
 
 

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "fvi/net/protocol.h"
 #include "fvi/net/server_service.h"
 #include "fvi/net/server_transport.h"
+#include "fvi/net/status_page.h"
 #include "fvi/net/tls.h"
 #include "fvi/program/allocator.h"
 #include "fvi/program/output.h"
@@ -38,6 +40,9 @@ const char* kServerUsage =
     "  --join-timeout SEC   how long to wait for the silos to join (default 300)\n"
     "  --max-message MB     refuse larger replies unread (default 256)\n"
     "  --resume             continue from OUT/server.checkpoint\n"
+    "  --status-port P      a read-only web page of the run as it goes on, at http://HOST:P/ (0: any\n"
+    "                       free port, printed at start)\n"
+    "  --status-host H      where the status page listens (default 127.0.0.1: this machine only)\n"
     "  --quiet              no progress lines\n";
 
 data::DataSet load_checked(const fvi_model& model, const std::string& dir, data::Party party, const char* stem,
@@ -62,7 +67,7 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
   std::string error;
   if (!parse_arguments(argc, argv,
                        {"listen", "silos", "data", "output", "test", "cert", "key", "client-ca", "tokens", "quorum",
-                        "deadline", "give-up", "join-timeout", "max-message"},
+                        "deadline", "give-up", "join-timeout", "max-message", "status-port", "status-host"},
                        {"insecure", "resume", "quiet"}, args, error)) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), error.c_str());
     std::fprintf(stderr, kServerUsage, name.c_str());
@@ -121,6 +126,18 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     policy.max_reply_values = size_t(max_message_bytes(args)) / sizeof(double);
     ServerTransport transport(policy);
     ServerService service(transport);
+    std::unique_ptr<StatusPage> status;
+    if (args.has("status-port")) {
+      const double port = args.number("status-port", 0);
+      if (!(port >= 0 && port <= 65535 && port == std::floor(port)))
+        throw std::invalid_argument("--status-port must be a whole number between 0 and 65535");
+      const std::string host = args.has("status-host") ? args.get("status-host") : "127.0.0.1";
+      status = std::make_unique<StatusPage>(host, int(port), description.name, method, silos, transport);
+      transport.set_log_sink([page = status.get()](const std::string& line) { page->event(line); });
+      std::printf("%s: status page at http://%s:%d/\n", name.c_str(), host.find(':') != std::string::npos
+                                                                          ? ("[" + host + "]").c_str() : host.c_str(),
+                  status->port());
+    }
 
     grpc::ServerBuilder builder;
     int port = 0;
@@ -140,13 +157,13 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
                 (unsigned long long)policy.fingerprint);
     std::fflush(stdout);
 
-    int status = 0;
+    int exit_status = 0;
     try {
       std::vector<std::string> lines = transport.wait_for_silos(args.number("join-timeout", 300));
       program::ServerRun run{model,       description, settings,  sim,   method, public_data,
                              server_data, transport,   lines,     sim.output + "/server.checkpoint",
-                             args.flag("resume")};
-      status = program::serve(run);
+                             args.flag("resume"), status.get()};
+      exit_status = program::serve(run);
       transport.finish(10);
     } catch (const QuorumLost& e) {
       // Name the checkpoint only when there is one (a run that lost its quorum while the silos
@@ -158,12 +175,12 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
       else
         std::fprintf(stderr, "%s: error: %s; no round was completed, so there is nothing to resume: start the "
                              "server again once the silos can reach it\n", name.c_str(), e.what());
-      status = 4;
+      exit_status = 4;
     }
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     if (transport.refused() > 0)
       std::fprintf(stderr, "%s: %ld messages were refused (see above)\n", name.c_str(), transport.refused());
-    return status;
+    return exit_status;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
     return 1;

@@ -53,6 +53,7 @@ ServerTransport::~ServerTransport() {
 void ServerTransport::log(const std::string& line) {
   std::fprintf(stderr, "server: %s\n", line.c_str());
   std::fflush(stderr);
+  if (log_sink_) log_sink_(line);
 }
 
 void ServerTransport::log_refusal(const std::string& line) {
@@ -83,6 +84,13 @@ std::string ServerTransport::unlogged_summary() {
 long ServerTransport::refused() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return refused_;
+}
+
+std::vector<std::string> ServerTransport::silo_descriptions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const Silo& s : silo_) out.push_back(s.joined ? s.description : std::string());
+  return out;
 }
 
 namespace {

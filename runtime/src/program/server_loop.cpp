@@ -230,6 +230,8 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       const long long sent = run.transport.total_sent(), received = run.transport.total_received();
       metrics.row(int(++reports), elbo, seconds, sent, received, extra);
       silo_metrics.rows(int(reports), run.transport.traffic());
+      if (run.observer)
+        run.observer->report({t, steps, coordinator.position(t), coordinator.unit(), elbo, seconds, run.transport.traffic()});
       const std::string missing = coordinator.missing_note(run.transport.missing_replies() - missing_before);
       missing_before = run.transport.missing_replies();
       if (!args.quiet) {
@@ -353,6 +355,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   const std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
                                                        coordinator.target_note(), family);
   for (const ClosingLine& line : lines) summary.notes.push_back({line.warning ? "warning" : "info", line.text});
+  if (run.observer) run.observer->finished(summary.notes);
   if (d) {
     write_posterior_json(args.output + "/posterior.json", summary, layout, constrained, d->mean, d->sd);
     write_draws_csv(args.output + "/draws.csv", file);

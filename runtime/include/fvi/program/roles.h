@@ -10,6 +10,7 @@
 #include "fvi/data/dataset.h"
 #include "fvi/engine/settings.h"
 #include "fvi/program/federation.h"
+#include "fvi/program/progress.h"
 #include "fvi/program/sim.h"
 
 namespace fvi::program {
@@ -26,6 +27,7 @@ struct ServerRun {
   std::vector<std::string> silo_lines;  // one line per silo for the config echo (from the silos)
   std::string checkpoint;               // where to save the server's state each round ("" = never)
   bool resume = false;                  // start from `checkpoint` if it exists
+  ProgressObserver* observer = nullptr; // told of each report and of the end (a status page)
 };
 
 // A silo's side of a run.

@@ -81,6 +81,11 @@ class ServerTransport final : public program::Transport {
   // silo that joined to hear it.
   void finish(double grace);
   long refused() const;
+  // Each silo's description once it has joined, "" before (for the status page; thread-safe).
+  std::vector<std::string> silo_descriptions() const;
+  // Also hands every line the server logs (joins, rejoins, refusals, exchanges gone on without a
+  // silo) to `sink`, from whichever thread logs it. Set before the silos can call.
+  void set_log_sink(std::function<void(const std::string&)> sink) { log_sink_ = std::move(sink); }
 
   // The protocol's calls (federation.proto). Each authenticates first: the silo number in its
   // own type, the token or certificate, then the model.
@@ -159,6 +164,7 @@ class ServerTransport final : public program::Transport {
   int empty_exchanges_ = 0;  // silos asked since the last accepted reply
   bool done_ = false, stopping_ = false;
   long refused_ = 0;
+  std::function<void(const std::string&)> log_sink_;
   std::thread timer_;  // answers parked polls whose time is up
   std::mutex log_mutex_;  // the refusal log's window (taken after mutex_ where both are held)
   Clock::time_point window_start_{};
