@@ -1,4 +1,5 @@
 #include "analysis/plan.h"
+#include "analysis/stated_priors.h"
 #include "inference_keys.h"
 
 #include <algorithm>
@@ -844,6 +845,7 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
   j["never_leaves_silo"] = plan.never_leaves;
   j["never_leaves_server"] = plan.server_keeps;
   j["notes"] = plan.notes;
+  if (model.program) j["stated_priors"] = stated_priors_json(*model.program);
   return j.dump(2) + "\n";
 }
 

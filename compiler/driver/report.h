@@ -1,9 +1,9 @@
 #pragma once
 // `fvic report OUT [-o FILE]`: one self-contained HTML page of a run (docs/user-guide.md, "The
-// report"): the data of report_data.h drawn by report/page.js, with the charting library (Vega,
-// Vega-Lite, vega-embed from the npm registry, pinned in report/package.json, installed by
-// scripts/setup.sh and compiled into libfvi) inlined by fvi/report/html_page.h, so that the file
-// opens offline and can be sent as is.
+// report"), the page every run also writes at its end: fvi/report/report_data.h's data drawn by
+// report/page.js, with the charting library (Vega, Vega-Lite, vega-embed from the npm registry,
+// pinned in report/package.json, installed by scripts/setup.sh, compiled into libfvi) inlined,
+// so that the file opens offline and can be sent as is.
 #include <optional>
 #include <string>
 

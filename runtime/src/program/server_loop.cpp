@@ -12,6 +12,7 @@
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/quantities.h"
 #include "fvi/program/summary.h"
+#include "fvi/report/report_data.h"
 
 namespace fvi::program {
 
@@ -361,9 +362,18 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     write_draws_csv(args.output + "/draws.csv", file);
     if (!args.quiet) print_summary("posterior of " + d->what, layout, constrained);
   }
+  // The run's page (fvic report OUT makes it again): a run whose report cannot be made (the
+  // charting library missing from this build) has still written everything else.
+  std::string report = ", report.html";
+  try {
+    report::write_report(args.output);
+  } catch (const std::exception& e) {
+    report.clear();
+    std::fprintf(stderr, "note: no report.html: %s\n", e.what());
+  }
   if (!args.quiet)
-    std::printf("wrote %s/%smetrics.csv, silos.csv%s\n", args.output.c_str(), d ? "posterior.json, draws.csv, " : "",
-                coordinator.outputs_note().c_str());
+    std::printf("wrote %s/%smetrics.csv, silos.csv%s%s\n", args.output.c_str(), d ? "posterior.json, draws.csv, " : "",
+                report.c_str(), coordinator.outputs_note().c_str());
   // The verdict goes last, where a user looks; a warning goes to stderr too (after stdout is
   // flushed, so that a terminal shows the two in order).
   for (const ClosingLine& line : lines) {

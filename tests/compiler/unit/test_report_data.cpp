@@ -1,6 +1,7 @@
-// What `fvic report` reads from a run (driver/report_data.h): the stated priors and their
-// densities against the distributions' formulas written out here, and the marginals' histograms,
-// quantiles and choice of elements against a directory of draws made here.
+// What a run's report reads (fvi/report/report_data.h): the priors the compiler finds stated with
+// numbers (analysis/stated_priors.h) and their densities against the distributions' formulas
+// written out here, and the marginals' histograms, quantiles and choice of elements against a
+// directory of draws made here.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,12 +11,14 @@
 #include <fstream>
 #include <random>
 
-#include "driver/report_data.h"
+#include "analysis/stated_priors.h"
+#include "fvi/report/report_data.h"
+#include "pipeline.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using fvic::driver::StatedPrior;
+using fvi::report::StatedPrior;
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -39,7 +42,7 @@ double integrate(F f, double a, double b, int n = 200000) {
   return sum * h;
 }
 
-double density_at(const StatedPrior& p, double x) { return fvic::driver::prior_density(p, {x}).at(0); }
+double density_at(const StatedPrior& p, double x) { return fvi::report::prior_density(p, {x}).at(0); }
 
 }  // namespace
 
@@ -72,9 +75,9 @@ TEST_CASE("report: a stated prior's density, truncated by the declared bounds", 
     CHECK(integrate([&](double x) { return density_at(t, x); }, -1, 2, 20000) == Approx(1).epsilon(1e-7));
   }
   SECTION("what cannot be normalised is not drawn") {
-    CHECK(fvic::driver::prior_density({"s", "gamma", {2, 0.5}, 1, kNaN}, {1.5}).empty());  // no gamma CDF here
-    CHECK(fvic::driver::prior_density({"s", "normal", {0}, kNaN, kNaN}, {0.0}).empty());   // wrong arity
-    CHECK(fvic::driver::prior_density({"s", "wishart", {1, 2}, kNaN, kNaN}, {0.0}).empty());
+    CHECK(fvi::report::prior_density({"s", "gamma", {2, 0.5}, 1, kNaN}, {1.5}).empty());  // no gamma CDF here
+    CHECK(fvi::report::prior_density({"s", "normal", {0}, kNaN, kNaN}, {0.0}).empty());   // wrong arity
+    CHECK(fvi::report::prior_density({"s", "wishart", {1, 2}, kNaN, kNaN}, {0.0}).empty());
   }
 }
 
@@ -82,10 +85,17 @@ TEST_CASE("report: the priors a model states with numbers", "[report]") {
   const fs::path dir = scratch("priors");
   write(dir / "m.fvi",
         "data { int N; vector[N] y; }\n"
-        "parameters { real mu; real<lower=0> sigma; vector[3] w; real<lower=0.5, upper=4> nu; real<lower=0> s2; }\n"
+        "parameters { global real mu; global real<lower=0> sigma; global vector[3] w;\n"
+        "  global real<lower=0.5, upper=4> nu; global real<lower=0> s2; }\n"
         "model {\n  mu ~ normal(-1, 2.5);\n  sigma ~ cauchy(0, 2);\n  w ~ normal(mu, 1);\n  nu ~ gamma(2, 0.1);\n"
         "  s2 ~ exponential(1);\n  y ~ normal(mu, sigma);\n}\n");
-  const std::vector<StatedPrior> priors = fvic::driver::stated_priors((dir / "m.fvi").string());
+  std::string error;
+  std::optional<fvic::FrontEnd> f = fvic::run_front_end((dir / "m.fvi").string(), true, error);
+  REQUIRE(f);
+  REQUIRE(!f->diags->has_errors());
+  // Through the plan's JSON, as a run's report reads it.
+  const nlohmann::ordered_json plan = {{"stated_priors", fvic::stated_priors_json(*f->program)}};
+  const std::vector<StatedPrior> priors = fvi::report::stated_priors(plan);
   std::vector<std::string> names;
   for (const StatedPrior& p : priors) names.push_back(p.variable);
   CHECK(names == std::vector<std::string>{"mu", "sigma", "nu", "s2"});  // w's arguments are not numbers; y is data
@@ -122,14 +132,17 @@ TEST_CASE("report: marginals summarised from draws.csv, the metrics and the silo
   draws.close();
   write(dir / "metrics.csv", "round,elbo,seconds,bytes_sent,bytes_received\n1,-10.5,0.1,100,50\n2,-9,0.2,200,100\n");
   write(dir / "silos.csv", "round,silo,bytes_sent,bytes_received,missing_replies\n1,1,50,25,0\n1,2,50,25,1\n");
+  write(dir / "plan.json", R"({"model": "m", "stated_priors": [{"variable": "w", "distribution": "normal",
+      "arguments": [0, 10], "lower": null, "upper": null}, {"variable": "b", "distribution": "normal",
+      "arguments": [0, 1], "lower": null, "upper": null}]})");
   write(dir / "model.fvi", "parameters { vector[40] w; real b; }\nmodel { w ~ normal(0, 10); b ~ normal(0, 1); }\n");
   fs::create_directories(dir / "silo-2");
   fs::create_directories(dir / "silo-10");
 
-  fvic::driver::ReportLimits limits;
+  fvi::report::ReportLimits limits;
   limits.marginals = 4;
   limits.table_rows = 10;
-  const nlohmann::ordered_json data = fvic::driver::collect_report_data(dir.string(), limits);
+  const nlohmann::ordered_json data = fvi::report::collect_report_data(dir.string(), limits);
 
   // The first elements of each variable in turn, in draws.csv's order: w[1], w[2], w[3], b.
   std::vector<std::string> names;
@@ -167,9 +180,9 @@ TEST_CASE("report: marginals summarised from draws.csv, the metrics and the silo
 
   // Not a run's directory, and a broken posterior.json: named.
   const fs::path empty = scratch("empty");
-  CHECK_THROWS_WITH(fvic::driver::collect_report_data(empty.string()), Catch::Contains("neither draws.csv nor metrics.csv"));
+  CHECK_THROWS_WITH(fvi::report::collect_report_data(empty.string()), Catch::Contains("neither draws.csv nor metrics.csv"));
   write(dir / "posterior.json", "{\"model\": ");
-  CHECK_THROWS_WITH(fvic::driver::collect_report_data(dir.string()), Catch::Contains("posterior.json"));
+  CHECK_THROWS_WITH(fvi::report::collect_report_data(dir.string()), Catch::Contains("posterior.json"));
   fs::remove_all(dir);
   fs::remove_all(empty);
 }

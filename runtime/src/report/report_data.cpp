@@ -1,4 +1,4 @@
-#include "driver/report_data.h"
+#include "fvi/report/report_data.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include "fvi/kernel/distributions.h"
 #include "fvi/program/draws_csv.h"
 #include "fvi/program/summary.h"
-#include "pipeline.h"
+#include "fvi/report/html_page.h"
 
-namespace fvic::driver {
+namespace fvi::report {
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -132,41 +132,20 @@ ordered_json marginal(const std::string& name, const std::vector<double>& draws,
   return m;
 }
 
-// The literal value of a number, `-2.5` included; NaN for anything else.
-double literal(const Expr* e) {
-  if (!e) return kNaN;
-  if (e->kind == ExprKind::IntLit) return double(e->int_value);
-  if (e->kind == ExprKind::RealLit) return e->real_value;
-  if (e->kind == ExprKind::Unary && e->name == "-" && e->args.size() == 1) return -literal(e->args[0].get());
-  return kNaN;
-}
-
 }  // namespace
 
-std::vector<StatedPrior> stated_priors(const std::string& model_path) {
+std::vector<StatedPrior> stated_priors(const ordered_json& plan) {
   std::vector<StatedPrior> priors;
-  std::string error;
-  std::optional<FrontEnd> f = run_front_end(model_path, false, error);
-  if (!f || !f->program) return priors;
-  const Block* parameters = f->program->find(BlockKind::Parameters);
-  const Block* model = f->program->find(BlockKind::Model);
-  if (!parameters || !model) return priors;
-  for (const StmtPtr& s : model->stmts) {
-    if (s->kind != StmtKind::Tilde || !s->lhs || s->lhs->kind != ExprKind::Var) continue;
-    const auto decl = std::find_if(parameters->decls.begin(), parameters->decls.end(),
-                                   [&](const VarDeclPtr& d) { return d->name == s->lhs->name; });
-    if (decl == parameters->decls.end() || (*decl)->type.simplex || (*decl)->type.ordering != Ordering::None) continue;
-    StatedPrior p{s->lhs->name, s->name, {}, kNaN, kNaN};
-    bool numbers = true;
-    for (const ExprPtr& a : s->args) {
-      p.arguments.push_back(literal(a.get()));
-      numbers = numbers && std::isfinite(p.arguments.back());
-    }
-    if ((*decl)->type.lower) p.lower = literal((*decl)->type.lower.get());
-    if ((*decl)->type.upper) p.upper = literal((*decl)->type.upper.get());
-    const bool bounds_known = ((*decl)->type.lower == nullptr || std::isfinite(p.lower)) &&
-                              ((*decl)->type.upper == nullptr || std::isfinite(p.upper));
-    if (numbers && bounds_known) priors.push_back(std::move(p));
+  if (!plan.is_object() || !plan.contains("stated_priors") || !plan["stated_priors"].is_array()) return priors;
+  const auto value = [](const ordered_json& x) { return x.is_number() ? x.get<double>() : kNaN; };
+  for (const ordered_json& p : plan["stated_priors"]) {
+    if (!p.is_object() || !p.value("variable", ordered_json()).is_string() ||
+        !p.value("distribution", ordered_json()).is_string() || !p.value("arguments", ordered_json()).is_array())
+      continue;  // not what the compiler writes: no prior drawn rather than a wrong one
+    StatedPrior s{p["variable"], p["distribution"], {}, value(p.value("lower", ordered_json())),
+                  value(p.value("upper", ordered_json()))};
+    for (const ordered_json& a : p["arguments"]) s.arguments.push_back(value(a));
+    priors.push_back(std::move(s));
   }
   return priors;
 }
@@ -272,8 +251,17 @@ ordered_json collect_report_data(const std::string& out, const ReportLimits& lim
     data["summary"] = {{"columns", {"variable", "mean", "median", "sd", "mad", "q5", "q95"}},
                        {"rows", rows},
                        {"elements", names.size()}};
-    const std::vector<StatedPrior> priors =
-        fs::exists(dir / "model.fvi", ec) ? stated_priors((dir / "model.fvi").string()) : std::vector<StatedPrior>{};
+    // A silo's folder (OUT/silo-K) reads the run's plan beside it.
+    const fs::path plan = fs::absolute(dir, ec).parent_path() / "plan.json";
+    std::vector<StatedPrior> priors;
+    if (data.contains("plan")) {
+      priors = stated_priors(data["plan"]);
+    } else if (dir.filename().string().rfind("silo-", 0) == 0 && fs::exists(plan, ec)) {
+      try {
+        priors = stated_priors(ordered_json::parse(read_text(plan)));
+      } catch (const std::exception&) {
+      }  // the run's own page names a broken plan.json; a silo's page goes without its priors
+    }
     ordered_json marginals = ordered_json::array();
     for (size_t i : marginal_columns(names, limits.marginals))
       marginals.push_back(marginal(fvi::program::posterior_name(names[i]), table.values[columns[i]],
@@ -292,4 +280,21 @@ ordered_json collect_report_data(const std::string& out, const ReportLimits& lim
   return data;
 }
 
-}  // namespace fvic::driver
+}  // namespace fvi::report
+
+namespace fvi::report {
+
+std::string write_report(const std::string& out, const std::string& path) {
+  const ordered_json data = collect_report_data(out);
+  std::string title = "fvic report";
+  if (data.contains("run") && data["run"].contains("model") && data["run"]["model"].is_string())
+    title = data["run"]["model"].get<std::string>() + ": " + title;
+  const std::string page = html_page(title, data.dump(), "page.js");
+  const std::string where = path.empty() ? (fs::path(out) / "report.html").string() : path;
+  std::ofstream f(where, std::ios::binary);
+  f << page;
+  if (!f) throw std::runtime_error("cannot write " + where);
+  return where;
+}
+
+}  // namespace fvi::report
