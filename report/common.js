@@ -46,6 +46,7 @@ window.fvicPage = (function () {
     document.body.dataset.charts = String(pending.length);
     delete document.body.dataset.rendered;
     return Promise.all(pending).then((done) => {
+      window.fvicRenderedAt = performance.now();  // ms since navigation began (bench/report_open.mjs)
       document.body.dataset.rendered = String(done.reduce((a, b) => a + b, 0));
     });
   }

@@ -438,6 +438,21 @@ def case_fashion_slice(fvic, cache, work):
     require(max(acc) > 0.5, f"best accuracy {max(acc)} is not far above chance (0.1)")
     post = posterior(out)
     require(post["variables"]["W1"]["shape"] == [784, 200], f"W1 shape {post['variables']['W1']['shape']}")
+    # The run's page summarises the 159k parameters instead of carrying their draws (issue 31:
+    # under 10 MB): 24 marginals, 500 rows of the table, every element counted.
+    page = os.path.join(out, "report.html")
+    require(os.path.exists(page), "the run wrote no report.html")
+    size = os.path.getsize(page)
+    require(size < 10 * 1024 * 1024, f"report.html is {size} bytes")
+    with open(page) as f:
+        text = f.read()
+    data = json.loads(text.split('<script type="application/json" id="fvic-data">', 1)[1].split("</script>", 1)[0])
+    elements = 784 * 200 + 200 + 200 * 10 + 10
+    require(len(data["marginals"]) == 24 and len(data["summary"]["rows"]) == 500 and
+            data["summary"]["elements"] == elements,
+            f"report.html: {len(data['marginals'])} marginals, {len(data['summary']['rows'])} rows, "
+            f"{data['summary']['elements']} elements (expected 24, 500, {elements})")
+    print(f"fashion_slice: report.html {size / 1e6:.2f} MB for {elements} parameters")
 
 
 CASES = {
