@@ -16,7 +16,8 @@ rounds. Once some rounds are done, clinic 2 is killed (SIGKILL):
 then clinic 2 is started again with --resume:
 
   - status.json and the page show it "answering" again and the log "silo rejoined: silo 2"; the
-    run ends, every party exit 0.
+    run ends, every party exit 0, the server with OUT/report.html and each clinic with its own
+    silo-K/report.html.
 
 Before the clinics join, requests that are not GET of / or /status.json get 405 or 404, an
 8 KiB+ header 431, bytes that are not HTTP 400, and the page goes on serving.
@@ -179,6 +180,12 @@ def main():
 
         for party in (server, clients[1], clients[3], back):
             d.wait(party, 180)
+        # The run's page, and each clinic's own page of its outputs, written at the end.
+        d.check(os.path.exists(os.path.join(out, "report.html")) and "report.html" in server.stdout(),
+                "the server did not write and name OUT/report.html")
+        for k in (1, 2, 3):
+            page = os.path.join(silos, f"silo-{k}", "report.html")
+            d.check(os.path.exists(page), f"clinic {k} wrote no {page}")
         print(f"status_page: clinic 2 back with --resume: the page shows it answering and 'silo rejoined: silo 2'; "
               f"the run ended ({steps()} rounds)")
     except Failure as e:

@@ -20,6 +20,7 @@
 #include "fvi/program/checkpoint.h"
 #include "fvi/program/roles.h"
 #include "fvi/program/threads.h"
+#include "fvi/report/report_data.h"
 #include "fvi/v1/federation.grpc.pb.h"
 
 namespace fvi::net {
@@ -365,6 +366,15 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
     }
     host->finish(out_dir);
     if (!quiet) std::printf("%s: the run is over (%ld requests answered)\n", name.c_str(), handled);
+    // This silo's own page of its outputs (its local posteriors): it stays here, with them.
+    if (std::filesystem::exists(out_dir + "/draws.csv")) {
+      try {
+        const std::string page = report::write_report(out_dir);
+        if (!quiet) std::printf("%s: wrote %s\n", name.c_str(), page.c_str());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: note: no report.html: %s\n", name.c_str(), e.what());
+      }
+    }
     return 0;
   } catch (const Refused& e) {
     std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
