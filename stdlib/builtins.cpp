@@ -39,6 +39,8 @@ const std::vector<Distribution>& distributions() {
       {"categorical_logit", true, A::Ints, S::Category, {{"beta", A::VectorOrMatrix, Q::Finite}}},
       {"multinomial_logit", true, A::Ints, S::NonNegativeInt, {{"gamma", A::Vector, Q::Finite}}},
       {"dirichlet", false, A::Vector, S::Simplex, {{"alpha", A::Vector, Q::Positive}}},
+      {"multi_normal", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"Sigma", A::Matrix, Q::Any}}},
+      {"multi_normal_cholesky", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"L", A::Matrix, Q::Any}}},
   };
   return table;
 }
@@ -79,6 +81,12 @@ const std::vector<Function>& functions() {
       {"to_row_vector", Rule::ToRowVector, 1, 1},
       {"append_row", Rule::AppendRow, 2, 2, "append_row(a, b): a above b"},
       {"append_col", Rule::AppendCol, 2, 2, "append_col(a, b): a left of b"},
+      // dense matrices and Gaussian processes
+      {"cholesky_decompose", Rule::SquareMatrix, 1, 1, "cholesky_decompose(symmetric positive-definite matrix)"},
+      {"diag_matrix", Rule::DiagMatrix, 1, 1, "diag_matrix(vector)"},
+      {"diagonal", Rule::Diagonal, 1, 1, "diagonal(matrix)"},
+      {"gp_exp_quad_cov", Rule::ExpQuadCov, 3, 3, "gp_exp_quad_cov(array of points x, real alpha, real rho)"},
+      {"cov_exp_quad", Rule::ExpQuadCov, 3, 3, "cov_exp_quad(array of points x, real alpha, real rho)"},
       // sizes
       {"num_elements", Rule::Size, 1, 1}, {"rows", Rule::Size, 1, 1},
       {"cols", Rule::Size, 1, 1}, {"size", Rule::Size, 1, 1},
@@ -86,6 +94,11 @@ const std::vector<Function>& functions() {
       {"silo_sum", Rule::SiloSum, 1, 1, "silo_sum(per-silo expression)"},
   };
   return table;
+}
+
+bool joint_density(const std::string& name) {
+  return name == "multinomial_logit" || name == "dirichlet" || name == "multi_normal" ||
+         name == "multi_normal_cholesky";
 }
 
 const Distribution* find_distribution(const std::string& name) {

@@ -59,6 +59,10 @@ enum class Rule {
   AppendCol,        // a left of b: (row_vector|real, row_vector|real) -> row_vector, else (matrix|vector)^2 -> matrix
   Size,             // -> int
   SiloSum,          // silo_sum(e): same type and shape as e
+  ExpQuadCov,       // (array of reals or vectors x, real alpha, real rho) -> matrix[n, n]
+  SquareMatrix,     // a square matrix -> a matrix of its shape (cholesky_decompose)
+  DiagMatrix,       // vector[n] -> matrix[n, n]
+  Diagonal,         // matrix[m, n] -> vector[min(m, n)]
 };
 
 struct Function {
@@ -68,6 +72,10 @@ struct Function {
   int max_args;
   const char* usage = nullptr;  // how to call it, for messages; null: `name(x)`
 };
+
+// A density of a whole vector, one value per draw (multinomial_logit, dirichlet, multi_normal,
+// multi_normal_cholesky), not one per element of its outcome.
+bool joint_density(const std::string& name);
 
 const Distribution* find_distribution(const std::string& name);
 const Function* find_function(const std::string& name);

@@ -160,6 +160,34 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
       return;
     case Rule::SiloSum:
       return silo_sum(e);
+    case Rule::ExpQuadCov: {
+      // The points: an array of reals (one dimension) or of vectors; alpha and rho reals.
+      const bool points = a.type.array_dims == 1 && (a.type.base == Base::Real || a.type.base == Base::Int ||
+                                                     a.type.base == Base::Vector);
+      if (!points || !e.args[1]->type.is_scalar() || !e.args[2]->type.is_scalar())
+        return bad_args(e, "(array[] real or array[] vector x, real alpha, real rho)");
+      e.type = scalar(Base::Matrix);
+      e.shape.dims = {a.shape.dims[0], a.shape.dims[0]};
+      return;
+    }
+    case Rule::SquareMatrix:
+      if (!matches(Arg::Matrix, a.type)) return bad_args(e, "a square matrix");
+      require_equal(a.shape.dims[0], a.shape.dims[1], e.loc, "the rows and columns of " + e.name + "'s matrix");
+      e.type = a.type;
+      e.shape = a.shape;
+      return;
+    case Rule::DiagMatrix:
+      if (!matches(Arg::Vector, a.type)) return bad_args(e, "a vector");
+      e.type = scalar(Base::Matrix);
+      e.shape.dims = {a.shape.dims[0], a.shape.dims[0]};
+      return;
+    case Rule::Diagonal:
+      if (!matches(Arg::Matrix, a.type)) return bad_args(e, "a matrix");
+      e.type = scalar(Base::Vector);
+      // Square in every model that uses it (a covariance, a Cholesky factor): its rows.
+      require_equal(a.shape.dims[0], a.shape.dims[1], e.loc, "the rows and columns of diagonal's matrix");
+      e.shape.dims = {a.shape.dims[0]};
+      return;
   }
 }
 

@@ -293,6 +293,16 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
     }
     return true;
   }
+  if (name == "multi_normal" || name == "multi_normal_cholesky") {
+    // y and mu n-vectors, the covariance (or its Cholesky factor) n x n.
+    require_equal(outcome.shape.elements(), args[0]->shape.elements(), args[0]->loc,
+                  "the outcome of " + name + " and its mean");
+    require_equal(outcome.shape.elements(), args[1]->shape.dims[0], args[1]->loc,
+                  "the outcome of " + name + " and the rows of its matrix");
+    require_equal(args[1]->shape.dims[0], args[1]->shape.dims[1], args[1]->loc,
+                  "the rows and columns of " + name + "'s matrix");
+    return true;
+  }
   if (name == "multinomial_logit" || name == "dirichlet") {
     require_equal(outcome.shape.elements(), args[0]->shape.elements(), args[0]->loc,
                   "the outcome of " + name + " and its parameter");

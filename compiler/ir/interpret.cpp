@@ -105,6 +105,10 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::LogSoftmax: out = k::log_softmax(v(0)); return;
     case Op::Softmax: out = k::softmax(v(0)); return;
     case Op::CumulativeSum: out = k::cumulative_sum(v(0)); return;
+    case Op::Cholesky: out = k::cholesky(v(0)); return;
+    case Op::SquaredDistances: out = k::squared_distances(v(0)); return;
+    case Op::DiagMatrix: out = k::diag_matrix(v(0)); return;
+    case Op::Diagonal: out = k::diagonal(v(0)); return;
     case Op::IndexRows: out = k::index_rows(v(0), indices_[n.args[1]]); return;
     case Op::IndexCols: out = k::index_cols(v(0), indices_[n.args[1]]); return;
     case Op::ConcatRows: out = k::concat_rows(v(0), v(1)); return;
@@ -132,6 +136,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::LogSoftmaxGrad: out = k::log_softmax_grad(v(0), v(1)); return;
     case Op::SoftmaxGrad: out = k::softmax_grad(v(0), v(1)); return;
     case Op::CumulativeSumGrad: out = k::cumulative_sum_grad(v(0)); return;
+    case Op::CholeskyGrad: out = k::cholesky_grad(v(0), v(1)); return;
     case Op::ConcatRowsPart: out = k::concat_rows_part(v(0), v(1).rows, n.k); return;
     case Op::ConcatColsPart: out = k::concat_cols_part(v(0), v(1).cols, n.k); return;
     case Op::LpdfVjp: {

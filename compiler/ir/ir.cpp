@@ -37,6 +37,10 @@ const char* op_name(Op op) {
     case Op::IndexCols: return "index_cols";
     case Op::ConcatRows: return "concat_rows";
     case Op::ConcatCols: return "concat_cols";
+    case Op::Cholesky: return "cholesky";
+    case Op::SquaredDistances: return "squared_distances";
+    case Op::DiagMatrix: return "diag_matrix";
+    case Op::Diagonal: return "diagonal";
     case Op::Lpdf: return "lpdf";
     case Op::Rng: return "rng";
     case Op::UnaryDerivative: return "unary_derivative";
@@ -51,6 +55,7 @@ const char* op_name(Op op) {
     case Op::LpdfVjp: return "lpdf_vjp";
     case Op::ConcatRowsPart: return "concat_rows_part";
     case Op::ConcatColsPart: return "concat_cols_part";
+    case Op::CholeskyGrad: return "cholesky_grad";
   }
   return "?";
 }

@@ -44,6 +44,10 @@ enum class Op {
   CumulativeSum,  // running sums of a vector (rows) or row_vector (columns)
   IndexRows, IndexCols,  // args: value, Index node (1-based)
   ConcatRows, ConcatCols,  // args: a, b: a above b (append_row), a left of b (append_col)
+  Cholesky,          // args: a (n x n, symmetric positive definite): its lower Cholesky factor
+  SquaredDistances,  // args: x (data, n x d points): the n x n squared distances (gp_exp_quad_cov)
+  DiagMatrix,        // args: v (n x 1): the n x n matrix with v on its diagonal
+  Diagonal,          // args: a: its diagonal, min(rows, cols) x 1 (also DiagMatrix's adjoint)
   Lpdf,                  // name: distribution; args: outcome, parameters...
   Rng,                   // name: distribution; args: parameters; one draw per element and draw (a
                          // quantity's `dist_rng`): stream k of the quantity's noise key
@@ -56,6 +60,7 @@ enum class Op {
   CumulativeSumGrad,                // args: g: running sums from the end
   LpdfVjp,                          // name, k; args: g, outcome, parameters...
   ConcatRowsPart, ConcatColsPart,   // k: the operand (0, 1); args: g, a: operand k's rows/cols of g
+  CholeskyGrad,                     // args: l (the Cholesky node), g: the (symmetric) adjoint of a
 };
 const char* op_name(Op op);
 

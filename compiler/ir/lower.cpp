@@ -398,7 +398,7 @@ class FactorBuilder {
         int shape = args[0];  // the outcome's, or a wider argument's (element i's vector of means)
         for (int a : args)
           if (node(a).rows.equals(node(shape).rows) && !node(a).cols.equals(one())) shape = a;
-        int lp = op(Op::Lpdf, args, node(shape).rows, node(shape).cols, dist);
+        int lp = density(args, node(shape).rows, node(shape).cols, dist);
         if (loop_ && per_element(e)) {  // element i's log density: one per row
           lp = row_sums(lp);
           return product ? op(Op::Unary, {lp}, node(lp).rows, node(lp).cols, "exp") : lp;
@@ -558,8 +558,40 @@ class FactorBuilder {
     if (f == "to_vector" || f == "to_row_vector") return op(Op::Reshape, args, rows, cols);
     if (f == "append_row") return op(Op::ConcatRows, args, rows, cols);
     if (f == "append_col") return op(Op::ConcatCols, args, rows, cols);
+    if (f == "cholesky_decompose") return op(Op::Cholesky, args, rows, cols);
+    if (f == "diag_matrix") return op(Op::DiagMatrix, args, rows, cols);
+    if (f == "diagonal") return op(Op::Diagonal, args, rows, cols);
+    if (f == "gp_exp_quad_cov" || f == "cov_exp_quad") return exp_quad_cov(e, args, rows, cols);
     unsupported(e.loc, "the function '" + f + "'");
     return constant(0);
+  }
+
+  // gp_exp_quad_cov(x, alpha, rho): K_ij = alpha^2 exp(-|x_i - x_j|^2 / (2 rho^2)), Stan's
+  // exponentiated quadratic kernel, from the squared distances of the points (data: they get no
+  // adjoint) by elementwise operations, whose adjoints give alpha's and rho's.
+  int exp_quad_cov(const Expr& e, const std::vector<int>& args, const SymSize& rows, const SymSize& cols) {
+    if (node(args[0]).active) {
+      unsupported(e.loc, "gp_exp_quad_cov at points that depend on parameters (the points must be data)");
+      return constant(0);
+    }
+    const int d2 = op(Op::SquaredDistances, {args[0]}, rows, cols);
+    const int alpha = args[1], rho = args[2];
+    const int two_rho2 = op(Op::Mul, {constant(2), op(Op::Mul, {rho, rho}, one(), one())}, one(), one());
+    const int scaled = op(Op::Div, {op(Op::Neg, {d2}, rows, cols), two_rho2}, rows, cols);
+    return op(Op::Mul, {op(Op::Mul, {alpha, alpha}, one(), one()), op(Op::Unary, {scaled}, rows, cols, "exp")}, rows, cols);
+  }
+
+  // A density's node. One value per draw for the joint densities (multinomial_logit, dirichlet,
+  // multi_normal_cholesky); multi_normal(y | mu, Sigma) is multi_normal_cholesky(y | mu, L) with
+  // L = cholesky_decompose(Sigma).
+  int density(std::vector<int> args, const SymSize& rows, const SymSize& cols, std::string dist) {
+    if (dist == "multi_normal" && args.size() == 3) {
+      const SymSize n = node(args[2]).rows, m = node(args[2]).cols;  // copies: op() moves the nodes
+      args[2] = op(Op::Cholesky, {args[2]}, n, m);
+      dist = "multi_normal_cholesky";
+    }
+    if (stdlib::joint_density(dist)) return op(Op::Lpdf, args, one(), one(), dist);
+    return op(Op::Lpdf, args, rows, cols, dist);
   }
 
   // mean(x) = sum(x) / n; variance(x) = sum((x - mean)^2) / (n - 1), sd its square root (Stan's
@@ -701,8 +733,20 @@ class FactorBuilder {
                            "' (declare it with its value, or assign the whole variable once),");
       return constant(0);
     }
+    // Built in a block of its own (`{ matrix[N, N] L = ...; f = L * z; }`): the block's locals,
+    // bound while the value is lowered, hiding any of the same name.
+    std::vector<Local> block_locals;
+    if (!s.loop && s.decl)
+      block_locals = locals_before(model_.program->find(s.decl->block), s.value);
+    std::map<std::string, LocalValue> hidden;
+    for (const Local& l : block_locals) {
+      if (auto it = locals_.find(l.name); it != locals_.end() && !hidden.count(l.name)) hidden.emplace(l.name, it->second);
+      bind_local(l.name, l.value);
+    }
     // `for (i in 1:N) v[i] = value;`: element i's value.
     const int v = s.loop ? element_values(*s.value, Loop{s.loop->name, s.shape.dims[0]}) : expr(*s.value);
+    for (const Local& l : block_locals) unbind_local(l.name);
+    for (const auto& [name, value] : hidden) bind_local(name, value);
     derived_[s.name] = v;
     return v;
   }
@@ -876,7 +920,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
           reads_loop = reads_loop || b.per_element(*a);
         }
         b.orient_operands(exprs, args);
-        value = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
+        value = b.density(args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
       }
       value = b.where(conditions_of(&s), b.per_row(value, reads_loop));
       if (s.kind == StmtKind::Tilde || !is_scalar(b.node(value)))
@@ -916,7 +960,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     bind_visible(b, &s);
     std::vector<int> args{b.expr(*s.lhs)};
     for (const ExprPtr& a : s.args) args.push_back(b.expr(*a));
-    f.output = b.op(Op::Lpdf, args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
+    f.output = b.density(args, b.node(args[0]).rows, b.node(args[0]).cols, s.name);
     f.rows = f.nodes[f.output].rows;
     ok &= b.ok();
     mark_active(f);
@@ -945,7 +989,8 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     f.rows = y->shape.dims.empty() ? SymSize::constant(1) : y->shape.dims[0];
     FactorBuilder b(model, module, diags, f);
     bind_visible(b, &s);
-    b.set_batch_rows(f.rows);
+    // A joint density (multi_normal, dirichlet, ...) is one term of all its rows: never a minibatch.
+    b.set_batch_rows(stdlib::joint_density(s.name) ? FactorBuilder::one() : f.rows);
     b.set_silo_sum_input(t.owner == TermOwner::Coupling);
     b.set_loop(loop_of(&s));
     std::vector<std::string> bound;
@@ -954,8 +999,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     for (const ExprPtr& a : s.args) f.arguments.push_back(b.expr(*a));
     std::vector<int> args{f.outcome};
     args.insert(args.end(), f.arguments.begin(), f.arguments.end());
-    f.output = b.op(Op::Lpdf, args, b.node(f.outcome).rows, b.node(f.outcome).cols, s.name);
-    if (s.name == "multinomial_logit" || s.name == "dirichlet") f.nodes[f.output].rows = FactorBuilder::one();
+    f.output = b.density(args, b.node(f.outcome).rows, b.node(f.outcome).cols, s.name);
     f.rows = f.nodes[f.output].rows;
     ok &= b.ok();
     mark_active(f);

@@ -262,4 +262,46 @@ bool collect_model_statements(const Block* model, ModelStatements& out, Diagnost
   return collect_locals(model, out.locals, out.loops, out.conditions, out.loop_locals, out.visible, diags);
 }
 
+namespace {
+
+// Whether `s` is, or holds, the assignment whose value is `value`; on the way, `locals` gains the
+// locals each enclosing block declares with a value before it. A loop's body is not searched: its
+// locals are element i's values, not values.
+bool search_assignment(const Stmt& s, const Expr* value, std::vector<Local>& locals, int depth) {
+  if (depth > kMaxNesting) return false;
+  switch (s.kind) {
+    case StmtKind::Assign: return !s.args.empty() && s.args[0].get() == value;
+    case StmtKind::If:
+      for (const StmtPtr& branch : s.body)
+        if (search_assignment(*branch, value, locals, depth + 1)) return true;
+      return false;
+    case StmtKind::Block: {
+      const size_t mark = locals.size();
+      for (const StmtPtr& b : s.body) {
+        if (b->kind == StmtKind::Decl && b->decl && b->decl->init) {
+          LocalValue v;
+          v.value = b->decl->init.get();
+          locals.push_back({b->decl->name, v});
+        } else if (search_assignment(*b, value, locals, depth + 1)) {
+          return true;
+        }
+      }
+      locals.resize(mark);
+      return false;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::vector<Local> locals_before(const Block* block, const Expr* value) {
+  std::vector<Local> locals;
+  if (!block || !value) return locals;
+  for (const StmtPtr& s : block->stmts)
+    if (search_assignment(*s, value, locals, 0)) return locals;
+  return {};
+}
+
 }  // namespace fvic::ir
+

@@ -62,4 +62,10 @@ struct ModelStatements {
 // (another kind of loop, a local never given its value) and returns false then.
 bool collect_model_statements(const Block* model, ModelStatements& out, Diagnostics& diags);
 
+// The locals a block's statements declare with a value (`matrix[N, N] L = ...;`, in nested
+// blocks too) before the assignment whose value is `value` (a transformed parameter built in a
+// block: `{ matrix[N, N] L = cholesky_decompose(K); f = L * z; }`), outermost first; none when
+// no assignment of the block has that value, or it is in a loop.
+std::vector<Local> locals_before(const Block* block, const Expr* value);
+
 }  // namespace fvic::ir

@@ -156,6 +156,9 @@ class Adjoint {
           if (active(size_t(k))) accumulate(arg(size_t(k)), make(part, {g, arg(0)}, arg(size_t(k)), "", k));
         return;
       }
+      case Op::Cholesky: accumulate(arg(0), make(Op::CholeskyGrad, {i, g}, arg(0))); return;
+      case Op::DiagMatrix: accumulate(arg(0), make(Op::Diagonal, {g}, arg(0))); return;
+      case Op::Diagonal: accumulate(arg(0), make(Op::DiagMatrix, {g}, arg(0))); return;
       case Op::Lpdf:
         for (size_t k = 0; k < n.args.size(); ++k) {
           if (!active(k)) continue;

@@ -217,6 +217,10 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::LogSoftmax: return call("log_softmax", {v(0)});
     case Op::Softmax: return call("softmax", {v(0)});
     case Op::CumulativeSum: return call("cumulative_sum", {v(0)});
+    case Op::Cholesky: return call("cholesky", {v(0)});
+    case Op::SquaredDistances: return call("squared_distances", {v(0)});
+    case Op::DiagMatrix: return call("diag_matrix", {v(0)});
+    case Op::Diagonal: return call("diagonal", {v(0)});
     case Op::IndexRows: return call("index_rows", {v(0), ix(1)});
     case Op::IndexCols: return call("index_cols", {v(0), ix(1)});
     case Op::ConcatRows: return call("concat_rows", {v(0), v(1)});
@@ -241,6 +245,7 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::LogSoftmaxGrad: return call("log_softmax_grad", {v(0), v(1)});
     case Op::SoftmaxGrad: return call("softmax_grad", {v(0), v(1)});
     case Op::CumulativeSumGrad: return call("cumulative_sum_grad", {v(0)});
+    case Op::CholeskyGrad: return call("cholesky_grad", {v(0), v(1)});
     case Op::ConcatRowsPart: return call("concat_rows_part", {v(0), v(1) + ".rows", std::to_string(n.k)});
     case Op::ConcatColsPart: return call("concat_cols_part", {v(0), v(1) + ".cols", std::to_string(n.k)});
     case Op::LpdfVjp: {

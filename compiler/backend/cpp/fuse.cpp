@@ -1,5 +1,7 @@
 #include "backend/cpp/fuse.h"
 
+#include "builtins.h"
+
 #include <algorithm>
 
 namespace fvic::backend {
@@ -10,7 +12,7 @@ using ir::Op;
 namespace {
 
 bool scalar_distribution(const std::string& d) {
-  return d != "categorical_logit" && d != "multinomial_logit" && d != "dirichlet";
+  return d != "categorical_logit" && !stdlib::joint_density(d);
 }
 
 bool same_shape(const Node& a, const Node& b) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
 namespace fvi::engine {
 namespace {
@@ -62,7 +63,14 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
         continue;
       }
       const Eigen::VectorXd trial = m.at + llt.solve(g);
-      const double trial_lp = log_p(trial, trial_g);
+      // A trial outside where the model is defined (a covariance matrix that is not positive
+      // definite at an extreme length scale) is a step refused, as one of log p -inf is.
+      double trial_lp;
+      try {
+        trial_lp = log_p(trial, trial_g);
+      } catch (const std::exception&) {
+        trial_lp = NAN;
+      }
       ++m.evaluations;
       if (std::isfinite(trial_lp) && trial_g.allFinite() && trial_lp >= lp) {
         m.at = trial;

@@ -365,3 +365,43 @@ model {
   want += sum_u - s - std::lgamma(3.0);
   CHECK(server.forward(b).m(0, 0) == Approx(want).epsilon(1e-13));
 }
+
+// Gaussian processes: gp_exp_quad_cov, diag_matrix, cholesky_decompose (also inside
+// multi_normal), multi_normal_cholesky, diagonal, and a transformed parameter built in a block
+// with locals (posteriordb's gp_regr and gp_pois_regr forms).
+TEST_CASE("adjoints through gp_exp_quad_cov, cholesky_decompose and the multivariate normals match finite differences",
+          "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_gp", R"(data {
+  int<lower=1> N;
+  array[N] real x;
+  vector[N] y;
+  array[N] int k;
+}
+parameters {
+  global real<lower=0> rho;
+  global real<lower=0> alpha;
+  global real<lower=0> sigma;
+  global vector[N] z;
+  global vector[N] mu;
+}
+transformed parameters {
+  vector[N] f;
+  {
+    matrix[N, N] cov = gp_exp_quad_cov(x, alpha, rho) + diag_matrix(rep_vector(sigma, N));
+    matrix[N, N] L_cov = cholesky_decompose(cov);
+    f = L_cov * z;
+  }
+}
+model {
+  matrix[N, N] K = cov_exp_quad(x, alpha, rho) + diag_matrix(exp(mu / 4) + sigma);
+  rho ~ gamma(5, 4);
+  alpha ~ normal(0, 2);
+  sigma ~ normal(0, 1);
+  z ~ normal(0, 1);
+  mu ~ multi_normal_cholesky(rep_vector(0, N), cholesky_decompose(K));
+  y ~ multi_normal(mu, K);
+  k ~ poisson_log(f + sum(diagonal(K)) / 10);
+}
+)");
+  check_adjoints(m);
+}

@@ -191,6 +191,18 @@ TEST_CASE("vector-Jacobian products of the densities match finite differences", 
   check_vjp("multinomial_logit", {vec({2, 0, 3}), vec({0.3, -1.2, 2.0, 0.1, 0.5, -0.5}, 2)}, 1);
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 0);
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 1);
+
+  // multi_normal_cholesky: y a 3-vector, mu varying over 2 draws (and one value for every
+  // element), L lower triangular with a positive diagonal, 2 draws.
+  T chol(3, 3, 2);
+  chol.m << 1.3, 0.0, 0.0, 0.9, 0.0, 0.0,
+            0.4, 0.8, 0.0, -0.3, 1.1, 0.0,
+            -0.6, 0.2, 1.7, 0.5, 0.7, 0.6;
+  const T y3 = vec({0.5, -1.2, 2.0});
+  for (size_t k : {0, 1, 2}) {
+    check_vjp("multi_normal_cholesky", {y3, vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), chol}, k);
+    check_vjp("multi_normal_cholesky", {y3, scalar(0.25), chol}, k);
+  }
 }
 
 // ---- cumulative distribution functions (fvi/kernel/cdfs.h) ---------------------------------

@@ -6,7 +6,8 @@
 //   lpdf(dist, {y, a1, a2, ...})          one log density per outcome element: the shape of y
 //                                         broadcast with the arguments (per row of logits for
 //                                         categorical_logit; one value for multinomial_logit
-//                                         and dirichlet)
+//                                         and dirichlet; one per draw for multi_normal_cholesky,
+//                                         ops_cholesky.h)
 //   lpdf_vjp(dist, k, g, {y, a1, ...})    d(sum of g .* lpdf)/d(operand k), in operand k's shape
 //
 // Integer outcomes and arguments arrive as real tensors holding whole numbers. The formulas are
@@ -302,6 +303,7 @@ Tensor<T> lpdf(const std::string& dist, const Operands<T>& xs) {
   if (dist == "categorical_logit") return detail::categorical_logit<T>(*xs[0], *xs[1], nullptr, false);
   if (dist == "multinomial_logit") return detail::multinomial_logit<T>(*xs[0], *xs[1], nullptr, false);
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], nullptr, -1);
+  if (dist == "multi_normal_cholesky") return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
   return detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_lpdf<T>(dist, v); });
 }
 
@@ -317,6 +319,8 @@ Tensor<T> lpdf_vjp(const std::string& dist, size_t k, const Tensor<T>& g, const 
     return detail::multinomial_logit<T>(*xs[0], *xs[1], &g, true);
   }
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], &g, static_cast<int>(k));
+  if (dist == "multi_normal_cholesky")
+    return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], &g, static_cast<int>(k));
   Tensor<T> partial =
       detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_partial<T>(dist, k, v); });
   return sum_like(mul(g, partial), *xs[k]);

@@ -64,7 +64,8 @@ void lpdf_vjp_block(const std::string& dist, size_t k, const T* g, const std::ve
 
 // Whether every distribution operation on `dist` is elementwise (lpdf_block applies).
 inline bool scalar_distribution(const std::string& dist) {
-  return dist != "categorical_logit" && dist != "multinomial_logit" && dist != "dirichlet";
+  return dist != "categorical_logit" && dist != "multinomial_logit" && dist != "dirichlet" &&
+         dist != "multi_normal_cholesky";
 }
 
 // Runs `body(block)` over the broadcast shape of `leaves`, writing node k of the chain to

@@ -12,9 +12,12 @@
 //   ops_reductions.h      sums, broadcasts and sum_to, (log_)softmax
 //   ops_indexing.h        slices of input groups, 1-based indexing and its scatters
 //   ops_concat.h          append_row / append_col and their adjoints
+//   ops_cholesky.h        Cholesky factors and their adjoint, squared distances (Gaussian
+//                         processes), diagonal matrices, multi_normal_cholesky
 #include "fvi/kernel/ops_elementwise.h"
 #include "fvi/kernel/ops_unary.h"
 #include "fvi/kernel/ops_linear_algebra.h"
 #include "fvi/kernel/ops_reductions.h"
 #include "fvi/kernel/ops_indexing.h"
 #include "fvi/kernel/ops_concat.h"
+#include "fvi/kernel/ops_cholesky.h"

@@ -1,0 +1,136 @@
+#pragma once
+// Kernel operations (ops.h) for Gaussian processes and dense covariance matrices, draw by draw:
+// the Cholesky factor and its adjoint, squared distances between data points (for
+// gp_exp_quad_cov), diagonal matrices and their adjoint, and the multivariate normal given a
+// Cholesky factor (distributions.h calls it as "multi_normal_cholesky").
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <Eigen/Cholesky>
+
+#include "fvi/kernel/tensor.h"
+
+namespace fvi::kernel {
+
+// The lower Cholesky factor L of each draw's symmetric positive-definite A (L L' = A), as Stan's
+// cholesky_decompose: only A's lower triangle is read. A matrix that is not positive definite
+// at some draw stops the evaluation with the draw's number (Stan rejects such a draw too).
+template <class T>
+Tensor<T> cholesky(const Tensor<T>& a) {
+  if (a.rows != a.cols) throw ShapeError("cholesky_decompose of a " + shape_string(a) + " matrix: it must be square");
+  Tensor<T> out(a.rows, a.cols, a.draws);
+  for (Eigen::Index s = 0; s < a.draws; ++s) {
+    const Mat<T> m = a.draw(s);
+    if (!m.allFinite())
+      throw std::domain_error("cholesky_decompose: the matrix holds a NaN or an infinity (draw " + std::to_string(s + 1) +
+                              ")");
+    Eigen::LLT<Mat<T>> llt(m);
+    if (llt.info() != Eigen::Success)
+      throw std::domain_error("cholesky_decompose: the matrix is not positive definite (draw " + std::to_string(s + 1) +
+                              ", diagonal " + std::to_string(double(m.diagonal().minCoeff())) + " to " +
+                              std::to_string(double(m.diagonal().maxCoeff())) + ")");
+    out.draw(s) = llt.matrixL();
+  }
+  return out;
+}
+
+// The adjoint of A given L = cholesky(A) and the adjoint G of L (Murray 2016, "Differentiation of
+// the Cholesky decomposition", eq. 10): with Phi(X) the lower triangle of X with its diagonal
+// halved, S = L^-T Phi(L' tril(G)) L^-1, and A's adjoint is (S + S') / 2: symmetric, since a
+// covariance matrix moves symmetrically (gp_exp_quad_cov's K, K + diag_matrix(...)).
+template <class T>
+Tensor<T> cholesky_grad(const Tensor<T>& l, const Tensor<T>& g) {
+  const Eigen::Index S = joint_draws(l.draws, g.draws);
+  Tensor<T> out(l.rows, l.cols, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const Mat<T> L = l.draw(s);
+    Mat<T> P = L.transpose() * Mat<T>(g.draw(s).template triangularView<Eigen::Lower>());
+    P.template triangularView<Eigen::StrictlyUpper>().setZero();
+    P.diagonal() *= T(0.5);
+    // L^-T P L^-1 by two triangular solves.
+    Mat<T> X = L.transpose().template triangularView<Eigen::Upper>().solve(P);
+    X = L.transpose().template triangularView<Eigen::Upper>().solve(Mat<T>(X.transpose())).transpose();
+    out.draw(s) = (X + X.transpose()) / T(2);
+  }
+  return out;
+}
+
+// The squared Euclidean distances between the rows of data x (n x d: an array of reals is n x 1,
+// an array of vectors one row per point): n x n, one draw.
+template <class T>
+Tensor<T> squared_distances(const Tensor<T>& x) {
+  if (x.draws != 1) throw ShapeError("squared distances of points that vary with the draw");
+  Tensor<T> out(x.rows, x.rows, 1);
+  const Mat<T> X = x.draw(0);
+  for (Eigen::Index j = 0; j < x.rows; ++j)
+    for (Eigen::Index i = 0; i < x.rows; ++i) out.m(i, j) = (X.row(i) - X.row(j)).squaredNorm();
+  return out;
+}
+
+// diag_matrix(v): v (n x 1) on the diagonal of an n x n matrix, per draw; its adjoint takes the
+// diagonal back (diagonal(G), n x 1).
+template <class T>
+Tensor<T> diag_matrix(const Tensor<T>& v) {
+  const Eigen::Index n = v.size();
+  Tensor<T> out(n, n, v.draws);
+  for (Eigen::Index s = 0; s < v.draws; ++s) out.draw(s).diagonal() = v.flat().col(s);
+  return out;
+}
+
+template <class T>
+Tensor<T> diagonal(const Tensor<T>& a) {
+  const Eigen::Index n = std::min(a.rows, a.cols);
+  Tensor<T> out(n, 1, a.draws);
+  for (Eigen::Index s = 0; s < a.draws; ++s) out.draw(s) = a.draw(s).diagonal();
+  return out;
+}
+
+namespace detail {
+
+// multi_normal_cholesky(y | mu, L): one log density per draw, y and mu n-vectors (mu may be one
+// value for every element), L lower triangular n x n:
+//   log p = -n/2 log(2 pi) - sum(log diag L) - |z|^2 / 2,  z = L^-1 (y - mu).
+// vjp_operand 0 (y), 1 (mu), 2 (L) gives that operand's adjoint for the result's adjoint g:
+//   dy = -a, dmu = a (summed to mu's shape), dL = tril(a z') - diag(1 / diag L), a = L^-T z.
+template <class T>
+Tensor<T> multi_normal_cholesky(const Tensor<T>& y, const Tensor<T>& mu, const Tensor<T>& l, const Tensor<T>* g,
+                                int vjp_operand) {
+  const Eigen::Index n = l.rows;
+  if (l.cols != n || y.size() != n || (mu.size() != n && mu.size() != 1))
+    throw ShapeError("multi_normal_cholesky of " + shape_string(y) + " given " + shape_string(mu) + " and " +
+                     shape_string(l));
+  const Eigen::Index S = joint_draws(joint_draws(y.draws, mu.draws), l.draws);
+  const Tensor<T>& like = vjp_operand == 0 ? y : vjp_operand == 1 ? mu : l;
+  Tensor<T> out = vjp_operand < 0 ? Tensor<T>(1, 1, S) : Tensor<T>(like.rows, like.cols, like.draws);
+  constexpr double kHalfLogTwoPi = 0.91893853320467274178;
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const Mat<T> L = l.draw(s);
+    Eigen::Matrix<T, Eigen::Dynamic, 1> d = y.flat().col(y.draws == 1 ? 0 : s);
+    if (mu.size() == 1) d.array() -= mu.m(0, mu.draws == 1 ? 0 : s);
+    else d -= mu.flat().col(mu.draws == 1 ? 0 : s);
+    const Eigen::Matrix<T, Eigen::Dynamic, 1> z = L.template triangularView<Eigen::Lower>().solve(d);
+    if (vjp_operand < 0) {
+      out.m(0, s) = -T(n) * T(kHalfLogTwoPi) - L.diagonal().array().log().sum() - z.squaredNorm() / T(2);
+      continue;
+    }
+    const T gs = g->m(0, g->draws == 1 ? 0 : s);
+    const Eigen::Matrix<T, Eigen::Dynamic, 1> a = L.transpose().template triangularView<Eigen::Upper>().solve(z);
+    auto target = out.draw(s);  // a value that does not vary sums every draw's part into draw 0
+    if (vjp_operand == 0) {
+      target.col(0) -= gs * a;
+    } else if (vjp_operand == 1) {
+      if (mu.size() == 1) target(0, 0) += gs * a.sum();
+      else target.col(0) += gs * a;
+    } else {
+      Mat<T> dl = (a * z.transpose()).template triangularView<Eigen::Lower>();
+      dl.diagonal() -= L.diagonal().cwiseInverse();
+      target += gs * dl;
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+}  // namespace fvi::kernel
