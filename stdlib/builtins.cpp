@@ -23,6 +23,7 @@ const std::vector<Distribution>& distributions() {
       {"exponential", false, A::Reals, S::Positive, {{"beta", A::Reals, Q::Positive}}},
       {"gamma", false, A::Reals, S::Positive, {{"alpha", A::Reals, Q::Positive}, {"beta", A::Reals, Q::Positive}}},
       {"inv_gamma", false, A::Reals, S::Positive, {{"alpha", A::Reals, Q::Positive}, {"beta", A::Reals, Q::Positive}}},
+      {"weibull", false, A::Reals, S::Positive, {{"alpha", A::Reals, Q::Positive}, {"sigma", A::Reals, Q::Positive}}},
       {"beta", false, A::Reals, S::Unit, {{"alpha", A::Reals, Q::Positive}, {"beta", A::Reals, Q::Positive}}},
       {"uniform", false, A::Reals, S::Bounded, {{"alpha", A::Reals, Q::Finite}, {"beta", A::Reals, Q::Finite}}},
       {"bernoulli", true, A::Ints, S::Binary, {{"theta", A::Reals, Q::Unit}}},

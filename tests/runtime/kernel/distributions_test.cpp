@@ -32,6 +32,13 @@ struct Case {
 
 }  // namespace
 
+TEST_CASE("weibull's density at a point: alpha/sigma (y/sigma)^(alpha-1) exp(-(y/sigma)^alpha)", "[kernel][distributions]") {
+  // alpha 2, sigma 1, y 1.5: 2 * 1.5 * exp(-2.25); alpha 0.5, sigma 3, y 2: (0.5/3) (2/3)^-0.5 exp(-(2/3)^0.5).
+  CHECK(density("weibull", 1.5, {2.0, 1.0}) == Approx(3.0 * std::exp(-2.25)).epsilon(1e-14));
+  CHECK(density("weibull", 2.0, {0.5, 3.0}) ==
+        Approx(0.5 / 3.0 * std::pow(2.0 / 3.0, -0.5) * std::exp(-std::sqrt(2.0 / 3.0))).epsilon(1e-14));
+}
+
 TEST_CASE("each density is normalised over its support", "[kernel][distributions]") {
   const double inf = INFINITY;
   std::vector<Case> cases = {
@@ -44,6 +51,7 @@ TEST_CASE("each density is normalised over its support", "[kernel][distributions
       {"exponential", {1.7}, 0, inf, false},
       {"gamma", {2.5, 1.5}, 0, inf, false},
       {"inv_gamma", {3.0, 2.0}, 0, inf, false},
+      {"weibull", {1.8, 2.5}, 0, inf, false},
       {"beta", {2.5, 3.5}, 0, 1, false},
       {"uniform", {-1.0, 2.0}, -1, 2, false},
       {"bernoulli", {0.3}, 0, 1, true},
@@ -166,6 +174,7 @@ TEST_CASE("vector-Jacobian products of the densities match finite differences", 
       {"exponential", {vec({0.5, 1.2, 2.0}), vec({1.1, 0.3, 2.2, 0.4, 0.9, 1.0}, 2)}, {0, 1}},
       {"gamma", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2), scalar(1.7)}, {0, 1, 2}},
       {"inv_gamma", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2), scalar(1.7)}, {0, 1, 2}},
+      {"weibull", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2), scalar(1.7)}, {0, 1, 2}},
       {"beta", {vec({0.2, 0.55, 0.9}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2), scalar(1.7)}, {0, 1, 2}},
       {"uniform", {vec({0.2, 0.55, 0.9}), scalar(-0.5), scalar(1.5)}, {1, 2}},
       {"bernoulli", {vec({1, 0, 1}), vec({0.2, 0.5, 0.9, 0.4, 0.1, 0.7}, 2)}, {1}},

@@ -99,6 +99,10 @@ Arr<T> scalar_lpdf(const std::string& d, const std::vector<Arr<T>>& v) {
   }
   if (d == "exponential") return v[1].log() - v[1] * y;
   if (d == "gamma") return v[1] * v[2].log() - v[1].lgamma() + (v[1] - 1) * y.log() - v[2] * y;
+  if (d == "weibull") {  // shape alpha, scale sigma: alpha/sigma (y/sigma)^(alpha-1) exp(-(y/sigma)^alpha)
+    Arr<T> log_t = (y / v[2]).log();
+    return v[1].log() - v[2].log() + (v[1] - 1) * log_t - (v[1] * log_t).exp();
+  }
   if (d == "inv_gamma") return v[1] * v[2].log() - v[1].lgamma() - (v[1] + 1) * y.log() - v[2] / y;
   if (d == "beta")
     return (v[1] + v[2]).lgamma() - v[1].lgamma() - v[2].lgamma() + (v[1] - 1) * y.log() + (v[2] - 1) * (-y).log1p();
@@ -177,6 +181,12 @@ Arr<T> scalar_partial(const std::string& d, size_t k, const std::vector<Arr<T>>&
     return (z.square() - 1) / v[2];
   }
   if (d == "exponential") return k == 0 ? Arr<T>(-v[1]) : Arr<T>(1 / v[1] - y);
+  if (d == "weibull") {
+    const Arr<T> log_t = (y / v[2]).log(), t_alpha = (v[1] * log_t).exp();
+    if (k == 0) return ((v[1] - 1) - v[1] * t_alpha) / y;
+    if (k == 1) return 1 / v[1] + log_t - t_alpha * log_t;
+    return v[1] * (t_alpha - 1) / v[2];
+  }
   if (d == "gamma") {
     if (k == 0) return (v[1] - 1) / y - v[2];
     if (k == 1) return v[2].log() - v[1].digamma() + y.log();
