@@ -104,6 +104,33 @@
       mark: {type: 'line', point: metrics.length < 60},
       encoding: {x: {field: 'round', type: 'quantitative', title: 'report'},
                  y: {field: 'elbo', type: 'quantitative', title: 'objective', scale: {zero: false}}}});
+    // The stopping rule's figures at each report against its tolerances (docs/user-guide.md §7).
+    const rule = [];
+    const names = {rule_relative_change: 'relative change of the objective', rule_drift_sd: 'drift (q sds)',
+                   rule_standard_error_sd: 'standard error (q sds)'};
+    for (const m of metrics)
+      for (const [column, label] of Object.entries(names))
+        if (m[column] !== null && m[column] !== undefined && m[column] > 0) rule.push({round: m.round, figure: label, value: m[column]});
+    if (rule.length) {
+      const c = run.criterion || {};
+      const tolerances = [];
+      if (c.tol) tolerances.push({value: c.tol, what: 'tol (relative change)'});
+      if (c.tol_param) {
+        tolerances.push({value: c.tol_param, what: 'tol_param (standard error)'});
+        tolerances.push({value: 2 * c.tol_param, what: '2 tol_param (drift)'});
+      }
+      const layers = [{data: {values: rule}, mark: {type: 'line', point: metrics.length < 60},
+                       encoding: {x: {field: 'round', type: 'quantitative', title: 'report'},
+                                  y: {field: 'value', type: 'quantitative', title: 'figure', scale: {type: 'log'}},
+                                  color: {field: 'figure', type: 'nominal', title: null}}}];
+      if (tolerances.length)
+        layers.push({data: {values: tolerances}, mark: {type: 'rule', strokeDash: [4, 3], color: '#666'},
+                     encoding: {y: {field: 'value', type: 'quantitative'}, tooltip: {field: 'what'}}});
+      chart(s, 'stopping-rule', 'The stopping rule at each report, its tolerances dashed: the objective\'s relative change ' +
+            'ends the optimising phase (or falls within its noise); then the run has converged once the drift is under ' +
+            '2 tol_param and the standard error under tol_param (docs/user-guide.md §7)',
+            {width: 560, height: 200, layer: layers});
+    }
     const heldout = (data.metrics.columns || []).filter((c) => c.startsWith('test_'));
     for (const column of heldout)
       chart(s, column, 'Held-out ' + column.slice(5).replace('_', ' ') + ' (--test) at each report', {

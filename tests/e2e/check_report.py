@@ -161,7 +161,7 @@ def case_pvi(chromium, cache, work, artifacts):
     fvic_run(cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(ex, "data"), out,
              ["--test", os.path.join(ex, "data", "test.json")])
     p = check_page(chromium, out, "pvi", artifacts, work,
-                   ["chart-objective", "chart-test_log_density", "chart-test_accuracy", "chart-marginal-",
+                   ["chart-objective", "chart-stopping-rule", "chart-test_log_density", "chart-test_accuracy", "chart-marginal-",
                     "chart-bytes-per-round", "chart-bytes-per-silo"],
                    ["The plan", "Convergence", "Posterior marginals", "Posterior summary", "Traffic", "The model"])
     marginals = [c for c in p.charts if c.startswith("chart-marginal-")]
@@ -173,7 +173,7 @@ def case_sfvi(chromium, cache, work, artifacts):
     out = os.path.join(work, "sfvi")
     fvic_run(cache, os.path.join(ex, "hier_logreg.fvi"), os.path.join(ex, "data"), out)
     check_page(chromium, out, "sfvi", artifacts, work,
-               ["chart-objective", "chart-marginal-", "chart-bytes-per-round", "chart-bytes-per-silo"],
+               ["chart-objective", "chart-stopping-rule", "chart-marginal-", "chart-bytes-per-round", "chart-bytes-per-silo"],
                ["The plan", "Convergence", "Posterior marginals", "Traffic"])
     # A silo's own page: its local posterior only.
     silo = check_page(chromium, os.path.join(out, "silo-1"), "sfvi-silo-1", artifacts, work, ["chart-marginal-"],

@@ -117,6 +117,8 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
     j["criterion"] = {{"relative_objective_change", summary.relative_change},
                       {"drift_sd", summary.drift},
                       {"standard_error_sd", summary.precision}};
+    if (summary.tol > 0) j["criterion"]["tol"] = summary.tol;
+    if (summary.tol_param > 0) j["criterion"]["tol_param"] = summary.tol_param;
   }
   if (std::isfinite(summary.khat)) j["khat"] = summary.khat;
   if (!summary.notes.empty()) {

@@ -227,6 +227,12 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       summary.elbo.push_back(elbo);
       Extra extra;
       const std::string figures = coordinator.metrics(t, extra);
+      // The stopping rule's figures as they stand (NaN until it has computed each), for the
+      // report's convergence chart beside its tolerances.
+      const auto figure = [](double x) { return x >= 0 ? x : std::numeric_limits<double>::quiet_NaN(); };
+      extra.push_back({"rule_relative_change", figure(monitor.relative_change())});
+      extra.push_back({"rule_drift_sd", figure(monitor.drift())});
+      extra.push_back({"rule_standard_error_sd", figure(monitor.precision())});
       const double seconds = seconds_now();
       const long long sent = run.transport.total_sent(), received = run.transport.total_received();
       metrics.row(int(++reports), elbo, seconds, sent, received, extra);
@@ -267,6 +273,8 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   summary.relative_change = monitor.relative_change();
   summary.drift = monitor.drift();
   summary.precision = monitor.precision();
+  summary.tol = monitor.tol();
+  summary.tol_param = monitor.tol_param();
   coordinator.finish(last);
   const std::optional<ServerDraws> d = coordinator.draws();
   std::string khat_line;

@@ -54,6 +54,7 @@ class ConvergenceMonitor {
     held_ = std::move(why);
   }
   double tol_param() const { return options_.tol_param; }
+  double tol() const { return options_.tol; }
   bool averaging() const { return averaging_; }
   // Counts the starts of the average (the phase's start, then each drop of a drifting half):
   // parties averaging their own parameters restart when it changes.

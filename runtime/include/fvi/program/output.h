@@ -50,6 +50,7 @@ struct PosteriorSummary {
   long iterations = 0;
   bool converged = false;
   double relative_change = -1, drift = -1, precision = -1;
+  double tol = -1, tol_param = -1;  // the rule's tolerances (written beside its figures)
   double khat = std::numeric_limits<double>::quiet_NaN();
   // The lines the run ended with ({"warning" or "info", text}): the verdict, k-hat, the
   // reweighted moments, the warnings.
