@@ -16,6 +16,12 @@
                      the softmax of 4 values whose scale is an auxiliary, so q must also fit a
                      gamma(4, 1) in it: means within 0.25 posterior sd and sds within 20%, the
                      tolerances of the issues' held-out checks.
+  gp_regression      posteriordb's gp_regr as written (gp_exp_quad_cov, diag_matrix,
+                     cholesky_decompose, multi_normal_cholesky) on its 11 points: rho, alpha and
+                     sigma against the exact posterior by quadrature on a 36^3 grid (each point's
+                     11 x 11 Cholesky factor computed here): means within 0.25 posterior sd and
+                     sds within 20%, as for the simplex (q is a Gaussian on the log scale of a
+                     posterior that is not).
 
 Exact here: mu ~ normal(0, 10), every row ~ normal(mu, 1), so mu's posterior is normal with
 precision 1/100 + n and mean sum(y) / precision. q is Gaussian and can equal it; what is left is
@@ -210,6 +216,88 @@ def case_simplex(fvic_path, cache, work):
     print(f"  every draw of theta sums to 1 (within {worst:.1e}, draws.csv's rounding)")
 
 
+GP_REGRESSION = """// posteriordb's gp_regr, `global` before each parameter.
+data {
+  int<lower=1> N;
+  array[N] real x;
+  vector[N] y;
+}
+parameters {
+  global real<lower=0> rho;
+  global real<lower=0> alpha;
+  global real<lower=0> sigma;
+}
+model {
+  matrix[N, N] cov = gp_exp_quad_cov(x, alpha, rho)
+                     + diag_matrix(rep_vector(sigma, N));
+  matrix[N, N] L_cov = cholesky_decompose(cov);
+
+  rho ~ gamma(25, 4);
+  alpha ~ normal(0, 2);
+  sigma ~ normal(0, 1);
+
+  y ~ multi_normal_cholesky(rep_vector(0, N), L_cov);
+}
+"""
+
+
+def gp_log_posterior(x, y, rho, alpha, sigma):
+    """log p(rho, alpha, sigma | y) up to a constant, written out: the gamma(25, 4) and half-normal
+    priors, and the multivariate normal by a Cholesky factor computed here."""
+    n = len(x)
+    k = [[alpha * alpha * math.exp(-(x[i] - x[j]) ** 2 / (2 * rho * rho)) + (sigma if i == j else 0.0)
+          for j in range(n)] for i in range(n)]
+    low = [[0.0] * n for _ in range(n)]
+    for j in range(n):
+        d = k[j][j] - sum(low[j][m] ** 2 for m in range(j))
+        low[j][j] = math.sqrt(d)
+        for i in range(j + 1, n):
+            low[i][j] = (k[i][j] - sum(low[i][m] * low[j][m] for m in range(j))) / low[j][j]
+    z = []
+    for i in range(n):
+        z.append((y[i] - sum(low[i][m] * z[m] for m in range(i))) / low[i][i])
+    log_lik = -sum(math.log(low[i][i]) for i in range(n)) - 0.5 * sum(v * v for v in z)
+    log_prior = 24 * math.log(rho) - 4 * rho - alpha * alpha / 8 - sigma * sigma / 2
+    return log_lik + log_prior
+
+
+def case_gp_regression(fvic_path, cache, work):
+    x = [-10, -8, -6, -4, -2, 0, 2, 4, 6, 8, 10]
+    y = [4.75906, 1.59423, 2.99548, 5.27501, 1.66472, 2.24347, 2.8914, 4.08681, 4.60588, 0.802364, 3.92136]
+    model = os.path.join(work, "gp_regr.fvi")
+    with open(model, "w") as f:
+        f.write(GP_REGRESSION)
+    data = os.path.join(work, "gp_regr.json")
+    with open(data, "w") as f:
+        json.dump({"N": len(x), "x": x, "y": y}, f)
+    out = os.path.join(work, "out")
+    p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    require("converged after" in p.stdout, "the run did not converge:\n" + p.stdout)
+    with open(os.path.join(out, "posterior.json")) as f:
+        variables = json.load(f)["variables"]
+    # The exact posterior by the midpoint rule on the natural scale, over ranges that hold it
+    # (posteriordb's NUTS: rho 6.9 +- 1.3, alpha 2.4 +- 0.8, sigma 1.8 +- 0.5).
+    ranges = {"rho": (1.0, 16.0), "alpha": (0.0, 8.0), "sigma": (0.0, 5.0)}
+    points = 36
+    grid = {name: [lo + (i + 0.5) * (hi - lo) / points for i in range(points)] for name, (lo, hi) in ranges.items()}
+    logs = []
+    for r in grid["rho"]:
+        for a in grid["alpha"]:
+            for s in grid["sigma"]:
+                logs.append((gp_log_posterior(x, y, r, a, s), r, a, s))
+    top = max(v[0] for v in logs)
+    weights = [(math.exp(v[0] - top), v[1:]) for v in logs]
+    total = sum(w for w, _ in weights)
+    for k, name in enumerate(("rho", "alpha", "sigma")):
+        mean = sum(w * at[k] for w, at in weights) / total
+        sd = math.sqrt(sum(w * (at[k] - mean) ** 2 for w, at in weights) / total)
+        got, got_sd = variables[name]["mean"][0], variables[name]["sd"][0]
+        off, ratio = abs(got - mean) / sd, got_sd / sd
+        print(f"  {name}: fvic {got:.4f} (sd {got_sd:.4f}), quadrature {mean:.4f} (sd {sd:.4f}): "
+              f"{off:.3f} sd off, sd ratio {ratio:.3f}")
+        require(off <= 0.25 and abs(ratio - 1) <= 0.2, f"{name} is {off:.3f} sds off, sd ratio {ratio:.3f}")
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -217,7 +305,7 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as work:
             {"pooled": case_pooled, "server_likelihood": case_server_likelihood,
-             "simplex": case_simplex}[case](fvic_path, cache, work)
+             "simplex": case_simplex, "gp_regression": case_gp_regression}[case](fvic_path, cache, work)
     except Failure as e:
         print(f"FAIL: {e}")
         sys.exit(1)
