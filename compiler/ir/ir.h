@@ -65,19 +65,20 @@ enum class Op {
 const char* op_name(Op op);
 
 struct Node {
+  // Every member has its default here, so `Node n{Op::Const}` names the operation alone.
   Op op;
-  std::vector<int> args;
-  std::string name;   // function, distribution or data variable
+  std::vector<int> args = {};
+  std::string name = {};  // function, distribution or data variable
   fvi_group group = FVI_GROUP_GLOBAL;  // Input, Mean, Sd: the group it reads (the kernel ABI's enum)
   double value = 0;   // Const
   int k = 0;          // LpdfVjp: the operand
-  std::vector<long long> ints;  // Index: constant 1-based indices (when it names no data); Noise:
+  std::vector<long long> ints = {};  // Index: constant 1-based indices (when it names no data); Noise:
                                 // the data and parameter nodes of the product it samples
-  SymSize offset;     // Input: where the slice starts in its group
+  SymSize offset = {};  // Input: where the slice starts in its group
   // Index: the 1-based range first..last, sizes known from the data (`x[2:K]`, `x[K - 1]`), when
   // neither `ints` nor a data variable gives the indices
   bool range = false;
-  SymSize first, last;
+  SymSize first = {}, last = {};
   SymSize rows = SymSize::constant(1);
   SymSize cols = SymSize::constant(1);
   bool varies = false;   // has S draws (else one)

@@ -15,6 +15,7 @@
 #include "fvi/program/sim.h"
 #include "fvi/program/threads.h"
 #include "fvi/program/vfl_run.h"
+#include "fvi/report/report_data.h"
 
 namespace fvi::program {
 
@@ -128,6 +129,12 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     ServerRun run{model, description, settings, args, method, dir.public_data, server_data, transport, lines, "", false};
     const int status = serve(run);
     for (int k = 0; k < S; ++k) hosts[k]->finish(args.output + "/silo-" + std::to_string(k + 1));
+    // The run's page again, now that the silos' folders it points to exist (the server loop's
+    // page said why if it could not be made).
+    try {
+      report::write_report(args.output);
+    } catch (const std::exception&) {
+    }
     return status;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());

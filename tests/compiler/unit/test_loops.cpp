@@ -80,7 +80,7 @@ TEST_CASE("loops: a loop over elements computes what the vectorised statement co
   REQUIRE(fvic::build_ir(*vectors.model, b, vectors.diags));
   std::mt19937 rng(5);
   const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
-  for (const std::string& name : {"server_density", "silo_density", "likelihood_y"}) check_same_factor(a, b, data, name);
+  for (const char* name : {"server_density", "silo_density", "likelihood_y"}) check_same_factor(a, b, data, name);
   // log_lik[n]: each row's normal log density, written out here.
   fvic::ir::Interpreter q(a, fvic::test::factor_named(a, "quantity_log_lik"));
   const fvic::ir::RealTensor& lik = q.forward(data);
