@@ -137,6 +137,17 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::SoftmaxGrad: out = k::softmax_grad(v(0), v(1)); return;
     case Op::CumulativeSumGrad: out = k::cumulative_sum_grad(v(0)); return;
     case Op::CholeskyGrad: out = k::cholesky_grad(v(0), v(1)); return;
+    case Op::Program: {
+      std::vector<const RealTensor*> operands;
+      std::vector<bool> active;
+      for (int a : n.args) operands.push_back(&values_[a]), active.push_back(f_.nodes[a].active);
+      long long draws = 1;
+      for (const auto& [group, value] : b.inputs) draws = std::max<long long>(draws, value.draws);
+      machines_[i].set_random(b.noise_key, draws);
+      out = machines_[i].run(module_.programs.at(static_cast<size_t>(n.k)), operands, active);
+      return;
+    }
+    case Op::ProgramVjp: out = machines_.at(n.args[1]).operand_gradient(v(0), static_cast<size_t>(n.k)); return;
     case Op::ConcatRowsPart: out = k::concat_rows_part(v(0), v(1).rows, n.k); return;
     case Op::ConcatColsPart: out = k::concat_cols_part(v(0), v(1).cols, n.k); return;
     case Op::LpdfVjp: {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fvi/kernel/distributions.h"
+#include "fvi/kernel/machine.h"
 #include "ir/ir.h"
 
 namespace fvic::ir {
@@ -41,6 +42,7 @@ class Interpreter {
   const Factor& f_;
   std::vector<RealTensor> values_;
   std::vector<fvi::kernel::IntVec> indices_;
+  std::map<int, fvi::kernel::Machine<double>> machines_;  // Program nodes' tapes, for their adjoints
   size_t next_seed_ = 0;
 };
 

@@ -56,6 +56,8 @@ const char* op_name(Op op) {
     case Op::ConcatRowsPart: return "concat_rows_part";
     case Op::ConcatColsPart: return "concat_cols_part";
     case Op::CholeskyGrad: return "cholesky_grad";
+    case Op::Program: return "program";
+    case Op::ProgramVjp: return "program_vjp";
   }
   return "?";
 }
@@ -87,6 +89,8 @@ std::string describe(const Node& n) {
   if (n.op == Op::Const) s << ' ' << n.value;
   if (n.op == Op::LpdfVjp || n.op == Op::ConcatRowsPart || n.op == Op::ConcatColsPart) s << " operand " << n.k;
   if (n.op == Op::Rng) s << " stream " << n.k;
+  if (n.op == Op::Program) s << " #" << n.k;
+  if (n.op == Op::ProgramVjp) s << " operand " << n.k;
   if (n.op == Op::Input || n.op == Op::Mean || n.op == Op::Sd) s << " @" << n.offset.str();
   if (n.op == Op::Noise) s << " stream " << n.k;
   if (n.range) s << ' ' << n.first.str() << ':' << n.last.str();
@@ -127,6 +131,10 @@ std::string dump(const Module& m) {
       out << "    %" << i << " = " << describe(f.nodes[i]) << '\n';
     }
     out << "    output %" << f.output << '\n';
+    for (const Node& n : f.nodes)
+      if (n.op == Op::Program && n.k >= 0 && static_cast<size_t>(n.k) < m.programs.size())
+        out << "    program #" << n.k << ": " << m.programs[n.k].code.size() << " instructions, "
+            << m.programs[n.k].registers << " registers\n";
     for (const auto& [input, adjoint] : f.input_adjoints)
       out << "    d/d %" << input << " (" << fvi_group_name(f.nodes[input].group) << ") = %" << adjoint << '\n';
     // The mean-field variant, where it differs: which products it samples locally.

@@ -19,6 +19,7 @@
 
 #include "frontend/semantic.h"
 #include "fvi/kernel/abi.h"
+#include "fvi/kernel/bytecode.h"
 
 namespace fvic::ir {
 
@@ -51,6 +52,8 @@ enum class Op {
   Lpdf,                  // name: distribution; args: outcome, parameters...
   Rng,                   // name: distribution; args: parameters; one draw per element and draw (a
                          // quantity's `dist_rng`): stream k of the quantity's noise key
+  Program,  // k: Module::programs[k], statements run one at a time (ir/statement_program.h); args:
+            // its operands; the log density (1 x 1), or its outputs flattened into one column
   // adjoint operations
   UnaryDerivative,  // name; args: x, y
   SumTo,            // args: g, like: g summed to the shape and draws of `like`
@@ -61,6 +64,7 @@ enum class Op {
   LpdfVjp,                          // name, k; args: g, outcome, parameters...
   ConcatRowsPart, ConcatColsPart,   // k: the operand (0, 1); args: g, a: operand k's rows/cols of g
   CholeskyGrad,                     // args: l (the Cholesky node), g: the (symmetric) adjoint of a
+  ProgramVjp,                       // k: the operand; args: g, the Program node: operand k's gradient
 };
 const char* op_name(Op op);
 
@@ -141,6 +145,8 @@ struct Module {
   // Transformed data built by statements: the program each party runs when its data is read
   // (fvi_data_party order; analysis/transformed_data.h), "" where it has none.
   std::array<std::string, 3> transformed_data{};
+  // The statement programs Op::Program nodes run (ir/statement_program.h), by index.
+  std::vector<fvi::kernel::Program> programs;
 
   const Group* group(fvi_group kind) const;
 };

@@ -7,12 +7,14 @@
 #include "analysis/transformed_data.h"
 #include "builtins.h"
 #include "ir/model_statements.h"
+#include "ir/statement_program.h"
 
 namespace fvic::ir {
 
 namespace {
 
-// A value's logical (rows, cols): scalars 1x1, vectors and 1-D arrays n x 1, row_vectors 1 x n.
+// A value's logical (rows, cols): scalars 1x1, vectors and 1-D arrays n x 1, row_vectors 1 x n,
+// matrices, 2-D arrays and arrays of vectors rows x cols.
 bool dims_of(const Type& t, const Shape& s, SymSize& rows, SymSize& cols) {
   rows = cols = SymSize::constant(1);
   if (t.array_dims == 0) {
@@ -30,6 +32,10 @@ bool dims_of(const Type& t, const Shape& s, SymSize& rows, SymSize& cols) {
     return true;
   }
   if (t.array_dims == 2 && t.base_dims() == 0) {  // array[R, C] of scalars: a list of R rows of C
+    rows = s.dims[0], cols = s.dims[1];
+    return true;
+  }
+  if (t.array_dims == 1 && t.base_dims() == 1) {  // array[R] vector[C] (row_vector[C]): element i is row i
     rows = s.dims[0], cols = s.dims[1];
     return true;
   }
@@ -53,8 +59,8 @@ bool is_scalar(const Node& n) { return n.rows.equals(SymSize::constant(1)) && n.
 
 class FactorBuilder {
  public:
-  FactorBuilder(const SemanticModel& model, const Module& module, Diagnostics& diags, Factor& factor)
-      : model_(model), module_(module), diags_(diags), f_(factor) {}
+  FactorBuilder(const SemanticModel& model, Module& module, Diagnostics& diags, Factor& factor)
+      : model_(model), module_(module), diags_(&diags), f_(factor) {}
 
   bool ok() const { return ok_; }
 
@@ -153,7 +159,7 @@ class FactorBuilder {
 
   void unsupported(const Loc& loc, const std::string& what) {
     if (ok_)
-      diags_.error(loc, what + " is not supported by the code generator yet",
+      diags_->error(loc, what + " is not supported by the code generator yet",
                    "the checker accepts it, but kernels cannot be generated for it; rewrite it with "
                    "vectorised statements");
     ok_ = false;
@@ -503,7 +509,7 @@ class FactorBuilder {
       // first one's sum.
       if (silo_sums_++) {
         if (ok_)
-          diags_.error(e.loc, "a second silo_sum in one likelihood is not supported by the code generator yet",
+          diags_->error(e.loc, "a second silo_sum in one likelihood is not supported by the code generator yet",
                        "a vertical model has one silo_sum for now (each silo sends one auxiliary value per row); "
                        "where the sums add up, write one: `silo_sum(x * beta + z * gamma)`");
         ok_ = false;
@@ -722,17 +728,120 @@ class FactorBuilder {
     return v;
   }
 
+  struct BlockProgram {
+    int node = -1;
+    std::map<std::string, SymSize> offsets;
+  };
+  // What a vectorised attempt may add, to be taken back when it is refused.
+  struct Snapshot {
+    size_t nodes, jacobians, programs, data, groups;
+    std::map<std::string, int> params, data_nodes, derived;
+    std::map<BlockKind, BlockProgram> blocks;
+    int rng_streams, silo_sums;
+    bool ok;
+  };
+  Snapshot snapshot() const {
+    return {f_.nodes.size(), jacobians_.size(), module_.programs.size(), f_.data.size(), f_.groups.size(), params_,
+            data_, derived_, block_programs_, rng_streams_, silo_sums_, ok_};
+  }
+  void restore(const Snapshot& s) {
+    f_.nodes.resize(s.nodes);
+    jacobians_.resize(s.jacobians);
+    module_.programs.resize(s.programs);
+    f_.data.resize(s.data);
+    f_.groups.resize(s.groups);
+    params_ = s.params, data_ = s.data_nodes, derived_ = s.derived, block_programs_ = s.blocks;
+    rng_streams_ = s.rng_streams, silo_sums_ = s.silo_sums, ok_ = s.ok;
+    element_.clear();
+  }
+
+  // A statement program's node (Op::Program), its operands the variables it reads, as this
+  // factor reads them.
+  int program(StatementProgram p, const Loc& loc) {
+    std::vector<int> operands;
+    for (const std::string& name : p.operands) {
+      const Symbol* s = model_.find(name);
+      if (!s) {
+        unsupported(loc, "the variable '" + name + "' in statements run one at a time");
+        return constant(0);
+      }
+      Expr v(ExprKind::Var, loc);
+      v.name = name;
+      v.type = s->type;
+      v.shape = s->shape;
+      operands.push_back(s->kind == SymbolKind::Data && !computed_at_load(*s) ? data(*s, false, loc) : expr(v));
+    }
+    SymSize rows = one();
+    if (!p.code.log_density) {
+      rows = SymSize::constant(0);
+      for (const std::string& name : p.outputs) rows = rows + model_.find(name)->shape.elements();
+    }
+    Node n{Op::Program};
+    n.args = operands;
+    n.k = static_cast<int>(module_.programs.size());
+    n.rows = rows;
+    n.varies = true;
+    module_.programs.push_back(std::move(p.code));
+    return add(n);
+  }
+
+  // A transformed parameter or generated quantity that statements build piece by piece (or that
+  // the vectorised forms refuse): its block as one statement program (made once per factor),
+  // whose outputs are every declaration of the block; this one is its part of them, reshaped.
+  int built_by_statements(const Symbol& s, const Loc& loc) {
+    SymSize rows, cols;
+    if ((s.block != BlockKind::TransformedParameters && s.block != BlockKind::GeneratedQuantities) ||
+        !dims_of(s.type, s.shape, rows, cols)) {
+      unsupported(loc, "'" + s.name + "', built by statements in '" + std::string(block_name(s.block)) +
+                           "' (declare it with its value, or assign the whole variable once),");
+      return constant(0);
+    }
+    auto it = block_programs_.find(s.block);
+    if (it == block_programs_.end()) {
+      const Block* block = model_.program->find(s.block);
+      std::vector<const Stmt*> stmts;
+      for (const StmtPtr& st : block->stmts) stmts.push_back(st.get());
+      std::vector<std::string> outputs;
+      for (const Symbol& o : model_.symbols)
+        if (o.kind == SymbolKind::Transformed && o.block == s.block) outputs.push_back(o.name);
+      StatementProgram p;
+      if (!compile_statements(model_, stmts, false, outputs, p, *diags_)) {
+        ok_ = false;
+        return constant(0);
+      }
+      BlockProgram bp;
+      SymSize offset = SymSize::constant(0);
+      for (const std::string& name : p.outputs) {
+        bp.offsets[name] = offset;
+        offset = offset + model_.find(name)->shape.elements();
+      }
+      bp.node = program(std::move(p), block->loc);
+      it = block_programs_.emplace(s.block, std::move(bp)).first;
+    }
+    const BlockProgram& bp = it->second;
+    const SymSize first = bp.offsets.at(s.name), size = s.shape.elements();
+    Node range{Op::Index};
+    range.range = true;
+    range.first = first + one();
+    range.last = first + size;
+    range.rows = size;
+    const int part = op(Op::IndexRows, {bp.node, add(range)}, size, one());
+    return rows.equals(size) && cols.equals(one()) ? part : op(Op::Reshape, {part}, rows, cols);
+  }
+
   // A declaration of a derived block, computed where it is read from its defining expression.
   int derived(const Symbol& s, const Loc& loc) {
     auto it = derived_.find(s.name);
     if (it != derived_.end()) return it->second;
     // Transformed data built by statements is computed when the data is read: data here.
     if (computed_at_load(s)) return derived_[s.name] = data(s, false, loc);
-    if (!s.value) {
-      unsupported(loc, "'" + s.name + "', built by statements in '" + std::string(block_name(s.block)) +
-                           "' (declare it with its value, or assign the whole variable once),");
-      return constant(0);
-    }
+    if (!s.value) return derived_[s.name] = built_by_statements(s, loc);
+    // The vectorised form first; where it refuses, a derived block's statements run one at a time.
+    const bool by_statements = s.block == BlockKind::TransformedParameters || s.block == BlockKind::GeneratedQuantities;
+    const Snapshot before = snapshot();
+    Diagnostics refusals(nullptr);
+    Diagnostics* outer = diags_;
+    if (by_statements) diags_ = &refusals, ok_ = true;
     // Built in a block of its own (`{ matrix[N, N] L = ...; f = L * z; }`): the block's locals,
     // bound while the value is lowered, hiding any of the same name.
     std::vector<Local> block_locals;
@@ -747,17 +856,24 @@ class FactorBuilder {
     const int v = s.loop ? element_values(*s.value, Loop{s.loop->name, s.shape.dims[0]}) : expr(*s.value);
     for (const Local& l : block_locals) unbind_local(l.name);
     for (const auto& [name, value] : hidden) bind_local(name, value);
+    diags_ = outer;
+    if (by_statements && !ok_) {
+      restore(before);
+      return derived_[s.name] = built_by_statements(s, loc);
+    }
+    ok_ = ok_ && before.ok;
     derived_[s.name] = v;
     return v;
   }
 
  private:
   const SemanticModel& model_;
-  const Module& module_;
-  Diagnostics& diags_;
+  Module& module_;  // its statement programs grow as factors read them
+  Diagnostics* diags_;  // another while a vectorised form is tried (derived)
   Factor& f_;
   bool ok_ = true;
   std::map<std::string, int> params_, data_, derived_;
+  std::map<BlockKind, BlockProgram> block_programs_;
   std::map<std::string, LocalValue> locals_;
   std::optional<Loop> loop_;
   std::map<const Expr*, bool> element_;
@@ -844,15 +960,13 @@ std::string local_index_of(const Module& module, const Factor& f) {
   return reads_local ? name : "";
 }
 
-}  // namespace
-
-bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
-  module.model = model.program->name;
-  build_groups(model, module);
-  if (!transformed_data_programs(model, module.transformed_data, diags)) return false;
+// The model block's terms as vectorised factors: one density factor per party, element priors,
+// one likelihood factor per likelihood statement. Returns false (reported) where a statement has
+// no vectorised form; `locals` gets the block's locals as they are bound.
+bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags, std::vector<Local>& locals) {
   ModelStatements statements;
   if (!collect_model_statements(model.program->find(BlockKind::Model), statements, diags)) return false;
-  const std::vector<Local>& locals = statements.locals;
+  locals = statements.locals;
   const auto& loops = statements.loops;
   const auto& conditions = statements.conditions;
   const auto& loop_locals = statements.loop_locals;
@@ -1039,6 +1153,78 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
       continue;
     }
     module.factors.push_back(std::move(f));
+  }
+
+  return ok;
+}
+
+// The model block as one statement program (ir/statement_program.h) in the density factor of the
+// party whose terms it holds, with the log-Jacobians of that party's parameters: where the
+// vectorised forms refuse a statement. Every term must belong to one party (the server, or the
+// silos); otherwise the vectorised forms' refusals are reported.
+bool lower_terms_as_program(const SemanticModel& model, Module& module, Diagnostics& diags,
+                            const Diagnostics& refusals) {
+  const Block* block = model.program->find(BlockKind::Model);
+  TermOwner party = TermOwner::Server;
+  for (const Term& t : model.terms) party = t.owner;
+  bool one_party = party == TermOwner::Server || party == TermOwner::Silo;
+  for (const Term& t : model.terms) one_party = one_party && t.owner == party;
+  if (!one_party) {
+    // The program would have to be split between parties: the vectorised forms' refusals stand.
+    const std::string why =
+        "; statements the vectorised forms refuse run one at a time when every term of the model block "
+        "belongs to one party (the server, or the silos), and here the terms belong to more than one";
+    for (const Diagnostic& d : refusals.all()) {
+      if (d.severity == Severity::Error) diags.error(d.loc, d.message, d.help + why);
+      else diags.warning(d.loc, d.message, d.help);
+    }
+    return false;
+  }
+  std::vector<const Stmt*> stmts;
+  for (const StmtPtr& st : block->stmts) stmts.push_back(st.get());
+  StatementProgram program;
+  if (!compile_statements(model, stmts, true, {}, program, diags)) return false;
+  Factor f;
+  f.kind = FactorKind::Density;
+  f.owner = party;
+  f.name = party == TermOwner::Server ? "server_density" : "silo_density";
+  FactorBuilder b(model, module, diags, f);
+  const int node = b.program(std::move(program), block->loc);
+  std::vector<int> parts{node};
+  for (const Symbol& s : model.symbols)
+    if (s.flat_prior && party_of(s) == party && (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex))
+      b.parameter(s, s.loc);
+  for (const auto& j : b.jacobians())
+    if (j.party == party) parts.push_back(j.node);
+  int total = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i)
+    total = b.op(Op::Add, {total, parts[i]}, FactorBuilder::one(), FactorBuilder::one());
+  f.output = total;
+  mark_active(f);
+  f.forward_end = static_cast<int>(f.nodes.size());
+  if (!b.ok()) return false;
+  module.factors.push_back(std::move(f));
+  return true;
+}
+
+}  // namespace
+
+bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
+  module.model = model.program->name;
+  build_groups(model, module);
+  if (!transformed_data_programs(model, module.transformed_data, diags)) return false;
+  // The vectorised forms first; where they refuse a statement, the block as a statement program.
+  std::vector<Local> locals;
+  Module vectorised = module;
+  Diagnostics refusals(nullptr);
+  bool ok = true;
+  if (lower_terms(model, vectorised, refusals, locals)) {
+    module = std::move(vectorised);
+    for (const Diagnostic& d : refusals.all())
+      if (d.severity == Severity::Warning) diags.warning(d.loc, d.message, d.help);
+  } else {
+    locals.clear();
+    ok = lower_terms_as_program(model, module, diags, refusals);
   }
 
   // Transformed parameters and generated quantities: each its own value, evaluated by its owner.

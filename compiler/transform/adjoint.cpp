@@ -157,6 +157,10 @@ class Adjoint {
         return;
       }
       case Op::Cholesky: accumulate(arg(0), make(Op::CholeskyGrad, {i, g}, arg(0))); return;
+      case Op::Program:  // the machine differentiates its tape (fvi/kernel/machine.h)
+        for (size_t k = 0; k < n.args.size(); ++k)
+          if (active(k)) accumulate(arg(k), make(Op::ProgramVjp, {g, i}, arg(k), "", static_cast<int>(k)));
+        return;
       case Op::DiagMatrix: accumulate(arg(0), make(Op::Diagonal, {g}, arg(0))); return;
       case Op::Diagonal: accumulate(arg(0), make(Op::DiagMatrix, {g}, arg(0))); return;
       case Op::Lpdf:

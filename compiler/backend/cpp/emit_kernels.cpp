@@ -236,6 +236,19 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
       return call("random_draws<Real>", {quoted(n.name), ops + "}", sizes_(n.rows), sizes_(n.cols), "draws_", "key_",
                                    std::to_string(n.k)});
     }
+    case Op::Program: {
+      std::string ops = "{", active = "{";
+      for (size_t k = 0; k < n.args.size(); ++k) {
+        ops += (k ? ", &" : "&") + v(k);
+        active += std::string(k ? ", " : "") + (f.nodes[n.args[k]].active ? "true" : "false");
+      }
+      const std::string machine = "machine_[" + std::to_string(meanfield ? -1 - int(i) : int(i)) + "]";
+      return machine + ".set_random(key_, draws_); " + target + machine + ".run(program_" +
+             std::to_string(n.k) + "(), " + ops + "}, " + active + "});";
+    }
+    case Op::ProgramVjp:
+      return target + "machine_.at(" + std::to_string(meanfield ? -1 - n.args[1] : n.args[1]) + ").operand_gradient(" +
+             v(0) + ", " + std::to_string(n.k) + ");";
     case Op::UnaryDerivative: return call("unary_derivative", {quoted(n.name), v(0), v(1)});
     case Op::SumTo: return call("sum_like", {v(0), v(1)});
     case Op::MatMulGradLeft: return call("matmul_grad_left", {v(0), v(1), v(2) + ".draws"});
@@ -313,6 +326,7 @@ void Emitter::factor(std::ostringstream& o, const ir::Factor& f, size_t index) {
   o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
   o << "  std::vector<Tensor<Real>> w_ = std::vector<Tensor<Real>>(" << mf.nodes.size() << ");\n";
   o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << std::max(f.nodes.size(), mf.nodes.size()) << ");\n";
+  if (!m_.programs.empty()) o << "  std::map<int, Machine<Real>> machine_;  // statement programs' tapes, by node (-1 - node: mean-field)\n";
   o << "  Tensor<double> exported_[" << f.arguments.size() + 2 << "];\n";
   o << "};\n\n";
 }
@@ -348,6 +362,7 @@ void Emitter::quantity(std::ostringstream& o, const ir::Factor& f) {
     << "  uint64_t key_ = 0;  // forward_quantity's noise key: the random draws of `_rng`\n";
   o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
   o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << f.nodes.size() << ");\n";
+  if (!m_.programs.empty()) o << "  std::map<int, Machine<Real>> machine_;  // statement programs' tapes, by node\n";
   o << "  Tensor<double> exported_;\n";
   o << "};\n\n";
 }

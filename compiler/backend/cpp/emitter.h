@@ -40,6 +40,7 @@ class Emitter {
  private:
   // ---- the file's layout: emit.cpp ---------------------------------------------------------
   void sizes_struct(std::ostringstream& o);
+  void programs(std::ostringstream& o);
   std::string group_index(fvi_group kind) const;
 
   // ---- kernel bodies: emit_kernels.cpp -----------------------------------------------------

@@ -14,10 +14,8 @@
 
 using fvic::ir::RealTensor;
 
-namespace {
+namespace fvic::test {
 
-// Every factor of `m`, lowered, differentiated and interpreted on random data and variables:
-// each input group's gradient against finite differences.
 void check_adjoints(fvic::test::LoadedModel& m) {
   {
     INFO(m.errors());
@@ -71,7 +69,9 @@ void check_adjoints(fvic::test::LoadedModel& m) {
   }
 }
 
-}  // namespace
+}  // namespace fvic::test
+
+using fvic::test::check_adjoints;
 
 TEST_CASE("adjoints of every acceptance model's factors match finite differences", "[adjoint]") {
   for (const std::string& path : fvic::test::acceptance_models()) {

@@ -64,6 +64,10 @@ inline const ir::Factor& factor_named(const ir::Module& m, const std::string& na
 }
 
 // Random data for every data declaration, in order, so sizes are known when needed.
+// Every factor of `m`, lowered, differentiated and interpreted on random data and variables:
+// each input group's gradient against finite differences (test_adjoint.cpp).
+void check_adjoints(LoadedModel& m);
+
 inline ir::Bindings random_bindings(const SemanticModel& m, const ir::Module& module, std::mt19937& rng,
                                     long long draws) {
   ir::Bindings b;

@@ -1,0 +1,556 @@
+#include "ir/statement_program.h"
+
+#include <map>
+#include <stdexcept>
+
+#include "builtins.h"
+#include "fvi/kernel/ops_unary.h"
+#include "fvi/kernel/random.h"
+
+namespace fvic::ir {
+
+namespace {
+
+using fvi::kernel::Instruction;
+using fvi::kernel::Opcode;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// How a value of type t lies in a tensor (ir/lower.cpp's dims_of, and arrays of vectors as rows):
+// the indices that pick its elements.
+enum class Layout { Scalar, Column, Row, Matrix, ArrayOfColumns, ArrayOfRows, Unsupported };
+
+Layout layout_of(const Type& t) {
+  if (t.array_dims == 0) {
+    switch (t.base) {
+      case Base::Int:
+      case Base::Real: return Layout::Scalar;
+      case Base::Vector: return Layout::Column;
+      case Base::RowVector: return Layout::Row;
+      case Base::Matrix: return Layout::Matrix;
+      default: return Layout::Unsupported;
+    }
+  }
+  if (t.array_dims == 1 && t.base_dims() == 0) return Layout::Column;
+  if (t.array_dims == 2 && t.base_dims() == 0) return Layout::ArrayOfColumns;  // M x N, row i is element i
+  if (t.array_dims == 1 && t.base == Base::Vector) return Layout::ArrayOfColumns;
+  if (t.array_dims == 1 && t.base == Base::RowVector) return Layout::ArrayOfRows;
+  return Layout::Unsupported;
+}
+
+class Translator {
+ public:
+  Translator(const SemanticModel& m, StatementProgram& out, Diagnostics& diags)
+      : m_(m), out_(out), p_(out.code), diags_(diags) {}
+
+  bool ok() const { return ok_; }
+
+  void statements(const std::vector<const Stmt*>& stmts) {
+    scopes_.emplace_back();
+    for (const Stmt* s : stmts) statement(*s);
+  }
+
+  void finish(bool log_density, const std::vector<std::string>& outputs) {
+    p_.log_density = log_density;
+    for (const std::string& name : outputs) {
+      const Variable* v = lookup(name);
+      if (!v) {
+        fail(Loc{}, "'" + name + "' is not declared in the statements that build it");
+        continue;
+      }
+      emit({Opcode::Output, -1, v->reg, -1, -1, static_cast<int64_t>(out_.outputs.size())});
+      out_.outputs.push_back(name);
+    }
+    p_.outputs = static_cast<int32_t>(out_.outputs.size());
+  }
+
+ private:
+  struct Variable {
+    int reg;
+    Type type;
+  };
+
+  int reg() { return p_.registers++; }
+  size_t emit(Instruction in) {
+    if (in.line == 0) in.line = line_;
+    p_.code.push_back(std::move(in));
+    return p_.code.size() - 1;
+  }
+  void fail(const Loc& loc, const std::string& what, const std::string& help = "") {
+    if (ok_)
+      diags_.error(loc, what + " is not supported in statements run one at a time yet",
+                   help.empty() ? "write it with the functions and densities the vectorised forms support" : help);
+    ok_ = false;
+  }
+
+  const Variable* lookup(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto found = it->find(name);
+      if (found != it->end()) return &found->second;
+    }
+    return nullptr;
+  }
+
+  // The register of a variable of the model the program reads: operand k, loaded before it runs.
+  int operand(const std::string& name) {
+    auto it = operands_.find(name);
+    if (it != operands_.end()) return it->second;
+    int r = reg();
+    operands_[name] = r;
+    out_.operands.push_back(name);
+    p_.operand_registers.push_back(r);
+    return r;
+  }
+
+  int int_const(int64_t v) {
+    int r = reg();
+    emit({Opcode::IntConst, r, -1, -1, -1, v});
+    return r;
+  }
+
+  // ---- expressions ------------------------------------------------------------------------
+
+  // e's value in a new or existing register: an int for int expressions, else a real.
+  int expr(const Expr& e) {
+    if (e.inlined) return expr(*e.inlined);
+    line_ = e.loc.line;
+    switch (e.kind) {
+      case ExprKind::IntLit: return int_const(e.int_value);
+      case ExprKind::RealLit: {
+        int r = reg();
+        Instruction in{Opcode::RealConst, r};
+        in.value = e.real_value;
+        emit(in);
+        return r;
+      }
+      case ExprKind::Var: {
+        if (const Variable* v = lookup(e.name)) return v->reg;
+        const Symbol* s = m_.find(e.name);
+        if (!s) {
+          fail(e.loc, "the variable '" + e.name + "'");
+          return int_const(0);
+        }
+        int r = operand(e.name);
+        if (e.type.is_int()) {  // an int of the data: its value, the same in every draw
+          int i = reg();
+          emit({Opcode::ToInt, i, r});
+          return i;
+        }
+        return r;
+      }
+      case ExprKind::Unary: {
+        int a = expr(*e.args[0]);
+        if (e.name == "+") return a;
+        int r = reg();
+        if (e.name == "!") emit({Opcode::IntNot, r, a});
+        else if (e.type.is_int()) emit(op(Opcode::IntOp, r, int_const(0), a, "-"));
+        else emit(op(Opcode::Arith, r, a, a, "neg"));
+        return r;
+      }
+      case ExprKind::Binary: return binary(e);
+      case ExprKind::Cond: {
+        const int result = reg();
+        const int test = expr(*e.args[0]);
+        const size_t to_else = emit({Opcode::JumpIfFalse, -1, test});
+        emit({Opcode::Move, result, expr(*e.args[1])});
+        const size_t to_end = emit({Opcode::Jump});
+        p_.code[to_else].number = static_cast<int64_t>(p_.code.size());
+        emit({Opcode::Move, result, expr(*e.args[2])});
+        p_.code[to_end].number = static_cast<int64_t>(p_.code.size());
+        return result;
+      }
+      case ExprKind::Call: return call(e);
+      case ExprKind::CondCall: return density_call(e);
+      case ExprKind::Index: return indexed(e);
+      case ExprKind::Transpose: {
+        int r = reg();
+        Instruction in{Opcode::Call, r};
+        in.name = "transpose";
+        in.args = {expr(*e.args[0])};
+        emit(in);
+        return r;
+      }
+      case ExprKind::ArrayLit:
+      case ExprKind::RowVectorLit: {
+        if (!e.type.is_error() && e.type.array_dims + e.type.base_dims() > 1) {
+          fail(e.loc, "a literal of containers");
+          return int_const(0);
+        }
+        int r = reg();
+        Instruction in{Opcode::Build, r};
+        in.number = e.kind == ExprKind::RowVectorLit ? 1 : 0;
+        for (const ExprPtr& a : e.args) in.args.push_back(expr(*a));
+        emit(in);
+        return r;
+      }
+    }
+    fail(e.loc, "this expression");
+    return int_const(0);
+  }
+
+  static Instruction op(Opcode code, int dst, int a, int b, const std::string& name) {
+    Instruction in{code, dst, a, b};
+    in.name = name;
+    return in;
+  }
+
+  int binary(const Expr& e) {
+    const std::string& o = e.name;
+    const Expr &x = *e.args[0], &y = *e.args[1];
+    const int a = expr(x), b = expr(y);
+    const int r = reg();
+    const bool ints = x.type.is_int() && y.type.is_int();
+    const bool comparison = o == "==" || o == "!=" || o == "<" || o == "<=" || o == ">" || o == ">=" || o == "&&" || o == "||";
+    if (ints && (comparison || o == "+" || o == "-" || o == "*" || o == "/" || o == "%/%" || o == "%")) {
+      emit(op(Opcode::IntOp, r, a, b, o == "%/%" ? "/" : o));
+      return r;
+    }
+    if (comparison) {
+      emit(op(Opcode::Compare, r, a, b, o));
+      return r;
+    }
+    std::string name = o == ".*" ? "*" : o == "./" ? "/" : o == ".^" ? "^" : o;
+    if (o == "*" && !x.type.is_scalar() && !y.type.is_scalar()) name = "matmul";
+    if (name != "+" && name != "-" && name != "*" && name != "/" && name != "^" && name != "matmul") {
+      fail(e.loc, "the operator '" + o + "'");
+      return r;
+    }
+    emit(op(Opcode::Arith, r, a, b, name));
+    return r;
+  }
+
+  int call(const Expr& e) {
+    const std::string& f = e.name;
+    std::vector<int> args;
+    for (const ExprPtr& a : e.args) args.push_back(expr(*a));
+    line_ = e.loc.line;
+    const int r = reg();
+    const stdlib::Function* fn = stdlib::find_function(f);
+    auto emit_call = [&](const std::string& name, std::vector<int> operands) {
+      Instruction in{Opcode::Call, r};
+      in.name = name;
+      in.args.assign(operands.begin(), operands.end());
+      emit(in);
+      return r;
+    };
+    if (fn && (fn->rule == stdlib::Rule::Elementwise || fn->rule == stdlib::Rule::ElementwiseInt) && args.size() == 1) {
+      try {
+        (void)fvi::kernel::unary_fn(f);
+      } catch (const std::invalid_argument&) {
+        fail(e.loc, "the function '" + f + "'");
+        return r;
+      }
+      emit(op(Opcode::Unary, r, args[0], -1, f));
+      return r;
+    }
+    if (ends_with(f, "_rng")) {
+      const std::string dist = f.substr(0, f.size() - 4);
+      if (!fvi::kernel::has_random_draws(dist)) {
+        fail(e.loc, "the function '" + f + "'");
+        return r;
+      }
+      Instruction in{Opcode::Rng, r};
+      in.name = dist;
+      in.args.assign(args.begin(), args.end());
+      emit(in);
+      return r;
+    }
+    if (f == "pow") {
+      emit(op(Opcode::Arith, r, args.at(0), args.at(1), "^"));
+      return r;
+    }
+    if ((f == "max" || f == "min") && args.size() == 2 && e.args[0]->type.is_int() && e.args[1]->type.is_int()) {
+      emit(op(Opcode::IntOp, r, args[0], args[1], f));
+      return r;
+    }
+    if ((f == "max" || f == "min") && args.size() == 1 && !e.args[0]->type.is_scalar()) return emit_call(f, args);
+    if (f == "rows" || f == "cols" || f == "size" || f == "num_elements") return emit_call(f, args);
+    if (f == "log_sum_exp" || f == "sum" || f == "mean" || f == "softmax" || f == "log_softmax" || f == "rep_vector" ||
+        f == "rep_row_vector" || f == "rep_array" || f == "rep_matrix")
+      return emit_call(f, args);
+    if (f == "dot_product" || f == "dot_self") {
+      const int product = reg();
+      emit(op(Opcode::Arith, product, args.at(0), f == "dot_self" ? args.at(0) : args.at(1), "*"));
+      return emit_call("sum", {product});
+    }
+    if (f == "negative_infinity" || f == "positive_infinity" || f == "not_a_number" || f == "pi" || f == "e") {
+      Instruction in{Opcode::RealConst, r};
+      in.value = f == "negative_infinity"   ? -HUGE_VAL
+                 : f == "positive_infinity" ? HUGE_VAL
+                 : f == "not_a_number"      ? NAN
+                 : f == "pi"                ? 3.14159265358979323846
+                                            : 2.71828182845904523536;
+      emit(in);
+      return r;
+    }
+    fail(e.loc, "the function '" + f + "'");
+    return r;
+  }
+
+  // name_lpdf(y | ...), name_lpmf, name_lcdf, name_lccdf: the sum of the log densities.
+  int density_call(const Expr& e) {
+    std::string dist = e.name;
+    for (const char* suffix : {"_lpdf", "_lpmf", "_lupdf", "_lupmf"})
+      if (ends_with(dist, suffix)) dist = dist.substr(0, dist.size() - std::string(suffix).size());
+    if (dist == e.name && !ends_with(dist, "_lcdf") && !ends_with(dist, "_lccdf")) {
+      fail(e.loc, "the function '" + e.name + "'");
+      return int_const(0);
+    }
+    return density(dist, e.args, e.loc);
+  }
+
+  int density(const std::string& dist, const std::vector<ExprPtr>& operands, const Loc& loc) {
+    if (dist == "multi_normal") {
+      fail(loc, "multi_normal");
+      return int_const(0);
+    }
+    const int r = reg();
+    Instruction in{Opcode::Lpdf, r};
+    in.name = dist;
+    for (const ExprPtr& a : operands) in.args.push_back(expr(*a));
+    line_ = loc.line;
+    emit(in);
+    return r;
+  }
+
+  // x[i], x[i, j], x[lo:hi] of a variable, local or the model's.
+  int indexed(const Expr& e) {
+    const Expr& base = *e.args[0];
+    const Layout layout = layout_of(base.type);
+    int x = expr(base);
+    line_ = e.loc.line;
+    if (layout == Layout::Unsupported || layout == Layout::Scalar) {
+      fail(e.loc, "indexing a value of type " + to_string(base.type));
+      return x;
+    }
+    const size_t n = e.indices.size();
+    // Ranges: one, over a vector's rows or a row_vector's columns.
+    for (const Index& ix : e.indices)
+      if (ix.kind != IndexKind::Single) {
+        if (n != 1 || ix.kind != IndexKind::Range || !ix.lower || !ix.upper ||
+            (layout != Layout::Column && layout != Layout::Row)) {
+          fail(ix.loc, "this range index (one range lo:hi of a vector, a row_vector or a 1-D array)");
+          return x;
+        }
+        const int r = reg();
+        Instruction in{Opcode::Slice, r, x, expr(*ix.lower), expr(*ix.upper)};
+        in.number = layout == Layout::Row ? 1 : 0;
+        emit(in);
+        return r;
+      }
+    int row = -1, col = -1;
+    if (!place(layout, e.indices, e.loc, row, col)) return x;
+    // A row of an array of vectors, of a 2-D array, or a matrix's column: Stan's vector (or 1-D
+    // array) is a column here.
+    const bool column = (e.type.array_dims == 0 && e.type.base == Base::Vector) ||
+                        (e.type.array_dims == 1 && e.type.base_dims() == 0);
+    const int r = reg();
+    Instruction in{e.type.is_int() ? Opcode::IndexInt : Opcode::Index, r, x, row, col};
+    in.number = column && row >= 0 ? 1 : 0;
+    emit(in);
+    return r;
+  }
+
+  // The registers of the row and column that single indices (ints) and `:` (-1, every one) pick
+  // in a value of this layout; false (reported) for anything else.
+  bool place(Layout layout, const std::vector<Index>& indices, const Loc& loc, int& row, int& col) {
+    for (const Index& ix : indices)
+      if (ix.kind == IndexKind::Range || (ix.kind == IndexKind::Single && !ix.lower->type.is_int())) {
+        fail(ix.loc, "this index (a range or several indices, beside one range of a vector)");
+        return false;
+      }
+    auto pick = [&](size_t i) { return indices[i].kind == IndexKind::All ? -1 : expr(*indices[i].lower); };
+    const size_t n = indices.size();
+    row = col = -1;
+    switch (layout) {
+      case Layout::Column:
+        if (n != 1) break;
+        row = pick(0);
+        col = int_const(1);
+        return true;
+      case Layout::Row:
+        if (n != 1) break;
+        row = int_const(1);
+        col = pick(0);
+        return true;
+      case Layout::Matrix:
+      case Layout::ArrayOfColumns:
+      case Layout::ArrayOfRows:
+        if (n > 2) break;
+        row = pick(0);
+        if (n > 1) col = pick(1);
+        return true;
+      default: break;
+    }
+    fail(loc, "this index");
+    return false;
+  }
+
+  // ---- statements -------------------------------------------------------------------------
+
+  void statement(const Stmt& s) {
+    line_ = s.loc.line;
+    switch (s.kind) {
+      case StmtKind::Empty: return;
+      case StmtKind::Block:
+        scopes_.emplace_back();
+        for (const StmtPtr& b : s.body) statement(*b);
+        scopes_.pop_back();
+        return;
+      case StmtKind::Decl: return declare(*s.decl);
+      case StmtKind::Assign: return assign(s);
+      case StmtKind::Tilde: {
+        std::vector<ExprPtr> operands;
+        // The statement's own expressions, borrowed: density() only reads them.
+        int lhs = expr(*s.lhs);
+        const int r = reg();
+        Instruction in{Opcode::Lpdf, r};
+        in.name = s.name;
+        in.args.push_back(lhs);
+        for (const ExprPtr& a : s.args) in.args.push_back(expr(*a));
+        if (s.name == "multi_normal") return fail(s.loc, "multi_normal");
+        line_ = s.loc.line;
+        emit(in);
+        emit({Opcode::Target, -1, r});
+        return;
+      }
+      case StmtKind::Target: emit({Opcode::Target, -1, expr(*s.args[0])}); return;
+      case StmtKind::For: {
+        const int i = reg();
+        emit({Opcode::Move, i, expr(*s.args[0])});
+        const int last = reg();
+        emit({Opcode::Move, last, expr(*s.args[1])});
+        const int one = int_const(1);
+        const size_t top = p_.code.size();
+        const int test = reg();
+        emit(op(Opcode::IntOp, test, i, last, "<="));
+        const size_t exit = emit({Opcode::JumpIfFalse, -1, test});
+        scopes_.emplace_back();
+        Type int_type;
+        int_type.base = Base::Int;
+        scopes_.back()[s.name] = Variable{i, int_type};
+        statement(*s.body.at(0));
+        scopes_.pop_back();
+        emit(op(Opcode::IntOp, i, i, one, "+"));
+        emit({Opcode::Jump, -1, -1, -1, -1, static_cast<int64_t>(top)});
+        p_.code[exit].number = static_cast<int64_t>(p_.code.size());
+        return;
+      }
+      case StmtKind::If: {
+        const int test = expr(*s.args[0]);
+        const size_t to_else = emit({Opcode::JumpIfFalse, -1, test});
+        scopes_.emplace_back();
+        statement(*s.body.at(0));
+        scopes_.pop_back();
+        if (s.body.size() < 2) {
+          p_.code[to_else].number = static_cast<int64_t>(p_.code.size());
+          return;
+        }
+        const size_t to_end = emit({Opcode::Jump});
+        p_.code[to_else].number = static_cast<int64_t>(p_.code.size());
+        scopes_.emplace_back();
+        statement(*s.body[1]);
+        scopes_.pop_back();
+        p_.code[to_end].number = static_cast<int64_t>(p_.code.size());
+        return;
+      }
+      case StmtKind::Return: return fail(s.loc, "`return`");
+    }
+  }
+
+  // A local (or a declaration the program outputs): its container of the declared size, or its
+  // declared value.
+  void declare(const VarDecl& d) {
+    Type t;
+    t.base = d.type.base;
+    t.array_dims = static_cast<int>(d.type.array_sizes.size());
+    const int r = reg();
+    const Layout layout = layout_of(t);
+    if (layout == Layout::Unsupported) return fail(d.loc, "a local of type " + to_string(t));
+    if (layout == Layout::Scalar) {
+      if (d.init) {
+        emit({Opcode::Move, r, expr(*d.init)});
+      } else if (t.base == Base::Int) {
+        emit({Opcode::IntConst, r});
+      } else {
+        Instruction nan{Opcode::RealConst, r};
+        nan.value = NAN;
+        emit(nan);
+      }
+    } else {
+      // rows x cols: vector[n] n x 1, row_vector[n] 1 x n, matrix[r, c], array[n] of scalars
+      // n x 1, array[m, n] and array[m] vector[n] m x n.
+      std::vector<const Expr*> sizes;
+      for (const ExprPtr& a : d.type.array_sizes) sizes.push_back(a.get());
+      for (const ExprPtr& a : d.type.sizes) sizes.push_back(a.get());
+      int rows, cols;
+      if (layout == Layout::Row) {
+        rows = int_const(1), cols = expr(*sizes.at(0));
+      } else {
+        rows = expr(*sizes.at(0));
+        cols = sizes.size() > 1 ? expr(*sizes[1]) : int_const(1);
+      }
+      emit({Opcode::Declare, r, rows, cols});
+      if (d.init) emit({Opcode::Move, r, expr(*d.init)});
+    }
+    scopes_.back()[d.name] = Variable{r, t};
+  }
+
+  void assign(const Stmt& s) {
+    const Expr& lhs = *s.lhs;
+    const std::string compound = s.name == "=" ? "" : s.name.substr(0, s.name.size() - 1);
+    const Expr& target = lhs.kind == ExprKind::Index ? *lhs.args[0] : lhs;
+    const Variable* v = target.kind == ExprKind::Var ? lookup(target.name) : nullptr;
+    if (!v) return fail(lhs.loc, "an assignment to '" + to_source(target) + "' (a variable declared outside these statements)");
+    const int dst = v->reg;
+    auto combine = [&](int old, int value, bool ints) {
+      if (compound.empty()) return value;
+      const int r = reg();
+      const std::string o = compound == ".*" ? "*" : compound == "./" ? "/" : compound;
+      if (ints) emit(op(Opcode::IntOp, r, old, value, o));
+      else emit(op(Opcode::Arith, r, old, value, o == "*" && !lhs.type.is_scalar() && !s.args.empty() ? "matmul" : o));
+      return r;
+    };
+    const Expr& rhs = *s.args.at(0);
+    if (lhs.kind == ExprKind::Var) {
+      const int value = expr(rhs);
+      emit({Opcode::Move, dst, combine(dst, value, lhs.type.is_int() && rhs.type.is_int())});
+      return;
+    }
+    // x[i] = value, x[i, j] = value, x[:, j] = value: an element, a row or a column.
+    int row = -1, col = -1;
+    if (!place(layout_of(target.type), lhs.indices, lhs.loc, row, col)) return;
+    int value = expr(rhs);
+    if (!compound.empty()) {
+      const int old = reg();
+      emit({Opcode::Index, old, dst, row, col});
+      value = combine(old, value, false);
+    }
+    line_ = s.loc.line;
+    emit({Opcode::Store, dst, value, row, col});
+  }
+
+  const SemanticModel& m_;
+  StatementProgram& out_;
+  fvi::kernel::Program& p_;
+  Diagnostics& diags_;
+  std::vector<std::map<std::string, Variable>> scopes_;
+  std::map<std::string, int> operands_;
+  int line_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+bool compile_statements(const SemanticModel& model, const std::vector<const Stmt*>& stmts, bool log_density,
+                        const std::vector<std::string>& outputs, StatementProgram& out, Diagnostics& diags) {
+  out = StatementProgram{};
+  Translator t(model, out, diags);
+  t.statements(stmts);
+  t.finish(log_density, outputs);
+  return t.ok();
+}
+
+}  // namespace fvic::ir
