@@ -78,6 +78,7 @@ const std::vector<Function>& functions() {
       {"cumulative_sum", Rule::SameVector, 1, 1},
       // constructors
       {"rep_vector", Rule::RepVector, 2, 2, "rep_vector(value, n)"}, {"rep_row_vector", Rule::RepRowVector, 2, 2, "rep_row_vector(value, n)"},
+      {"rep_array", Rule::RepArray, 2, 3, "rep_array(value, n) or rep_array(value, m, n), value an int or a real"},
       {"rep_matrix", Rule::RepMatrix, 2, 3, "rep_matrix(value, m, n), rep_matrix(vector, n) or rep_matrix(row_vector, m)"}, {"to_vector", Rule::ToVector, 1, 1},
       {"to_row_vector", Rule::ToRowVector, 1, 1},
       {"append_row", Rule::AppendRow, 2, 2, "append_row(a, b): a above b"},

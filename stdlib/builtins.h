@@ -53,6 +53,7 @@ enum class Rule {
   RepVector,        // (real, n) -> vector[n]
   RepRowVector,     // (real, n) -> row_vector[n]
   RepMatrix,        // (real, m, n) | (vector, n) | (row_vector, m) -> matrix
+  RepArray,         // (int or real x, n) -> array[n], (x, m, n) -> array[m, n] of x's type
   ToVector,         // anything -> vector of all its elements
   ToRowVector,
   AppendRow,        // a above b: (vector|real, vector|real) -> vector, else (matrix|row_vector)^2 -> matrix

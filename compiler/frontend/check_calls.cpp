@@ -146,6 +146,16 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
       else e.shape.dims = {size_of(n), a.shape.dims[0]};
       return;
     }
+    case Rule::RepArray: {
+      bool sizes = true;
+      for (size_t i = 1; i < e.args.size(); ++i) sizes = sizes && e.args[i]->type.is_int();
+      if (!a.type.is_scalar() || !sizes) return bad_args(e, "(int or real value, int n) or (value, int m, int n)");
+      e.type = scalar(a.type.base);
+      e.type.array_dims = static_cast<int>(e.args.size()) - 1;
+      e.shape.dims.clear();
+      for (size_t i = 1; i < e.args.size(); ++i) e.shape.dims.push_back(size_of(*e.args[i]));
+      return;
+    }
     case Rule::ToVector:
     case Rule::ToRowVector:
       e.type = scalar(f.rule == Rule::ToVector ? Base::Vector : Base::RowVector);

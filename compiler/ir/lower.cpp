@@ -560,7 +560,8 @@ class FactorBuilder {
     if (f == "softmax") return op(Op::Softmax, args, rows, cols);
     if (f == "log_softmax") return op(Op::LogSoftmax, args, rows, cols);
     if (f == "cumulative_sum") return op(Op::CumulativeSum, args, rows, cols);
-    if (f == "rep_vector" || f == "rep_row_vector" || f == "rep_matrix") return op(Op::Broadcast, {args[0]}, rows, cols);
+    if (f == "rep_vector" || f == "rep_row_vector" || f == "rep_matrix" || f == "rep_array")
+      return op(Op::Broadcast, {args[0]}, rows, cols);
     if (f == "to_vector" || f == "to_row_vector") return op(Op::Reshape, args, rows, cols);
     if (f == "append_row") return op(Op::ConcatRows, args, rows, cols);
     if (f == "append_col") return op(Op::ConcatCols, args, rows, cols);

@@ -111,7 +111,7 @@ bool collect_placed(const Stmt& s, LoopOf& loops, ConditionOf& conditions, LoopL
                   "a loop `for (i in 1:N)` over `~` and `target +=` statements that read element i of "
                   "containers of N elements is computed as one vectorised statement, and an `if` around such "
                   "statements selects where they count; other loops (a loop in a loop, a loop from 2, "
-                  "assignments in a loop) are not yet");
+                  "assignments in a loop) are not vectorised");
     return false;
   }
   for (const auto& [stmt, place] : terms) {

@@ -1,6 +1,7 @@
 #include "ir/statement_program.h"
 
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "builtins.h"
@@ -48,6 +49,7 @@ class Translator {
   bool ok() const { return ok_; }
 
   void statements(const std::vector<const Stmt*>& stmts) {
+    find_varying_ints(stmts);
     scopes_.emplace_back();
     for (const Stmt* s : stmts) statement(*s);
   }
@@ -73,6 +75,56 @@ class Translator {
   };
 
   int reg() { return p_.registers++; }
+
+  // ---- ints the same in every draw -----------------------------------------------------------
+  // Ints of the data, loop variables and their arithmetic are computed as ints (indices, bounds,
+  // tests); an int that an `_rng` draw gives (`z[i] = bernoulli_rng(p);`), or that is computed
+  // from one, differs between draws and is computed as a real holding whole numbers.
+
+  static bool calls_rng(const Expr& e) {
+    if (e.inlined) return calls_rng(*e.inlined);
+    if (e.kind == ExprKind::Call && ends_with(e.name, "_rng")) return true;
+    for (const ExprPtr& a : e.args)
+      if (a && calls_rng(*a)) return true;
+    for (const Index& ix : e.indices)
+      if ((ix.lower && calls_rng(*ix.lower)) || (ix.upper && calls_rng(*ix.upper))) return true;
+    return false;
+  }
+  bool reads_varying(const Expr& e) const {
+    if (e.inlined) return reads_varying(*e.inlined);
+    if (e.kind == ExprKind::Var && varying_.count(e.name)) return true;
+    if (e.kind == ExprKind::Call && ends_with(e.name, "_rng")) return true;
+    for (const ExprPtr& a : e.args)
+      if (a && reads_varying(*a)) return true;
+    return false;
+  }
+  // The int variables assigned a value that reads a draw or another such variable, to a fixed
+  // point (each pass adds a name or stops).
+  void find_varying_ints(const std::vector<const Stmt*>& stmts) {
+    std::vector<std::pair<std::string, const Expr*>> assignments;
+    std::vector<const Stmt*> todo(stmts.begin(), stmts.end());
+    while (!todo.empty()) {
+      const Stmt* s = todo.back();
+      todo.pop_back();
+      if (!s) continue;
+      for (const StmtPtr& b : s->body) todo.push_back(b.get());
+      if (s->kind == StmtKind::Decl && s->decl->init && s->decl->type.base == Base::Int)
+        assignments.push_back({s->decl->name, s->decl->init.get()});
+      if (s->kind == StmtKind::Assign && s->lhs->type.is_int_valued()) {
+        const Expr* target = s->lhs.get();
+        for (int hops = 0; target->kind == ExprKind::Index && hops < 8; ++hops) target = target->args[0].get();
+        if (target->kind == ExprKind::Var) assignments.push_back({target->name, s->args[0].get()});
+      }
+    }
+    for (size_t pass = 0; pass <= assignments.size(); ++pass) {
+      bool grew = false;
+      for (const auto& [name, value] : assignments)
+        if (!varying_.count(name) && reads_varying(*value)) grew = varying_.insert(name).second || grew;
+      if (!grew) break;
+    }
+  }
+  // An int expression the same in every draw.
+  bool fixed_int(const Expr& e) const { return e.type.is_int() && !reads_varying(e); }
   size_t emit(Instruction in) {
     if (in.line == 0) in.line = line_;
     p_.code.push_back(std::move(in));
@@ -133,7 +185,8 @@ class Translator {
           return int_const(0);
         }
         int r = operand(e.name);
-        if (e.type.is_int()) {  // an int of the data: its value, the same in every draw
+        if (e.type.is_int() && (s->kind == SymbolKind::Data || s->block == BlockKind::TransformedData)) {
+          // an int of the data: its value, the same in every draw
           int i = reg();
           emit({Opcode::ToInt, i, r});
           return i;
@@ -145,7 +198,7 @@ class Translator {
         if (e.name == "+") return a;
         int r = reg();
         if (e.name == "!") emit({Opcode::IntNot, r, a});
-        else if (e.type.is_int()) emit(op(Opcode::IntOp, r, int_const(0), a, "-"));
+        else if (fixed_int(e)) emit(op(Opcode::IntOp, r, int_const(0), a, "-"));
         else emit(op(Opcode::Arith, r, a, a, "neg"));
         return r;
       }
@@ -201,7 +254,7 @@ class Translator {
     const Expr &x = *e.args[0], &y = *e.args[1];
     const int a = expr(x), b = expr(y);
     const int r = reg();
-    const bool ints = x.type.is_int() && y.type.is_int();
+    const bool ints = fixed_int(x) && fixed_int(y);
     const bool comparison = o == "==" || o == "!=" || o == "<" || o == "<=" || o == ">" || o == ">=" || o == "&&" || o == "||";
     if (ints && (comparison || o == "+" || o == "-" || o == "*" || o == "/" || o == "%/%" || o == "%")) {
       emit(op(Opcode::IntOp, r, a, b, o == "%/%" ? "/" : o));
@@ -261,14 +314,15 @@ class Translator {
       emit(op(Opcode::Arith, r, args.at(0), args.at(1), "^"));
       return r;
     }
-    if ((f == "max" || f == "min") && args.size() == 2 && e.args[0]->type.is_int() && e.args[1]->type.is_int()) {
+    if ((f == "max" || f == "min") && args.size() == 2 && fixed_int(*e.args[0]) && fixed_int(*e.args[1])) {
       emit(op(Opcode::IntOp, r, args[0], args[1], f));
       return r;
     }
     if ((f == "max" || f == "min") && args.size() == 1 && !e.args[0]->type.is_scalar()) return emit_call(f, args);
     if (f == "rows" || f == "cols" || f == "size" || f == "num_elements") return emit_call(f, args);
     if (f == "log_sum_exp" || f == "sum" || f == "mean" || f == "softmax" || f == "log_softmax" || f == "rep_vector" ||
-        f == "rep_row_vector" || f == "rep_array" || f == "rep_matrix")
+        f == "rep_row_vector" || f == "rep_array" || f == "rep_matrix" || f == "prod" || f == "to_vector" ||
+        f == "to_row_vector" || f == "cumulative_sum")
       return emit_call(f, args);
     if (f == "dot_product" || f == "dot_self") {
       const int product = reg();
@@ -325,67 +379,70 @@ class Translator {
       fail(e.loc, "indexing a value of type " + to_string(base.type));
       return x;
     }
-    const size_t n = e.indices.size();
-    // Ranges: one, over a vector's rows or a row_vector's columns.
-    for (const Index& ix : e.indices)
-      if (ix.kind != IndexKind::Single) {
-        if (n != 1 || ix.kind != IndexKind::Range || !ix.lower || !ix.upper ||
-            (layout != Layout::Column && layout != Layout::Row)) {
-          fail(ix.loc, "this range index (one range lo:hi of a vector, a row_vector or a 1-D array)");
-          return x;
-        }
-        const int r = reg();
-        Instruction in{Opcode::Slice, r, x, expr(*ix.lower), expr(*ix.upper)};
-        in.number = layout == Layout::Row ? 1 : 0;
-        emit(in);
-        return r;
-      }
-    int row = -1, col = -1;
-    if (!place(layout, e.indices, e.loc, row, col)) return x;
     // A row of an array of vectors, of a 2-D array, or a matrix's column: Stan's vector (or 1-D
     // array) is a column here.
     const bool column = (e.type.array_dims == 0 && e.type.base == Base::Vector) ||
                         (e.type.array_dims == 1 && e.type.base_dims() == 0);
-    const int r = reg();
-    Instruction in{e.type.is_int() ? Opcode::IndexInt : Opcode::Index, r, x, row, col};
-    in.number = column && row >= 0 ? 1 : 0;
+    Instruction in{fixed_int(e) ? Opcode::IndexInt : Opcode::Index, -1, x};
+    std::vector<const Index*> indices;
+    for (const Index& ix : e.indices) indices.push_back(&ix);
+    if (!place(layout, indices, e.loc, in)) return x;
+    if (column) in.number |= fvi::kernel::kAsColumn;
+    in.dst = reg();
+    line_ = e.loc.line;
     emit(in);
-    return r;
+    return in.dst;
   }
 
-  // The registers of the row and column that single indices (ints) and `:` (-1, every one) pick
-  // in a value of this layout; false (reported) for anything else.
-  bool place(Layout layout, const std::vector<Index>& indices, const Loc& loc, int& row, int& col) {
-    for (const Index& ix : indices)
-      if (ix.kind == IndexKind::Range || (ix.kind == IndexKind::Single && !ix.lower->type.is_int())) {
-        fail(ix.loc, "this index (a range or several indices, beside one range of a vector)");
-        return false;
-      }
-    auto pick = [&](size_t i) { return indices[i].kind == IndexKind::All ? -1 : expr(*indices[i].lower); };
+  // What indices pick in a value of this layout, into `in` (an Index or a Store): single ints
+  // and `:` in b and c (-1: every one), or, for ranges and multi-indices, a general index of one
+  // Pick per dimension in args. False (reported) for anything else.
+  bool place(Layout layout, const std::vector<const Index*>& indices, const Loc& loc, Instruction& in) {
+    using fvi::kernel::Pick;
+    struct Spec {
+      Pick kind;
+      int x = -1, y = -1;
+    };
+    auto spec = [&](const Index& ix) -> Spec {
+      if (ix.kind == IndexKind::All || (ix.kind == IndexKind::Range && !ix.lower && !ix.upper)) return {Pick::All};
+      if (ix.kind == IndexKind::Single)
+        return ix.lower->type.is_int() ? Spec{Pick::One, expr(*ix.lower)} : Spec{Pick::Many, expr(*ix.lower)};
+      // lo:, :hi, lo:hi
+      const int lo = ix.lower ? expr(*ix.lower) : int_const(1);
+      return {Pick::Range, lo, ix.upper ? expr(*ix.upper) : -2};
+    };
+    const Spec one{Pick::One, int_const(1)};
     const size_t n = indices.size();
-    row = col = -1;
+    Spec r{Pick::All}, c{Pick::All};
     switch (layout) {
       case Layout::Column:
-        if (n != 1) break;
-        row = pick(0);
-        col = int_const(1);
-        return true;
+        if (n != 1) return fail(loc, "this index"), false;
+        r = spec(*indices[0]), c = one;
+        break;
       case Layout::Row:
-        if (n != 1) break;
-        row = int_const(1);
-        col = pick(0);
-        return true;
+        if (n != 1) return fail(loc, "this index"), false;
+        r = one, c = spec(*indices[0]);
+        break;
       case Layout::Matrix:
       case Layout::ArrayOfColumns:
       case Layout::ArrayOfRows:
-        if (n > 2) break;
-        row = pick(0);
-        if (n > 1) col = pick(1);
-        return true;
-      default: break;
+        if (n > 2) return fail(loc, "three indices"), false;
+        r = spec(*indices[0]);
+        if (n > 1) c = spec(*indices[1]);
+        break;
+      default: return fail(loc, "this index"), false;
     }
-    fail(loc, "this index");
-    return false;
+    for (const Spec* sp : {&r, &c})
+      if (sp->kind == Pick::Range && sp->y == -2) return fail(loc, "a range without its upper bound"), false;
+    auto simple = [](const Spec& sp) { return sp.kind == Pick::One || sp.kind == Pick::All; };
+    if (simple(r) && simple(c)) {
+      in.b = r.kind == Pick::One ? r.x : -1;
+      in.c = c.kind == Pick::One ? c.x : -1;
+      return true;
+    }
+    in.number |= fvi::kernel::kGeneralIndex;
+    in.args = {static_cast<int32_t>(r.kind), r.x, r.y, static_cast<int32_t>(c.kind), c.x, c.y};
+    return true;
   }
 
   // ---- statements -------------------------------------------------------------------------
@@ -501,7 +558,15 @@ class Translator {
   void assign(const Stmt& s) {
     const Expr& lhs = *s.lhs;
     const std::string compound = s.name == "=" ? "" : s.name.substr(0, s.name.size() - 1);
-    const Expr& target = lhs.kind == ExprKind::Index ? *lhs.args[0] : lhs;
+    // x[i][j] is x[i, j]: the indices of nested indexing, outermost variable's first.
+    std::vector<const Expr*> chain{&lhs};
+    while (chain.back()->kind == ExprKind::Index && chain.back()->args[0]->kind == ExprKind::Index && chain.size() < 8)
+      chain.push_back(chain.back()->args[0].get());
+    const Expr& target = lhs.kind == ExprKind::Index ? *chain.back()->args[0] : lhs;
+    std::vector<const Index*> indices;
+    if (lhs.kind == ExprKind::Index)
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+        for (const Index& ix : (*it)->indices) indices.push_back(&ix);
     const Variable* v = target.kind == ExprKind::Var ? lookup(target.name) : nullptr;
     if (!v) return fail(lhs.loc, "an assignment to '" + to_source(target) + "' (a variable declared outside these statements)");
     const int dst = v->reg;
@@ -516,20 +581,24 @@ class Translator {
     const Expr& rhs = *s.args.at(0);
     if (lhs.kind == ExprKind::Var) {
       const int value = expr(rhs);
-      emit({Opcode::Move, dst, combine(dst, value, lhs.type.is_int() && rhs.type.is_int())});
+      emit({Opcode::Move, dst, combine(dst, value, fixed_int(lhs) && fixed_int(rhs))});
       return;
     }
-    // x[i] = value, x[i, j] = value, x[:, j] = value: an element, a row or a column.
-    int row = -1, col = -1;
-    if (!place(layout_of(target.type), lhs.indices, lhs.loc, row, col)) return;
+    // x[i] = value, x[i, j] = value, x[:, j] = value, x[a:b, j] = value: elements, rows, columns.
+    Instruction store{Opcode::Store, dst};
+    if (!place(layout_of(target.type), indices, lhs.loc, store)) return;
     int value = expr(rhs);
     if (!compound.empty()) {
-      const int old = reg();
-      emit({Opcode::Index, old, dst, row, col});
-      value = combine(old, value, false);
+      Instruction read = store;
+      read.op = Opcode::Index;
+      read.dst = reg();
+      read.a = dst;
+      emit(read);
+      value = combine(read.dst, value, false);
     }
     line_ = s.loc.line;
-    emit({Opcode::Store, dst, value, row, col});
+    store.a = value;
+    emit(store);
   }
 
   const SemanticModel& m_;
@@ -538,6 +607,7 @@ class Translator {
   Diagnostics& diags_;
   std::vector<std::map<std::string, Variable>> scopes_;
   std::map<std::string, int> operands_;
+  std::set<std::string> varying_;  // int variables whose values differ between draws
   int line_ = 0;
   bool ok_ = true;
 };

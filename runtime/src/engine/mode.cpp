@@ -32,6 +32,7 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
   m.at = start;
   Eigen::VectorXd g(start.size()), trial_g(start.size());
   double lp = log_p(m.at, g);
+  m.log_p = lp;
   ++m.evaluations;
   if (!std::isfinite(lp) || !g.allFinite()) {
     m.why = "log p or its gradient is not finite at the start";
@@ -74,7 +75,7 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
       ++m.evaluations;
       if (std::isfinite(trial_lp) && trial_g.allFinite() && trial_lp >= lp) {
         m.at = trial;
-        lp = trial_lp;
+        lp = m.log_p = trial_lp;
         g = trial_g;
         damping /= 10;
         moved = true;
@@ -92,6 +93,40 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
   m.curvature = curvature_at(log_p, m.at, m.evaluations);
   m.why = "not converged in " + std::to_string(max_steps) + " Newton steps";
   return m;
+}
+
+Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps) {
+  Modes out;
+  std::vector<Mode> found;
+  for (const Eigen::VectorXd& start : starts) {
+    Mode m = find_mode(log_p, start, max_steps);
+    ++out.starts;
+    out.best.evaluations += m.evaluations;
+    if (m.found) found.push_back(std::move(m));
+    else if (found.empty() && out.starts == 1) out.best.why = m.why;
+  }
+  if (found.empty()) return out;
+  std::sort(found.begin(), found.end(), [](const Mode& a, const Mode& b) { return a.log_p > b.log_p; });
+  // Laplace sds of a mode: the square roots of the inverse curvature's diagonal.
+  auto sds = [](const Mode& m) -> Eigen::VectorXd {
+    Eigen::LLT<Eigen::MatrixXd> llt(m.curvature);
+    if (llt.info() != Eigen::Success) return Eigen::VectorXd::Constant(m.at.size(), INFINITY);
+    return llt.solve(Eigen::MatrixXd::Identity(m.at.size(), m.at.size())).diagonal().cwiseMax(0).cwiseSqrt();
+  };
+  std::vector<const Mode*> separate;
+  for (const Mode& m : found) {
+    bool same = false;
+    for (const Mode* s : separate) {
+      const Eigen::VectorXd scale = sds(*s).cwiseMax(sds(m));
+      same = same || ((m.at - s->at).array().abs() <= 3 * scale.array()).all();
+    }
+    if (!same) separate.push_back(&m);
+  }
+  const long evaluations = out.best.evaluations;
+  out.best = found.front();
+  out.best.evaluations = evaluations;
+  for (const Mode* m : separate) out.separate_log_p.push_back(m->log_p);
+  return out;
 }
 
 }  // namespace fvi::engine

@@ -225,7 +225,7 @@ void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd
   hyper_ = hyper;
 }
 
-Mode SfviServer::start_at_mode() {
+Modes SfviServer::start_at_mode() {
   const Eigen::MatrixXd theta = hyper_;
   const LogDensityFn log_p = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
     const Eigen::MatrixXd at = z;
@@ -234,8 +234,22 @@ Mode SfviServer::start_at_mode() {
     gradient = v.d_global.col(0);
     return v.per_draw(0);
   };
-  Mode m = find_mode(log_p, q_.mean());
-  if (!m.found) return m;
+  // From q's mean and, where each search is cheap, from three of Stan's random inits (uniform on
+  // (-2, 2) in every unconstrained coordinate): a search that ends in a poor local mode (an HMM
+  // whose second state is never visited) is then found out by the others.
+  std::vector<Eigen::VectorXd> starts{q_.mean()};
+  if (global_dim_ <= kMultiStartLimit) {
+    std::mt19937_64 rng(options_.seed ^ 0x6d6f646573ULL);
+    std::uniform_real_distribution<double> init(-2, 2);
+    for (int k = 0; k < 3; ++k) {
+      Eigen::VectorXd z(global_dim_);
+      for (Eigen::Index i = 0; i < global_dim_; ++i) z[i] = init(rng);
+      starts.push_back(z);
+    }
+  }
+  Modes modes = find_modes(log_p, starts);
+  const Mode& m = modes.best;
+  if (!m.found) return modes;
   // The Laplace approximation N(mode, C^-1); a mean-field q takes the KL-optimal diagonal of a
   // Gaussian target, sd_i = C_ii^-1/2.
   const Eigen::LLT<Eigen::MatrixXd> llt(m.curvature);
@@ -246,7 +260,7 @@ Mode SfviServer::start_at_mode() {
     q_ = StructuredGlobalGaussian<double>(m.at, -0.5 * m.curvature.diagonal().array().log().matrix());
   }
   at_mode_ = true;
-  return m;
+  return modes;
 }
 
 Eigen::VectorXd SfviServer::checkpoint() const {

@@ -361,8 +361,9 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     }
   }
   const std::string family = settings.name("family", d && !d->family.empty() ? d->family : "meanfield");
-  const std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
-                                                       coordinator.target_note(), family);
+  std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
+                                                 coordinator.target_note(), family);
+  for (const std::string& w : coordinator.closing_warnings()) lines.push_back({true, true, w});
   for (const ClosingLine& line : lines) summary.notes.push_back({line.warning ? "warning" : "info", line.text});
   if (run.observer) run.observer->finished(summary.notes);
   if (d) {

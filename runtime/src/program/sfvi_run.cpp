@@ -503,10 +503,24 @@ class SfviCoordinator : public Coordinator {
     // Pooled: the server's terms are the whole log joint, so the fit starts at its Laplace
     // approximation (a resumed run restores its own q after this).
     if (pooled(run.model) && server_.hyper_dim() == 0 && server_.global_dim() <= kModeStartLimit) {
-      const engine::Mode m = server_.start_at_mode();
-      start_note_ = m.found ? "  started at the mode's Laplace approximation (Newton, " +
+      const engine::Modes modes = server_.start_at_mode();
+      const engine::Mode& m = modes.best;
+      start_note_ = m.found ? "  started at the mode's Laplace approximation (Newton from " +
+                                  std::to_string(modes.starts) + " starting points, " +
                                   std::to_string(m.evaluations) + " gradients)"
                             : "  started at q's default (no mode found: " + m.why + ")";
+      if (modes.separate_log_p.size() > 1) {
+        std::string values;
+        for (double lp : modes.separate_log_p) {
+          char v[32];
+          std::snprintf(v, sizeof v, "%s%.1f", values.empty() ? "" : ", ", lp);
+          values += v;
+        }
+        modes_warning_ = "the mode search from " + std::to_string(modes.starts) + " starting points found " +
+                         std::to_string(modes.separate_log_p.size()) + " separate modes (log p " + values +
+                         "): the posterior is multimodal, and q describes the neighbourhood of the highest "
+                         "alone; its means and sds leave the others out";
+      }
     }
   }
 
@@ -695,6 +709,9 @@ class SfviCoordinator : public Coordinator {
     }
     return true;
   }
+  std::vector<std::string> closing_warnings() const override {
+    return modes_warning_.empty() ? std::vector<std::string>{} : std::vector<std::string>{modes_warning_};
+  }
   std::string outputs_note() const override {
     if (method_ == "independent") return "; each silo writes silo-K/global.json and silo-K/posterior.json";
     // A silo writes its locals' posterior and the derived values it computes, if it has any.
@@ -721,6 +738,7 @@ class SfviCoordinator : public Coordinator {
   std::vector<SfviLocalFit> own_;
   HeldOut held_out_;
   std::string start_note_;  // how a pooled fit started
+  std::string modes_warning_;  // the mode search found several modes
   std::string settled_note_;  // what the last check of the silos' locals found
   long step_ = 0;          // the last step taken (the round of the schedule that follows it)
   bool resumed_ = false;   // restored from a checkpoint, no schedule taken up since

@@ -336,7 +336,7 @@ parameters {
 }
 model {
   mu ~ normal(0, 1);
-  for (n in 2:N) y[n] ~ normal(mu + cumulative_sum(y)[n - 1], 1);
+  for (n in 2:N) y[n] ~ normal(mu + append_row(y, y)[n - 1], 1);
 }
 )");
   REQUIRE(unknown.ok());
@@ -344,5 +344,163 @@ model {
   CHECK_FALSE(fvic::build_ir(*unknown.model, m2, unknown.diags));
   INFO(unknown.errors());
   CHECK(unknown.errors().find(":10:") != std::string::npos);
-  CHECK(unknown.errors().find("'cumulative_sum' is not supported in statements run one at a time") != std::string::npos);
+  CHECK(unknown.errors().find("'append_row' is not supported in statements run one at a time") != std::string::npos);
+}
+
+// Ranges and multi-indices of matrices, a column assigned whole, nested indexing, rep_*, prod,
+// cumulative_sum, to_vector and max, in a transformed parameter; its value written out here and
+// the gradient of a model reading it element by element.
+TEST_CASE("statement programs: ranges, multi-indices, columns and the container functions", "[programs]") {
+  Built b{fvic::test::load_text("fvic_test_selections", R"(data {
+  int<lower=3> n;
+  array[n] int<lower=1, upper=n> pick;
+  vector[n] y;
+}
+parameters {
+  global vector[n] a;
+  global real<lower=0> sigma;
+}
+transformed parameters {
+  matrix[n, 2] m;
+  array[n] vector[2] rows;
+  m[:, 1] = a;
+  m[1:n, 2] = cumulative_sum(a[pick]);
+  for (i in 1:n) {
+    rows[i][1] = m[i, 2] - max(a);
+    rows[i, 2] = prod(rep_vector(1.5, 2)) * sum(to_vector(m[i, 1:2]));
+  }
+}
+model {
+  a ~ normal(0, 1);
+  sigma ~ normal(0, 1);
+  for (i in 2:n) y[i] ~ normal(rows[i, 1] + rows[i - 1, 2], sigma);
+}
+)")};
+  build(b, 8);
+  const auto& y = b.data.data.at("y").m;
+  const auto& pick = b.data.data.at("pick").m;
+  const auto& g = b.data.inputs.at("global").m;
+  const Eigen::Index n = y.rows();
+  fvic::ir::Interpreter q(b.module, fvic::test::factor_named(b.module, "quantity_rows"));
+  const RealTensor& rows = q.forward(b.data);
+  REQUIRE(rows.rows == n);
+  REQUIRE(rows.cols == 2);
+  fvic::ir::Interpreter d(b.module, fvic::test::factor_named(b.module, "server_density"));
+  const RealTensor& lp = d.forward(b.data);
+  for (Eigen::Index s = 0; s < g.cols(); ++s) {
+    Eigen::VectorXd a = g.col(s).head(n);
+    const double sigma = std::exp(g(n, s));
+    Eigen::MatrixXd m(n, 2), r(n, 2);
+    double running = 0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      m(i, 0) = a(i);
+      running += a(Eigen::Index(pick(i, 0)) - 1);
+      m(i, 1) = running;
+    }
+    for (Eigen::Index i = 0; i < n; ++i) {
+      r(i, 0) = m(i, 1) - a.maxCoeff();
+      r(i, 1) = 2.25 * (m(i, 0) + m(i, 1));
+      CHECK(rows.draw(s)(i, 0) == Approx(r(i, 0)).epsilon(1e-12));
+      CHECK(rows.draw(s)(i, 1) == Approx(r(i, 1)).epsilon(1e-12));
+    }
+    double want = normal_lpdf(sigma, 0, 1) + g(n, s);
+    for (Eigen::Index i = 0; i < n; ++i) want += normal_lpdf(a(i), 0, 1);
+    for (Eigen::Index i = 1; i < n; ++i) want += normal_lpdf(y(i, 0), r(i, 0) + r(i - 1, 1), sigma);
+    CHECK(lp.m(0, s) == Approx(want).epsilon(1e-12));
+  }
+  check_adjoints(b.model);
+}
+
+// `_rng` in a generated quantity built by statements: each posterior draw's value is a draw of
+// the distribution at that draw's parameters (bernoulli: 0 or 1; over many draws, its mean),
+// and the draws repeat with the noise key.
+TEST_CASE("statement programs: _rng draws in generated quantities built by statements", "[programs]") {
+  Built b{fvic::test::load_text("fvic_test_program_rng", R"(data {
+  int<lower=1> n;
+  vector[n] y;
+}
+parameters {
+  global real<lower=0, upper=1> p;
+}
+model {
+  real total = 0;
+  for (i in 1:n) total += y[i];
+  target += total * log(p);
+}
+generated quantities {
+  array[n] int z;
+  for (i in 1:n) {
+    if (i % 2 == 0) z[i] = bernoulli_rng(p);
+    else z[i] = 1 - bernoulli_rng(p);
+  }
+}
+)")};
+  build(b, 9);
+  // Many posterior draws of p, all equal to 0.3: z[i] of even i is 1 in 30% of them.
+  const long long S = 4000;
+  const double p = 0.3;
+  b.data.inputs["global"] = RealTensor(1, 1, S);
+  b.data.inputs["global"].m.setConstant(std::log(p / (1 - p)));  // logit: the unconstrained scale
+  b.data.noise_key = 42;
+  fvic::ir::Interpreter q(b.module, fvic::test::factor_named(b.module, "quantity_z"));
+  const RealTensor z = q.forward(b.data);
+  REQUIRE(z.draws == S);
+  const Eigen::Index n = z.rows;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    double ones = 0;
+    for (Eigen::Index s = 0; s < S; ++s) {
+      const double v = z.draw(s)(i, 0);
+      REQUIRE((v == 0 || v == 1));
+      ones += v;
+    }
+    // Binomial(S, 0.3) or (S, 0.7): within 4.5 standard deviations.
+    const double want = (i + 1) % 2 == 0 ? p : 1 - p, sd = std::sqrt(want * (1 - want) / double(S));
+    CHECK(std::abs(ones / double(S) - want) < 4.5 * sd);
+  }
+  fvic::ir::Interpreter again(b.module, fvic::test::factor_named(b.module, "quantity_z"));
+  CHECK((again.forward(b.data).m - z.m).cwiseAbs().maxCoeff() == 0);
+}
+
+// The rest of the machine's functions, each in a term written out here: softmax, log_softmax,
+// mean, min, dot_product, dot_self, a transpose, rep_matrix, rep_array, rep_row_vector, a row_vector
+// literal, and a matrix product.
+TEST_CASE("statement programs: softmax, log_softmax, mean, min, products and the rep_ functions", "[programs]") {
+  Built b{fvic::test::load_text("fvic_test_program_functions", R"(data {
+  int<lower=2> n;
+  vector[n] y;
+}
+parameters {
+  global vector[n] a;
+}
+model {
+  real total = 0;
+  matrix[2, n] m = rep_matrix(a', 2);
+  for (i in 1:1) {
+    total += dot_product(softmax(a), y) + sum(log_softmax(a)) * 0.1;
+    total += mean(a) - min(a) + dot_self(a) * 0.01;
+    total += sum(m * y) * 0.5 + sum(rep_array(a[1], 3)) + sum(rep_row_vector(a[2], 2) * [1, 2]');
+    total += sum(m[1]' .* y) * 0.25;
+  }
+  target += total;
+}
+)")};
+  build(b, 10);
+  const fvic::ir::Factor& f = fvic::test::factor_named(b.module, "server_density");
+  REQUIRE(has_program(f));
+  fvic::ir::Interpreter interp(b.module, f);
+  const RealTensor& lp = interp.forward(b.data);
+  const Eigen::VectorXd y = b.data.data.at("y").m.col(0);
+  const auto& g = b.data.inputs.at("global").m;
+  for (Eigen::Index s = 0; s < g.cols(); ++s) {
+    const Eigen::VectorXd a = g.col(s);
+    const Eigen::VectorXd e = (a.array() - a.maxCoeff()).exp();
+    const Eigen::VectorXd softmax = e / e.sum();
+    const Eigen::VectorXd log_softmax = softmax.array().log();
+    double want = softmax.dot(y) + 0.1 * log_softmax.sum();
+    want += a.mean() - a.minCoeff() + 0.01 * a.squaredNorm();
+    want += 0.5 * 2 * a.dot(y) + 3 * a[0] + a[1] * 3;
+    want += 0.25 * a.dot(y);
+    CHECK(lp.m(0, s) == Approx(want).epsilon(1e-12));
+  }
+  check_adjoints(b.model);
 }

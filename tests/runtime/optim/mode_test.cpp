@@ -63,3 +63,31 @@ TEST_CASE("find_mode: an unbounded log density has no mode, and says why", "[mod
   CHECK_FALSE(m.found);
   CHECK(!m.why.empty());
 }
+
+TEST_CASE("find_modes: starts in two basins find both modes and keep the higher", "[mode]") {
+  // log p = log(0.3 N(z; -3, 0.5) + 0.7 N(z; 3, 0.5)) in one coordinate, plus -z2^2/2 in a second:
+  // modes at z1 = -3 and 3 (the components are 12 sds apart, so each is its component's mean to
+  // e^-70), with log p = log(w / (0.5 sqrt(2 pi))) there.
+  const auto log_p = [](const Eigen::VectorXd& z, Eigen::VectorXd& g) {
+    const double a = std::log(0.3) - 0.5 * std::pow((z[0] + 3) / 0.5, 2);
+    const double b = std::log(0.7) - 0.5 * std::pow((z[0] - 3) / 0.5, 2);
+    const double top = std::max(a, b), lse = top + std::log(std::exp(a - top) + std::exp(b - top));
+    const double wa = std::exp(a - lse), wb = std::exp(b - lse);
+    g.resize(2);
+    g[0] = wa * -(z[0] + 3) / 0.25 + wb * -(z[0] - 3) / 0.25;
+    g[1] = -z[1];
+    return lse - std::log(0.5 * std::sqrt(2 * M_PI)) - 0.5 * z[1] * z[1];
+  };
+  std::vector<Eigen::VectorXd> starts = {Eigen::Vector2d(-2.0, 1.0), Eigen::Vector2d(2.5, -1.0), Eigen::Vector2d(-3.5, 0.0)};
+  const fvi::engine::Modes modes = fvi::engine::find_modes(log_p, starts);
+  REQUIRE(modes.best.found);
+  CHECK(modes.starts == 3);
+  CHECK(modes.best.at[0] == Approx(3.0).margin(1e-6));
+  REQUIRE(modes.separate_log_p.size() == 2);
+  const double c = -std::log(0.5 * std::sqrt(2 * M_PI));
+  CHECK(modes.separate_log_p[0] == Approx(std::log(0.7) + c).epsilon(1e-9));
+  CHECK(modes.separate_log_p[1] == Approx(std::log(0.3) + c).epsilon(1e-9));
+  // Starts in one basin: one mode.
+  const fvi::engine::Modes one = fvi::engine::find_modes(log_p, {Eigen::Vector2d(2.0, 0.5), Eigen::Vector2d(4.0, -0.5)});
+  CHECK(one.separate_log_p.size() == 1);
+}

@@ -6,7 +6,9 @@
 // own sds from the origin along a ridge of condition 10^7, which first-order steps cross in
 // millions of iterations (posteriordb's earnings, kilpisjarvi).
 #include <functional>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "fvi/eigen_types.h"
 
@@ -21,7 +23,18 @@ struct Mode {
   bool found = false;         // the gradient vanished (relatively) and the curvature is positive definite
   long evaluations = 0;       // of log p and its gradient
   std::string why;            // when not found
+  double log_p = -INFINITY;   // log p at `at`
 };
+
+// The modes reached from several starting points: the one of highest log p, and the log p of
+// every separate mode found (one entry when the starts agree). Two modes are separate when they
+// are more than 3 Laplace sds (of either) apart in some coordinate.
+struct Modes {
+  Mode best;
+  int starts = 0;
+  std::vector<double> separate_log_p;  // highest first
+};
+Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps = 200);
 
 // Starts at `start`; at most `max_steps` Newton steps, each costing 2n + 1 evaluations or more.
 Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max_steps = 200);

@@ -144,7 +144,9 @@ class SfviServer {
   // q(Z_G) set to the Laplace approximation of the server's own terms at their mode (fvi/engine/
   // mode.h), when found: the start of a pooled fit, where the server's terms are the whole log
   // joint. Returns the search's outcome (q unchanged when no mode was found).
-  Mode start_at_mode();
+  Modes start_at_mode();
+  // The extra random starts of the mode search are made up to this many global parameters.
+  static constexpr Eigen::Index kMultiStartLimit = 50;
   // Multiplies the step size of later steps (the stopping rule's decay).
   void set_step_scale(double scale) { adam_.set_scale(scale); }
   // Draws per gradient from the next step on (the stopping rule's mc_factor times the setting).

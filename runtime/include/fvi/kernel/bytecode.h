@@ -22,7 +22,9 @@ enum class Opcode : int32_t {
   ToReal,       // dst = int a as a real
   IntOp,        // dst = a (name) b on ints: + - * / % == != < <= > >= && || min max
   IntNot,       // dst = !a
-  Index,        // dst = a[b, c]: b, c int registers, or -1 for every row (column); `number` 1: as a column
+  Index,        // dst = a[b, c]: b, c int registers, or -1 for every row (column); `number` bit 1: a
+                // single row as a column; bit 2: general, args = the rows' and the columns' Pick
+                // (kind, x, y) each: ranges and multi-indices
   IndexInt,     // dst = int element a[b, c] of data
   Slice,        // dst = rows (number 0) or columns (number 1) b..c of a
   Unary,        // dst = name(a), elementwise (ops_unary.h)
@@ -34,12 +36,17 @@ enum class Opcode : int32_t {
   Build,        // dst = the column (number 0) or row (number 1) of the scalars args
   Declare,      // dst = an empty rows(a) x cols(b) container; elements read before written are NaN
   Move,         // dst = a
-  Store,        // dst[b, c] = a: an element, or a row (c = -1) or column (b = -1)
+  Store,        // dst[b, c] = a: an element, or a row (c = -1) or column (b = -1); general as Index
   Target,       // the log density += sum(a)
   Output,       // output `number` = a
   Jump,         // go to instruction `number`
   JumpIfFalse,  // go to instruction `number` when a (an int, or a real the same in every draw) is 0
 };
+
+// How a general index picks rows (columns): every one; one, int register x; the range x..y (int
+// registers); the ints of register x (a multi-index).
+enum class Pick : int32_t { All = 0, One = 1, Range = 2, Many = 3 };
+constexpr int64_t kAsColumn = 1, kGeneralIndex = 2;
 
 inline const char* opcode_name(Opcode op) {
   switch (op) {

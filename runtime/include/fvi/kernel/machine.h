@@ -26,6 +26,13 @@ class ProgramError : public std::runtime_error {
       : std::runtime_error((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + what) {}
 };
 
+// A branch or a loop bound whose test differs between the draws (a Viterbi path's `if (logp >
+// best)` in generated quantities): a program of quantities then runs draw by draw.
+class DrawsDiffer : public ProgramError {
+ public:
+  using ProgramError::ProgramError;
+};
+
 template <class T>
 class Machine {
  public:
@@ -46,7 +53,7 @@ class Machine {
 
  private:
   enum class Kind { Leaf, Const, Index, Slice, Transpose, Unary, Neg, Add, Sub, Mul, Div, Pow, MatMul, Lpdf,
-                    LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Inactive };
+                    LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Prod, Reshape, Select, CumulativeSum, Inactive };
   struct Node {
     Kind kind;
     Tensor<T> value;
@@ -57,6 +64,7 @@ class Machine {
     int64_t r = -1, c = -1;  // Index: the row and column (0-based, -1 every one); Slice: first, last
     bool column = false;     // Index: the result transposed to a column; Slice: along columns
     int operand = -1;        // Leaf
+    IntVec rows_picked = {}, cols_picked = {};  // Select: the source's rows and columns (0-based)
   };
   struct Register {
     enum class Holds { Nothing, Int, Real, Elements } holds = Holds::Nothing;
@@ -66,6 +74,8 @@ class Machine {
     std::vector<int> elements;  // column-major, -1 where never written
   };
 
+  const Tensor<T>& run_batched(const Program& p, const std::vector<const Tensor<T>*>& operands,
+                               const std::vector<bool>& active);
   int add(Kind kind, Tensor<T> value, std::vector<int> args, const std::string& name = {});
   int constant(T v) { return add(Kind::Const, Tensor<T>::constant(v), {}); }
   int real(const Register& r, int line);  // the register's value as a node
@@ -73,6 +83,9 @@ class Machine {
   const Tensor<T>& value(int node) const { return tape_[node].value; }
   void execute(const Instruction& in);
   int index(const Instruction& in);
+  IntVec pick(const Instruction& in, size_t first, int64_t extent, bool& one);
+  int select(const Instruction& in);
+  void store_general(const Instruction& in);
   int call(const Instruction& in);
   void store(const Instruction& in);
   void explode(Register& r, int line);
@@ -101,6 +114,41 @@ class Machine {
 template <class T>
 const Tensor<T>& Machine<T>::run(const Program& p, const std::vector<const Tensor<T>*>& operands,
                                  const std::vector<bool>& active) {
+  bool differentiable = p.log_density;
+  for (bool a : active) differentiable = differentiable || a;
+  if (differentiable) return run_batched(p, operands, active);
+  try {
+    return run_batched(p, operands, active);
+  } catch (const DrawsDiffer&) {
+    // Quantities (no gradient): each draw on its own, its `_rng` draws from its own key.
+    Eigen::Index draws = draws_;
+    for (const Tensor<T>* o : operands) draws = std::max(draws, o->draws);
+    std::vector<Tensor<T>> one(operands.size());
+    std::vector<const Tensor<T>*> pointers(operands.size());
+    Tensor<T> all;
+    for (Eigen::Index s = 0; s < draws; ++s) {
+      for (size_t k = 0; k < operands.size(); ++k) {
+        one[k] = Tensor<T>(operands[k]->rows, operands[k]->cols, 1);
+        one[k].draw(0) = operands[k]->draw(s);
+        pointers[k] = &one[k];
+      }
+      Machine<T> single;
+      single.set_random(key_ ^ (0x9e3779b97f4a7c15ULL * uint64_t(s + 1)), 1);
+      const Tensor<T>& r = single.run_batched(p, pointers, active);
+      if (s == 0) all = Tensor<T>(r.rows, r.cols, draws);
+      all.draw(s) = r.draw(0);
+    }
+    result_ = std::move(all);
+    tape_.clear();
+    backward_done_ = true;  // nothing to differentiate
+    gradients_.clear();
+    return result_;
+  }
+}
+
+template <class T>
+const Tensor<T>& Machine<T>::run_batched(const Program& p, const std::vector<const Tensor<T>*>& operands,
+                                         const std::vector<bool>& active) {
   p_ = &p;
   operands_ = operands;
   regs_.assign(static_cast<size_t>(p.registers), Register{});
@@ -173,7 +221,7 @@ int64_t Machine<T>::integer(const Register& r, int line) const {
       throw ProgramError(line, "an int or a test that depends on a parameter (a branch or a loop bound must be the same in every draw)");
     T x = v.m(0, 0);
     for (Eigen::Index s = 1; s < v.draws; ++s)
-      if (v.m(0, s) != x) throw ProgramError(line, "a test that differs between draws");
+      if (v.m(0, s) != x) throw DrawsDiffer(line, "a test that differs between draws");
     if (!std::isfinite(double(x))) throw ProgramError(line, "an int from a value that is not finite");
     return static_cast<int64_t>(std::llround(double(x)));
   }
@@ -377,6 +425,7 @@ void Machine<T>::execute(const Instruction& in) {
 // a[b, c] of a real value (a parameter, data, a local container): an element, a row or a column.
 template <class T>
 int Machine<T>::index(const Instruction& in) {
+  if (in.number & kGeneralIndex) return select(in);
   const Register& src = regs_[static_cast<size_t>(in.a)];
   const int64_t r = in.b >= 0 ? integer(regs_[static_cast<size_t>(in.b)], in.line) - 1 : -1;
   const int64_t c = in.c >= 0 ? integer(regs_[static_cast<size_t>(in.c)], in.line) - 1 : -1;
@@ -446,6 +495,12 @@ int Machine<T>::call(const Instruction& in) {
   if (f == "log_softmax") return node(Kind::LogSoftmax, log_softmax(arg(0)));
   if (f == "transpose") return node(Kind::Transpose, transpose(arg(0)));
   if ((f == "max" || f == "min") && args.size() == 1) return node(Kind::Extreme, reduce(f, arg(0)));
+  if (f == "prod" && args.size() == 1) return node(Kind::Prod, reduce(f, arg(0)));
+  if (f == "cumulative_sum") return node(Kind::CumulativeSum, cumulative_sum(arg(0)));
+  if (f == "to_vector" || f == "to_row_vector") {
+    const Eigen::Index n = arg(0).size();  // column-major, as Stan's to_vector of a matrix
+    return node(Kind::Reshape, reshape(arg(0), f == "to_row_vector" ? 1 : n, f == "to_row_vector" ? n : 1));
+  }
   if (f == "rep_vector" || f == "rep_row_vector" || f == "rep_array" || f == "rep_matrix") {
     // The sizes are ints (arguments 1 and 2), read as the whole numbers they hold.
     auto size = [&](size_t i) {
@@ -473,6 +528,7 @@ int Machine<T>::call(const Instruction& in) {
 // elements first, so that each element's later value is its own node.
 template <class T>
 void Machine<T>::store(const Instruction& in) {
+  if (in.number & kGeneralIndex) return store_general(in);
   Register& dst = regs_[static_cast<size_t>(in.dst)];
   if (dst.holds == Register::Holds::Real) explode(dst, in.line);
   if (dst.holds != Register::Holds::Elements) throw ProgramError(in.line, "an element assigned in a variable that is not a container");
@@ -501,6 +557,90 @@ void Machine<T>::store(const Instruction& in) {
     const int64_t rr = r >= 0 ? r : k, cc = c >= 0 ? c : k;
     dst.elements[static_cast<size_t>(cc * dst.rows + rr)] = whole.elements[static_cast<size_t>(k)];
   }
+}
+
+// The 0-based rows (columns) that the Pick at in.args[first..first+2] takes of `extent`.
+template <class T>
+IntVec Machine<T>::pick(const Instruction& in, size_t first, int64_t extent, bool& one) {
+  const auto kind = static_cast<Pick>(in.args.at(first));
+  const int32_t x = in.args.at(first + 1), y = in.args.at(first + 2);
+  auto reg = [&](int32_t r) -> const Register& { return regs_[static_cast<size_t>(r)]; };
+  auto check = [&](int64_t i) {
+    if (i < 1 || i > extent)
+      throw ProgramError(in.line, "index " + std::to_string(i) + " outside 1.." + std::to_string(extent));
+    return i - 1;
+  };
+  one = kind == Pick::One;
+  IntVec out;
+  switch (kind) {
+    case Pick::All: out = range_index(0, extent - 1); break;
+    case Pick::One: out = IntVec::Constant(1, check(integer(reg(x), in.line))); break;
+    case Pick::Range: {
+      const int64_t lo = integer(reg(x), in.line), hi = integer(reg(y), in.line);
+      out = IntVec(std::max<int64_t>(0, hi - lo + 1));
+      for (Eigen::Index i = 0; i < out.size(); ++i) out[i] = check(lo + i);
+      break;
+    }
+    case Pick::Many: {
+      const Register& r = reg(x);
+      const int node = real(r, in.line);
+      const Tensor<T>& v = value(node);
+      if (tape_[static_cast<size_t>(node)].depends) throw ProgramError(in.line, "a multi-index that depends on a parameter");
+      out = IntVec(v.size());
+      for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = check(static_cast<int64_t>(std::llround(double(v.m(i, 0)))));
+      break;
+    }
+  }
+  return out;
+}
+
+// a[rows, cols] by ranges and multi-indices: |rows| x |cols| (a single row as a column if asked).
+template <class T>
+int Machine<T>::select(const Instruction& in) {
+  const int x = real(regs_[static_cast<size_t>(in.a)], in.line);
+  const Tensor<T>& v = value(x);
+  bool one_row = false, one_col = false;
+  IntVec rows = pick(in, 0, v.rows, one_row), cols = pick(in, 3, v.cols, one_col);
+  const bool column = (in.number & kAsColumn) && one_row && rows.size() == 1;
+  Tensor<T> out = column ? Tensor<T>(cols.size(), 1, v.draws) : Tensor<T>(rows.size(), cols.size(), v.draws);
+  for (Eigen::Index s = 0; s < v.draws; ++s) {
+    auto d = v.draw(s);
+    auto o = out.draw(s);
+    for (Eigen::Index j = 0; j < cols.size(); ++j)
+      for (Eigen::Index i = 0; i < rows.size(); ++i) {
+        if (column) o(j, 0) = d(rows[i], cols[j]);
+        else o(i, j) = d(rows[i], cols[j]);
+      }
+  }
+  int n = add(Kind::Select, std::move(out), {x});
+  tape_[n].rows_picked = std::move(rows);
+  tape_[n].cols_picked = std::move(cols);
+  tape_[n].column = column;
+  return n;
+}
+
+// dst[rows, cols] = a, element by element in column-major order of the selection.
+template <class T>
+void Machine<T>::store_general(const Instruction& in) {
+  Register& dst = regs_[static_cast<size_t>(in.dst)];
+  if (dst.holds == Register::Holds::Real) explode(dst, in.line);
+  if (dst.holds != Register::Holds::Elements) throw ProgramError(in.line, "an element assigned in a variable that is not a container");
+  bool one_row = false, one_col = false;
+  const int64_t dst_rows = dst.rows, dst_cols = dst.cols;
+  IntVec rows = pick(in, 0, dst_rows, one_row), cols = pick(in, 3, dst_cols, one_col);
+  Register whole;
+  whole.holds = Register::Holds::Real;
+  whole.node = real(regs_[static_cast<size_t>(in.a)], in.line);
+  const Eigen::Index n = rows.size() * cols.size();
+  if (value(whole.node).size() != n && value(whole.node).size() != 1)
+    throw ProgramError(in.line, "a value of " + std::to_string(value(whole.node).size()) + " elements assigned to " +
+                                    std::to_string(n));
+  explode(whole, in.line);
+  for (Eigen::Index j = 0; j < cols.size(); ++j)
+    for (Eigen::Index i = 0; i < rows.size(); ++i) {
+      const size_t k = whole.elements.size() == 1 ? 0 : static_cast<size_t>(j * rows.size() + i);
+      dst.elements[static_cast<size_t>(cols[j] * dst_rows + rows[i])] = whole.elements[k];
+    }
 }
 
 template <class T>
@@ -646,6 +786,23 @@ void Machine<T>::backward_node(int i) {
       return accumulate(n.args[0], broadcast(share, arg(0).rows, arg(0).cols));
     }
     case Kind::Broadcast: return accumulate(n.args[0], g);  // summed to the operand's shape
+    case Kind::Prod:  // d prod / d x_i = prod / x_i
+      return accumulate(n.args[0], div(mul(g, n.value), arg(0)));
+    case Kind::Reshape: return accumulate(n.args[0], reshape(g, arg(0).rows, arg(0).cols));
+    case Kind::CumulativeSum: return accumulate(n.args[0], cumulative_sum_grad(g));
+    case Kind::Select: {
+      const Tensor<T>& x = arg(0);
+      Tensor<T> gx(x.rows, x.cols, g.draws);
+      const bool column = n.column;
+      for (Eigen::Index s = 0; s < g.draws; ++s) {
+        auto d = gx.draw(s);
+        auto gs = g.draw(s);
+        for (Eigen::Index j = 0; j < n.cols_picked.size(); ++j)
+          for (Eigen::Index i = 0; i < n.rows_picked.size(); ++i)
+            d(n.rows_picked[i], n.cols_picked[j]) += column ? gs(j, 0) : gs(i, j);
+      }
+      return accumulate(n.args[0], gx);
+    }
     case Kind::Extreme:  // max or min: the derivative goes to the elements equal to it
       return accumulate(n.args[0], mul(g, compare("==", arg(0), n.value)));
     case Kind::Softmax: return accumulate(n.args[0], softmax_grad(n.value, g));

@@ -103,6 +103,8 @@ class Coordinator {
   }
   // What the diagnostic measures against, when it is not the written model's posterior ("" if it is).
   virtual std::string target_note() const { return ""; }
+  // Warnings the method found on the way (several modes), for the run's closing lines.
+  virtual std::vector<std::string> closing_warnings() const { return {}; }
 };
 
 // The steps a run may take: `rounds` (`max_rounds` when it is not given; default `default_max`).
