@@ -19,8 +19,10 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                block) equals the one NAME-sim wrote for it.
   stan_statements
                examples/stan_programs/capture_recapture (360 histories dealt into 4 sites), SFVI:
-               each client computes its transformed data (loops, ifs) when it reads its data; the
-               equal case's checks of the server's posterior and metrics.
+               each client computes its transformed data (loops, ifs) when it reads its data, and
+               its generated quantities z (a statement program drawing bernoulli_rng for the
+               individuals never caught) and N_site; the equal case's checks of the server's
+               posterior and metrics, and every silo's posterior (z, N_site) equals NAME-sim's.
   stan_quantities
                examples/stan_programs/regression_ppc (120 rows dealt into 4 silos) with two
                silo_sum generated quantities added, SFVI: the equal case's checks, the silos'
@@ -197,7 +199,7 @@ STAN = Model("regression_ppc_sum", four_regression_silos)
 VFL = Model("vfl_logreg", four_column_blocks)
 # Transformed data built by statements (each client computes its counts when it reads its data)
 # and `if` in a loop: capture-recapture, no locals.
-CAPTURE = Model("capture_recapture", four_sites, silo_posteriors=False)
+CAPTURE = Model("capture_recapture", four_sites)
 CAPTURE.fvi = os.path.join(EXAMPLES, "stan_programs", "capture_recapture", "capture_recapture.fvi")
 
 

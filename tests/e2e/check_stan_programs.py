@@ -367,6 +367,30 @@ def capture_recapture_posterior(data):
     return out
 
 
+def check_site_populations(out, data, fitted, draws):
+    """Each site's z (a statement program with bernoulli_rng in its generated quantities): 1 at
+    every individual it caught; N_site = C + the never-caught drawn present, whose mean over the
+    draws is C + (M - C) E[omega_nd] within its Monte Carlo error (each draw's z_i a Bernoulli of
+    that draw's omega_nd, the silo's draws of q independent of the server's or the same)."""
+    m_nd, sd_nd = fitted["omega_nd"]
+    k = 1
+    while os.path.exists(os.path.join(data, f"silo-{k}.json")):
+        with open(os.path.join(data, f"silo-{k}.json")) as f:
+            site = json.load(f)
+        caught = [any(row) for row in site["y"]]
+        C, M = sum(caught), site["M"]
+        with open(os.path.join(out, f"silo-{k}", "posterior.json")) as f:
+            z = json.load(f)["variables"]["z"]["mean"]
+        require(all(z[i] == 1 for i in range(M) if caught[i]), f"silo {k}: z is not 1 at every individual caught")
+        got = fitted[f"N_site[{k}]"][0]
+        want = C + (M - C) * m_nd
+        se = math.sqrt((M - C) * m_nd * (1 - m_nd) / draws + ((M - C) * sd_nd) ** 2 / draws)
+        print(f"  site {k}: N_site {got:.2f}, C + (M - C) E[omega_nd] = {want:.2f} (Monte Carlo se {se:.2f})")
+        require(abs(got - want) <= 4.5 * se, f"silo {k}: N_site's mean {got:.3f}, want {want:.3f} +- {4.5 * se:.3f}")
+        k += 1
+    require(k > 1, "no silo data files were read")
+
+
 def case_capture_recapture(fvic, cache):
     """Transformed data built by statements (each silo's counts s and C, computed by its own loop
     when its data is read), `if`/`else` between likelihood terms inside a loop, and a term of the
@@ -382,6 +406,10 @@ def case_capture_recapture(fvic, cache):
         p = run(fvic, cache, model, data, out)
         require("converged after" in p.stdout, f"the run did not converge:\n{p.stdout}")
         fitted = written_values(out)
+        check_derived_placement(fvic, model, out)
+        with open(os.path.join(out, "draws.csv")) as f:
+            draws = sum(1 for line in f if line.strip() and not line.startswith("#")) - 1  # less the header
+        check_site_populations(out, data, fitted, draws)
     for name, (mean, sd) in exact.items():
         got, got_sd = fitted[name]
         off, ratio = abs(got - mean) / sd, got_sd / sd
