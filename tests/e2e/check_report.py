@@ -21,7 +21,6 @@ printed no error. A screenshot of each page is kept in ARTIFACTS.
 Exits 77 (skipped) when Chromium is not installed; scripts/test.sh installs it.
 """
 import html.parser
-import json
 import re
 import os
 import shutil

@@ -375,7 +375,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   // charting library missing from this build) has still written everything else.
   std::string report = ", report.html";
   try {
-    report::write_report(args.output);
+    if (!run.report_after_silos) report::write_report(args.output);
   } catch (const std::exception& e) {
     report.clear();
     std::fprintf(stderr, "note: no report.html: %s\n", e.what());

@@ -127,13 +127,14 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     }
     InProcessTransport transport(endpoints);
     ServerRun run{model, description, settings, args, method, dir.public_data, server_data, transport, lines, "", false};
+    run.report_after_silos = true;
     const int status = serve(run);
     for (int k = 0; k < S; ++k) hosts[k]->finish(args.output + "/silo-" + std::to_string(k + 1));
-    // The run's page again, now that the silos' folders it points to exist (the server loop's
-    // page said why if it could not be made).
+    // The run's page, once the silos' folders it points to exist.
     try {
       report::write_report(args.output);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "note: no report.html: %s\n", e.what());
     }
     return status;
   } catch (const std::exception& e) {

@@ -326,6 +326,26 @@ model {
   fvic::ir::Interpreter interp(b.module, fvic::test::factor_named(b.module, "server_density"));
   CHECK_THROWS_WITH(interp.forward(b.data), Catch::Contains("line 11") && Catch::Contains("depends on a parameter"));
 
+  // A container larger than a run may hold: refused by its size, before anything is allocated.
+  Built big{fvic::test::load_text("fvic_test_program_big", R"(data {
+  int<lower=1> K;
+  vector[K] y;
+}
+parameters {
+  global real mu;
+}
+model {
+  vector[K * K * K] cube;
+  mu ~ normal(0, 1);
+  for (k in 2:K) y[k] ~ normal(mu + y[k - 1], 1);
+}
+)")};
+  build(big, 11);
+  big.data.data["K"] = RealTensor::constant(2000);
+  big.data.data["y"] = RealTensor(2000, 1, 1);
+  fvic::ir::Interpreter huge(big.module, fvic::test::factor_named(big.module, "server_density"));
+  CHECK_THROWS_WITH(huge.forward(big.data), Catch::Contains("line 9") && Catch::Contains("8000000000 x 1 elements"));
+
   // A function the machine does not have, located.
   fvic::test::LoadedModel unknown = fvic::test::load_text("fvic_test_program_function", R"(data {
   int<lower=2> N;

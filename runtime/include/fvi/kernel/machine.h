@@ -6,7 +6,8 @@
 // draws at once. backward() walks the tape in reverse, each node's adjoint given by the kernels'
 // own derivative helpers (unary_derivative, lpdf_vjp, matmul_grad_*), and returns each operand's
 // gradient. A branch or a loop bound must be the same in every draw: it reads ints or data, and
-// one that reads a parameter is refused when it runs.
+// one that reads a parameter is refused when it runs. A run is bounded: 2^31 instructions, 2^30
+// numbers on its tape, every index checked against its container.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -106,6 +107,9 @@ class Machine {
   uint64_t key_ = 0;
   Eigen::Index draws_ = 1;
   uint32_t random_calls_ = 0;
+  int line_ = 0;                 // of the instruction running
+  int64_t tape_elements_ = 0;    // numbers held by the tape
+  static constexpr int64_t kMaxTapeElements = int64_t(1) << 30;
   Tensor<T> result_;
 };
 
@@ -157,6 +161,7 @@ const Tensor<T>& Machine<T>::run_batched(const Program& p, const std::vector<con
   outputs_.assign(static_cast<size_t>(p.outputs), -1);
   backward_done_ = false;
   random_calls_ = 0;
+  tape_elements_ = 0;
   if (operands.size() != p.operand_registers.size()) throw std::logic_error("a statement program given the wrong operands");
   for (size_t k = 0; k < operands.size(); ++k) {
     int n = add(Kind::Leaf, *operands[k], {});
@@ -173,6 +178,7 @@ const Tensor<T>& Machine<T>::run_batched(const Program& p, const std::vector<con
   for (pc_ = 0; pc_ < p.code.size();) {
     if (++steps > limit) throw ProgramError(p.code[pc_].line, "a loop ran more than 2^31 steps");
     const Instruction& in = p.code[pc_++];
+    line_ = in.line;
     execute(in);
   }
   if (p.log_density) {
@@ -200,6 +206,9 @@ const Tensor<T>& Machine<T>::run_batched(const Program& p, const std::vector<con
 
 template <class T>
 int Machine<T>::add(Kind kind, Tensor<T> value, std::vector<int> args, const std::string& name) {
+  tape_elements_ += value.m.size();
+  if (tape_elements_ > kMaxTapeElements)
+    throw ProgramError(line_, "the statements' values would take more than 2^30 numbers (8 GiB) of memory");
   Node n{kind, std::move(value)};
   for (int a : args) {
     n.active = n.active || tape_[a].active;
@@ -398,8 +407,9 @@ void Machine<T>::execute(const Instruction& in) {
     }
     case Opcode::Declare: {
       const int64_t rows = integer(reg(in.a), in.line), cols = integer(reg(in.b), in.line);
-      if (rows < 0 || cols < 0 || (cols > 0 && rows > (int64_t(1) << 40) / cols))
-        throw ProgramError(in.line, "a container of " + std::to_string(rows) + " x " + std::to_string(cols) + " elements");
+      if (rows < 0 || cols < 0 || (cols > 0 && rows > kMaxTapeElements / cols))
+        throw ProgramError(in.line, "a container of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                        " elements (at most 2^30)");
       Register r;
       r.holds = H::Elements;
       r.rows = rows, r.cols = cols;

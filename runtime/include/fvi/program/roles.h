@@ -28,6 +28,7 @@ struct ServerRun {
   std::string checkpoint;               // where to save the server's state each round ("" = never)
   bool resume = false;                  // start from `checkpoint` if it exists
   ProgressObserver* observer = nullptr; // told of each report and of the end (a status page)
+  bool report_after_silos = false;      // NAME-sim writes report.html once its silos' folders exist
 };
 
 // A silo's side of a run.
