@@ -173,7 +173,7 @@ class FactorBuilder {
     auto it = params_.find(s.name);
     if (it != params_.end()) return it->second;
     SymSize rows, cols;
-    if (!dims_of(s.type, s.shape, rows, cols) || (s.decl->type.simplex && s.type.array_dims != 0)) {
+    if (!dims_of(s.type, s.shape, rows, cols) || (s.decl->type.simplex && s.type.array_dims > 1)) {
       unsupported(loc, "the parameter type of '" + s.name + "'");
       return constant(0);
     }
@@ -242,12 +242,30 @@ class FactorBuilder {
     return op(Op::CumulativeSum, {steps}, r, one());
   }
 
+  // array[M] simplex[K]: row m of the M x K value is simplex m, each by the map below (the same
+  // formulas row by row): x = y ./ (y's row sums), log|J| = sum(u) - sum(exp(u)) - M lgamma(K).
+  int constrain_simplex_rows(const Symbol& s, int u) {
+    const SymSize r = node(u).rows, c = node(u).cols;
+    const int y = op(Op::Unary, {u}, r, c, "exp");
+    const int row_sums = op(Op::RowsDotProduct, {y, op(Op::Broadcast, {constant(1)}, r, c)}, r, one());
+    const int k = op(Op::Sum, {op(Op::Broadcast, {constant(1)}, one(), c)}, one(), one());
+    const int lgamma_k = op(Op::Unary, {k}, one(), one(), "lgamma");
+    const int m_lgamma_k = op(Op::Sum, {op(Op::Broadcast, {lgamma_k}, r, one())}, one(), one());
+    const int log_jacobian =
+        op(Op::Sub, {op(Op::Sub, {op(Op::Sum, {u}, one(), one()), op(Op::Sum, {y}, one(), one())}, one(), one()),
+                     m_lgamma_k},
+           one(), one());
+    if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
+    return op(Op::Div, {y, row_sums}, r, c);
+  }
+
   // simplex[K] from K unconstrained values: with y = exp(u), x = y / s and s = sum(y), the map
   // u -> (x, s) is a bijection onto the simplex times (0, inf). Giving the auxiliary scale s the
   // density gamma(s | K, 1), independent of x, the density of u is p(x) gamma(s | K, 1) prod(y) /
   // s^(K-1) (|d y / d(x, s)| = s^(K-1)), so log|J| = sum(u) - sum(exp(u)) - lgamma(K): x's
   // posterior is the written model's exactly (y_k iid exponential(1) is x ~ Dirichlet(1)).
   int constrain_simplex(const Symbol& s, int u) {
+    if (s.type.array_dims == 1) return constrain_simplex_rows(s, u);
     const SymSize r = node(u).rows;
     const int ones = op(Op::Broadcast, {constant(1)}, r, one());
     const int k = op(Op::Sum, {ones}, one(), one());

@@ -90,13 +90,21 @@ Eigen::MatrixXd constrain(const std::vector<VariableLayout>& layout, const Eigen
           }
         }
         break;
-      case FVI_SOFTMAX_SIMPLEX:  // each draw (column) a vector: its softmax
+      case FVI_SOFTMAX_SIMPLEX: {
+        // each draw (column) a vector, its softmax; array[M] simplex[K]: M x K column-major, each
+        // row's softmax
+        const Eigen::Index m = v.dims.size() == 2 ? v.dims[0] : 1, k = m > 0 ? block.rows() / m : 0;
         for (Eigen::Index s = 0; s < block.cols(); ++s) {
-          const double top = block.col(s).maxCoeff();
-          block.col(s) = (block.col(s).array() - top).exp().matrix();
-          block.col(s) /= block.col(s).sum();
+          Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>> rows(block.col(s).data(), m, k,
+                                                                     Eigen::OuterStride<>(m));
+          for (Eigen::Index i = 0; i < m; ++i) {
+            const double top = rows.row(i).maxCoeff();
+            rows.row(i) = (rows.row(i).array() - top).exp().matrix();
+            rows.row(i) /= rows.row(i).sum();
+          }
         }
         break;
+      }
       default: break;
     }
   }

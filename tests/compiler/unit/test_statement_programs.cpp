@@ -524,3 +524,75 @@ model {
   }
   check_adjoints(b.model);
 }
+
+// posteriordb's ldaK2: arrays of simplexes as parameters (row m of an M x K value is simplex m,
+// each with the simplex's own map and log-Jacobian, lower.cpp constrain_simplex_rows) read by
+// nested loops; the log joint written out here, and its gradient.
+TEST_CASE("statement programs: arrays of simplexes in a topic model", "[programs]") {
+  Built b{fvic::test::load_text("fvic_test_lda", R"(data {
+  int<lower=2> V;
+  int<lower=1> M;
+  int<lower=1> N;
+  array[N] int<lower=1, upper=V> w;
+  array[N] int<lower=1, upper=M> doc;
+}
+transformed data {
+  int<lower=1> K = 2;
+  vector<lower=0>[K] alpha = rep_vector(1.5, K);
+  vector<lower=0>[V] beta = rep_vector(0.5, V);
+}
+parameters {
+  global array[M] simplex[K] theta;
+  global array[K] simplex[V] phi;
+}
+model {
+  for (m in 1:M) theta[m] ~ dirichlet(alpha);
+  for (k in 1:K) phi[k] ~ dirichlet(beta);
+  for (n in 1:N) {
+    array[K] real gamma;
+    for (k in 1:K) gamma[k] = log(theta[doc[n], k]) + log(phi[k, w[n]]);
+    target += log_sum_exp(gamma);
+  }
+}
+)")};
+  build(b, 12);
+  const fvic::ir::Factor& f = fvic::test::factor_named(b.module, "server_density");
+  REQUIRE(has_program(f));
+  fvic::ir::Interpreter interp(b.module, f);
+  const RealTensor& lp = interp.forward(b.data);
+  const Eigen::Index V = Eigen::Index(b.data.data.at("V").m(0, 0)), M = Eigen::Index(b.data.data.at("M").m(0, 0));
+  const auto& w = b.data.data.at("w").m;
+  const auto& doc = b.data.data.at("doc").m;
+  const auto& g = b.data.inputs.at("global").m;
+  const Eigen::Index K = 2;
+  auto dirichlet = [](const Eigen::VectorXd& x, double a) {
+    const double n = double(x.size());
+    return std::lgamma(n * a) - n * std::lgamma(a) + (a - 1) * x.array().log().sum();
+  };
+  for (Eigen::Index s = 0; s < g.cols(); ++s) {
+    // theta: M x K column-major from offset 0; phi: K x V from offset M K.
+    const Eigen::MatrixXd u_theta = Eigen::Map<const Eigen::MatrixXd>(g.col(s).data(), M, K);
+    const Eigen::MatrixXd u_phi = Eigen::Map<const Eigen::MatrixXd>(g.col(s).data() + M * K, K, V);
+    double want = 0;
+    auto rows = [&](const Eigen::MatrixXd& u, double a, Eigen::MatrixXd& x) {
+      x = u.array().exp();
+      for (Eigen::Index i = 0; i < u.rows(); ++i) {
+        // the log-Jacobian of simplex i: sum(u) - sum(exp(u)) - lgamma(K)
+        want += u.row(i).sum() - x.row(i).sum() - std::lgamma(double(u.cols()));
+        x.row(i) /= x.row(i).sum();
+        want += dirichlet(x.row(i).transpose(), a);
+      }
+    };
+    Eigen::MatrixXd theta, phi;
+    rows(u_theta, 1.5, theta);
+    rows(u_phi, 0.5, phi);
+    for (Eigen::Index n = 0; n < w.rows(); ++n) {
+      const Eigen::Index d = Eigen::Index(doc(n, 0)) - 1, v = Eigen::Index(w(n, 0)) - 1;
+      double total = 0;
+      for (Eigen::Index k = 0; k < K; ++k) total += theta(d, k) * phi(k, v);
+      want += std::log(total);
+    }
+    CHECK(lp.m(0, s) == Approx(want).epsilon(1e-12));
+  }
+  check_adjoints(b.model);
+}

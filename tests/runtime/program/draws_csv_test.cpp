@@ -2,6 +2,7 @@
 // read_draws_csv (draws_csv.h).
 #include "fvi/program/draws_csv.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -177,4 +178,24 @@ TEST_CASE("read_draws_csv: any Stan CSV; errors name the file and the line", "[p
   CHECK_THAT(error_of(dir.write("binary.csv", std::string("a,b\n\x01\xff,2\n", 9))), Contains("'?" "?', not a number"));
   // Too many numbers: refused, not read into memory.
   CHECK_THROWS_WITH(read_draws_csv(dir.write("big.csv", "a,b\n1,2\n3,4\n"), 3), Contains("more than 3 numbers"));
+}
+
+TEST_CASE("constrain: a simplex's softmax, and an array of simplexes row by row", "[draws_csv]") {
+  // p: simplex[3] at 0; theta: array[2] simplex[3], 2 x 3 column-major at 3.
+  VariableLayout p{"p", 0, {3}};
+  p.transform = FVI_SOFTMAX_SIMPLEX;
+  VariableLayout theta{"theta", 3, {2, 3}};
+  theta.transform = FVI_SOFTMAX_SIMPLEX;
+  Eigen::MatrixXd u(9, 2);
+  u << 0.1, -1, 0.2, 2, -0.3, 0, 1, 0.5, 2, -0.5, 3, 1, -2, 0, 0.4, 0.7, 0, 1;
+  const Eigen::MatrixXd x = fvi::program::constrain({p, theta}, u);
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    const Eigen::VectorXd e = u.col(s).head(3).array().exp();
+    for (int i = 0; i < 3; ++i) CHECK_THAT(x(i, s), WithinRel(e[i] / e.sum(), 1e-14));
+    for (int m = 0; m < 2; ++m) {  // row m: elements 3 + m, 3 + m + 2, 3 + m + 4
+      double total = 0;
+      for (int k = 0; k < 3; ++k) total += std::exp(u(3 + m + 2 * k, s));
+      for (int k = 0; k < 3; ++k) CHECK_THAT(x(3 + m + 2 * k, s), WithinRel(std::exp(u(3 + m + 2 * k, s)) / total, 1e-14));
+    }
+  }
 }
