@@ -1,4 +1,5 @@
 // The fvic command line: check, plan, dump, build, run, summary, report (DESIGN.md §5).
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -223,6 +224,22 @@ int run(const Options& o) {
   fvic::Plan plan;
   bool planned = fvic::make_plan(*c->model, *c->diags, plan);
   if (!planned || c->diags->has_errors()) return finish(kModelError);
+  // Blocks whose statements the kernels' machine runs one at a time: said in the plan.
+  {
+    fvic::ir::Module module;
+    fvic::Diagnostics quiet(nullptr);
+    if (fvic::build_ir(*c->model, module, quiet) && !module.program_origins.empty()) {
+      std::vector<std::string> origins;
+      for (const std::string& o : module.program_origins)
+        if (std::find(origins.begin(), origins.end(), o) == origins.end()) origins.push_back(o);
+      std::string list;
+      for (size_t i = 0; i < origins.size(); ++i) list += (i ? ", " : "") + origins[i];
+      const bool model_block = list.find("the model block") != std::string::npos;
+      plan.notes.push_back("statements run one at a time by the kernels' machine (docs/language.md, \"Other "
+                           "statements run one at a time\"): " + list +
+                           (model_block ? "; to the method, the model block's terms are `target +=` terms" : ""));
+    }
+  }
   if (o.command == "check") {
     // What the code generator cannot do yet is the model's error too: named here, not after a
     // user has prepared data and waited for a build.

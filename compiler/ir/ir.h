@@ -145,8 +145,10 @@ struct Module {
   // Transformed data built by statements: the program each party runs when its data is read
   // (fvi_data_party order; analysis/transformed_data.h), "" where it has none.
   std::array<std::string, 3> transformed_data{};
-  // The statement programs Op::Program nodes run (ir/statement_program.h), by index.
+  // The statement programs Op::Program nodes run (ir/statement_program.h), by index, and the
+  // block each was made from ("the model block (line 9)"), for `fvic plan`.
   std::vector<fvi::kernel::Program> programs;
+  std::vector<std::string> program_origins;
 
   const Group* group(fvi_group kind) const;
 };

@@ -767,6 +767,7 @@ class FactorBuilder {
     f_.nodes.resize(s.nodes);
     jacobians_.resize(s.jacobians);
     module_.programs.resize(s.programs);
+    module_.program_origins.resize(s.programs);
     f_.data.resize(s.data);
     f_.groups.resize(s.groups);
     params_ = s.params, data_ = s.data_nodes, derived_ = s.derived, block_programs_ = s.blocks;
@@ -776,7 +777,7 @@ class FactorBuilder {
 
   // A statement program's node (Op::Program), its operands the variables it reads, as this
   // factor reads them.
-  int program(StatementProgram p, const Loc& loc) {
+  int program(StatementProgram p, const Loc& loc, const std::string& origin) {
     std::vector<int> operands;
     for (const std::string& name : p.operands) {
       const Symbol* s = model_.find(name);
@@ -801,6 +802,7 @@ class FactorBuilder {
     n.rows = rows;
     n.varies = true;
     module_.programs.push_back(std::move(p.code));
+    module_.program_origins.push_back(origin);
     return add(n);
   }
 
@@ -834,7 +836,8 @@ class FactorBuilder {
         bp.offsets[name] = offset;
         offset = offset + model_.find(name)->shape.elements();
       }
-      bp.node = program(std::move(p), block->loc);
+      bp.node = program(std::move(p), block->loc,
+                        "'" + std::string(block_name(s.block)) + "' (line " + std::to_string(block->loc.line) + ")");
       it = block_programs_.emplace(s.block, std::move(bp)).first;
     }
     const BlockProgram& bp = it->second;
@@ -1208,7 +1211,7 @@ bool lower_terms_as_program(const SemanticModel& model, Module& module, Diagnost
   f.owner = party;
   f.name = party == TermOwner::Server ? "server_density" : "silo_density";
   FactorBuilder b(model, module, diags, f);
-  const int node = b.program(std::move(program), block->loc);
+  const int node = b.program(std::move(program), block->loc, "the model block (line " + std::to_string(block->loc.line) + ")");
   std::vector<int> parts{node};
   for (const Symbol& s : model.symbols)
     if (s.flat_prior && party_of(s) == party && (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex))

@@ -402,6 +402,8 @@ def case_capture_recapture(fvic, cache):
     plan = subprocess.run([fvic, "plan", model], capture_output=True, text=True, check=True).stdout
     require(re.search(r"transformed data\s+s\s+each silo", plan) and re.search(r"transformed data\s+C\s+each silo", plan),
             "fvic plan does not say that each silo computes s and C:\n" + plan)
+    require(re.search(r"statements run one at a time.*'generated quantities' \(line \d+\)", plan),
+            "fvic plan does not say that the generated quantities run one statement at a time:\n" + plan)
     with tempfile.TemporaryDirectory() as out:
         p = run(fvic, cache, model, data, out)
         require("converged after" in p.stdout, f"the run did not converge:\n{p.stdout}")
