@@ -267,13 +267,31 @@ namespace {
 // Whether `s` is, or holds, the assignment whose value is `value`; on the way, `locals` gains the
 // locals each enclosing block declares with a value before it. A loop's body is not searched: its
 // locals are element i's values, not values.
-bool search_assignment(const Stmt& s, const Expr* value, std::vector<Local>& locals, int depth) {
+// Whether s (or a statement inside it) assigns one of `names`: a local whose declared value is
+// then not its value everywhere after.
+bool assigns_any(const Stmt& s, const std::vector<Local>& names, int depth) {
+  if (depth > kMaxNesting) return true;
+  if (s.kind == StmtKind::Assign && s.lhs) {
+    const Expr* target = s.lhs.get();
+    for (int hops = 0; target->kind == ExprKind::Index && hops < kMaxNesting; ++hops) target = target->args[0].get();
+    for (const Local& l : names)
+      if (target->kind == ExprKind::Var && target->name == l.name) return true;
+  }
+  for (const StmtPtr& b : s.body)
+    if (b && assigns_any(*b, names, depth + 1)) return true;
+  return false;
+}
+
+// Finds the assignment whose value is `value`, collecting the locals declared with a value in the
+// blocks around it; `modified` when a statement before it assigns one of them again (`for (n in
+// 1:N) K[n, n] += jitter;`), so that its declared value is not the one the assignment reads.
+bool search_assignment(const Stmt& s, const Expr* value, std::vector<Local>& locals, bool& modified, int depth) {
   if (depth > kMaxNesting) return false;
   switch (s.kind) {
     case StmtKind::Assign: return !s.args.empty() && s.args[0].get() == value;
     case StmtKind::If:
       for (const StmtPtr& branch : s.body)
-        if (search_assignment(*branch, value, locals, depth + 1)) return true;
+        if (search_assignment(*branch, value, locals, modified, depth + 1)) return true;
       return false;
     case StmtKind::Block: {
       const size_t mark = locals.size();
@@ -282,8 +300,10 @@ bool search_assignment(const Stmt& s, const Expr* value, std::vector<Local>& loc
           LocalValue v;
           v.value = b->decl->init.get();
           locals.push_back({b->decl->name, v});
-        } else if (search_assignment(*b, value, locals, depth + 1)) {
+        } else if (search_assignment(*b, value, locals, modified, depth + 1)) {
           return true;
+        } else if (assigns_any(*b, locals, depth + 1)) {
+          modified = true;
         }
       }
       locals.resize(mark);
@@ -298,8 +318,9 @@ bool search_assignment(const Stmt& s, const Expr* value, std::vector<Local>& loc
 std::vector<Local> locals_before(const Block* block, const Expr* value) {
   std::vector<Local> locals;
   if (!block || !value) return locals;
+  bool modified = false;
   for (const StmtPtr& s : block->stmts)
-    if (search_assignment(*s, value, locals, 0)) return locals;
+    if (search_assignment(*s, value, locals, modified, 0)) return modified ? std::vector<Local>{} : locals;
   return {};
 }
 

@@ -65,7 +65,8 @@ bool collect_model_statements(const Block* model, ModelStatements& out, Diagnost
 // The locals a block's statements declare with a value (`matrix[N, N] L = ...;`, in nested
 // blocks too) before the assignment whose value is `value` (a transformed parameter built in a
 // block: `{ matrix[N, N] L = cholesky_decompose(K); f = L * z; }`), outermost first; none when
-// no assignment of the block has that value, or it is in a loop.
+// no assignment of the block has that value, or it is in a loop, or a statement before it assigns
+// one of those locals again (their declared values are then not what it reads).
 std::vector<Local> locals_before(const Block* block, const Expr* value);
 
 }  // namespace fvic::ir

@@ -596,3 +596,65 @@ model {
   }
   check_adjoints(b.model);
 }
+
+// posteriordb's hierarchical_gp's block: a covariance from gp_exp_quad_cov, a jitter added on
+// its diagonal by a loop, its Cholesky factor times standard normals; against Eigen's LLT of the
+// same matrix built here, and the gradient through the Cholesky factor. (The block's local K is
+// assigned again after its declaration, so its declared value is not what the last statement
+// reads: the vectorised form, which read it so, refuses it now.)
+TEST_CASE("statement programs: a Gaussian process built by statements", "[programs]") {
+  Built b{fvic::test::load_text("fvic_test_program_gp", R"(data {
+  int<lower=2> N;
+  array[N] real x;
+  vector[N] y;
+}
+parameters {
+  global real<lower=0> alpha;
+  global real<lower=0> rho;
+  global vector[N] z;
+}
+transformed parameters {
+  vector[N] f;
+  {
+    matrix[N, N] K = gp_exp_quad_cov(x, alpha, rho);
+    for (n in 1:N) K[n, n] = K[n, n] + 0.1;
+    f = cholesky_decompose(K) * z;
+  }
+}
+model {
+  alpha ~ normal(0, 1);
+  rho ~ normal(0, 1);
+  z ~ normal(0, 1);
+  for (n in 1:N) y[n] ~ normal(f[n], 0.5);
+}
+)")};
+  build(b, 13);
+  const auto& x = b.data.data.at("x").m;
+  const auto& y = b.data.data.at("y").m;
+  const auto& g = b.data.inputs.at("global").m;
+  const Eigen::Index N = x.rows();
+  fvic::ir::Interpreter q(b.module, fvic::test::factor_named(b.module, "quantity_f"));
+  const RealTensor& f = q.forward(b.data);
+  fvic::ir::Interpreter d(b.module, fvic::test::factor_named(b.module, "server_density"));
+  const RealTensor& lp = d.forward(b.data);
+  fvic::ir::Interpreter l(b.module, fvic::test::factor_named(b.module, "likelihood_y"));
+  const RealTensor& lik = l.forward(b.data);
+  for (Eigen::Index s = 0; s < g.cols(); ++s) {
+    const double alpha = std::exp(g(0, s)), rho = std::exp(g(1, s));
+    const Eigen::VectorXd z = g.col(s).segment(2, N);
+    Eigen::MatrixXd K(N, N);
+    for (Eigen::Index i = 0; i < N; ++i)
+      for (Eigen::Index j = 0; j < N; ++j)
+        K(i, j) = alpha * alpha * std::exp(-std::pow(x(i, 0) - x(j, 0), 2) / (2 * rho * rho)) + (i == j ? 0.1 : 0);
+    const Eigen::VectorXd want_f = Eigen::MatrixXd(K.llt().matrixL()) * z;
+    double want = normal_lpdf(alpha, 0, 1) + g(0, s) + normal_lpdf(rho, 0, 1) + g(1, s);
+    for (Eigen::Index n = 0; n < N; ++n) {
+      CHECK(f.draw(s)(n, 0) == Approx(want_f[n]).epsilon(1e-12));
+      want += normal_lpdf(z[n], 0, 1);
+      // the likelihood (its own factor: the model's loop is vectorised) at this draw's f
+      CHECK(lik.draw(s)(n, 0) == Approx(normal_lpdf(y(n, 0), want_f[n], 0.5)).epsilon(1e-12));
+    }
+    CHECK(lp.m(0, s) == Approx(want).epsilon(1e-12));
+  }
+  check_adjoints(b.model);
+}

@@ -54,7 +54,7 @@ class Machine {
 
  private:
   enum class Kind { Leaf, Const, Index, Slice, Transpose, Unary, Neg, Add, Sub, Mul, Div, Pow, MatMul, Lpdf,
-                    LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Prod, Reshape, Select, CumulativeSum, Inactive };
+                    LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Prod, Reshape, Select, CumulativeSum, Cholesky, Inactive };
   struct Node {
     Kind kind;
     Tensor<T> value;
@@ -507,6 +507,30 @@ int Machine<T>::call(const Instruction& in) {
   if ((f == "max" || f == "min") && args.size() == 1) return node(Kind::Extreme, reduce(f, arg(0)));
   if (f == "prod" && args.size() == 1) return node(Kind::Prod, reduce(f, arg(0)));
   if (f == "cumulative_sum") return node(Kind::CumulativeSum, cumulative_sum(arg(0)));
+  if (f == "cholesky_decompose") {
+    Tensor<T> l;
+    try {
+      l = cholesky(arg(0));
+    } catch (const std::exception& e) {
+      throw ProgramError(in.line, std::string("cholesky_decompose: ") + e.what());
+    }
+    return node(Kind::Cholesky, std::move(l));
+  }
+  if ((f == "gp_exp_quad_cov" || f == "cov_exp_quad") && args.size() == 3) {
+    // alpha^2 exp(-|x_i - x_j|^2 / (2 rho^2)) of the points x (data: rows), each step a node.
+    if (tape_[static_cast<size_t>(args[0])].depends)
+      throw ProgramError(in.line, f + " at points that depend on parameters (the points must be data)");
+    const int x = args[0], alpha = args[1], rho = args[2];
+    const int d2 = add(Kind::Inactive, squared_distances(value(x)), {});
+    const int two = constant(2);
+    const int rho2 = add(Kind::Mul, mul(value(rho), value(rho)), {rho, rho});
+    const int two_rho2 = add(Kind::Mul, mul(value(two), value(rho2)), {two, rho2});
+    const int minus = add(Kind::Neg, neg(value(d2)), {d2});
+    const int scaled = add(Kind::Div, div(value(minus), value(two_rho2)), {minus, two_rho2});
+    const int e = add(Kind::Unary, unary("exp", value(scaled)), {scaled}, "exp");
+    const int alpha2 = add(Kind::Mul, mul(value(alpha), value(alpha)), {alpha, alpha});
+    return add(Kind::Mul, mul(value(alpha2), value(e)), {alpha2, e});
+  }
   if (f == "to_vector" || f == "to_row_vector") {
     const Eigen::Index n = arg(0).size();  // column-major, as Stan's to_vector of a matrix
     return node(Kind::Reshape, reshape(arg(0), f == "to_row_vector" ? 1 : n, f == "to_row_vector" ? n : 1));
@@ -800,6 +824,7 @@ void Machine<T>::backward_node(int i) {
       return accumulate(n.args[0], div(mul(g, n.value), arg(0)));
     case Kind::Reshape: return accumulate(n.args[0], reshape(g, arg(0).rows, arg(0).cols));
     case Kind::CumulativeSum: return accumulate(n.args[0], cumulative_sum_grad(g));
+    case Kind::Cholesky: return accumulate(n.args[0], cholesky_grad(n.value, g));
     case Kind::Select: {
       const Tensor<T>& x = arg(0);
       Tensor<T> gx(x.rows, x.cols, g.draws);
