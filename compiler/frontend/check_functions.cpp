@@ -50,8 +50,13 @@ bool Checker::check_function(const FunctionDef& f) {
   std::string why;
   Loc where;
   if (!function_body(f, locals, result, why, where)) {
-    diags_.error(where, "the body of '" + f.name + "' cannot be inlined", why);
-    return false;
+    if (!f.body || f.body->kind != StmtKind::Block) {
+      diags_.error(where, "the body of '" + f.name + "' cannot be inlined", why);
+      return false;
+    }
+    if (!check_statement_function(f)) return false;
+    statement_functions_.insert(f.name);
+    return true;
   }
   std::set<std::string> names;
   for (const FunctionArg& a : f.args)
@@ -78,6 +83,45 @@ bool Checker::check_function(const FunctionDef& f) {
   scopes_.pop_back();
   current_function_ = nullptr;
   return diags_.error_count() == errors;
+}
+
+// A body of statements: its arguments in scope, each statement checked as a block's, and each
+// `return` against the declared type (sizes unknown until a call). `~` and `target +=` are
+// refused (as outside the model block).
+bool Checker::check_statement_function(const FunctionDef& f) {
+  const int errors = diags_.error_count();
+  current_function_ = &f;
+  scopes_.emplace_back();
+  for (const FunctionArg& a : f.args) {
+    Symbol sym;
+    sym.name = a.name;
+    sym.kind = SymbolKind::LocalVariable;
+    sym.owner = Owner::Scope;
+    sym.block = BlockKind::Functions;
+    sym.type = a.type;
+    sym.shape.dims.assign(static_cast<size_t>(a.type.rank()), SymSize::unknown());
+    sym.loc = a.loc;
+    scopes_.back().push_back(sym);
+  }
+  stmt(*f.body);
+  scopes_.pop_back();
+  current_function_ = nullptr;
+  return diags_.error_count() == errors;
+}
+
+// `return e;` in a body of statements: e against the declared return type.
+void Checker::function_return(const Stmt& s) {
+  if (s.args.empty()) {
+    diags_.error(s.loc, "'" + current_function_->name + "' returns a value: `return` needs one",
+                 "return a value of type " + to_string(current_function_->return_type));
+    return;
+  }
+  Expr& value = *s.args[0];
+  expr(value);
+  Shape unknown;
+  unknown.dims.assign(static_cast<size_t>(current_function_->return_type.rank()), SymSize::unknown());
+  check_assignable(current_function_->return_type, unknown, value, "the value of '" + current_function_->name + "'",
+                   value.loc);
 }
 
 // A call of a user function (also `foo_lpdf(y | ...)`): its arguments against the declared
@@ -111,6 +155,14 @@ void Checker::user_call(Expr& e, const FunctionDef& f) {
     }
   }
   if (!ok || broken_functions_.count(f.name)) return;
+  if (statement_functions_.count(f.name)) {
+    // Run by a statement program (its sizes known when it runs): the declared type, and what
+    // the arguments carry.
+    e.type = f.return_type;
+    e.shape.dims.assign(static_cast<size_t>(f.return_type.rank()), SymSize::unknown());
+    for (const ExprPtr& a : e.args) e.taint.merge(a->taint);
+    return;
+  }
   if (current_function_) {
     // Inside another function's own check: the callee was checked already; its declared type
     // is enough (the sizes are unknown there anyway), and inlining waits for a real call.

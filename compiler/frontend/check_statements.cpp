@@ -34,6 +34,10 @@ void Checker::stmt(const Stmt& s) {
       break;
     case StmtKind::Decl: declare(*s.decl); break;
     case StmtKind::Return:
+      if (current_function_) {
+        function_return(s);
+        break;
+      }
       diags_.error(s.loc, "'return' outside a function", block_ == BlockKind::Model
                                                              ? "the model block adds to the log density with "
                                                                "`~` and `target +=`"

@@ -59,6 +59,8 @@ class Checker {
   // ---- functions: check_functions.cpp ------------------------------------------------------
   void check_functions(const Block& b);
   bool check_function(const FunctionDef& f);
+  bool check_statement_function(const FunctionDef& f);
+  void function_return(const Stmt& s);
   void user_call(Expr& e, const FunctionDef& f);
   bool refused_call(const Expr& e);
   bool random_call(Expr& e);
@@ -136,6 +138,9 @@ class Checker {
   std::set<std::string> assigned_;          // derived values assigned after their declaration
   std::map<std::string, const FunctionDef*> functions_;  // checked so far, by name
   std::set<std::string> broken_functions_;  // with errors: calls are not inlined
+  // Bodies of statements (loops, ifs, assignments, returns anywhere): calls are not inlined into
+  // expressions; statement programs run them (ir/statement_program.h).
+  std::set<std::string> statement_functions_;
   std::set<std::string> later_functions_;   // defined below the one being checked
   const FunctionDef* current_function_ = nullptr;
   static constexpr long long kMaxInlinedNodes = 1000000;

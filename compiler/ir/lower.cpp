@@ -551,6 +551,10 @@ class FactorBuilder {
       unsupported(e.loc, "'" + f + "' of a value whose size is not known from the data");
       return constant(0);
     }
+    if (!fn && !e.inlined && user_function(f)) {
+      unsupported(e.loc, "a call of '" + f + "', whose body is statements (it runs where statements run one at a time),");
+      return constant(0);
+    }
     std::vector<int> args;
     for (const ExprPtr& a : e.args) args.push_back(expr(*a));
     if (!fn && f.size() > 4 && f.compare(f.size() - 4, 4, "_rng") == 0) {  // generated quantities only
@@ -589,6 +593,14 @@ class FactorBuilder {
     if (f == "gp_exp_quad_cov" || f == "cov_exp_quad") return exp_quad_cov(e, args, rows, cols);
     unsupported(e.loc, "the function '" + f + "'");
     return constant(0);
+  }
+
+  bool user_function(const std::string& name) const {
+    const Block* functions = model_.program->find(BlockKind::Functions);
+    if (!functions) return false;
+    for (const FunctionDef& f : functions->functions)
+      if (f.name == name) return true;
+    return false;
   }
 
   // gp_exp_quad_cov(x, alpha, rho): K_ij = alpha^2 exp(-|x_i - x_j|^2 / (2 rho^2)), Stan's

@@ -274,8 +274,45 @@ class Translator {
     return r;
   }
 
+  // A user function whose body is statements (the checker does not inline it): its body in
+  // line, the arguments' values copied into its own registers, each `return` a move into the
+  // result and a jump past the body. Calls cannot recurse (a function calls only those above it).
+  const FunctionDef* statement_function(const std::string& name) const {
+    const Block* functions = m_.program ? m_.program->find(BlockKind::Functions) : nullptr;
+    if (!functions) return nullptr;
+    for (const FunctionDef& f : functions->functions)
+      if (f.name == name) return &f;
+    return nullptr;
+  }
+
+  int call_function(const Expr& e, const FunctionDef& f) {
+    if (calls_.size() >= 32) {
+      fail(e.loc, "calls of functions nested more than 32 deep");
+      return int_const(0);
+    }
+    std::vector<int> values;
+    for (const ExprPtr& a : e.args) values.push_back(expr(*a));
+    const int result = reg();
+    std::vector<std::map<std::string, Variable>> outer;
+    outer.swap(scopes_);  // the body sees its arguments and its own locals only
+    scopes_.emplace_back();
+    for (size_t i = 0; i < f.args.size() && i < values.size(); ++i) {
+      const int r = reg();
+      emit({Opcode::Move, r, values[i]});
+      scopes_.back()[f.args[i].name] = Variable{r, f.args[i].type};
+    }
+    calls_.push_back({result, {}});
+    statement(*f.body);
+    for (size_t jump : calls_.back().returns) p_.code[jump].number = static_cast<int64_t>(p_.code.size());
+    calls_.pop_back();
+    scopes_.swap(outer);
+    if (p_.code.size() > kMaxInstructions) fail(e.loc, "a program of more than 10^6 instructions (its calls in line)");
+    return result;
+  }
+
   int call(const Expr& e) {
     const std::string& f = e.name;
+    if (const FunctionDef* user = statement_function(f)) return call_function(e, *user);
     std::vector<int> args;
     for (const ExprPtr& a : e.args) args.push_back(expr(*a));
     line_ = e.loc.line;
@@ -353,18 +390,27 @@ class Translator {
       fail(e.loc, "the function '" + e.name + "'");
       return int_const(0);
     }
-    return density(dist, e.args, e.loc);
+    std::vector<int> args;
+    for (const ExprPtr& a : e.args) args.push_back(expr(*a));
+    return density(dist, args, e.loc);
   }
 
-  int density(const std::string& dist, const std::vector<ExprPtr>& operands, const Loc& loc) {
-    if (dist == "multi_normal") {
-      fail(loc, "multi_normal");
-      return int_const(0);
+  // The sum of dist's log densities at (outcome, operands...); multi_normal(y | mu, Sigma) as
+  // multi_normal_cholesky(y | mu, cholesky_decompose(Sigma)), as the vectorised form has it.
+  int density(std::string dist, std::vector<int> args, const Loc& loc) {
+    if (dist == "multi_normal" && args.size() == 3) {
+      const int l = reg();
+      Instruction chol{Opcode::Call, l};
+      chol.name = "cholesky_decompose";
+      chol.args = {args[2]};
+      emit(chol);
+      args[2] = l;
+      dist = "multi_normal_cholesky";
     }
     const int r = reg();
     Instruction in{Opcode::Lpdf, r};
     in.name = dist;
-    for (const ExprPtr& a : operands) in.args.push_back(expr(*a));
+    in.args.assign(args.begin(), args.end());
     line_ = loc.line;
     emit(in);
     return r;
@@ -460,18 +506,9 @@ class Translator {
       case StmtKind::Decl: return declare(*s.decl);
       case StmtKind::Assign: return assign(s);
       case StmtKind::Tilde: {
-        std::vector<ExprPtr> operands;
-        // The statement's own expressions, borrowed: density() only reads them.
-        int lhs = expr(*s.lhs);
-        const int r = reg();
-        Instruction in{Opcode::Lpdf, r};
-        in.name = s.name;
-        in.args.push_back(lhs);
-        for (const ExprPtr& a : s.args) in.args.push_back(expr(*a));
-        if (s.name == "multi_normal") return fail(s.loc, "multi_normal");
-        line_ = s.loc.line;
-        emit(in);
-        emit({Opcode::Target, -1, r});
+        std::vector<int> args{expr(*s.lhs)};
+        for (const ExprPtr& a : s.args) args.push_back(expr(*a));
+        emit({Opcode::Target, -1, density(s.name, args, s.loc)});
         return;
       }
       case StmtKind::Target: emit({Opcode::Target, -1, expr(*s.args[0])}); return;
@@ -514,7 +551,13 @@ class Translator {
         p_.code[to_end].number = static_cast<int64_t>(p_.code.size());
         return;
       }
-      case StmtKind::Return: return fail(s.loc, "`return`");
+      case StmtKind::Return: {
+        if (calls_.empty() || s.args.empty()) return fail(s.loc, "`return` outside a function");
+        const int value = expr(*s.args[0]);
+        emit({Opcode::Move, calls_.back().result, value});
+        calls_.back().returns.push_back(emit({Opcode::Jump}));
+        return;
+      }
     }
   }
 
@@ -609,6 +652,12 @@ class Translator {
   std::vector<std::map<std::string, Variable>> scopes_;
   std::map<std::string, int> operands_;
   std::set<std::string> varying_;  // int variables whose values differ between draws
+  struct Call {
+    int result;
+    std::vector<size_t> returns;  // jumps to the end of the body
+  };
+  std::vector<Call> calls_;  // the user functions being translated in line, innermost last
+  static constexpr size_t kMaxInstructions = 1000000;
   int line_ = 0;
   bool ok_ = true;
 };

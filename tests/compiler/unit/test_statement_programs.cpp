@@ -658,3 +658,74 @@ model {
   }
   check_adjoints(b.model);
 }
+
+// A user function whose body is statements (a loop, an if, a return from inside the loop, a
+// local container filled element by element), called from a loop: in line in the program, its
+// arguments copied; posteriordb's multi_occupancy builds its covariance so.
+TEST_CASE("statement programs: user functions with loops, ifs and returns", "[programs]") {
+  Built b{fvic::test::load_text("fvic_test_program_functions_body", R"(functions {
+  matrix cov_2d(vector sigma, real rho) {
+    matrix[2, 2] S;
+    S[1, 1] = square(sigma[1]);
+    S[2, 2] = square(sigma[2]);
+    S[1, 2] = sigma[1] * sigma[2] * rho;
+    S[2, 1] = S[1, 2];
+    return S;
+  }
+  real head_sum(vector v, int k) {
+    real total = 0;
+    for (i in 1:rows(v)) {
+      if (i > k) return total;
+      total += v[i];
+    }
+    return total;
+  }
+}
+data {
+  int<lower=2> N;
+  array[N] vector[2] uv;
+  vector[N] y;
+}
+parameters {
+  global vector<lower=0>[2] sigma;
+  global real<lower=-1, upper=1> rho;
+  global vector[N] a;
+}
+model {
+  sigma ~ normal(0, 1);
+  a ~ normal(0, 1);
+  for (n in 1:N) {
+    uv[n] ~ multi_normal(rep_vector(0, 2), cov_2d(sigma, rho));
+    y[n] ~ normal(head_sum(a, n), 1);
+  }
+}
+)")};
+  build(b, 14);
+  const fvic::ir::Factor& f = fvic::test::factor_named(b.module, "server_density");
+  REQUIRE(has_program(f));
+  fvic::ir::Interpreter interp(b.module, f);
+  const RealTensor& lp = interp.forward(b.data);
+  const auto& uv = b.data.data.at("uv").m;
+  const auto& y = b.data.data.at("y").m;
+  const auto& g = b.data.inputs.at("global").m;
+  const Eigen::Index N = y.rows();
+  for (Eigen::Index s = 0; s < g.cols(); ++s) {
+    const double s1 = std::exp(g(0, s)), s2 = std::exp(g(1, s));
+    const double u_rho = g(2, s), rho = -1 + 2 / (1 + std::exp(-u_rho));
+    const Eigen::VectorXd a = g.col(s).segment(3, N);
+    double want = normal_lpdf(s1, 0, 1) + normal_lpdf(s2, 0, 1) + g(0, s) + g(1, s);
+    // rho = -1 + 2 inv_logit(u): log|J| = log 2 + log_inv_logit(u) + log1m_inv_logit(u)
+    want += std::log(2.0) - std::log1p(std::exp(-u_rho)) - std::log1p(std::exp(u_rho));
+    Eigen::Matrix2d S;
+    S << s1 * s1, s1 * s2 * rho, s1 * s2 * rho, s2 * s2;
+    const Eigen::Matrix2d inverse = S.inverse();
+    for (Eigen::Index n = 0; n < N; ++n) {
+      want += normal_lpdf(a[n], 0, 1);
+      const Eigen::Vector2d x(uv(n, 0), uv(n, 1));
+      want += -std::log(2 * M_PI) - 0.5 * std::log(S.determinant()) - 0.5 * x.dot(inverse * x);
+      want += normal_lpdf(y(n, 0), a.head(n + 1).sum(), 1);
+    }
+    CHECK(lp.m(0, s) == Approx(want).epsilon(1e-11));
+  }
+  check_adjoints(b.model);
+}
