@@ -49,19 +49,16 @@ bool Checker::check_function(const FunctionDef& f) {
   const Expr* result = nullptr;
   std::string why;
   Loc where;
-  if (!function_body(f, locals, result, why, where)) {
-    if (!f.body || f.body->kind != StmtKind::Block) {
-      diags_.error(where, "the body of '" + f.name + "' cannot be inlined", why);
-      return false;
-    }
-    if (!check_statement_function(f)) return false;
-    statement_functions_.insert(f.name);
-    return true;
-  }
   std::set<std::string> names;
   for (const FunctionArg& a : f.args)
     if (!names.insert(a.name).second)
       diags_.error(a.loc, "the argument '" + a.name + "' of '" + f.name + "' appears twice", "rename one of them");
+  const bool inlinable = function_body(f, locals, result, why, where);
+  if (!inlinable && (!f.body || f.body->kind != StmtKind::Block)) {
+    diags_.error(where, "the body of '" + f.name + "' cannot be inlined", why);
+    return false;
+  }
+  // The arguments in scope, their sizes unknown until a call.
   current_function_ = &f;
   scopes_.emplace_back();
   for (const FunctionArg& a : f.args) {
@@ -75,35 +72,18 @@ bool Checker::check_function(const FunctionDef& f) {
     sym.loc = a.loc;
     scopes_.back().push_back(sym);
   }
-  for (const VarDecl* d : locals) declare(*d);
-  expr(const_cast<Expr&>(*result));
-  Shape unknown;
-  unknown.dims.assign(static_cast<size_t>(f.return_type.rank()), SymSize::unknown());
-  check_assignable(f.return_type, unknown, *result, "the value of '" + f.name + "'", result->loc);
-  scopes_.pop_back();
-  current_function_ = nullptr;
-  return diags_.error_count() == errors;
-}
-
-// A body of statements: its arguments in scope, each statement checked as a block's, and each
-// `return` against the declared type (sizes unknown until a call). `~` and `target +=` are
-// refused (as outside the model block).
-bool Checker::check_statement_function(const FunctionDef& f) {
-  const int errors = diags_.error_count();
-  current_function_ = &f;
-  scopes_.emplace_back();
-  for (const FunctionArg& a : f.args) {
-    Symbol sym;
-    sym.name = a.name;
-    sym.kind = SymbolKind::LocalVariable;
-    sym.owner = Owner::Scope;
-    sym.block = BlockKind::Functions;
-    sym.type = a.type;
-    sym.shape.dims.assign(static_cast<size_t>(a.type.rank()), SymSize::unknown());
-    sym.loc = a.loc;
-    scopes_.back().push_back(sym);
+  if (inlinable) {
+    for (const VarDecl* d : locals) declare(*d);
+    expr(const_cast<Expr&>(*result));
+    Shape unknown;
+    unknown.dims.assign(static_cast<size_t>(f.return_type.rank()), SymSize::unknown());
+    check_assignable(f.return_type, unknown, *result, "the value of '" + f.name + "'", result->loc);
+  } else {
+    // A body of statements, checked as a block's: each `return` against the declared type
+    // (function_return); `~` and `target +=` are refused as outside the model block.
+    stmt(*f.body);
+    if (diags_.error_count() == errors) statement_functions_.insert(f.name);
   }
-  stmt(*f.body);
   scopes_.pop_back();
   current_function_ = nullptr;
   return diags_.error_count() == errors;

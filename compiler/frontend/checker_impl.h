@@ -59,7 +59,6 @@ class Checker {
   // ---- functions: check_functions.cpp ------------------------------------------------------
   void check_functions(const Block& b);
   bool check_function(const FunctionDef& f);
-  bool check_statement_function(const FunctionDef& f);
   void function_return(const Stmt& s);
   void user_call(Expr& e, const FunctionDef& f);
   bool refused_call(const Expr& e);
