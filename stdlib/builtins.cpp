@@ -91,7 +91,7 @@ const std::vector<Function>& functions() {
       {"cov_exp_quad", Rule::ExpQuadCov, 3, 3, "cov_exp_quad(array of points x, real alpha, real rho)"},
       // sizes
       {"num_elements", Rule::Size, 1, 1}, {"rows", Rule::Size, 1, 1},
-      {"cols", Rule::Size, 1, 1}, {"size", Rule::Size, 1, 1},
+      {"cols", Rule::Size, 1, 1}, {"size", Rule::Size, 1, 1}, {"dims", Rule::Dims, 1, 1},
       // federation
       {"silo_sum", Rule::SiloSum, 1, 1, "silo_sum(per-silo expression)"},
   };

@@ -59,6 +59,7 @@ enum class Rule {
   AppendRow,        // a above b: (vector|real, vector|real) -> vector, else (matrix|row_vector)^2 -> matrix
   AppendCol,        // a left of b: (row_vector|real, row_vector|real) -> row_vector, else (matrix|vector)^2 -> matrix
   Size,             // -> int
+  Dims,             // (x) -> array[] int: x's dimensions, array dims first (Stan's dims)
   SiloSum,          // silo_sum(e): same type and shape as e
   ExpQuadCov,       // (array of reals or vectors x, real alpha, real rho) -> matrix[n, n]
   SquareMatrix,     // a square matrix -> a matrix of its shape (cholesky_decompose)

@@ -168,6 +168,11 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
       if (a.type.is_scalar()) return bad_args(e, "a container");
       e.type = scalar(Base::Int);
       return;
+    case Rule::Dims:
+      e.type = scalar(Base::Int);
+      e.type.array_dims = 1;
+      e.shape.dims = {SymSize::constant(a.type.rank())};
+      return;
     case Rule::SiloSum:
       return silo_sum(e);
     case Rule::ExpQuadCov: {

@@ -357,6 +357,26 @@ class Translator {
     }
     if ((f == "max" || f == "min") && args.size() == 1 && !e.args[0]->type.is_scalar()) return emit_call(f, args);
     if (f == "rows" || f == "cols" || f == "size" || f == "num_elements") return emit_call(f, args);
+    if (f == "dims") {
+      // x's dimensions in the order Stan gives them: the rows and columns of its layout.
+      const Layout layout = layout_of(e.args[0]->type);
+      std::vector<int> dims;
+      auto size = [&](const char* which) {
+        const int d = reg();
+        Instruction in{Opcode::Call, d};
+        in.name = which;
+        in.args = {args[0]};
+        emit(in);
+        return d;
+      };
+      if (layout == Layout::Column) dims = {size("rows")};
+      else if (layout == Layout::Row) dims = {size("cols")};
+      else if (layout != Layout::Scalar && layout != Layout::Unsupported) dims = {size("rows"), size("cols")};
+      Instruction in{Opcode::Build, r};
+      in.args.assign(dims.begin(), dims.end());
+      emit(in);
+      return r;
+    }
     if (f == "log_sum_exp" || f == "sum" || f == "mean" || f == "softmax" || f == "log_softmax" || f == "rep_vector" ||
         f == "rep_row_vector" || f == "rep_array" || f == "rep_matrix" || f == "prod" || f == "to_vector" ||
         f == "to_row_vector" || f == "cumulative_sum" || f == "cholesky_decompose" || f == "gp_exp_quad_cov" ||

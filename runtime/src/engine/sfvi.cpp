@@ -192,11 +192,32 @@ SfviContribution SfviServer::server_term(const Eigen::MatrixXd& eps) {
   if (!server_terms_.empty()) lp = server_terms_.evaluate(values, S, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
   else lp = {Eigen::VectorXd::Zero(S), Eigen::MatrixXd::Zero(global_dim_, S), {}, Eigen::VectorXd::Zero(hyper_dim_)};
   // seed 002 Eq. 9, first term; Eq. 12, first term (the hyperparameters' prior and global priors).
-  const Eigen::MatrixXd cotangent = options_.stl ? Eigen::MatrixXd(lp.d_global - q_.score(z)) : lp.d_global;
-  out.d_global = q_.vjp(eps, cotangent) / double(S);
+  Eigen::MatrixXd cotangent = options_.stl ? Eigen::MatrixXd(lp.d_global - q_.score(z)) : lp.d_global;
+  // A draw where the log density or its gradient is not finite (a density underflowing to 0 far
+  // in q's tail) is dropped, as Stan's ADVI drops it: the others' average is the estimate.
+  // Every draw dropped leaves the gradient NaN, which the optimiser refuses, naming it.
+  const Eigen::VectorXd log_q = q_.log_density(z);
+  std::vector<bool> finite(static_cast<size_t>(S));
+  long kept = 0;
+  for (long s = 0; s < S; ++s) {
+    finite[static_cast<size_t>(s)] = std::isfinite(lp.per_draw[s]) && cotangent.col(s).allFinite();
+    kept += finite[static_cast<size_t>(s)];
+  }
+  if (kept == 0 || kept == S) {
+    out.d_global = q_.vjp(eps, cotangent) / double(S);
+    out.elbo_term = (lp.per_draw - log_q).mean();
+  } else {
+    double elbo = 0;
+    for (long s = 0; s < S; ++s) {
+      if (finite[static_cast<size_t>(s)]) elbo += lp.per_draw[s] - log_q[s];
+      else cotangent.col(s).setZero();
+    }
+    dropped_draws_ += S - kept;
+    out.d_global = q_.vjp(eps, cotangent) / double(kept);
+    out.elbo_term = elbo / double(kept);
+  }
   if (!options_.stl) add_entropy_gradient(out.d_global, global_dim_, global_dim_);
   out.d_hyper = lp.d_hyper / double(S);
-  out.elbo_term = (lp.per_draw - q_.log_density(z)).mean();
   return out;
 }
 
@@ -211,6 +232,15 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   Eigen::VectorXd params(q_.num_params() + hyper_dim_), gradient(params.size());
   params << q_.params(), hyper_;
   gradient << -total.d_global, -total.d_hyper;  // Adam minimises; the ELBO is maximised
+  // A step whose every draw fell where the log density or its gradient is not finite is skipped
+  // (its draws counted dropped); 100 in a row stop the run as before, naming the gradient.
+  if (!gradient.allFinite() && skipped_in_a_row_ < 100) {
+    ++skipped_in_a_row_;
+    dropped_draws_ += options_.mc_samples;
+    return last_elbo_;
+  }
+  skipped_in_a_row_ = 0;
+  if (std::isfinite(total.elbo_term)) last_elbo_ = total.elbo_term;
   // Started at the mode, q is where it should be: its means step by at most half a conditional
   // sd (the Cholesky factor's diagonal), so that a step along a narrow ridge stays on it.
   adam_.set_step_limit(mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
@@ -248,6 +278,39 @@ Modes SfviServer::start_at_mode() {
     }
   }
   Modes modes = find_modes(log_p, starts);
+  if (!modes.best.found && modes.best.why.rfind("log p or its gradient is not finite at the start", 0) == 0) {
+    // Where log p or its gradient is not finite at every start (a spectral density underflowing
+    // at the default length scale), Stan's rule: up to 100 random inits on (-2, 2), the first
+    // finite one the start of the search, or of q when no mode is found from it.
+    std::mt19937_64 rng(options_.seed ^ 0x696e697473ULL);
+    std::uniform_real_distribution<double> init(-2, 2);
+    Eigen::VectorXd gradient(global_dim_);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      Eigen::VectorXd z(global_dim_);
+      for (Eigen::Index i = 0; i < global_dim_; ++i) z[i] = init(rng);
+      double lp;
+      try {
+        lp = log_p(z, gradient);
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!std::isfinite(lp) || !gradient.allFinite()) continue;
+      const long evaluations = modes.best.evaluations;
+      modes = find_modes(log_p, {z});
+      modes.best.evaluations += evaluations;
+      if (!modes.best.found) {
+        q_ = StructuredGlobalGaussian<double>::from_params(
+            [&] {
+              Eigen::VectorXd params = q_.params();
+              params.head(global_dim_) = z;  // the means: the first global_dim_ of q's parameters
+              return params;
+            }(),
+            global_dim_, options_.correlated_global);
+        modes.best.why += " (q's means start at random init " + std::to_string(attempt + 1) + ", finite there)";
+      }
+      break;
+    }
+  }
   const Mode& m = modes.best;
   if (!m.found) return modes;
   // The Laplace approximation N(mode, C^-1); a mean-field q takes the KL-optimal diagonal of a

@@ -710,7 +710,14 @@ class SfviCoordinator : public Coordinator {
     return true;
   }
   std::vector<std::string> closing_warnings() const override {
-    return modes_warning_.empty() ? std::vector<std::string>{} : std::vector<std::string>{modes_warning_};
+    std::vector<std::string> out;
+    if (!modes_warning_.empty()) out.push_back(modes_warning_);
+    if (server_.dropped_draws() > 0)
+      out.push_back(std::to_string(server_.dropped_draws()) +
+                    " draws of q were dropped from their steps' estimates: the log density or its gradient was "
+                    "not finite there (as Stan's ADVI drops them); a model whose density underflows in q's "
+                    "tails may want a tighter prior or a reparameterisation");
+    return out;
   }
   std::string outputs_note() const override {
     if (method_ == "independent") return "; each silo writes silo-K/global.json and silo-K/posterior.json";

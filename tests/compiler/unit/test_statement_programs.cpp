@@ -694,8 +694,8 @@ parameters {
 model {
   sigma ~ normal(0, 1);
   a ~ normal(0, 1);
-  for (n in 1:N) {
-    uv[n] ~ multi_normal(rep_vector(0, 2), cov_2d(sigma, rho));
+  for (n in 1:dims(uv)[1]) {  // dims(uv) = {N, 2}
+    uv[n] ~ multi_normal(rep_vector(0, dims(uv)[2]), cov_2d(sigma, rho));
     y[n] ~ normal(head_sum(a, n), 1);
   }
 }

@@ -145,6 +145,9 @@ class SfviServer {
   // mode.h), when found: the start of a pooled fit, where the server's terms are the whole log
   // joint. Returns the search's outcome (q unchanged when no mode was found).
   Modes start_at_mode();
+  // Draws of q the server's terms dropped so far because their log density or its gradient was
+  // not finite there (the others' average is the step's estimate, as Stan's ADVI has it).
+  long dropped_draws() const { return dropped_draws_; }
   // The extra random starts of the mode search are made up to this many global parameters.
   static constexpr Eigen::Index kMultiStartLimit = 50;
   // Multiplies the step size of later steps (the stopping rule's decay).
@@ -160,6 +163,9 @@ class SfviServer {
   // The server's own terms: the global priors and the likelihoods of public and server data.
   LogDensity server_terms_;
   bool at_mode_ = false;  // started at the mode's Laplace approximation (start_at_mode)
+  long dropped_draws_ = 0;  // draws of the server's terms dropped: log density or gradient not finite
+  long skipped_in_a_row_ = 0;  // steps skipped in a row: every draw's gradient not finite
+  double last_elbo_ = 0;       // the last finite objective, what a skipped step reports
   Eigen::Index global_dim_ = 0, hyper_dim_ = 0;
   StructuredGlobalGaussian<double> q_;
   Eigen::VectorXd hyper_;
