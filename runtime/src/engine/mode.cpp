@@ -36,6 +36,7 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
   ++m.evaluations;
   if (!std::isfinite(lp) || !g.allFinite()) {
     m.why = "log p or its gradient is not finite at the start";
+    m.finite_start = false;
     return m;
   }
   double damping = 0;  // Levenberg: solve (C + damping I) d = g
@@ -103,7 +104,7 @@ Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& 
     ++out.starts;
     out.best.evaluations += m.evaluations;
     if (m.found) found.push_back(std::move(m));
-    else if (found.empty() && out.starts == 1) out.best.why = m.why;
+    else if (found.empty() && out.starts == 1) out.best.why = m.why, out.best.finite_start = m.finite_start;
   }
   if (found.empty()) return out;
   std::sort(found.begin(), found.end(), [](const Mode& a, const Mode& b) { return a.log_p > b.log_p; });

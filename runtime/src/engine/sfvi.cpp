@@ -195,7 +195,7 @@ SfviContribution SfviServer::server_term(const Eigen::MatrixXd& eps) {
   Eigen::MatrixXd cotangent = options_.stl ? Eigen::MatrixXd(lp.d_global - q_.score(z)) : lp.d_global;
   // A draw where the log density or its gradient is not finite (a density underflowing to 0 far
   // in q's tail) is dropped, as Stan's ADVI drops it: the others' average is the estimate.
-  // Every draw dropped leaves the gradient NaN, which the optimiser refuses, naming it.
+  // With every draw dropped the gradient stays NaN, and step() skips the step.
   const Eigen::VectorXd log_q = q_.log_density(z);
   std::vector<bool> finite(static_cast<size_t>(S));
   long kept = 0;
@@ -267,27 +267,26 @@ Modes SfviServer::start_at_mode() {
   // From q's mean and, where each search is cheap, from three of Stan's random inits (uniform on
   // (-2, 2) in every unconstrained coordinate): a search that ends in a poor local mode (an HMM
   // whose second state is never visited) is then found out by the others.
+  auto random_init = [this](std::mt19937_64& rng) {  // Stan's: uniform on (-2, 2) in every coordinate
+    std::uniform_real_distribution<double> init(-2, 2);
+    Eigen::VectorXd z(global_dim_);
+    for (Eigen::Index i = 0; i < global_dim_; ++i) z[i] = init(rng);
+    return z;
+  };
   std::vector<Eigen::VectorXd> starts{q_.mean()};
   if (global_dim_ <= kMultiStartLimit) {
     std::mt19937_64 rng(options_.seed ^ 0x6d6f646573ULL);
-    std::uniform_real_distribution<double> init(-2, 2);
-    for (int k = 0; k < 3; ++k) {
-      Eigen::VectorXd z(global_dim_);
-      for (Eigen::Index i = 0; i < global_dim_; ++i) z[i] = init(rng);
-      starts.push_back(z);
-    }
+    for (int k = 0; k < 3; ++k) starts.push_back(random_init(rng));
   }
   Modes modes = find_modes(log_p, starts);
-  if (!modes.best.found && modes.best.why.rfind("log p or its gradient is not finite at the start", 0) == 0) {
+  if (!modes.best.found && !modes.best.finite_start) {
     // Where log p or its gradient is not finite at every start (a spectral density underflowing
     // at the default length scale), Stan's rule: up to 100 random inits on (-2, 2), the first
     // finite one the start of the search, or of q when no mode is found from it.
     std::mt19937_64 rng(options_.seed ^ 0x696e697473ULL);
-    std::uniform_real_distribution<double> init(-2, 2);
     Eigen::VectorXd gradient(global_dim_);
     for (int attempt = 0; attempt < 100; ++attempt) {
-      Eigen::VectorXd z(global_dim_);
-      for (Eigen::Index i = 0; i < global_dim_; ++i) z[i] = init(rng);
+      const Eigen::VectorXd z = random_init(rng);
       double lp;
       try {
         lp = log_p(z, gradient);

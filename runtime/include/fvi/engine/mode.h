@@ -24,6 +24,7 @@ struct Mode {
   long evaluations = 0;       // of log p and its gradient
   std::string why;            // when not found
   double log_p = -INFINITY;   // log p at `at`
+  bool finite_start = true;   // log p and its gradient were finite at the start
 };
 
 // The modes reached from several starting points: the one of highest log p, and the log p of
