@@ -42,6 +42,14 @@ const std::vector<Distribution>& distributions() {
       {"dirichlet", false, A::Vector, S::Simplex, {{"alpha", A::Vector, Q::Positive}}},
       {"multi_normal", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"Sigma", A::Matrix, Q::Any}}},
       {"multi_normal_cholesky", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"L", A::Matrix, Q::Any}}},
+      // A GP with the SE-ARD kernel observed with Gaussian noise, through inducing inputs Z (seed
+      // 003; compiler/analysis/sparse_gp.h): x and Z one point per row, rho real or one per dimension.
+      {"sparse_gp_normal", false, A::Vector, S::Real,
+       {{"x", A::Any, Q::Finite},
+        {"Z", A::Any, Q::Finite},
+        {"alpha", A::Real, Q::Positive},
+        {"rho", A::Reals, Q::Positive},
+        {"sigma", A::Real, Q::Positive}}},
   };
   return table;
 }

@@ -179,6 +179,7 @@ const std::vector<Choice>& choices() {
       {"precision", {"float64", "float32"}},
       {"estimator", {"stl", "standard"}},
       {"lr_schedule", {"cosine", "constant"}},
+      {"factors", {"dpo", "cpo"}},
   };
   return table;
 }
@@ -215,6 +216,9 @@ const std::vector<Numeric>& numerics() {
       {"q_z_depth", kNonNegativeInt},
       {"quorum", kPositiveInt},
       {"deadline", kPositive},
+      {"pseudo_cap", kPositiveInt},
+      {"auxiliary_weight", {0, 1, false, false, false}},
+      {"jitter", {0, 1, true, true, false}},
   };
   return table;
 }
@@ -396,6 +400,14 @@ const std::vector<KeySpec>& inference_keys() {
       {"precision", "float64, float32", "the scalar type of the generated kernels", "float64"},
       {"quorum", "an integer >= 1", "silos needed to close a round (deployment)", ""},
       {"deadline", "a number > 0", "seconds to wait for silos each round (deployment)", "60"},
+      {"factors", "dpo, cpo",
+       "sparse GP: each silo's factor over the inducing outputs u, decoupled pseudo-observations N(K_VZ K_ZZ^-1 u; m, S) "
+       "with learnt pseudo-inputs, or coupled N(u; m, S) (seed 003)", "dpo"},
+      {"pseudo_cap", "an integer >= 1", "sparse GP, dpo: pseudo-observations per silo, M_k = min(0.8 N_k, pseudo_cap)", "500"},
+      {"auxiliary_weight", "a number in [0, 1]",
+       "sparse GP: the weight alpha of the KL of q(Z) when the inducing inputs Z are random (seed 003 Eq. 7); 1 fits "
+       "Z's written prior, below 1 tempers it", "0.1"},
+      {"jitter", "a number in (0, 1)", "sparse GP: added to K_ZZ's diagonal, relative to the kernel's variance", "1e-6"},
   };
   return table;
 }

@@ -540,6 +540,11 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
   unused("local_samples", plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent);
+  for (const char* key : {"factors", "pseudo_cap", "auxiliary_weight", "jitter"}) unused(key, plan.sparse_gp.has_value());
+  if (plan.sparse_gp)
+    for (const char* key : {"loss", "divergence", "server_damping", "local_samples", "precision", "epochs", "patience",
+                            "init_sd", "loss_weight", "lr_schedule"})
+      if (m.settings.has(key)) plan.notes.push_back(std::string("'") + key + "' has no effect with a sparse GP");
 }
 
 // Who computes a derived value and where it is written (plan text and json).
@@ -628,9 +633,96 @@ std::string term_line(const Term& t) {
 
 }  // namespace
 
+// A sparse GP: PVI (seed 003 Algorithm 2; Algorithm 1 when Z is a hyperparameter), whatever else
+// the planner would say of a model whose likelihood is not a per-row factor.
+bool plan_sparse_gp(const SemanticModel& m, const Groups& g, const SparseGpModel& gp, Diagnostics& diags, Plan& plan) {
+  const std::string requested = m.settings.name("method", "auto");
+  if (requested != "auto" && requested != "pvi") {
+    diags.error(m.settings.loc("method"), "method " + requested + " cannot fit a sparse GP",
+                "a sparse GP is fitted by PVI with each silo's pseudo-observations (seed 003): use method = pvi (or auto)");
+    return false;
+  }
+  if (m.settings.name("family", "meanfield") != "meanfield") {
+    diags.error(m.settings.loc("family"), "a sparse GP's q over Z and the hyperparameters is mean-field",
+                "the paper's factors are fully factorised (seed 003 §2.4); use family = meanfield (or leave it out)");
+    return false;
+  }
+  plan.sparse_gp = gp;
+  plan.method = Method::PVI;
+  plan.family = "meanfield";
+  const bool dpo = m.settings.name("factors", "dpo") == "dpo";
+  using K = SparseGpArgument::Kind;
+  const std::string algorithm =
+      gp.inducing.kind == K::Parameter        ? "Z random, with its own factors (a hierarchical variational model, Algorithm 2)"
+      : gp.inducing.kind == K::Hyperparameter ? "Z one point estimate the server averages with weights N_k / N (FedAvg, Algorithm 1)"
+                                              : "Z fixed (given in data)";
+  plan.reasons.push_back("`" + gp.outcome + " ~ sparse_gp_normal(...)` (line " + std::to_string(gp.line) +
+                         ") is a sparse GP: PVI in which each silo's factor over the inducing outputs u is " +
+                         (dpo ? "decoupled pseudo-observations (DPO)" : "a coupled Gaussian (CPO)") + "; " + algorithm +
+                         " (seed 003)");
+  plan.conjugacy.closed_form = false;
+  plan.conjugacy.reason = "each silo maximises its local free energy (seed 003 Eq. 7) by Adam";
+  // Sizes (fvi/message/sizes.h): G global values, M_k pseudo-observations of silo k.
+  using namespace fvi::message;
+  const SymSize G = total(g.globals), D = gp.dimensions, M = gp.inducing_points;
+  const SymSize Mk = SymSize::atom("M_k"), Mj = SymSize::atom("M_j");
+  const SymSize own = sgp_factor_size(dpo, Mk, D, M), other = sgp_factor_size(dpo, Mj, D, M);
+  const SymSize z = gp.inducing.kind == K::Hyperparameter ? M * D : SymSize::constant(0);
+  const std::string qg = "q(" + join(names(g.globals), ", ") + ")";
+  const std::string factor_words =
+      dpo ? "pseudo-observations: inputs V, targets m and log pseudo-noise S (variational parameters that summarise "
+            "the silo's data)"
+          : "a Gaussian N(u; m, S) in natural parameters";
+  const std::string z_down = gp.inducing.kind == K::Hyperparameter ? "; the shared Z" : "";
+  plan.messages.push_back({"server", "silo k",
+                           qg + " and silo k's factor t_k over them (mean-field, natural parameters); silo k's own "
+                           "factor over u as it last sent it; how many other silos' factors follow" + z_down,
+                           sgp_update_request_size(G, own, SymSize::constant(0), z)});
+  plan.messages.push_back({"server", "silo k", "each other silo j's factor over u, one after another: " + factor_words, other});
+  plan.messages.push_back({"silo k", "server",
+                           "the new t_k in natural parameters; its new factor over u (" + factor_words + ")" +
+                               (gp.inducing.kind == K::Hyperparameter ? "; its Z after its local steps and N_k" : "") +
+                               "; its local objective",
+                           sgp_update_reply_size(G, own, z) +
+                               (gp.inducing.kind == K::Hyperparameter ? SymSize::constant(1) : SymSize::constant(0))});
+  plan.messages.push_back({"server", "silo k",
+                           "for the round's objective: " + qg + z_down + " and how many factors follow; then every "
+                           "silo's factor over u as above",
+                           sgp_evaluate_request_size(G, SymSize::constant(0), z)});
+  plan.messages.push_back({"silo k", "server",
+                           "its expected log-likelihood, its predictive log density and its row count N_k",
+                           SymSize::constant(3)});
+  // Each silo's row count leaves with its evaluation; its values never do.
+  const std::string rows = gp.rows.str();
+  for (const Symbol* s : g.silo_data)
+    if (s->name != rows) plan.never_leaves.push_back(s->name);
+  plan.notes.push_back(std::string("M_k = ") +
+                       (dpo ? "min(0.8 N_k, " + std::to_string(m.settings.has("pseudo_cap") ? long(m.settings.values.at("pseudo_cap").number) : 500L) +
+                                  ") pseudo-observations of silo k (M_j: of silo j)"
+                            : "M for a CPO factor") +
+                       "; M = " + M.str() + " inducing inputs in D = " + D.str() + " dimensions");
+  std::string fits = "the fit is the sparse-GP variational bound with M inducing inputs (Titsias 2009; seed 003), a "
+                     "surrogate of the written GP: a lower bound of its evidence, tight when the inducing inputs "
+                     "cover the data";
+  if (gp.inducing.kind == K::Parameter) {
+    const double w = m.settings.has("auxiliary_weight") ? m.settings.values.at("auxiliary_weight").number : 0.1;
+    if (w != 1)
+      fits += "; the KL of q(Z) is weighted by " + std::to_string(w).substr(0, 4) +
+              " (auxiliary_weight; seed 003 uses 0.1 throughout): Z's written prior tempered";
+  }
+  plan.notes.push_back(fits);
+  plan.notes.push_back("no Pareto k-hat: the GP couples every silo's rows, so no silo can evaluate its part of the "
+                       "written model's log density");
+  add_notes(m, plan);
+  return true;
+}
+
 bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   plan.model = model.program->name;
   Groups g = group(model);
+  bool gp_ok = true;
+  if (auto gp = find_sparse_gp(model, diags, &gp_ok)) return plan_sparse_gp(model, g, *gp, diags, plan);
+  if (!gp_ok) return false;
   if (!choose_method(model, g, diags, plan)) return false;
   if (!check_family(model, g, diags, plan)) return false;
   if (plan.method == Method::PVI) plan.conjugacy = detect_conjugacy(model, plan.family);
@@ -684,12 +776,20 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
   else
     out << plan.model << ": " << method_title(plan.method) << ", " << silos << ", " << family << '\n';
   for (const std::string& r : plan.reasons) out << "  why: " << r << '\n';
-  if (plan.method == Method::PVI)
+  if (plan.sparse_gp) {
+    const std::string schedule = model.settings.name("schedule", "sequential");
+    out << "  client updates: stochastic optimisation (" << plan.conjugacy.reason << ")\n";
+    out << "  schedule: " << schedule
+        << (schedule == "sequential" ? ", one silo after another, each from the latest q (seed 003 App. D)"
+                                     : ", every silo from the same q, the server damping each change")
+        << '\n';
+  }
+  if (plan.method == Method::PVI && !plan.sparse_gp)
     out << "  client updates: "
         << (plan.conjugacy.closed_form ? "closed form (" + plan.conjugacy.reason + ")"
                                        : "stochastic optimisation (" + plan.conjugacy.reason + ")")
         << '\n';
-  if (plan.method == Method::PVI) {
+  if (plan.method == Method::PVI && !plan.sparse_gp) {
     const std::string loss = model.settings.name("loss", "nll");
     const std::string schedule = model.settings.name("schedule", fvic::stdlib::default_pvi_schedule(loss));
     out << "  schedule: " << schedule;
@@ -787,6 +887,20 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
   j["reasons"] = plan.reasons;
   if (plan.method == Method::PVI)
     j["closed_form"] = {{"applies", plan.conjugacy.closed_form}, {"reason", plan.conjugacy.reason}};
+  if (plan.sparse_gp) {
+    const SparseGpModel& gp = *plan.sparse_gp;
+    auto role = [](const SparseGpArgument& a) {
+      static const char* kinds[] = {"parameter", "hyperparameter", "data", "number"};
+      nlohmann::ordered_json r = {{"kind", kinds[int(a.kind)]}};
+      if (a.kind == SparseGpArgument::Kind::Number) r["value"] = a.value;
+      else r["name"] = a.name;
+      return r;
+    };
+    j["sparse_gp"] = {{"line", gp.line},          {"outcome", gp.outcome},
+                      {"inputs", gp.inputs},      {"factors", model.settings.name("factors", "dpo")},
+                      {"Z", role(gp.inducing)},   {"alpha", role(gp.scale)},
+                      {"rho", role(gp.lengthscale)}, {"sigma", role(gp.noise)}};
+  }
   nlohmann::ordered_json terms = nlohmann::ordered_json::array();
   for (const Term& t : model.terms)
     terms.push_back({{"line", t.loc.line},

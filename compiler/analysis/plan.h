@@ -3,11 +3,13 @@
 // checked model, chooses PVI/FedGVI, SFVI (or SFVI-Avg, independent), or the vertical AXDA
 // augmented / power-likelihood model, and lists the messages each party sends each iteration —
 // the privacy audit a data owner signs off.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/conjugacy.h"
 #include "analysis/data_sizes.h"
+#include "analysis/sparse_gp.h"
 #include "frontend/semantic.h"
 
 namespace fvic {
@@ -51,6 +53,9 @@ struct Plan {
     SymSize doubles;
   };
   std::vector<Option> vertical_options;
+  // A sparse GP (`y ~ sparse_gp_normal(...)`, seed 003): PVI over the globals with each silo's
+  // pseudo-observations over the inducing outputs (analysis/sparse_gp.h).
+  std::optional<SparseGpModel> sparse_gp;
 };
 
 // Chooses the method; an explicit `method =` that cannot handle the model is an error that says

@@ -303,6 +303,7 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
                   "the rows and columns of " + name + "'s matrix");
     return true;
   }
+  if (name == "sparse_gp_normal") return check_sparse_gp_shapes(outcome, args);
   if (name == "multinomial_logit" || name == "dirichlet") {
     require_equal(outcome.shape.elements(), args[0]->shape.elements(), args[0]->loc,
                   "the outcome of " + name + " and its parameter");
@@ -320,6 +321,36 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
     }
     require_equal(n, a->shape.elements(), a->loc,
                   "the outcome '" + to_source(outcome) + "' of " + name + " and this argument");
+  }
+  return true;
+}
+
+// sparse_gp_normal(y | x, Z, alpha, rho, sigma): x N points and Z M points of the same D dimensions
+// (a matrix with one point per row, an array of vectors, or an array of reals for D = 1), rho one
+// lengthscale or D of them.
+bool Checker::check_sparse_gp_shapes(const Expr& outcome, const std::vector<const Expr*>& args) {
+  auto points = [&](const Expr& e, SymSize& rows, SymSize& cols) {
+    const Type& t = e.type;
+    const auto& d = e.shape.dims;
+    if (t.base == Base::Matrix && t.array_dims == 0 && d.size() == 2) return rows = d[0], cols = d[1], true;
+    if (t.base == Base::Vector && t.array_dims == 1 && d.size() == 2) return rows = d[0], cols = d[1], true;
+    if (t.base == Base::Real && t.array_dims == 1 && d.size() == 1) return rows = d[0], cols = SymSize::constant(1), true;
+    diags_.error(e.loc, "'" + to_source(e) + "' is " + to_string(t) + "; sparse_gp_normal's points are one per row",
+                 "declare it `matrix[N, D]`, `array[N] vector[D]` or `array[N] real`");
+    return false;
+  };
+  SymSize n, d, m, dz;
+  if (!points(*args[0], n, d) || !points(*args[1], m, dz)) return false;
+  require_equal(outcome.shape.elements(), n, args[0]->loc, "the outcomes of sparse_gp_normal and the rows of its inputs");
+  require_equal(d, dz, args[1]->loc, "the dimensions of sparse_gp_normal's inputs and of its inducing inputs");
+  const Expr& rho = *args[3];
+  if (!rho.type.is_scalar()) {
+    if (!(rho.type.base == Base::Vector && rho.type.array_dims == 0)) {
+      diags_.error(rho.loc, "the lengthscale rho of sparse_gp_normal is real or vector[D], not " + to_string(rho.type),
+                   "give one lengthscale, or one per input dimension");
+      return false;
+    }
+    require_equal(rho.shape.elements(), d, rho.loc, "the lengthscales of sparse_gp_normal and its input dimensions");
   }
   return true;
 }

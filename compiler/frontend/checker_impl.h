@@ -93,6 +93,7 @@ class Checker {
   void target(const Stmt& s);
   void check_support(const stdlib::Distribution& dist, const Symbol& p, const Loc& at);
   bool matches(Arg arg, const Type& t) const;
+  bool check_sparse_gp_shapes(const Expr& outcome, const std::vector<const Expr*>& args);
   bool check_distribution_call(const stdlib::Distribution& dist, const Expr& outcome,
                                const std::vector<const Expr*>& args, const Loc& at);
 

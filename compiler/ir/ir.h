@@ -14,9 +14,11 @@
 // that compute the gradient of the factor with respect to every group it reads.
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/sparse_gp.h"
 #include "frontend/semantic.h"
 #include "fvi/kernel/abi.h"
 #include "fvi/kernel/bytecode.h"
@@ -149,6 +151,9 @@ struct Module {
   // block each was made from ("the model block (line 9)"), for `fvic plan`.
   std::vector<fvi::kernel::Program> programs;
   std::vector<std::string> program_origins;
+  // A sparse GP's likelihood (analysis/sparse_gp.h) is no factor: the runtime's fvi/gp computes
+  // it from the names the kernel ABI's fvi_sparse_gp gives.
+  std::optional<SparseGpModel> sparse_gp;
 
   const Group* group(fvi_group kind) const;
 };

@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 
+#include "analysis/sparse_gp.h"
 #include "analysis/transformed_data.h"
 #include "builtins.h"
 #include "ir/model_statements.h"
@@ -1119,7 +1120,7 @@ bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags,
   // Likelihood factors, and the contributions of vertical models.
   int count = 0;
   for (const Term& t : model.terms) {
-    if (t.kind != TermKind::Likelihood) continue;
+    if (t.kind != TermKind::Likelihood || is_sparse_gp_term(t)) continue;
     const Stmt& s = *t.stmt;
     if (t.owner == TermOwner::Coupling && module.group(FVI_GROUP_Z_SUM)) {
       // The z_sum group carries one coupling likelihood's silo_sum; a second would share it.
@@ -1245,6 +1246,9 @@ bool lower_terms_as_program(const SemanticModel& model, Module& module, Diagnost
 
 bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   module.model = model.program->name;
+  bool gp_ok = true;
+  module.sparse_gp = find_sparse_gp(model, diags, &gp_ok);
+  if (!gp_ok) return false;
   build_groups(model, module);
   if (!transformed_data_programs(model, module.transformed_data, diags)) return false;
   // The vectorised forms first; where they refuse a statement, the block as a statement program.

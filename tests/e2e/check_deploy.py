@@ -13,6 +13,9 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
   pvi_equal    TLS and tokens, 1 server and 4 clients, PVI with keys given to the server only:
                posterior.json (means, sds, ELBOs) equals NAME-sim's on the same data and keys,
                metrics.csv has NAME-sim's header and rows, and one progress line per row.
+  sparse_gp_equal
+               the same for examples/sparse_gp_synthetic (seed 003: each silo's pseudo-observations
+               travel through the server to the others), 300 rows dealt into 4 silos.
   sfvi_equal, vfl_equal, vfl_exact_equal
                the same for SFVI and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
@@ -190,7 +193,29 @@ def four_sites(work):
     return out
 
 
+def four_gp_silos(work):
+    """examples/sparse_gp_synthetic's 300 rows (5 stretches of the line) dealt round-robin into 4
+    silos; data.json (M and the fixed hyperparameters) as is."""
+    src, out = os.path.join(EXAMPLES, "sparse_gp_synthetic", "data"), os.path.join(work, "data")
+    os.makedirs(out)
+    shutil.copy(os.path.join(src, "data.json"), os.path.join(out, "data.json"))
+    rows = []
+    for k in range(1, 6):
+        with open(os.path.join(src, f"silo-{k}.json")) as f:
+            s = json.load(f)
+        rows += list(zip(s["x"], s["y"]))
+    require(len(rows) == 300, f"expected 300 rows, read {len(rows)}")
+    for k in range(SILOS):
+        part = rows[k::SILOS]
+        with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
+            json.dump({"N": len(part), "x": [x for x, _ in part], "y": [y for _, y in part]}, f)
+    return out
+
+
 PVI = Model("pima_logreg", four_silos)
+# Seed 003's sparse GP (PVI with each silo's pseudo-observations; the other silos' travel through
+# the server): no silo posteriors of its own.
+SPARSE_GP = Model("sparse_gp_synthetic", four_gp_silos, silo_posteriors=False)
 SFVI = Model("hier_logreg", four_hospitals)
 # A Stan program with generated quantities: the server's (sigma_sq), the silos' (y_rep), and two
 # each silo computes in part and the server sums (log_lik, n_total: check_stan_programs.py's
@@ -1084,6 +1109,7 @@ def case_vfl_exact_equal(fvic, cache, work):
 
 
 CASES = {
+    "sparse_gp_equal": equal_case("sparse_gp_equal", SPARSE_GP, ["rounds=3", "local_steps=60"]),
     "pvi_equal": equal_case("pvi_equal", PVI, ["rounds=6", "local_steps=200", "mc_samples=8"]),
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
     "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),

@@ -3,6 +3,8 @@
 // via full inverses and determinants (not the runtime's Cholesky paths).
 #include <cmath>
 
+#include <random>
+
 #include <Eigen/Dense>
 
 namespace fvi {
@@ -40,6 +42,15 @@ inline Eigen::MatrixXd fixed_noise(int rows, int cols, double phase = 0.0) {
     for (int i = 0; i < rows; ++i) e(i, j) = 2 * std::sin(12.9898 * (i + 1) + 78.233 * (j + 1) + phase);
   }
   return e;
+}
+
+// n independent N(0, sd^2) numbers from a seeded Mersenne Twister (test data, not the runtime's RNG).
+inline Eigen::VectorXd seeded_normals(int n, unsigned seed, double sd = 1) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, sd);
+  Eigen::VectorXd v(n);
+  for (int i = 0; i < n; ++i) v[i] = z(rng);
+  return v;
 }
 
 }  // namespace test

@@ -122,11 +122,22 @@ void Emitter::abi(std::ostringstream& o) {
   const size_t variables = variable_table(o);
   quantity_table(o);
   emit_data_table(model_, m_.transformed_data, o);
+  if (m_.sparse_gp) {
+    const SparseGpModel& gp = *m_.sparse_gp;
+    auto argument = [&](const SparseGpArgument& a) {
+      static const char* kinds[] = {"FVI_GP_PARAMETER", "FVI_GP_HYPERPARAMETER", "FVI_GP_DATA", "FVI_GP_NUMBER"};
+      return "{" + quoted(a.name) + ", " + kinds[int(a.kind)] + ", " + number(a.value) + "}";
+    };
+    o << "const fvi_sparse_gp kSparseGp = {" << quoted(gp.outcome) << ", " << quoted(gp.inputs) << ", "
+      << argument(gp.inducing) << ", " << argument(gp.scale) << ", " << argument(gp.lengthscale) << ", "
+      << argument(gp.noise) << ", " << gp.line << "};\n\n";
+  }
   o << "const fvi_model kModel = {FVI_ABI_VERSION, " << quoted(m_.model) << ", " << m_.groups.size()
     << ", kGroupKinds, kGroupVaries, " << m_.factors.size()
     << ", kFactors, group_size, create, forward, backward, arguments, destroy, " << variables
     << ", kVariables, variable_shape, create_float32, forward_meanfield, backward_meanfield, &kDataTable, "
-    << "forward_meanfield_f32, backward_meanfield_f32, " << m_.quantities.size() << ", kQuantities, forward_quantity};\n\n";
+    << "forward_meanfield_f32, backward_meanfield_f32, " << m_.quantities.size() << ", kQuantities, forward_quantity, "
+    << (m_.sparse_gp ? "&kSparseGp" : "nullptr") << "};\n\n";
 }
 
 Emitter::Bound Emitter::bound(const Expr* e) {

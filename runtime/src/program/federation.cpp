@@ -31,6 +31,8 @@ const char* phase_name(Phase phase) {
     case Phase::kVflSchedule: return "vfl schedule";
     case Phase::kVflLayout: return "vfl layout";
     case Phase::kVflSettled: return "vfl settled";
+    case Phase::kSgpUpdate: return "sparse gp update";
+    case Phase::kSgpEvaluate: return "sparse gp evaluate";
   }
   return "unknown";
 }

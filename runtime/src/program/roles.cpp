@@ -4,6 +4,7 @@
 
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/sfvi_run.h"
+#include "fvi/program/sparse_gp_run.h"
 #include "fvi/program/vfl_run.h"
 
 namespace fvi::program {
@@ -32,7 +33,20 @@ bool pooled(const fvi_model& model) {
   return true;
 }
 
+namespace {
+
+// A sparse GP's likelihood is not a factor the other methods' engines could see: they would fit
+// the prior alone.
+void require_pvi_for_sparse_gp(const fvi_model& model, const std::string& method) {
+  if (model.sparse_gp && method != "pvi")
+    throw std::invalid_argument("method = " + method + " cannot fit a sparse GP; it is fitted by method = pvi (seed 003)");
+}
+
+}  // namespace
+
 int serve(ServerRun& run) {
+  require_pvi_for_sparse_gp(run.model, run.method);
+  if (run.method == "pvi" && run.model.sparse_gp) return serve_sparse_gp(run);
   if (run.method == "pvi") return serve_pvi(run);
   if (run.method == "sfvi" || run.method == "sfvi_avg" || run.method == "independent") return serve_sfvi(run);
   return serve_vfl(run);
@@ -43,6 +57,8 @@ int silo_threads(const std::string& method, int available) { return method == "p
 std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::Settings& settings,
                                          const std::string& method, data::DataSet data, int silo, int silos,
                                          int threads) {
+  require_pvi_for_sparse_gp(model, method);
+  if (method == "pvi" && model.sparse_gp) return sparse_gp_silo_host(model, settings, std::move(data), silo, silos);
   if (method == "pvi") return pvi_silo_host(model, settings, std::move(data), silo, silos, threads);
   if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
     return sfvi_silo_host(model, settings, method, std::move(data), silo, silos);

@@ -31,13 +31,7 @@ MatrixXd uniform_points(int rows, int cols, double lo, double hi, unsigned seed)
   return m;
 }
 
-VectorXd normal_vector(int n, unsigned seed, double sd = 1) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> z(0, sd);
-  VectorXd v(n);
-  for (int i = 0; i < n; ++i) v[i] = z(rng);
-  return v;
-}
+VectorXd normal_vector(int n, unsigned seed, double sd = 1) { return fvi::test::seeded_normals(n, seed, sd); }
 
 fvi::gp::SeArdKernel kernel_2d() {
   fvi::gp::SeArdKernel k;

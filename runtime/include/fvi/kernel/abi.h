@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 7
+#define FVI_ABI_VERSION 8
 
 typedef struct fvi_tensor {
   double* data;
@@ -185,6 +185,24 @@ typedef struct fvi_quantity_info {
                      * adds up the silos' parts at its own draws */
 } fvi_quantity_info;
 
+/* A sparse GP regression, `y ~ sparse_gp_normal(x, Z, alpha, rho, sigma)` (docs/kernel-abi.md,
+ * "Sparse GPs"; seed 003). Its likelihood is not a factor: the runtime's fvi/gp computes each
+ * silo's variational bound from the names below. Each of Z, alpha, rho and sigma is a global
+ * parameter (alpha, rho and sigma declared <lower=0>), a hyperparameter (Z only: one point
+ * estimate, averaged by the server), a variable of the public data, or a number. */
+enum fvi_gp_argument_kind { FVI_GP_PARAMETER = 0, FVI_GP_HYPERPARAMETER = 1, FVI_GP_DATA = 2, FVI_GP_NUMBER = 3 };
+typedef struct fvi_gp_argument {
+  const char* name; /* the variable's name; "" for a number */
+  int kind;         /* fvi_gp_argument_kind */
+  double value;     /* a number's value */
+} fvi_gp_argument;
+typedef struct fvi_sparse_gp {
+  const char* outcome; /* silo data: vector[N] */
+  const char* inputs;  /* silo data: matrix[N, D], array[N] vector[D] or array[N] real (D = 1) */
+  fvi_gp_argument inducing, scale, lengthscale, noise; /* Z (M x D), alpha, rho (real or vector[D]), sigma */
+  int line;
+} fvi_sparse_gp;
+
 typedef struct fvi_model {
   int abi_version; /* FVI_ABI_VERSION */
   const char* name;
@@ -269,6 +287,9 @@ typedef struct fvi_model {
    * from `noise_key`: draw j of each call's stream is a pure function of (key, stream, j). */
   int (*forward_quantity)(void* state, const fvi_tensor* inputs, uint64_t noise_key, fvi_tensor* output,
                           fvi_error* error);
+
+  /* The model's sparse GP likelihood, or NULL (no such model has any other likelihood). */
+  const fvi_sparse_gp* sparse_gp;
 } fvi_model;
 
 #ifdef __cplusplus

@@ -57,4 +57,25 @@ Size vfl_power_size(const Size& N, const Size& G, const Size& S) { return (N + G
 template <class Size>
 Size vfl_update_reply_size(const Size& N) { return size_constant(N, 1); }
 
+// A sparse GP (seed 003 Alg. 2; fvi/engine/sparse_gp.h): q and t_k over the G global values in
+// mean-field natural parameters (2G each); a silo's factor over u as [its size, its numbers]: P_k =
+// M_k (D + 2) for DPO (pseudo-inputs, targets, log pseudo-noise), M + M (M + 1) / 2 for CPO; the
+// others' factors as [count, each factor]; Z (M D) when it is a point estimate shared by all.
+template <class Size>
+Size sgp_factor_size(bool dpo, const Size& rows, const Size& D, const Size& M) {
+  return size_constant(D, 1) + (dpo ? rows * (D + size_constant(D, 2)) : M + half(M * (M + size_constant(M, 1))));
+}
+template <class Size>
+Size sgp_update_request_size(const Size& G, const Size& own, const Size& others, const Size& z) {
+  return size_constant(G, 4) * G + size_constant(G, 1) + own + size_constant(G, 1) + others + z;
+}
+template <class Size>
+Size sgp_update_reply_size(const Size& G, const Size& own, const Size& z) {
+  return size_constant(G, 2) * G + own + z + size_constant(G, 1);
+}
+template <class Size>
+Size sgp_evaluate_request_size(const Size& G, const Size& all, const Size& z) {
+  return size_constant(G, 2) * G + size_constant(G, 1) + all + z;
+}
+
 }  // namespace fvi::message

@@ -41,6 +41,8 @@ enum class Phase : uint32_t {
   kVflSchedule = 26,     // [step scale, restart the average?] -> nothing (the stopping rule's phase)
   kVflLayout = 27,       // round 0: nothing -> [p_k]; round 1: [joint?, offset_k, total] -> nothing (once, before iteration 1)
   kVflSettled = 28,      // [tol_param] -> [status, drift, standard error] of the silo's split block (silo_settling.h)
+  kSgpUpdate = 30,       // [q, t_k, the silo's factor over u, the others', Z] -> [t_k, factor over u, Z, objective] (seed 003 Alg. 2)
+  kSgpEvaluate = 31,     // [q, every factor over u, Z] -> [expected log-likelihood, predictive log density]
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);
