@@ -6,8 +6,10 @@ by the training rows' means and sds (the paper standardises every dataset); the 
 same transformation.
 
 Writes split-S/data.json (D, M), split-S/silo-1.json .. silo-10.json (N, x, y), split-S/test.json
-and split-S/pooled/ (data.json and one silo-1.json holding every training row: global VI on the
-pooled data, the paper's gold standard) and split-S/scale.json (the outcome's training mean and sd,
+split-S/pooled/ (data.json and one silo-1.json holding every training row: global VI on the
+pooled data, the paper's gold standard), split-S/fixed-z/ (the silos' files, and data.json with
+inducing inputs Z drawn from a standard normal, seed 30131 + split: the paper's fixed-Z baseline,
+sparse_gp_boston_fixed_z.fvi) and split-S/scale.json (the outcome's training mean and sd,
 to report metrics in the data's units), for S = 1 .. 10.
 """
 import csv
@@ -40,6 +42,11 @@ def main():
         train_s, test_s = [standardise(r) for r in train], [standardise(r) for r in test]
         out = os.path.join(HERE, f"split-{s}")
         os.makedirs(os.path.join(out, "pooled"), exist_ok=True)
+        os.makedirs(os.path.join(out, "fixed-z"), exist_ok=True)
+        z_rng = random.Random(30131 + s)
+        with open(os.path.join(out, "fixed-z", "data.json"), "w") as f:
+            json.dump({"D": 13, "M": M, "Z": [[z_rng.gauss(0, 1) for _ in range(13)] for _ in range(M)]}, f)
+            f.write("\n")
         public = {"D": 13, "M": M}
         for folder in (out, os.path.join(out, "pooled")):
             with open(os.path.join(folder, "data.json"), "w") as f:
@@ -53,6 +60,7 @@ def main():
 
         for k in range(SILOS):
             write(os.path.join(out, f"silo-{k + 1}.json"), train_s[k::SILOS])
+            write(os.path.join(out, "fixed-z", f"silo-{k + 1}.json"), train_s[k::SILOS])
         write(os.path.join(out, "pooled", "silo-1.json"), train_s)
         write(os.path.join(out, "test.json"), test_s)
         with open(os.path.join(out, "scale.json"), "w") as f:

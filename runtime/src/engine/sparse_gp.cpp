@@ -100,6 +100,7 @@ SparseGpOptions SparseGpOptions::from(const Settings& s) {
   o.schedule = s.name("schedule", o.schedule);
   o.damping = s.number("damping", o.damping);
   o.seed = uint64_t(s.integer("seed", 1));
+  o.init_sd = s.number("init_sd", o.init_sd);
   if (o.schedule != "sequential" && o.schedule != "synchronous")
     throw std::invalid_argument("schedule = " + o.schedule + ": a sparse GP runs sequential or synchronous rounds");
   if (o.pseudo_cap < 1) throw std::invalid_argument("pseudo_cap must be at least 1");
@@ -307,13 +308,16 @@ PredictiveScore predictive_score(const SparseGpLayout& layout, const Eigen::Matr
                                  double jitter, const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
   const Eigen::Index S = theta.cols(), n = y.size();
   Eigen::MatrixXd log_density(n, S);
-  Eigen::VectorXd mean = Eigen::VectorXd::Zero(n);
+  Eigen::VectorXd mean = Eigen::VectorXd::Zero(n), second = Eigen::VectorXd::Zero(n);
   for_each_draw(layout, theta, all, z_point, jitter, x, [&](Eigen::Index s, const gp::LatentPredictive& p, double sigma2) {
     const Eigen::ArrayXd v = p.variance.array() + sigma2;
     log_density.col(s) = (-0.5 * (kLogTwoPi + v.log()) - (y - p.mean).array().square() / (2 * v)).matrix();
     mean += p.mean / double(S);
+    second += (v + p.mean.array().square()).matrix() / double(S);  // E[y^2] of this draw's Gaussian
   });
   PredictiveScore score;
+  score.mean = mean;
+  score.sd = (second - mean.cwiseAbs2()).cwiseMax(0.0).cwiseSqrt();
   for (Eigen::Index i = 0; i < n; ++i) score.log_density += log_mean_exp(log_density.row(i).transpose()) / double(n);
   score.rmse = std::sqrt((y - mean).squaredNorm() / double(n));
   return score;
@@ -333,6 +337,23 @@ SparseGpServer::SparseGpServer(SparseGpLayout layout, DiagNatural prior, int sil
   if (layout_.z_shared_point && (z_point_.rows() != layout_.inducing || z_point_.cols() != layout_.dimensions))
     throw ModelError("sparse GP: the shared inducing inputs must be " + std::to_string(layout_.inducing) + " x " +
                      std::to_string(layout_.dimensions));
+  // The starting q (seed 003 App. D: "all precisions 100"): sd init_sd in every coordinate, the
+  // hyperparameters at their prior means, each random inducing input at its own draw from its
+  // prior (all at the prior mean, they would coincide and K_ZZ would be singular). Each silo's
+  // factor holds 1/K of the step from the prior to it, so every factor's precision is >= 0.
+  if (options_.init_sd > 0 && layout_.dim > 0) {
+    const MeanFieldGaussian<double> p = to_mean_field(prior_);
+    Eigen::VectorXd mean = p.mean();
+    if (layout_.z.random()) {
+      CounterRng rng(RngKey{options_.seed, 0, 0, rng_stream::kInitialisation});
+      mean.segment(layout_.z.offset, layout_.z.count) += p.sd().segment(layout_.z.offset, layout_.z.count).cwiseProduct(
+          rng.normal(layout_.z.count, 1).col(0));
+    }
+    const Eigen::VectorXd precision = p.sd().cwiseInverse().cwiseAbs2().cwiseMax(1 / (options_.init_sd * options_.init_sd));
+    const DiagNatural start{mean.cwiseProduct(precision), -0.5 * precision};
+    for (DiagNatural& t : factors_)
+      t = DiagNatural{(start.eta1 - prior_.eta1) / double(silos), (start.eta2 - prior_.eta2) / double(silos)};
+  }
 }
 
 DiagNatural SparseGpServer::posterior() const {

@@ -307,7 +307,23 @@ class SparseGpCoordinator : public Coordinator {
     server_.restore(std::vector<double>(state.begin(), state.end() - long(K)));
     rows_.assign(state.end() - long(K), state.end());
   }
-  void finish(long) override {}
+  // With --test: OUT/predictive.csv, the predictive of y at each held-out row (the mixture over
+  // seed 003's S = 100 draws of Z and the hyperparameters): its mean and sd beside the row.
+  void finish(long) override {
+    if (test_y_.size() == 0) return;
+    const auto score = engine::predictive_score(layout_, predictive_draws(), server_.all(), server_.z_point(),
+                                                options_.jitter, test_x_, test_y_);
+    const std::string path = run_.args.output + "/predictive.csv";
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + path);
+    for (Eigen::Index d = 0; d < test_x_.cols(); ++d) std::fprintf(f, "x.%ld,", long(d + 1));
+    std::fprintf(f, "y,mean,sd\n");
+    for (Eigen::Index i = 0; i < test_y_.size(); ++i) {
+      for (Eigen::Index d = 0; d < test_x_.cols(); ++d) std::fprintf(f, "%.17g,", test_x_(i, d));
+      std::fprintf(f, "%.17g,%.17g,%.17g\n", test_y_[i], score.mean[i], score.sd[i]);
+    }
+    std::fclose(f);
+  }
   std::optional<ServerDraws> draws() override {
     const auto q = to_mean_field(server_.posterior());
     CounterRng rng(RngKey{options_.seed, 0, 0, rng_stream::kUserStream + 3});
@@ -341,7 +357,7 @@ class SparseGpCoordinator : public Coordinator {
     d.family = "meanfield";
     return d;
   }
-  std::string outputs_note() const override { return ""; }
+  std::string outputs_note() const override { return test_y_.size() ? "; predictive.csv: the held-out rows' predictive" : ""; }
   bool closing(const ServerDraws&, Closing&, std::string& why) override {
     why = "not computed: the Gaussian process couples every silo's rows, so no silo can evaluate its part of the "
           "written model's log density";

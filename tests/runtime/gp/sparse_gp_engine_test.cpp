@@ -174,6 +174,7 @@ TEST_CASE("the server refuses malformed updates and keeps q = prior x factors", 
   const SparseGpLayout L = one_dimensional(M);
   fvi::engine::SparseGpOptions o;
   o.pseudo_cap = 5;
+  o.init_sd = 0;  // start at the prior: q is then the prior times the factors accepted
   const DiagNatural prior{VectorXd::Zero(M + 2), VectorXd::Constant(M + 2, -0.5)};
   fvi::engine::SparseGpServer server(L, prior, 2, o);
   fvi::engine::SparseGpUpdate good;
@@ -200,4 +201,19 @@ TEST_CASE("the server refuses malformed updates and keeps q = prior x factors", 
   std::vector<double> truncated = server.state();
   truncated.pop_back();
   CHECK_THROWS(restored.restore(truncated));
+}
+
+TEST_CASE("the starting q: sd init_sd, hyperparameters at the prior mean, the inducing inputs apart", "[gp]") {
+  const int M = 4;
+  const SparseGpLayout L = one_dimensional(M);
+  fvi::engine::SparseGpOptions o;  // init_sd 0.1
+  const VectorXd prior_mean = (VectorXd(M + 2) << 0, 0, 0, 0, 0.5, -1).finished();
+  const DiagNatural prior{prior_mean, VectorXd::Constant(M + 2, -0.5)};  // sd 1
+  const fvi::engine::SparseGpServer server(L, prior, 3, o);
+  const auto q = fvi::to_mean_field(server.posterior());
+  CHECK((q.sd().array() - 0.1).abs().maxCoeff() <= 1e-12);
+  CHECK((q.mean().tail(2) - prior_mean.tail(2)).cwiseAbs().maxCoeff() <= 1e-12);
+  for (int i = 0; i < M; ++i)
+    for (int j = i + 1; j < M; ++j) CHECK(q.mean()[i] != q.mean()[j]);
+  for (int k = 0; k < 3; ++k) CHECK((server.factor(k).eta2.array() <= 0).all());
 }

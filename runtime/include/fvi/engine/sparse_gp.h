@@ -69,6 +69,7 @@ struct SparseGpOptions {
   double damping = 1;              // synchronous: t_k <- t_k + damping (t_k_new - t_k)
   uint64_t seed = 1;
   long evaluation_draws = 16;      // draws of theta behind each round's objective and predictions
+  double init_sd = 0.1;            // the starting q's sd (precision 100, seed 003 App. D); 0: start at the prior
 
   static SparseGpOptions from(const Settings& settings);
 };
@@ -123,6 +124,7 @@ Eigen::MatrixXd evaluation_draws(const DiagNatural& q, const SparseGpOptions& op
 // (seed 003 §6, S draws). Returns the mean log density per row and the RMSE of the mixture's mean.
 struct PredictiveScore {
   double log_density = 0, rmse = 0;
+  Eigen::VectorXd mean, sd;  // the mixture's mean and sd of y at each row
 };
 PredictiveScore predictive_score(const SparseGpLayout& layout, const Eigen::MatrixXd& theta_draws,
                                  const std::vector<gp::PseudoObservationFactor>& all, const Eigen::MatrixXd& z_point,
