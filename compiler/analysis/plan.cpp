@@ -700,7 +700,7 @@ bool plan_sparse_gp(const SemanticModel& m, const Groups& g, const SparseGpModel
                        (dpo ? "min(0.8 N_k, " + std::to_string(m.settings.has("pseudo_cap") ? long(m.settings.values.at("pseudo_cap").number) : 500L) +
                                   ") pseudo-observations of silo k (M_j: of silo j)"
                             : "M for a CPO factor") +
-                       "; M = " + M.str() + " inducing inputs in D = " + D.str() + " dimensions");
+                       "; the inducing inputs Z: " + M.str() + " x " + D.str());
   std::string fits = "the fit is the sparse-GP variational bound with M inducing inputs (Titsias 2009; seed 003), a "
                      "surrogate of the written GP: a lower bound of its evidence, tight when the inducing inputs "
                      "cover the data";

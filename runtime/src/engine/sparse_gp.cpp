@@ -139,7 +139,9 @@ SparseGpClient::SparseGpClient(SparseGpLayout layout, Eigen::MatrixXd x, Eigen::
 }
 
 gp::PseudoObservationFactor SparseGpClient::initial_factor() const {
-  if (options_.form == gp::FactorForm::Cpo) return gp::initial_cpo(layout_.inducing);
+  // CPO: precision 0.01, nearly flat: a factor over u, unlike a DPO factor, binds u at once
+  // wherever Z is, and a firm one at 0 let the kernel's scale collapse (Boston housing).
+  if (options_.form == gp::FactorForm::Cpo) return gp::initial_cpo(layout_.inducing, 0.01);
   CounterRng rng(RngKey{options_.seed, uint32_t(silo_), 0, kPseudoInputStream});
   const Eigen::Index m = gp::pseudo_observation_count(y_.size(), options_.pseudo_cap);
   return gp::initial_dpo(rng.normal(m, layout_.dimensions));

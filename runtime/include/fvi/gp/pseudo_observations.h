@@ -34,11 +34,13 @@ struct PseudoObservationFactor {
   Eigen::Index parameter_count() const;
 };
 
-// The factor seed 003's experiments start from (App. D: "all precisions 100, all means 0"):
-// DPO with M_k pseudo-inputs at the given points, targets 0 and pseudo-noise 1/100; CPO over M
-// inducing outputs with h = 0 and P = 100 I.
-PseudoObservationFactor initial_dpo(const Eigen::MatrixXd& pseudo_inputs, double precision = 100);
-PseudoObservationFactor initial_cpo(Eigen::Index inducing_points, double precision = 100);
+// A silo's first factor: DPO with M_k pseudo-inputs at the given points, targets 0 and
+// pseudo-noise 1 / precision; CPO over M inducing outputs with h = 0 and P = precision I. The
+// default, precision 1, is about as informative as one standardised observation per point: seed
+// 003 App. D starts "all precisions at 100", which, read as these factors' (pseudo-targets of 0
+// with noise sd 0.1), pins f at 0 and let the kernel's scale collapse on Boston housing.
+PseudoObservationFactor initial_dpo(const Eigen::MatrixXd& pseudo_inputs, double precision = 1);
+PseudoObservationFactor initial_cpo(Eigen::Index inducing_points, double precision = 1);
 
 // The factor's numbers as one vector (CPO: h, then L's lower triangle by columns) and back; the
 // adjoint of a factor uses the same layout.
