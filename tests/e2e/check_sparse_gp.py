@@ -22,36 +22,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_pvi import EXAMPLES, Failure, require, run_case, run_fvic  # noqa: E402
+from check_defaults import backward, cholesky, forward  # noqa: E402
+from check_pvi import EXAMPLES, require, run_case, run_fvic  # noqa: E402
 
 EXAMPLE = os.path.join(EXAMPLES, "sparse_gp_synthetic")
-
-
-def cholesky(a):
-    n = len(a)
-    low = [[0.0] * n for _ in range(n)]
-    for j in range(n):
-        s = a[j][j] - sum(low[j][k] ** 2 for k in range(j))
-        require(s > 0, "the exact GP's covariance is not positive definite")
-        low[j][j] = math.sqrt(s)
-        for i in range(j + 1, n):
-            low[i][j] = (a[i][j] - sum(low[i][k] * low[j][k] for k in range(j))) / low[j][j]
-    return low
-
-
-def solve_lower(low, b):
-    x = []
-    for i, row in enumerate(low):
-        x.append((b[i] - sum(row[k] * x[k] for k in range(i))) / row[i])
-    return x
-
-
-def solve_upper_t(low, b):  # solves L' x = b
-    n = len(low)
-    x = [0.0] * n
-    for i in reversed(range(n)):
-        x[i] = (b[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
-    return x
 
 
 def exact_gp(data_dir, test_file):
@@ -74,16 +48,16 @@ def exact_gp(data_dir, test_file):
 
     n = len(xs)
     low = cholesky([[kern(a, b) + (sigma ** 2 if i == j else 0.0) for j, b in enumerate(xs)] for i, a in enumerate(xs)])
-    z = solve_lower(low, ys)
+    z = forward(low, ys)
     log_evidence = -0.5 * sum(v * v for v in z) - sum(math.log(low[i][i]) for i in range(n)) - 0.5 * n * math.log(2 * math.pi)
-    weights = solve_upper_t(low, z)  # (K + sigma^2 I)^-1 y
+    weights = backward(low, z)  # (K + sigma^2 I)^-1 y
     with open(test_file) as f:
         test = json.load(f)
     lpd = 0.0
     for x, y in zip(test["x"], test["y"]):
         kx = [kern(x, a) for a in xs]
         mean = sum(a * b for a, b in zip(kx, weights))
-        v = solve_lower(low, kx)
+        v = forward(low, kx)
         var = alpha ** 2 - sum(t * t for t in v) + sigma ** 2
         lpd += -0.5 * math.log(2 * math.pi * var) - 0.5 * (y - mean) ** 2 / var
     return log_evidence, lpd / len(test["y"])
