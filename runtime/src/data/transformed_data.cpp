@@ -603,6 +603,16 @@ class Program {
         {"log_inv_logit", [](double x) { return x < 0 ? x - std::log1p(std::exp(x)) : -std::log1p(std::exp(-x)); }},
         {"log1m_inv_logit", [](double x) { return x > 0 ? -x - std::log1p(std::exp(-x)) : -std::log1p(std::exp(x)); }},
         {"relu", [](double x) { return x > 0 ? x : 0.0; }},  {"digamma", [](double x) { return digamma(x); }},
+        {"asin", [](double x) { return std::asin(x); }},     {"acos", [](double x) { return std::acos(x); }},
+        {"atan", [](double x) { return std::atan(x); }},     {"tan", [](double x) { return std::tan(x); }},
+        {"sinh", [](double x) { return std::sinh(x); }},     {"cosh", [](double x) { return std::cosh(x); }},
+        {"asinh", [](double x) { return std::asinh(x); }},   {"acosh", [](double x) { return std::acosh(x); }},
+        {"atanh", [](double x) { return std::atanh(x); }},   {"step", [](double x) { return x < 0 ? 0.0 : 1.0; }},
+        {"inv_cloglog", [](double x) { return -std::expm1(-std::exp(x)); }},
+        {"log1m_exp", [](double x) { return x > -M_LN2 ? std::log(-std::expm1(x)) : std::log1p(-std::exp(x)); }},
+        {"Phi_approx", [](double x) { return 1 / (1 + std::exp(-(0.07056 * x * x * x + 1.5976 * x))); }},
+        {"cbrt", [](double x) { return std::cbrt(x); }},     {"exp2", [](double x) { return std::exp2(x); }},
+        {"erfc", [](double x) { return std::erfc(x); }},
     };
     if (auto it = unary.find(f); it != unary.end()) {
       arity(1, 1);
@@ -750,7 +760,9 @@ bool transformed_data_function(const std::string& name) {
   static const std::set<std::string> names = {
       "exp", "log", "log1p", "expm1", "log1m", "sqrt", "square", "inv", "inv_sqrt", "fabs", "floor", "ceil", "round",
       "trunc", "tanh", "sin", "cos", "lgamma", "erf", "inv_logit", "logit", "Phi", "log10", "log2", "abs", "pow",
-      "log1p_exp", "log_inv_logit", "log1m_inv_logit", "relu", "digamma", "lbeta", "lchoose",
+      "log1p_exp", "log_inv_logit", "log1m_inv_logit", "relu", "digamma", "lbeta", "lchoose", "asin", "acos",
+      "atan", "tan", "sinh", "cosh", "asinh", "acosh", "atanh", "step", "inv_cloglog", "log1m_exp", "Phi_approx",
+      "cbrt", "exp2", "erfc",
       "fmin", "fmax", "min", "max", "sum", "prod", "mean", "variance", "sd", "log_sum_exp", "num_elements", "size",
       "rows", "cols", "rep_vector", "rep_row_vector", "rep_matrix", "rep_array", "to_vector", "to_row_vector",
       "dot_product", "cumulative_sum", "append_row", "col", "row"};

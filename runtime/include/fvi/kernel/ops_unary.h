@@ -37,7 +37,9 @@ auto inv_logit_array(const A& x) {
 #define FVI_UNARY_FUNCTIONS(X)                                                                        \
   X(exp) X(log) X(log1p) X(expm1) X(log1m) X(inv_logit) X(logit) X(log_inv_logit) X(log1m_inv_logit) \
   X(log1p_exp) X(tanh) X(sin) X(cos) X(sqrt) X(safe_sqrt) X(square) X(inv) X(inv_sqrt) X(relu)        \
-  X(lgamma) X(digamma) X(erf) X(Phi) X(fabs) X(abs) X(neg)
+  X(lgamma) X(digamma) X(erf) X(Phi) X(fabs) X(abs) X(neg) X(asin) X(acos) X(atan) X(sinh) X(cosh)  \
+  X(tan) X(asinh) X(acosh) X(atanh) X(step) X(inv_cloglog) X(log1m_exp) X(Phi_approx) X(cbrt) X(exp2) \
+  X(erfc)
 #define FVI_UNARY_ENUMERATOR(name) name,
 enum class UnaryFn { FVI_UNARY_FUNCTIONS(FVI_UNARY_ENUMERATOR) };
 #undef FVI_UNARY_ENUMERATOR
@@ -59,7 +61,7 @@ void unary_eval(UnaryFn f, const X& x, Out&& out) {
     case F::log1p:
       return void(out = x.log1p());
     case F::expm1:
-      return void(out = x.exp() - 1);
+      return void(out = x.expm1());
     case F::log1m:
       return void(out = (-x).log1p());
     case F::inv_logit:
@@ -103,6 +105,42 @@ void unary_eval(UnaryFn f, const X& x, Out&& out) {
       return void(out = x.abs());
     case F::neg:
       return void(out = -x);
+    case F::asin:
+      return void(out = x.asin());
+    case F::acos:
+      return void(out = x.acos());
+    case F::atan:
+      return void(out = x.atan());
+    case F::sinh:
+      return void(out = x.sinh());
+    case F::cosh:
+      return void(out = x.cosh());
+    case F::tan:
+      return void(out = x.tan());
+    // Eigen has no inverse hyperbolic functions on arrays: from their logarithms as log1p, exact
+    // near 0 (asinh) and near 1 (acosh); asinh is odd, so taken at |x| and given x's sign:
+    // log(a + sqrt(a^2 + 1)) = log1p(a + a^2 / (1 + sqrt(a^2 + 1))).
+    case F::asinh:
+      return void(out = x.sign() * (x.abs() + x.square() / (1 + (x.square() + 1).sqrt())).log1p());
+    case F::acosh:
+      return void(out = ((x - 1) + ((x - 1) * (x + 1)).sqrt()).log1p());
+    case F::atanh:
+      return void(out = T(0.5) * ((2 * x / (1 - x)).log1p()));
+    case F::step:  // Stan's step: 0 for x < 0, else 1 (step(0) = 1)
+      return void(out = (x < T(0)).select(x.Zero(x.rows(), x.cols()), x.Constant(x.rows(), x.cols(), T(1))));
+    case F::inv_cloglog:  // 1 - exp(-exp(x))
+      return void(out = -(-x.exp()).expm1());
+    // log(1 - exp(x)), x <= 0: log(-expm1(x)) near 0, log1p(-exp(x)) below -log 2 (Maechler 2012)
+    case F::log1m_exp:
+      return void(out = (x > T(-M_LN2)).select((-x.expm1()).log(), (-x.exp()).log1p()));
+    case F::Phi_approx:  // Stan's: inv_logit(0.07056 x^3 + 1.5976 x)
+      return void(out = inv_logit_array((T(0.07056) * x.square() + T(1.5976)) * x));
+    case F::cbrt:
+      return void(out = x.unaryExpr([](T v) { return std::cbrt(v); }));
+    case F::exp2:
+      return void(out = (T(M_LN2) * x).exp());
+    case F::erfc:
+      return void(out = x.erfc());
   }
   throw std::invalid_argument(std::string("no kernel for the function '") + unary_name(f) + "'");
 }
@@ -175,6 +213,38 @@ void unary_derivative_eval(UnaryFn f, const X& x, const Y& y, Out&& out) {
       return void(out = x.sign());
     case F::neg:
       return void(out = x.Constant(x.rows(), x.cols(), T(-1)));
+    case F::asin:
+      return void(out = (1 - x.square()).rsqrt());
+    case F::acos:
+      return void(out = -(1 - x.square()).rsqrt());
+    case F::atan:
+      return void(out = (1 + x.square()).inverse());
+    case F::sinh:
+      return void(out = x.cosh());
+    case F::cosh:
+      return void(out = x.sinh());
+    case F::tan:
+      return void(out = 1 + y.square());
+    case F::asinh:
+      return void(out = (x.square() + 1).rsqrt());
+    case F::acosh:
+      return void(out = (x.square() - 1).rsqrt());
+    case F::atanh:
+      return void(out = (1 - x.square()).inverse());
+    case F::step:
+      return void(out = x.Zero(x.rows(), x.cols()));
+    case F::inv_cloglog:  // exp(x - exp(x))
+      return void(out = (x - x.exp()).exp());
+    case F::log1m_exp:  // -exp(x) / (1 - exp(x)) = -1 / expm1(-x)
+      return void(out = -(-x).expm1().inverse());
+    case F::Phi_approx:
+      return void(out = y * (1 - y) * (T(3 * 0.07056) * x.square() + T(1.5976)));
+    case F::cbrt:
+      return void(out = (3 * y.square()).inverse());
+    case F::exp2:
+      return void(out = T(M_LN2) * y);
+    case F::erfc:
+      return void(out = -T(M_2_SQRTPI) * (-x.square()).exp());
     default:
       break;
   }
