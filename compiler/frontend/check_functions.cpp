@@ -226,9 +226,11 @@ bool Checker::random_call(Expr& e) {
   }
   if (!fvi::kernel::has_random_draws(base)) {
     diags_.error(e.loc, "random draws of " + base + " are not supported yet",
-                 "_rng is available for normal, lognormal, cauchy, logistic, double_exponential, exponential, "
-                 "uniform, bernoulli, bernoulli_logit, poisson, poisson_log, binomial, binomial_logit, "
-                 "categorical and categorical_logit");
+                 "_rng is available for normal, student_t, lognormal, cauchy, logistic, double_exponential, "
+                 "exponential, gamma, inv_gamma, chi_square, inv_chi_square, scaled_inv_chi_square, beta, "
+                 "beta_proportion, weibull, frechet, gumbel, pareto, pareto_type_2, rayleigh, uniform, bernoulli, "
+                 "bernoulli_logit, poisson, poisson_log, binomial, binomial_logit, neg_binomial, neg_binomial_2, "
+                 "neg_binomial_2_log, beta_binomial, categorical and categorical_logit");
     return true;
   }
   if (e.args.size() != dist->params.size()) {

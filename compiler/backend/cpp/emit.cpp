@@ -87,8 +87,9 @@ bool Emitter::run(std::string& out, std::string& error) {
     << "  virtual void forward_meanfield(int64_t begin, int64_t count, const MeanFieldInputs& q, int64_t draws,\n"
     << "                                 uint64_t noise_key) = 0;\n"
     << "  virtual void backward_meanfield(const fvi_tensor* const* seeds, const MeanFieldOutputs& d_q) = 0;\n"
-    << "  // A quantity's noise key for its random draws (forward_quantity); factors draw none.\n"
-    << "  virtual void set_noise_key(uint64_t key) { (void)key; }\n"
+    << "  // A quantity's noise key for its random draws and the posterior draws to make them at\n"
+    << "  // (forward_quantity); factors draw none.\n"
+    << "  virtual void set_noise_key(uint64_t key, int64_t draws) { (void)key, (void)draws; }\n"
     << "};\n\n";
   o << body.str();
   abi(o);

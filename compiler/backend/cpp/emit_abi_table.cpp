@@ -115,9 +115,9 @@ void Emitter::abi(std::ostringstream& o) {
   o << "int arguments(void* state, fvi_tensor* values, fvi_error* error) {\n"
     << "  return guarded(error, [&] { static_cast<Factor*>(state)->arguments(values); });\n}\n\n";
   o << "void destroy(void* state) { delete static_cast<Factor*>(state); }\n\n";
-  o << "int forward_quantity(void* state, const fvi_tensor* inputs, uint64_t noise_key, fvi_tensor* output,\n"
-    << "                     fvi_error* error) {\n  return guarded(error, [&] {\n"
-    << "    Factor* f = static_cast<Factor*>(state);\n    f->set_noise_key(noise_key);\n"
+  o << "int forward_quantity(void* state, const fvi_tensor* inputs, int64_t draws, uint64_t noise_key,\n"
+    << "                     fvi_tensor* output, fvi_error* error) {\n  return guarded(error, [&] {\n"
+    << "    Factor* f = static_cast<Factor*>(state);\n    f->set_noise_key(noise_key, draws);\n"
     << "    f->forward(0, -1, inputs);\n    *output = f->output();\n  });\n}\n\n";
   const size_t variables = variable_table(o);
   quantity_table(o);

@@ -341,14 +341,14 @@ void Emitter::quantity(std::ostringstream& o, const ir::Factor& f) {
   bind_data(o, f);
   o << "  }\n\n";
   o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
-  o << "    (void)begin, (void)count;\n    draws_ = 1;\n";
+  o << "    (void)begin, (void)count;\n    draws_ = posterior_draws_;\n";
   for (size_t g = 0; g < f.groups.size(); ++g)
     o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n    draws_ = std::max<int64_t>(draws_, in_[" << g
       << "].draws);\n";
   statements(o, f, 0, f.forward_end, false);
   o << "  }\n\n";
   o << "  fvi_tensor output() override { return export_abi(" << ref(f, f.output, false) << ", exported_); }\n\n";
-  o << "  void set_noise_key(uint64_t key) override { key_ = key; }\n";
+  o << "  void set_noise_key(uint64_t key, int64_t draws) override { key_ = key, posterior_draws_ = std::max<int64_t>(1, draws); }\n";
   o << "  void backward(const fvi_tensor* const*, fvi_tensor*) override { no_gradient(); }\n";
   o << "  void forward_meanfield(int64_t, int64_t, const MeanFieldInputs&, int64_t, uint64_t) override { no_gradient(); }\n";
   o << "  void backward_meanfield(const fvi_tensor* const*, const MeanFieldOutputs&) override { no_gradient(); }\n\n";
@@ -359,6 +359,7 @@ void Emitter::quantity(std::ostringstream& o, const ir::Factor& f) {
   size_t groups = std::max<size_t>(1, f.groups.size());
   o << "  Tensor<Real> in_[" << groups << "];\n";
   o << "  bool full_ = true;\n  int64_t begin_ = 0, count_ = -1;\n  int64_t draws_ = 1;  // the inputs' draws\n"
+    << "  int64_t posterior_draws_ = 1;  // forward_quantity's: the draws an `_rng` of constants makes\n"
     << "  uint64_t key_ = 0;  // forward_quantity's noise key: the random draws of `_rng`\n";
   o << "  std::vector<Tensor<Real>> v_ = std::vector<Tensor<Real>>(" << f.nodes.size() << ");\n";
   o << "  std::vector<IntVec> ix_ = std::vector<IntVec>(" << f.nodes.size() << ");\n";

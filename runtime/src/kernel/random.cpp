@@ -12,13 +12,14 @@ namespace {
 
 constexpr double kTwoPi = 6.283185307179586477;
 
-// Two uniforms in (0, 1] of 53 bits each from one Philox block.
+// Two uniforms in (0, 1] of 53 bits each from one Philox block. `attempt` > 0 gives the further
+// blocks a rejection sampler asks for (gamma), each as independent as the first.
 struct Uniforms {
   double u1, u2;
 };
-Uniforms uniforms(uint64_t key, uint32_t stream, uint64_t element) {
+Uniforms uniforms(uint64_t key, uint32_t stream, uint64_t element, uint32_t attempt = 0) {
   // The element's block: its index's low 32 bits in the block counter, the high ones in `round`.
-  const RngKey k{key, 0x67656E71u /* "genq" */, uint32_t(element >> 32), stream};
+  const RngKey k{key, 0x67656E71u /* "genq" */ + attempt, uint32_t(element >> 32), stream};
   const std::array<uint32_t, 4> w = rng_block(k, uint32_t(element));
   auto unit = [](uint32_t hi, uint32_t lo) {
     return (double(hi >> 5) * 67108864.0 + double(lo >> 6) + 1.0) / 9007199254740992.0;  // (0, 1]
@@ -42,9 +43,38 @@ double discrete_draw(double u, double mode, double lowest, double highest, LogPm
   return mode;  // rounding left a sliver of mass: the mode is its most likely home
 }
 
-double draw_one(const std::string& d, const double* a, Uniforms u) {
-  if (d == "normal") return a[0] + a[1] * std::sqrt(-2 * std::log(u.u1)) * std::cos(kTwoPi * u.u2);
-  if (d == "lognormal") return std::exp(a[0] + a[1] * std::sqrt(-2 * std::log(u.u1)) * std::cos(kTwoPi * u.u2));
+// The uniforms of one element: the first block, and further ones on demand.
+struct UniformSource {
+  uint64_t key;
+  uint32_t stream;
+  uint64_t element;
+  uint32_t next = 1;
+  Uniforms first() const { return uniforms(key, stream, element, 0); }
+  Uniforms more() { return uniforms(key, stream, element, next++); }
+};
+
+double standard_normal(const Uniforms& u) { return std::sqrt(-2 * std::log(u.u1)) * std::cos(kTwoPi * u.u2); }
+
+// gamma(shape, 1) by Marsaglia and Tsang (2000): shape >= 1 by squeeze and rejection of a cubed
+// normal; shape < 1 as gamma(shape + 1) U^(1 / shape).
+double standard_gamma(double shape, UniformSource& source) {
+  if (!(shape > 0) || !std::isfinite(shape)) throw std::domain_error("gamma_rng: the shape must be positive and finite");
+  if (shape < 1) return standard_gamma(shape + 1, source) * std::pow(source.more().u1, 1 / shape);
+  const double d = shape - 1.0 / 3, c = 1 / std::sqrt(9 * d);
+  for (int tries = 0; tries < 10000; ++tries) {
+    const Uniforms u = source.more();
+    const double x = standard_normal(u), v = std::pow(1 + c * x, 3);
+    if (v <= 0) continue;
+    const double w = source.more().u1;
+    if (w < 1 - 0.0331 * x * x * x * x || std::log(w) < 0.5 * x * x + d * (1 - v + std::log(v))) return d * v;
+  }
+  return d;  // never reached in practice: each try is accepted with probability > 0.95
+}
+
+double draw_one(const std::string& d, const double* a, UniformSource& source) {
+  const Uniforms u = source.first();
+  if (d == "normal") return a[0] + a[1] * standard_normal(u);
+  if (d == "lognormal") return std::exp(a[0] + a[1] * standard_normal(u));
   if (d == "cauchy") return a[0] + a[1] * std::tan(M_PI * (u.u1 - 0.5));
   if (d == "logistic") return a[0] + a[1] * std::log(u.u1 / (1 - u.u1 + 1e-300));
   if (d == "double_exponential") {
@@ -71,6 +101,47 @@ double draw_one(const std::string& d, const double* a, Uniforms u) {
     if (p == 1) return n;
     return discrete_draw(u.u1, std::floor((n + 1) * p), 0, n, [&](double k) {
       return detail::lchoose(n, k) + k * std::log(p) + (n - k) * std::log1p(-p);
+    });
+  }
+  // By inverse CDF of u1.
+  if (d == "weibull") return a[1] * std::pow(-std::log(u.u1), 1 / a[0]);
+  if (d == "frechet") return a[1] * std::pow(-std::log(u.u1), -1 / a[0]);
+  if (d == "gumbel") return a[0] - a[1] * std::log(-std::log(u.u1));
+  if (d == "pareto") return a[0] * std::pow(u.u1, -1 / a[1]);
+  if (d == "pareto_type_2") return a[0] + a[1] * std::expm1(-std::log(u.u1) / a[2]);
+  if (d == "rayleigh") return a[0] * std::sqrt(-2 * std::log(u.u1));
+  // From gamma draws.
+  if (d == "gamma") return standard_gamma(a[0], source) / a[1];
+  if (d == "inv_gamma") return a[1] / standard_gamma(a[0], source);
+  if (d == "chi_square") return 2 * standard_gamma(a[0] / 2, source);
+  if (d == "inv_chi_square") return 1 / (2 * standard_gamma(a[0] / 2, source));
+  if (d == "scaled_inv_chi_square") return a[0] * a[1] * a[1] / (2 * standard_gamma(a[0] / 2, source));
+  if (d == "beta" || d == "beta_proportion") {
+    const double alpha = d == "beta" ? a[0] : a[0] * a[1], beta = d == "beta" ? a[1] : (1 - a[0]) * a[1];
+    const double x = standard_gamma(alpha, source), y = standard_gamma(beta, source);
+    return x / (x + y);
+  }
+  if (d == "student_t")
+    return a[1] + a[2] * standard_normal(u) / std::sqrt(2 * standard_gamma(a[0] / 2, source) / a[0]);
+  // Counts by inverse CDF of u1 over the log pmf (neg_binomial's mean alpha / beta).
+  if (d == "neg_binomial_2" || d == "neg_binomial_2_log" || d == "neg_binomial") {
+    const double mu = d == "neg_binomial_2" ? a[0] : d == "neg_binomial_2_log" ? std::exp(a[0]) : a[0] / a[1];
+    const double phi = d == "neg_binomial" ? a[0] : a[1];
+    if (!(mu >= 0) || mu > 1e9 || !(phi > 0))
+      throw std::domain_error(d + "_rng: needs a mean in [0, 1e9] and a positive dispersion");
+    if (mu == 0) return 0;
+    const double log_p = std::log(mu / (mu + phi)), log1m_p = std::log(phi / (mu + phi));
+    return discrete_draw(u.u1, std::floor(mu), 0, std::numeric_limits<double>::infinity(), [&](double k) {
+      return std::lgamma(k + phi) - std::lgamma(k + 1) - std::lgamma(phi) + k * log_p + phi * log1m_p;
+    });
+  }
+  if (d == "beta_binomial") {
+    const double n = a[0], al = a[1], be = a[2];
+    if (!(n >= 0) || n != std::floor(n) || !(al > 0) || !(be > 0))
+      throw std::domain_error(d + "_rng: needs a whole N >= 0 and positive alpha and beta");
+    const double lbeta = std::lgamma(al) + std::lgamma(be) - std::lgamma(al + be);
+    return discrete_draw(u.u1, std::floor(n * al / (al + be)), 0, n, [&](double k) {
+      return detail::lchoose(n, k) + std::lgamma(k + al) + std::lgamma(n - k + be) - std::lgamma(n + al + be) - lbeta;
     });
   }
   throw std::invalid_argument("no random draws for '" + d + "'");
@@ -117,7 +188,8 @@ Tensor<double> random_draws<double>(const std::string& dist, const Operands<doub
       for (Eigen::Index i = 0; i < r; ++i) {
         for (size_t k = 0; k < args.size(); ++k) a[k] = v[k](i, j);
         const uint64_t element = uint64_t((s * c + j) * r + i);
-        out.draw(s)(i, j) = draw_one(dist, a.data(), uniforms(key, stream, element));
+        UniformSource source{key, stream, element};
+        out.draw(s)(i, j) = draw_one(dist, a.data(), source);
       }
   }
   return out;

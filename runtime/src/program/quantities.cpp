@@ -133,7 +133,7 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
     fvi_error error{};
     // Each quantity's own key: its random draws do not follow another quantity's.
     const uint64_t key = noise_key ^ (0x9E3779B97F4A7C15ull * uint64_t(q + 1));
-    if (model.forward_quantity(state.state, inputs.data(), key, &value, &error) != 0)
+    if (model.forward_quantity(state.state, inputs.data(), draws, key, &value, &error) != 0)
       throw engine::ModelError("quantity " + std::string(info.name) + ": " + error.message);
     // rows x (cols * S), draw s in columns [s*cols, (s+1)*cols): one column of elements per draw.
     const int64_t elements = value.rows * value.cols;

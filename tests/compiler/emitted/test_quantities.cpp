@@ -35,7 +35,7 @@ Eigen::MatrixXd global_draws() {
 
 TEST_CASE("quantities: the table names each one's block, owner and rank", "[quantities]") {
   const fvi_model& m = *fvi_model_stan_blocks();
-  REQUIRE(m.quantity_count == 6);
+  REQUIRE(m.quantity_count == 7);
   const fvi_quantity_info& tau2 = m.quantities[quantity(m, "tau2")];
   CHECK(tau2.block == FVI_TRANSFORMED_PARAMETERS);
   CHECK(tau2.owner == FVI_SERVER);
@@ -120,11 +120,11 @@ TEST_CASE("quantities: the server's values per draw match their closed forms and
   const fvi::program::QuantityDraws q =
       fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{FVI_GROUP_GLOBAL, u}}, layout, x, 2, 1, skipped);
   CHECK(skipped.empty());
-  REQUIRE(q.layout.size() == 4);  // tau2, mu_positive, moments, replicate: theta is the silos'
+  REQUIRE(q.layout.size() == 5);  // tau2, mu_positive, moments, replicate, noise: theta is the silos'
   CHECK(q.layout[0].name == "tau2");
   CHECK(q.layout[0].offset == 2);
   CHECK(q.layout[2].dims == std::vector<int64_t>{2});
-  REQUIRE(q.values.rows() == 6);
+  REQUIRE(q.values.rows() == 7);
   for (Eigen::Index s = 0; s < u.cols(); ++s) {
     const double mu = u(0, s), tau = std::exp(u(1, s));
     CHECK(q.values(0, s) == Approx(tau * tau).epsilon(1e-14));  // shifted_square(tau, 0), inlined
@@ -139,12 +139,13 @@ TEST_CASE("quantities: the server's values per draw match their closed forms and
   fvic::ir::Module module;
   REQUIRE(fvic::build_ir(*loaded.model, module, loaded.diags));
   fvic::ir::Bindings b;
-  b.noise_key = 1 ^ (0x9E3779B97F4A7C15ull * 5);  // evaluate_quantities' key for quantity 4 (replicate)
   b.inputs["global"] = fvic::ir::RealTensor(2, 1, u.cols());
   for (Eigen::Index s = 0; s < u.cols(); ++s) b.inputs["global"].m.col(s) = u.col(s);
   for (const fvic::ir::Factor& f : module.quantities) {
     if (f.owner != fvic::TermOwner::Server) continue;
-    // The random draws come from each quantity's own key: only `replicate` draws any.
+    // The random draws come from each quantity's own key (evaluate_quantities'): `replicate` and
+    // `noise` draw some.
+    b.noise_key = 1 ^ (0x9E3779B97F4A7C15ull * uint64_t(quantity(m, f.variable) + 1));
     fvic::ir::Interpreter interpreter(module, f);
     const fvic::ir::RealTensor& v = interpreter.forward(b);
     const fvi::program::VariableLayout* where = nullptr;
@@ -185,13 +186,19 @@ TEST_CASE("quantities: random draws are normal_rng's, the same in both backends,
   const Eigen::MatrixXd x = fvi::program::constrain(layout, u);
   const auto a = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{FVI_GROUP_GLOBAL, u}}, layout, x, 2, 1, skipped);
   const auto b = fvi::program::evaluate_quantities(m, FVI_SERVER, none.view(), {{FVI_GROUP_GLOBAL, u}}, layout, x, 2, 2, skipped);
-  const Eigen::ArrayXXd draws = a.values.bottomRows(2).array();  // replicate, 2 x 4000
+  const Eigen::ArrayXXd draws = a.values.middleRows(4, 2).array();  // replicate, 2 x 4000
   // normal(1, 2): mean within 5 standard errors (2 / sqrt(8000)), variance within 5 of its own
   // (sqrt(2 sigma^4 / n) for a normal).
   const double n = double(draws.size()), mean = draws.mean();
   const double variance = (draws - mean).square().sum() / (n - 1);
   CHECK(std::fabs(mean - 1.0) < 5 * 2 / std::sqrt(n));
   CHECK(std::fabs(variance - 4.0) < 5 * std::sqrt(2 * 16 / n));
-  CHECK((a.values.bottomRows(2).array() != b.values.bottomRows(2).array()).count() > 7990);  // another key
+  CHECK((a.values.middleRows(4, 2).array() != b.values.middleRows(4, 2).array()).count() > 7990);  // another key
   CHECK((a.values.topRows(4).array() == b.values.topRows(4).array()).all());  // no draws: the same
+  // noise = normal_rng(0, 1) reads no parameter, and is still a new draw at every posterior draw:
+  // standard normal moments within 5 standard errors (1 / sqrt(n); the variance's sqrt(2 / n)).
+  const Eigen::ArrayXd noise = a.values.row(6).transpose().array();
+  const double noise_mean = noise.mean();
+  CHECK(std::fabs(noise_mean) < 5 / std::sqrt(4000.0));
+  CHECK(std::fabs((noise - noise_mean).square().sum() / 3999 - 1) < 5 * std::sqrt(2 / 4000.0));
 }

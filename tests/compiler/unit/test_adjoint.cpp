@@ -347,6 +347,37 @@ model {
   check_adjoints(m);
 }
 
+// The distributions beyond the exponential family's, as likelihoods of silo data and as priors.
+TEST_CASE("adjoints through gumbel, frechet, pareto, skew_normal, exp_mod_normal, von_mises and the rest match "
+          "finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_distributions", R"(silo data {
+  int<lower=0> N;
+  vector[N] y;
+  array[N] int<lower=0, upper=5> k;
+}
+parameters {
+  global real mu;
+  global real<lower=0> s;
+  global real<lower=0, upper=1> p;
+}
+model {
+  vector[N] e = exp(y);
+  mu ~ skew_normal(0, 1.5, 2);
+  s ~ scaled_inv_chi_square(4, 1);
+  p ~ beta_proportion(0.4, 6);
+  y ~ gumbel(mu, s);
+  y ~ skew_normal(mu, s, -1.5);
+  y ~ exp_mod_normal(mu, s, 1.5);
+  y ~ von_mises(mu, s + 0.5);
+  target += frechet_lpdf(e | s + 1, exp(mu)) + rayleigh_lpdf(e | s) + chi_square_lpdf(e | s + 1);
+  target += inv_chi_square_lpdf(e | s + 1) + pareto_type_2_lpdf(e | 0, s, 2 + s) + pareto_lpdf(e + 10 | 5, s);
+  k ~ beta_binomial(5, s, 1 + p);
+  k ~ neg_binomial(s + 1, p + 0.5);
+}
+)");
+  check_adjoints(m);
+}
+
 // simplex[K]: softmax of K values with the auxiliary scale's log-Jacobian (lower.cpp,
 // constrain_simplex): the density of u is the Dirichlet's at softmax(u) times gamma(sum(exp(u)) |
 // K, 1) times the Jacobian, written out here; and its gradient against finite differences.

@@ -62,6 +62,20 @@ TEST_CASE("each density is normalised over its support", "[kernel][distributions
       {"poisson_log", {1.1}, 0, 60, true},
       {"neg_binomial_2", {4.0, 2.5}, 0, 400, true},
       {"neg_binomial_2_log", {1.2, 3.0}, 0, 400, true},
+      {"neg_binomial", {2.5, 0.8}, 0, 400, true},
+      {"beta_binomial", {15, 1.7, 0.6}, 0, 15, true},
+      {"beta_proportion", {0.3, 7.0}, 0, 1, false},
+      {"gumbel", {0.4, 1.3}, -inf, inf, false},
+      {"frechet", {2.5, 1.5}, 0, inf, false},
+      {"pareto", {0.5, 2.5}, 0.5, inf, false},
+      {"pareto_type_2", {0.0, 1.5, 3.0}, 0, inf, false},
+      {"rayleigh", {1.4}, 0, inf, false},
+      {"chi_square", {3.5}, 0, inf, false},
+      {"inv_chi_square", {4.5}, 0, inf, false},
+      {"scaled_inv_chi_square", {5.0, 0.7}, 0, inf, false},
+      {"skew_normal", {0.3, 1.2, -2.5}, -inf, inf, false},
+      {"exp_mod_normal", {0.2, 0.8, 1.5}, -inf, inf, false},
+      {"von_mises", {0.5, 3.0}, -M_PI, M_PI, false},
   };
   for (const Case& c : cases) {
     INFO(c.dist);
@@ -157,6 +171,34 @@ T vec(std::vector<double> v, Eigen::Index draws = 1) {
 
 }  // namespace
 
+// The tails the textbook formulas lose: log erfc past erfc's underflow and I0 past its overflow,
+// against std::erfc and std::cyl_bessel_i where those still hold, and the skew normal and von
+// Mises densities at a point written with them.
+TEST_CASE("log erfc, log I0 and I1 / I0 in their tails; skew_normal and von_mises at a point", "[kernel][distributions]") {
+  using namespace fvi::math;
+  for (double x : {-3.0, 0.5, 7.9, 8.0, 12.0, 25.0}) {
+    INFO(x);
+    CHECK(log_erfc(x) == Approx(std::log(std::erfc(x))).epsilon(1e-13));
+    CHECK(log_erfc_derivative(x) == Approx(-M_2_SQRTPI * std::exp(-x * x) / std::erfc(x)).epsilon(1e-12));
+  }
+  // Past 26.5 erfc underflows: the leading terms of its asymptotic series, -x^2 - log(x sqrt(pi))
+  // + log(1 - 1/(2x^2) + 3/(4x^4)), are exact to 1e-9 at x = 40.
+  const double x = 40;
+  CHECK(log_erfc(x) == Approx(-x * x - std::log(x * std::sqrt(M_PI)) + std::log(1 - 1 / (2 * x * x) + 3 / (4 * x * x * x * x))).epsilon(1e-12));
+  for (double k : {0.0, 0.7, 30.0, 499.0, 501.0, 650.0}) {
+    INFO(k);
+    CHECK(log_bessel_i0(k) == Approx(std::log(std::cyl_bessel_i(0.0, k))).epsilon(1e-13).margin(1e-15));
+    CHECK(bessel_i1_over_i0(k) == Approx(std::cyl_bessel_i(1.0, k) / std::cyl_bessel_i(0.0, k)).epsilon(1e-12).margin(1e-15));
+  }
+  const double y = 0.4, xi = -0.2, omega = 1.3, alpha = 2.2, z = (y - xi) / omega;
+  const double skew = 2 / omega * std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI) * 0.5 * std::erfc(-alpha * z / std::sqrt(2.0));
+  CHECK(density("skew_normal", y, {xi, omega, alpha}) == Approx(skew).epsilon(1e-13));
+  CHECK(density("von_mises", 1.1, {0.3, 2.5}) ==
+        Approx(std::exp(2.5 * std::cos(0.8)) / (2 * M_PI * std::cyl_bessel_i(0.0, 2.5))).epsilon(1e-13));
+  CHECK(density("gumbel", 0.9, {0.2, 1.5}) ==
+        Approx(std::exp(-0.7 / 1.5 - std::exp(-0.7 / 1.5)) / 1.5).epsilon(1e-13));
+}
+
 TEST_CASE("vector-Jacobian products of the densities match finite differences", "[kernel][distributions]") {
   // Outcome: 3 values; first argument varies over 2 draws; the rest are scalars or data.
   struct VjpCase {
@@ -185,6 +227,21 @@ TEST_CASE("vector-Jacobian products of the densities match finite differences", 
       {"poisson_log", {vec({3, 0, 5}), vec({0.2, -1.5, 1.9, 2.0, 0.1, -0.7}, 2)}, {1}},
       {"neg_binomial_2", {vec({3, 0, 5}), vec({0.2, 1.5, 4.9, 2.0, 0.1, 0.7}, 2), scalar(2.5)}, {1, 2}},
       {"neg_binomial_2_log", {vec({3, 0, 5}), vec({0.2, -1.5, 1.9, 2.0, 0.1, -0.7}, 2), scalar(2.5)}, {1, 2}},
+      {"neg_binomial", {vec({3, 0, 5}), vec({0.2, 1.5, 4.9, 2.0, 0.1, 0.7}, 2), scalar(0.8)}, {1, 2}},
+      {"beta_binomial", {vec({3, 0, 5}), scalar(6), vec({0.2, 1.5, 4.9, 2.0, 0.1, 0.7}, 2), scalar(1.3)}, {2, 3}},
+      {"beta_proportion", {vec({0.2, 0.55, 0.9}), vec({0.1, 0.3, 0.8, 0.4, 0.5, 0.6}, 2), scalar(4.5)}, {0, 1, 2}},
+      {"gumbel", {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), scalar(0.9)}, {0, 1, 2}},
+      {"frechet", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2), scalar(1.7)}, {0, 1, 2}},
+      {"pareto", {vec({0.5, 1.2, 2.0}), scalar(0.3), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2)}, {0, 1, 2}},
+      {"pareto_type_2", {vec({0.5, 1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, -1.0}, 2), scalar(1.3), scalar(2.2)}, {0, 1, 2, 3}},
+      {"rayleigh", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2)}, {0, 1}},
+      {"chi_square", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2)}, {0, 1}},
+      {"inv_chi_square", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2)}, {0, 1}},
+      {"scaled_inv_chi_square", {vec({0.5, 1.2, 2.0}), vec({1.1, 2.3, 2.2, 0.8, 0.9, 1.5}, 2), scalar(0.7)}, {0, 1, 2}},
+      // skew_normal at alpha z = -50 too: past erfc's underflow, log erfc from its continued fraction
+      {"skew_normal", {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), scalar(0.7), vec({-2.5, 30.0}, 2)}, {0, 1, 2, 3}},
+      {"exp_mod_normal", {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), scalar(0.7), scalar(1.9)}, {0, 1, 2, 3}},
+      {"von_mises", {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), vec({3.0, 800.0}, 2)}, {0, 1, 2}},
   };
   for (const VjpCase& c : cases)
     for (size_t k : c.differentiable) check_vjp(c.dist, c.operands, k);

@@ -58,6 +58,30 @@ TEST_CASE("random draws: each distribution's mean and variance", "[random]") {
   check_moments("binomial_logit", {1000, std::log(0.01 / 0.99)}, 10, 9.9);
 }
 
+// Shapes with finite eighth moments where the variance's standard error needs the fourth.
+TEST_CASE("random draws: the inverse-CDF, gamma-based and count distributions' means and variances", "[random]") {
+  auto g = [](double x) { return std::tgamma(x); };
+  check_moments("weibull", {2, 1.5}, 1.5 * g(1.5), 2.25 * (g(2) - g(1.5) * g(1.5)));
+  check_moments("frechet", {9, 2}, 2 * g(1 - 1.0 / 9), 4 * (g(1 - 2.0 / 9) - g(1 - 1.0 / 9) * g(1 - 1.0 / 9)));
+  check_moments("gumbel", {1, 2}, 1 + 2 * 0.57721566490153286, M_PI * M_PI * 4 / 6);
+  check_moments("pareto", {1, 9}, 9.0 / 8, 9.0 / (64 * 7));
+  check_moments("pareto_type_2", {0.5, 2, 9}, 0.5 + 2.0 / 8, 4 * 9.0 / (64 * 7));
+  check_moments("rayleigh", {1.3}, 1.3 * std::sqrt(M_PI / 2), (4 - M_PI) / 2 * 1.69);
+  check_moments("gamma", {2.5, 1.5}, 2.5 / 1.5, 2.5 / 2.25);
+  check_moments("gamma", {0.4, 2}, 0.2, 0.1);
+  check_moments("inv_gamma", {11, 2}, 0.2, 4.0 / (100 * 9));
+  check_moments("chi_square", {3}, 3, 6);
+  check_moments("inv_chi_square", {20}, 1.0 / 18, 2.0 / (18 * 18 * 16));
+  check_moments("scaled_inv_chi_square", {20, 0.5}, 20 * 0.25 / 18, 2 * 400 * 0.0625 / (18 * 18 * 16));
+  check_moments("beta", {2, 3}, 0.4, 0.04);
+  check_moments("beta_proportion", {0.3, 5}, 0.3, 0.3 * 0.7 / 6);
+  check_moments("student_t", {12, 1, 2}, 1, 4 * 12.0 / 10);
+  check_moments("neg_binomial_2", {4, 2.5}, 4, 4 + 16 / 2.5);
+  check_moments("neg_binomial_2_log", {std::log(4.0), 2.5}, 4, 4 + 16 / 2.5);
+  check_moments("neg_binomial", {2.5, 0.5}, 5, 15);
+  check_moments("beta_binomial", {10, 2, 3}, 4, 6);
+}
+
 TEST_CASE("random draws: Cauchy by its quartiles", "[random]") {
   const Eigen::ArrayXd x = draws_of("cauchy", {3, 2});
   const double n = double(x.size());

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 8
+#define FVI_ABI_VERSION 9
 
 typedef struct fvi_tensor {
   double* data;
@@ -284,9 +284,11 @@ typedef struct fvi_model {
   int quantity_count;
   const fvi_quantity_info* quantities;
   /* A quantity's values (as forward(state, 0, -1, ...)) with its random draws (`dist_rng`) made
-   * from `noise_key`: draw j of each call's stream is a pure function of (key, stream, j). */
-  int (*forward_quantity)(void* state, const fvi_tensor* inputs, uint64_t noise_key, fvi_tensor* output,
-                          fvi_error* error);
+   * from `noise_key`: draw j of each call's stream is a pure function of (key, stream, j). `draws`
+   * is the number of posterior draws: a random draw whose arguments are all constant
+   * (`normal_rng(0, 1)`) is made that many times, not once. */
+  int (*forward_quantity)(void* state, const fvi_tensor* inputs, int64_t draws, uint64_t noise_key,
+                          fvi_tensor* output, fvi_error* error);
 
   /* The model's sparse GP likelihood, or NULL (no such model has any other likelihood). */
   const fvi_sparse_gp* sparse_gp;

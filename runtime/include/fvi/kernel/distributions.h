@@ -19,6 +19,7 @@
 
 #include "fvi/kernel/cdfs.h"
 #include "fvi/kernel/ops.h"
+#include "fvi/math/special_functions.h"
 
 namespace fvi::kernel {
 
@@ -68,6 +69,12 @@ template <class T>
 Arr<T> inv_logit(const Arr<T>& x) {
   return 1 / (1 + (-x).exp());
 }
+// Elementwise scalar special functions (fvi/math/special_functions.h), in double.
+template <class T, class F>
+Arr<T> apply(const Arr<T>& x, F f) {
+  return x.unaryExpr([&](T v) { return T(f(double(v))); });
+}
+constexpr double kLog2 = 0.69314718055994530942;
 
 // The log density, elementwise, of the scalar distributions.
 template <class T>
@@ -129,6 +136,52 @@ Arr<T> scalar_lpdf(const std::string& d, const std::vector<Arr<T>>& v) {
     return (y + phi).lgamma() - (y + 1).lgamma() - phi.lgamma() + y * log_mu + phi * phi.log() -
            (y + phi) * (mu + phi).log();
   }
+  if (d == "neg_binomial")  // alpha, beta: lchoose(y + alpha - 1, y) (beta / (1 + beta))^alpha (1 + beta)^-y
+    return (y + v[1]).lgamma() - (y + 1).lgamma() - v[1].lgamma() + v[1] * v[2].log() - (v[1] + y) * v[2].log1p();
+  if (d == "beta_binomial") {  // N, alpha, beta: lchoose(N, y) + lbeta(y + alpha, N - y + beta) - lbeta(alpha, beta)
+    const Arr<T>&n = v[1], &a = v[2], &b = v[3];
+    Arr<T> lc = y.binaryExpr(n, [](T k, T m) { return T(lchoose(double(m), double(k))); });
+    return lc + (y + a).lgamma() + (n - y + b).lgamma() - (n + a + b).lgamma() - a.lgamma() - b.lgamma() +
+           (a + b).lgamma();
+  }
+  if (d == "beta_proportion") {  // mean mu, precision kappa: beta(mu kappa, (1 - mu) kappa)
+    const Arr<T> a = v[1] * v[2], b = (1 - v[1]) * v[2];
+    return v[2].lgamma() - a.lgamma() - b.lgamma() + (a - 1) * y.log() + (b - 1) * (-y).log1p();
+  }
+  if (d == "gumbel") {  // location mu, scale beta: exp(-z - exp(-z)) / beta
+    Arr<T> z = (y - v[1]) / v[2];
+    return -v[2].log() - z - (-z).exp();
+  }
+  if (d == "frechet") {  // shape alpha, scale sigma: alpha/sigma (y/sigma)^(-1-alpha) exp(-(y/sigma)^-alpha)
+    Arr<T> log_t = (y / v[2]).log();
+    return v[1].log() - v[2].log() - (1 + v[1]) * log_t - (-v[1] * log_t).exp();
+  }
+  if (d == "pareto") {  // y_min, alpha: alpha y_min^alpha / y^(alpha+1) for y >= y_min
+    Arr<T> inside = v[2].log() + v[2] * v[1].log() - (v[2] + 1) * y.log();
+    return (y >= v[1]).select(inside, Arr<T>::Constant(y.rows(), y.cols(), -INFINITY));
+  }
+  if (d == "pareto_type_2") {  // mu, lambda, alpha: alpha / lambda (1 + (y - mu) / lambda)^-(alpha+1), y >= mu
+    Arr<T> inside = v[3].log() - v[2].log() - (v[3] + 1) * ((y - v[1]) / v[2]).log1p();
+    return (y >= v[1]).select(inside, Arr<T>::Constant(y.rows(), y.cols(), -INFINITY));
+  }
+  if (d == "rayleigh") return y.log() - 2 * v[1].log() - y.square() / (2 * v[1].square());
+  if (d == "chi_square") return -(v[1] / 2) * kLog2 - (v[1] / 2).lgamma() + (v[1] / 2 - 1) * y.log() - y / 2;
+  if (d == "inv_chi_square") return -(v[1] / 2) * kLog2 - (v[1] / 2).lgamma() - (v[1] / 2 + 1) * y.log() - 1 / (2 * y);
+  if (d == "scaled_inv_chi_square") {  // nu, s
+    const Arr<T> h = v[1] / 2;
+    return h * h.log() - h.lgamma() + v[1] * v[2].log() - (h + 1) * y.log() - h * v[2].square() / y;
+  }
+  if (d == "skew_normal") {  // xi, omega, alpha: 2 / omega phi(z) Phi(alpha z), Phi(x) = erfc(-x / sqrt 2) / 2
+    Arr<T> z = (y - v[1]) / v[2];
+    return -0.5 * z.square() - v[2].log() - kLogSqrtTwoPi + apply<T>(-v[3] * z * T(M_SQRT1_2), math::log_erfc);
+  }
+  if (d == "exp_mod_normal") {  // mu, sigma, lambda: lambda/2 exp(lambda (mu + lambda sigma^2 / 2 - y)) erfc(w)
+    const Arr<T>&mu = v[1], &sigma = v[2], &lambda = v[3];
+    Arr<T> w = (mu + lambda * sigma.square() - y) / (sigma * T(M_SQRT2));
+    return lambda.log() - kLog2 + lambda * (mu + lambda * sigma.square() / 2 - y) + apply<T>(w, math::log_erfc);
+  }
+  if (d == "von_mises")  // mu, kappa: exp(kappa cos(y - mu)) / (2 pi I0(kappa))
+    return v[2] * (y - v[1]).cos() - std::log(2 * M_PI) - apply<T>(v[2], math::log_bessel_i0);
   throw std::invalid_argument("no kernel for the distribution '" + d + "'");
 }
 
@@ -222,6 +275,91 @@ Arr<T> scalar_partial(const std::string& d, size_t k, const std::vector<Arr<T>>&
       return d == "neg_binomial_2" ? dmu : Arr<T>(dmu * mu);
     }
     return (y + phi).digamma() - phi.digamma() + phi.log() + 1 - (mu + phi).log() - (y + phi) / (mu + phi);
+  }
+  if (d == "neg_binomial") {
+    if (k == 0) return zeros();
+    if (k == 1) return (y + v[1]).digamma() - v[1].digamma() + v[2].log() - v[2].log1p();
+    return v[1] / v[2] - (v[1] + y) / (1 + v[2]);
+  }
+  if (d == "beta_binomial") {
+    if (k < 2) return zeros();
+    const Arr<T>&n = v[1], &a = v[2], &b = v[3];
+    const Arr<T> common = (a + b).digamma() - (n + a + b).digamma();
+    if (k == 2) return common + (y + a).digamma() - a.digamma();
+    return common + (n - y + b).digamma() - b.digamma();
+  }
+  if (d == "beta_proportion") {
+    const Arr<T>&mu = v[1], &kappa = v[2];
+    const Arr<T> a = mu * kappa, b = (1 - mu) * kappa, log_y = y.log(), log1m_y = (-y).log1p();
+    if (k == 0) return (a - 1) / y - (b - 1) / (1 - y);
+    if (k == 1) return kappa * (b.digamma() - a.digamma() + log_y - log1m_y);
+    return kappa.digamma() - mu * a.digamma() - (1 - mu) * b.digamma() + mu * log_y + (1 - mu) * log1m_y;
+  }
+  if (d == "gumbel") {
+    Arr<T> z = (y - v[1]) / v[2], e = (-z).exp();
+    if (k == 0) return (e - 1) / v[2];
+    if (k == 1) return (1 - e) / v[2];
+    return (z - 1 - z * e) / v[2];
+  }
+  if (d == "frechet") {
+    Arr<T> log_t = (y / v[2]).log(), p = (-v[1] * log_t).exp();  // p = (y / sigma)^-alpha
+    if (k == 0) return (v[1] * p - (1 + v[1])) / y;
+    if (k == 1) return 1 / v[1] - log_t + log_t * p;
+    return v[1] * (1 - p) / v[2];
+  }
+  if (d == "pareto") {
+    if (k == 0) return -(v[2] + 1) / y;
+    if (k == 1) return v[2] / v[1];
+    return 1 / v[2] + v[1].log() - y.log();
+  }
+  if (d == "pareto_type_2") {
+    const Arr<T>&lambda = v[2], &alpha = v[3];
+    Arr<T> r = (y - v[1]) / lambda, per = (alpha + 1) / (lambda * (1 + r));
+    if (k == 0) return -per;
+    if (k == 1) return per;
+    if (k == 2) return -1 / lambda + per * r;
+    return 1 / alpha - r.log1p();
+  }
+  if (d == "rayleigh") return k == 0 ? Arr<T>(1 / y - y / v[1].square()) : Arr<T>(-2 / v[1] + y.square() / v[1].cube());
+  if (d == "chi_square") {
+    if (k == 0) return (v[1] / 2 - 1) / y - T(0.5);
+    return T(0.5) * (y.log() - kLog2 - (v[1] / 2).digamma());
+  }
+  if (d == "inv_chi_square") {
+    if (k == 0) return -(v[1] / 2 + 1) / y + 1 / (2 * y.square());
+    return T(-0.5) * (y.log() + kLog2 + (v[1] / 2).digamma());
+  }
+  if (d == "scaled_inv_chi_square") {
+    const Arr<T>&nu = v[1], &s = v[2];
+    if (k == 0) return -(nu / 2 + 1) / y + nu * s.square() / (2 * y.square());
+    if (k == 1) return T(0.5) * ((nu / 2).log() + 1 - (nu / 2).digamma() - y.log() - s.square() / y) + s.log();
+    return nu / s - nu * s / y;
+  }
+  if (d == "skew_normal") {
+    const Arr<T>&omega = v[2], &alpha = v[3];
+    Arr<T> z = (y - v[1]) / omega;
+    // d/dz of the log density: -z + r (-alpha / sqrt 2), r = (log erfc)' at w = -alpha z / sqrt 2
+    Arr<T> r = apply<T>(-alpha * z * T(M_SQRT1_2), math::log_erfc_derivative);
+    Arr<T> dz = -z - r * alpha * T(M_SQRT1_2);
+    if (k == 0) return dz / omega;
+    if (k == 1) return -dz / omega;
+    if (k == 2) return -1 / omega - dz * z / omega;
+    return -r * z * T(M_SQRT1_2);
+  }
+  if (d == "exp_mod_normal") {
+    const Arr<T>&mu = v[1], &sigma = v[2], &lambda = v[3];
+    Arr<T> w = (mu + lambda * sigma.square() - y) / (sigma * T(M_SQRT2));
+    Arr<T> r = apply<T>(w, math::log_erfc_derivative);
+    if (k == 0) return -lambda - r / (sigma * T(M_SQRT2));
+    if (k == 1) return lambda + r / (sigma * T(M_SQRT2));
+    // dw/dsigma = lambda / sqrt 2 - (mu - y) / (sigma^2 sqrt 2)
+    if (k == 2) return lambda.square() * sigma + r * (lambda - (mu - y) / sigma.square()) * T(M_SQRT1_2);
+    return 1 / lambda + mu + lambda * sigma.square() - y + r * sigma * T(M_SQRT1_2);
+  }
+  if (d == "von_mises") {
+    if (k == 0) return -v[2] * (y - v[1]).sin();
+    if (k == 1) return v[2] * (y - v[1]).sin();
+    return (y - v[1]).cos() - apply<T>(v[2], math::bessel_i1_over_i0);
   }
   throw std::invalid_argument("no derivative for the distribution '" + d + "'");
 }
