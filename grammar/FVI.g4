@@ -41,6 +41,10 @@ baseType
   | SIMPLEX '[' expr ']'                                     # simplexType
   | ORDERED '[' expr ']'                                     # orderedType
   | POSITIVE_ORDERED '[' expr ']'                            # positiveOrderedType
+  | CHOLESKY_FACTOR_CORR '[' expr ']'                        # choleskyCorrType
+  | CHOLESKY_FACTOR_COV '[' expr (',' expr)? ']'             # choleskyCovType
+  | CORR_MATRIX '[' expr ']'                                 # corrMatrixType
+  | COV_MATRIX '[' expr ']'                                  # covMatrixType
   ;
 
 // `<lower=a, upper=b>`: the bound is an arithmetic expression, so `>` closes the list.
@@ -143,6 +147,10 @@ MATRIX : 'matrix' ;
 SIMPLEX : 'simplex' ;
 ORDERED : 'ordered' ;
 POSITIVE_ORDERED : 'positive_ordered' ;
+CHOLESKY_FACTOR_CORR : 'cholesky_factor_corr' ;
+CHOLESKY_FACTOR_COV : 'cholesky_factor_cov' ;
+CORR_MATRIX : 'corr_matrix' ;
+COV_MATRIX : 'cov_matrix' ;
 VOID : 'void' ;
 TARGET : 'target' ;
 FOR : 'for' ;

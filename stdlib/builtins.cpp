@@ -62,6 +62,8 @@ const std::vector<Distribution>& distributions() {
       {"dirichlet", false, A::Vector, S::Simplex, {{"alpha", A::Vector, Q::Positive}}},
       {"multi_normal", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"Sigma", A::Matrix, Q::Any}}},
       {"multi_normal_cholesky", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"L", A::Matrix, Q::Any}}},
+      // LKJ's density of a correlation matrix's Cholesky factor L (Lewandowski, Kurowicka and Joe 2009)
+      {"lkj_corr_cholesky", false, A::Matrix, S::CholeskyCorr, {{"eta", A::Real, Q::Positive}}},
       // A GP with the SE-ARD kernel observed with Gaussian noise, through inducing inputs Z (seed
       // 003; compiler/analysis/sparse_gp.h): x and Z one point per row, rho real or one per dimension.
       {"sparse_gp_normal", false, A::Vector, S::Real,
@@ -121,6 +123,8 @@ const std::vector<Function>& functions() {
       {"append_col", Rule::AppendCol, 2, 2, "append_col(a, b): a left of b"},
       // dense matrices and Gaussian processes
       {"cholesky_decompose", Rule::SquareMatrix, 1, 1, "cholesky_decompose(symmetric positive-definite matrix)"},
+      {"multiply_lower_tri_self_transpose", Rule::SquareMatrix, 1, 1,
+       "multiply_lower_tri_self_transpose(L), L a Cholesky factor"},
       {"diag_matrix", Rule::DiagMatrix, 1, 1, "diag_matrix(vector)"},
       {"diagonal", Rule::Diagonal, 1, 1, "diagonal(matrix)"},
       {"gp_exp_quad_cov", Rule::ExpQuadCov, 3, 3, "gp_exp_quad_cov(array of points x, real alpha, real rho)"},
@@ -136,7 +140,7 @@ const std::vector<Function>& functions() {
 
 bool joint_density(const std::string& name) {
   return name == "multinomial_logit" || name == "dirichlet" || name == "multi_normal" ||
-         name == "multi_normal_cholesky";
+         name == "multi_normal_cholesky" || name == "lkj_corr_cholesky";
 }
 
 const Distribution* find_distribution(const std::string& name) {

@@ -21,7 +21,7 @@ enum class Arg {
 };
 
 // The support of a distribution's outcome, used to check a parameter's declared constraint.
-enum class Support { Real, Positive, Unit, Bounded, Simplex, Int, NonNegativeInt, Binary, Category };
+enum class Support { Real, Positive, Unit, Bounded, Simplex, CholeskyCorr, Int, NonNegativeInt, Binary, Category };
 
 // A condition a parameter must meet; checked at compile time for constants, at run time else.
 enum class Requires { Any, Positive, NonNegative, Unit, Finite };
@@ -75,8 +75,8 @@ struct Function {
   const char* usage = nullptr;  // how to call it, for messages; null: `name(x)`
 };
 
-// A density of a whole vector, one value per draw (multinomial_logit, dirichlet, multi_normal,
-// multi_normal_cholesky), not one per element of its outcome.
+// A density of a whole vector or matrix, one value per draw (multinomial_logit, dirichlet,
+// multi_normal, multi_normal_cholesky, lkj_corr_cholesky), not one per element of its outcome.
 bool joint_density(const std::string& name);
 
 const Distribution* find_distribution(const std::string& name);

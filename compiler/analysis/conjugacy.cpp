@@ -62,7 +62,8 @@ Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family
       for (size_t i = via_target ? 1 : 0; i < args.size(); ++i)
         if (reads_parameters(*args[i])) return {false, "the prior of '" + t.subject + "' depends on parameters"};
       const TypeDecl& type = p->decl->type;
-      if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None)
+      if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None ||
+          type.structure != MatrixStructure::None)
         return {false, "'" + t.subject + "' is constrained, so its posterior is not Gaussian"};
       continue;
     }

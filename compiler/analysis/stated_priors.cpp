@@ -28,7 +28,9 @@ nlohmann::ordered_json stated_priors_json(const Program& program) {
     if (s->kind != StmtKind::Tilde || !s->lhs || s->lhs->kind != ExprKind::Var) continue;
     const auto decl = std::find_if(parameters->decls.begin(), parameters->decls.end(),
                                    [&](const VarDeclPtr& d) { return d->name == s->lhs->name; });
-    if (decl == parameters->decls.end() || (*decl)->type.simplex || (*decl)->type.ordering != Ordering::None) continue;
+    if (decl == parameters->decls.end() || (*decl)->type.simplex || (*decl)->type.ordering != Ordering::None ||
+        (*decl)->type.structure != MatrixStructure::None)
+      continue;
     nlohmann::ordered_json arguments = nlohmann::ordered_json::array();
     bool numbers = true;
     for (const ExprPtr& a : s->args) {

@@ -4,6 +4,17 @@
 
 namespace fvic {
 
+const char* structure_name(MatrixStructure s) {
+  switch (s) {
+    case MatrixStructure::CholeskyCorr: return "cholesky_factor_corr";
+    case MatrixStructure::CholeskyCov: return "cholesky_factor_cov";
+    case MatrixStructure::Corr: return "corr_matrix";
+    case MatrixStructure::Cov: return "cov_matrix";
+    case MatrixStructure::None: break;
+  }
+  return "matrix";
+}
+
 const char* block_name(BlockKind kind) {
   switch (kind) {
     case BlockKind::Functions: return "functions";
@@ -185,7 +196,8 @@ class AstDumper {
       print_list(s, t.array_sizes);
       s << "] ";
     }
-    if (t.simplex) s << "simplex";
+    if (t.structure != MatrixStructure::None) s << structure_name(t.structure);
+    else if (t.simplex) s << "simplex";
     else if (t.ordering == Ordering::Ordered) s << "ordered";
     else if (t.ordering == Ordering::PositiveOrdered) s << "positive_ordered";
     else s << to_string(Type{t.base, 0});

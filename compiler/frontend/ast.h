@@ -86,11 +86,17 @@ struct Expr {
 // ordered[K]: increasing; positive_ordered[K]: increasing and positive (Stan's types).
 enum class Ordering { None, Ordered, PositiveOrdered };
 
+// Stan's structured matrices: cholesky_factor_corr[K], cholesky_factor_cov[M, N], corr_matrix[K],
+// cov_matrix[K]. Each is a matrix whose unconstrained values are fewer than its elements.
+enum class MatrixStructure { None, CholeskyCorr, CholeskyCov, Corr, Cov };
+const char* structure_name(MatrixStructure s);  // "cholesky_factor_corr", ...
+
 // A declared type with its sizes as expressions over data: `array[N] vector<lower=0>[D]`.
 struct TypeDecl {
   Base base = Base::Real;
   bool simplex = false;
   Ordering ordering = Ordering::None;  // ordered[K], positive_ordered[K]: vectors
+  MatrixStructure structure = MatrixStructure::None;  // a matrix[K, K] (cholesky_factor_cov: [M, N])
   std::vector<ExprPtr> array_sizes;
   std::vector<ExprPtr> sizes;  // vector/row_vector: 1, matrix: 2
   ExprPtr lower;

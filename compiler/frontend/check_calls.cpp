@@ -187,6 +187,17 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
     }
     case Rule::SquareMatrix:
       if (!matches(Arg::Matrix, a.type)) return bad_args(e, "a square matrix");
+      if (e.name == "multiply_lower_tri_self_transpose") {
+        // Stan reads only the lower triangle; fvic computes a * a', which is the same for a factor
+        // that is lower triangular by its type or by cholesky_decompose.
+        const Symbol* s = a.kind == ExprKind::Var ? lookup(a.name) : nullptr;
+        const bool lower = (s && s->decl && s->decl->type.structure == MatrixStructure::CholeskyCorr) ||
+                           (a.kind == ExprKind::Call && a.name == "cholesky_decompose");
+        if (!lower)
+          diags_.error(a.loc, "multiply_lower_tri_self_transpose is supported for Cholesky factors only",
+                       "pass a `cholesky_factor_corr` parameter or `cholesky_decompose(...)`, or write `tcrossprod(a)` "
+                       "for a * a'");
+      }
       require_equal(a.shape.dims[0], a.shape.dims[1], e.loc, "the rows and columns of " + e.name + "'s matrix");
       e.type = a.type;
       e.shape = a.shape;

@@ -112,6 +112,31 @@ void Checker::check_marks(const VarDecl& d, Owner guessed) {
                  "or make '" + d.name + "' global");
 }
 
+// cholesky_factor_corr[K] and the other structured matrices: a cholesky_factor_corr parameter
+// (its transform and log-Jacobian are in the lowering), or any of the four as a transformed
+// parameter or generated quantity, whose structure is checked at each output draw
+// (fvi/program/quantities.h). Data and transformed data of these types are not checked yet.
+void Checker::check_structured_matrix(const VarDecl& d, const Symbol& sym, bool derived) {
+  const std::string name = structure_name(d.type.structure);
+  const bool parameter = sym.kind == SymbolKind::Parameter || sym.kind == SymbolKind::Hyperparameter;
+  const bool quantity = derived && d.block != BlockKind::TransformedData && sym.kind == SymbolKind::Transformed;
+  if (parameter && d.type.structure != MatrixStructure::CholeskyCorr) {
+    diags_.error(d.type.loc, "a " + name + " parameter is not supported yet",
+                 "declare a `cholesky_factor_corr[K]` parameter (with `lkj_corr_cholesky`), and build the "
+                 "matrix from it with a scale: `diag_pre_multiply(tau, L)`");
+    return;
+  }
+  if (!parameter && !quantity) {
+    diags_.error(d.type.loc, "a " + name + " in '" + block_name(d.block) + "' is not " +
+                                 (derived ? "checked yet" : "supported yet"),
+                 "declare it as `matrix[K, K]`");
+    return;
+  }
+  if (!d.type.array_sizes.empty())
+    diags_.error(d.type.loc, "arrays of " + name + " are not supported yet",
+                 "declare each factor as its own `" + name + "[K]`");
+}
+
 SymSize Checker::size_of(const Expr& e) {
   if (auto v = literal_value(e); v && e.kind != ExprKind::RealLit)
     return SymSize::constant(static_cast<long long>(*v));
@@ -209,6 +234,9 @@ void Checker::declare(const VarDecl& d) {
     if (check_size_expr(*s, d, sym.owner, "size")) size_taint.merge(s->taint);
     sym.shape.dims.push_back(size_of(*s));
   }
+  // cholesky_factor_corr[K] (and cov_matrix[K], ...) is K x K; cholesky_factor_cov[M] is M x M.
+  if (d.type.structure != MatrixStructure::None && d.type.sizes.size() == 1)
+    sym.shape.dims.push_back(sym.shape.dims.back());
   for (const ExprPtr* bound : {&d.type.lower, &d.type.upper}) {
     if (!*bound) continue;
     Expr& b = **bound;
@@ -235,6 +263,7 @@ void Checker::declare(const VarDecl& d) {
       diags_.error(d.type.loc, std::string("a ") + name + " vector in '" + block_name(d.block) + "' is not checked yet",
                    "declare it as a vector; its order follows from what it is computed from");
   }
+  if (d.type.structure != MatrixStructure::None) check_structured_matrix(d, sym, derived);
   if ((sym.kind == SymbolKind::Parameter || sym.kind == SymbolKind::Hyperparameter) &&
       d.type.base == Base::Int)
     diags_.error(d.type.loc, "'" + d.name + "' is an int, but parameters must be continuous",

@@ -182,6 +182,12 @@ void Checker::check_support(const stdlib::Distribution& dist, const Symbol& p, c
         diags_.error(at, "uniform has bounded support, but " + name + " is not bounded",
                      "declare it with `<lower=a, upper=b>` matching the uniform's bounds");
       break;
+    case S::CholeskyCorr:
+      if (t.structure != MatrixStructure::CholeskyCorr)
+        diags_.error(at, std::string(dist.name) + " is a distribution on Cholesky factors of correlation matrices, but " +
+                             name + " is not one",
+                     "declare it as `cholesky_factor_corr[K] " + p.name + ";`");
+      break;
     case S::Simplex:
       if (!t.simplex)
         diags_.error(at, "dirichlet is a distribution on simplexes, but " + name + " is not a simplex",
@@ -217,6 +223,14 @@ bool Checker::matches(Arg arg, const Type& t) const {
   return false;
 }
 
+namespace {
+// multi_normal and multi_normal_cholesky take a vector or an array of vectors (one density each).
+bool multivariate_normal(const std::string& name) { return name == "multi_normal" || name == "multi_normal_cholesky"; }
+bool vector_or_vectors(const Type& t) {
+  return (t.base == Base::Vector || t.base == Base::RowVector) && t.array_dims <= 1;
+}
+}  // namespace
+
 // Checks arity, argument types, constant argument values and vectorised sizes.
 bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Expr& outcome,
                                       const std::vector<const Expr*>& args, const Loc& at) {
@@ -235,6 +249,7 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
     bool outcome_ok = matches(dist.outcome, outcome.type);
     if (dist.name == std::string("multinomial_logit")) outcome_ok = outcome.type.is_int_array() && outcome.type.array_dims == 1;
     if (dist.name == std::string("dirichlet")) outcome_ok = outcome.type.base == Base::Vector && outcome.type.array_dims == 0;
+    if (multivariate_normal(dist.name)) outcome_ok = vector_or_vectors(outcome.type);
     if (!outcome_ok) {
       diags_.error(outcome.loc, std::string(dist.name) + " is a distribution over " +
                                     (dist.discrete ? "ints" : "reals") + ", but '" + to_source(outcome) +
@@ -251,7 +266,7 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
       ok = false;
       continue;
     }
-    if (!matches(p.arg, a.type)) {
+    if (!matches(p.arg, a.type) && !(multivariate_normal(dist.name) && i == 0 && vector_or_vectors(a.type))) {
       std::string help = std::string("pass ") + stdlib::arg_description(p.arg);
       if (a.kind == ExprKind::Var)
         if (const Symbol* sym = lookup(a.name); sym && sym->kind == SymbolKind::Data)
@@ -294,11 +309,14 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
     return true;
   }
   if (name == "multi_normal" || name == "multi_normal_cholesky") {
-    // y and mu n-vectors, the covariance (or its Cholesky factor) n x n.
-    require_equal(outcome.shape.elements(), args[0]->shape.elements(), args[0]->loc,
-                  "the outcome of " + name + " and its mean");
-    require_equal(outcome.shape.elements(), args[1]->shape.dims[0], args[1]->loc,
-                  "the outcome of " + name + " and the rows of its matrix");
+    // y and mu K-vectors, or arrays of N of them (mu may be one K-vector for every y), the
+    // covariance (or its Cholesky factor) K x K.
+    const SymSize k = outcome.shape.dims.empty() ? SymSize::constant(1) : outcome.shape.dims.back();
+    if (!args[0]->shape.elements().equals(k))
+      require_equal(outcome.shape.elements(), args[0]->shape.elements(), args[0]->loc,
+                    "the outcome of " + name + " and its mean");
+    require_equal(k, args[1]->shape.dims[0], args[1]->loc,
+                  "the outcome of " + name + " (each vector) and the rows of its matrix");
     require_equal(args[1]->shape.dims[0], args[1]->shape.dims[1], args[1]->loc,
                   "the rows and columns of " + name + "'s matrix");
     return true;

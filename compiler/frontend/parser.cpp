@@ -439,6 +439,22 @@ class AstBuilder {
       t.base = Base::Vector;
       t.ordering = Ordering::PositiveOrdered;
       sizes = {c->expr()};
+    } else if (auto* c = dynamic_cast<P::CholeskyCorrTypeContext*>(base)) {
+      t.base = Base::Matrix;
+      t.structure = MatrixStructure::CholeskyCorr;
+      sizes = {c->expr()};
+    } else if (auto* c = dynamic_cast<P::CholeskyCovTypeContext*>(base)) {
+      t.base = Base::Matrix;
+      t.structure = MatrixStructure::CholeskyCov;
+      sizes = c->expr();
+    } else if (auto* c = dynamic_cast<P::CorrMatrixTypeContext*>(base)) {
+      t.base = Base::Matrix;
+      t.structure = MatrixStructure::Corr;
+      sizes = {c->expr()};
+    } else if (auto* c = dynamic_cast<P::CovMatrixTypeContext*>(base)) {
+      t.base = Base::Matrix;
+      t.structure = MatrixStructure::Cov;
+      sizes = {c->expr()};
     }
     for (P::ExprContext* e : sizes) t.sizes.push_back(expr(e));
     if (bounds) {

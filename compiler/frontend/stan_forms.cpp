@@ -139,6 +139,69 @@ ExprPtr slice_form(Expr& e) {
   return indexed(std::move(e.args[0]), std::move(ix), loc);
 }
 
+ExprPtr transposed(ExprPtr a, const Loc& loc) {
+  auto e = std::make_unique<Expr>(ExprKind::Transpose, loc);
+  e->args.push_back(std::move(a));
+  return e;
+}
+
+// Stan's matrix shorthands as the products and indexing they stand for (each exact; a diagonal
+// product costs a dense one): diag_pre_multiply(v, m) = diag_matrix(v) * m, diag_post_multiply(m,
+// v) = m * diag_matrix(v), quad_form_diag(m, v) = diag_matrix(v) * m * diag_matrix(v),
+// quad_form(a, b) = b' * a * b, tcrossprod(m) = m * m', crossprod(m) = m' * m, trace(m) =
+// sum(diagonal(m)), col(m, j) = m[:, j], row(m, i) = m[i], columns_dot_self(m) =
+// columns_dot_product(m, m), rows_dot_self(m) = rows_dot_product(m, m), transpose(m) = m'. Null
+// when `e` is none.
+ExprPtr matrix_form(Expr& e) {
+  const Loc loc = e.loc;
+  auto again = [](const ExprPtr& a) { return substitute(*a, {}); };
+  const size_t n = e.args.size();
+  if (e.name == "diag_pre_multiply" && n == 2)
+    return binary("*", call1("diag_matrix", std::move(e.args[0]), loc), std::move(e.args[1]), loc);
+  if (e.name == "diag_post_multiply" && n == 2)
+    return binary("*", std::move(e.args[0]), call1("diag_matrix", std::move(e.args[1]), loc), loc);
+  if (e.name == "quad_form_diag" && n == 2) {
+    ExprPtr v2 = again(e.args[1]);
+    return binary("*", binary("*", call1("diag_matrix", std::move(e.args[1]), loc), std::move(e.args[0]), loc),
+                  call1("diag_matrix", std::move(v2), loc), loc);
+  }
+  if (e.name == "quad_form" && n == 2) {
+    ExprPtr b2 = again(e.args[1]);
+    return binary("*", binary("*", transposed(std::move(e.args[1]), loc), std::move(e.args[0]), loc), std::move(b2), loc);
+  }
+  if (e.name == "tcrossprod" && n == 1) {
+    ExprPtr m2 = again(e.args[0]);
+    return binary("*", std::move(e.args[0]), transposed(std::move(m2), loc), loc);
+  }
+  if (e.name == "crossprod" && n == 1) {
+    ExprPtr m2 = again(e.args[0]);
+    return binary("*", transposed(std::move(e.args[0]), loc), std::move(m2), loc);
+  }
+  if (e.name == "trace" && n == 1) return call1("sum", call1("diagonal", std::move(e.args[0]), loc), loc);
+  if (e.name == "transpose" && n == 1) return transposed(std::move(e.args[0]), loc);
+  if ((e.name == "columns_dot_self" || e.name == "rows_dot_self") && n == 1) {
+    std::vector<ExprPtr> args;
+    args.push_back(again(e.args[0]));
+    args.push_back(std::move(e.args[0]));
+    return call(e.name == "columns_dot_self" ? "columns_dot_product" : "rows_dot_product", std::move(args), loc);
+  }
+  if (e.name == "col" && n == 2) {
+    std::vector<Index> ix;
+    Index all;
+    all.kind = IndexKind::All;
+    all.loc = loc;
+    ix.push_back(std::move(all));
+    ix.push_back(single_index(std::move(e.args[1]), loc));
+    return indexed(std::move(e.args[0]), std::move(ix), loc);
+  }
+  if (e.name == "row" && n == 2) {
+    std::vector<Index> ix;
+    ix.push_back(single_index(std::move(e.args[1]), loc));
+    return indexed(std::move(e.args[0]), std::move(ix), loc);
+  }
+  return nullptr;
+}
+
 // `name` without its density suffix, and the suffix ("" for a distribution name after `~`).
 std::pair<std::string, std::string> split_suffix(const std::string& name) {
   for (const char* suffix : {"_lpdf", "_lpmf", "_lcdf", "_lccdf", "_cdf"}) {
@@ -220,6 +283,10 @@ void rewrite(ExprPtr& slot) {
   }
   if (ExprPtr sliced = slice_form(e)) {
     slot = std::move(sliced);
+    return;
+  }
+  if (ExprPtr product = matrix_form(e)) {
+    slot = std::move(product);
     return;
   }
   if (e.name == "categorical_rng" && e.args.size() == 1) {  // as categorical(theta) above

@@ -51,6 +51,9 @@ enum class Op {
   SquaredDistances,  // args: x (data, n x d points): the n x n squared distances (gp_exp_quad_cov)
   DiagMatrix,        // args: v (n x 1): the n x n matrix with v on its diagonal
   Diagonal,          // args: a: its diagonal, min(rows, cols) x 1 (also DiagMatrix's adjoint)
+  MatrixConstrain,   // name: structure ("cholesky_corr"); args: u: the declared matrix from its
+                     // unconstrained values (fvi/kernel/ops_matrix_constrain.h)
+  MatrixLogJacobian, // name; args: u: the transform's log-Jacobian, 1 x 1
   Lpdf,                  // name: distribution; args: outcome, parameters...
   Rng,                   // name: distribution; args: parameters; one draw per element and draw (a
                          // quantity's `dist_rng`): stream k of the quantity's noise key
@@ -66,6 +69,8 @@ enum class Op {
   LpdfVjp,                          // name, k; args: g, outcome, parameters...
   ConcatRowsPart, ConcatColsPart,   // k: the operand (0, 1); args: g, a: operand k's rows/cols of g
   CholeskyGrad,                     // args: l (the Cholesky node), g: the (symmetric) adjoint of a
+  MatrixConstrainGrad,              // name; args: u, g: u's adjoint given the matrix's
+  MatrixLogJacobianGrad,            // name; args: u, g (1 x 1): u's adjoint given the log-Jacobian's
   ProgramVjp,                       // k: the operand; args: g, the Program node: operand k's gradient
 };
 const char* op_name(Op op);

@@ -43,6 +43,19 @@ bool dims_of(const Type& t, const Shape& s, SymSize& rows, SymSize& cols) {
   return false;
 }
 
+// The structure of a structured matrix parameter, and the number of its unconstrained values:
+// K(K-1)/2 for cholesky_factor_corr[K]; a plain parameter's are its elements.
+MatrixStructure structure_of(const Symbol& s) {
+  return s.decl ? s.decl->type.structure : MatrixStructure::None;
+}
+SymSize unconstrained_elements(const Symbol& s) {
+  if (structure_of(s) == MatrixStructure::CholeskyCorr) {
+    const SymSize& k = s.shape.dims[0];
+    return (k * (k - SymSize::constant(1))).divided_by(2);
+  }
+  return s.shape.elements();
+}
+
 fvi_group group_of(const Symbol& s) {
   bool hyper = s.kind == SymbolKind::Hyperparameter;
   switch (s.owner) {
@@ -185,6 +198,7 @@ class FactorBuilder {
       if (slot.variable == s.name) in.offset = slot.offset;
     in.rows = rows;
     in.cols = cols;
+    if (structure_of(s) != MatrixStructure::None) in.rows = unconstrained_elements(s), in.cols = one();
     in.varies = g->varies;
     in.active = true;
     int u = add(in);
@@ -199,6 +213,7 @@ class FactorBuilder {
     const TypeDecl& t = s.decl->type;
     SymSize r = node(u).rows, c = node(u).cols;
     if (t.ordering != Ordering::None) return constrain_ordered(s, u);
+    if (t.structure != MatrixStructure::None) return constrain_matrix(s, u);
     if (t.simplex) return constrain_simplex(s, u);
     if (!t.lower && !t.upper) return u;
     int lower = t.lower ? expr(*t.lower) : -1;
@@ -220,6 +235,15 @@ class FactorBuilder {
     }
     (void)loc;
     if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
+    return x;
+  }
+
+  // A structured matrix from its unconstrained values (fvi/kernel/ops_matrix_constrain.h).
+  int constrain_matrix(const Symbol& s, int u) {
+    const SymSize k = s.shape.dims[0];
+    const int x = op(Op::MatrixConstrain, {u}, k, k, "cholesky_corr");
+    if (s.kind == SymbolKind::Parameter)
+      jacobians_.push_back({party_of(s), op(Op::MatrixLogJacobian, {u}, one(), one(), "cholesky_corr")});
     return x;
   }
 
@@ -580,6 +604,11 @@ class FactorBuilder {
     if (f == "dot_product") return op(Op::Sum, {op(Op::Mul, args, node(args[0]).rows, node(args[0]).cols)}, rows, cols);
     if (f == "dot_self") return op(Op::Sum, {op(Op::Mul, {args[0], args[0]}, node(args[0]).rows, node(args[0]).cols)}, rows, cols);
     if (f == "rows_dot_product") return op(Op::RowsDotProduct, args, rows, cols);
+    if (f == "columns_dot_product") {  // the rows' products of the transposes, as a row_vector
+      const SymSize r = node(args[0]).rows, c = node(args[0]).cols;
+      const int a = op(Op::Transpose, {args[0]}, c, r), b = op(Op::Transpose, {args[1]}, c, r);
+      return op(Op::Transpose, {op(Op::RowsDotProduct, {a, b}, c, one())}, one(), c);
+    }
     if (f == "softmax") return op(Op::Softmax, args, rows, cols);
     if (f == "log_softmax") return op(Op::LogSoftmax, args, rows, cols);
     if (f == "cumulative_sum") return op(Op::CumulativeSum, args, rows, cols);
@@ -589,6 +618,8 @@ class FactorBuilder {
     if (f == "append_row") return op(Op::ConcatRows, args, rows, cols);
     if (f == "append_col") return op(Op::ConcatCols, args, rows, cols);
     if (f == "cholesky_decompose") return op(Op::Cholesky, args, rows, cols);
+    if (f == "multiply_lower_tri_self_transpose")  // L L' (the checker took L lower triangular)
+      return op(Op::MatMul, {args[0], op(Op::Transpose, {args[0]}, cols, rows)}, rows, cols);
     if (f == "diag_matrix") return op(Op::DiagMatrix, args, rows, cols);
     if (f == "diagonal") return op(Op::Diagonal, args, rows, cols);
     if (f == "gp_exp_quad_cov" || f == "cov_exp_quad") return exp_quad_cov(e, args, rows, cols);
@@ -927,7 +958,7 @@ void build_groups(const SemanticModel& m, Module& module) {
     g.varies = kind == FVI_GROUP_GLOBAL || kind == FVI_GROUP_LOCAL || kind == FVI_GROUP_SPLIT;
     for (const Symbol& s : m.symbols) {
       if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.kind) continue;
-      SymSize n = s.shape.elements();
+      SymSize n = unconstrained_elements(s);
       g.slots.push_back({s.name, g.size, n});
       g.size = g.size + n;
     }
@@ -1080,7 +1111,8 @@ bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags,
     // A flat prior (Stan's implicit uniform) is the log-Jacobian of its constraint alone: bind
     // the parameter here so that the Jacobian is collected even where only a likelihood reads it.
     for (const Symbol& s : model.symbols)
-      if (s.flat_prior && party_of(s) == party && (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex))
+      if (s.flat_prior && party_of(s) == party &&
+          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || structure_of(s) != MatrixStructure::None))
         b.parameter(s, s.loc);
     for (const auto& j : b.jacobians())
       if (j.party == party) parts.push_back(j.node);
@@ -1227,7 +1259,8 @@ bool lower_terms_as_program(const SemanticModel& model, Module& module, Diagnost
   const int node = b.program(std::move(program), block->loc, "the model block (line " + std::to_string(block->loc.line) + ")");
   std::vector<int> parts{node};
   for (const Symbol& s : model.symbols)
-    if (s.flat_prior && party_of(s) == party && (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex))
+    if (s.flat_prior && party_of(s) == party &&
+          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || structure_of(s) != MatrixStructure::None))
       b.parameter(s, s.loc);
   for (const auto& j : b.jacobians())
     if (j.party == party) parts.push_back(j.node);
@@ -1265,6 +1298,24 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     ok = lower_terms_as_program(model, module, diags, refusals);
   }
 
+  // A structured matrix parameter is written to the outputs as its declared value, a quantity of
+  // its group (computed at each draw by the owner), Stan's first; its unconstrained values are not.
+  for (const Symbol& s : model.symbols) {
+    if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) ||
+        structure_of(s) == MatrixStructure::None)
+      continue;
+    Factor q;
+    q.kind = FactorKind::Quantity;
+    q.owner = party_of(s);
+    q.name = "quantity_" + s.name;
+    q.variable = s.name;
+    FactorBuilder b(model, module, diags, q);
+    q.output = b.parameter(s, s.loc);
+    q.rows = s.shape.dims[0];
+    ok &= b.ok();
+    q.forward_end = static_cast<int>(q.nodes.size());
+    module.quantities.push_back(std::move(q));
+  }
   // Transformed parameters and generated quantities: each its own value, evaluated by its owner.
   for (const Symbol& s : model.symbols) {
     if (s.kind != SymbolKind::Transformed || s.block == BlockKind::TransformedData) continue;

@@ -351,6 +351,15 @@ class Translator {
       emit(op(Opcode::Arith, r, args.at(0), args.at(1), "^"));
       return r;
     }
+    if (f == "multiply_lower_tri_self_transpose") {  // L L' (the checker took L lower triangular)
+      const int t = reg();
+      Instruction transpose{Opcode::Call, t};
+      transpose.name = "transpose";
+      transpose.args = {args.at(0)};
+      emit(transpose);
+      emit(op(Opcode::Arith, r, args.at(0), t, "*"));
+      return r;
+    }
     if ((f == "max" || f == "min") && args.size() == 2 && fixed_int(*e.args[0]) && fixed_int(*e.args[1])) {
       emit(op(Opcode::IntOp, r, args[0], args[1], f));
       return r;
@@ -380,7 +389,7 @@ class Translator {
     if (f == "log_sum_exp" || f == "sum" || f == "mean" || f == "softmax" || f == "log_softmax" || f == "rep_vector" ||
         f == "rep_row_vector" || f == "rep_array" || f == "rep_matrix" || f == "prod" || f == "to_vector" ||
         f == "to_row_vector" || f == "cumulative_sum" || f == "cholesky_decompose" || f == "gp_exp_quad_cov" ||
-        f == "cov_exp_quad")
+        f == "cov_exp_quad" || f == "diag_matrix" || f == "diagonal")
       return emit_call(f, args);
     if (f == "dot_product" || f == "dot_self") {
       const int product = reg();

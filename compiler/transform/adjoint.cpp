@@ -157,6 +157,12 @@ class Adjoint {
         return;
       }
       case Op::Cholesky: accumulate(arg(0), make(Op::CholeskyGrad, {i, g}, arg(0))); return;
+      case Op::MatrixConstrain:
+        accumulate(arg(0), make(Op::MatrixConstrainGrad, {arg(0), g}, arg(0), n.name));
+        return;
+      case Op::MatrixLogJacobian:
+        accumulate(arg(0), make(Op::MatrixLogJacobianGrad, {arg(0), g}, arg(0), n.name));
+        return;
       case Op::Program:  // the machine differentiates its tape (fvi/kernel/machine.h)
         for (size_t k = 0; k < n.args.size(); ++k)
           if (active(k)) accumulate(arg(k), make(Op::ProgramVjp, {g, i}, arg(k), "", static_cast<int>(k)));

@@ -216,6 +216,75 @@ def case_simplex(fvic_path, cache, work):
     print(f"  every draw of theta sums to 1 (within {worst:.1e}, draws.csv's rounding)")
 
 
+LKJ = """// A correlation matrix's Cholesky factor under the LKJ prior alone (no data).
+data {
+  int<lower=2> K;
+  real<lower=0> eta;
+}
+parameters {
+  global cholesky_factor_corr[K] L;
+}
+model {
+  L ~ lkj_corr_cholesky(eta);
+}
+generated quantities {
+  matrix[K, K] Omega = L * L';
+}
+"""
+
+
+def case_lkj(fvic_path, cache, work):
+    """Every correlation of LKJ(eta) in K dimensions is 2 Beta(a, a) - 1, a = eta - 1 + K / 2
+    (Lewandowski, Kurowicka and Joe 2009, section 3.2): mean 0, sd 1 / sqrt(2 a + 1). The fit of
+    the prior alone, through cholesky_factor_corr's transform and Jacobian, must give these
+    within 0.25 sd and sds within 20% (a Gaussian q on tanh's scale has lighter tails than LKJ's,
+    which k-hat may flag; the moments must hold all the same)."""
+    model = os.path.join(work, "lkj.fvi")
+    with open(model, "w") as f:
+        f.write(LKJ)
+    K, eta = 4, 2.0
+    data = os.path.join(work, "lkj.json")
+    with open(data, "w") as f:
+        json.dump({"K": K, "eta": eta}, f)
+    plan = fvic([fvic_path, "plan", model], cache).stdout
+    require("cholesky_factor_corr L (line 7): from K(K - 1)/2 unconstrained values" in plan,
+            "the plan does not name the factor's transform:\n" + plan)
+    out = os.path.join(work, "out")
+    p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    with open(os.path.join(out, "posterior.json")) as f:
+        variables = json.load(f)["variables"]
+    require("L" in variables and "Omega" in variables, f"L or Omega missing from posterior.json: {list(variables)}")
+    a = eta - 1 + K / 2
+    sd = 1 / math.sqrt(2 * a + 1)
+    omega = variables["Omega"]
+    worst_off, worst_ratio = 0.0, 0.0
+    for i in range(K):
+        for j in range(i):
+            at = i * K + j  # row-major
+            off, ratio = abs(omega["mean"][at]) / sd, omega["sd"][at] / sd
+            worst_off, worst_ratio = max(worst_off, off), max(worst_ratio, abs(ratio - 1))
+            print(f"  Omega[{i + 1},{j + 1}]: fvic {omega['mean'][at]:.4f} (sd {omega['sd'][at]:.4f}), LKJ 0 "
+                  f"(sd {sd:.4f}): {off:.3f} sd off, sd ratio {ratio:.3f}")
+    warned = "warning:" in p.stderr
+    require(worst_off <= 0.25 and worst_ratio <= 0.2,
+            f"Omega is {worst_off:.3f} sds off, sd ratio off by {worst_ratio:.3f}")
+    # Every draw: L lower triangular, L L' a correlation matrix (unit diagonal).
+    lines = [line for line in open(os.path.join(out, "draws.csv")) if not line.startswith("#")]
+    header = lines[0].strip().split(",")
+    worst = 0.0
+    for line in lines[2:]:
+        row = dict(zip(header, map(float, line.split(","))))
+        for i in range(1, K + 1):
+            worst = max(worst, abs(row[f"Omega.{i}.{i}"] - 1))
+            for j in range(i + 1, K + 1):
+                require(row[f"L.{i}.{j}"] == 0, f"L.{i}.{j} = {row[f'L.{i}.{j}']} above the diagonal")
+    require(worst < 1e-8, f"a draw's Omega has a diagonal 1 +- {worst}")
+    require(not any(name.startswith("L.") and name.count(".") == 1 for name in header),
+            "the unconstrained values are in draws.csv")
+    print(f"  every draw: L lower triangular, diag(L L') = 1 within {worst:.1e}; "
+          f"{'warned' if warned else 'no warning'}")
+
+
 GP_REGRESSION = """// posteriordb's gp_regr, `global` before each parameter.
 data {
   int<lower=1> N;
@@ -305,7 +374,8 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as work:
             {"pooled": case_pooled, "server_likelihood": case_server_likelihood,
-             "simplex": case_simplex, "gp_regression": case_gp_regression}[case](fvic_path, cache, work)
+             "simplex": case_simplex, "gp_regression": case_gp_regression,
+             "lkj": case_lkj}[case](fvic_path, cache, work)
     except Failure as e:
         print(f"FAIL: {e}")
         sys.exit(1)

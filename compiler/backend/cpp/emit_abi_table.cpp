@@ -169,6 +169,17 @@ void Emitter::quantity_table(std::ostringstream& o) {
     const Expr* lo = s->decl->type.lower.get();
     const Expr* hi = s->decl->type.upper.get();
     const char* transform = lo && hi ? "FVI_INTERVAL" : lo ? "FVI_LOWER" : hi ? "FVI_UPPER" : "FVI_IDENTITY";
+    // A derived value declared a structured matrix is checked at each draw; a cholesky_factor_corr
+    // parameter's factor is one by construction.
+    if (s->kind == SymbolKind::Transformed) {
+      switch (s->decl->type.structure) {
+        case MatrixStructure::CholeskyCorr: transform = "FVI_CHOLESKY_CORR"; break;
+        case MatrixStructure::CholeskyCov: transform = "FVI_CHOLESKY_COV"; break;
+        case MatrixStructure::Corr: transform = "FVI_CORR_MATRIX"; break;
+        case MatrixStructure::Cov: transform = "FVI_COV_MATRIX"; break;
+        case MatrixStructure::None: break;
+      }
+    }
     Bound l = bound(lo), u = bound(hi);
     o << "    {" << quoted(q.variable) << ", "
       << (s->block == BlockKind::GeneratedQuantities ? "FVI_GENERATED_QUANTITIES" : "FVI_TRANSFORMED_PARAMETERS")
@@ -194,7 +205,9 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     const Expr* hi = t ? t->upper.get() : nullptr;
     const Ordering ordering = t ? t->ordering : Ordering::None;
     const bool simplex = t && t->simplex;
-    const char* transform = simplex                                 ? "FVI_SOFTMAX_SIMPLEX"
+    const bool structured = t && t->structure != MatrixStructure::None;
+    const char* transform = structured                              ? "FVI_CHOLESKY_CORR"
+                            : simplex                               ? "FVI_SOFTMAX_SIMPLEX"
                             : ordering == Ordering::Ordered         ? "FVI_ORDERED"
                             : ordering == Ordering::PositiveOrdered ? "FVI_POSITIVE_ORDERED"
                             : lo && hi                              ? "FVI_INTERVAL"
@@ -203,7 +216,7 @@ size_t Emitter::variable_table(std::ostringstream& o) {
                                                                     : "FVI_IDENTITY";
     Bound l = bound(lo), u = bound(hi);
     o << "    {" << quoted(slot->variable) << ", " << g << ", " << transform << ", " << l.literal << ", " << u.literal
-      << ", " << l.data << ", " << u.data << ", " << (s ? s->shape.dims.size() : 0) << "},\n";
+      << ", " << l.data << ", " << u.data << ", " << (structured ? 1 : s ? s->shape.dims.size() : 0) << "},\n";
   }
   if (slots.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0},\n";
   o << "};\n\n";
@@ -215,7 +228,9 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     SizeSpeller local;
     std::string off = local(slot.offset);
     std::vector<std::string> dims;
-    if (s)
+    if (s && s->decl && s->decl->type.structure != MatrixStructure::None)
+      dims.push_back(local(slot.size));  // its unconstrained values; the matrix is a quantity
+    else if (s)
       for (const SymSize& d : s->shape.dims) dims.push_back(local(d));
     o << "      case " << i << ": {\n";
     for (const std::string& a : local.used) o << "        const int64_t size_" << a << " = s.size_" << a << ";\n";

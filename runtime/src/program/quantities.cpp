@@ -1,5 +1,6 @@
 #include "fvi/program/quantities.h"
 
+#include <Eigen/Cholesky>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -57,9 +58,68 @@ std::string draw_values(const std::vector<VariableLayout>& layout, const Eigen::
 
 // The declared bounds of quantity `info` (laid out as `v`), at every draw of `block` (Stan
 // rejects such a draw; here it is reported): "" when all hold, else the first broken one.
+// What a draw's matrix breaks of its declared structure, or "" (Stan's checks, with its constraint
+// tolerance 1e-8): cholesky_factor_corr lower triangular with a positive diagonal and rows of unit
+// length, cholesky_factor_cov lower triangular with a positive diagonal, corr_matrix and
+// cov_matrix symmetric and positive definite, a corr_matrix's diagonal 1.
+}  // namespace
+
+std::string structure_violation(int transform, const Eigen::MatrixXd& m) {
+  constexpr double kTolerance = 1e-8;
+  const Eigen::Index n = m.rows();
+  const char* name = transform == FVI_CHOLESKY_CORR ? "a cholesky_factor_corr"
+                     : transform == FVI_CHOLESKY_COV ? "a cholesky_factor_cov"
+                     : transform == FVI_CORR_MATRIX  ? "a corr_matrix"
+                                                     : "a cov_matrix";
+  auto at = [](Eigen::Index i, Eigen::Index j) { return "[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "]"; };
+  if (!m.allFinite()) return std::string("holds a NaN or an infinity, so is not ") + name;
+  if (transform == FVI_CHOLESKY_CORR || transform == FVI_CHOLESKY_COV) {
+    for (Eigen::Index j = 1; j < m.cols(); ++j)
+      for (Eigen::Index i = 0; i < std::min(j, n); ++i)
+        if (m(i, j) != 0) return "is not " + std::string(name) + ": " + at(i, j) + " = " + number(m(i, j)) + " above the diagonal";
+    for (Eigen::Index i = 0; i < std::min(n, m.cols()); ++i)
+      if (!(m(i, i) > 0)) return "is not " + std::string(name) + ": its diagonal " + at(i, i) + " = " + number(m(i, i)) + " is not positive";
+    if (transform == FVI_CHOLESKY_CORR)
+      for (Eigen::Index i = 0; i < n; ++i)
+        if (std::fabs(m.row(i).squaredNorm() - 1) > kTolerance)
+          return "is not " + std::string(name) + ": row " + std::to_string(i + 1) + " has length " +
+                 number(m.row(i).norm()) + ", not 1";
+    return "";
+  }
+  if (m.rows() != m.cols()) return "is not " + std::string(name) + ": it is not square";
+  for (Eigen::Index j = 0; j < n; ++j)
+    for (Eigen::Index i = j + 1; i < n; ++i)
+      if (std::fabs(m(i, j) - m(j, i)) > kTolerance * std::max(1.0, std::fabs(m(i, j))))
+        return "is not " + std::string(name) + ": " + at(i, j) + " = " + number(m(i, j)) + " but " + at(j, i) + " = " +
+               number(m(j, i)) + " (not symmetric)";
+  if (transform == FVI_CORR_MATRIX)
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (std::fabs(m(i, i) - 1) > kTolerance)
+        return "is not " + std::string(name) + ": its diagonal " + at(i, i) + " = " + number(m(i, i)) + ", not 1";
+  Eigen::LLT<Eigen::MatrixXd> llt(m);
+  if (llt.info() != Eigen::Success) return "is not " + std::string(name) + ": it is not positive definite";
+  return "";
+}
+
+namespace {
+
 std::string bound_violation(const fvi_quantity_info& info, const VariableLayout& v, const Eigen::MatrixXd& block,
                             const fvi_data& data, const std::vector<VariableLayout>& named,
                             const Eigen::MatrixXd& named_values) {
+  if (info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_COV_MATRIX && v.dims.size() == 2) {
+    long broken = 0;
+    std::string first;
+    for (Eigen::Index s = 0; s < block.cols(); ++s) {
+      const Eigen::Map<const Eigen::MatrixXd> m(block.col(s).data(), v.dims[0], v.dims[1]);
+      const std::string why = structure_violation(info.transform, m);
+      if (why.empty()) continue;
+      if (broken++ == 0)
+        first = v.name + " at draw " + std::to_string(s + 1) + " (" + draw_values(named, named_values, s) + ") " + why;
+    }
+    if (broken == 0) return "";
+    return std::string(info.block == FVI_GENERATED_QUANTITIES ? "generated quantity " : "transformed parameter ") +
+           first + "; " + std::to_string(broken) + " of " + std::to_string(block.cols()) + " draws break it";
+  }
   const Eigen::Index draws = block.cols();
   const int64_t elements = block.rows();
   const double lower = info.transform == FVI_LOWER || info.transform == FVI_INTERVAL

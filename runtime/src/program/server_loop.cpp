@@ -68,6 +68,8 @@ Reweighted reweighted_moments(const ServerDraws& d, const diagnostics::PsisResul
     // A point estimate (SFVI's hyperparameters) has constant draws: nothing to reweigh, and its
     // computed sd is rounding error, not a scale.
     if (d.constrained.row(i).maxCoeff() == d.constrained.row(i).minCoeff() || !(sd[i] > 0)) continue;
+    // A structured matrix's unconstrained values are not an output (its matrix is a quantity).
+    if (name_of(i).empty()) continue;
     const double shift = std::abs(mean_w[size_t(i)] - mean[i]) / sd[i], change = std::abs(sd_w[size_t(i)] / sd[i] - 1);
     if (worst_mean < 0 || shift > r.mean_shift) r.mean_shift = shift, worst_mean = i;
     if (worst_sd < 0 || change > r.sd_change) r.sd_change = change, worst_sd = i;

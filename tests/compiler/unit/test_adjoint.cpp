@@ -378,6 +378,34 @@ model {
   check_adjoints(m);
 }
 
+// cholesky_factor_corr (its transform and log-Jacobian), lkj_corr_cholesky, an array of vectors
+// under multi_normal_cholesky, and the matrix shorthands (diag_pre_multiply, quad_form_diag,
+// tcrossprod, crossprod, trace, quad_form, col, row, columns_dot_self, rows_dot_self).
+TEST_CASE("adjoints through cholesky_factor_corr, lkj_corr_cholesky and the matrix shorthands match finite differences",
+          "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_lkj", R"(data {
+  int<lower=2> K;
+  int<lower=1> N;
+  array[N] vector[K] y;
+}
+parameters {
+  global vector[K] mu;
+  global vector<lower=0>[K] tau;
+  global cholesky_factor_corr[K] L;
+}
+model {
+  matrix[K, K] S = quad_form_diag(tcrossprod(L), tau);
+  mu ~ normal(0, 2);
+  tau ~ lognormal(0, 1);
+  L ~ lkj_corr_cholesky(2.5);
+  y ~ multi_normal_cholesky(mu, diag_pre_multiply(tau, L));
+  target += -0.1 * trace(S) + 0.05 * quad_form(S, mu) - 0.01 * sum(crossprod(L));
+  target += 0.2 * sum(col(L, 1)) - 0.1 * sum(row(L, K)) + 0.1 * sum(columns_dot_self(L) + rows_dot_self(L)');
+}
+)");
+  check_adjoints(m);
+}
+
 // simplex[K]: softmax of K values with the auxiliary scale's log-Jacobian (lower.cpp,
 // constrain_simplex): the density of u is the Dirichlet's at softmax(u) times gamma(sum(exp(u)) |
 // K, 1) times the Jacobian, written out here; and its gradient against finite differences.

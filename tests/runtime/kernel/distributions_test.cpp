@@ -269,6 +269,31 @@ TEST_CASE("vector-Jacobian products of the densities match finite differences", 
     check_vjp("multi_normal_cholesky", {y3, vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), chol}, k);
     check_vjp("multi_normal_cholesky", {y3, scalar(0.25), chol}, k);
   }
+  // Four observations, one per row (an array of vectors): mu shared (a 3-vector) or per row.
+  T rows(4, 3, 1);
+  rows.m << 0.5, -1.2, 2.0, 0.1, 0.3, -0.7, 1.5, 0.0, -0.4, 0.9, 1.1, -2.0;
+  T per_row(4, 3, 2);
+  for (Eigen::Index i = 0; i < per_row.m.size(); ++i) per_row.m.data()[i] = 0.1 * double(i % 7) - 0.3;
+  for (size_t k : {0, 1, 2}) {
+    check_vjp("multi_normal_cholesky", {rows, vec({0.1, 0.3, -0.2, 0.4, 0.0, 1.0}, 2), chol}, k);
+    check_vjp("multi_normal_cholesky", {rows, per_row, chol}, k);
+  }
+}
+
+TEST_CASE("multi_normal_cholesky of an array of vectors is the sum of each vector's density", "[kernel][distributions]") {
+  T chol(3, 3, 1);
+  chol.m << 1.3, 0.0, 0.0, 0.4, 0.8, 0.0, -0.6, 0.2, 1.7;
+  T rows(2, 3, 1);
+  rows.m << 0.5, -1.2, 2.0, 0.1, 0.3, -0.7;
+  const T mu = vec({0.2, -0.1, 0.4});
+  const T all = fvi::kernel::lpdf<double>("multi_normal_cholesky", {&rows, &mu, &chol});
+  double sum = 0;
+  for (Eigen::Index i = 0; i < 2; ++i) {
+    T one(3, 1, 1);
+    one.m.col(0) = rows.m.row(i).transpose();
+    sum += fvi::kernel::lpdf<double>("multi_normal_cholesky", {&one, &mu, &chol}).m(0, 0);
+  }
+  CHECK(all.m(0, 0) == Approx(sum).epsilon(1e-14));
 }
 
 // ---- cumulative distribution functions (fvi/kernel/cdfs.h) ---------------------------------

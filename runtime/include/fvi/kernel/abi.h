@@ -96,8 +96,15 @@ enum fvi_transform {
   FVI_INTERVAL = 3,
   FVI_ORDERED = 4,          /* x_1 = u_1, x_k = x_(k-1) + exp(u_k) */
   FVI_POSITIVE_ORDERED = 5, /* x_k = x_(k-1) + exp(u_k), x_0 = 0 */
-  FVI_SOFTMAX_SIMPLEX = 6   /* simplex[K]: x = softmax(u), u of K values (the scale sum(exp(u)) is an
+  FVI_SOFTMAX_SIMPLEX = 6,  /* simplex[K]: x = softmax(u), u of K values (the scale sum(exp(u)) is an
                                auxiliary ~ gamma(K, 1), independent of x: docs/kernel-abi.md) */
+  FVI_CHOLESKY_CORR = 7,    /* cholesky_factor_corr[K]: the K(K-1)/2 unconstrained values (rank 1);
+                               the K x K factor is the quantity of the same name, so outputs leave
+                               these values out (FVI_ABI_VERSION 9). A quantity's: it is declared
+                               one, and is checked at each draw */
+  FVI_CHOLESKY_COV = 8,     /* quantities only, checked at each draw: lower triangular, positive diagonal */
+  FVI_CORR_MATRIX = 9,      /* ... symmetric, unit diagonal, positive definite */
+  FVI_COV_MATRIX = 10       /* ... symmetric, positive definite */
 };
 
 /* A parameter (or hyperparameter) as the user declared it: where it sits in its group and how

@@ -444,6 +444,47 @@ Tensor<T> dirichlet(const Tensor<T>& theta, const Tensor<T>& alpha, const Tensor
   return out;
 }
 
+// lkj_corr_cholesky(L | eta): the LKJ density of the correlation matrix L L' (Lewandowski,
+// Kurowicka and Joe 2009), det(L L')^(eta - 1) / c_K(eta), carried to its Cholesky factor by the
+// Jacobian prod_i L_ii^(K - i): log p = sum_{i=2..K} (K - i + 2 eta - 2) log L_ii - log c_K(eta),
+// log c_K(eta) = sum_{k=1..K-1} [(2 eta - 2 + K - k)(K - k) log 2 + (K - k) lbeta(b_k, b_k)],
+// b_k = eta + (K - k - 1) / 2 (1-based i and k). One value per draw; only L's diagonal is read.
+template <class T>
+Tensor<T> lkj_corr_cholesky(const Tensor<T>& l, const Tensor<T>& eta, const Tensor<T>* g, int vjp_operand) {
+  const Eigen::Index K = l.rows;
+  if (l.cols != K || eta.size() != 1)
+    throw ShapeError("lkj_corr_cholesky of " + shape_string(l) + " given " + shape_string(eta));
+  const Eigen::Index S = joint_draws(l.draws, eta.draws);
+  const Tensor<T>& like = vjp_operand == 0 ? l : eta;
+  Tensor<T> out = vjp_operand < 0 ? Tensor<T>(1, 1, S) : Tensor<T>(like.rows, like.cols, like.draws);
+  auto digamma = [](double x) { return double(Eigen::numext::digamma(x)); };
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const auto L = l.draw(s);
+    const double e = double(eta.m(0, eta.draws == 1 ? 0 : s));
+    if (vjp_operand == 0) {
+      const T gs = g->m(0, g->draws == 1 ? 0 : s);
+      auto target = out.draw(s);
+      for (Eigen::Index i = 1; i < K; ++i) target(i, i) += gs * T(double(K - i - 1) + 2 * e - 2) / L(i, i);
+      continue;
+    }
+    double log_c = 0, d_log_c = 0;
+    for (Eigen::Index k = 1; k < K; ++k) {
+      const double r = double(K - k), b = e + (r - 1) / 2;
+      log_c += (2 * e - 2 + r) * r * M_LN2 + r * (2 * std::lgamma(b) - std::lgamma(2 * b));
+      d_log_c += 2 * r * M_LN2 + r * (2 * digamma(b) - 2 * digamma(2 * b));
+    }
+    double sum_log_diagonal = 0, weighted = 0;
+    for (Eigen::Index i = 1; i < K; ++i) {  // 0-based i: the exponent K - (i + 1) + 2 eta - 2
+      const double log_lii = std::log(double(L(i, i)));
+      sum_log_diagonal += log_lii;
+      weighted += (double(K - i - 1) + 2 * e - 2) * log_lii;
+    }
+    if (vjp_operand < 0) out.m(0, s) = T(weighted - log_c);
+    else out.m(0, eta.draws == 1 ? 0 : s) += g->m(0, g->draws == 1 ? 0 : s) * T(2 * sum_log_diagonal - d_log_c);
+  }
+  return out;
+}
+
 }  // namespace detail
 
 template <class T>
@@ -452,6 +493,7 @@ Tensor<T> lpdf(const std::string& dist, const Operands<T>& xs) {
   if (dist == "multinomial_logit") return detail::multinomial_logit<T>(*xs[0], *xs[1], nullptr, false);
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], nullptr, -1);
   if (dist == "multi_normal_cholesky") return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
+  if (dist == "lkj_corr_cholesky") return detail::lkj_corr_cholesky<T>(*xs[0], *xs[1], nullptr, -1);
   return detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_lpdf<T>(dist, v); });
 }
 
@@ -469,6 +511,7 @@ Tensor<T> lpdf_vjp(const std::string& dist, size_t k, const Tensor<T>& g, const 
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], &g, static_cast<int>(k));
   if (dist == "multi_normal_cholesky")
     return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], &g, static_cast<int>(k));
+  if (dist == "lkj_corr_cholesky") return detail::lkj_corr_cholesky<T>(*xs[0], *xs[1], &g, static_cast<int>(k));
   Tensor<T> partial =
       detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_partial<T>(dist, k, v); });
   return sum_like(mul(g, partial), *xs[k]);

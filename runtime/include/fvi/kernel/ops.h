@@ -14,6 +14,8 @@
 //   ops_concat.h          append_row / append_col and their adjoints
 //   ops_cholesky.h        Cholesky factors and their adjoint, squared distances (Gaussian
 //                         processes), diagonal matrices, multi_normal_cholesky
+//   ops_matrix_constrain.h  structured matrix parameters (cholesky_factor_corr): transform,
+//                         log-Jacobian, adjoints
 #include "fvi/kernel/ops_elementwise.h"
 #include "fvi/kernel/ops_unary.h"
 #include "fvi/kernel/ops_linear_algebra.h"
@@ -21,3 +23,4 @@
 #include "fvi/kernel/ops_indexing.h"
 #include "fvi/kernel/ops_concat.h"
 #include "fvi/kernel/ops_cholesky.h"
+#include "fvi/kernel/ops_matrix_constrain.h"

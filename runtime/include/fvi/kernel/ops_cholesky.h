@@ -88,44 +88,58 @@ Tensor<T> diagonal(const Tensor<T>& a) {
 
 namespace detail {
 
-// multi_normal_cholesky(y | mu, L): one log density per draw, y and mu n-vectors (mu may be one
-// value for every element), L lower triangular n x n:
-//   log p = -n/2 log(2 pi) - sum(log diag L) - |z|^2 / 2,  z = L^-1 (y - mu).
-// vjp_operand 0 (y), 1 (mu), 2 (L) gives that operand's adjoint for the result's adjoint g:
-//   dy = -a, dmu = a (summed to mu's shape), dL = tril(a z') - diag(1 / diag L), a = L^-T z.
+// multi_normal_cholesky(y | mu, L): one log density per draw, the sum over y's observations: y
+// one K-vector (K x 1 or 1 x K), or N x K with one observation per row (an array of vectors, or
+// a loop's rows); mu one value, one K-vector shared by every observation, or N x K; L lower
+// triangular K x K. With D = y - mu (N x K) and Z = D L^-T (each row z_n = L^-1 d_n):
+//   log p = -N K/2 log(2 pi) - N sum(log diag L) - |Z|^2 / 2.
+// vjp_operand 0 (y), 1 (mu), 2 (L) gives that operand's adjoint for the result's adjoint g, with
+// A = Z L^-1 (rows a_n = L^-T z_n): dy = -A, dmu = A (summed to mu's shape),
+// dL = tril(A' Z) - N diag(1 / diag L).
 template <class T>
 Tensor<T> multi_normal_cholesky(const Tensor<T>& y, const Tensor<T>& mu, const Tensor<T>& l, const Tensor<T>* g,
                                 int vjp_operand) {
-  const Eigen::Index n = l.rows;
-  if (l.cols != n || y.size() != n || (mu.size() != n && mu.size() != 1))
+  const Eigen::Index K = l.rows;
+  const bool one = y.size() == K;
+  const Eigen::Index N = one ? 1 : y.rows;
+  const bool mu_shared = mu.size() == K || mu.size() == 1;
+  if (l.cols != K || (!one && y.cols != K) || (!mu_shared && (mu.rows != N || mu.cols != K)))
     throw ShapeError("multi_normal_cholesky of " + shape_string(y) + " given " + shape_string(mu) + " and " +
                      shape_string(l));
   const Eigen::Index S = joint_draws(joint_draws(y.draws, mu.draws), l.draws);
   const Tensor<T>& like = vjp_operand == 0 ? y : vjp_operand == 1 ? mu : l;
   Tensor<T> out = vjp_operand < 0 ? Tensor<T>(1, 1, S) : Tensor<T>(like.rows, like.cols, like.draws);
   constexpr double kHalfLogTwoPi = 0.91893853320467274178;
+  // A value's draw as N x K observations (one K-vector as one row: its elements in order).
+  auto rows_of = [&](const Tensor<T>& t, Eigen::Index s, Eigen::Index n) {
+    return Eigen::Map<const Mat<T>>(t.m.data() + (t.draws == 1 ? 0 : s) * t.size(), n, K);
+  };
   for (Eigen::Index s = 0; s < S; ++s) {
     const Mat<T> L = l.draw(s);
-    Eigen::Matrix<T, Eigen::Dynamic, 1> d = y.flat().col(y.draws == 1 ? 0 : s);
-    if (mu.size() == 1) d.array() -= mu.m(0, mu.draws == 1 ? 0 : s);
-    else d -= mu.flat().col(mu.draws == 1 ? 0 : s);
-    const Eigen::Matrix<T, Eigen::Dynamic, 1> z = L.template triangularView<Eigen::Lower>().solve(d);
+    Mat<T> D = one ? Mat<T>(rows_of(y, s, 1)) : Mat<T>(y.draw(s));
+    if (mu.size() == 1) D.array() -= mu.m(0, mu.draws == 1 ? 0 : s);
+    else if (mu_shared) D.rowwise() -= rows_of(mu, s, 1).row(0);
+    else D -= mu.draw(s);
+    // Z' = L^-1 D'
+    const Mat<T> Zt = L.template triangularView<Eigen::Lower>().solve(Mat<T>(D.transpose()));
     if (vjp_operand < 0) {
-      out.m(0, s) = -T(n) * T(kHalfLogTwoPi) - L.diagonal().array().log().sum() - z.squaredNorm() / T(2);
+      out.m(0, s) = -T(N * K) * T(kHalfLogTwoPi) - T(N) * L.diagonal().array().log().sum() - Zt.squaredNorm() / T(2);
       continue;
     }
     const T gs = g->m(0, g->draws == 1 ? 0 : s);
-    const Eigen::Matrix<T, Eigen::Dynamic, 1> a = L.transpose().template triangularView<Eigen::Upper>().solve(z);
-    auto target = out.draw(s);  // a value that does not vary sums every draw's part into draw 0
+    const Mat<T> At = L.transpose().template triangularView<Eigen::Upper>().solve(Zt);  // A' = L^-T Z'
+    // A value that does not vary sums every draw's part into draw 0.
+    T* target = out.m.data() + (like.draws == 1 ? 0 : s) * like.size();
     if (vjp_operand == 0) {
-      target.col(0) -= gs * a;
+      Eigen::Map<Mat<T>>(target, one ? 1 : N, K) -= gs * At.transpose();
     } else if (vjp_operand == 1) {
-      if (mu.size() == 1) target(0, 0) += gs * a.sum();
-      else target.col(0) += gs * a;
+      if (mu.size() == 1) target[0] += gs * At.sum();
+      else if (mu_shared) Eigen::Map<Mat<T>>(target, 1, K) += gs * At.rowwise().sum().transpose();
+      else Eigen::Map<Mat<T>>(target, N, K) += gs * At.transpose();
     } else {
-      Mat<T> dl = (a * z.transpose()).template triangularView<Eigen::Lower>();
-      dl.diagonal() -= L.diagonal().cwiseInverse();
-      target += gs * dl;
+      Mat<T> dl = (At * Zt.transpose()).template triangularView<Eigen::Lower>();
+      dl.diagonal() -= T(N) * L.diagonal().cwiseInverse();
+      Eigen::Map<Mat<T>>(target, K, K) += gs * dl;
     }
   }
   return out;

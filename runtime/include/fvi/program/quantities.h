@@ -41,6 +41,10 @@ QuantityDraws evaluate_quantities(const fvi_model& model, int owner, const fvi_d
 // closing messages); the server writes the sum beside its own quantities.
 int silo_sum_count(const fvi_model& model);
 
+// What one draw's matrix breaks of a declared structure (transform FVI_CHOLESKY_CORR,
+// FVI_CHOLESKY_COV, FVI_CORR_MATRIX or FVI_COV_MATRIX), as "is not a corr_matrix: ...", or "".
+std::string structure_violation(int transform, const Eigen::MatrixXd& m);
+
 // Silo `silo`'s parts at the draws in `groups`: one row per silo_sum quantity, in declaration
 // order, `draws` columns; a part the silo cannot compute (it reads a group `groups` lacks) is NaN.
 Eigen::MatrixXd silo_sum_parts(const fvi_model& model, const fvi_data& data, int silo, const GroupDraws& groups,

@@ -1,0 +1,209 @@
+// cholesky_factor_corr's transform (fvi/kernel/ops_matrix_constrain.h) against Stan's
+// cholesky_corr_constrain written out as Stan's sequential loop, its log-Jacobian against the log
+// determinant of the transform's Jacobian by central differences, both adjoints by finite
+// differences; lkj_corr_cholesky against its closed form at K = 2, and transform, Jacobian and
+// density together integrating to one over the unconstrained space at K = 3.
+#include "fvi/kernel/distributions.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+
+#include "support/gradient_check.h"
+
+using fvi::kernel::Tensor;
+using T = Tensor<double>;
+
+namespace {
+
+T column(const Eigen::VectorXd& v) {
+  T t(v.size(), 1, 1);
+  t.m.col(0) = v;
+  return t;
+}
+
+// Stan's cholesky_corr_constrain: z = tanh(u), row by row, L_ij = z sqrt(1 - sum of squares so far).
+Eigen::MatrixXd stan_cholesky_corr(const Eigen::VectorXd& u, Eigen::Index K) {
+  Eigen::MatrixXd L = Eigen::MatrixXd::Zero(K, K);
+  L(0, 0) = 1;
+  Eigen::Index k = 0;
+  for (Eigen::Index i = 1; i < K; ++i) {
+    L(i, 0) = std::tanh(u(k++));
+    double sum_sqs = L(i, 0) * L(i, 0);
+    for (Eigen::Index j = 1; j < i; ++j) {
+      L(i, j) = std::tanh(u(k++)) * std::sqrt(1 - sum_sqs);
+      sum_sqs += L(i, j) * L(i, j);
+    }
+    L(i, i) = std::sqrt(1 - sum_sqs);
+  }
+  return L;
+}
+
+// The strict lower triangle, row by row (the order of u).
+Eigen::VectorXd strict_lower(const Eigen::MatrixXd& L) {
+  const Eigen::Index K = L.rows();
+  Eigen::VectorXd v(K * (K - 1) / 2);
+  Eigen::Index k = 0;
+  for (Eigen::Index i = 1; i < K; ++i)
+    for (Eigen::Index j = 0; j < i; ++j) v(k++) = L(i, j);
+  return v;
+}
+
+Eigen::VectorXd random_u(Eigen::Index m, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, 1.2);
+  Eigen::VectorXd u(m);
+  for (Eigen::Index i = 0; i < m; ++i) u(i) = normal(rng);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("cholesky_factor_corr: Stan's transform, a unit diagonal in L L', and K = 1", "[kernel][matrix_constrain]") {
+  for (Eigen::Index K : {2, 3, 5}) {
+    const Eigen::VectorXd u = random_u(K * (K - 1) / 2, unsigned(K));
+    const Eigen::MatrixXd L = fvi::kernel::matrix_constrain("cholesky_corr", column(u)).draw(0);
+    INFO("K = " << K);
+    CHECK(L.isApprox(stan_cholesky_corr(u, K), 1e-14));
+    CHECK((L * L.transpose()).diagonal().isApprox(Eigen::VectorXd::Ones(K), 1e-14));
+    CHECK(L.triangularView<Eigen::StrictlyUpper>().toDenseMatrix().isZero());
+  }
+  // Far in the tails the product of sechs keeps the diagonal positive where 1 - sum rounds to 0.
+  Eigen::VectorXd far(3);
+  far << 30, -25, 40;
+  const Eigen::MatrixXd L = fvi::kernel::matrix_constrain("cholesky_corr", column(far)).draw(0);
+  CHECK(L(2, 2) > 0);
+  CHECK(std::isfinite(fvi::kernel::matrix_log_jacobian("cholesky_corr", column(far)).m(0, 0)));
+  const T one = fvi::kernel::matrix_constrain("cholesky_corr", T(0, 1, 1));
+  REQUIRE(one.rows == 1);
+  CHECK(one.m(0, 0) == 1);
+}
+
+TEST_CASE("cholesky_factor_corr: the log-Jacobian is log |det| of d(strict lower L)/du", "[kernel][matrix_constrain]") {
+  for (Eigen::Index K : {2, 3, 4}) {
+    const Eigen::Index m = K * (K - 1) / 2;
+    const Eigen::VectorXd u = random_u(m, unsigned(10 + K));
+    Eigen::MatrixXd J(m, m);
+    const double h = 1e-6;
+    for (Eigen::Index c = 0; c < m; ++c) {
+      Eigen::VectorXd up = u, down = u;
+      up(c) += h;
+      down(c) -= h;
+      J.col(c) = (strict_lower(stan_cholesky_corr(up, K)) - strict_lower(stan_cholesky_corr(down, K))) / (2 * h);
+    }
+    const double expected = std::log(std::abs(J.determinant()));
+    // Central differences: O(h^2) truncation, below 1e-9 of each entry here.
+    INFO("K = " << K);
+    CHECK(fvi::kernel::matrix_log_jacobian("cholesky_corr", column(u)).m(0, 0) == Approx(expected).epsilon(1e-8));
+  }
+}
+
+TEST_CASE("cholesky_factor_corr: the adjoints of the transform and of its log-Jacobian", "[kernel][matrix_constrain]") {
+  const Eigen::Index K = 4, m = 6;
+  const Eigen::VectorXd u = random_u(m, 3);
+  std::mt19937 rng(4);
+  std::normal_distribution<double> normal;
+  T g(K, K, 1);
+  for (Eigen::Index i = 0; i < g.m.size(); ++i) g.m.data()[i] = normal(rng);
+  auto value = [&](const Eigen::VectorXd& x) {
+    return (fvi::kernel::matrix_constrain("cholesky_corr", column(x)).m.array() * g.m.array()).sum();
+  };
+  const T d = fvi::kernel::matrix_constrain_grad("cholesky_corr", column(u), g);
+  auto result = fvi::test::check_gradient(value, u, d.m.col(0));
+  INFO(result.report());
+  CHECK(result.ok());
+  auto log_jacobian = [&](const Eigen::VectorXd& x) {
+    return 0.7 * fvi::kernel::matrix_log_jacobian("cholesky_corr", column(x)).m(0, 0);
+  };
+  const T dj = fvi::kernel::matrix_log_jacobian_grad("cholesky_corr", column(u), T::constant(0.7));
+  auto jacobian_result = fvi::test::check_gradient(log_jacobian, u, dj.m.col(0));
+  INFO(jacobian_result.report());
+  CHECK(jacobian_result.ok());
+}
+
+TEST_CASE("lkj_corr_cholesky: the closed form at K = 2, and its VJPs", "[kernel][matrix_constrain]") {
+  // K = 2: L = [1 0; r sqrt(1 - r^2)], and the LKJ density of r is (1 - r^2)^(eta - 1) / (2^(2 eta
+  // - 1) B(eta, eta)); the Jacobian from the correlation to L's factor is L_22^0 = 1.
+  for (double eta : {0.5, 1.0, 2.5}) {
+    const double r = 0.35;
+    T L(2, 2, 1);
+    L.m << 1, 0, r, std::sqrt(1 - r * r);
+    const T e = T::constant(eta);
+    const double lbeta = 2 * std::lgamma(eta) - std::lgamma(2 * eta);
+    const double expected = (eta - 1) * std::log(1 - r * r) - (2 * eta - 1) * std::log(2.0) - lbeta;
+    INFO("eta = " << eta);
+    CHECK(fvi::kernel::lpdf<double>("lkj_corr_cholesky", {&L, &e}).m(0, 0) == Approx(expected).epsilon(1e-13));
+  }
+  // VJPs: of L (its diagonal) and of eta, at a K = 4 factor over two draws.
+  const Eigen::Index K = 4;
+  T L(K, K, 2);
+  for (Eigen::Index s = 0; s < 2; ++s)
+    L.draw(s) = fvi::kernel::matrix_constrain("cholesky_corr", column(random_u(6, unsigned(20 + s)))).draw(0);
+  T eta = T::constant(1.7);
+  T g(1, 1, 2);
+  g.m << 0.6, -1.3;
+  for (size_t k : {0, 1}) {
+    T& operand = k == 0 ? L : eta;
+    const Eigen::VectorXd x0 = Eigen::Map<const Eigen::VectorXd>(operand.m.data(), operand.m.size());
+    auto value = [&](const Eigen::VectorXd& x) {
+      T moved = operand;
+      moved.m = Eigen::Map<const Eigen::MatrixXd>(x.data(), operand.m.rows(), operand.m.cols());
+      const T& l = k == 0 ? moved : L;
+      const T& e = k == 1 ? moved : eta;
+      return (fvi::kernel::lpdf<double>("lkj_corr_cholesky", {&l, &e}).m.array() * g.m.array()).sum();
+    };
+    const T d = fvi::kernel::lpdf_vjp<double>("lkj_corr_cholesky", k, g, {&L, &eta});
+    auto result = fvi::test::check_gradient(value, x0, Eigen::Map<const Eigen::VectorXd>(d.m.data(), d.m.size()));
+    INFO("operand " << k << "\n" << result.report());
+    CHECK(result.ok());
+  }
+}
+
+// The density of u, exp(lkj_corr_cholesky(L(u) | eta) + log|J(u)|), integrates to one over R^3:
+// the transform, its Jacobian and LKJ's normalising constant checked together. With u = atanh(sin
+// theta), du = d theta / cos theta, the integrand is smooth on (-pi/2, pi/2)^3, and a product of
+// 15-point Kronrod rules on 4 panels per axis is exact far below the tolerance.
+TEST_CASE("lkj_corr_cholesky with cholesky_factor_corr's transform integrates to one at K = 3", "[kernel][matrix_constrain]") {
+  static const double x[15] = {-0.991455371120812639, -0.949107912342758525, -0.864864423359769073, -0.741531185599394440,
+                               -0.586087235467691130, -0.405845151377397167, -0.207784955007898468, 0.0,
+                               0.207784955007898468,  0.405845151377397167,  0.586087235467691130,  0.741531185599394440,
+                               0.864864423359769073,  0.949107912342758525,  0.991455371120812639};
+  static const double w[15] = {0.022935322010529225, 0.063092092629978553, 0.104790010322250184, 0.140653259715525919,
+                               0.169004726639267903, 0.190350578064785410, 0.204432940075298892, 0.209482141084727828,
+                               0.204432940075298892, 0.190350578064785410, 0.169004726639267903, 0.140653259715525919,
+                               0.104790010322250184, 0.063092092629978553, 0.022935322010529225};
+  std::vector<double> theta, weight;
+  const int panels = 4;
+  const double a = -M_PI / 2, width = M_PI / panels;
+  for (int p = 0; p < panels; ++p)
+    for (int i = 0; i < 15; ++i) {
+      theta.push_back(a + width * (p + 0.5 + 0.5 * x[i]));
+      weight.push_back(0.5 * width * w[i]);
+    }
+  const Eigen::Index n = Eigen::Index(theta.size()), draws = n * n * n;
+  for (double eta : {1.0, 2.0, 3.5}) {
+    T u(3, 1, draws);
+    Eigen::VectorXd log_scale(draws), quad(draws);
+    Eigen::Index s = 0;
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j)
+        for (Eigen::Index k = 0; k < n; ++k, ++s) {
+          const double t[3] = {theta[size_t(i)], theta[size_t(j)], theta[size_t(k)]};
+          double log_du = 0;
+          for (int c = 0; c < 3; ++c) {
+            u.m(c, s) = std::atanh(std::sin(t[c]));
+            log_du -= std::log(std::cos(t[c]));
+          }
+          log_scale(s) = log_du;
+          quad(s) = weight[size_t(i)] * weight[size_t(j)] * weight[size_t(k)];
+        }
+    const T L = fvi::kernel::matrix_constrain("cholesky_corr", u);
+    const T e = T::constant(eta);
+    const T log_p = fvi::kernel::lpdf<double>("lkj_corr_cholesky", {&L, &e});
+    const T log_j = fvi::kernel::matrix_log_jacobian("cholesky_corr", u);
+    double total = 0;
+    for (s = 0; s < draws; ++s) total += quad(s) * std::exp(log_p.m(0, s) + log_j.m(0, s) + log_scale(s));
+    INFO("eta = " << eta);
+    CHECK(total == Approx(1.0).epsilon(1e-7));
+  }
+}
