@@ -64,6 +64,9 @@ const std::vector<Distribution>& distributions() {
       {"multi_normal_cholesky", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"L", A::Matrix, Q::Any}}},
       // LKJ's density of a correlation matrix's Cholesky factor L (Lewandowski, Kurowicka and Joe 2009)
       {"lkj_corr_cholesky", false, A::Matrix, S::CholeskyCorr, {{"eta", A::Real, Q::Positive}}},
+      {"lkj_corr", false, A::Matrix, S::CorrMatrix, {{"eta", A::Real, Q::Positive}}},
+      {"wishart", false, A::Matrix, S::CovMatrix, {{"nu", A::Real, Q::Positive}, {"Sigma", A::Matrix, Q::Any}}},
+      {"inv_wishart", false, A::Matrix, S::CovMatrix, {{"nu", A::Real, Q::Positive}, {"Sigma", A::Matrix, Q::Any}}},
       // A GP with the SE-ARD kernel observed with Gaussian noise, through inducing inputs Z (seed
       // 003; compiler/analysis/sparse_gp.h): x and Z one point per row, rho real or one per dimension.
       {"sparse_gp_normal", false, A::Vector, S::Real,
@@ -140,7 +143,8 @@ const std::vector<Function>& functions() {
 
 bool joint_density(const std::string& name) {
   return name == "multinomial_logit" || name == "dirichlet" || name == "multi_normal" ||
-         name == "multi_normal_cholesky" || name == "lkj_corr_cholesky";
+         name == "multi_normal_cholesky" || name == "lkj_corr_cholesky" || name == "lkj_corr" || name == "wishart" ||
+         name == "inv_wishart";
 }
 
 const Distribution* find_distribution(const std::string& name) {

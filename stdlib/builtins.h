@@ -21,7 +21,7 @@ enum class Arg {
 };
 
 // The support of a distribution's outcome, used to check a parameter's declared constraint.
-enum class Support { Real, Positive, Unit, Bounded, Simplex, CholeskyCorr, Int, NonNegativeInt, Binary, Category };
+enum class Support { Real, Positive, Unit, Bounded, Simplex, CholeskyCorr, CorrMatrix, CovMatrix, Int, NonNegativeInt, Binary, Category };
 
 // A condition a parameter must meet; checked at compile time for constants, at run time else.
 enum class Requires { Any, Positive, NonNegative, Unit, Finite };

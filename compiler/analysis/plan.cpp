@@ -819,12 +819,16 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
         << ", 1) independent of " << s.name << ": its posterior is the written model's\n";
   }
   for (const Symbol& s : model.symbols) {
-    if (s.kind != SymbolKind::Parameter || !s.decl || s.decl->type.structure != MatrixStructure::CholeskyCorr) continue;
+    if (s.kind != SymbolKind::Parameter || !s.decl || s.decl->type.structure == MatrixStructure::None) continue;
+    const MatrixStructure m = s.decl->type.structure;
     const std::string k = s.shape.dims[0].str();
-    out << "  cholesky_factor_corr " << s.name << " (line " << s.loc.line << "): from " << k << "(" << k
-        << " - 1)/2 unconstrained values, tanh of each a partial correlation (Stan's transform, with its "
-           "log-Jacobian); the "
-        << k << " x " << k << " factor is written to the outputs as a quantity\n";
+    out << "  " << structure_name(m) << " " << s.name << " (line " << s.loc.line << "): from " << k << "(" << k
+        << (m == MatrixStructure::Cov ? " + 1" : " - 1") << ")/2 unconstrained values, "
+        << (m == MatrixStructure::Cov ? "L L' of a lower triangular L with exp of its diagonal"
+            : m == MatrixStructure::Corr ? "L L' of L whose rows are built from tanh of partial correlations"
+                                         : "tanh of each a partial correlation")
+        << " (Stan's transform, with its log-Jacobian); the " << k << " x " << k
+        << " matrix is written to the outputs as a quantity\n";
   }
   bool derived = false;
   for (const Symbol& s : model.symbols) {

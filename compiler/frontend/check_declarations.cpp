@@ -120,10 +120,10 @@ void Checker::check_structured_matrix(const VarDecl& d, const Symbol& sym, bool 
   const std::string name = structure_name(d.type.structure);
   const bool parameter = sym.kind == SymbolKind::Parameter || sym.kind == SymbolKind::Hyperparameter;
   const bool quantity = derived && d.block != BlockKind::TransformedData && sym.kind == SymbolKind::Transformed;
-  if (parameter && d.type.structure != MatrixStructure::CholeskyCorr) {
+  if (parameter && d.type.structure == MatrixStructure::CholeskyCov) {
     diags_.error(d.type.loc, "a " + name + " parameter is not supported yet",
-                 "declare a `cholesky_factor_corr[K]` parameter (with `lkj_corr_cholesky`), and build the "
-                 "matrix from it with a scale: `diag_pre_multiply(tau, L)`");
+                 "declare a `cov_matrix[K]` parameter, or a `cholesky_factor_corr[K]` one (with "
+                 "`lkj_corr_cholesky`) and build the factor with a scale: `diag_pre_multiply(tau, L)`");
     return;
   }
   if (!parameter && !quantity) {

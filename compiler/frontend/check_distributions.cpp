@@ -188,6 +188,15 @@ void Checker::check_support(const stdlib::Distribution& dist, const Symbol& p, c
                              name + " is not one",
                      "declare it as `cholesky_factor_corr[K] " + p.name + ";`");
       break;
+    case S::CorrMatrix:
+    case S::CovMatrix: {
+      const bool corr = dist.support == S::CorrMatrix;
+      if (t.structure != (corr ? MatrixStructure::Corr : MatrixStructure::Cov))
+        diags_.error(at, std::string(dist.name) + " is a distribution on " + (corr ? "correlation" : "covariance") +
+                             " matrices, but " + name + " is not one",
+                     std::string("declare it as `") + (corr ? "corr_matrix" : "cov_matrix") + "[K] " + p.name + ";`");
+      break;
+    }
     case S::Simplex:
       if (!t.simplex)
         diags_.error(at, "dirichlet is a distribution on simplexes, but " + name + " is not a simplex",
@@ -322,6 +331,19 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
     return true;
   }
   if (name == "sparse_gp_normal") return check_sparse_gp_shapes(outcome, args);
+  if (name == "lkj_corr" || name == "lkj_corr_cholesky" || name == "wishart" || name == "inv_wishart") {
+    // A square outcome; wishart's and inv_wishart's scale matrix of its shape.
+    if (outcome.shape.dims.size() == 2)
+      require_equal(outcome.shape.dims[0], outcome.shape.dims[1], outcome.loc,
+                    "the rows and columns of " + name + "'s outcome");
+    if (args.size() == 2 && args[1]->shape.dims.size() == 2 && !outcome.shape.dims.empty()) {
+      require_equal(outcome.shape.dims[0], args[1]->shape.dims[0], args[1]->loc,
+                    "the outcome of " + name + " and the rows of its scale matrix");
+      require_equal(args[1]->shape.dims[0], args[1]->shape.dims[1], args[1]->loc,
+                    "the rows and columns of " + name + "'s scale matrix");
+    }
+    return true;
+  }
   if (name == "multinomial_logit" || name == "dirichlet") {
     require_equal(outcome.shape.elements(), args[0]->shape.elements(), args[0]->loc,
                   "the outcome of " + name + " and its parameter");

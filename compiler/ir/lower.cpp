@@ -49,11 +49,17 @@ MatrixStructure structure_of(const Symbol& s) {
   return s.decl ? s.decl->type.structure : MatrixStructure::None;
 }
 SymSize unconstrained_elements(const Symbol& s) {
-  if (structure_of(s) == MatrixStructure::CholeskyCorr) {
+  const MatrixStructure m = structure_of(s);
+  if (m == MatrixStructure::CholeskyCorr || m == MatrixStructure::Corr || m == MatrixStructure::Cov) {
     const SymSize& k = s.shape.dims[0];
-    return (k * (k - SymSize::constant(1))).divided_by(2);
+    const SymSize one = SymSize::constant(1);
+    return (k * (m == MatrixStructure::Cov ? k + one : k - one)).divided_by(2);
   }
   return s.shape.elements();
+}
+// The kernels' name of its transform (fvi/kernel/ops_matrix_constrain.h).
+const char* transform_kind(MatrixStructure m) {
+  return m == MatrixStructure::Corr ? "corr" : m == MatrixStructure::Cov ? "cov" : "cholesky_corr";
 }
 
 fvi_group group_of(const Symbol& s) {
@@ -241,9 +247,10 @@ class FactorBuilder {
   // A structured matrix from its unconstrained values (fvi/kernel/ops_matrix_constrain.h).
   int constrain_matrix(const Symbol& s, int u) {
     const SymSize k = s.shape.dims[0];
-    const int x = op(Op::MatrixConstrain, {u}, k, k, "cholesky_corr");
+    const char* kind = transform_kind(structure_of(s));
+    const int x = op(Op::MatrixConstrain, {u}, k, k, kind);
     if (s.kind == SymbolKind::Parameter)
-      jacobians_.push_back({party_of(s), op(Op::MatrixLogJacobian, {u}, one(), one(), "cholesky_corr")});
+      jacobians_.push_back({party_of(s), op(Op::MatrixLogJacobian, {u}, one(), one(), kind)});
     return x;
   }
 

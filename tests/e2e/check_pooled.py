@@ -285,6 +285,65 @@ def case_lkj(fvic_path, cache, work):
           f"{'warned' if warned else 'no warning'}")
 
 
+INV_WISHART = """// A covariance matrix with the conjugate inverse-Wishart prior, the mean known.
+data {
+  int<lower=1> N;
+  int<lower=2> K;
+  array[N] vector[K] y;
+  vector[K] mu;
+  real<lower=0> nu;
+  matrix[K, K] S;
+}
+parameters {
+  global cov_matrix[K] Sigma;
+}
+model {
+  Sigma ~ inv_wishart(nu, S);
+  y ~ multi_normal(mu, Sigma);
+}
+"""
+
+
+def case_inv_wishart(fvic_path, cache, work):
+    """The posterior is inv_wishart(nu + N, S + A), A = sum (y_n - mu)(y_n - mu)': each element's
+    mean Psi_ij / (n - K - 1) and variance ((n - K + 1) Psi_ij^2 + (n - K - 1) Psi_ii Psi_jj) /
+    ((n - K)(n - K - 1)^2 (n - K - 3)), n = nu + N (Press 1982). Through cov_matrix's transform and
+    Jacobian and the two matrix densities: within 0.25 sd, sds within 20%."""
+    import random
+    rng = random.Random(7)
+    K, N, nu = 2, 60, 5.0
+    S = [[1.0, 0.2], [0.2, 0.5]]
+    mu = [0.3, -0.2]
+    y = []
+    for _ in range(N):
+        z1, z2 = rng.gauss(0, 1), rng.gauss(0, 1)
+        y.append([mu[0] + 1.2 * z1, mu[1] + 0.5 * z1 + 0.6 * z2])
+    model = os.path.join(work, "inv_wishart.fvi")
+    with open(model, "w") as f:
+        f.write(INV_WISHART)
+    data = os.path.join(work, "inv_wishart.json")
+    with open(data, "w") as f:
+        json.dump({"N": N, "K": K, "y": y, "mu": mu, "nu": nu, "S": S}, f)
+    out = os.path.join(work, "out")
+    p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    require("converged after" in p.stdout, "the run did not converge:\n" + p.stdout)
+    psi = [[S[i][j] + sum((r[i] - mu[i]) * (r[j] - mu[j]) for r in y) for j in range(K)] for i in range(K)]
+    n = nu + N
+    with open(os.path.join(out, "posterior.json")) as f:
+        sigma = json.load(f)["variables"]["Sigma"]
+    for i in range(K):
+        for j in range(K):
+            mean = psi[i][j] / (n - K - 1)
+            var = ((n - K + 1) * psi[i][j] ** 2 + (n - K - 1) * psi[i][i] * psi[j][j]) / (
+                (n - K) * (n - K - 1) ** 2 * (n - K - 3))
+            sd = math.sqrt(var)
+            got, got_sd = sigma["mean"][i * K + j], sigma["sd"][i * K + j]
+            off, ratio = abs(got - mean) / sd, got_sd / sd
+            print(f"  Sigma[{i + 1},{j + 1}]: fvic {got:.4f} (sd {got_sd:.4f}), exact {mean:.4f} (sd {sd:.4f}): "
+                  f"{off:.3f} sd off, sd ratio {ratio:.3f}")
+            require(off <= 0.25 and abs(ratio - 1) <= 0.2, f"Sigma[{i + 1},{j + 1}] is {off:.3f} sds off, sd ratio {ratio:.3f}")
+
+
 GP_REGRESSION = """// posteriordb's gp_regr, `global` before each parameter.
 data {
   int<lower=1> N;
@@ -375,7 +434,7 @@ def main():
         with tempfile.TemporaryDirectory() as work:
             {"pooled": case_pooled, "server_likelihood": case_server_likelihood,
              "simplex": case_simplex, "gp_regression": case_gp_regression,
-             "lkj": case_lkj}[case](fvic_path, cache, work)
+             "lkj": case_lkj, "inv_wishart": case_inv_wishart}[case](fvic_path, cache, work)
     except Failure as e:
         print(f"FAIL: {e}")
         sys.exit(1)

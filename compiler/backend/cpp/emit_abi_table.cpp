@@ -206,8 +206,12 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     const Ordering ordering = t ? t->ordering : Ordering::None;
     const bool simplex = t && t->simplex;
     const bool structured = t && t->structure != MatrixStructure::None;
-    const char* transform = structured                              ? "FVI_CHOLESKY_CORR"
-                            : simplex                               ? "FVI_SOFTMAX_SIMPLEX"
+    const char* transform = !structured                             ? nullptr
+                            : t->structure == MatrixStructure::Corr ? "FVI_CORR_MATRIX"
+                            : t->structure == MatrixStructure::Cov  ? "FVI_COV_MATRIX"
+                                                                    : "FVI_CHOLESKY_CORR";
+    if (!transform)
+      transform = simplex                                 ? "FVI_SOFTMAX_SIMPLEX"
                             : ordering == Ordering::Ordered         ? "FVI_ORDERED"
                             : ordering == Ordering::PositiveOrdered ? "FVI_POSITIVE_ORDERED"
                             : lo && hi                              ? "FVI_INTERVAL"

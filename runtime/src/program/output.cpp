@@ -46,7 +46,7 @@ std::vector<VariableLayout> variable_layout(const fvi_model& model, fvi_group gr
     const fvi_variable_info& info = model.variables[i];
     if (engine::group_kind(model, info.group) != group) continue;
     // A structured matrix's unconstrained values: its declared value is written as a quantity.
-    if (info.transform == FVI_CHOLESKY_CORR) continue;
+    if (info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_COV_MATRIX) continue;
     VariableLayout v;
     v.name = info.name;
     int64_t dims[8] = {0};

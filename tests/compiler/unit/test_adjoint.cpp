@@ -406,6 +406,31 @@ model {
   check_adjoints(m);
 }
 
+// corr_matrix and cov_matrix parameters (their transforms and log-Jacobians) under lkj_corr,
+// wishart and inv_wishart, the covariance read by multi_normal.
+TEST_CASE("adjoints through corr_matrix, cov_matrix, lkj_corr, wishart and inv_wishart match finite differences",
+          "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_cov", R"(data {
+  int<lower=2> K;
+  int<lower=1> N;
+  array[N] vector[K] y;
+  matrix[K, K] S;
+}
+parameters {
+  global corr_matrix[K] Omega;
+  global cov_matrix[K] Sigma;
+  global cov_matrix[K] W;
+}
+model {
+  Omega ~ lkj_corr(3);
+  Sigma ~ inv_wishart(K + 3, S);
+  W ~ wishart(K + 2, Sigma);
+  y ~ multi_normal(rep_vector(0, K), quad_form_diag(Omega, sqrt(diagonal(Sigma))));
+}
+)");
+  check_adjoints(m);
+}
+
 // simplex[K]: softmax of K values with the auxiliary scale's log-Jacobian (lower.cpp,
 // constrain_simplex): the density of u is the Dirichlet's at softmax(u) times gamma(sum(exp(u)) |
 // K, 1) times the Jacobian, written out here; and its gradient against finite differences.

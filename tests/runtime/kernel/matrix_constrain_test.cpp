@@ -7,7 +7,9 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <random>
+#include <vector>
 
 #include "support/gradient_check.h"
 
@@ -205,5 +207,143 @@ TEST_CASE("lkj_corr_cholesky with cholesky_factor_corr's transform integrates to
     for (s = 0; s < draws; ++s) total += quad(s) * std::exp(log_p.m(0, s) + log_j.m(0, s) + log_scale(s));
     INFO("eta = " << eta);
     CHECK(total == Approx(1.0).epsilon(1e-7));
+  }
+}
+
+namespace {
+
+// Stan's cov_matrix_constrain: L row by row, each row's off-diagonal values then log of its
+// diagonal, and Sigma = L L'.
+Eigen::MatrixXd stan_cov_matrix(const Eigen::VectorXd& u, Eigen::Index K) {
+  Eigen::MatrixXd L = Eigen::MatrixXd::Zero(K, K);
+  Eigen::Index k = 0;
+  for (Eigen::Index m = 0; m < K; ++m) {
+    for (Eigen::Index j = 0; j < m; ++j) L(m, j) = u(k++);
+    L(m, m) = std::exp(u(k++));
+  }
+  return L * L.transpose();
+}
+
+// The free elements of a symmetric matrix: its lower triangle, with (cov) or without (corr) the diagonal.
+Eigen::VectorXd lower_of(const Eigen::MatrixXd& m, bool diagonal) {
+  std::vector<double> v;
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < (diagonal ? i + 1 : i); ++j) v.push_back(m(i, j));
+  return Eigen::Map<Eigen::VectorXd>(v.data(), Eigen::Index(v.size()));
+}
+
+double log_abs_det_jacobian(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& f, const Eigen::VectorXd& u) {
+  const Eigen::Index m = u.size();
+  Eigen::MatrixXd J(m, m);
+  const double h = 1e-6;
+  for (Eigen::Index c = 0; c < m; ++c) {
+    Eigen::VectorXd up = u, down = u;
+    up(c) += h;
+    down(c) -= h;
+    J.col(c) = (f(up) - f(down)) / (2 * h);
+  }
+  return std::log(std::abs(J.determinant()));
+}
+
+}  // namespace
+
+TEST_CASE("corr_matrix and cov_matrix: Stan's transforms, log|det J| by finite differences, and the adjoints",
+          "[kernel][matrix_constrain]") {
+  for (Eigen::Index K : {2, 3, 4}) {
+    INFO("K = " << K);
+    const Eigen::VectorXd uc = random_u(K * (K - 1) / 2, unsigned(30 + K));
+    const Eigen::MatrixXd omega = fvi::kernel::matrix_constrain("corr", column(uc)).draw(0);
+    const Eigen::MatrixXd l = stan_cholesky_corr(uc, K);
+    CHECK(omega.isApprox(l * l.transpose(), 1e-14));
+    const double corr_expected = log_abs_det_jacobian(
+        [&](const Eigen::VectorXd& x) { auto f = stan_cholesky_corr(x, K); return lower_of(f * f.transpose(), false); }, uc);
+    CHECK(fvi::kernel::matrix_log_jacobian("corr", column(uc)).m(0, 0) == Approx(corr_expected).epsilon(1e-8));
+
+    const Eigen::VectorXd uv = random_u(K * (K + 1) / 2, unsigned(40 + K));
+    const Eigen::MatrixXd sigma = fvi::kernel::matrix_constrain("cov", column(uv)).draw(0);
+    CHECK(sigma.isApprox(stan_cov_matrix(uv, K), 1e-14));
+    const double cov_expected =
+        log_abs_det_jacobian([&](const Eigen::VectorXd& x) { return lower_of(stan_cov_matrix(x, K), true); }, uv);
+    CHECK(fvi::kernel::matrix_log_jacobian("cov", column(uv)).m(0, 0) == Approx(cov_expected).epsilon(1e-8));
+
+    for (const char* kind : {"corr", "cov"}) {
+      const Eigen::VectorXd& u = std::string(kind) == "corr" ? uc : uv;
+      std::mt19937 rng{unsigned(K)};
+      std::normal_distribution<double> normal;
+      T g(K, K, 1);
+      for (Eigen::Index i = 0; i < g.m.size(); ++i) g.m.data()[i] = normal(rng);
+      auto value = [&](const Eigen::VectorXd& x) {
+        return (fvi::kernel::matrix_constrain(kind, column(x)).m.array() * g.m.array()).sum();
+      };
+      auto result = fvi::test::check_gradient(value, u, fvi::kernel::matrix_constrain_grad(kind, column(u), g).m.col(0));
+      INFO(kind << "\n" << result.report());
+      CHECK(result.ok());
+      auto log_j = [&](const Eigen::VectorXd& x) { return fvi::kernel::matrix_log_jacobian(kind, column(x)).m(0, 0); };
+      auto jacobian_result = fvi::test::check_gradient(
+          log_j, u, fvi::kernel::matrix_log_jacobian_grad(kind, column(u), T::constant(1.0)).m.col(0));
+      INFO(jacobian_result.report());
+      CHECK(jacobian_result.ok());
+    }
+  }
+}
+
+TEST_CASE("lkj_corr, wishart and inv_wishart against closed forms, and their VJPs", "[kernel][matrix_constrain]") {
+  // lkj_corr at K = 2: (1 - r^2)^(eta - 1) / (2^(2 eta - 1) B(eta, eta)).
+  const double r = -0.4, eta = 1.8;
+  T omega(2, 2, 1);
+  omega.m << 1, r, r, 1;
+  const T e = T::constant(eta);
+  const double lbeta = 2 * std::lgamma(eta) - std::lgamma(2 * eta);
+  CHECK(fvi::kernel::lpdf<double>("lkj_corr", {&omega, &e}).m(0, 0) ==
+        Approx((eta - 1) * std::log(1 - r * r) - (2 * eta - 1) * std::log(2.0) - lbeta).epsilon(1e-13));
+  // K = 1: wishart(w | nu, s) is gamma(nu / 2, rate 1 / (2 s)); inv_wishart(w | nu, s) is
+  // inv_gamma(nu / 2, scale s / 2).
+  const double w = 1.7, nu = 3.5, s = 0.8;
+  const T W = T::constant(w), N = T::constant(nu), Sc = T::constant(s);
+  const double a = nu / 2, rate = 1 / (2 * s), scale = s / 2;
+  CHECK(fvi::kernel::lpdf<double>("wishart", {&W, &N, &Sc}).m(0, 0) ==
+        Approx(a * std::log(rate) - std::lgamma(a) + (a - 1) * std::log(w) - rate * w).epsilon(1e-13));
+  CHECK(fvi::kernel::lpdf<double>("inv_wishart", {&W, &N, &Sc}).m(0, 0) ==
+        Approx(a * std::log(scale) - std::lgamma(a) - (a + 1) * std::log(w) - scale / w).epsilon(1e-13));
+  // K = 2 with the determinant and inverse written out: Wishart's density
+  // |W|^((nu-3)/2) exp(-tr(S^-1 W)/2) / (2^nu |S|^(nu/2) Gamma_2(nu/2)), Gamma_2(x) = sqrt(pi) G(x) G(x - 1/2).
+  T w2(2, 2, 1), s2(2, 2, 1);
+  w2.m << 2.0, 0.3, 0.3, 1.1;
+  s2.m << 1.5, -0.2, -0.2, 0.9;
+  const double det_w = 2.0 * 1.1 - 0.09, det_s = 1.5 * 0.9 - 0.04;
+  const double trace = (0.9 * 2.0 + 0.2 * 0.3 + 0.2 * 0.3 + 1.5 * 1.1) / det_s;  // tr(S^-1 W), S^-1 = adj(S) / det
+  const double nu2 = 4.5;
+  const T n2 = T::constant(nu2);
+  const double log_gamma2 = 0.5 * std::log(M_PI) + std::lgamma(nu2 / 2) + std::lgamma(nu2 / 2 - 0.5);
+  CHECK(fvi::kernel::lpdf<double>("wishart", {&w2, &n2, &s2}).m(0, 0) ==
+        Approx((nu2 - 3) / 2 * std::log(det_w) - trace / 2 - nu2 * std::log(2.0) - nu2 / 2 * std::log(det_s) - log_gamma2)
+            .epsilon(1e-13));
+  // VJPs of each operand, over two draws of the matrix.
+  T w3(2, 2, 2);
+  w3.m << 2.0, 0.3, 0.3, 1.1, 1.2, -0.5, -0.5, 0.9;
+  for (const char* dist : {"wishart", "inv_wishart", "lkj_corr"}) {
+    const bool lkj = std::string(dist) == "lkj_corr";
+    T first = lkj ? omega : w3;
+    T scalar_arg = lkj ? e : n2;
+    T matrix_arg = s2;
+    T g(1, 1, first.draws);
+    g.m.setConstant(0.7);
+    for (size_t k = 0; k < (lkj ? 2u : 3u); ++k) {
+      T& operand = k == 0 ? first : k == 1 ? scalar_arg : matrix_arg;
+      const Eigen::VectorXd x0 = Eigen::Map<const Eigen::VectorXd>(operand.m.data(), operand.m.size());
+      auto value = [&](const Eigen::VectorXd& x) {
+        T moved = operand;
+        moved.m = Eigen::Map<const Eigen::MatrixXd>(x.data(), operand.m.rows(), operand.m.cols());
+        fvi::kernel::Operands<double> ops{k == 0 ? &moved : &first, k == 1 ? &moved : &scalar_arg};
+        if (!lkj) ops.push_back(k == 2 ? &moved : &matrix_arg);
+        return (fvi::kernel::lpdf<double>(dist, ops).m.array() * g.m.array()).sum();
+      };
+      fvi::kernel::Operands<double> ops{&first, &scalar_arg};
+      if (!lkj) ops.push_back(&matrix_arg);
+      const T d = fvi::kernel::lpdf_vjp<double>(dist, k, g, ops);
+      auto result = fvi::test::check_gradient(value, x0, Eigen::Map<const Eigen::VectorXd>(d.m.data(), d.m.size()));
+      INFO(dist << " operand " << k << "\n" << result.report());
+      CHECK(result.ok());
+    }
   }
 }

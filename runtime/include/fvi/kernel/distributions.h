@@ -13,6 +13,7 @@
 // Integer outcomes and arguments arrive as real tensors holding whole numbers. The formulas are
 // the distributions' standard densities (Stan's parameterisations); each partial derivative is
 // checked against finite differences in tests/runtime/kernel/.
+#include <Eigen/LU>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -449,6 +450,91 @@ Tensor<T> dirichlet(const Tensor<T>& theta, const Tensor<T>& alpha, const Tensor
 // Jacobian prod_i L_ii^(K - i): log p = sum_{i=2..K} (K - i + 2 eta - 2) log L_ii - log c_K(eta),
 // log c_K(eta) = sum_{k=1..K-1} [(2 eta - 2 + K - k)(K - k) log 2 + (K - k) lbeta(b_k, b_k)],
 // b_k = eta + (K - k - 1) / 2 (1-based i and k). One value per draw; only L's diagonal is read.
+// log c_K(eta), LKJ's normalising constant (above), and its derivative in eta.
+inline double lkj_log_constant(double eta, Eigen::Index K, double* d_eta) {
+  double log_c = 0, d = 0;
+  for (Eigen::Index k = 1; k < K; ++k) {
+    const double r = double(K - k), b = eta + (r - 1) / 2;
+    log_c += (2 * eta - 2 + r) * r * M_LN2 + r * (2 * std::lgamma(b) - std::lgamma(2 * b));
+    d += 2 * r * M_LN2 + r * (2 * double(Eigen::numext::digamma(b)) - 2 * double(Eigen::numext::digamma(2 * b)));
+  }
+  if (d_eta) *d_eta = d;
+  return log_c;
+}
+
+// The multivariate log gamma function of dimension K, and its derivative:
+// log Gamma_K(x) = K(K-1)/4 log pi + sum_{j=1..K} lgamma(x + (1 - j)/2).
+inline double lmgamma(Eigen::Index K, double x, double* d_x) {
+  double v = double(K) * double(K - 1) / 4 * std::log(M_PI), d = 0;
+  for (Eigen::Index j = 1; j <= K; ++j) {
+    v += std::lgamma(x + (1 - double(j)) / 2);
+    d += double(Eigen::numext::digamma(x + (1 - double(j)) / 2));
+  }
+  if (d_x) *d_x = d;
+  return v;
+}
+
+// lkj_corr(Omega | eta) = det(Omega)^(eta - 1) / c_K(eta); wishart(W | nu, S) and
+// inv_wishart(W | nu, S) with Stan's parameterisations:
+//   wishart:     ((nu-K-1)/2) log|W| - tr(S^-1 W)/2 - (nu K/2) log 2 - (nu/2) log|S| - log Gamma_K(nu/2)
+//   inv_wishart: (nu/2) log|S| - (nu K/2) log 2 - log Gamma_K(nu/2) - ((nu+K+1)/2) log|W| - tr(S W^-1)/2
+// One value per draw. Determinants and inverses by LU, as functions of every element (so each
+// adjoint is the general matrix's: d log|W| = W^-T, d tr(A W) = A^T), which on a symmetric W is
+// the symmetric adjoint its transform expects.
+template <class T>
+Tensor<T> matrix_density(const std::string& dist, const Operands<T>& xs, const Tensor<T>* g, int vjp_operand) {
+  const Tensor<T>& w = *xs[0];
+  const Eigen::Index K = w.rows;
+  const bool lkj = dist == "lkj_corr", inverse = dist == "inv_wishart";
+  if (w.cols != K || xs[1]->size() != 1 || (!lkj && (xs[2]->rows != K || xs[2]->cols != K)))
+    throw ShapeError(dist + " of " + shape_string(w) + " given " + shape_string(*xs[1]) +
+                     (lkj ? "" : " and " + shape_string(*xs[2])));
+  Eigen::Index S = joint_draws(w.draws, xs[1]->draws);
+  if (!lkj) S = joint_draws(S, xs[2]->draws);
+  const Tensor<T>& like = vjp_operand < 0 ? w : *xs[size_t(vjp_operand)];
+  Tensor<T> out = vjp_operand < 0 ? Tensor<T>(1, 1, S) : Tensor<T>(like.rows, like.cols, like.draws);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const Eigen::MatrixXd W = w.draw(s).template cast<double>();
+    const double a = double(xs[1]->m(0, xs[1]->draws == 1 ? 0 : s));
+    const Eigen::PartialPivLU<Eigen::MatrixXd> lu_w(W);
+    const double log_det_w = std::log(std::fabs(lu_w.determinant()));
+    Eigen::MatrixXd grad;  // this draw's adjoint of the operand
+    double value = 0, d_scalar = 0;
+    if (lkj) {
+      double d_log_c = 0;
+      value = (a - 1) * log_det_w - lkj_log_constant(a, K, &d_log_c);
+      if (vjp_operand == 0) grad = (a - 1) * lu_w.inverse().transpose();
+      d_scalar = log_det_w - d_log_c;
+    } else {
+      const Eigen::MatrixXd Sm = xs[2]->draw(s).template cast<double>();
+      const Eigen::PartialPivLU<Eigen::MatrixXd> lu_s(Sm);
+      const double log_det_s = std::log(std::fabs(lu_s.determinant()));
+      double d_lmgamma = 0;
+      const double common = -a * double(K) / 2 * M_LN2 - lmgamma(K, a / 2, &d_lmgamma);
+      const Eigen::MatrixXd w_inv = lu_w.inverse(), s_inv = lu_s.inverse();
+      if (!inverse) {
+        value = (a - double(K) - 1) / 2 * log_det_w - (s_inv * W).trace() / 2 - a / 2 * log_det_s + common;
+        d_scalar = log_det_w / 2 - double(K) / 2 * M_LN2 - log_det_s / 2 - d_lmgamma / 2;
+        if (vjp_operand == 0) grad = ((a - double(K) - 1) / 2 * w_inv - s_inv / 2).transpose();
+        if (vjp_operand == 2) grad = (-a / 2 * s_inv + s_inv * W * s_inv / 2).transpose();
+      } else {
+        value = a / 2 * log_det_s - (a + double(K) + 1) / 2 * log_det_w - (Sm * w_inv).trace() / 2 + common;
+        d_scalar = log_det_s / 2 - double(K) / 2 * M_LN2 - d_lmgamma / 2 - log_det_w / 2;
+        if (vjp_operand == 0) grad = (-(a + double(K) + 1) / 2 * w_inv + w_inv * Sm * w_inv / 2).transpose();
+        if (vjp_operand == 2) grad = (a / 2 * s_inv - w_inv / 2).transpose();
+      }
+    }
+    if (vjp_operand < 0) {
+      out.m(0, s) = T(value);
+      continue;
+    }
+    const T gs = g->m(0, g->draws == 1 ? 0 : s);
+    if (vjp_operand == 1) out.m(0, like.draws == 1 ? 0 : s) += gs * T(d_scalar);
+    else out.draw(s) += gs * grad.cast<T>();  // a value that does not vary sums into draw 0
+  }
+  return out;
+}
+
 template <class T>
 Tensor<T> lkj_corr_cholesky(const Tensor<T>& l, const Tensor<T>& eta, const Tensor<T>* g, int vjp_operand) {
   const Eigen::Index K = l.rows;
@@ -457,7 +543,6 @@ Tensor<T> lkj_corr_cholesky(const Tensor<T>& l, const Tensor<T>& eta, const Tens
   const Eigen::Index S = joint_draws(l.draws, eta.draws);
   const Tensor<T>& like = vjp_operand == 0 ? l : eta;
   Tensor<T> out = vjp_operand < 0 ? Tensor<T>(1, 1, S) : Tensor<T>(like.rows, like.cols, like.draws);
-  auto digamma = [](double x) { return double(Eigen::numext::digamma(x)); };
   for (Eigen::Index s = 0; s < S; ++s) {
     const auto L = l.draw(s);
     const double e = double(eta.m(0, eta.draws == 1 ? 0 : s));
@@ -467,12 +552,8 @@ Tensor<T> lkj_corr_cholesky(const Tensor<T>& l, const Tensor<T>& eta, const Tens
       for (Eigen::Index i = 1; i < K; ++i) target(i, i) += gs * T(double(K - i - 1) + 2 * e - 2) / L(i, i);
       continue;
     }
-    double log_c = 0, d_log_c = 0;
-    for (Eigen::Index k = 1; k < K; ++k) {
-      const double r = double(K - k), b = e + (r - 1) / 2;
-      log_c += (2 * e - 2 + r) * r * M_LN2 + r * (2 * std::lgamma(b) - std::lgamma(2 * b));
-      d_log_c += 2 * r * M_LN2 + r * (2 * digamma(b) - 2 * digamma(2 * b));
-    }
+    double d_log_c = 0;
+    const double log_c = lkj_log_constant(e, K, &d_log_c);
     double sum_log_diagonal = 0, weighted = 0;
     for (Eigen::Index i = 1; i < K; ++i) {  // 0-based i: the exponent K - (i + 1) + 2 eta - 2
       const double log_lii = std::log(double(L(i, i)));
@@ -494,6 +575,7 @@ Tensor<T> lpdf(const std::string& dist, const Operands<T>& xs) {
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], nullptr, -1);
   if (dist == "multi_normal_cholesky") return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
   if (dist == "lkj_corr_cholesky") return detail::lkj_corr_cholesky<T>(*xs[0], *xs[1], nullptr, -1);
+  if (dist == "lkj_corr" || dist == "wishart" || dist == "inv_wishart") return detail::matrix_density<T>(dist, xs, nullptr, -1);
   return detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_lpdf<T>(dist, v); });
 }
 
@@ -512,6 +594,8 @@ Tensor<T> lpdf_vjp(const std::string& dist, size_t k, const Tensor<T>& g, const 
   if (dist == "multi_normal_cholesky")
     return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], &g, static_cast<int>(k));
   if (dist == "lkj_corr_cholesky") return detail::lkj_corr_cholesky<T>(*xs[0], *xs[1], &g, static_cast<int>(k));
+  if (dist == "lkj_corr" || dist == "wishart" || dist == "inv_wishart")
+    return detail::matrix_density<T>(dist, xs, &g, static_cast<int>(k));
   Tensor<T> partial =
       detail::elementwise(xs, [&](const std::vector<Arr<T>>& v) { return detail::scalar_partial<T>(dist, k, v); });
   return sum_like(mul(g, partial), *xs[k]);

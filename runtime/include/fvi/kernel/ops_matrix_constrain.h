@@ -12,6 +12,13 @@
 //                     is the same value without 1 - (a sum near 1)'s cancellation.
 //                     log|J| = sum over i > k of (i - k + 1) log sech(u_ik): tanh's sum of
 //                     log(1 - z^2) and the 0.5 log(1 - sum_{k<j} L_ik^2) of each L_ij, j = 1..i-1.
+//   "corr"            corr_matrix[K]: the same K(K-1)/2 values and factor L, the value L L'. The
+//                     Jacobian of L -> L L' (free elements to free elements) is prod_i L_ii^(K-1-i)
+//                     (0-based), and log L_ii = sum_{k<i} log sech(u_ik), so
+//                     log|J| = sum over i > k of (K - k) log sech(u_ik).
+//   "cov"             cov_matrix[K]: K(K+1)/2 values, row by row through the lower triangle, each
+//                     row's diagonal last: L_ij = u for j < i, L_ii = exp(u); the value L L'. Stan's
+//                     cov_matrix_constrain: log|J| = K log 2 + sum_i (K - i + 1) u_ii (0-based i).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -39,16 +46,64 @@ T log_sech(T u) {
 
 template <class T>
 void require_kind(const std::string& kind) {
-  if (kind != "cholesky_corr") throw std::invalid_argument("no structured matrix transform '" + kind + "'");
+  if (kind != "cholesky_corr" && kind != "corr" && kind != "cov")
+    throw std::invalid_argument("no structured matrix transform '" + kind + "'");
+}
+
+// K from the K(K+1)/2 unconstrained values of a cov_matrix[K].
+inline Eigen::Index covariance_dimension(Eigen::Index m) {
+  const auto k = Eigen::Index(std::llround((std::sqrt(1 + 8.0 * double(m)) - 1) / 2));
+  if (k * (k + 1) / 2 != m)
+    throw ShapeError("cov_matrix: " + std::to_string(m) + " unconstrained values are not K(K+1)/2 for any K");
+  return k;
+}
+
+template <class T>
+Tensor<T> cholesky_corr_factor(const Tensor<T>& u);
+template <class T>
+Tensor<T> cholesky_corr_factor_grad(const Tensor<T>& u, const Tensor<T>& g);
+
+// The lower factor of a cov_matrix: L_ij = u (j < i), L_ii = exp(u), row by row.
+template <class T>
+Tensor<T> covariance_factor(const Tensor<T>& u) {
+  const Eigen::Index K = covariance_dimension(u.size());
+  Tensor<T> out(K, K, u.draws);
+  for (Eigen::Index s = 0; s < u.draws; ++s) {
+    auto x = u.flat().col(s);
+    auto L = out.draw(s);
+    Eigen::Index k = 0;
+    for (Eigen::Index i = 0; i < K; ++i) {
+      for (Eigen::Index j = 0; j < i; ++j) L(i, j) = x(k++);
+      L(i, i) = std::exp(x(k++));
+    }
+  }
+  return out;
+}
+
+// L L' per draw, and the adjoint of L given the adjoint G of L L': (G + G') L.
+template <class T>
+Tensor<T> self_outer(const Tensor<T>& l) {
+  Tensor<T> out(l.rows, l.rows, l.draws);
+  for (Eigen::Index s = 0; s < l.draws; ++s) out.draw(s) = Mat<T>(l.draw(s)) * Mat<T>(l.draw(s)).transpose();
+  return out;
+}
+template <class T>
+Tensor<T> self_outer_grad(const Tensor<T>& l, const Tensor<T>& g) {
+  const Eigen::Index S = joint_draws(l.draws, g.draws);
+  Tensor<T> out(l.rows, l.cols, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const Mat<T> G = g.draw(s);
+    out.draw(s) = ((G + G.transpose()) * Mat<T>(l.draw(s))).template triangularView<Eigen::Lower>();
+  }
+  return out;
 }
 
 }  // namespace matrix_constrain_detail
 
-// The declared value (rows x cols per draw) from the unconstrained values u (m x 1 per draw).
+namespace matrix_constrain_detail {
+
 template <class T>
-Tensor<T> matrix_constrain(const std::string& kind, const Tensor<T>& u) {
-  using namespace matrix_constrain_detail;
-  require_kind<T>(kind);
+Tensor<T> cholesky_corr_factor(const Tensor<T>& u) {
   const Eigen::Index K = correlation_dimension(u.size());
   Tensor<T> out(K, K, u.draws);
   for (Eigen::Index s = 0; s < u.draws; ++s) {
@@ -68,6 +123,17 @@ Tensor<T> matrix_constrain(const std::string& kind, const Tensor<T>& u) {
   return out;
 }
 
+}  // namespace matrix_constrain_detail
+
+// The declared value (rows x cols per draw) from the unconstrained values u (m x 1 per draw).
+template <class T>
+Tensor<T> matrix_constrain(const std::string& kind, const Tensor<T>& u) {
+  using namespace matrix_constrain_detail;
+  require_kind<T>(kind);
+  if (kind == "cholesky_corr") return cholesky_corr_factor(u);
+  return self_outer(kind == "corr" ? cholesky_corr_factor(u) : covariance_factor(u));
+}
+
 // d(sum of G .* value)/du given the adjoint G of the value. Row i's values depend only on row
 // i's u: with S_ij = sum_{j' > j} G_ij' L_ij' (L_ii included), d/du_ij = G_ij w_ij sech^2(u_ij)
 // - tanh(u_ij) S_ij (w_ij' carries the factor sech(u_ij) for every j' > j, whose log-derivative is
@@ -76,8 +142,30 @@ template <class T>
 Tensor<T> matrix_constrain_grad(const std::string& kind, const Tensor<T>& u, const Tensor<T>& g) {
   using namespace matrix_constrain_detail;
   require_kind<T>(kind);
+  if (kind == "corr") return cholesky_corr_factor_grad(u, self_outer_grad(cholesky_corr_factor(u), g));
+  if (kind == "cov") {  // through L L', then L_ij = u, L_ii = exp(u)
+    const Tensor<T> l = covariance_factor(u);
+    const Tensor<T> gl = self_outer_grad(l, g);
+    const Eigen::Index K = l.rows;
+    Tensor<T> out(u.rows, u.cols, gl.draws);
+    for (Eigen::Index s = 0; s < gl.draws; ++s) {
+      Eigen::Index k = 0;
+      for (Eigen::Index i = 0; i < K; ++i) {
+        for (Eigen::Index j = 0; j < i; ++j) out.flat()(k++, s) = gl.draw(s)(i, j);
+        out.flat()(k++, s) = gl.draw(s)(i, i) * l.draw(s)(i, i);
+      }
+    }
+    return out;
+  }
+  return cholesky_corr_factor_grad(u, g);
+}
+
+namespace matrix_constrain_detail {
+
+template <class T>
+Tensor<T> cholesky_corr_factor_grad(const Tensor<T>& u, const Tensor<T>& g) {
   const Eigen::Index K = correlation_dimension(u.size());
-  const Tensor<T> l = matrix_constrain(kind, u);
+  const Tensor<T> l = cholesky_corr_factor(u);
   const Eigen::Index S = joint_draws(u.draws, g.draws);
   Tensor<T> out(u.rows, u.cols, S);
   for (Eigen::Index s = 0; s < S; ++s) {
@@ -105,19 +193,35 @@ Tensor<T> matrix_constrain_grad(const std::string& kind, const Tensor<T>& u, con
   return out;
 }
 
+}  // namespace matrix_constrain_detail
+
 // log|J| of the transform, one value per draw.
 template <class T>
 Tensor<T> matrix_log_jacobian(const std::string& kind, const Tensor<T>& u) {
   using namespace matrix_constrain_detail;
   require_kind<T>(kind);
-  const Eigen::Index K = correlation_dimension(u.size());
   Tensor<T> out(1, 1, u.draws);
+  if (kind == "cov") {
+    const Eigen::Index K = covariance_dimension(u.size());
+    for (Eigen::Index s = 0; s < u.draws; ++s) {
+      T total = T(double(K) * M_LN2);
+      Eigen::Index k = 0;
+      for (Eigen::Index i = 0; i < K; ++i) {
+        k += i;
+        total += T(K - i + 1) * u.flat()(k++, s);
+      }
+      out.m(0, s) = total;
+    }
+    return out;
+  }
+  const Eigen::Index K = correlation_dimension(u.size());
+  const bool corr = kind == "corr";
   for (Eigen::Index s = 0; s < u.draws; ++s) {
     auto x = u.flat().col(s);
     T total = 0;
     Eigen::Index k = 0;
     for (Eigen::Index i = 1; i < K; ++i)
-      for (Eigen::Index j = 0; j < i; ++j, ++k) total += T(i - j + 1) * log_sech(x(k));
+      for (Eigen::Index j = 0; j < i; ++j, ++k) total += T(corr ? K - j : i - j + 1) * log_sech(x(k));
     out.m(0, s) = total;
   }
   return out;
@@ -128,15 +232,29 @@ template <class T>
 Tensor<T> matrix_log_jacobian_grad(const std::string& kind, const Tensor<T>& u, const Tensor<T>& g) {
   using namespace matrix_constrain_detail;
   require_kind<T>(kind);
-  const Eigen::Index K = correlation_dimension(u.size());
   const Eigen::Index S = joint_draws(u.draws, g.draws);
   Tensor<T> out(u.rows, u.cols, S);
+  if (kind == "cov") {
+    const Eigen::Index K = covariance_dimension(u.size());
+    for (Eigen::Index s = 0; s < S; ++s) {
+      const T gs = g.m(0, g.draws == 1 ? 0 : s);
+      Eigen::Index k = 0;
+      for (Eigen::Index i = 0; i < K; ++i) {
+        k += i;
+        out.flat()(k++, s) = T(K - i + 1) * gs;
+      }
+    }
+    return out;
+  }
+  const Eigen::Index K = correlation_dimension(u.size());
+  const bool corr = kind == "corr";
   for (Eigen::Index s = 0; s < S; ++s) {
     auto x = u.flat().col(u.draws == 1 ? 0 : s);
     const T gs = g.m(0, g.draws == 1 ? 0 : s);
     Eigen::Index k = 0;
     for (Eigen::Index i = 1; i < K; ++i)
-      for (Eigen::Index j = 0; j < i; ++j, ++k) out.flat()(k, s) = -T(i - j + 1) * std::tanh(x(k)) * gs;
+      for (Eigen::Index j = 0; j < i; ++j, ++k)
+        out.flat()(k, s) = -T(corr ? K - j : i - j + 1) * std::tanh(x(k)) * gs;
   }
   return out;
 }
