@@ -51,6 +51,21 @@ Eigen::VectorXd strict_lower(const Eigen::MatrixXd& L) {
   return v;
 }
 
+// log |det| of f's Jacobian at u, by central differences (O(h^2) truncation, below 1e-9 of each
+// entry at these points).
+double log_abs_det_jacobian(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& f, const Eigen::VectorXd& u) {
+  const Eigen::Index m = u.size();
+  Eigen::MatrixXd J(m, m);
+  const double h = 1e-6;
+  for (Eigen::Index c = 0; c < m; ++c) {
+    Eigen::VectorXd up = u, down = u;
+    up(c) += h;
+    down(c) -= h;
+    J.col(c) = (f(up) - f(down)) / (2 * h);
+  }
+  return std::log(std::abs(J.determinant()));
+}
+
 Eigen::VectorXd random_u(Eigen::Index m, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> normal(0, 1.2);
@@ -85,16 +100,8 @@ TEST_CASE("cholesky_factor_corr: the log-Jacobian is log |det| of d(strict lower
   for (Eigen::Index K : {2, 3, 4}) {
     const Eigen::Index m = K * (K - 1) / 2;
     const Eigen::VectorXd u = random_u(m, unsigned(10 + K));
-    Eigen::MatrixXd J(m, m);
-    const double h = 1e-6;
-    for (Eigen::Index c = 0; c < m; ++c) {
-      Eigen::VectorXd up = u, down = u;
-      up(c) += h;
-      down(c) -= h;
-      J.col(c) = (strict_lower(stan_cholesky_corr(up, K)) - strict_lower(stan_cholesky_corr(down, K))) / (2 * h);
-    }
-    const double expected = std::log(std::abs(J.determinant()));
-    // Central differences: O(h^2) truncation, below 1e-9 of each entry here.
+    const double expected =
+        log_abs_det_jacobian([&](const Eigen::VectorXd& x) { return strict_lower(stan_cholesky_corr(x, K)); }, u);
     INFO("K = " << K);
     CHECK(fvi::kernel::matrix_log_jacobian("cholesky_corr", column(u)).m(0, 0) == Approx(expected).epsilon(1e-8));
   }
@@ -232,18 +239,6 @@ Eigen::VectorXd lower_of(const Eigen::MatrixXd& m, bool diagonal) {
   return Eigen::Map<Eigen::VectorXd>(v.data(), Eigen::Index(v.size()));
 }
 
-double log_abs_det_jacobian(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& f, const Eigen::VectorXd& u) {
-  const Eigen::Index m = u.size();
-  Eigen::MatrixXd J(m, m);
-  const double h = 1e-6;
-  for (Eigen::Index c = 0; c < m; ++c) {
-    Eigen::VectorXd up = u, down = u;
-    up(c) += h;
-    down(c) -= h;
-    J.col(c) = (f(up) - f(down)) / (2 * h);
-  }
-  return std::log(std::abs(J.determinant()));
-}
 
 }  // namespace
 
