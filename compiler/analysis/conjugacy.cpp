@@ -63,7 +63,7 @@ Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family
         if (reads_parameters(*args[i])) return {false, "the prior of '" + t.subject + "' depends on parameters"};
       const TypeDecl& type = p->decl->type;
       if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None ||
-          type.structure != MatrixStructure::None)
+          type.structure != MatrixStructure::None || type.affine())
         return {false, "'" + t.subject + "' is constrained, so its posterior is not Gaussian"};
       continue;
     }

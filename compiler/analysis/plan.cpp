@@ -78,7 +78,7 @@ struct Groups {
 std::string non_gaussian_prior(const SemanticModel& m, const std::vector<const Symbol*>& globals) {
   for (const Symbol* s : globals) {
     const TypeDecl& type = s->decl->type;
-    if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None || type.structure != MatrixStructure::None) return at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian";
+    if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None || type.structure != MatrixStructure::None || type.affine()) return at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian";
     bool has_prior = false;
     for (const Term& t : m.terms) {
       if (t.kind == TermKind::Likelihood) continue;
@@ -817,6 +817,11 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
     out << "  simplex " << s.name << " (line " << s.loc.line << "): the softmax of " << s.shape.dims[0].str()
         << " unconstrained values, whose scale sum(exp(u)) is an auxiliary ~ gamma(" << s.shape.dims[0].str()
         << ", 1) independent of " << s.name << ": its posterior is the written model's\n";
+  }
+  for (const Symbol& s : model.symbols) {
+    if (s.kind != SymbolKind::Parameter || !s.decl || !s.decl->type.affine()) continue;
+    out << "  " << s.name << " (line " << s.loc.line << "): offset + multiplier * u of its unconstrained values u "
+        << "(Stan's affine transform, with its log-Jacobian); q sees u, the model and the outputs " << s.name << "\n";
   }
   for (const Symbol& s : model.symbols) {
     if (s.kind != SymbolKind::Parameter || !s.decl || s.decl->type.structure == MatrixStructure::None) continue;

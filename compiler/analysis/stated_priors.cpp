@@ -29,7 +29,7 @@ nlohmann::ordered_json stated_priors_json(const Program& program) {
     const auto decl = std::find_if(parameters->decls.begin(), parameters->decls.end(),
                                    [&](const VarDeclPtr& d) { return d->name == s->lhs->name; });
     if (decl == parameters->decls.end() || (*decl)->type.simplex || (*decl)->type.ordering != Ordering::None ||
-        (*decl)->type.structure != MatrixStructure::None)
+        (*decl)->type.structure != MatrixStructure::None || (*decl)->type.affine())
       continue;
     nlohmann::ordered_json arguments = nlohmann::ordered_json::array();
     bool numbers = true;

@@ -201,15 +201,15 @@ class AstDumper {
     else if (t.ordering == Ordering::Ordered) s << "ordered";
     else if (t.ordering == Ordering::PositiveOrdered) s << "positive_ordered";
     else s << to_string(Type{t.base, 0});
-    if (t.lower || t.upper) {
+    if (t.lower || t.upper || t.affine()) {
       s << '<';
-      if (t.lower) {
-        s << "lower=";
-        print(s, *t.lower);
-      }
-      if (t.upper) {
-        s << (t.lower ? ", " : "") << "upper=";
-        print(s, *t.upper);
+      bool first = true;
+      for (const auto& [name, e] : {std::pair<const char*, const ExprPtr*>{"lower", &t.lower}, {"upper", &t.upper},
+                                    {"offset", &t.offset}, {"multiplier", &t.multiplier}}) {
+        if (!*e) continue;
+        s << (first ? "" : ", ") << name << '=';
+        print(s, **e);
+        first = false;
       }
       s << '>';
     }

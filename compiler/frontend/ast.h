@@ -101,7 +101,10 @@ struct TypeDecl {
   std::vector<ExprPtr> sizes;  // vector/row_vector: 1, matrix: 2
   ExprPtr lower;
   ExprPtr upper;
+  ExprPtr offset;      // <offset=a, multiplier=b>: x = a + b * u (Stan's affine transform)
+  ExprPtr multiplier;
   Loc loc;
+  bool affine() const { return offset || multiplier; }
 };
 
 struct VarDecl {

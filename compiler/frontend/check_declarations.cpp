@@ -137,6 +137,45 @@ void Checker::check_structured_matrix(const VarDecl& d, const Symbol& sym, bool 
                  "declare each factor as its own `" + name + "[K]`");
 }
 
+// <offset=a, multiplier=b> on a parameter (Stan's affine transform x = a + b u): not with bounds,
+// a and b scalars or of the parameter's shape, read only what the parameter's owner may read
+// (public data, and parameters: globals for any, a silo's own data and locals for a local).
+void Checker::check_affine(const VarDecl& d, const Symbol& sym) {
+  if (sym.kind != SymbolKind::Parameter && sym.kind != SymbolKind::Hyperparameter) {
+    diags_.error(d.type.loc, "an offset or multiplier is allowed on parameters only",
+                 "the affine transform reparameterises a parameter; compute a derived value instead");
+    return;
+  }
+  if (d.type.lower || d.type.upper || d.type.simplex || d.type.ordering != Ordering::None ||
+      d.type.structure != MatrixStructure::None || d.type.base == Base::Int) {
+    diags_.error(d.type.loc, "'" + d.name + "' has an offset or multiplier with another constraint",
+                 "use either bounds or `<offset=..., multiplier=...>`, as in Stan");
+    return;
+  }
+  unsigned allowed = allowed_size_taint(d, sym.owner);
+  for (K k : {K::GlobalParam, K::GlobalHyper}) allowed |= 1u << static_cast<unsigned>(k);
+  if (sym.owner == Owner::Silo)
+    for (K k : {K::LocalParam, K::LocalHyper, K::SiloData}) allowed |= 1u << static_cast<unsigned>(k);
+  for (const ExprPtr* part : {&d.type.offset, &d.type.multiplier}) {
+    if (!*part) continue;
+    Expr& e = **part;
+    expr(e);
+    if (e.type.is_error()) continue;
+    if (!e.type.is_scalar() && !e.shape.elements().equals(sym.shape.elements()))
+      diags_.error(e.loc, std::string("the ") + (part == &d.type.offset ? "offset" : "multiplier") + " of '" +
+                              d.name + "' must be a scalar or have its " + sym.shape.str() + " elements",
+                   "write one number, or a container of its shape");
+    for (unsigned i = 0; i < static_cast<unsigned>(K::Count); ++i) {
+      if (!(e.taint.bits & (1u << i)) || (allowed & (1u << i))) continue;
+      diags_.error(e.loc, std::string("the ") + (part == &d.type.offset ? "offset" : "multiplier") + " of '" + d.name +
+                              "' uses " + taint_description(static_cast<K>(i)) + " '" + e.taint.witness[i] + "'",
+                   "whoever holds '" + d.name + "' must be able to read it: public data, global parameters" +
+                       std::string(sym.owner == Owner::Silo ? ", or the silo's own data and locals" : ""));
+      break;
+    }
+  }
+}
+
 SymSize Checker::size_of(const Expr& e) {
   if (auto v = literal_value(e); v && e.kind != ExprKind::RealLit)
     return SymSize::constant(static_cast<long long>(*v));
@@ -248,6 +287,7 @@ void Checker::declare(const VarDecl& d) {
     else
       check_decl_reads(b, d, sym.owner, "bound");
   }
+  if (d.type.affine()) check_affine(d, sym);
   if (d.type.lower && d.type.upper) {
     auto lo = literal_value(*d.type.lower), hi = literal_value(*d.type.upper);
     if (lo && hi && *lo >= *hi)

@@ -47,6 +47,7 @@ class Checker {
   Owner unmarked_owner(const VarDecl& d);
   void check_marks(const VarDecl& d, Owner guessed);
   void check_structured_matrix(const VarDecl& d, const Symbol& sym, bool derived);
+  void check_affine(const VarDecl& d, const Symbol& sym);
   SymSize size_of(const Expr& e);
   bool check_size_expr(Expr& e, const VarDecl& d, Owner owner, const char* what);
   bool check_decl_reads(const Expr& e, const VarDecl& d, Owner owner, const char* what);

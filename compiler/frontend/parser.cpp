@@ -461,10 +461,15 @@ class AstBuilder {
       for (P::BoundContext* b : bounds->bound()) {
         std::string which = b->IDENT()->getText();
         ExprPtr value = arith(b->arith());
-        ExprPtr* slot = which == "lower" ? &t.lower : which == "upper" ? &t.upper : nullptr;
+        ExprPtr* slot = which == "lower"        ? &t.lower
+                        : which == "upper"      ? &t.upper
+                        : which == "offset"     ? &t.offset
+                        : which == "multiplier" ? &t.multiplier
+                                                : nullptr;
         if (!slot) {
           diags_.error(loc_of(b->IDENT()), "unknown constraint '" + which + "'",
-                       "a bound is written `lower=...` or `upper=...`");
+                       "a bound is written `lower=...` or `upper=...`; an affine transform `offset=...`, "
+                       "`multiplier=...`");
         } else if (*slot) {
           diags_.error(loc_of(b->IDENT()), "the bound '" + which + "' is given twice",
                        "keep one `" + which + "=` in the angle brackets");

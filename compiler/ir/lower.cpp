@@ -57,6 +57,14 @@ SymSize unconstrained_elements(const Symbol& s) {
   }
   return s.shape.elements();
 }
+// A parameter whose outputs are its value computed by the kernels (a quantity), not its
+// unconstrained values transformed by the runtime: a structured matrix (its values are fewer than
+// its elements), or an affine transform (its offset and multiplier may be parameters).
+bool written_as_quantity(const Symbol& s) {
+  return (s.kind == SymbolKind::Parameter || s.kind == SymbolKind::Hyperparameter) && s.decl &&
+         (s.decl->type.structure != MatrixStructure::None || s.decl->type.affine());
+}
+
 // The kernels' name of its transform (fvi/kernel/ops_matrix_constrain.h).
 const char* transform_kind(MatrixStructure m) {
   return m == MatrixStructure::Corr ? "corr" : m == MatrixStructure::Cov ? "cov" : "cholesky_corr";
@@ -220,6 +228,7 @@ class FactorBuilder {
     SymSize r = node(u).rows, c = node(u).cols;
     if (t.ordering != Ordering::None) return constrain_ordered(s, u);
     if (t.structure != MatrixStructure::None) return constrain_matrix(s, u);
+    if (t.affine()) return constrain_affine(s, u);
     if (t.simplex) return constrain_simplex(s, u);
     if (!t.lower && !t.upper) return u;
     int lower = t.lower ? expr(*t.lower) : -1;
@@ -241,6 +250,23 @@ class FactorBuilder {
     }
     (void)loc;
     if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), log_jacobian});
+    return x;
+  }
+
+  // Stan's affine transform x = offset + multiplier .* u, log|J| = sum(log(multiplier)) over x's
+  // elements (a scalar multiplier counted once per element). Offset 0 and multiplier 1 by default.
+  int constrain_affine(const Symbol& s, int u) {
+    const TypeDecl& t = s.decl->type;
+    const SymSize r = node(u).rows, c = node(u).cols;
+    int x = u;
+    if (t.multiplier) {
+      const int m = expr(*t.multiplier);
+      x = op(Op::Mul, {m, u}, r, c);
+      const int logs = op(Op::Unary, {m}, node(m).rows, node(m).cols, "log");
+      const int spread = is_scalar(node(logs)) ? op(Op::Broadcast, {logs}, r, c) : logs;
+      if (s.kind == SymbolKind::Parameter) jacobians_.push_back({party_of(s), op(Op::Sum, {spread}, one(), one())});
+    }
+    if (t.offset) x = op(Op::Add, {expr(*t.offset), x}, r, c);
     return x;
   }
 
@@ -1119,7 +1145,7 @@ bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags,
     // the parameter here so that the Jacobian is collected even where only a likelihood reads it.
     for (const Symbol& s : model.symbols)
       if (s.flat_prior && party_of(s) == party &&
-          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || structure_of(s) != MatrixStructure::None))
+          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || written_as_quantity(s)))
         b.parameter(s, s.loc);
     for (const auto& j : b.jacobians())
       if (j.party == party) parts.push_back(j.node);
@@ -1267,7 +1293,7 @@ bool lower_terms_as_program(const SemanticModel& model, Module& module, Diagnost
   std::vector<int> parts{node};
   for (const Symbol& s : model.symbols)
     if (s.flat_prior && party_of(s) == party &&
-          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || structure_of(s) != MatrixStructure::None))
+          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || written_as_quantity(s)))
       b.parameter(s, s.loc);
   for (const auto& j : b.jacobians())
     if (j.party == party) parts.push_back(j.node);
@@ -1308,9 +1334,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   // A structured matrix parameter is written to the outputs as its declared value, a quantity of
   // its group (computed at each draw by the owner), Stan's first; its unconstrained values are not.
   for (const Symbol& s : model.symbols) {
-    if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) ||
-        structure_of(s) == MatrixStructure::None)
-      continue;
+    if (!written_as_quantity(s)) continue;
     Factor q;
     q.kind = FactorKind::Quantity;
     q.owner = party_of(s);
@@ -1318,7 +1342,8 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
     q.variable = s.name;
     FactorBuilder b(model, module, diags, q);
     q.output = b.parameter(s, s.loc);
-    q.rows = s.shape.dims[0];
+    SymSize rows, cols;
+    if (dims_of(s.type, s.shape, rows, cols)) q.rows = rows;
     ok &= b.ok();
     q.forward_end = static_cast<int>(q.nodes.size());
     module.quantities.push_back(std::move(q));

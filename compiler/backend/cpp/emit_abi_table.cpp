@@ -206,7 +206,8 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     const Ordering ordering = t ? t->ordering : Ordering::None;
     const bool simplex = t && t->simplex;
     const bool structured = t && t->structure != MatrixStructure::None;
-    const char* transform = !structured                             ? nullptr
+    const char* transform = t && t->affine()                        ? "FVI_AFFINE"
+                            : !structured                           ? nullptr
                             : t->structure == MatrixStructure::Corr ? "FVI_CORR_MATRIX"
                             : t->structure == MatrixStructure::Cov  ? "FVI_COV_MATRIX"
                                                                     : "FVI_CHOLESKY_CORR";

@@ -45,8 +45,9 @@ std::vector<VariableLayout> variable_layout(const fvi_model& model, fvi_group gr
   for (int i = 0; i < model.variable_count; ++i) {
     const fvi_variable_info& info = model.variables[i];
     if (engine::group_kind(model, info.group) != group) continue;
-    // A structured matrix's unconstrained values: its declared value is written as a quantity.
-    if (info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_COV_MATRIX) continue;
+    // A structured matrix's or an affine parameter's unconstrained values: its declared value is
+    // written as a quantity.
+    if (info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_AFFINE) continue;
     VariableLayout v;
     v.name = info.name;
     int64_t dims[8] = {0};

@@ -223,7 +223,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
                            long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
   std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_LOCAL, data);
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
-  if (layout.empty()) {
+  if (silo.q().dim() == 0) {
     // No locals: the silo's own quantities (of its data and the globals), if it has any.
     bool any = false;
     for (int i = 0; i < model.quantity_count; ++i) any |= model.quantities[i].owner == FVI_SILO;

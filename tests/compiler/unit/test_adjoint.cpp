@@ -431,6 +431,37 @@ model {
   check_adjoints(m);
 }
 
+// <offset=..., multiplier=...>: the affine transform and its log-Jacobian, offset and multiplier
+// read from parameters (a vector offset, a scalar multiplier; a vector multiplier), global and local.
+TEST_CASE("adjoints through offset and multiplier match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_affine", R"(data {
+  int<lower=1> J;
+}
+silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global vector[J] mu;
+  global real<lower=0> tau;
+  global vector<lower=0>[J] s;
+  global vector<offset=mu, multiplier=tau>[J] theta;
+  global vector<multiplier=s>[J] phi;
+  local real<offset=theta[1], multiplier=2> eta;
+}
+model {
+  mu ~ normal(0, 1);
+  tau ~ lognormal(0, 0.5);
+  s ~ lognormal(0, 0.5);
+  theta ~ normal(mu, tau);
+  phi ~ normal(0, s);
+  eta ~ normal(theta[1], 2);
+  y ~ normal(eta + sum(phi), 1);
+}
+)");
+  check_adjoints(m);
+}
+
 // simplex[K]: softmax of K values with the auxiliary scale's log-Jacobian (lower.cpp,
 // constrain_simplex): the density of u is the Dirichlet's at softmax(u) times gamma(sum(exp(u)) |
 // K, 1) times the Jacobian, written out here; and its gradient against finite differences.

@@ -104,7 +104,9 @@ enum fvi_transform {
                                one, and is checked at each draw */
   FVI_CHOLESKY_COV = 8,     /* quantities only, checked at each draw: lower triangular, positive diagonal */
   FVI_CORR_MATRIX = 9,      /* ... symmetric, unit diagonal, positive definite */
-  FVI_COV_MATRIX = 10       /* ... symmetric, positive definite */
+  FVI_COV_MATRIX = 10,      /* ... symmetric, positive definite */
+  FVI_AFFINE = 11           /* <offset=a, multiplier=b>: x = a + b u, a and b possibly parameters; the
+                               value is the quantity of the same name, so outputs leave u out */
 };
 
 /* A parameter (or hyperparameter) as the user declared it: where it sits in its group and how
