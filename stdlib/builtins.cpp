@@ -126,6 +126,8 @@ const std::vector<Function>& functions() {
       {"append_col", Rule::AppendCol, 2, 2, "append_col(a, b): a left of b"},
       // dense matrices and Gaussian processes
       {"cholesky_decompose", Rule::SquareMatrix, 1, 1, "cholesky_decompose(symmetric positive-definite matrix)"},
+      {"inverse", Rule::SquareMatrix, 1, 1, "inverse(square matrix)"},
+      {"inverse_spd", Rule::SquareMatrix, 1, 1, "inverse_spd(symmetric positive-definite matrix)"},
       {"multiply_lower_tri_self_transpose", Rule::SquareMatrix, 1, 1,
        "multiply_lower_tri_self_transpose(L), L a Cholesky factor"},
       {"diag_matrix", Rule::DiagMatrix, 1, 1, "diag_matrix(vector)"},

@@ -236,10 +236,12 @@ bool rewrite_std_normal(const std::string& base, std::vector<ExprPtr>& params, c
 
 // categorical(theta) over a simplex theta is categorical_logit(log(theta)): softmax(log(theta)) =
 // theta when theta sums to 1, which Stan requires of it.
+// categorical(theta) and multinomial(theta) as their _logit forms of log(theta): softmax(log
+// theta) = theta for theta on the simplex, which their supports require.
 bool rewrite_categorical(const std::string& base, std::vector<ExprPtr>& params, const Loc& loc, std::string& core) {
-  if (base != "categorical" || params.size() != 1) return false;
+  if ((base != "categorical" && base != "multinomial") || params.size() != 1) return false;
   params[0] = call1("log", std::move(params[0]), loc);
-  core = "categorical_logit";
+  core = base + "_logit";
   return true;
 }
 

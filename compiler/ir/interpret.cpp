@@ -106,6 +106,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::Softmax: out = k::softmax(v(0)); return;
     case Op::CumulativeSum: out = k::cumulative_sum(v(0)); return;
     case Op::Cholesky: out = k::cholesky(v(0)); return;
+    case Op::Inverse: out = k::inverse(v(0)); return;
     case Op::MatrixConstrain: out = k::matrix_constrain(n.name, v(0)); return;
     case Op::MatrixLogJacobian: out = k::matrix_log_jacobian(n.name, v(0)); return;
     case Op::SquaredDistances: out = k::squared_distances(v(0)); return;
@@ -139,6 +140,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::SoftmaxGrad: out = k::softmax_grad(v(0), v(1)); return;
     case Op::CumulativeSumGrad: out = k::cumulative_sum_grad(v(0)); return;
     case Op::CholeskyGrad: out = k::cholesky_grad(v(0), v(1)); return;
+    case Op::InverseGrad: out = k::inverse_grad(v(0), v(1)); return;
     case Op::MatrixConstrainGrad: out = k::matrix_constrain_grad(n.name, v(0), v(1)); return;
     case Op::MatrixLogJacobianGrad: out = k::matrix_log_jacobian_grad(n.name, v(0), v(1)); return;
     case Op::Program: {

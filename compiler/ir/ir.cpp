@@ -38,6 +38,7 @@ const char* op_name(Op op) {
     case Op::ConcatRows: return "concat_rows";
     case Op::ConcatCols: return "concat_cols";
     case Op::Cholesky: return "cholesky";
+    case Op::Inverse: return "inverse";
     case Op::MatrixConstrain: return "matrix_constrain";
     case Op::MatrixLogJacobian: return "matrix_log_jacobian";
     case Op::SquaredDistances: return "squared_distances";
@@ -58,6 +59,7 @@ const char* op_name(Op op) {
     case Op::ConcatRowsPart: return "concat_rows_part";
     case Op::ConcatColsPart: return "concat_cols_part";
     case Op::CholeskyGrad: return "cholesky_grad";
+    case Op::InverseGrad: return "inverse_grad";
     case Op::MatrixConstrainGrad: return "matrix_constrain_grad";
     case Op::MatrixLogJacobianGrad: return "matrix_log_jacobian_grad";
     case Op::Program: return "program";

@@ -48,6 +48,7 @@ enum class Op {
   IndexRows, IndexCols,  // args: value, Index node (1-based)
   ConcatRows, ConcatCols,  // args: a, b: a above b (append_row), a left of b (append_col)
   Cholesky,          // args: a (n x n, symmetric positive definite): its lower Cholesky factor
+  Inverse,           // args: a (n x n, not singular): its inverse
   SquaredDistances,  // args: x (data, n x d points): the n x n squared distances (gp_exp_quad_cov)
   DiagMatrix,        // args: v (n x 1): the n x n matrix with v on its diagonal
   Diagonal,          // args: a: its diagonal, min(rows, cols) x 1 (also DiagMatrix's adjoint)
@@ -69,6 +70,7 @@ enum class Op {
   LpdfVjp,                          // name, k; args: g, outcome, parameters...
   ConcatRowsPart, ConcatColsPart,   // k: the operand (0, 1); args: g, a: operand k's rows/cols of g
   CholeskyGrad,                     // args: l (the Cholesky node), g: the (symmetric) adjoint of a
+  InverseGrad,                      // args: y (the Inverse node), g: a's adjoint, -y' g y'
   MatrixConstrainGrad,              // name; args: u, g: u's adjoint given the matrix's
   MatrixLogJacobianGrad,            // name; args: u, g (1 x 1): u's adjoint given the log-Jacobian's
   ProgramVjp,                       // k: the operand; args: g, the Program node: operand k's gradient

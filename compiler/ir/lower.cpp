@@ -651,6 +651,7 @@ class FactorBuilder {
     if (f == "append_row") return op(Op::ConcatRows, args, rows, cols);
     if (f == "append_col") return op(Op::ConcatCols, args, rows, cols);
     if (f == "cholesky_decompose") return op(Op::Cholesky, args, rows, cols);
+    if (f == "inverse" || f == "inverse_spd") return op(Op::Inverse, args, rows, cols);
     if (f == "multiply_lower_tri_self_transpose")  // L L' (the checker took L lower triangular)
       return op(Op::MatMul, {args[0], op(Op::Transpose, {args[0]}, cols, rows)}, rows, cols);
     if (f == "diag_matrix") return op(Op::DiagMatrix, args, rows, cols);

@@ -389,7 +389,7 @@ class Translator {
     if (f == "log_sum_exp" || f == "sum" || f == "mean" || f == "softmax" || f == "log_softmax" || f == "rep_vector" ||
         f == "rep_row_vector" || f == "rep_array" || f == "rep_matrix" || f == "prod" || f == "to_vector" ||
         f == "to_row_vector" || f == "cumulative_sum" || f == "cholesky_decompose" || f == "gp_exp_quad_cov" ||
-        f == "cov_exp_quad" || f == "diag_matrix" || f == "diagonal")
+        f == "cov_exp_quad" || f == "diag_matrix" || f == "diagonal" || f == "inverse" || f == "inverse_spd")
       return emit_call(f, args);
     if (f == "dot_product" || f == "dot_self") {
       const int product = reg();

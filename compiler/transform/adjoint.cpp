@@ -157,6 +157,7 @@ class Adjoint {
         return;
       }
       case Op::Cholesky: accumulate(arg(0), make(Op::CholeskyGrad, {i, g}, arg(0))); return;
+      case Op::Inverse: accumulate(arg(0), make(Op::InverseGrad, {i, g}, arg(0))); return;
       case Op::MatrixConstrain:
         accumulate(arg(0), make(Op::MatrixConstrainGrad, {arg(0), g}, arg(0), n.name));
         return;

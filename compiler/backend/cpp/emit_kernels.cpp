@@ -218,6 +218,7 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::Softmax: return call("softmax", {v(0)});
     case Op::CumulativeSum: return call("cumulative_sum", {v(0)});
     case Op::Cholesky: return call("cholesky", {v(0)});
+    case Op::Inverse: return call("inverse", {v(0)});
     case Op::MatrixConstrain: return call("matrix_constrain", {quoted(n.name), v(0)});
     case Op::MatrixLogJacobian: return call("matrix_log_jacobian", {quoted(n.name), v(0)});
     case Op::SquaredDistances: return call("squared_distances", {v(0)});
@@ -261,6 +262,7 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::SoftmaxGrad: return call("softmax_grad", {v(0), v(1)});
     case Op::CumulativeSumGrad: return call("cumulative_sum_grad", {v(0)});
     case Op::CholeskyGrad: return call("cholesky_grad", {v(0), v(1)});
+    case Op::InverseGrad: return call("inverse_grad", {v(0), v(1)});
     case Op::MatrixConstrainGrad: return call("matrix_constrain_grad", {quoted(n.name), v(0), v(1)});
     case Op::MatrixLogJacobianGrad: return call("matrix_log_jacobian_grad", {quoted(n.name), v(0), v(1)});
     case Op::ConcatRowsPart: return call("concat_rows_part", {v(0), v(1) + ".rows", std::to_string(n.k)});

@@ -462,6 +462,24 @@ model {
   check_adjoints(m);
 }
 
+// inverse of a matrix built from parameters, vectorised and in a loop run one statement at a time.
+TEST_CASE("adjoints through inverse match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_inverse", R"(data {
+  int<lower=2> K;
+}
+parameters {
+  global vector[K] a;
+}
+model {
+  matrix[K, K] B = diag_matrix(exp(a)) + rep_matrix(0.2, K, K);
+  a ~ normal(0, 1);
+  target += -0.3 * sum(inverse(B)) + 0.1 * trace(inverse_spd(B));
+  for (k in 1:K) target += 0.05 * inverse(B)[k, k];
+}
+)");
+  check_adjoints(m);
+}
+
 // simplex[K]: softmax of K values with the auxiliary scale's log-Jacobian (lower.cpp,
 // constrain_simplex): the density of u is the Dirichlet's at softmax(u) times gamma(sum(exp(u)) |
 // K, 1) times the Jacobian, written out here; and its gradient against finite differences.

@@ -406,3 +406,34 @@ generated quantities {
   REQUIRE(d.m.size() == 1);
   CHECK((d.m(0, 0) >= 1 && d.m(0, 0) <= 3));
 }
+
+TEST_CASE("stan forms: multinomial(theta) is multinomial_logit(log(theta))", "[stan_forms]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_multinomial", R"(data {
+  int<lower=2> K;
+  array[K] int<lower=0> counts;
+}
+parameters {
+  global simplex[K] theta;
+}
+model {
+  counts ~ multinomial(theta);
+}
+)");
+  INFO(m.errors());
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  fvic::ir::Bindings b;
+  b.data["K"] = fvic::ir::RealTensor(1, 1, 1);
+  b.data["K"].m(0, 0) = 3;
+  b.data["counts"] = fvic::ir::RealTensor(3, 1, 1);
+  b.data["counts"].m << 2, 0, 5;
+  b.inputs["global"] = fvic::ir::RealTensor(3, 1, 1);
+  b.inputs["global"].m << 0.2, -0.5, 1.0;  // theta = softmax
+  const Eigen::ArrayXd e = b.inputs["global"].m.col(0).array().exp();
+  const Eigen::ArrayXd theta = e / e.sum();
+  // The multinomial's pmf: 7! / (2! 0! 5!) theta_1^2 theta_3^5.
+  const double expected = std::lgamma(8) - std::lgamma(3) - std::lgamma(6) + 2 * std::log(theta(0)) + 5 * std::log(theta(2));
+  fvic::ir::Interpreter likelihood(module, fvic::test::factor_named(module, "likelihood_counts"));
+  CHECK(likelihood.forward(b).m.sum() == Approx(expected).epsilon(1e-13));
+}

@@ -134,3 +134,29 @@ TEST_CASE("squared distances, diag_matrix and diagonal", "[kernel][cholesky]") {
   const T back = fvi::kernel::diagonal(m);
   CHECK(back.m == v.m);
 }
+
+TEST_CASE("inverse: A inverse(A) = I, its adjoint by finite differences, and a singular matrix", "[kernel][cholesky]") {
+  T a(3, 3, 2);
+  a.draw(0) = spd(3, 8);
+  a.draw(1) << 2.0, -1.0, 0.5, 0.3, 1.5, -0.2, 0.7, 0.1, 3.0;  // not symmetric
+  const T y = fvi::kernel::inverse(a);
+  for (Eigen::Index s = 0; s < 2; ++s)
+    CHECK((Eigen::MatrixXd(a.draw(s)) * Eigen::MatrixXd(y.draw(s))).isApprox(Eigen::MatrixXd::Identity(3, 3), 1e-13));
+  T g(3, 3, 2);
+  std::mt19937 rng(9);
+  std::normal_distribution<double> normal;
+  for (Eigen::Index i = 0; i < g.m.size(); ++i) g.m.data()[i] = normal(rng);
+  const Eigen::VectorXd x0 = Eigen::Map<const Eigen::VectorXd>(a.m.data(), a.m.size());
+  auto value = [&](const Eigen::VectorXd& x) {
+    T moved = a;
+    moved.m = Eigen::Map<const Eigen::MatrixXd>(x.data(), a.m.rows(), a.m.cols());
+    return (fvi::kernel::inverse(moved).m.array() * g.m.array()).sum();
+  };
+  const T d = fvi::kernel::inverse_grad(y, g);
+  auto result = fvi::test::check_gradient(value, x0, Eigen::Map<const Eigen::VectorXd>(d.m.data(), d.m.size()));
+  INFO(result.report());
+  CHECK(result.ok());
+  T singular(2, 2, 1);
+  singular.m << 1, 2, 2, 4;
+  CHECK_THROWS_WITH(fvi::kernel::inverse(singular), Catch::Contains("singular"));
+}

@@ -54,7 +54,7 @@ class Machine {
 
  private:
   enum class Kind { Leaf, Const, Index, Slice, Transpose, Unary, Neg, Add, Sub, Mul, Div, Pow, MatMul, Lpdf,
-                    LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Prod, Reshape, Select, CumulativeSum, Cholesky, DiagMatrix, Diagonal, Inactive };
+                    LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Prod, Reshape, Select, CumulativeSum, Cholesky, DiagMatrix, Diagonal, Inverse, Inactive };
   struct Node {
     Kind kind;
     Tensor<T> value;
@@ -517,6 +517,15 @@ int Machine<T>::call(const Instruction& in) {
     return node(Kind::Cholesky, std::move(l));
   }
   if (f == "diag_matrix") return node(Kind::DiagMatrix, diag_matrix(arg(0)));
+  if (f == "inverse" || f == "inverse_spd") {
+    Tensor<T> y;
+    try {
+      y = inverse(arg(0));
+    } catch (const std::exception& e) {
+      throw ProgramError(in.line, f + ": " + e.what());
+    }
+    return node(Kind::Inverse, std::move(y));
+  }
   if (f == "diagonal") return node(Kind::Diagonal, diagonal(arg(0)));
   if ((f == "gp_exp_quad_cov" || f == "cov_exp_quad") && args.size() == 3) {
     // alpha^2 exp(-|x_i - x_j|^2 / (2 rho^2)) of the points x (data: rows), each step a node.
@@ -828,6 +837,7 @@ void Machine<T>::backward_node(int i) {
     case Kind::CumulativeSum: return accumulate(n.args[0], cumulative_sum_grad(g));
     case Kind::Cholesky: return accumulate(n.args[0], cholesky_grad(n.value, g));
     case Kind::DiagMatrix: return accumulate(n.args[0], diagonal(g));
+    case Kind::Inverse: return accumulate(n.args[0], inverse_grad(n.value, g));
     case Kind::Diagonal: return accumulate(n.args[0], diag_matrix(g));
     case Kind::Select: {
       const Tensor<T>& x = arg(0);

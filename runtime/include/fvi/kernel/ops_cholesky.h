@@ -8,6 +8,7 @@
 #include <string>
 
 #include <Eigen/Cholesky>
+#include <Eigen/LU>
 
 #include "fvi/kernel/tensor.h"
 
@@ -52,6 +53,34 @@ Tensor<T> cholesky_grad(const Tensor<T>& l, const Tensor<T>& g) {
     Mat<T> X = L.transpose().template triangularView<Eigen::Upper>().solve(P);
     X = L.transpose().template triangularView<Eigen::Upper>().solve(Mat<T>(X.transpose())).transpose();
     out.draw(s) = (X + X.transpose()) / T(2);
+  }
+  return out;
+}
+
+// The inverse of each draw's square matrix (LU with partial pivoting; inverse_spd is the same
+// map). A singular matrix stops the evaluation with the draw's number.
+template <class T>
+Tensor<T> inverse(const Tensor<T>& a) {
+  if (a.rows != a.cols) throw ShapeError("inverse of a " + shape_string(a) + " matrix: it must be square");
+  Tensor<T> out(a.rows, a.cols, a.draws);
+  for (Eigen::Index s = 0; s < a.draws; ++s) {
+    const Mat<T> m = a.draw(s);
+    const Eigen::FullPivLU<Mat<T>> lu(m);
+    if (!m.allFinite() || !lu.isInvertible())
+      throw std::domain_error("inverse: the matrix is singular or not finite (draw " + std::to_string(s + 1) + ")");
+    out.draw(s) = lu.inverse();
+  }
+  return out;
+}
+
+// The adjoint of A given Y = inverse(A) and the adjoint G of Y: -Y' G Y'.
+template <class T>
+Tensor<T> inverse_grad(const Tensor<T>& y, const Tensor<T>& g) {
+  const Eigen::Index S = joint_draws(y.draws, g.draws);
+  Tensor<T> out(y.rows, y.cols, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const Mat<T> Y = y.draw(s);
+    out.draw(s) = -(Y.transpose() * Mat<T>(g.draw(s)) * Y.transpose());
   }
   return out;
 }
