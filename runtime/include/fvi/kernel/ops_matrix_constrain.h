@@ -44,8 +44,7 @@ T log_sech(T u) {
   return T(M_LN2) - a - std::log1p(std::exp(-2 * a));
 }
 
-template <class T>
-void require_kind(const std::string& kind) {
+inline void require_kind(const std::string& kind) {
   if (kind != "cholesky_corr" && kind != "corr" && kind != "cov")
     throw std::invalid_argument("no structured matrix transform '" + kind + "'");
 }
@@ -58,10 +57,62 @@ inline Eigen::Index covariance_dimension(Eigen::Index m) {
   return k;
 }
 
+// The cholesky_factor_corr of u (above), the rows' square roots as products of sechs.
 template <class T>
-Tensor<T> cholesky_corr_factor(const Tensor<T>& u);
+Tensor<T> cholesky_corr_factor(const Tensor<T>& u) {
+  const Eigen::Index K = correlation_dimension(u.size());
+  Tensor<T> out(K, K, u.draws);
+  for (Eigen::Index s = 0; s < u.draws; ++s) {
+    auto x = u.flat().col(s);
+    auto L = out.draw(s);
+    L(0, 0) = 1;
+    Eigen::Index k = 0;
+    for (Eigen::Index i = 1; i < K; ++i) {
+      T w = 1;  // w_ij: the product of sech(u_ik) over k < j
+      for (Eigen::Index j = 0; j < i; ++j, ++k) {
+        L(i, j) = std::tanh(x(k)) * w;
+        w /= std::cosh(x(k));
+      }
+      L(i, i) = w;
+    }
+  }
+  return out;
+}
+
+// The adjoint of u given the adjoint G of cholesky_corr_factor(u). Row i's values depend only on
+// row i's u: with S_ij = sum_{j' > j} G_ij' L_ij' (L_ii included), d/du_ij = G_ij w_ij sech^2(u_ij)
+// - tanh(u_ij) S_ij (w_ij' carries the factor sech(u_ij) for every j' > j, whose log-derivative is
+// -tanh(u_ij)).
 template <class T>
-Tensor<T> cholesky_corr_factor_grad(const Tensor<T>& u, const Tensor<T>& g);
+Tensor<T> cholesky_corr_factor_grad(const Tensor<T>& u, const Tensor<T>& g) {
+  const Eigen::Index K = correlation_dimension(u.size());
+  const Tensor<T> l = cholesky_corr_factor(u);
+  const Eigen::Index S = joint_draws(u.draws, g.draws);
+  Tensor<T> out(u.rows, u.cols, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    auto x = u.flat().col(u.draws == 1 ? 0 : s);
+    auto L = l.draw(s);
+    auto G = g.draw(s);
+    auto d = out.flat().col(s);
+    Eigen::Index row_start = 0;
+    for (Eigen::Index i = 1; i < K; ++i) {
+      T suffix = G(i, i) * L(i, i), w = 1;
+      // Forward through the row for w, back through it for the suffix sums.
+      Eigen::Matrix<T, Eigen::Dynamic, 1> ws(i);
+      for (Eigen::Index j = 0; j < i; ++j) {
+        ws(j) = w;
+        w /= std::cosh(x(row_start + j));
+      }
+      for (Eigen::Index j = i - 1; j >= 0; --j) {
+        const T v = x(row_start + j), t = std::tanh(v), sech = 1 / std::cosh(v);
+        d(row_start + j) = G(i, j) * ws(j) * sech * sech - t * suffix;
+        suffix += G(i, j) * L(i, j);
+      }
+      row_start += i;
+    }
+  }
+  return out;
+}
 
 // The lower factor of a cov_matrix: L_ij = u (j < i), L_ii = exp(u), row by row.
 template <class T>
@@ -100,48 +151,20 @@ Tensor<T> self_outer_grad(const Tensor<T>& l, const Tensor<T>& g) {
 
 }  // namespace matrix_constrain_detail
 
-namespace matrix_constrain_detail {
-
-template <class T>
-Tensor<T> cholesky_corr_factor(const Tensor<T>& u) {
-  const Eigen::Index K = correlation_dimension(u.size());
-  Tensor<T> out(K, K, u.draws);
-  for (Eigen::Index s = 0; s < u.draws; ++s) {
-    auto x = u.flat().col(s);
-    auto L = out.draw(s);
-    L(0, 0) = 1;
-    Eigen::Index k = 0;
-    for (Eigen::Index i = 1; i < K; ++i) {
-      T w = 1;  // w_ij: the product of sech(u_ik) over k < j
-      for (Eigen::Index j = 0; j < i; ++j, ++k) {
-        L(i, j) = std::tanh(x(k)) * w;
-        w /= std::cosh(x(k));
-      }
-      L(i, i) = w;
-    }
-  }
-  return out;
-}
-
-}  // namespace matrix_constrain_detail
-
 // The declared value (rows x cols per draw) from the unconstrained values u (m x 1 per draw).
 template <class T>
 Tensor<T> matrix_constrain(const std::string& kind, const Tensor<T>& u) {
   using namespace matrix_constrain_detail;
-  require_kind<T>(kind);
+  require_kind(kind);
   if (kind == "cholesky_corr") return cholesky_corr_factor(u);
   return self_outer(kind == "corr" ? cholesky_corr_factor(u) : covariance_factor(u));
 }
 
-// d(sum of G .* value)/du given the adjoint G of the value. Row i's values depend only on row
-// i's u: with S_ij = sum_{j' > j} G_ij' L_ij' (L_ii included), d/du_ij = G_ij w_ij sech^2(u_ij)
-// - tanh(u_ij) S_ij (w_ij' carries the factor sech(u_ij) for every j' > j, whose log-derivative is
-// -tanh(u_ij)).
+// d(sum of G .* value)/du given the adjoint G of the value.
 template <class T>
 Tensor<T> matrix_constrain_grad(const std::string& kind, const Tensor<T>& u, const Tensor<T>& g) {
   using namespace matrix_constrain_detail;
-  require_kind<T>(kind);
+  require_kind(kind);
   if (kind == "corr") return cholesky_corr_factor_grad(u, self_outer_grad(cholesky_corr_factor(u), g));
   if (kind == "cov") {  // through L L', then L_ij = u, L_ii = exp(u)
     const Tensor<T> l = covariance_factor(u);
@@ -160,46 +183,11 @@ Tensor<T> matrix_constrain_grad(const std::string& kind, const Tensor<T>& u, con
   return cholesky_corr_factor_grad(u, g);
 }
 
-namespace matrix_constrain_detail {
-
-template <class T>
-Tensor<T> cholesky_corr_factor_grad(const Tensor<T>& u, const Tensor<T>& g) {
-  const Eigen::Index K = correlation_dimension(u.size());
-  const Tensor<T> l = cholesky_corr_factor(u);
-  const Eigen::Index S = joint_draws(u.draws, g.draws);
-  Tensor<T> out(u.rows, u.cols, S);
-  for (Eigen::Index s = 0; s < S; ++s) {
-    auto x = u.flat().col(u.draws == 1 ? 0 : s);
-    auto L = l.draw(s);
-    auto G = g.draw(s);
-    auto d = out.flat().col(s);
-    Eigen::Index row_start = 0;
-    for (Eigen::Index i = 1; i < K; ++i) {
-      T suffix = G(i, i) * L(i, i), w = 1;
-      // Forward through the row for w, back through it for the suffix sums.
-      Eigen::Matrix<T, Eigen::Dynamic, 1> ws(i);
-      for (Eigen::Index j = 0; j < i; ++j) {
-        ws(j) = w;
-        w /= std::cosh(x(row_start + j));
-      }
-      for (Eigen::Index j = i - 1; j >= 0; --j) {
-        const T v = x(row_start + j), t = std::tanh(v), sech = 1 / std::cosh(v);
-        d(row_start + j) = G(i, j) * ws(j) * sech * sech - t * suffix;
-        suffix += G(i, j) * L(i, j);
-      }
-      row_start += i;
-    }
-  }
-  return out;
-}
-
-}  // namespace matrix_constrain_detail
-
 // log|J| of the transform, one value per draw.
 template <class T>
 Tensor<T> matrix_log_jacobian(const std::string& kind, const Tensor<T>& u) {
   using namespace matrix_constrain_detail;
-  require_kind<T>(kind);
+  require_kind(kind);
   Tensor<T> out(1, 1, u.draws);
   if (kind == "cov") {
     const Eigen::Index K = covariance_dimension(u.size());
@@ -227,11 +215,12 @@ Tensor<T> matrix_log_jacobian(const std::string& kind, const Tensor<T>& u) {
   return out;
 }
 
-// d(g log|J|)/du: (i - k + 1) (-tanh(u_ik)) g per value.
+// d(g log|J|)/du: g times each value's weight in log|J| (above), times -tanh(u) for the
+// correlations' (the derivative of log sech).
 template <class T>
 Tensor<T> matrix_log_jacobian_grad(const std::string& kind, const Tensor<T>& u, const Tensor<T>& g) {
   using namespace matrix_constrain_detail;
-  require_kind<T>(kind);
+  require_kind(kind);
   const Eigen::Index S = joint_draws(u.draws, g.draws);
   Tensor<T> out(u.rows, u.cols, S);
   if (kind == "cov") {
