@@ -45,6 +45,7 @@ baseType
   | CHOLESKY_FACTOR_COV '[' expr (',' expr)? ']'             # choleskyCovType
   | CORR_MATRIX '[' expr ']'                                 # corrMatrixType
   | COV_MATRIX '[' expr ']'                                  # covMatrixType
+  | UNIT_VECTOR '[' expr ']'                                 # unitVectorType
   ;
 
 // `<lower=a, upper=b>`: the bound is an arithmetic expression, so `>` closes the list.
@@ -151,6 +152,7 @@ CHOLESKY_FACTOR_CORR : 'cholesky_factor_corr' ;
 CHOLESKY_FACTOR_COV : 'cholesky_factor_cov' ;
 CORR_MATRIX : 'corr_matrix' ;
 COV_MATRIX : 'cov_matrix' ;
+UNIT_VECTOR : 'unit_vector' ;
 VOID : 'void' ;
 TARGET : 'target' ;
 FOR : 'for' ;

@@ -122,6 +122,7 @@ const std::vector<Function>& functions() {
       {"rep_array", Rule::RepArray, 2, 3, "rep_array(value, n) or rep_array(value, m, n), value an int or a real"},
       {"rep_matrix", Rule::RepMatrix, 2, 3, "rep_matrix(value, m, n), rep_matrix(vector, n) or rep_matrix(row_vector, m)"}, {"to_vector", Rule::ToVector, 1, 1},
       {"to_row_vector", Rule::ToRowVector, 1, 1},
+      {"to_matrix", Rule::ToMatrix, 1, 3, "to_matrix(x) of a matrix, vector, row_vector or 2-D array, or to_matrix(v, m, n)"},
       {"append_row", Rule::AppendRow, 2, 2, "append_row(a, b): a above b"},
       {"append_col", Rule::AppendCol, 2, 2, "append_col(a, b): a left of b"},
       // dense matrices and Gaussian processes
@@ -225,6 +226,18 @@ const char* arg_description(Arg arg) {
     case A::Any: return "a value";
   }
   return "?";
+}
+
+const OdeSolver* find_ode_solver(const std::string& name) {
+  static const OdeSolver table[] = {
+      {"integrate_ode_rk45", true, -3}, {"integrate_ode_bdf", true, -3}, {"integrate_ode_adams", true, -3},
+      {"ode_rk45", false, 0},           {"ode_bdf", false, 0},           {"ode_adams", false, 0},
+      {"ode_ckrk", false, 0},           {"ode_rk45_tol", false, 3},      {"ode_bdf_tol", false, 3},
+      {"ode_adams_tol", false, 3},      {"ode_ckrk_tol", false, 3},
+  };
+  for (const OdeSolver& s : table)
+    if (name == s.name) return &s;
+  return nullptr;
 }
 
 }  // namespace fvic::stdlib

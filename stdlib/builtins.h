@@ -56,6 +56,7 @@ enum class Rule {
   RepArray,         // (int or real x, n) -> array[n], (x, m, n) -> array[m, n] of x's type
   ToVector,         // anything -> vector of all its elements
   ToRowVector,
+  ToMatrix,         // (matrix|vector|row_vector|array[,] real) -> matrix of its shape; (v, int m, int n) column-major
   AppendRow,        // a above b: (vector|real, vector|real) -> vector, else (matrix|row_vector)^2 -> matrix
   AppendCol,        // a left of b: (row_vector|real, row_vector|real) -> row_vector, else (matrix|vector)^2 -> matrix
   Size,             // -> int
@@ -108,6 +109,21 @@ std::optional<CdfFunction> find_cdf_function(const std::string& name, bool* has_
 
 // The distributions with cumulative distribution functions, for messages.
 std::vector<std::string> cdf_distributions();
+
+// Stan's ODE solvers, whose first argument is the name of the system's function:
+//   integrate_ode_rk45(f, y0, t0, ts, theta, x_r, x_i[, rtol, atol, max_num_steps]) with
+//     f(real t, array[] real y, array[] real theta, array[] real x_r, array[] int x_i) -> array[] real,
+//     giving array[size(ts), size(y0)] real;
+//   ode_rk45(f, y0, t0, ts, ...) and ode_rk45_tol(f, y0, t0, ts, rtol, atol, max_num_steps, ...)
+//     with f(real t, vector y, ...) -> vector, giving array[size(ts)] vector[size(y0)];
+// and their _bdf, _adams (and ode_ckrk) namesakes, all solved by the same adaptive RK45
+// (fvi/kernel/ode.h). The parser's Stan forms move the function's name into the call's `text`.
+struct OdeSolver {
+  const char* name;
+  bool array_form;  // integrate_ode_*: arrays and (theta, x_r, x_i); else vectors and variadic
+  int tolerances;   // 0: none; 3: rtol, atol, max_num_steps always; -3: optionally (integrate_ode_*)
+};
+const OdeSolver* find_ode_solver(const std::string& name);
 
 const char* arg_description(Arg arg);  // "real or container of reals", ...
 

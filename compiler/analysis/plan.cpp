@@ -827,11 +827,20 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
     if (s.kind != SymbolKind::Parameter || !s.decl || s.decl->type.structure == MatrixStructure::None) continue;
     const MatrixStructure m = s.decl->type.structure;
     const std::string k = s.shape.dims[0].str();
+    if (m == MatrixStructure::UnitVector) {
+      out << "  unit_vector " << s.name << " (line " << s.loc.line << "): u / |u| of " << k
+          << " unconstrained values u, with -|u|^2 / 2 as its log-Jacobian (Stan's transform: u's length is an "
+             "auxiliary with a chi density, independent of the direction); the vector is written to the outputs as a "
+             "quantity\n";
+      continue;
+    }
+    const bool with_diagonal = m == MatrixStructure::Cov || m == MatrixStructure::CholeskyCov;
     out << "  " << structure_name(m) << " " << s.name << " (line " << s.loc.line << "): from " << k << "(" << k
-        << (m == MatrixStructure::Cov ? " + 1" : " - 1") << ")/2 unconstrained values, "
-        << (m == MatrixStructure::Cov ? "L L' of a lower triangular L with exp of its diagonal"
-            : m == MatrixStructure::Corr ? "L L' of L whose rows are built from tanh of partial correlations"
-                                         : "tanh of each a partial correlation")
+        << (with_diagonal ? " + 1" : " - 1") << ")/2 unconstrained values, "
+        << (m == MatrixStructure::Cov           ? "L L' of a lower triangular L with exp of its diagonal"
+            : m == MatrixStructure::CholeskyCov ? "a lower triangular L with exp of its diagonal"
+            : m == MatrixStructure::Corr        ? "L L' of L whose rows are built from tanh of partial correlations"
+                                                : "tanh of each a partial correlation")
         << " (Stan's transform, with its log-Jacobian); the " << k << " x " << k
         << " matrix is written to the outputs as a quantity\n";
   }
@@ -864,6 +873,10 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
         << " draws of q, each party its own terms"
         << (std::any_of(model.symbols.begin(), model.symbols.end(), [](const Symbol& s) { return s.aggregate; })
                 ? "; the silos' parts of each silo_sum at the same draws"
+                : "")
+        << (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::PVI
+                ? "; with at most 50 parameters in q, the same again at T draws of a heavier-tailed proposal, "
+                  "the tail check"
                 : "")
         << ")\n";
     for (const Message& m : plan.closing)

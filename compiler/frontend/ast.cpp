@@ -10,6 +10,7 @@ const char* structure_name(MatrixStructure s) {
     case MatrixStructure::CholeskyCov: return "cholesky_factor_cov";
     case MatrixStructure::Corr: return "corr_matrix";
     case MatrixStructure::Cov: return "cov_matrix";
+    case MatrixStructure::UnitVector: return "unit_vector";
     case MatrixStructure::None: break;
   }
   return "matrix";
@@ -122,6 +123,7 @@ void print(std::ostream& out, const Expr& e) {
       break;
     case ExprKind::Call:
       out << e.name << '(';
+      if (!e.text.empty()) out << e.text << (e.args.empty() ? "" : ", ");  // an ODE solver's system
       print_list(out, e.args);
       out << ')';
       break;

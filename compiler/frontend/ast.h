@@ -87,8 +87,10 @@ struct Expr {
 enum class Ordering { None, Ordered, PositiveOrdered };
 
 // Stan's structured matrices: cholesky_factor_corr[K], cholesky_factor_cov[M, N], corr_matrix[K],
-// cov_matrix[K]. Each is a matrix whose unconstrained values are fewer than its elements.
-enum class MatrixStructure { None, CholeskyCorr, CholeskyCov, Corr, Cov };
+// cov_matrix[K]. Each is a matrix whose unconstrained values are fewer than its elements. And
+// unit_vector[K], a vector of length 1 from K unconstrained values, transformed by the same
+// machinery (a value the outputs hold as a quantity).
+enum class MatrixStructure { None, CholeskyCorr, CholeskyCov, Corr, Cov, UnitVector };
 const char* structure_name(MatrixStructure s);  // "cholesky_factor_corr", ...
 
 // A declared type with its sizes as expressions over data: `array[N] vector<lower=0>[D]`.

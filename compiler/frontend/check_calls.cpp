@@ -12,6 +12,7 @@ namespace check_detail {
 // ---- expressions: calls --------------------------------------------------------------------
 
 void Checker::call(Expr& e) {
+  if (const stdlib::OdeSolver* ode = stdlib::find_ode_solver(e.name)) return ode_call(e, *ode);
   if (auto user = functions_.find(e.name); user != functions_.end()) return user_call(e, *user->second);
   if (refused_call(e)) return;
   if (random_call(e)) return;
@@ -161,6 +162,27 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
       e.type = scalar(f.rule == Rule::ToVector ? Base::Vector : Base::RowVector);
       e.shape.dims = {a.shape.elements()};
       return;
+    case Rule::ToMatrix: {
+      // to_matrix(x): a matrix of x's shape (a vector is one column, a row_vector one row, row i of
+      // a 2-D array row i); to_matrix(v, m, n): v's elements column by column into m x n.
+      const bool one_d = (a.type.array_dims == 0 && (a.type.base == Base::Vector || a.type.base == Base::RowVector)) ||
+                         (a.type.array_dims == 1 && a.type.base_dims() == 0);
+      e.type = scalar(Base::Matrix);
+      if (e.args.size() == 1) {
+        if (a.type.array_dims == 0 && a.type.base == Base::Matrix) e.shape = a.shape;
+        else if (a.type.array_dims == 0 && a.type.base == Base::Vector) e.shape.dims = {a.shape.dims[0], SymSize::constant(1)};
+        else if (a.type.array_dims == 0 && a.type.base == Base::RowVector) e.shape.dims = {SymSize::constant(1), a.shape.dims[0]};
+        else if (a.type.array_dims == 2 && a.type.base_dims() == 0) e.shape.dims = {a.shape.dims[0], a.shape.dims[1]};
+        else return fail(e), bad_args(e, "a matrix, vector, row_vector or 2-D array, or (vector v, int m, int n)");
+        return;
+      }
+      if (e.args.size() != 3 || !(one_d || (a.type.array_dims == 0 && a.type.base == Base::Matrix)) ||
+          !e.args[1]->type.is_int() || !e.args[2]->type.is_int())
+        return fail(e), bad_args(e, "a matrix, vector, row_vector or 2-D array, or (vector v, int m, int n)");
+      e.shape.dims = {size_of(*e.args[1]), size_of(*e.args[2])};
+      require_equal(a.shape.elements(), e.shape.dims[0] * e.shape.dims[1], e.loc, "the elements of to_matrix's value and m x n");
+      return;
+    }
     case Rule::AppendRow:
     case Rule::AppendCol:
       return append(e, f.rule == Rule::AppendRow);
@@ -191,11 +213,13 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
         // Stan reads only the lower triangle; fvic computes a * a', which is the same for a factor
         // that is lower triangular by its type or by cholesky_decompose.
         const Symbol* s = a.kind == ExprKind::Var ? lookup(a.name) : nullptr;
-        const bool lower = (s && s->decl && s->decl->type.structure == MatrixStructure::CholeskyCorr) ||
+        const bool lower = (s && s->decl && (s->decl->type.structure == MatrixStructure::CholeskyCorr ||
+                                             s->decl->type.structure == MatrixStructure::CholeskyCov)) ||
                            (a.kind == ExprKind::Call && a.name == "cholesky_decompose");
         if (!lower)
           diags_.error(a.loc, "multiply_lower_tri_self_transpose is supported for Cholesky factors only",
-                       "pass a `cholesky_factor_corr` parameter or `cholesky_decompose(...)`, or write `tcrossprod(a)` "
+                       "pass a `cholesky_factor_corr` or `cholesky_factor_cov` value or `cholesky_decompose(...)`, or write "
+                       "`tcrossprod(a)` "
                        "for a * a'");
       }
       require_equal(a.shape.dims[0], a.shape.dims[1], e.loc, "the rows and columns of " + e.name + "'s matrix");

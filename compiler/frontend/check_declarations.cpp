@@ -120,16 +120,16 @@ void Checker::check_structured_matrix(const VarDecl& d, const Symbol& sym, bool 
   const std::string name = structure_name(d.type.structure);
   const bool parameter = sym.kind == SymbolKind::Parameter || sym.kind == SymbolKind::Hyperparameter;
   const bool quantity = derived && d.block != BlockKind::TransformedData && sym.kind == SymbolKind::Transformed;
-  if (parameter && d.type.structure == MatrixStructure::CholeskyCov) {
-    diags_.error(d.type.loc, "a " + name + " parameter is not supported yet",
-                 "declare a `cov_matrix[K]` parameter, or a `cholesky_factor_corr[K]` one (with "
-                 "`lkj_corr_cholesky`) and build the factor with a scale: `diag_pre_multiply(tau, L)`");
+  if (parameter && d.type.structure == MatrixStructure::CholeskyCov && d.type.sizes.size() == 2 &&
+      !sym.shape.dims[0].equals(sym.shape.dims[1])) {
+    diags_.error(d.type.loc, "a " + name + "[M, N] parameter is not supported yet unless M = N",
+                 "declare a square `cholesky_factor_cov[K]`, or a `cov_matrix[K]` parameter");
     return;
   }
   if (!parameter && !quantity) {
     diags_.error(d.type.loc, "a " + name + " in '" + block_name(d.block) + "' is not " +
                                  (derived ? "checked yet" : "supported yet"),
-                 "declare it as `matrix[K, K]`");
+                 d.type.structure == MatrixStructure::UnitVector ? "declare it as `vector[K]`" : "declare it as `matrix[K, K]`");
     return;
   }
   if (!d.type.array_sizes.empty())
@@ -274,7 +274,8 @@ void Checker::declare(const VarDecl& d) {
     sym.shape.dims.push_back(size_of(*s));
   }
   // cholesky_factor_corr[K] (and cov_matrix[K], ...) is K x K; cholesky_factor_cov[M] is M x M.
-  if (d.type.structure != MatrixStructure::None && d.type.sizes.size() == 1)
+  if (d.type.structure != MatrixStructure::None && d.type.structure != MatrixStructure::UnitVector &&
+      d.type.sizes.size() == 1)
     sym.shape.dims.push_back(sym.shape.dims.back());
   for (const ExprPtr* bound : {&d.type.lower, &d.type.upper}) {
     if (!*bound) continue;

@@ -22,7 +22,7 @@ void Checker::check_functions(const Block& b) {
     below.erase(f.name);
     later_functions_ = below;
     if (stdlib::find_function(f.name) || stdlib::find_distribution(f.name) ||
-        stdlib::find_density_function(f.name, nullptr)) {
+        stdlib::find_density_function(f.name, nullptr) || stdlib::find_ode_solver(f.name)) {
       diags_.error(f.loc, "'" + f.name + "' is a built-in function", "choose another name for the function");
       continue;
     }

@@ -120,6 +120,9 @@ class Checker {
   void density_call(Expr& e);
   void cdf_call(Expr& e, const stdlib::CdfFunction& cdf);
 
+  // ---- ODE solvers: check_ode.cpp ----------------------------------------------------------
+  void ode_call(Expr& e, const stdlib::OdeSolver& solver);
+
   // ---- priors: checker.cpp -----------------------------------------------------------------
   void check_priors();
 

@@ -447,6 +447,10 @@ class AstBuilder {
       t.base = Base::Matrix;
       t.structure = MatrixStructure::CholeskyCov;
       sizes = c->expr();
+    } else if (auto* c = dynamic_cast<P::UnitVectorTypeContext*>(base)) {
+      t.base = Base::Vector;
+      t.structure = MatrixStructure::UnitVector;
+      sizes = {c->expr()};
     } else if (auto* c = dynamic_cast<P::CorrMatrixTypeContext*>(base)) {
       t.base = Base::Matrix;
       t.structure = MatrixStructure::Corr;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "builtins.h"
 #include "frontend/functions.h"
 
 namespace fvic {
@@ -274,6 +275,13 @@ void rewrite(ExprPtr& slot) {
     return;
   }
   if (e.kind != ExprKind::Call) return;
+  if (stdlib::find_ode_solver(e.name) && e.text.empty() && !e.args.empty() && e.args[0]->kind == ExprKind::Var &&
+      e.args[0]->indices.empty()) {
+    // integrate_ode_rk45(f, ...): the system's name, which is no value, kept apart from the values.
+    e.text = e.args[0]->name;
+    e.args.erase(e.args.begin());
+    return;
+  }
   const Loc loc = e.loc;
   if (e.name == "log_sum_exp" && e.args.size() == 2) {
     slot = log_sum_exp2(std::move(e.args[0]), std::move(e.args[1]), loc);

@@ -7,6 +7,8 @@
 //   y ~ std_normal()                    ->  y ~ normal(0, 1)
 // and their `_lpdf` / `_lpmf` calls alike; log_sum_exp(a, b) -> a + log1p_exp(b - a) when
 // a >= b is unknown, which is exact and stable (log1p_exp(t) is t + log1p(exp(-t)) for t > 0).
+// An ODE solver's call (`integrate_ode_rk45(f, y0, ...)`) keeps the system's name in its `text`,
+// out of its arguments, which are values.
 // A form with the wrong number of arguments is left as written, for the checker to name.
 #include "frontend/ast.h"
 

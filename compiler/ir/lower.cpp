@@ -44,16 +44,19 @@ bool dims_of(const Type& t, const Shape& s, SymSize& rows, SymSize& cols) {
 }
 
 // The structure of a structured matrix parameter, and the number of its unconstrained values:
-// K(K-1)/2 for cholesky_factor_corr[K]; a plain parameter's are its elements.
+// K(K-1)/2 for cholesky_factor_corr[K] and corr_matrix[K], K(K+1)/2 for cov_matrix[K] and
+// cholesky_factor_cov[K], K for unit_vector[K]; a plain parameter's are its elements.
 MatrixStructure structure_of(const Symbol& s) {
   return s.decl ? s.decl->type.structure : MatrixStructure::None;
 }
 SymSize unconstrained_elements(const Symbol& s) {
   const MatrixStructure m = structure_of(s);
-  if (m == MatrixStructure::CholeskyCorr || m == MatrixStructure::Corr || m == MatrixStructure::Cov) {
+  if (m == MatrixStructure::UnitVector) return s.shape.dims[0];
+  if (m != MatrixStructure::None) {
     const SymSize& k = s.shape.dims[0];
     const SymSize one = SymSize::constant(1);
-    return (k * (m == MatrixStructure::Cov ? k + one : k - one)).divided_by(2);
+    const bool with_diagonal = m == MatrixStructure::Cov || m == MatrixStructure::CholeskyCov;
+    return (k * (with_diagonal ? k + one : k - one)).divided_by(2);
   }
   return s.shape.elements();
 }
@@ -67,7 +70,13 @@ bool written_as_quantity(const Symbol& s) {
 
 // The kernels' name of its transform (fvi/kernel/ops_matrix_constrain.h).
 const char* transform_kind(MatrixStructure m) {
-  return m == MatrixStructure::Corr ? "corr" : m == MatrixStructure::Cov ? "cov" : "cholesky_corr";
+  switch (m) {
+    case MatrixStructure::Corr: return "corr";
+    case MatrixStructure::Cov: return "cov";
+    case MatrixStructure::CholeskyCov: return "cholesky_cov";
+    case MatrixStructure::UnitVector: return "unit";
+    default: return "cholesky_corr";
+  }
 }
 
 fvi_group group_of(const Symbol& s) {
@@ -274,7 +283,7 @@ class FactorBuilder {
   int constrain_matrix(const Symbol& s, int u) {
     const SymSize k = s.shape.dims[0];
     const char* kind = transform_kind(structure_of(s));
-    const int x = op(Op::MatrixConstrain, {u}, k, k, kind);
+    const int x = op(Op::MatrixConstrain, {u}, k, structure_of(s) == MatrixStructure::UnitVector ? one() : k, kind);
     if (s.kind == SymbolKind::Parameter)
       jacobians_.push_back({party_of(s), op(Op::MatrixLogJacobian, {u}, one(), one(), kind)});
     return x;
@@ -461,6 +470,7 @@ class FactorBuilder {
       case ExprKind::Transpose: return op(Op::Transpose, {expr(*e.args[0])}, rows, cols);
       case ExprKind::Cond: return select(expr(*e.args[0]), expr(*e.args[1]), expr(*e.args[2]));
       case ExprKind::RowVectorLit: return row_vector_literal(e);
+      case ExprKind::ArrayLit: return array_literal(e);
       case ExprKind::Index: return indexed(e, rows, cols);
       case ExprKind::Call: return call(e, rows, cols);
       case ExprKind::CondCall: {
@@ -504,6 +514,29 @@ class FactorBuilder {
       const SymSize r = rows ? node(joined).rows + node(next).rows : node(joined).rows;
       const SymSize c = rows ? node(joined).cols : node(joined).cols + node(next).cols;
       joined = op(rows ? Op::ConcatRows : Op::ConcatCols, {joined, next}, r, c);
+    }
+    return joined;
+  }
+
+  // {a, b, c} of scalars: a column; {u, v} of vectors or row vectors: the rows of an array of
+  // them (element i is row i, as dims_of lays an array of vectors out).
+  int array_literal(const Expr& e) {
+    const Type& element = e.args[0]->type;
+    if (!element.is_scalar() && !(element.array_dims == 0 && (element.base == Base::Vector || element.base == Base::RowVector))) {
+      unsupported(e.loc, "a literal array of " + to_string(element));
+      return constant(0);
+    }
+    auto row = [&](const Expr& x) {
+      const int v = expr(x);
+      if (x.type.base != Base::Vector) return v;
+      const SymSize r = node(v).rows, c = node(v).cols;  // copies: adding a node moves the nodes
+      return op(Op::Transpose, {v}, c, r);
+    };
+    int joined = row(*e.args[0]);
+    for (size_t i = 1; i < e.args.size(); ++i) {
+      const int next = row(*e.args[i]);
+      const SymSize r = node(joined).rows + node(next).rows, c = node(joined).cols;
+      joined = op(Op::ConcatRows, {joined, next}, r, c);
     }
     return joined;
   }
@@ -609,6 +642,10 @@ class FactorBuilder {
       unsupported(e.loc, "'" + f + "' of a value whose size is not known from the data");
       return constant(0);
     }
+    if (stdlib::find_ode_solver(f)) {
+      unsupported(e.loc, "an ODE solve (it runs where statements run one at a time),");
+      return constant(0);
+    }
     if (!fn && !e.inlined && user_function(f)) {
       unsupported(e.loc, "a call of '" + f + "', whose body is statements (it runs where statements run one at a time),");
       return constant(0);
@@ -647,7 +684,7 @@ class FactorBuilder {
     if (f == "cumulative_sum") return op(Op::CumulativeSum, args, rows, cols);
     if (f == "rep_vector" || f == "rep_row_vector" || f == "rep_matrix" || f == "rep_array")
       return op(Op::Broadcast, {args[0]}, rows, cols);
-    if (f == "to_vector" || f == "to_row_vector") return op(Op::Reshape, args, rows, cols);
+    if (f == "to_vector" || f == "to_row_vector" || f == "to_matrix") return op(Op::Reshape, {args[0]}, rows, cols);
     if (f == "append_row") return op(Op::ConcatRows, args, rows, cols);
     if (f == "append_col") return op(Op::ConcatCols, args, rows, cols);
     if (f == "cholesky_decompose") return op(Op::Cholesky, args, rows, cols);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "builtins.h"
+#include "fvi/kernel/ode.h"
 #include "fvi/kernel/ops_unary.h"
 #include "fvi/kernel/random.h"
 
@@ -286,12 +287,17 @@ class Translator {
   }
 
   int call_function(const Expr& e, const FunctionDef& f) {
-    if (calls_.size() >= 32) {
-      fail(e.loc, "calls of functions nested more than 32 deep");
-      return int_const(0);
-    }
     std::vector<int> values;
     for (const ExprPtr& a : e.args) values.push_back(expr(*a));
+    return call_with(f, values, e.loc);
+  }
+
+  // f's body in line on the values in registers `values`; its result's register.
+  int call_with(const FunctionDef& f, const std::vector<int>& values, const Loc& loc) {
+    if (calls_.size() >= 32) {
+      fail(loc, "calls of functions nested more than 32 deep");
+      return int_const(0);
+    }
     const int result = reg();
     std::vector<std::map<std::string, Variable>> outer;
     outer.swap(scopes_);  // the body sees its arguments and its own locals only
@@ -306,12 +312,137 @@ class Translator {
     for (size_t jump : calls_.back().returns) p_.code[jump].number = static_cast<int64_t>(p_.code.size());
     calls_.pop_back();
     scopes_.swap(outer);
-    if (p_.code.size() > kMaxInstructions) fail(e.loc, "a program of more than 10^6 instructions (its calls in line)");
+    if (p_.code.size() > kMaxInstructions) fail(loc, "a program of more than 10^6 instructions (its calls in line)");
+    return result;
+  }
+
+  // ---- ODE solves -------------------------------------------------------------------------
+  // integrate_ode_rk45(f, y0, t0, ts, ...) and its kin: Dormand-Prince RK5(4) steps in bytecode,
+  // so the tape differentiates the discrete solution; each step's size comes from the machine's
+  // ode_* controls (fvi/kernel/ode.h), constants the same in every draw. The system's body is in
+  // line at each of the 7 stages; the result is size(ts) x size(y0), row n the state at ts[n].
+
+  int real_const(double v) {
+    const int r = reg();
+    Instruction in{Opcode::RealConst, r};
+    in.value = v;
+    emit(in);
+    return r;
+  }
+  int arith(int a, int b, const char* name) {
+    const int r = reg();
+    emit(op(Opcode::Arith, r, a, b, name));
+    return r;
+  }
+  int machine_call(const char* name, const std::vector<int>& args) {
+    const int r = reg();
+    Instruction in{Opcode::Call, r};
+    in.name = name;
+    in.args.assign(args.begin(), args.end());
+    emit(in);
+    return r;
+  }
+  int element(int container, int i) {  // container[i] of a column
+    Instruction in{Opcode::Index, reg(), container, i, int_const(1)};
+    emit(in);
+    return in.dst;
+  }
+
+  int ode_solve(const Expr& e, const stdlib::OdeSolver& solver) {
+    namespace ode = fvi::kernel::ode;
+    const FunctionDef* f = statement_function(e.text);
+    if (!f) {
+      fail(e.loc, "the ODE system '" + e.text + "'");
+      return int_const(0);
+    }
+    std::vector<int> a;
+    for (const ExprPtr& x : e.args) a.push_back(expr(*x));
+    line_ = e.loc.line;
+    const int y0 = a.at(0), t0 = a.at(1), ts = a.at(2);
+    const bool tolerances = solver.tolerances == 3 || (solver.tolerances == -3 && a.size() == 9);
+    const size_t at = solver.array_form ? 6 : 3;
+    const int rtol = tolerances ? a.at(at) : real_const(ode::kDefaultRelativeTolerance);
+    const int atol = tolerances ? a.at(at + 1) : real_const(ode::kDefaultAbsoluteTolerance);
+    const int max_steps = tolerances ? a.at(at + 2) : real_const(double(ode::kDefaultMaxSteps));
+    std::vector<int> passed;  // what the system gets after t and y
+    if (solver.array_form) passed = {a.at(3), a.at(4), a.at(5)};
+    else
+      passed.assign(a.begin() + static_cast<long>(tolerances ? 6 : 3), a.end());
+    auto system = [&](int t, int y) {
+      std::vector<int> values{t, y};
+      values.insert(values.end(), passed.begin(), passed.end());
+      const int r = call_with(*f, values, e.loc);
+      line_ = e.loc.line;  // the solve's own instructions are the call's line
+      return r;
+    };
+    auto int_op = [&](int x, int y, const char* o) {
+      const int r = reg();
+      emit(op(Opcode::IntOp, r, x, y, o));
+      return r;
+    };
+    const int n_out = machine_call("size", {ts}), n_state = machine_call("size", {y0});
+    const int result = reg();
+    emit({Opcode::Declare, result, n_out, n_state});
+    machine_call("ode_times", {t0, ts});
+    const int t = reg(), y = reg(), h = reg(), k1 = reg(), steps = reg(), n = reg(), one = int_const(1);
+    emit({Opcode::Move, t, t0});
+    emit({Opcode::Move, y, y0});
+    emit({Opcode::Move, k1, system(t, y)});
+    const int span = arith(element(ts, n_out), t0, "-");
+    emit({Opcode::Move, h, machine_call("ode_first_step", {y, k1, span, rtol, atol})});
+    emit({Opcode::IntConst, n, -1, -1, -1, 1});
+    // for n in 1..size(ts): step to ts[n], then store the state
+    const size_t outer = p_.code.size();
+    const size_t outer_exit = emit({Opcode::JumpIfFalse, -1, int_op(n, n_out, "<=")});
+    const int t_out = element(ts, n);
+    emit({Opcode::IntConst, steps, -1, -1, -1, 0});  // max_num_steps bounds each interval, as Stan's
+    const size_t inner = p_.code.size();
+    const size_t inner_exit = emit({Opcode::JumpIfFalse, -1, [&] {
+                                      const int r = reg();
+                                      emit(op(Opcode::Compare, r, t, t_out, "<"));
+                                      return r;
+                                    }()});
+    const int step = machine_call("ode_step", {h, t, t_out, steps, max_steps});
+    emit(op(Opcode::IntOp, steps, steps, one, "+"));
+    std::vector<int> k{k1};
+    int y_new = -1;
+    for (int i = 1; i < ode::kStages; ++i) {
+      int state = y;
+      for (int j = 0; j < i; ++j) {
+        if (ode::kA[i][j] == 0) continue;
+        const int weight = arith(step, real_const(ode::kA[i][j]), "*");
+        state = arith(state, arith(weight, k[static_cast<size_t>(j)], "*"), "+");
+      }
+      const int stage_time = arith(t, arith(step, real_const(ode::kC[i]), "*"), "+");
+      if (i == ode::kStages - 1) y_new = state;
+      k.push_back(system(stage_time, state));
+    }
+    int error = -1;  // h sum_i e_i k_i
+    for (int i = 0; i < ode::kStages; ++i) {
+      if (ode::kE[i] == 0) continue;
+      const int term = arith(arith(step, real_const(ode::kE[i]), "*"), k[static_cast<size_t>(i)], "*");
+      error = error < 0 ? term : arith(error, term, "+");
+    }
+    const int scaled = machine_call("ode_error", {error, y, y_new, rtol, atol});
+    const int accepted = reg();
+    emit(op(Opcode::Compare, accepted, scaled, real_const(1), "<="));
+    emit({Opcode::Move, h, machine_call("ode_next_step", {step, scaled})});
+    emit({Opcode::JumpIfFalse, -1, accepted, -1, -1, static_cast<int64_t>(inner)});  // rejected: again, shorter
+    emit({Opcode::Move, t, machine_call("ode_advance", {t, step, t_out})});
+    emit({Opcode::Move, y, y_new});
+    emit({Opcode::Move, k1, k.back()});  // first same as last
+    emit({Opcode::Jump, -1, -1, -1, -1, static_cast<int64_t>(inner)});
+    p_.code[inner_exit].number = static_cast<int64_t>(p_.code.size());
+    emit({Opcode::Store, result, y, n, -1});
+    emit(op(Opcode::IntOp, n, n, one, "+"));
+    emit({Opcode::Jump, -1, -1, -1, -1, static_cast<int64_t>(outer)});
+    p_.code[outer_exit].number = static_cast<int64_t>(p_.code.size());
     return result;
   }
 
   int call(const Expr& e) {
     const std::string& f = e.name;
+    if (const stdlib::OdeSolver* solver = stdlib::find_ode_solver(f)) return ode_solve(e, *solver);
     if (const FunctionDef* user = statement_function(f)) return call_function(e, *user);
     std::vector<int> args;
     for (const ExprPtr& a : e.args) args.push_back(expr(*a));
@@ -391,6 +522,11 @@ class Translator {
         f == "to_row_vector" || f == "cumulative_sum" || f == "cholesky_decompose" || f == "gp_exp_quad_cov" ||
         f == "cov_exp_quad" || f == "diag_matrix" || f == "diagonal" || f == "inverse" || f == "inverse_spd")
       return emit_call(f, args);
+    if (f == "to_matrix") {
+      // One argument: the layouts already agree (a vector is n x 1, a 2-D array's row i is element i).
+      if (args.size() == 1) return args[0];
+      return emit_call(f, args);
+    }
     if (f == "dot_product" || f == "dot_self") {
       const int product = reg();
       emit(op(Opcode::Arith, product, args.at(0), f == "dot_self" ? args.at(0) : args.at(1), "*"));

@@ -22,6 +22,12 @@
                      11 x 11 Cholesky factor computed here): means within 0.25 posterior sd and
                      sds within 20%, as for the simplex (q is a Gaussian on the log scale of a
                      posterior that is not).
+  lkj                a cholesky_factor_corr with lkj_corr_cholesky and no data: its correlations'
+                     LKJ marginals.
+  inv_wishart        a cov_matrix with the conjugate inverse-Wishart prior: the exact posterior.
+  cholesky_cov       the same posterior through a cholesky_factor_cov parameter (its transform
+                     and log-Jacobian), the Jacobian of L -> L L' written in the model.
+  unit_vector        a unit_vector[3] under a von Mises-Fisher density: its exact moments.
 
 Exact here: mu ~ normal(0, 10), every row ~ normal(mu, 1), so mu's posterior is normal with
 precision 1/100 + n and mean sum(y) / precision. q is Gaussian and can equal it; what is left is
@@ -304,7 +310,72 @@ model {
 """
 
 
-def case_inv_wishart(fvic_path, cache, work):
+# The same posterior through a cholesky_factor_cov parameter: Sigma = L L' given the
+# inverse-Wishart prior with the Jacobian of L -> L L' (2^K prod_k L_kk^(K - k + 1)) written out,
+# and the likelihood by the factor.
+CHOLESKY_COV = INV_WISHART[:INV_WISHART.index("parameters {")] + """parameters {
+  global cholesky_factor_cov[K] L;
+}
+transformed parameters {
+  cov_matrix[K] Sigma = multiply_lower_tri_self_transpose(L);
+}
+model {
+  Sigma ~ inv_wishart(nu, S);
+  for (k in 1:K) target += (K - k + 1) * log(L[k, k]);
+  y ~ multi_normal_cholesky(mu, L);
+}
+"""
+
+
+UNIT_VECTOR = """// A direction with the von Mises-Fisher density exp(kappa m'x) on the sphere.
+data {
+  vector[3] m;
+  real<lower=0> kappa;
+}
+parameters {
+  global unit_vector[3] x;
+}
+model {
+  target += kappa * dot_product(x, m);
+}
+"""
+
+
+def case_unit_vector(fvic_path, cache, work):
+    """A unit_vector[3] under the von Mises-Fisher density (kappa = 10, mean direction m): its
+    exact moments are E[x] = A m, A = coth(kappa) - 1/kappa, with variance 1 - 2A/kappa - A^2
+    along m and A/kappa in each direction across it (Mardia and Jupp 2000, 9.3). Through
+    unit_vector's transform and its -|u|^2/2: means within 0.25 sd, sds within 20%."""
+    m, kappa = [0.6, 0.0, 0.8], 10.0
+    model = os.path.join(work, "unit_vector.fvi")
+    with open(model, "w") as f:
+        f.write(UNIT_VECTOR)
+    data = os.path.join(work, "unit_vector.json")
+    with open(data, "w") as f:
+        json.dump({"m": m, "kappa": kappa}, f)
+    out = os.path.join(work, "out")
+    p = fvic([fvic_path, "run", model, "--data", data, "--output", out], cache)
+    require("converged after" in p.stdout, "the run did not converge:\n" + p.stdout)
+    a = 1 / math.tanh(kappa) - 1 / kappa
+    along, across = 1 - 2 * a / kappa - a * a, a / kappa
+    with open(os.path.join(out, "posterior.json")) as f:
+        x = json.load(f)["variables"]["x"]
+    for i in range(3):
+        mean = a * m[i]
+        sd = math.sqrt(m[i] ** 2 * along + (1 - m[i] ** 2) * across)  # Cov = along m m' + across (I - m m')
+        got, got_sd = x["mean"][i], x["sd"][i]
+        off, ratio = abs(got - mean) / sd, got_sd / sd
+        print(f"  x[{i + 1}]: fvic {got:.4f} (sd {got_sd:.4f}), exact {mean:.4f} (sd {sd:.4f}): {off:.3f} sd off, "
+              f"sd ratio {ratio:.3f}")
+        require(off <= 0.25 and abs(ratio - 1) <= 0.2, f"x[{i + 1}] is {off:.3f} sds off, sd ratio {ratio:.3f}")
+
+
+def case_cholesky_cov(fvic_path, cache, work):
+    """inv_wishart's case through cholesky_factor_cov's transform and Jacobian."""
+    case_inv_wishart(fvic_path, cache, work, CHOLESKY_COV)
+
+
+def case_inv_wishart(fvic_path, cache, work, source=INV_WISHART):
     """The posterior is inv_wishart(nu + N, S + A), A = sum (y_n - mu)(y_n - mu)': each element's
     mean Psi_ij / (n - K - 1) and variance ((n - K + 1) Psi_ij^2 + (n - K - 1) Psi_ii Psi_jj) /
     ((n - K)(n - K - 1)^2 (n - K - 3)), n = nu + N (Press 1982). Through cov_matrix's transform and
@@ -320,7 +391,7 @@ def case_inv_wishart(fvic_path, cache, work):
         y.append([mu[0] + 1.2 * z1, mu[1] + 0.5 * z1 + 0.6 * z2])
     model = os.path.join(work, "inv_wishart.fvi")
     with open(model, "w") as f:
-        f.write(INV_WISHART)
+        f.write(source)
     data = os.path.join(work, "inv_wishart.json")
     with open(data, "w") as f:
         json.dump({"N": N, "K": K, "y": y, "mu": mu, "nu": nu, "S": S}, f)
@@ -434,7 +505,8 @@ def main():
         with tempfile.TemporaryDirectory() as work:
             {"pooled": case_pooled, "server_likelihood": case_server_likelihood,
              "simplex": case_simplex, "gp_regression": case_gp_regression,
-             "lkj": case_lkj, "inv_wishart": case_inv_wishart}[case](fvic_path, cache, work)
+             "lkj": case_lkj, "inv_wishart": case_inv_wishart, "cholesky_cov": case_cholesky_cov,
+             "unit_vector": case_unit_vector}[case](fvic_path, cache, work)
     except Failure as e:
         print(f"FAIL: {e}")
         sys.exit(1)

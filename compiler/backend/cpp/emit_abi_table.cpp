@@ -177,6 +177,7 @@ void Emitter::quantity_table(std::ostringstream& o) {
         case MatrixStructure::CholeskyCov: transform = "FVI_CHOLESKY_COV"; break;
         case MatrixStructure::Corr: transform = "FVI_CORR_MATRIX"; break;
         case MatrixStructure::Cov: transform = "FVI_COV_MATRIX"; break;
+        case MatrixStructure::UnitVector: transform = "FVI_UNIT_VECTOR"; break;
         case MatrixStructure::None: break;
       }
     }
@@ -210,6 +211,8 @@ size_t Emitter::variable_table(std::ostringstream& o) {
                             : !structured                           ? nullptr
                             : t->structure == MatrixStructure::Corr ? "FVI_CORR_MATRIX"
                             : t->structure == MatrixStructure::Cov  ? "FVI_COV_MATRIX"
+                            : t->structure == MatrixStructure::CholeskyCov ? "FVI_CHOLESKY_COV"
+                            : t->structure == MatrixStructure::UnitVector  ? "FVI_UNIT_VECTOR"
                                                                     : "FVI_CHOLESKY_CORR";
     if (!transform)
       transform = simplex                                 ? "FVI_SOFTMAX_SIMPLEX"

@@ -47,7 +47,7 @@ std::vector<VariableLayout> variable_layout(const fvi_model& model, fvi_group gr
     if (engine::group_kind(model, info.group) != group) continue;
     // A structured matrix's or an affine parameter's unconstrained values: its declared value is
     // written as a quantity.
-    if (info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_AFFINE) continue;
+    if (info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_UNIT_VECTOR) continue;
     VariableLayout v;
     v.name = info.name;
     int64_t dims[8] = {0};

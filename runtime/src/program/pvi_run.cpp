@@ -200,6 +200,7 @@ class PviCoordinator : public Coordinator {
     out.log_g = d.log_q;
     return true;
   }
+  bool closing_takes_draws() const override { return true; }
   std::string target_note() const override {
     if (options_.loss.name() == "nll" && options_.divergence.name() == "kl" && options_.loss_weight == 1) return "";
     return "; measured against the written model's posterior, from which the loss or divergence chosen departs on purpose";

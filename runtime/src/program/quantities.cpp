@@ -70,9 +70,15 @@ std::string structure_violation(int transform, const Eigen::MatrixXd& m) {
   const char* name = transform == FVI_CHOLESKY_CORR ? "a cholesky_factor_corr"
                      : transform == FVI_CHOLESKY_COV ? "a cholesky_factor_cov"
                      : transform == FVI_CORR_MATRIX  ? "a corr_matrix"
+                     : transform == FVI_UNIT_VECTOR  ? "a unit_vector"
                                                      : "a cov_matrix";
   auto at = [](Eigen::Index i, Eigen::Index j) { return "[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "]"; };
   if (!m.allFinite()) return std::string("holds a NaN or an infinity, so is not ") + name;
+  if (transform == FVI_UNIT_VECTOR) {
+    if (std::fabs(m.squaredNorm() - 1) > kTolerance)
+      return "is not " + std::string(name) + ": its length is " + number(m.norm()) + ", not 1";
+    return "";
+  }
   if (transform == FVI_CHOLESKY_CORR || transform == FVI_CHOLESKY_COV) {
     for (Eigen::Index j = 1; j < m.cols(); ++j)
       for (Eigen::Index i = 0; i < std::min(j, n); ++i)
@@ -106,11 +112,12 @@ namespace {
 std::string bound_violation(const fvi_quantity_info& info, const VariableLayout& v, const Eigen::MatrixXd& block,
                             const fvi_data& data, const std::vector<VariableLayout>& named,
                             const Eigen::MatrixXd& named_values) {
-  if (info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_COV_MATRIX && v.dims.size() == 2) {
+  if ((info.transform >= FVI_CHOLESKY_CORR && info.transform <= FVI_COV_MATRIX && v.dims.size() == 2) ||
+      (info.transform == FVI_UNIT_VECTOR && v.dims.size() == 1)) {
     long broken = 0;
     std::string first;
     for (Eigen::Index s = 0; s < block.cols(); ++s) {
-      const Eigen::Map<const Eigen::MatrixXd> m(block.col(s).data(), v.dims[0], v.dims[1]);
+      const Eigen::Map<const Eigen::MatrixXd> m(block.col(s).data(), v.dims[0], v.dims.size() == 2 ? v.dims[1] : 1);
       const std::string why = structure_violation(info.transform, m);
       if (why.empty()) continue;
       if (broken++ == 0)

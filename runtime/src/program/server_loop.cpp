@@ -1,4 +1,5 @@
 #include "fvi/program/server_loop.h"
+#include "fvi/program/tail_check.h"
 
 #include <chrono>
 #include <cmath>
@@ -281,6 +282,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   const std::optional<ServerDraws> d = coordinator.draws();
   std::string khat_line;
   Reweighted reweighted;
+  TailCheck tail;
   std::vector<std::string> violations;  // declared bounds of quantities broken at some draw
   DrawsFile file;
   std::vector<VariableLayout> layout;
@@ -308,6 +310,14 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
       summary.khat = smoothed.khat;
       reweighted = reweighted_moments(*d, smoothed);
+      // A surrogate target is measured by k-hat already; the tail check is about q's shape.
+      if (coordinator.target_note().empty()) {
+        const long long sent = run.transport.total_sent(), received = run.transport.total_received();
+        tail = tail_check(*d, coordinator, uint64_t(settings.integer("seed", 1)));
+        if (!args.quiet && run.transport.total_sent() > sent)
+          std::printf("tail check exchange: sent %lld bytes, received %lld bytes\n", run.transport.total_sent() - sent,
+                      run.transport.total_received() - received);
+      }
       file.log_p = log_p;
       file.log_g = log_g;
       char text[256];
@@ -365,6 +375,8 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   const std::string family = settings.name("family", d && !d->family.empty() ? d->family : "meanfield");
   std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
                                                  coordinator.target_note(), family);
+  if (!tail.line.empty()) lines.push_back({true, false, tail.line});
+  if (!tail.warning.empty()) lines.push_back({false, true, tail.warning});
   for (const std::string& w : coordinator.closing_warnings()) lines.push_back({true, true, w});
   for (const ClosingLine& line : lines) summary.notes.push_back({line.warning ? "warning" : "info", line.text});
   if (run.observer) run.observer->finished(summary.notes);

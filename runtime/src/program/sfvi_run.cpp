@@ -709,6 +709,7 @@ class SfviCoordinator : public Coordinator {
     }
     return true;
   }
+  bool closing_takes_draws() const override { return true; }
   std::vector<std::string> closing_warnings() const override {
     std::vector<std::string> out;
     if (!modes_warning_.empty()) out.push_back(modes_warning_);

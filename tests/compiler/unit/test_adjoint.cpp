@@ -431,6 +431,31 @@ model {
   check_adjoints(m);
 }
 
+// cholesky_factor_cov and unit_vector parameters (their transforms and log-Jacobians): a
+// covariance's factor read by multi_normal_cholesky, a direction read by a dot product, global
+// and local.
+TEST_CASE("adjoints through cholesky_factor_cov and unit_vector match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_factor_unit", R"(data {
+  int<lower=2> K;
+}
+silo data {
+  int<lower=1> N;
+  array[N] vector[K] y;
+}
+parameters {
+  global cholesky_factor_cov[K] L;
+  global unit_vector[K] direction;
+  local unit_vector[K] own;
+}
+model {
+  to_vector(L) ~ normal(0, 2);
+  target += 4 * dot_product(direction, own);
+  y ~ multi_normal_cholesky(direction + own, L);
+}
+)");
+  check_adjoints(m);
+}
+
 // <offset=..., multiplier=...>: the affine transform and its log-Jacobian, offset and multiplier
 // read from parameters (a vector offset, a scalar multiplier; a vector multiplier), global and local.
 TEST_CASE("adjoints through offset and multiplier match finite differences", "[adjoint]") {

@@ -240,6 +240,29 @@ Eigen::VectorXd lower_of(const Eigen::MatrixXd& m, bool diagonal) {
 }
 
 
+
+// The adjoint of the transform (against a random rows x cols adjoint) and of its log-Jacobian at
+// u, each against finite differences.
+void check_transform_adjoints(const char* kind, const Eigen::VectorXd& u, Eigen::Index rows, Eigen::Index cols,
+                              unsigned seed) {
+  INFO(kind);
+  std::mt19937 rng{seed};
+  std::normal_distribution<double> normal;
+  T g(rows, cols, 1);
+  for (Eigen::Index i = 0; i < g.m.size(); ++i) g.m.data()[i] = normal(rng);
+  auto value = [&](const Eigen::VectorXd& x) {
+    return (fvi::kernel::matrix_constrain(kind, column(x)).m.array() * g.m.array()).sum();
+  };
+  auto result = fvi::test::check_gradient(value, u, fvi::kernel::matrix_constrain_grad(kind, column(u), g).m.col(0));
+  INFO(result.report());
+  CHECK(result.ok());
+  auto log_j = [&](const Eigen::VectorXd& x) { return fvi::kernel::matrix_log_jacobian(kind, column(x)).m(0, 0); };
+  auto jacobian_result = fvi::test::check_gradient(
+      log_j, u, fvi::kernel::matrix_log_jacobian_grad(kind, column(u), T::constant(1.0)).m.col(0));
+  INFO(jacobian_result.report());
+  CHECK(jacobian_result.ok());
+}
+
 }  // namespace
 
 TEST_CASE("corr_matrix and cov_matrix: Stan's transforms, log|det J| by finite differences, and the adjoints",
@@ -261,24 +284,8 @@ TEST_CASE("corr_matrix and cov_matrix: Stan's transforms, log|det J| by finite d
         log_abs_det_jacobian([&](const Eigen::VectorXd& x) { return lower_of(stan_cov_matrix(x, K), true); }, uv);
     CHECK(fvi::kernel::matrix_log_jacobian("cov", column(uv)).m(0, 0) == Approx(cov_expected).epsilon(1e-8));
 
-    for (const char* kind : {"corr", "cov"}) {
-      const Eigen::VectorXd& u = std::string(kind) == "corr" ? uc : uv;
-      std::mt19937 rng{unsigned(K)};
-      std::normal_distribution<double> normal;
-      T g(K, K, 1);
-      for (Eigen::Index i = 0; i < g.m.size(); ++i) g.m.data()[i] = normal(rng);
-      auto value = [&](const Eigen::VectorXd& x) {
-        return (fvi::kernel::matrix_constrain(kind, column(x)).m.array() * g.m.array()).sum();
-      };
-      auto result = fvi::test::check_gradient(value, u, fvi::kernel::matrix_constrain_grad(kind, column(u), g).m.col(0));
-      INFO(kind << "\n" << result.report());
-      CHECK(result.ok());
-      auto log_j = [&](const Eigen::VectorXd& x) { return fvi::kernel::matrix_log_jacobian(kind, column(x)).m(0, 0); };
-      auto jacobian_result = fvi::test::check_gradient(
-          log_j, u, fvi::kernel::matrix_log_jacobian_grad(kind, column(u), T::constant(1.0)).m.col(0));
-      INFO(jacobian_result.report());
-      CHECK(jacobian_result.ok());
-    }
+    check_transform_adjoints("corr", uc, K, K, unsigned(K));
+    check_transform_adjoints("cov", uv, K, K, unsigned(K));
   }
 }
 
@@ -340,5 +347,58 @@ TEST_CASE("lkj_corr, wishart and inv_wishart against closed forms, and their VJP
       INFO(dist << " operand " << k << "\n" << result.report());
       CHECK(result.ok());
     }
+  }
+}
+
+namespace {
+
+// Stan's cholesky_factor_constrain for a square factor, written out as its loop: row by row, the
+// row's strict lower part then exp of its diagonal.
+Eigen::MatrixXd stan_cholesky_factor(const Eigen::VectorXd& u, Eigen::Index K) {
+  Eigen::MatrixXd L = Eigen::MatrixXd::Zero(K, K);
+  Eigen::Index pos = 0;
+  for (Eigen::Index m = 0; m < K; ++m) {
+    for (Eigen::Index n = 0; n < m; ++n) L(m, n) = u(pos++);
+    L(m, m) = std::exp(u(pos++));
+  }
+  return L;
+}
+
+}  // namespace
+
+TEST_CASE("cholesky_factor_cov and unit_vector: Stan's transforms, their log-Jacobians, and the adjoints",
+          "[kernel][matrix_constrain]") {
+  for (Eigen::Index K : {1, 2, 3, 4}) {
+    INFO("K = " << K);
+    const Eigen::VectorXd uv = random_u(K * (K + 1) / 2, unsigned(50 + K));
+    const Eigen::MatrixXd l = fvi::kernel::matrix_constrain("cholesky_cov", column(uv)).draw(0);
+    CHECK(l.isApprox(stan_cholesky_factor(uv, K), 1e-14));
+    // The free elements are the lower triangle: log|det J| of u -> lower(L) is the sum of the
+    // diagonal's u (exp' = exp), measured here by central differences.
+    const double expected =
+        log_abs_det_jacobian([&](const Eigen::VectorXd& x) { return lower_of(stan_cholesky_factor(x, K), true); }, uv);
+    CHECK(fvi::kernel::matrix_log_jacobian("cholesky_cov", column(uv)).m(0, 0) == Approx(expected).epsilon(1e-8));
+
+    const Eigen::VectorXd uu = random_u(K, unsigned(60 + K));
+    const Eigen::VectorXd x = fvi::kernel::matrix_constrain("unit", column(uu)).draw(0);
+    CHECK(x.isApprox(uu / std::sqrt(uu.dot(uu)), 1e-14));
+    CHECK(x.norm() == Approx(1).epsilon(1e-15));
+    // Stan's unit_vector_constrain adds -|u|^2 / 2 (the chi density of the auxiliary length).
+    CHECK(fvi::kernel::matrix_log_jacobian("unit", column(uu)).m(0, 0) == Approx(-0.5 * uu.dot(uu)).epsilon(1e-15));
+
+    check_transform_adjoints("cholesky_cov", uv, K, K, unsigned(K + 7));
+    check_transform_adjoints("unit", uu, K, 1, unsigned(K + 7));
+  }
+  // Two draws of u against one adjoint: each draw's gradient from its own factor.
+  T two(3, 1, 2);
+  two.m << 0.3, -0.2, 0.5, 1.1, 0.7, -0.4;
+  T adjoint(2, 2, 1);
+  adjoint.m << 1, 0, 0.5, 2;
+  const T both = fvi::kernel::matrix_constrain_grad("cholesky_cov", two, adjoint);
+  REQUIRE(both.draws == 2);
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    CHECK(both.m(0, s) == Approx(std::exp(two.m(0, s))));      // d L_00 / du_0
+    CHECK(both.m(1, s) == Approx(0.5));                         // L_10 = u_1
+    CHECK(both.m(2, s) == Approx(2 * std::exp(two.m(2, s))));   // d L_11 / du_2
   }
 }

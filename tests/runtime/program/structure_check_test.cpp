@@ -34,4 +34,10 @@ TEST_CASE("structured matrices: each check passes a matrix that meets it and nam
   Eigen::MatrixXd nan = corr;
   nan(0, 1) = NAN;
   CHECK(structure_violation(FVI_COV_MATRIX, nan).find("NaN") != std::string::npos);
+  // A unit_vector: length 1 within Stan's 1e-8 on the squared length.
+  Eigen::MatrixXd direction(3, 1);
+  direction << 0.6, 0, 0.8;
+  CHECK(structure_violation(FVI_UNIT_VECTOR, direction).empty());
+  CHECK(structure_violation(FVI_UNIT_VECTOR, 1.01 * direction).find("a unit_vector: its length is 1.01, not 1") !=
+        std::string::npos);
 }

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 9
+#define FVI_ABI_VERSION 10
 
 typedef struct fvi_tensor {
   double* data;
@@ -102,11 +102,15 @@ enum fvi_transform {
                                the K x K factor is the quantity of the same name, so outputs leave
                                these values out (FVI_ABI_VERSION 9). A quantity's: it is declared
                                one, and is checked at each draw */
-  FVI_CHOLESKY_COV = 8,     /* quantities only, checked at each draw: lower triangular, positive diagonal */
+  FVI_CHOLESKY_COV = 8,     /* cholesky_factor_cov[K]: K(K+1)/2 unconstrained values, the factor a
+                               quantity (as FVI_CHOLESKY_CORR); a quantity's: lower triangular,
+                               positive diagonal, checked at each draw */
   FVI_CORR_MATRIX = 9,      /* ... symmetric, unit diagonal, positive definite */
   FVI_COV_MATRIX = 10,      /* ... symmetric, positive definite */
-  FVI_AFFINE = 11           /* <offset=a, multiplier=b>: x = a + b u, a and b possibly parameters; the
+  FVI_AFFINE = 11,          /* <offset=a, multiplier=b>: x = a + b u, a and b possibly parameters; the
                                value is the quantity of the same name, so outputs leave u out */
+  FVI_UNIT_VECTOR = 12      /* unit_vector[K]: K unconstrained values, the vector u / |u| a quantity
+                               (FVI_ABI_VERSION 10); a quantity's: of length 1, checked at each draw */
 };
 
 /* A parameter (or hyperparameter) as the user declared it: where it sits in its group and how

@@ -16,6 +16,7 @@
 
 #include "fvi/kernel/bytecode.h"
 #include "fvi/kernel/distributions.h"
+#include "fvi/kernel/ode.h"
 #include "fvi/kernel/ops.h"
 #include "fvi/kernel/random.h"
 
@@ -88,6 +89,7 @@ class Machine {
   int select(const Instruction& in);
   void store_general(const Instruction& in);
   int call(const Instruction& in);
+  int ode_control(const Instruction& in, const std::vector<int>& args);
   void store(const Instruction& in);
   void explode(Register& r, int line);
   void accumulate(int node, const Tensor<T>& g);
@@ -516,6 +518,7 @@ int Machine<T>::call(const Instruction& in) {
     }
     return node(Kind::Cholesky, std::move(l));
   }
+  if (f.compare(0, 4, "ode_") == 0) return ode_control(in, args);
   if (f == "diag_matrix") return node(Kind::DiagMatrix, diag_matrix(arg(0)));
   if (f == "inverse" || f == "inverse_spd") {
     Tensor<T> y;
@@ -541,6 +544,13 @@ int Machine<T>::call(const Instruction& in) {
     const int e = add(Kind::Unary, unary("exp", value(scaled)), {scaled}, "exp");
     const int alpha2 = add(Kind::Mul, mul(value(alpha), value(alpha)), {alpha, alpha});
     return add(Kind::Mul, mul(value(alpha2), value(e)), {alpha2, e});
+  }
+  if (f == "to_matrix" && args.size() == 3) {  // v's elements column by column into m x n
+    const double m = double(arg(1).m(0, 0)), n = double(arg(2).m(0, 0));
+    if (!(m >= 0 && n >= 0 && m * n == double(arg(0).size())))
+      throw ProgramError(in.line, "to_matrix of " + std::to_string(arg(0).size()) + " elements into " + std::to_string(m) +
+                                      " x " + std::to_string(n));
+    return node(Kind::Reshape, reshape(arg(0), static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(n)));
   }
   if (f == "to_vector" || f == "to_row_vector") {
     const Eigen::Index n = arg(0).size();  // column-major, as Stan's to_vector of a matrix
@@ -571,6 +581,77 @@ int Machine<T>::call(const Instruction& in) {
 
 // dst[b, c] = a. A container given whole (a parameter's value, `x = ...`) is split into its
 // elements first, so that each element's later value is its own node.
+// The step control of an ODE solve (fvi/kernel/ode.h), from the values alone: constants of the
+// discrete solution, the same in every draw, with no derivative. `ode_error` returns the largest
+// scaled error over the draws, so one step size meets the tolerances in each of them.
+template <class T>
+int Machine<T>::ode_control(const Instruction& in, const std::vector<int>& args) {
+  auto scalar = [&](size_t i) {
+    const Tensor<T>& v = value(args.at(i));
+    if (v.size() != 1 || v.draws != 1) throw std::logic_error(in.name + ": argument " + std::to_string(i) + " is not one number");
+    return double(v.m(0, 0));
+  };
+  auto result = [&](double x) { return add(Kind::Inactive, Tensor<T>::constant(static_cast<T>(x)), {}); };
+  const std::string& f = in.name;
+  if (f == "ode_error" || f == "ode_first_step") {
+    // ode_error(err, y, y_new, rtol, atol); ode_first_step(y0, f0, span, rtol, atol)
+    const Tensor<T>&a = value(args.at(0)), &b = value(args.at(1));
+    const double rtol = scalar(3), atol = scalar(4);
+    const Eigen::Index draws = joint_draws(a.draws, b.draws);
+    if (f == "ode_error") {
+      const Tensor<T>& c = value(args.at(2));
+      double worst = 0;
+      for (Eigen::Index s = 0; s < joint_draws(draws, c.draws); ++s)
+        worst = std::max(worst, ode::scaled_error(a.draw(s).reshaped(), b.draw(s).reshaped(), c.draw(s).reshaped(), rtol, atol));
+      return result(worst);
+    }
+    double y_scaled = 0, f_scaled = 0;
+    for (Eigen::Index s = 0; s < draws; ++s)
+      for (Eigen::Index i = 0; i < a.draw(s).size(); ++i) {
+        const double y = std::abs(double(a.draw(s).reshaped()(i))), scale = atol + rtol * y;
+        y_scaled = std::max(y_scaled, y / scale);
+        f_scaled = std::max(f_scaled, std::abs(double(b.draw(s).reshaped()(i))) / scale);
+      }
+    if (!std::isfinite(f_scaled)) throw ProgramError(in.line, "an ODE system's derivative at its initial state is not finite");
+    return result(ode::first_step(y_scaled, f_scaled, scalar(2)));
+  }
+  if (f == "ode_next_step") return result(ode::next_step(scalar(0), scalar(1)));
+  if (f == "ode_step") {
+    // ode_step(h, t, t_out, steps, max_num_steps): the step to take from t towards t_out.
+    const double h = scalar(0), t = scalar(1), t_out = scalar(2), steps = scalar(3), max_steps = scalar(4);
+    if (steps >= max_steps)
+      throw ProgramError(in.line, "an ODE solve took max_num_steps = " + std::to_string(static_cast<long long>(max_steps)) +
+                                      " steps before t = " + std::to_string(t_out) +
+                                      " (a stiff system, or tolerances too tight for it; raise max_num_steps with the _tol form)");
+    if (!(h >= 16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(t))))
+      throw ProgramError(in.line, "an ODE solve's step size fell to " + std::to_string(h) + " at t = " + std::to_string(t) +
+                                      " (the solution blows up, or is not finite, there)");
+    return result(std::min(h, t_out - t));
+  }
+  if (f == "ode_advance") {
+    // ode_advance(t, h, t_out): t + h, exactly t_out when the step was the rest of the way.
+    const double t = scalar(0), h = scalar(1), t_out = scalar(2);
+    const double next = t + h;
+    return result(next >= t_out - 4 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(t_out)) ? t_out : next);
+  }
+  if (f == "ode_times") {
+    // ode_times(t0, ts): the output times must increase from after t0.
+    const double t0 = scalar(0);
+    const Tensor<T>& ts = value(args.at(1));
+    double last = t0;
+    for (Eigen::Index i = 0; i < ts.draw(0).size(); ++i) {
+      const double ti = double(ts.draw(0).reshaped()(i));
+      if (!(ti > last))
+        throw ProgramError(in.line, "the output times of an ODE solve must increase from after t0 = " + std::to_string(t0) +
+                                        ", but time " + std::to_string(i + 1) + " is " + std::to_string(ti) +
+                                        (i ? " after " + std::to_string(last) : std::string()));
+      last = ti;
+    }
+    return result(0);
+  }
+  throw std::logic_error("unknown ODE control '" + f + "'");
+}
+
 template <class T>
 void Machine<T>::store(const Instruction& in) {
   if (in.number & kGeneralIndex) return store_general(in);

@@ -19,6 +19,12 @@
 //   "cov"             cov_matrix[K]: K(K+1)/2 values, row by row through the lower triangle, each
 //                     row's diagonal last: L_ij = u for j < i, L_ii = exp(u); the value L L'. Stan's
 //                     cov_matrix_constrain: log|J| = K log 2 + sum_i (K - i + 1) u_ii (0-based i).
+//   "cholesky_cov"    cholesky_factor_cov[K]: the same K(K+1)/2 values and L, the value L itself.
+//                     Stan's cholesky_factor_constrain (square): log|J| = sum_i u_ii.
+//   "unit"            unit_vector[K]: K values u, the value u / |u|. Stan's unit_vector_constrain
+//                     adds -|u|^2 / 2 as its "log-Jacobian": the length |u| is an auxiliary with a
+//                     chi(K) density, independent of the direction, so the density of u is proper
+//                     and its direction's is the model's.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -45,7 +51,7 @@ T log_sech(T u) {
 }
 
 inline void require_kind(const std::string& kind) {
-  if (kind != "cholesky_corr" && kind != "corr" && kind != "cov")
+  if (kind != "cholesky_corr" && kind != "corr" && kind != "cov" && kind != "cholesky_cov" && kind != "unit")
     throw std::invalid_argument("no structured matrix transform '" + kind + "'");
 }
 
@@ -131,6 +137,14 @@ Tensor<T> covariance_factor(const Tensor<T>& u) {
   return out;
 }
 
+// u / |u| per draw (a K x 1 u).
+template <class T>
+Tensor<T> unit_vector(const Tensor<T>& u) {
+  Tensor<T> out(u.rows, u.cols, u.draws);
+  for (Eigen::Index s = 0; s < u.draws; ++s) out.draw(s) = u.draw(s) / u.draw(s).norm();
+  return out;
+}
+
 // L L' per draw, and the adjoint of L given the adjoint G of L L': (G + G') L.
 template <class T>
 Tensor<T> self_outer(const Tensor<T>& l) {
@@ -157,6 +171,8 @@ Tensor<T> matrix_constrain(const std::string& kind, const Tensor<T>& u) {
   using namespace matrix_constrain_detail;
   require_kind(kind);
   if (kind == "cholesky_corr") return cholesky_corr_factor(u);
+  if (kind == "cholesky_cov") return covariance_factor(u);
+  if (kind == "unit") return unit_vector(u);
   return self_outer(kind == "corr" ? cholesky_corr_factor(u) : covariance_factor(u));
 }
 
@@ -166,12 +182,22 @@ Tensor<T> matrix_constrain_grad(const std::string& kind, const Tensor<T>& u, con
   using namespace matrix_constrain_detail;
   require_kind(kind);
   if (kind == "corr") return cholesky_corr_factor_grad(u, self_outer_grad(cholesky_corr_factor(u), g));
-  if (kind == "cov") {  // through L L', then L_ij = u, L_ii = exp(u)
+  if (kind == "unit") {  // d(u / |u|)' g = (g - x (x' g)) / |u|
+    const Eigen::Index S = joint_draws(u.draws, g.draws);
+    Tensor<T> out(u.rows, u.cols, S);
+    for (Eigen::Index s = 0; s < S; ++s) {
+      const Mat<T> x = u.draw(s) / u.draw(s).norm();
+      const Mat<T> gs = g.draw(s);
+      out.draw(s) = (gs - x * (x.transpose() * gs)) / u.draw(s).norm();
+    }
+    return out;
+  }
+  if (kind == "cov" || kind == "cholesky_cov") {  // through L L' (cov), then L_ij = u, L_ii = exp(u)
     const Tensor<T> l = covariance_factor(u);
-    const Tensor<T> gl = self_outer_grad(l, g);
-    const Eigen::Index K = l.rows;
-    Tensor<T> out(u.rows, u.cols, gl.draws);
-    for (Eigen::Index s = 0; s < gl.draws; ++s) {
+    const Tensor<T> gl = kind == "cov" ? self_outer_grad(l, g) : g;
+    const Eigen::Index K = l.rows, S = joint_draws(gl.draws, l.draws);
+    Tensor<T> out(u.rows, u.cols, S);
+    for (Eigen::Index s = 0; s < S; ++s) {
       Eigen::Index k = 0;
       for (Eigen::Index i = 0; i < K; ++i) {
         for (Eigen::Index j = 0; j < i; ++j) out.flat()(k++, s) = gl.draw(s)(i, j);
@@ -189,6 +215,19 @@ Tensor<T> matrix_log_jacobian(const std::string& kind, const Tensor<T>& u) {
   using namespace matrix_constrain_detail;
   require_kind(kind);
   Tensor<T> out(1, 1, u.draws);
+  if (kind == "unit") {
+    for (Eigen::Index s = 0; s < u.draws; ++s) out.m(0, s) = -T(0.5) * u.draw(s).squaredNorm();
+    return out;
+  }
+  if (kind == "cholesky_cov") {
+    const Eigen::Index K = covariance_dimension(u.size());
+    for (Eigen::Index s = 0; s < u.draws; ++s) {
+      T total = 0;
+      for (Eigen::Index i = 0, k = 0; i < K; k += i + 2, ++i) total += u.flat()(k, s);
+      out.m(0, s) = total;
+    }
+    return out;
+  }
   if (kind == "cov") {
     const Eigen::Index K = covariance_dimension(u.size());
     for (Eigen::Index s = 0; s < u.draws; ++s) {
@@ -223,14 +262,18 @@ Tensor<T> matrix_log_jacobian_grad(const std::string& kind, const Tensor<T>& u, 
   require_kind(kind);
   const Eigen::Index S = joint_draws(u.draws, g.draws);
   Tensor<T> out(u.rows, u.cols, S);
-  if (kind == "cov") {
+  if (kind == "unit") {
+    for (Eigen::Index s = 0; s < S; ++s) out.draw(s) = -g.m(0, g.draws == 1 ? 0 : s) * u.draw(u.draws == 1 ? 0 : s);
+    return out;
+  }
+  if (kind == "cov" || kind == "cholesky_cov") {
     const Eigen::Index K = covariance_dimension(u.size());
     for (Eigen::Index s = 0; s < S; ++s) {
       const T gs = g.m(0, g.draws == 1 ? 0 : s);
       Eigen::Index k = 0;
       for (Eigen::Index i = 0; i < K; ++i) {
         k += i;
-        out.flat()(k++, s) = T(K - i + 1) * gs;
+        out.flat()(k++, s) = kind == "cov" ? T(K - i + 1) * gs : gs;
       }
     }
     return out;

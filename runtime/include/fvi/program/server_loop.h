@@ -101,6 +101,9 @@ class Coordinator {
     why = "not computed for this method";
     return false;
   }
+  // Whether closing() scores the draws it is given, wherever they come from (PVI, SFVI): the tail
+  // check (fvi/program/tail_check.h) then scores a heavier-tailed proposal's draws there too.
+  virtual bool closing_takes_draws() const { return false; }
   // What the diagnostic measures against, when it is not the written model's posterior ("" if it is).
   virtual std::string target_note() const { return ""; }
   // Warnings the method found on the way (several modes), for the run's closing lines.

@@ -1,0 +1,29 @@
+#pragma once
+// Whether q's tails are as heavy as the posterior's: a check k-hat cannot make. k-hat reads the
+// importance ratios p / q at q's own draws, and a q whose tails are too light rarely draws where
+// the posterior's missing mass lies (a weakly identified direction with a Cauchy prior: q's sd a
+// quarter of the posterior's, k-hat 0.5-0.6). Here the posterior's moments are estimated by
+// importance sampling from a defensive proposal g with heavier tails than q's, the balance mixture
+// of the Gaussian N(m, S) and the Student-t_3(m, S) of q's draws' mean and covariance (Owen and
+// Zhou 2000; Hesterberg 1995), and set against q's: a Gaussian posterior gives q's moments back
+// within Monte Carlo error, a heavier one a larger sd, or ratios p / g heavy even for g.
+#include <string>
+
+#include "fvi/program/server_loop.h"
+
+namespace fvi::program {
+
+struct TailCheck {
+  std::string line;     // what the check found, for stdout ("" when it was not made)
+  std::string warning;  // when q misses the posterior's tails by more than a user would accept
+};
+
+// The check at g's draws, their log p (and each silo's log q of its locals) from `coordinator`'s
+// closing exchange. Made when the method takes the server's draws in its closing exchange, and
+// q's varying parameters are at most kTailCheckMaxParameters, with 20 draws per parameter (so
+// that the covariance of q's draws is q's within about 20% in every direction).
+TailCheck tail_check(const ServerDraws& q_draws, Coordinator& coordinator, uint64_t seed);
+
+constexpr long kTailCheckMaxParameters = 50;
+
+}  // namespace fvi::program

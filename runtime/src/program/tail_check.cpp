@@ -1,0 +1,130 @@
+#include "fvi/program/tail_check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "fvi/diagnostics/psis.h"
+#include "fvi/program/output.h"
+#include "fvi/rng.h"
+
+namespace fvi::program {
+
+namespace {
+
+constexpr double kNu = 3;  // the Student-t's degrees of freedom: a finite variance, heavy tails
+
+// log(1/2 N(z; m, L L') + 1/2 t_nu(z; m, L L')) at each column of z.
+Eigen::VectorXd log_mixture(const Eigen::MatrixXd& z, const Eigen::VectorXd& m, const Eigen::MatrixXd& L) {
+  const double k = double(m.size());
+  const double log_det = L.diagonal().array().log().sum();
+  const Eigen::MatrixXd white = L.triangularView<Eigen::Lower>().solve(z.colwise() - m);
+  const Eigen::VectorXd d2 = white.colwise().squaredNorm().transpose();
+  Eigen::VectorXd out(z.cols());
+  for (Eigen::Index s = 0; s < z.cols(); ++s) {
+    const double normal = -0.5 * k * std::log(2 * M_PI) - log_det - 0.5 * d2[s];
+    const double t = std::lgamma(0.5 * (kNu + k)) - std::lgamma(0.5 * kNu) - 0.5 * k * std::log(kNu * M_PI) - log_det -
+                     0.5 * (kNu + k) * std::log1p(d2[s] / kNu);
+    const double top = std::max(normal, t);
+    out[s] = std::log(0.5) + top + std::log(std::exp(normal - top) + std::exp(t - top));
+  }
+  return out;
+}
+
+}  // namespace
+
+TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t seed) {
+  TailCheck out;
+  if (!coordinator.closing_takes_draws()) return out;
+  const Eigen::MatrixXd& u = d.unconstrained;
+  const Eigen::Index S = u.cols();
+  // The parameters q varies (SFVI's hyperparameters are point estimates, constant rows).
+  std::vector<Eigen::Index> varying;
+  for (Eigen::Index i = 0; i < u.rows(); ++i)
+    if (u.row(i).maxCoeff() > u.row(i).minCoeff()) varying.push_back(i);
+  const Eigen::Index k = Eigen::Index(varying.size());
+  if (k == 0 || k > kTailCheckMaxParameters || S < 20 * k) return out;
+  Eigen::MatrixXd v(k, S);
+  for (Eigen::Index i = 0; i < k; ++i) v.row(i) = u.row(varying[size_t(i)]);
+  const Eigen::VectorXd m = v.rowwise().mean();
+  const Eigen::MatrixXd centred = v.colwise() - m;
+  const Eigen::MatrixXd cov = centred * centred.transpose() / double(S - 1);
+  const Eigen::LLT<Eigen::MatrixXd> llt(cov);
+  if (llt.info() != Eigen::Success) return out;
+  const Eigen::MatrixXd L = llt.matrixL();
+  // Even draws from the Gaussian, odd ones from the t: eps / sqrt(chi2_nu / nu).
+  CounterRng rng(RngKey{seed, 0, 0, rng_stream::kUserStream + 30});
+  const Eigen::MatrixXd eps = rng.normal(k, S), chi = rng.normal(Eigen::Index(kNu), S);
+  Eigen::MatrixXd z = (L * eps).colwise() + m;
+  for (Eigen::Index s = 1; s < S; s += 2) {
+    const double scale = std::sqrt(kNu / chi.col(s).squaredNorm());
+    z.col(s) = m + scale * (L * eps.col(s));
+  }
+  ServerDraws g = d;
+  for (Eigen::Index i = 0; i < k; ++i) g.unconstrained.row(varying[size_t(i)]) = z.row(i);
+  g.constrained = constrain(d.layout, g.unconstrained);
+  g.log_q = log_mixture(z, m, L);
+  Coordinator::Closing closing;
+  std::string why;
+  if (!coordinator.closing(g, closing, why)) return out;
+  const Eigen::VectorXd ratio = closing.log_p - closing.log_g;
+  const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
+  char text[512];
+  if (!(smoothed.khat <= 0.7)) {
+    // g's ratios are p / g <= 2 p / N(m, S): bounded wherever q's Gaussian covers the posterior,
+    // whatever the dimension. Heavy ones mean posterior mass beyond q's tails, even t_3's.
+    std::snprintf(text, sizeof text, "tail check: a heavier-tailed proposal around q has k-hat %.2f", smoothed.khat);
+    out.line = text;
+    std::snprintf(text, sizeof text,
+                  "q's tails are lighter than the posterior's: importance sampling from a proposal around q with "
+                  "heavier (Student-t) tails still finds posterior mass it cannot weigh (its k-hat %.2f > 0.7), "
+                  "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified direction, a "
+                  "heavy-tailed prior); read the intervals with that margin, or give the model a tighter prior or "
+                  "a parameterisation that identifies it.",
+                  smoothed.khat);
+    out.warning = text;
+    return out;
+  }
+  // The posterior's moments from g against q's own, over the written parameters.
+  const std::vector<double> mean_w = diagnostics::weighted_means(g.constrained, smoothed.log_weights);
+  const std::vector<double> sd_w = diagnostics::weighted_sds(g.constrained, smoothed.log_weights);
+  const Eigen::MatrixXd& c = d.constrained;
+  const Eigen::VectorXd mean = c.rowwise().mean();
+  const Eigen::VectorXd sd = ((c.colwise() - mean).array().square().rowwise().sum() / double(S - 1)).sqrt();
+  double ess = 0;
+  for (double lw : smoothed.log_weights) ess += std::exp(2 * lw);
+  ess = ess > 0 ? 1 / ess : 0;
+  double worst_mean = 0, worst_sd = 0, sd_from = 0, sd_to = 0;
+  std::string mean_name, sd_name;
+  for (const VariableLayout& layout : d.layout) {
+    const std::vector<std::string> names = element_names(layout);
+    for (Eigen::Index j = 0; j < layout.elements(); ++j) {
+      const Eigen::Index i = layout.offset + j;
+      if (size_t(j) >= names.size() || i >= c.rows() || !(sd[i] > 0) || c.row(i).maxCoeff() == c.row(i).minCoeff()) continue;
+      const double shift = std::abs(mean_w[size_t(i)] - mean[i]) / sd[i], change = sd_w[size_t(i)] / sd[i] - 1;
+      if (shift > worst_mean) worst_mean = shift, mean_name = names[size_t(j)];
+      if (std::abs(change) > std::abs(worst_sd)) worst_sd = change, sd_name = names[size_t(j)], sd_from = sd[i], sd_to = sd_w[size_t(i)];
+    }
+  }
+  if (mean_name.empty() && sd_name.empty()) return out;
+  std::snprintf(text, sizeof text,
+                "tail check (importance sampling from a heavier-tailed proposal around q, k-hat %.2f, ESS %.0f): "
+                "means move at most %.2f q sds (%s); sds change at most %+.0f%% (%s)",
+                smoothed.khat, ess, worst_mean, mean_name.c_str(), 100 * worst_sd, sd_name.c_str());
+  out.line = text;
+  // A verdict only from enough effective draws: an sd's relative Monte Carlo error is then about
+  // 1 / sqrt(2 ESS), under 5% at 200.
+  if (ess >= 200 && (worst_mean > 0.25 || std::abs(worst_sd) > 0.2)) {
+    std::snprintf(text, sizeof text,
+                  "q's tails are lighter than the posterior's: importance sampling from a heavier-tailed "
+                  "proposal puts %s's sd at %.3g against q's %.3g (%+.0f%%) and moves a mean by %.2f q sds (%s), "
+                  "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified "
+                  "direction, a heavy-tailed prior); read the intervals with that margin, or give the model a "
+                  "tighter prior or a parameterisation that identifies it.",
+                  sd_name.c_str(), sd_to, sd_from, 100 * worst_sd, worst_mean, mean_name.c_str());
+    out.warning = text;
+  }
+  return out;
+}
+
+}  // namespace fvi::program
