@@ -340,6 +340,17 @@ def case_hyperparameters(fvic, cache):
               f"{reweighting[0] if reweighting else 'no reweighting line'}")
 
 
+def compare_with_exact(exact, fitted):
+    """Each parameter's mean within 0.25 exact posterior sd, its sd within 20%."""
+    for name, (mean, sd) in exact.items():
+        got, got_sd = fitted[name]
+        off, ratio = abs(got - mean) / sd, got_sd / sd
+        print(f"  {name:6s} fvic {got:.4f} (sd {got_sd:.4f})  exact {mean:.4f} (sd {sd:.4f})  {off:.2f} sd, "
+              f"sd ratio {ratio:.3f}")
+        require(off <= TOLERANCE_SD and abs(ratio - 1) <= 0.2,
+                f"{name}: {off:.2f} posterior sds from the exact mean, sd ratio {ratio:.3f}")
+
+
 def capture_recapture_posterior(data):
     """The exact posterior means and sds of omega and p (flat priors) on a 400 x 400 grid of cell
     midpoints over (0, 1)^2: each individual's likelihood depends only on its count of captures s,
@@ -419,13 +430,7 @@ def case_capture_recapture(fvic, cache):
         with open(os.path.join(out, "draws.csv")) as f:
             draws = sum(1 for line in f if line.strip() and not line.startswith("#")) - 1  # less the header
         check_site_populations(out, data, fitted, draws)
-    for name, (mean, sd) in exact.items():
-        got, got_sd = fitted[name]
-        off, ratio = abs(got - mean) / sd, got_sd / sd
-        print(f"  {name:6s} fvic {got:.4f} (sd {got_sd:.4f})  exact {mean:.4f} (sd {sd:.4f})  {off:.2f} sd, "
-              f"sd ratio {ratio:.3f}")
-        require(off <= TOLERANCE_SD and abs(ratio - 1) <= 0.2,
-                f"{name}: {off:.2f} posterior sds from the exact mean, sd ratio {ratio:.3f}")
+    compare_with_exact(exact, fitted)
 
 
 def pk_oral_posterior(data):
@@ -492,13 +497,7 @@ def case_pk_oral(fvic, cache):
         require("converged after" in p.stdout, f"the run did not converge:\n{p.stdout}")
         fitted = written_values(out)
         check_derived_placement(fvic, model, out)
-    for name, (mean, sd) in exact.items():
-        got, got_sd = fitted[name]
-        off, ratio = abs(got - mean) / sd, got_sd / sd
-        print(f"  {name:4s} fvic {got:.4f} (sd {got_sd:.4f})  exact {mean:.4f} (sd {sd:.4f})  {off:.2f} sd, "
-              f"sd ratio {ratio:.3f}")
-        require(off <= TOLERANCE_SD and abs(ratio - 1) <= 0.2,
-                f"{name}: {off:.2f} posterior sds from the exact mean, sd ratio {ratio:.3f}")
+    compare_with_exact(exact, fitted)
 
 
 def run_case(fvic, cache, case):

@@ -219,15 +219,21 @@ TEST_CASE("lkj_corr_cholesky with cholesky_factor_corr's transform integrates to
 
 namespace {
 
-// Stan's cov_matrix_constrain: L row by row, each row's off-diagonal values then log of its
-// diagonal, and Sigma = L L'.
-Eigen::MatrixXd stan_cov_matrix(const Eigen::VectorXd& u, Eigen::Index K) {
+// Stan's cholesky_factor_constrain for a square factor, written out as its loop: row by row, the
+// row's strict lower part then exp of its diagonal.
+Eigen::MatrixXd stan_cholesky_factor(const Eigen::VectorXd& u, Eigen::Index K) {
   Eigen::MatrixXd L = Eigen::MatrixXd::Zero(K, K);
-  Eigen::Index k = 0;
+  Eigen::Index pos = 0;
   for (Eigen::Index m = 0; m < K; ++m) {
-    for (Eigen::Index j = 0; j < m; ++j) L(m, j) = u(k++);
-    L(m, m) = std::exp(u(k++));
+    for (Eigen::Index n = 0; n < m; ++n) L(m, n) = u(pos++);
+    L(m, m) = std::exp(u(pos++));
   }
+  return L;
+}
+
+// Stan's cov_matrix_constrain: the same L, and Sigma = L L'.
+Eigen::MatrixXd stan_cov_matrix(const Eigen::VectorXd& u, Eigen::Index K) {
+  const Eigen::MatrixXd L = stan_cholesky_factor(u, K);
   return L * L.transpose();
 }
 
@@ -350,21 +356,6 @@ TEST_CASE("lkj_corr, wishart and inv_wishart against closed forms, and their VJP
   }
 }
 
-namespace {
-
-// Stan's cholesky_factor_constrain for a square factor, written out as its loop: row by row, the
-// row's strict lower part then exp of its diagonal.
-Eigen::MatrixXd stan_cholesky_factor(const Eigen::VectorXd& u, Eigen::Index K) {
-  Eigen::MatrixXd L = Eigen::MatrixXd::Zero(K, K);
-  Eigen::Index pos = 0;
-  for (Eigen::Index m = 0; m < K; ++m) {
-    for (Eigen::Index n = 0; n < m; ++n) L(m, n) = u(pos++);
-    L(m, m) = std::exp(u(pos++));
-  }
-  return L;
-}
-
-}  // namespace
 
 TEST_CASE("cholesky_factor_cov and unit_vector: Stan's transforms, their log-Jacobians, and the adjoints",
           "[kernel][matrix_constrain]") {
