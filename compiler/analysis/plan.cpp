@@ -834,13 +834,23 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
              "quantity\n";
       continue;
     }
-    const bool with_diagonal = m == MatrixStructure::Cov || m == MatrixStructure::CholeskyCov;
+    if (m == MatrixStructure::CholeskyCov) {
+      const std::string n = s.shape.dims[1].str();
+      const bool square = s.shape.dims[0].equals(s.shape.dims[1]);
+      out << "  cholesky_factor_cov " << s.name << " (line " << s.loc.line << "): from " << n << "(" << n << " + 1)/2"
+          << (square ? "" : " + (" + k + " - " + n + ")" + n)
+          << " unconstrained values, a lower triangular L with exp of its diagonal"
+          << (square ? "" : ", the rows below the triangle free")
+          << " (Stan's transform, with its log-Jacobian); the "
+          << k << " x " << n << " factor is written to the outputs as a quantity\n";
+      continue;
+    }
+    const bool with_diagonal = m == MatrixStructure::Cov;
     out << "  " << structure_name(m) << " " << s.name << " (line " << s.loc.line << "): from " << k << "(" << k
         << (with_diagonal ? " + 1" : " - 1") << ")/2 unconstrained values, "
-        << (m == MatrixStructure::Cov           ? "L L' of a lower triangular L with exp of its diagonal"
-            : m == MatrixStructure::CholeskyCov ? "a lower triangular L with exp of its diagonal"
-            : m == MatrixStructure::Corr        ? "L L' of L whose rows are built from tanh of partial correlations"
-                                                : "tanh of each a partial correlation")
+        << (m == MatrixStructure::Cov    ? "L L' of a lower triangular L with exp of its diagonal"
+            : m == MatrixStructure::Corr ? "L L' of L whose rows are built from tanh of partial correlations"
+                                         : "tanh of each a partial correlation")
         << " (Stan's transform, with its log-Jacobian); the " << k << " x " << k
         << " matrix is written to the outputs as a quantity\n";
   }

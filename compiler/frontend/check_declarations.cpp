@@ -120,12 +120,6 @@ void Checker::check_structured_matrix(const VarDecl& d, const Symbol& sym, bool 
   const std::string name = structure_name(d.type.structure);
   const bool parameter = sym.kind == SymbolKind::Parameter || sym.kind == SymbolKind::Hyperparameter;
   const bool quantity = derived && d.block != BlockKind::TransformedData && sym.kind == SymbolKind::Transformed;
-  if (parameter && d.type.structure == MatrixStructure::CholeskyCov && d.type.sizes.size() == 2 &&
-      !sym.shape.dims[0].equals(sym.shape.dims[1])) {
-    diags_.error(d.type.loc, "a " + name + "[M, N] parameter is not supported yet unless M = N",
-                 "declare a square `cholesky_factor_cov[K]`, or a `cov_matrix[K]` parameter");
-    return;
-  }
   if (!parameter && !quantity) {
     diags_.error(d.type.loc, "a " + name + " in '" + block_name(d.block) + "' is not " +
                                  (derived ? "checked yet" : "supported yet"),

@@ -107,7 +107,7 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::CumulativeSum: out = k::cumulative_sum(v(0)); return;
     case Op::Cholesky: out = k::cholesky(v(0)); return;
     case Op::Inverse: out = k::inverse(v(0)); return;
-    case Op::MatrixConstrain: out = k::matrix_constrain(n.name, v(0)); return;
+    case Op::MatrixConstrain: out = k::matrix_constrain(n.name, v(0), size_of(n.cols, b)); return;
     case Op::MatrixLogJacobian: out = k::matrix_log_jacobian(n.name, v(0)); return;
     case Op::SquaredDistances: out = k::squared_distances(v(0)); return;
     case Op::DiagMatrix: out = k::diag_matrix(v(0)); return;

@@ -52,6 +52,10 @@ MatrixStructure structure_of(const Symbol& s) {
 SymSize unconstrained_elements(const Symbol& s) {
   const MatrixStructure m = structure_of(s);
   if (m == MatrixStructure::UnitVector) return s.shape.dims[0];
+  if (m == MatrixStructure::CholeskyCov) {  // [M, N]: N(N+1)/2 + (M - N) N
+    const SymSize &rows = s.shape.dims[0], &cols = s.shape.dims[1];
+    return (cols * (cols + SymSize::constant(1))).divided_by(2) + (rows - cols) * cols;
+  }
   if (m != MatrixStructure::None) {
     const SymSize& k = s.shape.dims[0];
     const SymSize one = SymSize::constant(1);
@@ -281,11 +285,20 @@ class FactorBuilder {
 
   // A structured matrix from its unconstrained values (fvi/kernel/ops_matrix_constrain.h).
   int constrain_matrix(const Symbol& s, int u) {
-    const SymSize k = s.shape.dims[0];
-    const char* kind = transform_kind(structure_of(s));
-    const int x = op(Op::MatrixConstrain, {u}, k, structure_of(s) == MatrixStructure::UnitVector ? one() : k, kind);
-    if (s.kind == SymbolKind::Parameter)
+    const MatrixStructure m = structure_of(s);
+    const SymSize rows = s.shape.dims[0], cols = m == MatrixStructure::UnitVector ? one() : s.shape.dims[1];
+    const char* kind = transform_kind(m);
+    const int x = op(Op::MatrixConstrain, {u}, rows, cols, kind);
+    if (s.kind != SymbolKind::Parameter) return x;
+    if (m == MatrixStructure::CholeskyCov) {
+      // log|J| = sum of the diagonal's u = sum(log(diagonal(L))), its top N x N block's diagonal
+      // (N a size of the data, which the kernel's log-Jacobian could not know from u).
+      const int top = op(Op::IndexRows, {x, range_index(one(), cols)}, cols, cols);
+      const int logs = op(Op::Unary, {op(Op::Diagonal, {top}, cols, one())}, cols, one(), "log");
+      jacobians_.push_back({party_of(s), op(Op::Sum, {logs}, one(), one())});
+    } else {
       jacobians_.push_back({party_of(s), op(Op::MatrixLogJacobian, {u}, one(), one(), kind)});
+    }
     return x;
   }
 

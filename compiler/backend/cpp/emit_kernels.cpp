@@ -219,7 +219,7 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::CumulativeSum: return call("cumulative_sum", {v(0)});
     case Op::Cholesky: return call("cholesky", {v(0)});
     case Op::Inverse: return call("inverse", {v(0)});
-    case Op::MatrixConstrain: return call("matrix_constrain", {quoted(n.name), v(0)});
+    case Op::MatrixConstrain: return call("matrix_constrain", {quoted(n.name), v(0), sizes_(n.cols)});
     case Op::MatrixLogJacobian: return call("matrix_log_jacobian", {quoted(n.name), v(0)});
     case Op::SquaredDistances: return call("squared_distances", {v(0)});
     case Op::DiagMatrix: return call("diag_matrix", {v(0)});

@@ -444,11 +444,13 @@ silo data {
 }
 parameters {
   global cholesky_factor_cov[K] L;
+  global cholesky_factor_cov[K + 1, 2] loadings;
   global unit_vector[K] direction;
   local unit_vector[K] own;
 }
 model {
   to_vector(L) ~ normal(0, 2);
+  to_vector(tcrossprod(loadings)) ~ normal(0, 3);
   target += 4 * dot_product(direction, own);
   y ~ multi_normal_cholesky(direction + own, L);
 }

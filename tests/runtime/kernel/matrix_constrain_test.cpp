@@ -250,18 +250,19 @@ Eigen::VectorXd lower_of(const Eigen::MatrixXd& m, bool diagonal) {
 // The adjoint of the transform (against a random rows x cols adjoint) and of its log-Jacobian at
 // u, each against finite differences.
 void check_transform_adjoints(const char* kind, const Eigen::VectorXd& u, Eigen::Index rows, Eigen::Index cols,
-                              unsigned seed) {
+                              unsigned seed, bool log_jacobian = true) {
   INFO(kind);
   std::mt19937 rng{seed};
   std::normal_distribution<double> normal;
   T g(rows, cols, 1);
   for (Eigen::Index i = 0; i < g.m.size(); ++i) g.m.data()[i] = normal(rng);
   auto value = [&](const Eigen::VectorXd& x) {
-    return (fvi::kernel::matrix_constrain(kind, column(x)).m.array() * g.m.array()).sum();
+    return (fvi::kernel::matrix_constrain(kind, column(x), cols).m.array() * g.m.array()).sum();
   };
   auto result = fvi::test::check_gradient(value, u, fvi::kernel::matrix_constrain_grad(kind, column(u), g).m.col(0));
   INFO(result.report());
   CHECK(result.ok());
+  if (!log_jacobian) return;
   auto log_j = [&](const Eigen::VectorXd& x) { return fvi::kernel::matrix_log_jacobian(kind, column(x)).m(0, 0); };
   auto jacobian_result = fvi::test::check_gradient(
       log_j, u, fvi::kernel::matrix_log_jacobian_grad(kind, column(u), T::constant(1.0)).m.col(0));
@@ -364,11 +365,11 @@ TEST_CASE("cholesky_factor_cov and unit_vector: Stan's transforms, their log-Jac
     const Eigen::VectorXd uv = random_u(K * (K + 1) / 2, unsigned(50 + K));
     const Eigen::MatrixXd l = fvi::kernel::matrix_constrain("cholesky_cov", column(uv)).draw(0);
     CHECK(l.isApprox(stan_cholesky_factor(uv, K), 1e-14));
-    // The free elements are the lower triangle: log|det J| of u -> lower(L) is the sum of the
-    // diagonal's u (exp' = exp), measured here by central differences.
+    // The free elements are the lower triangle: log|det J| of u -> lower(L), measured here by
+    // central differences, is sum(log(diagonal(L))), which the IR adds (ir/lower.cpp).
     const double expected =
         log_abs_det_jacobian([&](const Eigen::VectorXd& x) { return lower_of(stan_cholesky_factor(x, K), true); }, uv);
-    CHECK(fvi::kernel::matrix_log_jacobian("cholesky_cov", column(uv)).m(0, 0) == Approx(expected).epsilon(1e-8));
+    CHECK(l.diagonal().array().log().sum() == Approx(expected).epsilon(1e-8));
 
     const Eigen::VectorXd uu = random_u(K, unsigned(60 + K));
     const Eigen::VectorXd x = fvi::kernel::matrix_constrain("unit", column(uu)).draw(0);
@@ -377,7 +378,7 @@ TEST_CASE("cholesky_factor_cov and unit_vector: Stan's transforms, their log-Jac
     // Stan's unit_vector_constrain adds -|u|^2 / 2 (the chi density of the auxiliary length).
     CHECK(fvi::kernel::matrix_log_jacobian("unit", column(uu)).m(0, 0) == Approx(-0.5 * uu.dot(uu)).epsilon(1e-15));
 
-    check_transform_adjoints("cholesky_cov", uv, K, K, unsigned(K + 7));
+    check_transform_adjoints("cholesky_cov", uv, K, K, unsigned(K + 7), /*log_jacobian=*/false);
     check_transform_adjoints("unit", uu, K, 1, unsigned(K + 7));
   }
   // Two draws of u against one adjoint: each draw's gradient from its own factor.
@@ -392,4 +393,26 @@ TEST_CASE("cholesky_factor_cov and unit_vector: Stan's transforms, their log-Jac
     CHECK(both.m(1, s) == Approx(0.5));                         // L_10 = u_1
     CHECK(both.m(2, s) == Approx(2 * std::exp(two.m(2, s))));   // d L_11 / du_2
   }
+}
+
+// Stan's cholesky_factor_constrain for an M x N factor, M > N: the first N rows as the square
+// one's, then each further row's N values.
+TEST_CASE("cholesky_factor_cov[M, N]: Stan's rectangular transform and its adjoint", "[kernel][matrix_constrain]") {
+  const Eigen::Index M = 4, N = 2;
+  const Eigen::VectorXd u = random_u(N * (N + 1) / 2 + (M - N) * N, 71);
+  Eigen::MatrixXd want = Eigen::MatrixXd::Zero(M, N);
+  Eigen::Index pos = 0;
+  for (Eigen::Index m = 0; m < N; ++m) {
+    for (Eigen::Index n = 0; n < m; ++n) want(m, n) = u(pos++);
+    want(m, m) = std::exp(u(pos++));
+  }
+  for (Eigen::Index m = N; m < M; ++m)
+    for (Eigen::Index n = 0; n < N; ++n) want(m, n) = u(pos++);
+  const T l = fvi::kernel::matrix_constrain("cholesky_cov", column(u), N);
+  REQUIRE(l.rows == M);
+  REQUIRE(l.cols == N);
+  CHECK(Eigen::MatrixXd(l.draw(0)).isApprox(want, 1e-14));
+  check_transform_adjoints("cholesky_cov", u, M, N, 72, /*log_jacobian=*/false);
+  // u of a size no M >= N gives is refused.
+  CHECK_THROWS_AS(fvi::kernel::matrix_constrain("cholesky_cov", column(random_u(4, 73)), N), fvi::kernel::ShapeError);
 }

@@ -102,7 +102,7 @@ enum fvi_transform {
                                the K x K factor is the quantity of the same name, so outputs leave
                                these values out (FVI_ABI_VERSION 9). A quantity's: it is declared
                                one, and is checked at each draw */
-  FVI_CHOLESKY_COV = 8,     /* cholesky_factor_cov[K]: K(K+1)/2 unconstrained values, the factor a
+  FVI_CHOLESKY_COV = 8,     /* cholesky_factor_cov[M, N]: N(N+1)/2 + (M-N)N unconstrained values, the factor a
                                quantity (as FVI_CHOLESKY_CORR); a quantity's: lower triangular,
                                positive diagonal, checked at each draw */
   FVI_CORR_MATRIX = 9,      /* ... symmetric, unit diagonal, positive definite */

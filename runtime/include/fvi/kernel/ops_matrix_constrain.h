@@ -19,8 +19,11 @@
 //   "cov"             cov_matrix[K]: K(K+1)/2 values, row by row through the lower triangle, each
 //                     row's diagonal last: L_ij = u for j < i, L_ii = exp(u); the value L L'. Stan's
 //                     cov_matrix_constrain: log|J| = K log 2 + sum_i (K - i + 1) u_ii (0-based i).
-//   "cholesky_cov"    cholesky_factor_cov[K]: the same K(K+1)/2 values and L, the value L itself.
-//                     Stan's cholesky_factor_constrain (square): log|J| = sum_i u_ii.
+//   "cholesky_cov"    cholesky_factor_cov[M, N] (M >= N; [K] is [K, K]): N(N+1)/2 + (M - N) N
+//                     values, the first N rows as cov's L, the others free; the value L itself
+//                     (Stan's cholesky_factor_constrain). Its log|J|, sum of the diagonal's u,
+//                     is sum(log(diagonal(L))), which the IR computes (ir/lower.cpp): N is a
+//                     size of the data, not of u alone.
 //   "unit"            unit_vector[K]: K values u, the value u / |u|. Stan's unit_vector_constrain
 //                     adds -|u|^2 / 2 as its "log-Jacobian": the length |u| is an auxiliary with a
 //                     chi(K) density, independent of the direction, so the density of u is proper
@@ -145,6 +148,32 @@ Tensor<T> unit_vector(const Tensor<T>& u) {
   return out;
 }
 
+// The M x N factor of a cholesky_factor_cov[M, N] from its N(N+1)/2 + (M - N) N values: rows
+// 0..N-1 as covariance_factor's, then (M - N) rows of N free values.
+inline Eigen::Index factor_rows(Eigen::Index m, Eigen::Index n) {
+  const Eigen::Index triangle = n * (n + 1) / 2;
+  if (n < 1 || m < triangle || (m - triangle) % n != 0)
+    throw ShapeError("cholesky_factor_cov: " + std::to_string(m) + " unconstrained values are not N(N+1)/2 + (M - N) N " +
+                     "for N = " + std::to_string(n) + " and some M >= N");
+  return n + (m - triangle) / n;
+}
+template <class T>
+Tensor<T> cholesky_factor(const Tensor<T>& u, Eigen::Index n) {
+  const Eigen::Index M = factor_rows(u.size(), n);
+  Tensor<T> out(M, n, u.draws);
+  for (Eigen::Index s = 0; s < u.draws; ++s) {
+    auto x = u.flat().col(s);
+    auto L = out.draw(s);
+    L.setZero();
+    Eigen::Index k = 0;
+    for (Eigen::Index i = 0; i < M; ++i) {
+      for (Eigen::Index j = 0; j < std::min(i, n); ++j) L(i, j) = x(k++);
+      if (i < n) L(i, i) = std::exp(x(k++));
+    }
+  }
+  return out;
+}
+
 // L L' per draw, and the adjoint of L given the adjoint G of L L': (G + G') L.
 template <class T>
 Tensor<T> self_outer(const Tensor<T>& l) {
@@ -165,13 +194,14 @@ Tensor<T> self_outer_grad(const Tensor<T>& l, const Tensor<T>& g) {
 
 }  // namespace matrix_constrain_detail
 
-// The declared value (rows x cols per draw) from the unconstrained values u (m x 1 per draw).
+// The declared value (rows x cols per draw) from the unconstrained values u (m x 1 per draw);
+// `cols` is the value's (cholesky_cov's N, 0 for a square factor; the other kinds' follow from m).
 template <class T>
-Tensor<T> matrix_constrain(const std::string& kind, const Tensor<T>& u) {
+Tensor<T> matrix_constrain(const std::string& kind, const Tensor<T>& u, Eigen::Index cols = 0) {
   using namespace matrix_constrain_detail;
   require_kind(kind);
   if (kind == "cholesky_corr") return cholesky_corr_factor(u);
-  if (kind == "cholesky_cov") return covariance_factor(u);
+  if (kind == "cholesky_cov") return cholesky_factor(u, cols > 0 ? cols : covariance_dimension(u.size()));
   if (kind == "unit") return unit_vector(u);
   return self_outer(kind == "corr" ? cholesky_corr_factor(u) : covariance_factor(u));
 }
@@ -193,15 +223,15 @@ Tensor<T> matrix_constrain_grad(const std::string& kind, const Tensor<T>& u, con
     return out;
   }
   if (kind == "cov" || kind == "cholesky_cov") {  // through L L' (cov), then L_ij = u, L_ii = exp(u)
-    const Tensor<T> l = covariance_factor(u);
+    const Tensor<T> l = kind == "cov" ? covariance_factor(u) : cholesky_factor(u, g.cols);
     const Tensor<T> gl = kind == "cov" ? self_outer_grad(l, g) : g;
-    const Eigen::Index K = l.rows, S = joint_draws(gl.draws, l.draws);
+    const Eigen::Index S = joint_draws(gl.draws, l.draws);
     Tensor<T> out(u.rows, u.cols, S);
     for (Eigen::Index s = 0; s < S; ++s) {
       Eigen::Index k = 0;
-      for (Eigen::Index i = 0; i < K; ++i) {
-        for (Eigen::Index j = 0; j < i; ++j) out.flat()(k++, s) = gl.draw(s)(i, j);
-        out.flat()(k++, s) = gl.draw(s)(i, i) * l.draw(s)(i, i);
+      for (Eigen::Index i = 0; i < l.rows; ++i) {
+        for (Eigen::Index j = 0; j < std::min(i, l.cols); ++j) out.flat()(k++, s) = gl.draw(s)(i, j);
+        if (i < l.cols) out.flat()(k++, s) = gl.draw(s)(i, i) * l.draw(s)(i, i);
       }
     }
     return out;
@@ -214,18 +244,10 @@ template <class T>
 Tensor<T> matrix_log_jacobian(const std::string& kind, const Tensor<T>& u) {
   using namespace matrix_constrain_detail;
   require_kind(kind);
+  if (kind == "cholesky_cov") throw std::invalid_argument("cholesky_cov's log-Jacobian is sum(log(diagonal(L))), the IR's");
   Tensor<T> out(1, 1, u.draws);
   if (kind == "unit") {
     for (Eigen::Index s = 0; s < u.draws; ++s) out.m(0, s) = -T(0.5) * u.draw(s).squaredNorm();
-    return out;
-  }
-  if (kind == "cholesky_cov") {
-    const Eigen::Index K = covariance_dimension(u.size());
-    for (Eigen::Index s = 0; s < u.draws; ++s) {
-      T total = 0;
-      for (Eigen::Index i = 0, k = 0; i < K; k += i + 2, ++i) total += u.flat()(k, s);
-      out.m(0, s) = total;
-    }
     return out;
   }
   if (kind == "cov") {
@@ -260,20 +282,21 @@ template <class T>
 Tensor<T> matrix_log_jacobian_grad(const std::string& kind, const Tensor<T>& u, const Tensor<T>& g) {
   using namespace matrix_constrain_detail;
   require_kind(kind);
+  if (kind == "cholesky_cov") throw std::invalid_argument("cholesky_cov's log-Jacobian is sum(log(diagonal(L))), the IR's");
   const Eigen::Index S = joint_draws(u.draws, g.draws);
   Tensor<T> out(u.rows, u.cols, S);
   if (kind == "unit") {
     for (Eigen::Index s = 0; s < S; ++s) out.draw(s) = -g.m(0, g.draws == 1 ? 0 : s) * u.draw(u.draws == 1 ? 0 : s);
     return out;
   }
-  if (kind == "cov" || kind == "cholesky_cov") {
+  if (kind == "cov") {
     const Eigen::Index K = covariance_dimension(u.size());
     for (Eigen::Index s = 0; s < S; ++s) {
       const T gs = g.m(0, g.draws == 1 ? 0 : s);
       Eigen::Index k = 0;
       for (Eigen::Index i = 0; i < K; ++i) {
         k += i;
-        out.flat()(k++, s) = kind == "cov" ? T(K - i + 1) * gs : gs;
+        out.flat()(k++, s) = T(K - i + 1) * gs;
       }
     }
     return out;
