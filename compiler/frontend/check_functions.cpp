@@ -230,7 +230,8 @@ bool Checker::random_call(Expr& e) {
                  "exponential, gamma, inv_gamma, chi_square, inv_chi_square, scaled_inv_chi_square, beta, "
                  "beta_proportion, weibull, frechet, gumbel, pareto, pareto_type_2, rayleigh, uniform, bernoulli, "
                  "bernoulli_logit, poisson, poisson_log, binomial, binomial_logit, neg_binomial, neg_binomial_2, "
-                 "neg_binomial_2_log, beta_binomial, categorical and categorical_logit");
+                 "neg_binomial_2_log, beta_binomial, categorical, categorical_logit, multi_normal and "
+                 "multi_normal_cholesky");
     return true;
   }
   if (e.args.size() != dist->params.size()) {
@@ -240,6 +241,21 @@ bool Checker::random_call(Expr& e) {
     return true;
   }
   if (any_error(e)) return true;
+  if (base == "multi_normal" || base == "multi_normal_cholesky") {  // a vector per mean vector
+    const Type &mu = e.args[0]->type, &scale = e.args[1]->type;
+    const bool vector_mean = mu.base == Base::Vector && mu.array_dims <= 1;
+    if (!vector_mean || !(scale.base == Base::Matrix && scale.array_dims == 0)) {
+      diags_.error(e.loc, e.name + " takes a vector (or an array of vectors) and a matrix, not (" + to_string(mu) +
+                              ", " + to_string(scale) + ")",
+                   "draw with `" + e.name + "(mu, " + (base == "multi_normal" ? "Sigma" : "L") + ")`");
+      return true;
+    }
+    require_equal(e.args[0]->shape.dims.back(), e.args[1]->shape.dims[0], e.args[1]->loc,
+                  "the mean's length and the covariance's rows in " + e.name);
+    e.type = mu;
+    e.shape = e.args[0]->shape;
+    return true;
+  }
   if (base == "categorical_logit") {  // one vector of logits: one category
     const Type& t = e.args[0]->type;
     if (!(t.array_dims == 0 && t.base == Base::Vector)) {

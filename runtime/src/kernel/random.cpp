@@ -166,12 +166,52 @@ Tensor<double> categorical_draws(const Tensor<double>& logits, Eigen::Index draw
   return out;
 }
 
+// multi_normal_rng(mu, Sigma) and multi_normal_cholesky_rng(mu, L): mu + L z per posterior draw,
+// L Sigma's lower Cholesky factor (or L itself), z standard normals by Box-Muller, element
+// (s N + n) K + k of the stream. A K-vector mu (K x 1) gives one K x 1 draw; N vectors (an
+// array, N x K, row n vector n) give N rows.
+Tensor<double> multi_normal_draws(const std::string& dist, const Tensor<double>& mu, const Tensor<double>& scale,
+                                  Eigen::Index draws, uint64_t key, uint32_t stream) {
+  const Eigen::Index K = scale.rows;
+  if (scale.cols != K) throw std::domain_error(dist + "_rng: the covariance is " + std::to_string(scale.rows) + " x " +
+                                               std::to_string(scale.cols) + ", not square");
+  const bool one_vector = mu.cols == 1 && mu.rows == K;
+  if (!one_vector && mu.cols != K)
+    throw std::domain_error(dist + "_rng: mu has " + std::to_string(one_vector ? mu.rows : mu.cols) +
+                            " elements, the covariance " + std::to_string(K) + " rows");
+  const Eigen::Index N = one_vector ? 1 : mu.rows, S = joint_draws(joint_draws(draws, mu.draws), scale.draws);
+  Tensor<double> out(one_vector ? K : N, one_vector ? 1 : K, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    Eigen::MatrixXd L = scale.draw(s);
+    if (dist == "multi_normal") {
+      const Eigen::LLT<Eigen::MatrixXd> llt(L);
+      if (llt.info() != Eigen::Success) throw std::domain_error("multi_normal_rng: the covariance is not positive definite");
+      L = llt.matrixL();
+    } else {
+      L = L.triangularView<Eigen::Lower>();
+    }
+    const Eigen::MatrixXd m = mu.draw(s);
+    for (Eigen::Index n = 0; n < N; ++n) {
+      Eigen::VectorXd z(K);
+      for (Eigen::Index k = 0; k < K; ++k) z(k) = standard_normal(uniforms(key, stream, uint64_t((s * N + n) * K + k)));
+      const Eigen::VectorXd x = L * z;
+      for (Eigen::Index k = 0; k < K; ++k) {
+        if (one_vector) out.draw(s)(k, 0) = m(k, 0) + x(k);
+        else out.draw(s)(n, k) = m(n, k) + x(k);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 template <>
 Tensor<double> random_draws<double>(const std::string& dist, const Operands<double>& args, Eigen::Index rows,
                                     Eigen::Index cols, Eigen::Index draws, uint64_t key, uint32_t stream) {
   if (dist == "categorical_logit") return categorical_draws(*args.at(0), draws, key, stream);
+  if (dist == "multi_normal" || dist == "multi_normal_cholesky")
+    return multi_normal_draws(dist, *args.at(0), *args.at(1), draws, key, stream);
   Eigen::Index r = rows, c = cols, S = draws;
   for (const Tensor<double>* x : args) {
     Eigen::Index nr, nc;

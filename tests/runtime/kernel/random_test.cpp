@@ -120,3 +120,47 @@ TEST_CASE("random draws: categorical_logit's category frequencies are softmax(be
     CHECK(std::fabs(count(k) / kDraws - p(k)) < 5 * std::sqrt(p(k) * (1 - p(k)) / kDraws));
   }
 }
+
+TEST_CASE("random draws: multi_normal's and multi_normal_cholesky's means and covariances", "[random]") {
+  // mu + L z: the sample mean within 5 Monte Carlo standard errors of mu, each sample covariance
+  // within 5 of its own (the variance of a product of centred normals is Sigma_ii Sigma_jj +
+  // Sigma_ij^2).
+  Tensor<double> mu(3, 1, 1), sigma(3, 3, 1);
+  mu.m.col(0) << 1.0, -2.0, 0.5;
+  sigma.m << 2.0, 0.6, -0.3, 0.6, 1.0, 0.2, -0.3, 0.2, 0.5;
+  Tensor<double> factor(3, 3, 1);
+  factor.m = Eigen::MatrixXd(sigma.m).llt().matrixL();
+  for (const char* dist : {"multi_normal", "multi_normal_cholesky"}) {
+    INFO(dist);
+    const Tensor<double>& scale = std::string(dist) == "multi_normal" ? sigma : factor;
+    const Tensor<double> x = fvi::kernel::random_draws<double>(dist, {&mu, &scale}, 1, 1, kDraws, 20261128, 3);
+    REQUIRE(x.rows == 3);
+    REQUIRE(x.cols == 1);
+    REQUIRE(x.draws == kDraws);
+    const Eigen::MatrixXd d = x.m;  // 3 x kDraws
+    const Eigen::VectorXd mean = d.rowwise().mean();
+    const Eigen::MatrixXd c = d.colwise() - mean;
+    const Eigen::MatrixXd cov = c * c.transpose() / double(kDraws - 1);
+    for (int i = 0; i < 3; ++i) {
+      CHECK(std::fabs(mean(i) - mu.m(i, 0)) < 5 * std::sqrt(sigma.m(i, i) / kDraws));
+      for (int j = 0; j < 3; ++j) {
+        const double se = std::sqrt((sigma.m(i, i) * sigma.m(j, j) + sigma.m(i, j) * sigma.m(i, j)) / kDraws);
+        CHECK(std::fabs(cov(i, j) - sigma.m(i, j)) < 5 * se);
+      }
+    }
+  }
+  // Two means, the rows of a 2 x 3 array of vectors: a row each, centred on its own mean.
+  Tensor<double> two(2, 3, 1);
+  two.m << 10, 0, 0, -10, 0, 0;
+  const Tensor<double> rows = fvi::kernel::random_draws<double>("multi_normal", {&two, &sigma}, 1, 1, 2000, 5, 4);
+  REQUIRE(rows.rows == 2);
+  REQUIRE(rows.cols == 3);
+  double sum0 = 0, sum1 = 0;
+  for (Eigen::Index s = 0; s < rows.draws; ++s) sum0 += rows.draw(s)(0, 0), sum1 += rows.draw(s)(1, 0);
+  CHECK(std::fabs(sum0 / 2000 - 10) < 5 * std::sqrt(2.0 / 2000));
+  CHECK(std::fabs(sum1 / 2000 + 10) < 5 * std::sqrt(2.0 / 2000));
+  // A covariance that is not positive definite is refused.
+  Tensor<double> bad(3, 3, 1);
+  bad.m = -Eigen::MatrixXd::Identity(3, 3);
+  CHECK_THROWS_AS(fvi::kernel::random_draws<double>("multi_normal", {&mu, &bad}, 1, 1, 1, 5, 4), std::domain_error);
+}

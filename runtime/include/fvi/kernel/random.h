@@ -6,7 +6,9 @@
 //
 // one draw per element of the arguments' broadcast shape (at least rows x cols) and per posterior
 // draw (at least `draws`), in double whatever the kernel's precision; categorical_logit takes one
-// vector of K logits and gives one category in 1..K per posterior draw. Element j (column-major over
+// vector of K logits and gives one category in 1..K per posterior draw; multi_normal(_cholesky)
+// takes a K-vector mu (or N of them, the rows of N x K) and a K x K covariance (or its lower
+// factor) and gives a K-vector (N rows) per posterior draw. Element j (column-major over
 // rows x cols, draw s after draw s - 1) takes Philox block j of (key, stream): one uniform for
 // the inverse-CDF distributions, two for Box-Muller, so a value does not depend on how many others
 // were drawn. Discrete draws are whole numbers. The formulas are the distributions' standard
@@ -26,7 +28,7 @@ inline bool has_random_draws(const std::string& d) {
                            "categorical_logit", "weibull", "frechet", "gumbel", "pareto", "pareto_type_2", "rayleigh",
                            "gamma", "inv_gamma", "chi_square", "inv_chi_square", "scaled_inv_chi_square", "beta",
                            "beta_proportion", "student_t", "neg_binomial_2", "neg_binomial_2_log", "neg_binomial",
-                           "beta_binomial"})
+                           "beta_binomial", "multi_normal", "multi_normal_cholesky"})
     if (d == name) return true;
   return false;
 }
