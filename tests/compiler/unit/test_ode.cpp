@@ -197,7 +197,7 @@ model {
   }
 }
 
-TEST_CASE("ode: too many steps and times that do not increase are refused when the solve runs", "[ode]") {
+TEST_CASE("ode: too many steps, bad tolerances and times that do not increase are refused when the solve runs", "[ode]") {
   Built b{fvic::test::load_text("fvic_test_ode_limits", R"(functions {
   vector growth(real t, vector y, real r) {
     return r * y;
@@ -206,13 +206,14 @@ TEST_CASE("ode: too many steps and times that do not increase are refused when t
 data {
   int<lower=1> N;
   array[N] real ts;
-  int<lower=1> steps;
+  int steps;
+  real tol;
 }
 parameters {
   global real r;
 }
 transformed parameters {
-  array[N] vector[1] y = ode_rk45_tol(growth, [1]', 0, ts, 1e-8, 1e-8, steps, r);
+  array[N] vector[1] y = ode_rk45_tol(growth, [1]', 0, ts, tol, tol, steps, r);
 }
 model {
   r ~ normal(0, 1);
@@ -222,10 +223,11 @@ model {
   b.data.data["N"] = RealTensor::constant(2);
   b.data.data["ts"] = column({1, 2});
   b.data.data["steps"] = RealTensor::constant(3);
+  b.data.data["tol"] = RealTensor::constant(1e-8);
   b.data.inputs.at("global").m(0, 0) = 1.0;
   {
     fvic::ir::Interpreter y(b.module, fvic::test::factor_named(b.module, "quantity_y"));
-    CHECK_THROWS_WITH(y.forward(b.data), Catch::Contains("line 15") && Catch::Contains("max_num_steps = 3"));
+    CHECK_THROWS_WITH(y.forward(b.data), Catch::Contains("line 16") && Catch::Contains("max_num_steps = 3"));
   }
   b.data.data["steps"] = RealTensor::constant(100000);
   {
@@ -234,6 +236,18 @@ model {
     CHECK(v.m(0, 0) == Approx(std::exp(1.0)).epsilon(1e-6));
     CHECK(v.m(1, 0) == Approx(std::exp(2.0)).epsilon(1e-6));
   }
+  b.data.data["steps"] = RealTensor::constant(-1);
+  {
+    fvic::ir::Interpreter y(b.module, fvic::test::factor_named(b.module, "quantity_y"));
+    CHECK_THROWS_WITH(y.forward(b.data), Catch::Contains("max_num_steps = -1"));
+  }
+  b.data.data["steps"] = RealTensor::constant(100000);
+  b.data.data["tol"] = RealTensor::constant(-1e-8);
+  {
+    fvic::ir::Interpreter y(b.module, fvic::test::factor_named(b.module, "quantity_y"));
+    CHECK_THROWS_WITH(y.forward(b.data), Catch::Contains("tolerances must be positive"));
+  }
+  b.data.data["tol"] = RealTensor::constant(1e-8);
   b.data.data["ts"] = column({2, 1});
   {
     fvic::ir::Interpreter y(b.module, fvic::test::factor_named(b.module, "quantity_y"));

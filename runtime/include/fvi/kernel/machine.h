@@ -597,6 +597,9 @@ int Machine<T>::ode_control(const Instruction& in, const std::vector<int>& args)
     // ode_error(err, y, y_new, rtol, atol); ode_first_step(y0, f0, span, rtol, atol)
     const Tensor<T>&a = value(args.at(0)), &b = value(args.at(1));
     const double rtol = scalar(3), atol = scalar(4);
+    if (!(rtol > 0 && atol > 0 && rtol < HUGE_VAL && atol < HUGE_VAL))
+      throw ProgramError(in.line, "an ODE solve's tolerances must be positive and finite, not rtol = " + std::to_string(rtol) +
+                                      ", atol = " + std::to_string(atol));
     const Eigen::Index draws = joint_draws(a.draws, b.draws);
     if (f == "ode_error") {
       const Tensor<T>& c = value(args.at(2));
