@@ -108,6 +108,9 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
     if (values.global) out.d_global = Eigen::MatrixXd::Zero(global_dim, draws);
     if (values.local) out.d_local = Eigen::MatrixXd::Zero(local_dim, draws);
     out.d_hyper = Eigen::VectorXd::Zero(hyper_dim);
+    // Per draw only when the hyperparameters come one column per draw (one column is broadcast
+    // by the kernels, and its gradient comes summed over the draws).
+    if (values.hyper && values.hyper->cols() == draws) out.d_hyper_draws = Eigen::MatrixXd::Zero(hyper_dim, draws);
   }
   for (auto& f : factors_) {
     const bool likelihood = f->info().kind == FVI_LIKELIHOOD;
@@ -132,7 +135,10 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
     for (size_t g = 0; g < d.size(); ++g) {
       if (which[g] == FVI_GROUP_GLOBAL) out.d_global += d[g];
       else if (which[g] == FVI_GROUP_LOCAL) out.d_local += d[g];
-      else out.d_hyper += d[g].rowwise().sum();
+      else {
+        out.d_hyper += d[g].rowwise().sum();
+        if (out.d_hyper_draws.cols() == d[g].cols()) out.d_hyper_draws += d[g];
+      }
     }
   }
   return out;
@@ -382,10 +388,17 @@ Eigen::VectorXd SfviServer::log_server_terms(const Eigen::MatrixXd& z) {
 SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                        const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local,
                                        const Eigen::MatrixXd& uniforms) {
-  const long K = options_.local_samples;
+  // K draws of the locals per draw of Z_G: local_samples, or more (log_joint_samples) for a
+  // whole block, whose importance-weighted estimate of log p(y_j | Z_G) is then less noisy.
+  const long K = z_global.cols() > 0 ? eps_local.cols() / z_global.cols() : options_.local_samples;
   check_size("SfviSilo::log_joint", "draws", eps_local.cols(), z_global.cols() * K);
   check_size("SfviSilo::log_joint", "uniforms", uniforms.cols(), z_global.cols());
-  const Eigen::Index S = z_global.cols(), chunk = 64;  // draws per call: rows x draws stays small
+  if (K != options_.local_samples && (options_.local_samples == 1 || K < 1))
+    throw std::invalid_argument("SfviSilo::log_joint: " + std::to_string(K) + " local draws per global draw, " +
+                                std::to_string(options_.local_samples) + " expected");
+  // Draws of Z_G per call: rows x draws x K stays under about 4M values.
+  const Eigen::Index S = z_global.cols(),
+                     chunk = std::clamp<Eigen::Index>((Eigen::Index(1) << 22) / (K * std::max<int64_t>(likelihood_rows_, 1)), 1, 64);
   LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S), Eigen::MatrixXd(local_dim_, S)};
   const Eigen::MatrixXd theta = hyper;
   for (Eigen::Index first = 0; first < S; first += chunk) {
@@ -439,31 +452,44 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
                        ": SFVI-Avg and the independent fit evaluate the global priors in each silo, but " + e.what());
     }
   }
-  if (!options.local_samples_given) {
-    // The importance-weighted bound by default where each local element can be scored on its own:
-    // the plain ELBO's Gaussian q(b | Z_G) biases the globals of a mixed model (seed 002 §4.3).
-    options.local_samples = 1;
-    options_.local_samples = 1;
-    if (local_dim_ > 0 && !options.correlated_local && options.batch_size == 0) {
+  // The importance-weighted bound by default where each local element can be scored on its own,
+  // or the silo's whole local block where it is small (a scalar intercept, a non-centred z): the
+  // plain ELBO's Gaussian q(Z_L | Z_G) biases the globals of a mixed model (seed 002 §4.3; a
+  // hierarchical scale's sd halved with six groups, examples/stan_programs/hier_regression_tp).
+  std::unique_ptr<ElementJoint> by_element;
+  if (options.local_samples > 1 || !options.local_samples_given) {
+    if (local_dim_ > 0 && !options.correlated_local) {
       try {
-        ElementJoint probe(model, data, local_dim_);
-        options.local_samples = options_.local_samples = 16;
+        by_element = std::make_unique<ElementJoint>(model, data, local_dim_);
       } catch (const ModelError&) {
-        // A local read as a whole (a scalar intercept, a vector in a product): the ELBO.
+        whole_block_ = true;  // the locals read as a whole: the bound weighs the whole block
       }
     }
   }
+  if (!options.local_samples_given) {
+    const bool bound = (by_element || local_dim_ <= kWholeBlockLimit) && local_dim_ > 0 && !options.correlated_local &&
+                       options.batch_size == 0;
+    options.local_samples = options_.local_samples = bound ? 16 : 1;
+  }
   if (options.local_samples > 1) {
-    // The silo's factors are bound once, by element (joint_ stays empty: the bound never reads it).
-    const std::string why = "local_samples = " + std::to_string(options.local_samples) + " (an importance-weighted bound per local element) ";
+    const std::string why = "local_samples = " + std::to_string(options.local_samples) + " (an importance-weighted bound) ";
     if (local_dim_ == 0) throw ModelError(why + "needs local parameters; this model has none");
     if (options.correlated_local)
       throw ModelError(why + "needs local elements that are independent given the globals: use family = structured or meanfield, not fullrank");
-    elements_ = std::make_unique<ElementJoint>(model, data, local_dim_);
-    likelihood_rows_ = elements_->rows();
+    if (whole_block_) {
+      bind(joint_, model, data, FVI_SILO, FVI_DENSITY);
+      bind(joint_, model, data, FVI_SILO, FVI_ELEMENTS);
+      bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
+      likelihood_rows_ = joint_.rows();
+    } else {
+      // The silo's factors are bound once, by element (joint_ stays empty: the bound never reads it).
+      elements_ = std::move(by_element);
+      likelihood_rows_ = elements_->rows();
+    }
     if (options.batch_size > 0 && options.batch_size < likelihood_rows_)
-      throw ModelError(why + "scores every row of an element together: use batch_size = 0");
+      throw ModelError(why + "scores every row of the silo's locals together: use batch_size = 0");
   } else {
+    whole_block_ = false;
     bind(joint_, model, data, FVI_SILO, FVI_DENSITY);
     bind(joint_, model, data, FVI_SILO, FVI_ELEMENTS);
     bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
@@ -564,11 +590,14 @@ SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& g
 // log q(b_ik | Z_G) at b_ik = mu_i + C_i u + sigma_i eps_ik is log N(eps_ik) - log sigma_i, so
 // d log w_ik is d log p through the sample path plus 1 on log sigma_i (no score term: the
 // sticking-the-landing variant is biased for this bound).
+//
+// Where the locals are read as a whole (whole_block_), the same bound with the silo's whole block
+// as its one element: w_k = p(y_j, Z_Lk | Z_G) / q(Z_Lk | Z_G), one weight per draw of the block.
 SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGaussian<double>& global,
                                                      const Eigen::VectorXd& hyper, const Eigen::MatrixXd& u,
-                                                     const Eigen::MatrixXd& eps_local) {
-  const long S = u.cols(), K = options_.local_samples;
-  if (!elements_) throw ModelError("importance weights need local_samples > 1");
+                                                     const Eigen::MatrixXd& eps_local, bool with_gradient) {
+  const long S = u.cols(), K = S > 0 ? eps_local.cols() / S : options_.local_samples;
+  if (!elements_ && !whole_block_) throw ModelError("importance weights need local_samples > 1");
   if (eps_local.cols() != S * K)
     throw std::invalid_argument("importance-weighted SFVI: eps_L has " + std::to_string(eps_local.cols()) +
                                 " columns, " + std::to_string(S * K) + " expected (K per draw of Z_G)");
@@ -579,6 +608,25 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
   const Eigen::MatrixXd z_global = d.u_each.colwise() + global.mean();
   d.z_local = q_.sample(d.u_each, eps_local);
   const Eigen::MatrixXd theta = hyper;
+  if (whole_block_) {
+    // The hyperparameters one column per draw, so that their gradient comes per draw to be weighed.
+    const Eigen::MatrixXd theta_each = with_gradient ? Eigen::MatrixXd(hyper.replicate(1, S * K)) : theta;
+    GroupValues values{&z_global, &d.z_local, &theta_each};
+    d.joint = joint_.evaluate(values, S * K, global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, with_gradient);
+    const Eigen::VectorXd log_w = d.joint.per_draw - q_.log_density(d.z_local, d.u_each);
+    d.shared = Eigen::VectorXd::Zero(S * K);
+    d.weights.resize(1, S * K);
+    for (long s = 0; s < S; ++s) {
+      const auto block = log_w.segment(s * K, K);
+      const double top = block.maxCoeff();
+      const Eigen::VectorXd e = (block.array() - top).exp().matrix();
+      const double total = e.sum();
+      d.per_draw[s] = top + std::log(total) - std::log(double(K));
+      d.bound += d.per_draw[s];
+      d.weights.middleCols(s * K, K) = (e / total).transpose();
+    }
+    return d;
+  }
   const ElementJoint::Value joint = elements_->evaluate(z_global, d.z_local, hyper_dim_ > 0 ? &theta : nullptr);
   d.shared = joint.shared;
   // log w_ik = log p(y_i, b_ik | Z_G) - log N(eps_ik) + log sigma_i
@@ -603,11 +651,19 @@ SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian
                                                   const Eigen::MatrixXd& eps_local, double scale,
                                                   Eigen::VectorXd* d_local) {
   const long S = eps_global.cols(), K = options_.local_samples;
-  const ImportanceDraws d = importance_draws(global, hyper, global.offset(eps_global), eps_local);
+  const ImportanceDraws d = importance_draws(global, hyper, global.offset(eps_global), eps_local, whole_block_);
   SfviContribution out;
   out.elbo_term = scale * (d.bound + d.shared.sum() / double(K)) / double(S);
 
-  const ElementJoint::Gradient g = elements_->backward(scale * d.weights, Eigen::VectorXd::Constant(S * K, scale / double(K)));
+  ElementJoint::Gradient g;
+  if (whole_block_) {  // each draw's path gradient weighed by its normalised weight
+    const Eigen::VectorXd w = scale * d.weights.row(0).transpose();
+    g.d_global = d.joint.d_global * w.asDiagonal();
+    g.d_local = d.joint.d_local * w.asDiagonal();
+    g.d_hyper = hyper_dim_ > 0 ? Eigen::VectorXd(d.joint.d_hyper_draws * w) : Eigen::VectorXd::Zero(0);
+  } else {
+    g = elements_->backward(scale * d.weights, Eigen::VectorXd::Constant(S * K, scale / double(K)));
+  }
   const Eigen::MatrixXd& h = g.d_local;
   const Eigen::MatrixXd through_u = q_.offset_cotangent(h);
   Eigen::MatrixXd a(global_dim_, S), b(global_dim_, S);  // summed over each draw's K local draws
@@ -634,7 +690,7 @@ SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGa
   out.weighted_sum = Eigen::VectorXd::Zero(local_dim_);
   out.weighted_square = Eigen::VectorXd::Zero(local_dim_);
   for (long s = 0; s < S; ++s) {
-    const auto w = d.weights.middleCols(s * K, K);
+    const Eigen::MatrixXd w = weights_of(d, s, K);
     const auto b = d.z_local.middleCols(s * K, K);
     out.weighted_sum += w.cwiseProduct(b).rowwise().sum();
     out.weighted_square += w.cwiseProduct(b.cwiseAbs2()).rowwise().sum();
@@ -650,13 +706,19 @@ Eigen::MatrixXd SfviSilo::resample(const ImportanceDraws& d, long K, const Eigen
     const auto w = d.weights.middleCols(s * K, K);
     const auto b = d.z_local.middleCols(s * K, K);
     for (Eigen::Index i = 0; i < local_dim_; ++i) {  // one of the K draws, with probability its weight
+      const Eigen::Index unit = whole_block_ ? 0 : i;  // a whole block's elements are drawn together
       long k = 0;
-      for (double c = w(i, 0); k + 1 < K && c < uniforms(i, s); c += w(i, ++k)) {
+      for (double c = w(unit, 0); k + 1 < K && c < uniforms(unit, s); c += w(unit, ++k)) {
       }
       draws(i, s) = b(i, k);
     }
   }
   return draws;
+}
+
+Eigen::MatrixXd SfviSilo::weights_of(const ImportanceDraws& d, long s, long K) const {
+  const auto w = d.weights.middleCols(s * K, K);
+  return whole_block_ ? Eigen::MatrixXd(w.replicate(local_dim_, 1)) : Eigen::MatrixXd(w);
 }
 
 SfviContribution SfviSilo::contribute(const SfviBroadcast& m, uint32_t iteration) {

@@ -184,7 +184,9 @@ class PviCoordinator : public Coordinator {
     }
     std::vector<Message> replies;
     const Eigen::Index S = u.cols(), sums = silo_sum_count(run_.model);
-    if (!ask_every_silo(run_.transport, uint32_t(rounds_ + 1), Phase::kPviLogJoint, Message(u.data(), u.data() + u.size()),
+    // Each closing exchange its own round: a deployed silo answers a (round, phase) it has
+    // answered before from its reply cache (the tail check's exchange follows k-hat's).
+    if (!ask_every_silo(run_.transport, uint32_t(rounds_ + 1 + closing_exchanges_++), Phase::kPviLogJoint, Message(u.data(), u.data() + u.size()),
                         size_t((1 + sums) * S), replies)) {
       why = "not computed (a silo did not answer)";
       return false;
@@ -210,6 +212,7 @@ class PviCoordinator : public Coordinator {
   ServerRun& run_;
   engine::PviOptions options_;
   long rounds_;
+  long closing_exchanges_ = 0;
   std::string schedule_;
   Server server_;
   std::vector<VariableLayout> layout_;

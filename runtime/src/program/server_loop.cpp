@@ -98,7 +98,7 @@ struct ClosingLine {
 
 std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converged, const std::string& khat_line,
                                        const Reweighted& reweighted, double khat, const std::string& target_note,
-                                       const std::string& family) {
+                                       const std::string& family, const TailCheck& tail) {
   std::vector<ClosingLine> lines{{true, !converged, verdict}};
   if (khat_line.empty()) return lines;
   lines.push_back({true, false, khat_line});
@@ -114,6 +114,15 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
                   "the means above is its cost. Use the written model's own likelihood (loss = nll, divergence = "
                   "kl, or a vertical method that fits it) to fit it.",
                   khat);
+  } else if (khat > 0.7 && tail.moments_hold) {
+    // q's own draws cannot weigh the posterior's tails, but a heavier-tailed proposal around q
+    // can, and it finds q's moments right: the tails are what is wrong, not the fit.
+    std::snprintf(text, sizeof text,
+                  "k-hat %.2f > 0.7: q (%s) has lighter tails than this posterior (a skewed direction, a scale "
+                  "fitted from few groups), so its tails and extreme quantiles are not to be trusted. Its means "
+                  "and sds are: importance sampling from a heavier-tailed proposal around q (k-hat %.2f, ESS "
+                  "%.0f) moves no mean by more than %.2f q sds and no sd by more than %.0f%%.",
+                  khat, family.c_str(), tail.khat, tail.ess, tail.worst_mean, 100 * std::abs(tail.worst_sd));
   } else if (khat > 0.7) {
     // What to try first: a richer family where there is one, then the model itself.
     const char* richer = family == "meanfield" ? "family = fullrank or structured, " : "";
@@ -311,9 +320,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       summary.khat = smoothed.khat;
       reweighted = reweighted_moments(*d, smoothed);
       // A surrogate target is measured by k-hat already; the tail check is about q's shape.
-      // NAME-sim only: a deployed transport takes a second exchange at the same round and phase
-      // for the first one's (the demo's k-hat 4.09), so deployed runs make no tail check yet.
-      if (coordinator.target_note().empty() && run.in_process_silos) {
+      if (coordinator.target_note().empty()) {
         const long long sent = run.transport.total_sent(), received = run.transport.total_received();
         tail = tail_check(*d, coordinator, uint64_t(settings.integer("seed", 1)));
         if (!args.quiet && run.transport.total_sent() > sent)
@@ -376,7 +383,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   }
   const std::string family = settings.name("family", d && !d->family.empty() ? d->family : "meanfield");
   std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
-                                                 coordinator.target_note(), family);
+                                                 coordinator.target_note(), family, tail);
   if (!tail.line.empty()) lines.push_back({true, false, tail.line});
   if (!tail.warning.empty()) lines.push_back({false, true, tail.warning});
   for (const std::string& w : coordinator.closing_warnings()) lines.push_back({true, true, w});

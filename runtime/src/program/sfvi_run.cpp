@@ -342,7 +342,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       const DrawsRequest r = check_draws_request(request, long(silo_global_dim()));
       const Eigen::Map<const Eigen::MatrixXd> z(request.data(), r.rows, r.draws);
       CounterRng rng(RngKey{options_.seed, uint32_t(silo_.silo()), 0, rng_stream::kUserStream + 12});
-      const Eigen::MatrixXd eps_local = rng.normal(silo_.local_dim(), r.draws * silo_.local_samples());
+      const Eigen::MatrixXd eps_local = rng.normal(silo_.local_dim(), r.draws * silo_.log_joint_samples());
       const SfviSilo::LogJoint lj =
           silo_.log_joint(global(*final_), final_->hyper, z, eps_local, rng.uniform(silo_.local_dim(), r.draws));
       Message m(lj.log_p.data(), lj.log_p.data() + lj.log_p.size());
@@ -692,7 +692,9 @@ class SfviCoordinator : public Coordinator {
     }
     std::vector<Message> replies;
     const Eigen::Index S = z.cols(), sums = silo_sum_count(run_.model);
-    if (!ask_every_silo(run_.transport, uint32_t(steps() + 2), Phase::kSfviLogJoint, Message(z.data(), z.data() + z.size()),
+    // Each closing exchange its own round: a deployed silo answers a (round, phase) it has
+    // answered before from its reply cache (the tail check's exchange follows k-hat's).
+    if (!ask_every_silo(run_.transport, uint32_t(steps() + 2 + closing_exchanges_++), Phase::kSfviLogJoint, Message(z.data(), z.data() + z.size()),
                         size_t((2 + sums) * S), replies)) {
       why = "not computed (a silo did not answer)";
       return false;
@@ -740,6 +742,7 @@ class SfviCoordinator : public Coordinator {
   std::string method_;
   engine::SfviOptions options_;
   long rounds_, warm_start_, refresh_, avg_rounds_, sfvi_iterations_;
+  long closing_exchanges_ = 0;  // each closing exchange its own round (closing())
   SfviServer server_;
   Federation federation_;
   std::vector<double> weights_;

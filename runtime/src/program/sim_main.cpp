@@ -128,7 +128,6 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     InProcessTransport transport(endpoints);
     ServerRun run{model, description, settings, args, method, dir.public_data, server_data, transport, lines, "", false};
     run.report_after_silos = true;
-    run.in_process_silos = true;
     const int status = serve(run);
     for (int k = 0; k < S; ++k) hosts[k]->finish(args.output + "/silo-" + std::to_string(k + 1));
     // The run's page, once the silos' folders it points to exist.

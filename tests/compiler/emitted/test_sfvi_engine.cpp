@@ -8,8 +8,9 @@
 // - SFVI with a correlated Gaussian reaches the exact posterior of a conjugate model;
 // - with local_samples = K > 1, a silo's term and gradients are the importance-weighted bound per
 //   local element and its exact derivative at fixed noise (a hand-written glmm_sixcities bound in
-//   dual numbers), its importance-sampled local posterior uses the bound's weights, and models or
-//   families the bound does not hold for are refused.
+//   dual numbers), its importance-sampled local posterior uses the bound's weights, and families
+//   the bound does not hold for are refused; where the locals are read as a whole, the bound over
+//   the whole block (hier_logreg in dual numbers; a hyperparameter by finite differences).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ extern "C" const fvi_model* fvi_model_hier_logreg(void);
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 extern "C" const fvi_model* fvi_model_linreg_conjugate(void);
 extern "C" const fvi_model* fvi_model_glmm_sixcities(void);
+extern "C" const fvi_model* fvi_model_scaled_intercepts(void);
 
 namespace {
 
@@ -121,6 +123,13 @@ Dual pooled_elbo(const std::vector<Dual>& p, const Eigen::VectorXd& fixed, const
 }
 
 bool close(double a, double b, double tol) { return std::abs(a - b) <= tol * (1 + std::abs(b)); }
+
+Eigen::MatrixXd standard_normal(Eigen::Index rows, Eigen::Index cols, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Eigen::MatrixXd m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+  return m;
+}
 
 }  // namespace
 
@@ -412,11 +421,8 @@ TEST_CASE("SFVI, local_samples = K: the silo's term is the importance-weighted b
   REQUIRE(silo.local_dim() == C);
 
   const Eigen::Index np = 2 * n + n * (n - 1) / 2, nl = C + C * n + C;
-  Eigen::VectorXd all(np + nl);
-  for (Eigen::Index i = 0; i < all.size(); ++i) all[i] = 0.3 * normal(rng);
-  Eigen::MatrixXd eps_global(n, S), eps_local(C, S * K);
-  for (Eigen::Index i = 0; i < eps_global.size(); ++i) eps_global.data()[i] = normal(rng);
-  for (Eigen::Index i = 0; i < eps_local.size(); ++i) eps_local.data()[i] = normal(rng);
+  const Eigen::VectorXd all = 0.3 * standard_normal(np + nl, 1, rng);
+  const Eigen::MatrixXd eps_global = standard_normal(n, S, rng), eps_local = standard_normal(C, S * K, rng);
 
   const Global global = Global::from_params(all.head(np), n, true);
   silo.set_local_params(all.tail(nl));
@@ -456,12 +462,127 @@ TEST_CASE("SFVI, local_samples = K: the silo's term is the importance-weighted b
   SfviOptions batched = options;
   batched.batch_size = 5;
   CHECK_THROWS_WITH(SfviSilo(model, silo_data.data.abi(), 1, batched, false), Catch::Contains("batch_size = 0"));
-  Data server_data;
-  server_data.add("D", scalar(2));
-  SfviOptions no_elements = options;
-  std::vector<Silo> hier = hier_logreg_silos({5}, 2, rng);
-  CHECK_THROWS_WITH(SfviSilo(*fvi_model_hier_logreg(), hier[0].data.abi(), 1, no_elements, false),
-                    Catch::Contains("reads the local parameters as a whole"));
+}
+
+namespace {
+
+// hier_logreg's silo term under the importance-weighted bound over its whole local block (the
+// scalar alpha, read as a whole by `alpha + x * beta`), written out:
+//   (1/S) sum_s log (1/K) sum_k p(y_j, alpha_k | Z_G^s) / q(alpha_k | Z_G^s)
+// at p = [global block (n = D + 1, correlated): mu; rho; strict lower L_G] then [local block:
+// mu_j; C_j (1 x n); rho_j], every one live; alpha_k = mu_j + C_j u + exp(rho_j) eps_k.
+Dual hier_logreg_block_bound(const std::vector<Dual>& p, const Silo& silo, int D, const Eigen::MatrixXd& eps_global,
+                             const Eigen::MatrixXd& eps_local, int K) {
+  const int n = D + 1, S = int(eps_global.cols());
+  const int lower_at = 2 * n, local_at = 2 * n + n * (n - 1) / 2;
+  auto lower = [&](int a, int b) {
+    int k = lower_at;
+    for (int j = 0; j < b; ++j) k += n - 1 - j;
+    return p[size_t(k + (a - b - 1))];
+  };
+  Dual total = 0;
+  for (int s = 0; s < S; ++s) {
+    std::vector<Dual> z(static_cast<size_t>(n)), u(static_cast<size_t>(n));
+    for (int a = 0; a < n; ++a) {
+      Dual le = eps_global(a, s);
+      for (int b = 0; b < a; ++b) le = le + lower(a, b) * Dual(eps_global(b, s));
+      u[size_t(a)] = exp(p[size_t(n + a)]) * le;
+      z[size_t(a)] = p[size_t(a)] + u[size_t(a)];
+    }
+    const Dual tau = exp(z[size_t(D)]);
+    std::vector<Dual> log_w(static_cast<size_t>(K));
+    for (int k = 0; k < K; ++k) {
+      Dual mean = p[size_t(local_at)];
+      for (int a = 0; a < n; ++a) mean = mean + p[size_t(local_at + 1 + a)] * u[size_t(a)];
+      const Dual sd = exp(p[size_t(local_at + 1 + n)]);
+      const Dual alpha = mean + sd * Dual(eps_local(0, s * K + k));
+      Dual lp = normal_lpdf(alpha, 0, tau);
+      for (Eigen::Index i = 0; i < silo.x.rows(); ++i) {
+        Dual eta = alpha;
+        for (int d = 0; d < D; ++d) eta = eta + Dual(silo.x(i, d)) * z[size_t(d)];
+        lp = lp + Dual(silo.y[i]) * eta - log1p_exp(eta);
+      }
+      log_w[size_t(k)] = lp - normal_lpdf(alpha, mean, sd);
+    }
+    double top = log_w[0].v;
+    for (const Dual& w : log_w) top = std::max(top, w.v);
+    Dual sum = 0;
+    for (const Dual& w : log_w) sum = sum + exp(w - Dual(top));
+    total = total + Dual(top) + log(sum / Dual(K));
+  }
+  return total / Dual(S);
+}
+
+}  // namespace
+
+TEST_CASE("SFVI, local_samples = K with the locals read as a whole: the bound weighs the silo's whole block, its "
+          "gradient is the bound's derivative (hier_logreg), a hyperparameter's too (finite differences)",
+          "[sfvi]") {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  const int D = 2, n = D + 1, S = 3, K = 5;
+  std::vector<Silo> hier = hier_logreg_silos({9}, D, rng);
+  SfviOptions options;
+  options.correlated_global = options.coupled = true;
+  options.local_samples = K;
+  SfviSilo silo(*fvi_model_hier_logreg(), hier[0].data.abi(), 1, options, false);
+  REQUIRE(silo.whole_block());
+  const Eigen::Index np = 2 * n + n * (n - 1) / 2, nl = 1 + n + 1;
+  const Eigen::VectorXd all = 0.3 * standard_normal(np + nl, 1, rng);
+  const Eigen::MatrixXd eps_global = standard_normal(n, S, rng), eps_local = standard_normal(1, S * K, rng);
+  const Global global = Global::from_params(all.head(np), n, true);
+  silo.set_local_params(all.tail(nl));
+  Eigen::VectorXd d_local;
+  const SfviContribution c = silo.gradient(global, Eigen::VectorXd(), eps_global, eps_local, 1, &d_local);
+
+  std::vector<Dual> p(size_t(all.size()));
+  for (Eigen::Index i = 0; i < all.size(); ++i) p[size_t(i)] = Dual(all[i]);
+  const double bound = hier_logreg_block_bound(p, hier[0], D, eps_global, eps_local, K).v;
+  INFO("engine " << c.elbo_term << ", written out " << bound);
+  CHECK(close(c.elbo_term, bound, 1e-12));
+  for (Eigen::Index i = 0; i < all.size(); ++i) {
+    p[size_t(i)].d = 1;
+    const double exact = hier_logreg_block_bound(p, hier[0], D, eps_global, eps_local, K).d;
+    p[size_t(i)].d = 0;
+    const double engine = i < np ? c.d_global[i] : d_local[i - np];
+    INFO("parameter " << i << ": engine " << engine << ", written out " << exact);
+    CHECK(close(engine, exact, 1e-10));
+  }
+
+  // local_samples = 1 set: the plain ELBO, no bound.
+  SfviOptions one = options;
+  one.local_samples = 1;
+  CHECK_FALSE(SfviSilo(*fvi_model_hier_logreg(), hier[0].data.abi(), 1, one, false).whole_block());
+
+  // A hyperparameter read with the local (scaled_intercepts: y ~ normal(mu + s * z, 1)): the
+  // bound's gradient in s by central differences of the bound at fixed noise.
+  Data d;
+  const int N = 6;
+  Eigen::VectorXd y(N);
+  for (int i = 0; i < N; ++i) y[i] = 0.7 + normal(rng);
+  d.add("N", scalar(N));
+  d.add("y", y);
+  SfviOptions with_hyper;
+  with_hyper.local_samples = K;
+  SfviSilo scaled(*fvi_model_scaled_intercepts(), d.abi(), 1, with_hyper, false);
+  REQUIRE(scaled.whole_block());
+  const Global g1 = Global::from_params(Eigen::Vector2d(0.4, -0.7), 1, false);
+  Eigen::VectorXd local(2);  // mean-field: mu_j, rho_j
+  local << 0.2, -0.5;
+  scaled.set_local_params(local);
+  const Eigen::MatrixXd e_g = standard_normal(1, S, rng), e_l = standard_normal(1, S * K, rng);
+  auto bound_at = [&](double theta, Eigen::VectorXd* d_hyper) {
+    const SfviContribution r = scaled.gradient(g1, Eigen::VectorXd::Constant(1, theta), e_g, e_l, 1, nullptr);
+    if (d_hyper) *d_hyper = r.d_hyper;
+    return r.elbo_term;
+  };
+  Eigen::VectorXd d_hyper;
+  const double theta = 0.3, h = 1e-6;  // central differences: error ~ h^2 f''' + eps f / h ~ 1e-9
+  bound_at(theta, &d_hyper);
+  const double fd = (bound_at(theta + h, nullptr) - bound_at(theta - h, nullptr)) / (2 * h);
+  INFO("hyperparameter: engine " << d_hyper[0] << ", finite differences " << fd);
+  REQUIRE(std::abs(d_hyper[0]) > 1e-3);
+  CHECK(close(d_hyper[0], fd, 1e-6));
 }
 
 TEST_CASE("SFVI-Avg: a diagonal global block averages means and standard deviations (seed 002 Eqs. 14-15)",

@@ -38,8 +38,9 @@ struct SfviOptions {
   bool stl = true;         // estimator: sticking-the-landing (true) or standard (closed-form entropy)
   double lr = 0.01;        // Adam, server and silos alike
   long mc_samples = 1;     // draws per gradient estimate
-  // K > 1: each silo maximises the importance-weighted bound over each local element (see
-  // SfviSilo::importance_gradient_at) with K draws of the element per draw of Z_G; 1: the ELBO.
+  // K > 1: each silo maximises the importance-weighted bound with K draws of its locals per draw
+  // of Z_G, over each local element where each can be scored on its own, else over the silo's
+  // whole local block (SfviSilo::importance_gradient_at); 1: the ELBO.
   long local_samples = 1;
   long batch_size = 0;     // rows per step in each silo (0: all rows)
   bool local_samples_given = true;  // false (no local_samples key): the silo picks K (SfviSilo::local_samples)
@@ -106,6 +107,7 @@ class LogDensity {
     Eigen::VectorXd per_draw;  // log p for each draw (S)
     Eigen::MatrixXd d_global, d_local;  // n x S, m x S (empty if the group is absent)
     Eigen::VectorXd d_hyper;            // h, summed over the draws
+    Eigen::MatrixXd d_hyper_draws;      // h x S, each draw's, when the hyperparameters came h x S (else empty)
   };
   // Likelihood rows [begin, begin + count) (count < 0: all), scaled by `likelihood_scale`;
   // densities (priors) scaled by `density_scale`.
@@ -210,9 +212,16 @@ class SfviSilo {
   LocalPosterior importance_posterior(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                       const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
                                       const Eigen::MatrixXd& uniforms);
-  // K: as set, or (local_samples unset) 16 where every local element can be scored on its own
-  // (the importance-weighted bound), else 1.
+  // K: as set, or (local_samples unset) 16 where every local element can be scored on its own or
+  // the silo's local block has at most kWholeBlockLimit values (the importance-weighted bound),
+  // else 1.
   long local_samples() const { return options_.local_samples; }
+  // Whether the bound weighs the silo's whole local block per draw (its locals read as a whole)
+  // rather than each element on its own.
+  bool whole_block() const { return whole_block_; }
+  // The largest local block weighed whole by default: importance sampling's efficiency falls
+  // with the block's dimension, and a scalar intercept or a few values are what needs it.
+  static constexpr Eigen::Index kWholeBlockLimit = 4;
   // The silo's part of the log joint at draws z_global of Z_G ~ q(Z_G) (n x S): one draw of its
   // locals from q(Z_L | Z_G) each (eps_local, m x S), log p(y_j, Z_L | Z_G) and log q(Z_L | Z_G).
   // With K = local_samples > 1 (eps_local m x KS) the locals are integrated out instead: log_p is
@@ -223,7 +232,13 @@ class SfviSilo {
     // local_samples > 1 resampled from the K importance draws by their weights.
     Eigen::MatrixXd local;
   };
-  // uniforms (local_dim x S) pick each draw's locals among the K importance draws.
+  // uniforms (local_dim x S) pick each draw's locals among the K importance draws. eps_local may
+  // hold more than local_samples draws per draw of Z_G (log_joint_samples()).
+  // K for log_joint: local_samples, or for a whole block at least kWholeBlockJointSamples.
+  long log_joint_samples() const {
+    return whole_block_ ? std::max<long>(options_.local_samples, kWholeBlockJointSamples) : options_.local_samples;
+  }
+  static constexpr long kWholeBlockJointSamples = 256;
   LogJoint log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                      const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms);
   void set_local_params(const Eigen::VectorXd& params);
@@ -249,7 +264,9 @@ class SfviSilo {
   // The local draws b_ik of the bound (K per column of eps_global), their weights normalised over
   // k, the bound's value summed over the elements and draws of Z_G, and the shared terms.
   struct ImportanceDraws {
+    // weights: local_dim x KS per element, or 1 x KS over the whole block (whole_block_)
     Eigen::MatrixXd u_each, z_local, weights;
+    LogDensity::Value joint;  // whole_block_: the joint at the KS draws (with its gradient if asked)
     Eigen::VectorXd shared;
     double bound = 0;
     // log (1/K) sum_k p(y_j, b_k | Z_G) / q(b_k | Z_G) per draw of Z_G: log p(y_j | Z_G) estimated.
@@ -260,7 +277,10 @@ class SfviSilo {
   Eigen::MatrixXd resample(const ImportanceDraws& d, long K, const Eigen::MatrixXd& uniforms) const;
   // u: offsets Z_G - mu_G of the draws of Z_G (n x S).
   ImportanceDraws importance_draws(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
-                                   const Eigen::MatrixXd& u, const Eigen::MatrixXd& eps_local);
+                                   const Eigen::MatrixXd& u, const Eigen::MatrixXd& eps_local,
+                                   bool with_gradient = false);
+  // Draw s's normalised weights as local_dim x K (the whole block's row repeated per element).
+  Eigen::MatrixXd weights_of(const ImportanceDraws& d, long s, long K) const;
   // The importance-weighted version of gradient_at (local_samples = K > 1): eps_local has K
   // columns per column of eps_global; the whole silo term is scaled by `scale`.
   SfviContribution importance_gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
@@ -277,6 +297,7 @@ class SfviSilo {
   LogDensity joint_;   // log p(y_j, Z_L | Z_G): the silo density and the likelihoods
   LogDensity prior_;   // log p(Z_G), when bound (global_prior)
   std::unique_ptr<ElementJoint> elements_;  // the joint by local element (local_samples > 1)
+  bool whole_block_ = false;  // local_samples > 1 over the whole block: joint_ weighed per draw
   Eigen::Index global_dim_ = 0, local_dim_ = 0, hyper_dim_ = 0;
   int64_t likelihood_rows_ = 0;
   Eigen::VectorXd local_params_;

@@ -29,7 +29,6 @@ struct ServerRun {
   bool resume = false;                  // start from `checkpoint` if it exists
   ProgressObserver* observer = nullptr; // told of each report and of the end (a status page)
   bool report_after_silos = false;      // NAME-sim writes report.html once its silos' folders exist
-  bool in_process_silos = false;        // NAME-sim: the tail check's second closing exchange is safe
 };
 
 // A silo's side of a run.

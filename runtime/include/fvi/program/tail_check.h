@@ -16,6 +16,11 @@ namespace fvi::program {
 struct TailCheck {
   std::string line;     // what the check found, for stdout ("" when it was not made)
   std::string warning;  // when q misses the posterior's tails by more than a user would accept
+  // The check's own importance sampling holds (k-hat <= 0.7, ESS >= 200) and its moments agree
+  // with q's (means within 0.25 q sd, sds within 20%): q's moments stand even where q's own
+  // k-hat, which its lighter tails raise, is over 0.7.
+  bool moments_hold = false;
+  double khat = 0, ess = 0, worst_mean = 0, worst_sd = 0;
 };
 
 // The check at g's draws, their log p (and each silo's log q of its locals) from `coordinator`'s
