@@ -104,6 +104,16 @@
       mark: {type: 'line', point: metrics.length < 60},
       encoding: {x: {field: 'round', type: 'quantitative', title: 'report'},
                  y: {field: 'elbo', type: 'quantitative', title: 'objective', scale: {zero: false}}}});
+    // Each silo's part of the objective (silos.csv's objective_term: SFVI's silo terms of the
+    // ELBO, PVI's expected log likelihoods, SFVI-Avg's local objectives), where the method has them.
+    const terms = records(data.silos).filter((r) => r.objective_term !== null && r.objective_term !== undefined)
+      .map((r) => ({round: r.round, silo: 'silo ' + r.silo, term: r.objective_term}));
+    if (terms.length)
+      chart(s, 'silo-terms', 'Each silo\'s term of the objective at each report (its mean since the last)', {
+        width: 560, height: 200, data: {values: terms}, mark: {type: 'line', point: metrics.length < 60},
+        encoding: {x: {field: 'round', type: 'quantitative', title: 'report'},
+                   y: {field: 'term', type: 'quantitative', title: 'silo term', scale: {zero: false}},
+                   color: {field: 'silo', type: 'nominal', title: null}}});
     // The stopping rule's figures at each report against its tolerances (docs/user-guide.md §7).
     const rule = [];
     const names = {rule_relative_change: 'relative change of the objective', rule_drift_sd: 'drift (q sds)',
@@ -208,6 +218,21 @@
       for (const r of silos) {
         missing.push({round: r.round, silo: 'silo ' + r.silo, missing: r.missing_replies - (previous[r.silo] || 0)});
         previous[r.silo] = r.missing_replies;
+      }
+      const refused = [];
+      const refusedBefore = {};
+      for (const r of silos) {
+        if (r.refused_replies === null || r.refused_replies === undefined) continue;  // an older silos.csv
+        refused.push({round: r.round, silo: 'silo ' + r.silo, refused: r.refused_replies - (refusedBefore[r.silo] || 0)});
+        refusedBefore[r.silo] = r.refused_replies;
+      }
+      if (refused.some((m) => m.refused > 0)) {
+        s.append(element('p', {class: 'warning'}, 'The server refused some silos\' replies (malformed, stale, ' +
+          'too large, not finite); the server\'s log names each with its reason. Per silo and report:'));
+        chart(s, 'refused', 'Replies the server refused, per silo and report', {
+          width: 560, height: 40 + 22 * Object.keys(refusedBefore).length, data: {values: refused}, mark: 'rect',
+          encoding: {x: {field: 'round', type: 'ordinal', title: 'report'}, y: {field: 'silo', type: 'nominal', title: null},
+                     color: {field: 'refused', type: 'quantitative', title: 'refused', scale: {scheme: 'oranges'}}}});
       }
       const any = missing.some((m) => m.missing > 0);
       s.append(element('p', {class: any ? 'warning' : ''}, any

@@ -683,6 +683,15 @@ def case_faults(fvic, cache, work):
         d.close()
     worst = same_posterior(posterior(out), want, "server with faults vs NAME-sim")
     print(f"faults: the posterior is NAME-sim's (to {worst:.1e}): the refused replies changed nothing")
+    # silos.csv (the report's traffic section) counts each silo's refused reply in its round's row.
+    with open(os.path.join(out, "silos.csv")) as f:
+        rows = list(csv.DictReader(f))
+    for k, (kind, r, _) in FAULTS.items():
+        counts = [int(row["refused_replies"]) for row in rows if int(row["silo"]) == k]
+        first = next((i + 1 for i, c in enumerate(counts) if c > 0), None)
+        require(counts and counts[-1] == 1 and first == r,
+                f"silos.csv: silo {k}'s refused replies by report {counts}, expected the one {kind} reply from report {r}")
+    print(f"faults: silos.csv counts each silo's refused reply from its round on")
 
 
 def case_huge_message(fvic, cache, work):

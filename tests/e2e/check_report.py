@@ -12,10 +12,12 @@ with data (a path, line or rect with geometry); the sections the run's method ha
 the page is self-contained (no src= or href= to anything but the page itself); Chromium's console
 printed no error. A screenshot of each page is kept in ARTIFACTS.
 
-  pvi   examples/pima_logreg with --test: the objective, the held-out metrics, 9 marginals with
-        their stated normal(0, 10) priors, traffic per round and per silo.
-  sfvi  examples/hier_logreg (SFVI): the server's page, and silo 1's page from OUT/silo-1 (its
-        local alpha's marginals, no plan: the silo's own outputs).
+  pvi   examples/pima_logreg with --test: the objective and each silo's term of it (its
+        expected log likelihood), the held-out metrics, 9 marginals with their stated
+        normal(0, 10) priors, traffic per round and per silo.
+  sfvi  examples/hier_logreg (SFVI): the server's page (each silo's term of the ELBO charted),
+        and silo 1's page from OUT/silo-1 (its local alpha's marginals, no plan: the silo's own
+        outputs).
   vfl   examples/vfl_logreg (vertical, two silos): the server's page.
 
 Exits 77 (skipped) when Chromium is not installed; scripts/test.sh installs it.
@@ -160,8 +162,8 @@ def case_pvi(chromium, cache, work, artifacts):
     fvic_run(cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(ex, "data"), out,
              ["--test", os.path.join(ex, "data", "test.json")])
     p = check_page(chromium, out, "pvi", artifacts, work,
-                   ["chart-objective", "chart-stopping-rule", "chart-test_log_density", "chart-test_accuracy", "chart-marginal-",
-                    "chart-bytes-per-round", "chart-bytes-per-silo"],
+                   ["chart-objective", "chart-silo-terms", "chart-stopping-rule", "chart-test_log_density",
+                    "chart-test_accuracy", "chart-marginal-", "chart-bytes-per-round", "chart-bytes-per-silo"],
                    ["The plan", "Convergence", "Posterior marginals", "Posterior summary", "Traffic", "The model"])
     marginals = [c for c in p.charts if c.startswith("chart-marginal-")]
     require(len(marginals) == 9, "pvi: %d marginals, expected 9 (w[1..8], b)" % len(marginals))
@@ -172,7 +174,8 @@ def case_sfvi(chromium, cache, work, artifacts):
     out = os.path.join(work, "sfvi")
     fvic_run(cache, os.path.join(ex, "hier_logreg.fvi"), os.path.join(ex, "data"), out)
     check_page(chromium, out, "sfvi", artifacts, work,
-               ["chart-objective", "chart-stopping-rule", "chart-marginal-", "chart-bytes-per-round", "chart-bytes-per-silo"],
+               ["chart-objective", "chart-silo-terms", "chart-stopping-rule", "chart-marginal-", "chart-bytes-per-round",
+                "chart-bytes-per-silo"],
                ["The plan", "Convergence", "Posterior marginals", "Traffic"])
     # A silo's own page: its local posterior only.
     silo = check_page(chromium, os.path.join(out, "silo-1"), "sfvi-silo-1", artifacts, work, ["chart-marginal-"],

@@ -295,6 +295,7 @@ grpc::Status ServerTransport::open_reply(const Peer& peer, const fvi::v1::Result
   std::lock_guard<std::mutex> lock(mutex_);
   auto refuse = [&](grpc::StatusCode code, const std::string& reason) {
     ++refused_;
+    ++traffic_[size_t(k)].refused;
     log_refusal("refused a reply from silo " + std::to_string(k + 1) + " (" + loggable(peer.address, 128) + "): " +
                 reason);
     return grpc::Status(code, reason);
@@ -323,6 +324,7 @@ grpc::Status ServerTransport::take_reply(const Peer& peer, int k, const fvi::v1:
   Silo& s = silo_[k];
   auto refuse = [&](const std::string& reason) {
     ++refused_;
+    ++traffic_[size_t(k)].refused;
     ack.set_accepted(false);
     ack.set_reason(reason);
     // A silo that keeps sending replies the server refuses (a bug, or a hostile peer) does not

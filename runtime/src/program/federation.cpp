@@ -101,7 +101,7 @@ void Transport::restore_traffic(const std::vector<double>& counts) {
     throw std::runtime_error("the checkpoint's byte counters are for " + std::to_string(counts.size() / 2) +
                              " silos, not " + std::to_string(traffic_.size()));
   for (size_t k = 0; k < traffic_.size(); ++k)
-    traffic_[k] = {(long long)counts[2 * k], (long long)counts[2 * k + 1], 0};
+    traffic_[k] = {(long long)counts[2 * k], (long long)counts[2 * k + 1], 0, 0};
 }
 
 std::string check_reply(const Message& reply, size_t expected_size) {
@@ -134,6 +134,7 @@ std::vector<bool> InProcessTransport::run_exchange(const Exchange& x) {
     std::lock_guard<std::mutex> guard(lock);
     if (x.counted) traffic_[k].received += 8LL * (long long)reply.size();
     accepted[k] = x.reply(k, reply).empty();
+    if (!accepted[k]) ++traffic_[k].refused;
   };
   if (parallel_) {
     for_each_silo_in_parallel(int(silos.size()), one);

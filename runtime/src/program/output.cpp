@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <iomanip>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -192,13 +193,15 @@ SiloMetricsWriter::SiloMetricsWriter(const std::string& path, bool append) {
   const bool has_header = append && std::ifstream(path).peek() != std::ifstream::traits_type::eof();
   out_.open(path, append ? std::ios::app : std::ios::trunc);
   if (!out_) throw std::runtime_error("cannot write " + path);
-  if (!has_header) out_ << "round,silo,bytes_sent,bytes_received,missing_replies\n";
+  if (!has_header) out_ << "round,silo,bytes_sent,bytes_received,missing_replies,refused_replies,objective_term\n";
 }
 
-void SiloMetricsWriter::rows(int round, const std::vector<SiloTraffic>& traffic) {
-  for (size_t k = 0; k < traffic.size(); ++k)
+void SiloMetricsWriter::rows(int round, const std::vector<SiloTraffic>& traffic, const std::vector<double>& terms) {
+  for (size_t k = 0; k < traffic.size(); ++k) {
+    const double term = k < terms.size() ? terms[k] : std::numeric_limits<double>::quiet_NaN();
     out_ << round << ',' << k + 1 << ',' << traffic[k].sent << ',' << traffic[k].received << ','
-         << traffic[k].missing << '\n';
+         << traffic[k].missing << ',' << traffic[k].refused << ',' << std::setprecision(10) << term << '\n';
+  }
   out_ << std::flush;
 }
 

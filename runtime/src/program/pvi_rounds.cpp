@@ -148,8 +148,9 @@ double PviRounds<Q>::elbo(uint32_t round) {
   const std::vector<bool> arrived = transport_.exchange(x);
   missing_terms_ = 0;
   double objective = server_.kl_to_prior();
+  silo_terms_.assign(S, std::numeric_limits<double>::quiet_NaN());
   for (int k = 0; k < S; ++k) {
-    if (arrived[k]) objective += losses[k];
+    if (arrived[k]) objective += losses[k], silo_terms_[k] = -losses[k];
     else ++missing_terms_;
   }
   // The objective is evaluated at the same draws every round, so a fall is q's doing, not noise's

@@ -125,6 +125,7 @@ class PviCoordinator : public Coordinator {
     runner_.run_round(uint32_t(t));
     return runner_.elbo(uint32_t(t));
   }
+  std::vector<double> silo_terms() const override { return runner_.silo_terms(); }
   std::string position(long t) const override {
     char line[64];
     std::snprintf(line, sizeof line, "round %3ld/%ld", t, rounds_);

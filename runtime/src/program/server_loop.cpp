@@ -207,12 +207,19 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   const auto start = Clock::now();
   auto seconds_now = [&] { return seconds_before + std::chrono::duration<double>(Clock::now() - start).count(); };
   long last = first - 1, missing_before = run.transport.missing_replies(), held_reports = 0;
+  // Each silo's term of the objective, summed since the last report (NaN: a missing reply).
+  std::vector<double> term_window;
+  std::vector<long> terms_in_window;
   bool stop = fixed ? false : monitor.converged();
   Eigen::VectorXd q_mean, q_sd, watched, watched_scale;
   for (long t = first; t <= steps && !stop; ++t) {
     last = t;
     const double objective = coordinator.step(t);
     if (std::isfinite(objective)) window += objective, ++in_window;
+    const std::vector<double> terms = coordinator.silo_terms();
+    term_window.resize(terms.size(), 0.0), terms_in_window.resize(terms.size(), 0);
+    for (size_t k = 0; k < terms.size(); ++k)
+      if (std::isfinite(terms[k])) term_window[k] += terms[k], ++terms_in_window[k];
     coordinator.moments(q_mean, q_sd);
     // The rule watches q's means in its sds and its log sds in their own units (tol_param 0.05:
     // 5% of an sd), so that a fit whose spread is still moving is not called converged.
@@ -248,7 +255,13 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       const double seconds = seconds_now();
       const long long sent = run.transport.total_sent(), received = run.transport.total_received();
       metrics.row(int(++reports), elbo, seconds, sent, received, extra);
-      silo_metrics.rows(int(reports), run.transport.traffic());
+      std::vector<double> term_means(term_window.size());
+      for (size_t k = 0; k < term_window.size(); ++k)
+        term_means[k] = terms_in_window[k] > 0 ? term_window[k] / double(terms_in_window[k])
+                                               : std::numeric_limits<double>::quiet_NaN();
+      silo_metrics.rows(int(reports), run.transport.traffic(), term_means);
+      std::fill(term_window.begin(), term_window.end(), 0.0);
+      std::fill(terms_in_window.begin(), terms_in_window.end(), 0);
       if (run.observer)
         run.observer->report({t, steps, coordinator.position(t), coordinator.unit(), elbo, seconds, run.transport.traffic()});
       const std::string missing = coordinator.missing_note(run.transport.missing_replies() - missing_before);

@@ -46,6 +46,10 @@ class Federation {
  public:
   Federation(SfviServer& server, Transport& transport) : server_(server), transport_(transport) {}
 
+  // Each silo's term of the last iteration's or round's objective (NaN: no reply): its part of
+  // the ELBO (SFVI), its local objective (SFVI-Avg, each an estimate of the whole ELBO).
+  const std::vector<double>& terms() const { return terms_; }
+
   // Each silo's rows (for SFVI-Avg's n / n_j).
   std::vector<double> sizes() {
     std::vector<double> n(transport_.silos(), 1.0);
@@ -69,8 +73,12 @@ class Federation {
     std::vector<Message> up(transport_.silos());
     const std::vector<bool> arrived = run(t, Phase::kSfviContribute, [&](int) { return down; }, up,
                                           reply_size());
+    terms_.assign(transport_.silos(), std::numeric_limits<double>::quiet_NaN());
     for (int k = 0; k < transport_.silos(); ++k)
-      if (arrived[k]) contributions.push_back(engine::unpack_contribution(up[k], params(), server_.hyper_dim()));
+      if (arrived[k]) {
+        contributions.push_back(engine::unpack_contribution(up[k], params(), server_.hyper_dim()));
+        terms_[k] = contributions.back().elbo_term;
+      }
     return server_.step(contributions, t);
   }
 
@@ -89,8 +97,12 @@ class Federation {
         },
         up, reply_size());
     std::vector<SfviLocalFit> fits;
+    terms_.assign(transport_.silos(), std::numeric_limits<double>::quiet_NaN());
     for (int k = 0; k < transport_.silos(); ++k)
-      if (arrived[k]) fits.push_back(engine::unpack_local_fit(up[k], params(), server_.hyper_dim()));
+      if (arrived[k]) {
+        fits.push_back(engine::unpack_local_fit(up[k], params(), server_.hyper_dim()));
+        terms_[k] = fits.back().elbo_term;
+      }
     if (fits.empty()) return std::numeric_limits<double>::quiet_NaN();
     server_.average(fits);
     double objective = 0;
@@ -164,6 +176,7 @@ class Federation {
 
   SfviServer& server_;
   Transport& transport_;
+  std::vector<double> terms_;
 };
 
 // The global draws a predictive or an output uses: the global parameters (n x S), and the
@@ -553,6 +566,12 @@ class SfviCoordinator : public Coordinator {
     if (method_ != "independent") return federation_.average_round(uint32_t(step), options_.avg_steps, weights_);
     federation_.independent_round(uint32_t(step), options_.avg_steps, own_);
     return independent_objective();
+  }
+  std::vector<double> silo_terms() const override {
+    if (method_ != "independent" || step_ > avg_rounds_) return federation_.terms();
+    std::vector<double> own;  // each silo's own fit's objective
+    for (const SfviLocalFit& f : own_) own.push_back(f.elbo_term);
+    return own;
   }
   double report_objective(long step, double window_mean) override {
     if (step > avg_rounds_) return window_mean;  // the mean estimate since the last line

@@ -39,11 +39,16 @@ ordered_json read_numeric_csv(const fs::path& path) {
   if (!f) throw std::runtime_error("cannot read " + path.string());
   std::string line;
   ordered_json columns = ordered_json::array(), rows = ordered_json::array();
-  if (std::getline(f, line)) {
+  const auto next_line = [&] {  // a file saved with CRLF line ends reads as one without
+    if (!std::getline(f, line)) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
+  };
+  if (next_line()) {
     std::stringstream header(line);
     for (std::string name; std::getline(header, name, ',');) columns.push_back(name);
   }
-  while (std::getline(f, line)) {
+  while (next_line()) {
     if (line.empty()) continue;
     ordered_json row = ordered_json::array();
     std::stringstream fields(line);

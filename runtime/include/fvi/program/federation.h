@@ -62,6 +62,7 @@ class SiloEndpoint {
 struct SiloTraffic {
   long long sent = 0, received = 0;  // server -> silo, silo -> server
   long missing = 0;                  // its replies the coordinator went on without (counted exchanges)
+  long refused = 0;                  // its replies the server refused (malformed, stale, too large)
 };
 
 // One exchange with (some of) the silos: each is sent request(k) and its reply goes to

@@ -111,12 +111,15 @@ class MetricsWriter {
 };
 
 // silos.csv, beside metrics.csv: at each of its rows, one row per silo with what the transport
-// counted so far (round, silo, bytes_sent, bytes_received, missing_replies), so a report shows each
-// silo's traffic and the rounds that went on without it.
+// counted so far (round, silo, bytes_sent, bytes_received, missing_replies, refused_replies) and
+// the silo's mean term of the objective since the last row (objective_term; NaN where the method
+// has none), so a report shows each silo's traffic, the rounds that went on without it, the
+// replies refused and what it adds to the objective.
 class SiloMetricsWriter {
  public:
   explicit SiloMetricsWriter(const std::string& path, bool append = false);
-  void rows(int round, const std::vector<SiloTraffic>& traffic);
+  // terms: each silo's mean term of the objective since the last report (empty: none, written NaN).
+  void rows(int round, const std::vector<SiloTraffic>& traffic, const std::vector<double>& terms);
 
  private:
   std::ofstream out_;

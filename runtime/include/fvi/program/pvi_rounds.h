@@ -41,6 +41,8 @@ class PviRounds {
   // that does not answer is left out (and counted in missing_terms()).
   double elbo(uint32_t round);
   int missing_terms() const { return missing_terms_; }
+  // Each silo's term of the last elbo(): its expected log likelihood under q (NaN: no reply).
+  const std::vector<double>& silo_terms() const { return silo_terms_; }
 
   // Silo changes refused or missing so far (each refusal is reported on stderr as it happens).
   long rejected() const { return rejected_; }
@@ -59,6 +61,7 @@ class PviRounds {
   std::vector<char> updated_;
   long rejected_ = 0;
   int missing_terms_ = 0;
+  std::vector<double> silo_terms_;
   bool server_damping_ = false;
   double damping_ = 1;
   double previous_objective_;  // NaN: none to compare with

@@ -44,6 +44,9 @@ class Coordinator {
 
   // Runs step t (1-based) and returns its estimate of the objective, NaN when it has none.
   virtual double step(long t) = 0;
+  // Each silo's term of the last step's objective (NaN for a silo whose reply is missing), for
+  // silos.csv and the report; empty where the method's objective has no per-silo terms.
+  virtual std::vector<double> silo_terms() const { return {}; }
   // The objective a report at step t shows, given the mean of the steps' estimates since the last
   // report (NaN if none): that mean, or a fresh evaluation.
   virtual double report_objective(long t, double window_mean) { (void)t; return window_mean; }
