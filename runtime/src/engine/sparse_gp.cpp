@@ -178,6 +178,12 @@ SparseGpUpdate SparseGpClient::update(uint32_t round, const DiagNatural& q, cons
   const long tail_from = options_.local_steps - std::max(1L, options_.local_steps / 10);
   const long average_from = options_.local_steps / 2;
   Eigen::VectorXd average = Eigen::VectorXd::Zero(p.size());
+  // CPO's first round fits the factors over u at the starting q(theta), which it holds: a CPO
+  // factor is the same for every Z, so until the factors say something the data cannot pin Z,
+  // each silo would hand back its share of the starting q(Z), and after one round q(Z) would be
+  // its prior, too wide for any one factor over u to fit (Boston: every run at the noise-only
+  // fit from round 2). DPO's factors move with Z and need no such start.
+  const bool hold_theta = options_.form == gp::FactorForm::Cpo && round <= 1;
   long averaged = 0;
   for (long step = 0; step < options_.local_steps; ++step) {
     const Eigen::VectorXd mean = p.head(G), log_sd = p.segment(G, G);
@@ -226,6 +232,7 @@ SparseGpUpdate SparseGpClient::update(uint32_t round, const DiagNatural& q, cons
     value -= weighted_kl(mean, log_sd, cavity, weights, &mean_bar, &log_sd_bar);
     grad.head(G) -= mean_bar;
     grad.segment(G, G) -= log_sd_bar;
+    if (hold_theta) grad.head(2 * G).setZero();
     if (!grad.allFinite()) {
       ++failed;
       continue;

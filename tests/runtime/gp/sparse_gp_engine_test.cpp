@@ -169,6 +169,32 @@ TEST_CASE("a silo's factor over theta never has negative precision", "[gp]") {
   CHECK(u.factor.eta1.allFinite());
 }
 
+TEST_CASE("CPO's first round fits the factor over u at the starting q(theta), which it hands back unchanged",
+          "[gp]") {
+  const int M = 3;
+  const SparseGpLayout L = one_dimensional(M);
+  const MatrixXd x = normals(12, 18);
+  const VectorXd y = x.col(0).array().sin().matrix() + normals(12, 19, 0.2);
+  fvi::engine::SparseGpOptions o;
+  o.form = fvi::gp::FactorForm::Cpo;
+  o.local_steps = 60;
+  const fvi::engine::SparseGpClient client(L, x, y, o, 1);
+  // q: the inducing inputs spread over the data, lengthscale and noise near 1 and 0.3, each
+  // coordinate's sd 0.1; the silo's own factor a tenth of q's precision.
+  VectorXd mean(M + 2), precision = VectorXd::Constant(M + 2, 100);
+  mean << -1, 0, 1, 0, std::log(0.3);
+  const DiagNatural q{mean.cwiseProduct(precision), -0.5 * precision};
+  const DiagNatural own{q.eta1 / 10, q.eta2 / 10};
+  const auto start = client.initial_factor();
+  const auto first = client.update(1, q, own, start, {}, MatrixXd());
+  CHECK((first.factor.eta1 - own.eta1).cwiseAbs().maxCoeff() <= 1e-9 * own.eta1.cwiseAbs().maxCoeff());
+  CHECK((first.factor.eta2 - own.eta2).cwiseAbs().maxCoeff() <= 1e-9 * own.eta2.cwiseAbs().maxCoeff());
+  CHECK((fvi::gp::flatten(first.pseudo) - fvi::gp::flatten(start)).cwiseAbs().maxCoeff() > 1e-3);
+  // From the second round q(theta) is fitted too: the factor over theta moves.
+  const auto second = client.update(2, q, own, first.pseudo, {}, MatrixXd());
+  CHECK((second.factor.eta1 - own.eta1).cwiseAbs().maxCoeff() > 1e-3);
+}
+
 TEST_CASE("the server refuses malformed updates and keeps q = prior x factors", "[gp]") {
   const int M = 3;
   const SparseGpLayout L = one_dimensional(M);
