@@ -112,7 +112,7 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
                 "means move at most %.2f q sds (%s); sds change at most %+.0f%% (%s)",
                 smoothed.khat, ess, worst_mean, mean_name.c_str(), 100 * worst_sd, sd_name.c_str());
   out.line = text;
-  out.khat = smoothed.khat, out.ess = ess, out.worst_mean = worst_mean, out.worst_sd = worst_sd;
+  out.khat = smoothed.khat, out.ess = ess, out.worst_mean = worst_mean, out.worst_sd = worst_sd, out.sd_name = sd_name;
   // A verdict only from enough effective draws: an sd's relative Monte Carlo error is then about
   // 1 / sqrt(2 ESS), under 5% at 200.
   out.moments_hold = ess >= 200 && worst_mean <= 0.25 && std::abs(worst_sd) <= 0.2;

@@ -21,6 +21,7 @@ struct TailCheck {
   // k-hat, which its lighter tails raise, is over 0.7.
   bool moments_hold = false;
   double khat = 0, ess = 0, worst_mean = 0, worst_sd = 0;
+  std::string sd_name;  // whose sd changes most
 };
 
 // The check at g's draws, their log p (and each silo's log q of its locals) from `coordinator`'s
