@@ -381,8 +381,9 @@ const std::vector<KeySpec>& inference_keys() {
        "the draws, up to 16 times, where their noise keeps the averaged means from settling)",
        ""},
       {"local_samples", "an integer >= 1",
-       "SFVI: importance samples of each local element per draw of the globals (K > 1: an importance-weighted bound)",
-       "16 where every local element can be scored on its own, else 1"},
+       "SFVI: importance samples of each local element (or of a silo's whole local block, where its locals are "
+       "read as a whole) per draw of the globals (K > 1: an importance-weighted bound)",
+       "16 where every local element can be scored on its own or the local block has at most 4 values, else 1"},
       {"seed", "an integer >= 0", "random seed", "1"},
       {"avg_steps", "an integer >= 1", "SFVI-Avg local steps between averaging", "10"},
       {"warm_start", "an integer >= 0", "SFVI-Avg rounds before switching to SFVI", "0"},
