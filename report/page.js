@@ -58,7 +58,8 @@
         ', drift ' + figure(c.drift_sd) + ' q sds, standard error ' + figure(c.standard_error_sd) + ' q sds']);
     }
     facts.push(['Pareto k̂', run.khat !== undefined ? figure(run.khat) +
-      (run.khat < 0.5 ? ' (good)' : run.khat <= 0.7 ? ' (usable)' : ' (poor: q is not to be trusted)') : 'not computed']);
+      (run.khat_reading ? ' (' + run.khat_reading + ')'
+        : run.khat < 0.5 ? ' (good)' : run.khat <= 0.7 ? ' (usable)' : ' (poor: q is not to be trusted)') : 'not computed']);
     if (data.draws !== undefined) facts.push(['draws from q', data.draws]);
     if (data.facts && data.facts.family) facts.push(['family', data.facts.family]);
     root.append(table(null, facts, 'facts'));

@@ -15,14 +15,17 @@ printed no error. A screenshot of each page is kept in ARTIFACTS.
   pvi   examples/pima_logreg with --test: the objective and each silo's term of it (its
         expected log likelihood), the held-out metrics, 9 marginals with their stated
         normal(0, 10) priors, traffic per round and per silo.
-  sfvi  examples/hier_logreg (SFVI): the server's page (each silo's term of the ELBO charted),
+  sfvi  examples/hier_logreg (SFVI): the server's page (each silo's term of the ELBO charted; k-hat
+        0.89 read as the tail check reads it: its means and sds close),
         and silo 1's page from OUT/silo-1 (its local alpha's marginals, no plan: the silo's own
         outputs).
   vfl   examples/vfl_logreg (vertical, two silos): the server's page.
 
 Exits 77 (skipped) when Chromium is not installed; scripts/test.sh installs it.
 """
+import html
 import html.parser
+import json
 import re
 import os
 import shutil
@@ -129,6 +132,7 @@ def check_page(chromium, out, name, artifacts, work, expect_charts, expect_secti
     dom, console = open_in_chromium(chromium, os.path.abspath(page), screenshot, work)
     p = Page()
     p.feed(dom)
+    p.dom = dom
     charts, rendered = p.body.get("data-charts"), p.body.get("data-rendered")
     require(charts is not None and rendered is not None,
             "%s: the page never finished rendering (body %s)" % (name, p.body))
@@ -173,10 +177,20 @@ def case_sfvi(chromium, cache, work, artifacts):
     ex = os.path.join(EXAMPLES, "hier_logreg")
     out = os.path.join(work, "sfvi")
     fvic_run(cache, os.path.join(ex, "hier_logreg.fvi"), os.path.join(ex, "data"), out)
-    check_page(chromium, out, "sfvi", artifacts, work,
+    server = check_page(chromium, out, "sfvi", artifacts, work,
                ["chart-objective", "chart-silo-terms", "chart-stopping-rule", "chart-marginal-", "chart-bytes-per-round",
                 "chart-bytes-per-silo"],
                ["The plan", "Convergence", "Posterior marginals", "Traffic"])
+    # k-hat over 0.7 whose tail check finds q's moments close (hier_logreg's tau: k-hat 0.89, the
+    # check's 0.66): posterior.json's khat_reading says so, and the page's facts read it, not "poor".
+    with open(os.path.join(out, "posterior.json")) as f:
+        post = json.load(f)
+    require(post.get("khat", 0) > 0.7 and "means and sds are close" in post.get("khat_reading", ""),
+            "sfvi: posterior.json's k-hat %s without the tail check's reading: %r" % (post.get("khat"), post.get("khat_reading")))
+    # The facts table's cell: k-hat's figure, then the reading in brackets (the page's data holds the
+    # two apart, so only the rendered cell matches).
+    require(re.search(r"\d \(" + re.escape(post["khat_reading"]) + r"\)", html.unescape(server.dom)),
+            "sfvi: the page's facts do not read k-hat as posterior.json does")
     # A silo's own page: its local posterior only.
     silo = check_page(chromium, os.path.join(out, "silo-1"), "sfvi-silo-1", artifacts, work, ["chart-marginal-"],
                       ["Posterior marginals", "Posterior summary"])

@@ -133,6 +133,7 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
     if (summary.tol_param > 0) j["criterion"]["tol_param"] = summary.tol_param;
   }
   if (std::isfinite(summary.khat)) j["khat"] = summary.khat;
+  if (!summary.khat_reading.empty()) j["khat_reading"] = summary.khat_reading;
   if (!summary.notes.empty()) {
     nlohmann::ordered_json notes = nlohmann::ordered_json::array();
     for (const auto& [level, text] : summary.notes) notes.push_back({{"level", level}, {"text", text}});
