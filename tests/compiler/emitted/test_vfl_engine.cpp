@@ -141,8 +141,15 @@ Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, c
           const auto [a0, s0] = network(fixed, zat, u, o.width, o.depth);  // psi held fixed, m not
           log_q = normal_lpdf(z[k][i], m[k][i] + a0, exp(s0));
         } else {
-          z[k][i] = p[zat + i] + exp(p[zat + N + i]) * Dual(tau[k](i, s));
-          log_q = normal_lpdf(z[k][i], fixed[zat + i], std::exp(fixed[zat + N + i]));
+          // z's mean: the offset plus x_i . (q(theta_k)'s mean), with theta's mean a parameter too.
+          Dual centre = 0;
+          double centre_fixed = 0;
+          for (int c = 0; c < P; ++c) {
+            centre = centre + Dual(d.X(i, d.first(k) + c)) * p[at + c];
+            centre_fixed += d.X(i, d.first(k) + c) * fixed[at + c];
+          }
+          z[k][i] = centre + p[zat + i] + exp(p[zat + N + i]) * Dual(tau[k](i, s));
+          log_q = normal_lpdf(z[k][i], Dual(centre_fixed + fixed[zat + i]), std::exp(fixed[zat + N + i]));
         }
         total = total + normal_lpdf(z[k][i], m[k][i], o.rho) - log_q;
       }

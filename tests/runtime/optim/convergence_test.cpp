@@ -279,3 +279,81 @@ TEST_CASE("a run stopped while averaging had just begun says so, not a drift it 
   CHECK(v.find("-1.000") == std::string::npos);
   CHECK(v.find("ridge") == std::string::npos);
 }
+
+namespace {
+
+// A plateaued fit of a q with many coordinates (a mean-field softmax regression has thousands):
+// the iterates wander about the optimum as an Ornstein-Uhlenbeck process, `level` q sds times the
+// square root of the step scale, correlation time 10 steps; `drift(t, i)`, in q sds, is added to
+// coordinate i's mean. Returns the steps taken (at most `steps`) and the final monitor.
+template <class Drift>
+ConvergenceMonitor run_many(long d, long steps, double level, Drift drift, long& taken,
+                            Eigen::VectorXd* target_out = nullptr) {
+  ConvergenceOptions o;
+  o.window = 50;
+  ConvergenceMonitor monitor(o);
+  std::mt19937_64 rng(20261128);
+  std::normal_distribution<double> normal;
+  Eigen::VectorXd target(d), sd(d), offset = Eigen::VectorXd::Zero(d);
+  for (long i = 0; i < d; ++i) target[i] = normal(rng), sd[i] = 0.1 + 0.01 * double(i % 50);
+  const double rho = std::exp(-1.0 / 10);
+  Eigen::VectorXd m(d);
+  for (taken = 1; taken <= steps && !monitor.converged(); ++taken) {
+    const double scale = level * std::sqrt(monitor.step_scale());
+    for (long i = 0; i < d; ++i) {
+      offset[i] = rho * offset[i] + std::sqrt(1 - rho * rho) * scale * normal(rng);
+      m[i] = target[i] + (offset[i] + drift(taken, i)) * sd[i];
+    }
+    monitor.observe(-5000 + normal(rng), m, sd, m);
+  }
+  --taken;
+  if (target_out) *target_out = target;
+  return monitor;
+}
+
+}  // namespace
+
+TEST_CASE("a stationary q of thousands of coordinates converges: chance alone is not a drift",
+          "[optim][convergence]") {
+  // 4,000 means and 4,000 log-sds: under stationarity some of 8,000 slopes lie 4 standard errors
+  // from zero by chance, and the largest of 8,000 estimated drifts is near 4 of their standard
+  // errors. A rule that reads each as a single series' drift drops its average again and again.
+  // Window means jitter by about 0.1 x 0.63 x sqrt(step scale) sds: precise enough for the
+  // bound (2 se of the slope over 64 windows, about 0.02 sd) long before 64 windows.
+  const long d = 4000;
+  long taken = 0;
+  Eigen::VectorXd target;
+  const ConvergenceMonitor monitor = run_many(d, 20000, 0.1, [](long, long) { return 0.0; }, taken, &target);
+  INFO(monitor.verdict(taken, "iterations"));
+  REQUIRE(monitor.converged());
+  // The average is the optimum to Monte Carlo error: the OU average over N steps has standard
+  // error level x sqrt(step scale) x sqrt((1 + rho) / (1 - rho) / N) sd, under 0.1 x 4.5 / sqrt(N)
+  // (step scale at most 1); 8,000 coordinates, so the largest within 5 of those.
+  const Eigen::VectorXd avg = monitor.average();
+  const double n = double(monitor.averaged_steps());
+  double worst = 0;
+  for (long i = 0; i < d; ++i) worst = std::max(worst, std::abs(avg[i] - target[i]) / (0.1 + 0.01 * double(i % 50)));
+  CHECK(worst < 5 * 0.1 * 4.5 / std::sqrt(n));
+}
+
+TEST_CASE("one drifting coordinate among thousands keeps the rule from converging", "[optim][convergence]") {
+  // Coordinate 7's mean walks 1 sd per 2,000 steps (0.2 sd over the rule's shortest span, 8
+  // windows of 50); the 3,999 others are still.
+  long taken = 0;
+  const ConvergenceMonitor monitor =
+      run_many(4000, 20000, 0.1, [](long t, long i) { return i == 7 ? double(t) / 2000.0 : 0.0; }, taken);
+  CHECK_FALSE(monitor.converged());
+  CHECK(monitor.verdict(taken, "iterations").rfind("NOT converged", 0) == 0);
+}
+
+TEST_CASE("a slow drift shared by every coordinate is caught though no one of them is significant",
+          "[optim][convergence]") {
+  // Every mean walks 0.05 sd per 1,000 steps (0.16 sd over 64 windows of 50, over twice
+  // tol_param), under noise that leaves each slope only a few standard errors from zero, below
+  // the level a test of 8,000 slopes at once needs: the bound, which every coordinate must pass
+  // on its own, holds the rule.
+  long taken = 0;
+  const ConvergenceMonitor monitor =
+      run_many(4000, 20000, 0.3, [](long t, long) { return 0.05 * double(t) / 1000.0; }, taken);
+  CHECK_FALSE(monitor.converged());
+}

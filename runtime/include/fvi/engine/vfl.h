@@ -225,6 +225,10 @@ class VflSilo {
   void limit_theta_steps();
   // The theta_k and h_k parts of the gradient given the adjoint of m_k (N x S).
   double theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params);
+  // Mean-field q(z) with mean-field q(theta_k): z's means are offsets from m_k at q's mean.
+  bool centred_z() const { return options_.auxiliary && !options_.amortized && !joint_; }
+  // m_k at q(theta_k)'s mean and the current h_k (N x 1); the contribution's last forward.
+  Eigen::MatrixXd contribution_at_mean();
   // The number of q(theta_k)'s parameters at the front of params_.
   Eigen::Index theta_params() const { return joint_ ? joint_q_.params().size() : 2 * split_dim_; }
 

@@ -7,14 +7,23 @@
 // drift over the span, which must be small even at the top of its confidence interval (slope plus
 // two standard errors, over the span, under 2 tol_param: the average then lags the end of the span
 // by less than tol_param), and the spread about the line the average's standard error. A slow
-// drift hidden in noise (an optimiser crawling along a ridge) keeps the bound wide; a slope three
-// standard errors from zero and over tol_param is a drift. The log-sds are judged the same way, in
-// their own units: a q whose means have settled while its sds still shrink has not converged.
+// drift hidden in noise (an optimiser crawling along a ridge) keeps the bound wide. The log-sds
+// are judged the same way, in their own units: a q whose means have settled while its sds still
+// shrink has not converged.
+//
+// Many coordinates at once (a softmax regression's q has thousands of series): by chance alone
+// some of m estimated slopes lie far from zero (with few windows, Student's t on n - 2 degrees of
+// freedom, farther still), and a slope read as a single series' drift restarts the average again
+// and again. So a slope is a significant drift only beyond the Bonferroni level of the m series
+// (two-sided 5% over all of them, on Student's t with n - 2 degrees of freedom, never under
+// three standard errors), and by more than tol_param. The bound is not relaxed: it must hold for
+// every coordinate, so the average of many needs more windows (or draws) than that of one.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "fvi/eigen_types.h"
+#include "fvi/kernel/cdfs.h"
 
 namespace fvi {
 
@@ -24,6 +33,18 @@ struct WindowJudgement {
   double drift = 0;        // the largest drift over the span (a mean's in q sds, an sd's relative)
   double standard_error = 0;  // the largest standard error of the average, in the same units
 };
+
+// Student's t's upper quantile on nu degrees of freedom: t with P(T > t) = p, 0 < p < 0.5
+// (bisection on the log tail, to 1e-9 relative).
+inline double student_t_upper_quantile(double p, double nu) {
+  const double log_p = std::log(p);
+  double lo = 0, hi = 1e9;
+  for (int k = 0; k < 300 && hi - lo > 1e-9 * hi; ++k) {
+    const double mid = (lo + hi) / 2;
+    (kernel::detail::log_standard_cdf(kernel::detail::CdfFamily::StudentT, -mid, nu) > log_p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
 
 // `windows[w].mean` and `.sd`: window w's average of q's means and sds (oldest first, at least 3).
 template <class Windows>
@@ -35,8 +56,14 @@ WindowJudgement judge_windows(const Windows& windows, double tol_param) {
   const double centre = double(n - 1) / 2;
   double sxx = 0;
   for (long w = 0; w < n; ++w) sxx += (double(w) - centre) * (double(w) - centre);
+  // Each series' line, in the units of tol_param: slope, its standard error, the average's.
+  struct Line {
+    double slope, se_slope, se_mean;
+  };
+  std::vector<Line> lines;
+  lines.reserve(size_t(2 * d));
   std::vector<double> series(size_t(n), 0.0);
-  const auto judge = [&] {  // one series, in the units of tol_param
+  const auto fit = [&] {
     double mean = 0;
     for (double v : series) mean += v;
     mean /= double(n);
@@ -49,22 +76,26 @@ WindowJudgement judge_windows(const Windows& windows, double tol_param) {
       residual += r * r;
       spread += (series[size_t(w)] - mean) * (series[size_t(w)] - mean);
     }
-    const double se_slope = std::sqrt(residual / double(n - 2) / sxx);
-    const double drift = std::abs(slope) * double(n - 1);
-    const double drift_bound = (std::abs(slope) + 2 * se_slope) * double(n - 1);
-    if (!(drift_bound < 2 * tol_param)) out.stationary = false;
-    if (std::abs(slope) > 3 * se_slope && drift > tol_param) out.drifting = true;
-    out.drift = std::max(out.drift, drift);
-    out.standard_error = std::max(out.standard_error, std::sqrt(spread / double(n - 1) / double(n)));
+    lines.push_back({slope, std::sqrt(residual / double(n - 2) / sxx), std::sqrt(spread / double(n - 1) / double(n))});
   };
   for (Eigen::Index i = 0; i < d; ++i) {
     double scale = 0;  // the mean in q's sds, their average over the span
     for (long w = 0; w < n; ++w) scale += windows[size_t(w)].sd[i];
     scale = std::max(scale / double(n), 1e-300);
     for (long w = 0; w < n; ++w) series[size_t(w)] = windows[size_t(w)].mean[i] / scale;
-    judge();
+    fit();
     for (long w = 0; w < n; ++w) series[size_t(w)] = std::log(std::max(windows[size_t(w)].sd[i], 1e-300));
-    judge();
+    fit();
+  }
+  const double m = double(lines.size());
+  const double significant = std::max(3.0, student_t_upper_quantile(0.025 / m, double(n - 2)));
+  for (const Line& l : lines) {
+    const double drift = std::abs(l.slope) * double(n - 1);
+    const double drift_bound = (std::abs(l.slope) + 2 * l.se_slope) * double(n - 1);
+    if (!(drift_bound < 2 * tol_param)) out.stationary = false;
+    if (std::abs(l.slope) > significant * l.se_slope && drift > tol_param) out.drifting = true;
+    out.drift = std::max(out.drift, drift);
+    out.standard_error = std::max(out.standard_error, l.se_mean);
   }
   return out;
 }
