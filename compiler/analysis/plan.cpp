@@ -262,11 +262,9 @@ void add_rule_messages(Plan& plan, const Groups& g) {
   if (!sfvi && !is_vertical(plan.method)) return;
   const std::string own = sfvi ? "its locals" : "its split block";
   plan.rule.push_back({"server", "silo k",
-                       sfvi ? "the step size's scale, whether to restart the average of its locals, and the draws per "
-                              "gradient, when one changes"
-                            : "the step size's scale and whether to restart the average of its split block, when one "
-                              "changes",
-                       SymSize::constant(sfvi ? 3 : 2)});
+                       "the step size's scale, whether to restart the average of " + own +
+                           ", and the draws per gradient, when one changes",
+                       SymSize::constant(3)});
   if (sfvi && g.locals.empty()) return;
   // Once a window (kSfviRuleWindow; VFL's is the rule's default, also 100).
   plan.rule.push_back({"server", "silo k", "tol_param, once a window (window, 100 iterations by default) after the server's q has settled",

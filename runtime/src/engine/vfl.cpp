@@ -361,11 +361,12 @@ void VflServer::restore(const Eigen::VectorXd& state) {
 }
 
 // [joint?, offset, total, params with Adam's state, the averaging schedule, the iteration of the
-// kept proposal].
+// kept proposal, the draws per gradient].
 Eigen::VectorXd VflSilo::checkpoint() const {
   const Eigen::VectorXd core = with_adam(params_, adam_), schedule = average_.state(params_.size());
-  Eigen::VectorXd state(3 + core.size() + schedule.size() + 1);
-  state << double(joint_), double(joint_ ? joint_q_.offset() : 0), double(joint_total_), core, schedule, double(proposed_);
+  Eigen::VectorXd state(3 + core.size() + schedule.size() + 2);
+  state << double(joint_), double(joint_ ? joint_q_.offset() : 0), double(joint_total_), core, schedule, double(proposed_),
+      double(options_.mc_samples);
   return state;
 }
 
@@ -375,13 +376,17 @@ void VflSilo::restore(const Eigen::VectorXd& saved) {
     set_layout(true, checkpoint_count(saved[1], "the silo's offset"), checkpoint_count(saved[2], "the joint family's size"));
   const Eigen::VectorXd state = saved.tail(saved.size() - 3);
   const Eigen::Index p = params_.size(), schedule = ParameterAverage::state_size(p);
-  if (state.size() < schedule + 1) throw std::invalid_argument("a damaged vertical silo checkpoint");
-  const Eigen::Index core = state.size() - schedule - 1;
+  if (state.size() < schedule + 2) throw std::invalid_argument("a damaged vertical silo checkpoint");
+  const Eigen::Index core = state.size() - schedule - 2;
+  const double proposed = state[state.size() - 2], draws = state[state.size() - 1];
+  if (!(proposed >= 0 && proposed <= 4294967295.0 && proposed == std::floor(proposed)))
+    throw std::invalid_argument("a damaged vertical silo checkpoint");
+  if (!(draws >= 1 && draws <= 1e6 && draws == std::floor(draws)))
+    throw std::invalid_argument("a damaged vertical silo checkpoint (its draws per gradient)");
   set_params(restore_adam(state.head(core), p, 0, adam_));
   average_.restore(state.segment(core, schedule));
   adam_.set_scale(average_.step_scale());
-  const double proposed = state[state.size() - 1];
-  if (!(proposed >= 0 && proposed <= 4294967295.0)) throw std::invalid_argument("a damaged vertical silo checkpoint");
+  options_.mc_samples = long(draws);
   if (proposed > 0) propose(uint32_t(proposed));
 }
 

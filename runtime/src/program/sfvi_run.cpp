@@ -35,9 +35,6 @@ using engine::SfviSilo;
 using Global = StructuredGlobalGaussian<double>;
 
 constexpr uint64_t kEvaluationSeed = 0x5f5f5f5fULL;  // the ELBO's fixed noise (its own stream)
-// The most the stopping rule may multiply mc_samples by (ConvergenceOptions::max_mc_factor); a
-// silo accepts no more draws per gradient than this times its own setting.
-constexpr long kMaxMcFactor = 16;
 
 // The server's side of the exchanges (seed 002 Algs. 1-2) over a Transport. A silo missing from
 // an iteration contributes nothing to it: the server steps on the gradients that arrived

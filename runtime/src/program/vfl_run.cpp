@@ -49,6 +49,19 @@ class VerticalFederation {
       : server_(server), transport_(transport), power_(power), rows_(rows), draws_(draws),
         last_z_(transport.silos(), Eigen::MatrixXd::Zero(rows, draws)) {}
 
+  // The draws per gradient from the next iteration on (the stopping rule's doubling). A silo that
+  // misses an iteration is represented by its last z_k: its columns, repeated to the new count.
+  void set_draws(long draws) {
+    if (draws == draws_) return;
+    for (Eigen::MatrixXd& z : last_z_) {
+      Eigen::MatrixXd wider(rows_, draws);
+      for (long s = 0; s < draws; ++s) wider.col(s) = z.col(s % z.cols());
+      z = std::move(wider);
+    }
+    draws_ = draws;
+  }
+  long draws() const { return draws_; }
+
   // One iteration of Algorithm 1 or 2. Returns the ELBO estimate (the parties' terms summed).
   double iteration(uint32_t t) {
     const int J = transport_.silos();
@@ -238,7 +251,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   void set_test_data(data::DataSet data) override { test_ = std::make_unique<data::DataSet>(std::move(data)); }
 
   Message handle(uint32_t round, Phase phase, const Message& request) override {
-    const Eigen::Index N = silo_.rows(), S = options_.mc_samples;
+    const Eigen::Index N = silo_.rows(), S = silo_.mc_samples();
     auto expect = [&](size_t n) {
       const std::string bad = check_reply(request, n);
       if (!bad.empty()) throw std::invalid_argument(std::string("the server's ") + phase_name(phase) + " request has " + bad);
@@ -287,10 +300,17 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
       }
       case Phase::kVflSettled:
         return settled_reply(request, silo_.block_settled(request.empty() ? 0 : request[0]));
-      case Phase::kVflSchedule:
-        expect(2);
-        silo_.set_schedule(request[0], request[1] != 0);
+      case Phase::kVflSchedule: {
+        expect(3);
+        const double scale = request[0], draws = request[2];
+        if (!(scale > 0 && scale <= 1 && draws >= 1 && draws <= double(kMaxMcFactor * options_.mc_samples) &&
+              draws == std::floor(draws)))
+          throw std::invalid_argument("a schedule request with step scale " + std::to_string(scale) + " and " +
+                                      std::to_string(draws) + " draws per gradient");
+        silo_.set_schedule(scale, request[1] != 0);
+        silo_.set_mc_samples(long(draws));
         return {};
+      }
       case Phase::kVflFinish:
         if (!finished_) silo_.use_average();
         finished_ = true;
@@ -392,11 +412,13 @@ class VflCoordinator : public Coordinator {
   }
   Eigen::VectorXd params() const override { return server_.params(); }
   void set_params(const Eigen::VectorXd& p) override { server_.set_params(p); }
-  // The silos decay their own steps and average their own parameters with the server.
-  // (VFL keeps its draws per gradient: the silos' messages are N x mc_samples values.)
+  // The silos decay their own steps and average their own parameters with the server, and take
+  // the draws per gradient the rule asks for (the messages are N x draws values).
   void set_schedule(double scale, long epoch, long mc_factor) override {
-    (void)mc_factor;  // max_mc_factor is 1 here
     server_.set_step_scale(scale);
+    const long draws = options_.mc_samples * mc_factor;  // epoch changes with mc_factor
+    server_.set_mc_samples(draws);
+    federation_.set_draws(draws);
     const bool resumed = std::exchange(resumed_, false);
     if (scale == silo_scale_ && epoch == silo_epoch_) return;
     std::vector<Message> none;
@@ -404,8 +426,8 @@ class VflCoordinator : public Coordinator {
     // from its cache, without acting on it (a resumed server asking again). After a resume the
     // silos hold the schedule of their own checkpoints: the server only takes it up.
     if (!resumed)
-      ask_every_silo(run_.transport, uint32_t(step_), Phase::kVflSchedule, {scale, epoch != silo_epoch_ ? 1.0 : 0.0},
-                     0, none);
+      ask_every_silo(run_.transport, uint32_t(step_), Phase::kVflSchedule,
+                     {scale, epoch != silo_epoch_ ? 1.0 : 0.0, double(draws)}, 0, none);
     silo_scale_ = scale, silo_epoch_ = epoch;
   }
   // The written model's log joint at the output draws: the server's prior and likelihood at
@@ -451,7 +473,11 @@ class VflCoordinator : public Coordinator {
                   power_ ? "power-likelihood" : "augmented", options_.rho);
     return text;
   }
-  ConvergenceOptions convergence() const override { return ConvergenceOptions{}; }
+  ConvergenceOptions convergence() const override {
+    ConvergenceOptions o;
+    o.max_mc_factor = kMaxMcFactor;  // where the gradients' noise holds the average back
+    return o;
+  }
   std::string unsettled(long t, double tol_param) override {
     Settling s = ask_silos_settled(run_.transport, uint32_t(t), Phase::kVflSettled, tol_param, "split block");
     settled_note_ = std::move(s.note);
@@ -460,23 +486,31 @@ class VflCoordinator : public Coordinator {
   std::string settled_note() const override { return settled_note_; }
   const char* unit() const override { return "iterations"; }
 
+  // [the server's state, the draws per gradient, each silo's last z_k (rows x draws)].
   std::vector<double> state() const override {
     const Eigen::VectorXd s = server_.checkpoint();
     std::vector<double> m(s.data(), s.data() + s.size());
+    m.push_back(double(federation_.draws()));
     for (const Eigen::MatrixXd& z : federation_.last_z()) m.insert(m.end(), z.data(), z.data() + z.size());
     return m;
   }
   void restore(const std::vector<double>& m) override {
     resumed_ = true;
-    const int S = run_.transport.silos();
-    const Eigen::Index state_size = server_.checkpoint().size(), z_size = server_.rows() * options_.mc_samples;
-    if (m.size() != size_t(state_size + S * z_size))
+    const int J = run_.transport.silos();
+    const Eigen::Index state_size = server_.checkpoint().size();
+    const double stored = m.size() > size_t(state_size) ? m[size_t(state_size)] : 0;
+    if (!(stored >= 1 && stored <= double(kMaxMcFactor * options_.mc_samples) && stored == std::floor(stored)))
+      throw std::invalid_argument("the server's state has a damaged draws per gradient");
+    const long draws = long(stored);
+    const Eigen::Index z_size = server_.rows() * draws;
+    if (m.size() != size_t(state_size + 1 + J * z_size))
       throw std::invalid_argument("the server's state has " + std::to_string(m.size()) + " values");
     server_.restore(Eigen::Map<const Eigen::VectorXd>(m.data(), state_size));
+    server_.set_mc_samples(draws);
+    federation_.set_draws(draws);
     std::vector<Eigen::MatrixXd> z;
-    for (int k = 0; k < S; ++k)
-      z.push_back(Eigen::Map<const Eigen::MatrixXd>(m.data() + state_size + k * z_size, server_.rows(),
-                                                    options_.mc_samples));
+    for (int k = 0; k < J; ++k)
+      z.push_back(Eigen::Map<const Eigen::MatrixXd>(m.data() + state_size + 1 + k * z_size, server_.rows(), draws));
     federation_.set_last_z(std::move(z));
   }
 

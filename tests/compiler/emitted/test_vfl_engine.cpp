@@ -640,3 +640,30 @@ TEST_CASE("VFL exact decomposition, joint family: a Gaussian regression with col
           "[vfl]") {
   check_gaussian_posterior(true, true);
 }
+
+TEST_CASE("A vertical silo's checkpoint keeps the draws per gradient the stopping rule gave it", "[vfl]") {
+  // The rule may double a silo's draws; a silo restarted from its checkpoint must send z_k with
+  // as many columns as the server expects, and its kept proposal must be the same one.
+  std::mt19937_64 rng(41);
+  const Split d = logistic_split(9, {3}, rng);
+  Data data;
+  data.add("N", scalar(d.N));
+  data.add("P", scalar(d.P[0]));
+  data.add("x", d.columns(0));
+  VflOptions opt;
+  opt.mc_samples = 2;
+  opt.seed = 9;
+  VflSilo silo(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
+  silo.set_mc_samples(8);
+  const Eigen::MatrixXd z = silo.propose(5);
+  REQUIRE(z.cols() == 8);
+  const Eigen::VectorXd saved = silo.checkpoint();
+  VflSilo again(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
+  again.restore(saved);
+  CHECK(again.mc_samples() == 8);
+  CHECK(again.propose(5) == z);
+  Eigen::VectorXd damaged = saved;
+  damaged[damaged.size() - 1] = 2.5;  // not a count of draws
+  VflSilo third(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
+  CHECK_THROWS_AS(third.restore(damaged), std::invalid_argument);
+}

@@ -102,6 +102,9 @@ class VflServer {
   Eigen::VectorXd marginal_log_q(const Eigen::MatrixXd& eps) const;
   // Multiplies the step size of later steps (the stopping rule's decay).
   void set_step_scale(double scale) { adam_.set_scale(scale); }
+  // The draws per gradient (the stopping rule may multiply them, ConvergenceOptions).
+  long mc_samples() const { return options_.mc_samples; }
+  void set_mc_samples(long draws) { options_.mc_samples = draws; }
   // The written model's log p(b) + log p(y | b + eta) at draws b (global x S) and eta = the sum
   // of the silos' partial predictors (rows x S); false without the likelihood (the power model's
   // is the silos').
@@ -167,6 +170,9 @@ class VflSilo {
   Eigen::VectorXd theta_log_q(const Eigen::MatrixXd& theta) const;
   Eigen::VectorXd hyper() const { return params_.segment(theta_params(), hyper_dim_); }
 
+  // The draws per gradient, S (the server's schedule may change them between proposals).
+  long mc_samples() const { return options_.mc_samples; }
+  void set_mc_samples(long draws) { options_.mc_samples = draws; }
   // Alg. 1 step 14 / Alg. 2 step 21: draws theta_k and z_k for `iteration` with fresh noise,
   // keeps the noise, and returns z_k (N x S).
   const Eigen::MatrixXd& propose(uint32_t iteration);

@@ -26,6 +26,10 @@
 
 namespace fvi {
 
+// The most the stopping rule may multiply mc_samples by (ConvergenceOptions::max_mc_factor); a
+// silo accepts no more draws per gradient than this times its own setting.
+constexpr long kMaxMcFactor = 16;
+
 struct ConvergenceOptions {
   long window = 100;         // steps per window
   double tol = 1e-4;         // relative change of the window-mean objective (plateau)
