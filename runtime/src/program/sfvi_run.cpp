@@ -363,15 +363,9 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       return m;
     }
     if (phase == Phase::kSfviSchedule) {
-      if (request.size() != 3)
-        throw std::invalid_argument("a schedule request needs [step scale, restart, mc_samples]");
-      const double scale = request[0], draws = request[2];
-      if (!(scale > 0 && scale <= 1 && draws >= 1 && draws <= double(kMaxMcFactor * options_.mc_samples) &&
-            draws == std::floor(draws)))
-        throw std::invalid_argument("a schedule request with step scale " + std::to_string(scale) + " and " +
-                                    std::to_string(draws) + " draws per gradient");
-      silo_.set_schedule(scale, request[1] != 0);
-      silo_.set_mc_samples(long(draws));
+      const SiloSchedule s = read_silo_schedule(request, options_.mc_samples);
+      silo_.set_schedule(s.scale, s.restart);
+      silo_.set_mc_samples(s.draws);
       return {};
     }
     if (phase == Phase::kSfviSettled) {

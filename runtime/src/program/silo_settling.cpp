@@ -1,9 +1,12 @@
 #include "fvi/program/silo_settling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <vector>
+
+#include "fvi/optim/convergence.h"
 
 namespace fvi::program {
 
@@ -70,6 +73,16 @@ Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, do
                   answered < silos ? ", of the silos that answered" : "");
   out.note = note;
   return out;
+}
+
+SiloSchedule read_silo_schedule(const Message& request, long mc_samples) {
+  if (request.size() != 3) throw std::invalid_argument("a schedule request needs [step scale, restart, mc_samples]");
+  const double scale = request[0], draws = request[2];
+  if (!(scale > 0 && scale <= 1 && draws >= 1 && draws <= double(kMaxMcFactor * mc_samples) &&
+        draws == std::floor(draws)))
+    throw std::invalid_argument("a schedule request with step scale " + std::to_string(scale) + " and " +
+                                std::to_string(draws) + " draws per gradient");
+  return {scale, request[1] != 0, long(draws)};
 }
 
 }  // namespace fvi::program

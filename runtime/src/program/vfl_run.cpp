@@ -301,14 +301,9 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
       case Phase::kVflSettled:
         return settled_reply(request, silo_.block_settled(request.empty() ? 0 : request[0]));
       case Phase::kVflSchedule: {
-        expect(3);
-        const double scale = request[0], draws = request[2];
-        if (!(scale > 0 && scale <= 1 && draws >= 1 && draws <= double(kMaxMcFactor * options_.mc_samples) &&
-              draws == std::floor(draws)))
-          throw std::invalid_argument("a schedule request with step scale " + std::to_string(scale) + " and " +
-                                      std::to_string(draws) + " draws per gradient");
-        silo_.set_schedule(scale, request[1] != 0);
-        silo_.set_mc_samples(long(draws));
+        const SiloSchedule s = read_silo_schedule(request, options_.mc_samples);
+        silo_.set_schedule(s.scale, s.restart);
+        silo_.set_mc_samples(s.draws);
         return {};
       }
       case Phase::kVflFinish:

@@ -26,4 +26,14 @@ struct Settling {
 // Asks every silo; `what` names their parameters in the verdict ("locals", "split block").
 Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, double tol_param, const char* what);
 
+// The rule's schedule for a silo's own parameters (Phase::kSfviSchedule, kVflSchedule):
+// [step scale in (0, 1], restart the average (0 or not), draws per gradient], the draws a whole
+// number from 1 to kMaxMcFactor times the silo's own mc_samples. Throws on anything else.
+struct SiloSchedule {
+  double scale = 1;
+  bool restart = false;
+  long draws = 1;
+};
+SiloSchedule read_silo_schedule(const Message& request, long mc_samples);
+
 }  // namespace fvi::program
