@@ -80,6 +80,7 @@ void ConvergenceMonitor::judge_averages() {
   const WindowJudgement j = judge_windows(averages_, options_.tol_param);
   held_.clear();
   drift_ = j.drift;
+  drift_at_ = j.drift_at, drift_of_sd_ = j.drift_of_sd;
   precision_ = j.standard_error;
   if (j.stationary && j.standard_error < options_.tol_param && n >= options_.min_average_windows) {
     converged_ = true;
@@ -111,7 +112,7 @@ Eigen::VectorXd ConvergenceMonitor::average() const {
   return sum / double(averages_.size());
 }
 
-std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
+std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std::string& moving) const {
   char text[1024];
   if (converged_) {
     std::snprintf(text, sizeof text,
@@ -143,9 +144,9 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit) const {
     // (the last window was flat): q is crawling along a ridge that the data barely determine.
     const bool ridge = drift_ > 3 * precision_ && plateaus_ > 0;
     std::snprintf(text, sizeof text,
-                  "NOT converged after %ld %s: the averaged q still moved %.3f (standard error %.3f; tol_param %g; "
+                  "NOT converged after %ld %s: the averaged q still moved %.3f (%sstandard error %.3f; tol_param %g; "
                   "means in q sds, sds relative%s). %s",
-                  steps, unit, drift_, precision_, options_.tol_param,
+                  steps, unit, drift_, moving.empty() ? "" : (moving + "; ").c_str(), precision_, options_.tol_param,
                   mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "",
                   ridge ? "The objective has levelled off while the means keep moving one "
                           "way: a ridge, where parameters trade off and the data barely tell them apart; where the "
@@ -162,7 +163,8 @@ std::vector<double> ConvergenceMonitor::state() const {
                         double(averaging_),       double(converged_),       double(averaging_windows_),
                         relative_change_,         drift_,                   precision_,       double(mean_sum_.size()),
                         double(params_sum_.size()), double(averages_.size()), double(epoch_),
-                        double(mc_factor_),        double(windows_since_mc_)};
+                        double(mc_factor_),        double(windows_since_mc_), double(drift_at_),
+                        double(drift_of_sd_)};
   auto append = [&](const Eigen::VectorXd& v) { s.insert(s.end(), v.data(), v.data() + v.size()); };
   append(mean_sum_), append(sd_sum_), append(params_sum_);
   for (const Window& w : averages_) append(w.mean), append(w.sd), append(w.params);
@@ -170,7 +172,7 @@ std::vector<double> ConvergenceMonitor::state() const {
 }
 
 void ConvergenceMonitor::restore(const std::vector<double>& s) {
-  constexpr size_t kHead = 20;
+  constexpr size_t kHead = 22;
   auto bad = [] { return std::invalid_argument("a damaged convergence state"); };
   if (s.size() < kHead) throw bad();
   const double dm = s[14], dp = s[15], windows = s[16];
@@ -184,6 +186,8 @@ void ConvergenceMonitor::restore(const std::vector<double>& s) {
   if (!(mc >= 1 && mc <= double(options_.max_mc_factor) && mc == std::floor(mc))) throw bad();
   if (!(since >= 0 && since <= 1e9)) throw bad();
   windows_since_mc_ = long(since);
+  if (!(s[20] >= -1 && s[20] <= dm && s[20] == std::floor(s[20]) && (s[21] == 0 || s[21] == 1))) throw bad();
+  drift_at_ = long(s[20]), drift_of_sd_ = s[21] != 0;
   relative_change_ = s[11], drift_ = s[12], precision_ = s[13], epoch_ = long(s[17]), mc_factor_ = long(mc);
   const double* at = s.data() + kHead;
   auto take = [&](size_t size) {

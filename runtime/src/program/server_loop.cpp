@@ -88,6 +88,24 @@ Reweighted reweighted_moments(const ServerDraws& d, const diagnostics::PsisResul
 }
 
 
+// The coordinate of q that the rule last saw drift most, by name: "b[6]'s mean", "sigma's sd"
+// ("" where it has not judged, or the coordinate is no output's). The rule watches [q's means;
+// log q's sds] (n each, unconstrained), each with a mean and an sd series.
+std::string moving_most(const ConvergenceMonitor& monitor, const std::vector<VariableLayout>& layout, Eigen::Index n) {
+  const long at = monitor.drift_at();
+  if (at < 0 || n <= 0 || at >= 2 * n) return "";
+  const Eigen::Index i = at % n;
+  const bool sd = at >= n || monitor.drift_of_sd();
+  for (const VariableLayout& v : layout) {
+    // Elementwise transforms only: a structured type's unconstrained values are not its elements.
+    const bool elementwise = v.transform == FVI_IDENTITY || v.transform == FVI_LOWER || v.transform == FVI_UPPER ||
+                             v.transform == FVI_INTERVAL || v.transform == FVI_AFFINE;
+    if (elementwise && i >= v.offset && i < v.offset + v.elements())
+      return element_names(v)[size_t(i - v.offset)] + (sd ? "'s sd" : "'s mean");
+  }
+  return "";
+}
+
 // The lines a run ends with, in order: the stopping rule's verdict, k-hat and the reweighted
 // moments on stdout; a warning (a verdict that is not "converged", a k-hat or a shift a user must
 // not miss) to stderr as well. posterior.json keeps them all for `fvic report`.
@@ -293,7 +311,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   // The estimate: the parameters averaged over the rule's last phase, where there is one.
   const Eigen::VectorXd average = monitor.average();
   if (average.size() > 0) coordinator.set_params(average);
-  const std::string verdict =
+  std::string verdict =
       monitor.verdict(last, coordinator.unit()) + (monitor.converged() ? coordinator.settled_note() : "");
   summary.iterations = last;
   summary.converged = monitor.converged();
@@ -304,6 +322,10 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   summary.tol_param = monitor.tol_param();
   coordinator.finish(last);
   const std::optional<ServerDraws> d = coordinator.draws();
+  if (d && !monitor.converged()) {
+    const std::string moving = moving_most(monitor, d->layout, q_mean.size());
+    if (!moving.empty()) verdict = monitor.verdict(last, coordinator.unit(), moving);
+  }
   std::string khat_line;
   Reweighted reweighted;
   TailCheck tail;

@@ -344,6 +344,12 @@ TEST_CASE("one drifting coordinate among thousands keeps the rule from convergin
       run_many(4000, 20000, 0.1, [](long t, long i) { return i == 7 ? double(t) / 2000.0 : 0.0; }, taken);
   CHECK_FALSE(monitor.converged());
   CHECK(monitor.verdict(taken, "iterations").rfind("NOT converged", 0) == 0);
+  // The rule says which coordinate moved most, for the run to name it.
+  CHECK(monitor.drift_at() == 7);
+  CHECK_FALSE(monitor.drift_of_sd());
+  CHECK(monitor.verdict(taken, "iterations", "w[8]'s mean").find("still moved") != std::string::npos);
+  CHECK(monitor.verdict(taken, "iterations", "w[8]'s mean").find("still moved 0.") != std::string::npos);
+  CHECK(monitor.verdict(taken, "iterations", "w[8]'s mean").find("(w[8]'s mean; standard error") != std::string::npos);
 }
 
 TEST_CASE("a slow drift shared by every coordinate is caught though no one of them is significant",

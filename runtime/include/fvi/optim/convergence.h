@@ -76,9 +76,15 @@ class ConvergenceMonitor {
   // in q's sds, an sd's relative to itself).
   double relative_change() const { return relative_change_; }
   double drift() const { return drift_; }
+  // Where the largest drift was: coordinate i of the means observed (-1: not judged yet), and
+  // whether it was its sd's (observe's `sd`) series rather than its mean's.
+  long drift_at() const { return drift_at_; }
+  bool drift_of_sd() const { return drift_of_sd_; }
   double precision() const { return precision_; }
   // "converged after N iterations (...)" or "NOT converged after N iterations: ..."
-  std::string verdict(long steps, const char* unit) const;
+  // `moving`, where given, names the coordinate that moved most ("b[6]'s mean") in a verdict of
+  // means still moving.
+  std::string verdict(long steps, const char* unit, const std::string& moving = "") const;
 
   // Everything observe() depends on, for a checkpoint, and back (throws if it does not fit).
   std::vector<double> state() const;
@@ -107,6 +113,8 @@ class ConvergenceMonitor {
   long windows_since_mc_ = 0;  // averaging windows since the draws last changed
   std::vector<Window> averages_;
   double relative_change_ = -1, drift_ = -1, precision_ = -1;
+  long drift_at_ = -1;
+  bool drift_of_sd_ = false;
   std::string held_;  // why the last converged judgement was held (not in a checkpoint: asked again)
 };
 

@@ -32,6 +32,8 @@ struct WindowJudgement {
   bool drifting = false;   // some coordinate drifts significantly, by more than tol_param
   double drift = 0;        // the largest drift over the span (a mean's in q sds, an sd's relative)
   double standard_error = 0;  // the largest standard error of the average, in the same units
+  long drift_at = -1;         // where the largest drift was: coordinate i of the windows' vectors (-1: none)
+  bool drift_of_sd = false;   // ... in its sd's series (else its mean's)
 };
 
 // Student's t's upper quantile on nu degrees of freedom: t with P(T > t) = p, 0 < p < 0.5
@@ -89,12 +91,13 @@ WindowJudgement judge_windows(const Windows& windows, double tol_param) {
   }
   const double m = double(lines.size());
   const double significant = std::max(3.0, student_t_upper_quantile(0.025 / m, double(n - 2)));
-  for (const Line& l : lines) {
+  for (size_t at = 0; at < lines.size(); ++at) {
+    const Line& l = lines[at];
     const double drift = std::abs(l.slope) * double(n - 1);
     const double drift_bound = (std::abs(l.slope) + 2 * l.se_slope) * double(n - 1);
     if (!(drift_bound < 2 * tol_param)) out.stationary = false;
     if (std::abs(l.slope) > significant * l.se_slope && drift > tol_param) out.drifting = true;
-    out.drift = std::max(out.drift, drift);
+    if (out.drift_at < 0 || drift > out.drift) out.drift = drift, out.drift_at = long(at / 2), out.drift_of_sd = at % 2 == 1;
     out.standard_error = std::max(out.standard_error, l.se_mean);
   }
   return out;
