@@ -327,3 +327,40 @@ TEST_CASE("sequential PVI with CPO factors reaches Titsias's collapsed posterior
     CHECK(adj.factor.cwiseAbs().maxCoeff() <= 1e-6 * std::max(1.0, fvi::gp::flatten(factors[s]).cwiseAbs().maxCoeff()));
   }
 }
+
+TEST_CASE("a minibatch's local free energy, scaled by N_k / B, averages over a partition to the full one", "[gp]") {
+  // batch_size = B: each step scores B rows scaled by N_k / B. Over the N_k / B disjoint batches
+  // of a partition (each equally likely under the silo's sampling of B rows without replacement,
+  // by symmetry), the average of the estimates must be the full-data value and gradient exactly:
+  // the data term is a sum over rows and the KL over u is counted once in every batch.
+  const auto k = kernel_2d();
+  const int M = 4, N = 12, B = 3;
+  const MatrixXd x = uniform_points(N, 2, -2, 2, 51);
+  const VectorXd y = normal_vector(N, 52);
+  const double jitter = 1e-6;
+  const auto other = random_dpo(3, 140);
+  for (FactorForm form : {FactorForm::Dpo, FactorForm::Cpo}) {
+    DYNAMIC_SECTION((form == FactorForm::Dpo ? "DPO" : "CPO")) {
+      const PseudoObservationFactor own = form == FactorForm::Dpo ? random_dpo(3, 150) : random_cpo(M, 160);
+      const GpDraw draw{uniform_points(M, 2, -2, 2, 53), k, std::log(0.4)};
+      fvi::gp::GpDrawAdjoint full_adj(draw, own);
+      const double full = fvi::gp::local_free_energy(draw, {&x, &y, 1.0}, {&other}, own, jitter, &full_adj).value();
+      double average = 0;
+      fvi::gp::GpDrawAdjoint batch_adj(draw, own);  // accumulates over the batches
+      for (int b = 0; b < N / B; ++b) {
+        const MatrixXd xb = x.middleRows(b * B, B);
+        const VectorXd yb = y.segment(b * B, B);
+        average += fvi::gp::local_free_energy(draw, {&xb, &yb, double(N) / B}, {&other}, own, jitter, &batch_adj)
+                       .value() / (N / B);
+      }
+      CHECK(std::abs(average - full) <= 1e-10 * std::max(1.0, std::abs(full)));
+      const double batches = N / B;
+      CHECK(max_abs(batch_adj.factor / batches - full_adj.factor) <= 1e-9 * std::max(1.0, max_abs(full_adj.factor)));
+      CHECK(max_abs(batch_adj.z / batches - full_adj.z) <= 1e-9 * std::max(1.0, max_abs(full_adj.z)));
+      CHECK(std::abs(batch_adj.log_noise_sd / batches - full_adj.log_noise_sd) <=
+            1e-9 * std::max(1.0, std::abs(full_adj.log_noise_sd)));
+      CHECK(std::abs(batch_adj.kernel.log_scale / batches - full_adj.kernel.log_scale) <=
+            1e-9 * std::max(1.0, std::abs(full_adj.kernel.log_scale)));
+    }
+  }
+}
