@@ -38,6 +38,7 @@ Exit 0 on success, 1 with a message on the first failure.
 """
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -90,6 +91,10 @@ def case_privacy(fvic, cache, work):
         out = fit(fvic, cache, work, J, layout, "privacy-" + layout,
                   ["rounds=%d" % rounds, "mc_samples=%d" % draws, "refresh=10", "q_z=meanfield"])
         require(set(posterior(out)["variables"]) == {"b"}, layout + ": posterior.json should hold b only")
+        # Both score the written model at the end (the power model's labels are public: the
+        # server evaluates its likelihood at the silos' summed partial predictors).
+        khat = posterior(out).get("khat")
+        require(isinstance(khat, (int, float)) and math.isfinite(khat), "%s: no finite k-hat (%r)" % (layout, khat))
         with open(os.path.join(out, "draws.csv")) as f:
             header = next(line for line in f if not line.startswith("#"))
         require("beta" not in header, layout + ": the server's draws.csv names a silo's variable: " + header)

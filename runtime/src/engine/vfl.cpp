@@ -102,8 +102,10 @@ VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions op
     likelihood_ = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD);
     if (!likelihood_) throw ModelError("the augmented-variable model needs a likelihood through silo_sum; this model has none");
     rows_ = likelihood_->rows();
-  } else if (auto likelihood = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD)) {
-    rows_ = likelihood->rows();  // the power model's likelihood reads public data: the server knows its rows
+  } else if ((likelihood_ = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD))) {
+    // The power model's likelihood reads public data: the server knows its rows, and scores the
+    // written model at the end (k-hat) from the silos' partial predictors; it never trains on it.
+    rows_ = likelihood_->rows();
   }
   q_ = MeanFieldGaussian<double>(Eigen::VectorXd::Zero(global_dim_), Eigen::VectorXd::Constant(global_dim_, std::log(options.init_sd)));
   adam_ = Adam<double>(q_.num_params(), AdamOptions{StepSizeSchedule(options.lr)});

@@ -453,7 +453,7 @@ class VflCoordinator : public Coordinator {
       in.finish();
     }
     if (!server_.log_joint(d.unconstrained, eta, log_p)) {
-      why = "not computed for vfl_power (the likelihood is evaluated by the silos)";
+      why = "not computed (the server cannot evaluate the likelihood)";
       return false;
     }
     log_p += silo_prior;

@@ -106,8 +106,8 @@ class VflServer {
   long mc_samples() const { return options_.mc_samples; }
   void set_mc_samples(long draws) { options_.mc_samples = draws; }
   // The written model's log p(b) + log p(y | b + eta) at draws b (global x S) and eta = the sum
-  // of the silos' partial predictors (rows x S); false without the likelihood (the power model's
-  // is the silos').
+  // of the silos' partial predictors (rows x S); false where the server could not bind the
+  // likelihood (it reads data only the silos hold).
   bool log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, Eigen::VectorXd& log_p);
 
   // The global draws of `iteration` (n_G x S, from the server's noise stream).
@@ -134,7 +134,7 @@ class VflServer {
   Eigen::Index global_dim_ = 0;
   int64_t rows_ = 0;
   std::vector<std::unique_ptr<BoundFactor>> prior_;  // server_density
-  std::unique_ptr<BoundFactor> likelihood_;          // augmented model: the coupling likelihood
+  std::unique_ptr<BoundFactor> likelihood_;  // the written likelihood: the augmented model's coupling; the power model's, for log_joint only
   MeanFieldGaussian<double> q_;
   bool joint_ = false;
   Eigen::Index total_ = 0;
