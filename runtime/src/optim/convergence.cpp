@@ -141,18 +141,24 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std:
                   steps, unit, averaged_steps(), unit, options_.min_average_windows, options_.window);
   } else {
     // A steady trend (well above the average's noise) under an objective that no longer changes
-    // (the last window was flat): q is crawling along a ridge that the data barely determine.
-    const bool ridge = drift_ > 3 * precision_ && plateaus_ > 0;
+    // (the last window was flat): q's means crawling along a ridge that the data barely
+    // determine, or its sds still settling (spreads the data barely inform, or a hyperparameter
+    // they follow).
+    const bool steady = drift_ > 3 * precision_ && plateaus_ > 0;
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the averaged q still moved %.3f (%sstandard error %.3f; tol_param %g; "
                   "means in q sds, sds relative%s). %s",
                   steps, unit, drift_, moving.empty() ? "" : (moving + "; ").c_str(), precision_, options_.tol_param,
                   mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "",
-                  ridge ? "The objective has levelled off while the means keep moving one "
-                          "way: a ridge, where parameters trade off and the data barely tell them apart; where the "
-                          "means stop along it depends on the seed and the iterations. Try a tighter prior on the "
-                          "parameters that trade off, or a model that identifies them; a larger max_rounds."
-                        : "Try a larger max_rounds or more mc_samples.");
+                  !steady ? "Try a larger max_rounds or more mc_samples."
+                  : !drift_of_sd_
+                      ? "The objective has levelled off while the means keep moving one "
+                        "way: a ridge, where parameters trade off and the data barely tell them apart; where the "
+                        "means stop along it depends on the seed and the iterations. Try a tighter prior on the "
+                        "parameters that trade off, or a model that identifies them; a larger max_rounds."
+                      : "The objective has levelled off while q's sds keep changing one way: spreads the data "
+                        "barely inform, settling slowly (or following a hyperparameter that still moves). Try a "
+                        "larger max_rounds, or a tighter prior on those parameters.");
   }
   return text;
 }

@@ -89,13 +89,11 @@ Reweighted reweighted_moments(const ServerDraws& d, const diagnostics::PsisResul
 
 
 // The coordinate of q that the rule last saw drift most, by name: "b[6]'s mean", "sigma's sd"
-// ("" where it has not judged, or the coordinate is no output's). The rule watches [q's means;
-// log q's sds] (n each, unconstrained), each with a mean and an sd series.
+// ("" where it has not judged, or the coordinate is no output's; q's n coordinates unconstrained).
 std::string moving_most(const ConvergenceMonitor& monitor, const std::vector<VariableLayout>& layout, Eigen::Index n) {
-  const long at = monitor.drift_at();
-  if (at < 0 || n <= 0 || at >= 2 * n) return "";
-  const Eigen::Index i = at % n;
-  const bool sd = at >= n || monitor.drift_of_sd();
+  const long i = monitor.drift_at();
+  if (i < 0 || i >= n) return "";
+  const bool sd = monitor.drift_of_sd();
   for (const VariableLayout& v : layout) {
     // Elementwise transforms only: a structured type's unconstrained values are not its elements.
     const bool elementwise = v.transform == FVI_IDENTITY || v.transform == FVI_LOWER || v.transform == FVI_UPPER ||
@@ -231,7 +229,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   std::vector<double> term_window;
   std::vector<long> terms_in_window;
   bool stop = fixed ? false : monitor.converged();
-  Eigen::VectorXd q_mean, q_sd, watched, watched_scale;
+  Eigen::VectorXd q_mean, q_sd;
   for (long t = first; t <= steps && !stop; ++t) {
     last = t;
     const double objective = coordinator.step(t);
@@ -243,11 +241,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     coordinator.moments(q_mean, q_sd);
     // The rule watches q's means in its sds and its log sds in their own units (tol_param 0.05:
     // 5% of an sd), so that a fit whose spread is still moving is not called converged.
-    const Eigen::Index n = q_mean.size();
-    watched.resize(2 * n), watched_scale.resize(2 * n);
-    watched << q_mean, q_sd.array().max(1e-300).log().matrix();
-    watched_scale << q_sd, Eigen::VectorXd::Ones(n);
-    monitor.observe(objective, watched, watched_scale, coordinator.params());
+    monitor.observe(objective, q_mean, q_sd, coordinator.params());
     coordinator.set_schedule(monitor.step_scale(), monitor.averaging_epoch(), monitor.mc_factor());
     stop = !fixed && monitor.converged();
     if (stop) {
