@@ -74,8 +74,11 @@ def fit(fvic, cache, work, silos, layout, out_name, sets):
     data = os.path.join(generate(work, silos), layout)
     model = os.path.join(EX, "vfl_logreg.fvi" if layout == "augmented" else "vfl_logreg_power.fvi")
     out = os.path.join(work, out_name)
-    run_fvic(fvic, cache, model, data, out, sets)
+    WARNINGS[out] = run_fvic(fvic, cache, model, data, out, sets).stderr
     return out
+
+
+WARNINGS = {}  # a fit's output directory -> its run's stderr (the warnings)
 
 
 def beta_of(out, silos):
@@ -95,6 +98,10 @@ def case_privacy(fvic, cache, work):
         # server evaluates its likelihood at the silos' summed partial predictors).
         khat = posterior(out).get("khat")
         require(isinstance(khat, (int, float)) and math.isfinite(khat), "%s: no finite k-hat (%r)" % (layout, khat))
+        print("%s: k-hat %.2f against the written model" % (layout, khat))
+        if khat > 0.7:  # the warning says what to try: with mean-field q(z), an amortised one first
+            require("try q_z = amortized" in WARNINGS[out] and "vfl_exact" in WARNINGS[out],
+                    "%s: k-hat %.2f, and the warning does not say what to try:\n%s" % (layout, khat, WARNINGS[out]))
         with open(os.path.join(out, "draws.csv")) as f:
             header = next(line for line in f if not line.startswith("#"))
         require("beta" not in header, layout + ": the server's draws.csv names a silo's variable: " + header)

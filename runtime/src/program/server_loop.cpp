@@ -114,7 +114,8 @@ struct ClosingLine {
 
 std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converged, const std::string& khat_line,
                                        const Reweighted& reweighted, double khat, const std::string& target_note,
-                                       const std::string& family, const TailCheck& tail) {
+                                       const std::string& surrogate_advice, const std::string& family,
+                                       const TailCheck& tail) {
   std::vector<ClosingLine> lines{{true, !converged, verdict}};
   if (khat_line.empty()) return lines;
   lines.push_back({true, false, khat_line});
@@ -127,9 +128,8 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
     std::snprintf(text, sizeof text,
                   "k-hat %.2f > 0.7 against the written model: the fitted target (the loss, divergence or "
                   "augmentation chosen) differs from it by more than importance sampling can bridge; the shift of "
-                  "the means above is its cost. Use the written model's own likelihood (loss = nll, divergence = "
-                  "kl, or a vertical method that fits it) to fit it.",
-                  khat);
+                  "the means above is its cost. %s",
+                  khat, surrogate_advice.c_str());
   } else if (khat > 0.7 && tail.moments_hold) {
     // q's own draws cannot weigh the posterior's tails, but a heavier-tailed proposal around q
     // can, and it finds q's moments right: the tails are what is wrong, not the fit.
@@ -416,7 +416,8 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   if (summary.khat > 0.7 && tail.moments_hold)  // the tail check runs only against the written model
     summary.khat_reading = "poor tails: q's tails are lighter than the posterior's; its means and sds are close (the tail check)";
   std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
-                                                 coordinator.target_note(), family, tail);
+                                                 coordinator.target_note(), coordinator.surrogate_advice(), family,
+                                                 tail);
   if (!tail.line.empty()) lines.push_back({true, false, tail.line});
   if (!tail.warning.empty()) lines.push_back({false, true, tail.warning});
   for (const std::string& w : coordinator.closing_warnings()) lines.push_back({true, true, w});

@@ -109,6 +109,11 @@ class Coordinator {
   virtual bool closing_takes_draws() const { return false; }
   // What the diagnostic measures against, when it is not the written model's posterior ("" if it is).
   virtual std::string target_note() const { return ""; }
+  // What to try where k-hat against the written model is over 0.7 (a surrogate target).
+  virtual std::string surrogate_advice() const {
+    return "Use the written model's own likelihood (loss = nll, divergence = kl, or a vertical method that fits "
+           "it) to fit it.";
+  }
   // Warnings the method found on the way (several modes), for the run's closing lines.
   virtual std::vector<std::string> closing_warnings() const { return {}; }
 };
