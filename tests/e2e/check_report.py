@@ -181,12 +181,25 @@ def case_sfvi(chromium, cache, work, artifacts):
                ["chart-objective", "chart-silo-terms", "chart-stopping-rule", "chart-marginal-", "chart-bytes-per-round",
                 "chart-bytes-per-silo"],
                ["The plan", "Convergence", "Posterior marginals", "Traffic"])
-    # k-hat over 0.7 whose tail check finds q's moments close (hier_logreg's tau: k-hat 0.89, the
-    # check's 0.66): posterior.json's khat_reading says so, and the page's facts read it, not "poor".
+    # k-hat over 0.7 whose tail check finds q's moments close: posterior.json's khat_reading says
+    # so, and the page's facts read it, not "poor". hier_logreg's k-hat is over 0.7, its tail
+    # check's own k-hat near 0.7 (0.66 at one version of the stopping rule, 0.76 at the next), so
+    # whether its run holds is not this test's to decide: where it does not, the page must read
+    # "poor", and the reading the server writes where it holds is put in posterior.json and the
+    # page made again, so that the facts' reading of it is checked either way.
     with open(os.path.join(out, "posterior.json")) as f:
         post = json.load(f)
-    require(post.get("khat", 0) > 0.7 and "means and sds are close" in post.get("khat_reading", ""),
-            "sfvi: posterior.json's k-hat %s without the tail check's reading: %r" % (post.get("khat"), post.get("khat_reading")))
+    require(post.get("khat", 0) > 0.7, "sfvi: hier_logreg's k-hat %s, expected over 0.7" % post.get("khat"))
+    if "khat_reading" not in post:
+        require(re.search(r"\d \(poor", html.unescape(server.dom)), "sfvi: k-hat %.2f, and the page's facts do not say poor"
+                % post["khat"])
+        post["khat_reading"] = ("poor tails: q's tails are lighter than the posterior's; its means and sds are close "
+                                "(the tail check)")  # as runtime/src/program/server_loop.cpp writes it
+        with open(os.path.join(out, "posterior.json"), "w") as f:
+            json.dump(post, f)
+        server = check_page(chromium, out, "sfvi", artifacts, work, ["chart-objective"], ["The plan"])
+    require("means and sds are close" in post["khat_reading"],
+            "sfvi: posterior.json's k-hat %s with another reading: %r" % (post.get("khat"), post.get("khat_reading")))
     # The facts table's cell: k-hat's figure, then the reading in brackets (the page's data holds the
     # two apart, so only the rendered cell matches).
     require(re.search(r"\d \(" + re.escape(post["khat_reading"]) + r"\)", html.unescape(server.dom)),

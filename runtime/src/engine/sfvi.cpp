@@ -343,24 +343,30 @@ void SfviServer::restore(const Eigen::VectorXd& state) {
   set(values.head(np), values.tail(hyper_dim_));
 }
 
-// [eta_L with Adam's state, the averaging schedule].
+// [eta_L with Adam's state, the averaging schedule, the draws per gradient]. The draws are the
+// rule's (it may have doubled them): the silo redraws the globals' noise from the seed with its
+// own count, which must be the server's after a restart too.
 Eigen::VectorXd SfviSilo::checkpoint() const {
   const Eigen::Index m = local_params_.size();
   const Eigen::VectorXd core = with_adam(local_params_, adam_), schedule = average_.state(m);
-  Eigen::VectorXd state(core.size() + schedule.size());
-  state << core, schedule;
+  Eigen::VectorXd state(core.size() + schedule.size() + 1);
+  state << core, schedule, double(options_.mc_samples);
   return state;
 }
 
 void SfviSilo::restore(const Eigen::VectorXd& state) {
   const Eigen::Index m = local_params_.size(), schedule = ParameterAverage::state_size(m);
-  if (state.size() < schedule) throw std::invalid_argument("a damaged SFVI silo checkpoint");
-  const Eigen::VectorXd values = restore_adam(state.head(state.size() - schedule), m, 0, adam_);
+  if (state.size() < schedule + 1) throw std::invalid_argument("a damaged SFVI silo checkpoint");
+  const double draws = state[state.size() - 1];
+  if (!(draws >= 1 && draws <= 1e6 && draws == std::floor(draws)))
+    throw std::invalid_argument("a damaged SFVI silo checkpoint (its draws per gradient)");
+  const Eigen::VectorXd values = restore_adam(state.head(state.size() - schedule - 1), m, 0, adam_);
   Adam<double> adam = adam_;
   set_local_params(values);
   adam_ = adam;
-  average_.restore(state.tail(schedule));
+  average_.restore(state.segment(state.size() - schedule - 1, schedule));
   adam_.set_scale(average_.step_scale());
+  options_.mc_samples = long(draws);
 }
 
 void SfviSilo::set_schedule(double step_scale, bool restart_average) {

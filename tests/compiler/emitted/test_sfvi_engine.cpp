@@ -688,3 +688,25 @@ TEST_CASE("SFVI with a correlated Gaussian reaches the exact posterior of a conj
     for (int b = 0; b < D; ++b) CHECK(fitted(a, b) == Approx(covariance(a, b)).margin(1e-3 * covariance(a, a)));
   }
 }
+
+TEST_CASE("SFVI: a silo's checkpoint keeps the draws per gradient the stopping rule gave it", "[sfvi]") {
+  // The silo redraws the globals' noise from the seed with its own count: restarted from its
+  // checkpoint after the rule doubled the draws, it must use the doubled count, as the server does.
+  std::mt19937_64 rng(7);
+  const int D = 2;
+  std::vector<Silo> silos = hier_logreg_silos({6}, D, rng);
+  const fvi_model& model = *fvi_model_hier_logreg();
+  SfviOptions options;
+  options.mc_samples = 2;
+  SfviSilo silo(model, silos[0].data.abi(), 1, options, false);
+  silo.set_mc_samples(8);
+  const Eigen::VectorXd saved = silo.checkpoint();
+  SfviSilo again(model, silos[0].data.abi(), 1, options, false);
+  again.restore(saved);
+  CHECK(again.mc_samples() == 8);
+  CHECK(again.checkpoint() == saved);
+  Eigen::VectorXd damaged = saved;
+  damaged[damaged.size() - 1] = 0;  // no draws
+  SfviSilo third(model, silos[0].data.abi(), 1, options, false);
+  CHECK_THROWS_AS(third.restore(damaged), std::invalid_argument);
+}

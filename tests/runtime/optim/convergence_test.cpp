@@ -363,3 +363,19 @@ TEST_CASE("a slow drift shared by every coordinate is caught though no one of th
       run_many(4000, 20000, 0.3, [](long t, long) { return 0.05 * double(t) / 1000.0; }, taken);
   CHECK_FALSE(monitor.converged());
 }
+
+TEST_CASE("the Bonferroni level's Student t quantile agrees with closed forms and tables", "[optim][convergence]") {
+  // nu = 1 is the Cauchy: P(T > t) = 1/2 - atan(t)/pi, so t = tan(pi (1/2 - p)).
+  for (double p : {0.1, 0.025, 1e-4, 1e-7})
+    CHECK(fvi::student_t_upper_quantile(p, 1) == Approx(std::tan(M_PI * (0.5 - p))).epsilon(1e-8));
+  // nu = 2: P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2, so t = (1 - 2p) sqrt(2 / (1 - (1 - 2p)^2)).
+  for (double p : {0.1, 0.025, 1e-4, 1e-7}) {
+    const double a = 1 - 2 * p;
+    CHECK(fvi::student_t_upper_quantile(p, 2) == Approx(a * std::sqrt(2 / (1 - a * a))).epsilon(1e-8));
+  }
+  // Tables (R's qt): qt(0.975, 6) = 2.446912, qt(0.995, 30) = 2.749996; a large nu is the normal's
+  // qnorm(0.975) = 1.959964.
+  CHECK(fvi::student_t_upper_quantile(0.025, 6) == Approx(2.446912).epsilon(1e-6));
+  CHECK(fvi::student_t_upper_quantile(0.005, 30) == Approx(2.749996).epsilon(1e-6));
+  CHECK(fvi::student_t_upper_quantile(0.025, 1e7) == Approx(1.959964).epsilon(1e-6));
+}

@@ -248,6 +248,7 @@ class SfviSilo {
   // Draws per gradient from the next step on, as the server's stopping rule asks (the server's
   // own draws of Z_G are as many).
   void set_mc_samples(long draws) { options_.mc_samples = draws; }
+  long mc_samples() const { return options_.mc_samples; }
   // eta_{L_j} <- its average over the steps since the last restart (if any): the final estimate.
   void use_average();
   // Whether q(Z_Lj | Z_G)'s means and sds have settled over the averaging phase's windows (the
