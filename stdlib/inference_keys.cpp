@@ -377,8 +377,8 @@ const std::vector<KeySpec>& inference_keys() {
        "rows up to 4,096 in a silo, 1,024 beyond)",
        ""},
       {"mc_samples", "an integer >= 1",
-       "Monte Carlo draws per gradient estimate (default PVI 10, others 1; SFVI: unset, the stopping rule doubles "
-       "the draws, up to 16 times, where their noise keeps the averaged means from settling)",
+       "Monte Carlo draws per gradient estimate (default PVI 10, others 1; SFVI and the vertical methods: unset, the "
+       "stopping rule doubles the draws, up to 16 times, where their noise keeps the averaged means from settling)",
        ""},
       {"local_samples", "an integer >= 1",
        "SFVI: importance samples of each local element (or of a silo's whole local block, where its locals are "
