@@ -173,6 +173,9 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   SymSize Q = plan.method == Method::PVI ? gaussian_natural_size(G, plan.family == "fullrank")
                                          : gaussian_params_size(plan.family, G);
   std::string hyper_names = join(names(g.global_hypers), ", ");
+  // Every vertical iteration opens with it (runtime/src/program/vfl_run.cpp, silo_settling.h).
+  const std::string schedule_words =
+      "the stopping rule's step scale, averaging epoch and draws per gradient, the same for every silo";
   switch (plan.method) {
     case Method::PVI:
       plan.messages.push_back({"server", "silo k",
@@ -188,7 +191,8 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       down += "; the round, from which each silo makes the shared draws eps_G";
       if (!m.settings.has("mc_samples"))  // fvi/optim/convergence.h: max_mc_factor 16 for SFVI
         down += " (one draw; the stopping rule may double the draws, up to 16, late in the run)";
-      plan.messages.push_back({"server", "silo k", down, sfvi_message_size(Q, H)});
+      down += "; the stopping rule's step scale, averaging epoch and draws per gradient";
+      plan.messages.push_back({"server", "silo k", down, sfvi_contribute_request_size(Q, H)});
       std::string up = "gradient w.r.t. the parameters of " + qg;
       if (!g.global_hypers.empty()) up += " and " + hyper_names;
       plan.messages.push_back({"silo k", "server", up + "; silo k's ELBO term", sfvi_message_size(Q, H)});
@@ -208,6 +212,7 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       const Symbol* y = coupled_outcome(m);
       const SymSize N = coupled_rows(m);
       const std::string yn = y ? y->name : std::string("y");
+      plan.messages.push_back({"server", "silo k", schedule_words, silo_schedule_size(N)});
       plan.messages.push_back({"silo k", "server",
                                "eta_k: silo k's partial predictor per row and draw (reveals silo k's contribution to "
                                "each row's predictor, the standard vertical-FL exchange)",
@@ -225,6 +230,7 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       const SymSize N = coupled_rows(m);
       const SymSize z = vfl_rows_size(N, S);
       const std::string term = "silo k's ELBO term (its priors, entropy and coupling), for the progress lines";
+      plan.messages.push_back({"server", "silo k", schedule_words, silo_schedule_size(N)});
       if (plan.method == Method::VFLAugmented) {
         plan.messages.push_back({"silo k", "server", "z_k: draws of silo k's auxiliary variables, one per row", z});
         plan.messages.push_back({"server", "silo k",
@@ -261,10 +267,6 @@ void add_rule_messages(Plan& plan, const Groups& g) {
   const bool sfvi = plan.method == Method::SFVI;
   if (!sfvi && !is_vertical(plan.method)) return;
   const std::string own = sfvi ? "its locals" : "its split block";
-  plan.rule.push_back({"server", "silo k",
-                       "the step size's scale, whether to restart the average of " + own +
-                           ", and the draws per gradient, when one changes",
-                       SymSize::constant(3)});
   if (sfvi && g.locals.empty()) return;
   // Once a window (kSfviRuleWindow; VFL's is the rule's default, also 100).
   plan.rule.push_back({"server", "silo k", "tol_param, once a window (window, 100 iterations by default) after the server's q has settled",

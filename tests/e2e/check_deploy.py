@@ -1101,9 +1101,10 @@ def server_kill_case(label, model, sets, steps, kill_at=3):
 
 def case_vfl_exact_equal(fvic, cache, work):
     """vfl_exact (the written model: each silo sends its partial predictor) deployed as vfl_equal
-    is, and the bytes each silo exchanged per iteration are the ones `fvic plan` lists (plus the
-    stopping rule's schedule messages, 2 doubles each, at most one a window of 100 iterations, and
-    the joint family's layout, once: 1 double up, 3 down, as the plan says)."""
+    is, and the bytes each silo exchanged per iteration are the ones `fvic plan` lists (the stopping
+    rule's schedule among them, 3 doubles in every propose request), plus the joint family's
+    layout, once: 1 double up, 3 down, as the plan says, and the rule's questions whether the
+    split block has settled, 4 doubles each, at most one a window of 100 iterations."""
     sets = ["method=vfl_exact", "rounds=300", "refresh=10"]
     equal_case("vfl_exact_equal", VFL, sets)(fvic, cache, work)
     p = subprocess.run([fvic, "plan", VFL.fvi, "--data", os.path.join(work, "vfl", "augmented"), "--json"] +
@@ -1119,10 +1120,10 @@ def case_vfl_exact_equal(fvic, cache, work):
     extra = measured - per_iteration * t
     layout = 8 * (1 + 3)
     require(any("once, before the first iteration" in r for r in plan["reasons"]), "the plan does not list the layout")
-    require(layout <= extra <= layout + 16 * (t // 100 + 2),
+    require(layout <= extra <= layout + 32 * (t // 100 + 2),
             f"silo 1 exchanged {measured} B in {t} iterations; the plan lists {per_iteration} B an iteration")
     print(f"vfl_exact_equal: silo 1 exchanged {measured} B in {t} iterations: the plan's {per_iteration} B an "
-          f"iteration, plus {extra} B of the layout and the stopping rule's schedule messages")
+          f"iteration, plus {extra} B of the layout and the stopping rule's questions")
 
 
 CASES = {

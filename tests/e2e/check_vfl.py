@@ -110,10 +110,11 @@ def case_privacy(fvic, cache, work):
             require(set(block["variables"]) == {"beta"}, "%s: silo-%d/posterior.json should hold beta only" % (layout, k))
             require(len(block["variables"]["beta"]["mean"]) == P // J, "%s: silo-%d holds %d betas" % (layout, k, P // J))
         row = N * draws * 8  # one value per row and draw
+        schedule = 3 * 8  # each propose request: the stopping rule's step scale, averaging epoch and draws
         if layout == "augmented":  # Alg. 1: z_k and the ELBO term up; G down
-            up, down = J * (row + 8), J * row
+            up, down = J * (row + 8), J * (schedule + row)
         else:  # Alg. 2: z_k, H_k, d/db and the ELBO term up; b, sum_{j != k} z_j and H down
-            up, down = J * (2 * row + draws * 8 + 8), J * (draws * 8 + 2 * row)
+            up, down = J * (2 * row + draws * 8 + 8), J * (schedule + draws * 8 + 2 * row)
         last = metrics_rows(out)[-1]
         require(int(last["bytes_received"]) == rounds * up and int(last["bytes_sent"]) == rounds * down,
                 "%s: bytes received/sent %s/%s, expected %d/%d" % (layout, last["bytes_received"], last["bytes_sent"],

@@ -369,9 +369,10 @@ void SfviSilo::restore(const Eigen::VectorXd& state) {
   options_.mc_samples = long(draws);
 }
 
-void SfviSilo::set_schedule(double step_scale, bool restart_average) {
-  average_.set_schedule(step_scale, restart_average, local_params_.size());
-  if (restart_average) watch_.restart();
+void SfviSilo::set_schedule(double step_scale, long epoch) {
+  const bool restart = epoch != average_.epoch();
+  average_.set_schedule(step_scale, epoch, local_params_.size());
+  if (restart) watch_.restart();
   adam_.set_scale(step_scale);
 }
 

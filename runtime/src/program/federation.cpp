@@ -19,7 +19,6 @@ const char* phase_name(Phase phase) {
     case Phase::kSfviEvaluate: return "sfvi evaluate";
     case Phase::kSfviFinish: return "sfvi finish";
     case Phase::kSfviSizes: return "sfvi sizes";
-    case Phase::kSfviSchedule: return "sfvi schedule";
     case Phase::kSfviLogJoint: return "sfvi log joint";
     case Phase::kSfviSettled: return "sfvi settled";
     case Phase::kVflPropose: return "vfl propose";
@@ -28,7 +27,6 @@ const char* phase_name(Phase phase) {
     case Phase::kVflFinish: return "vfl finish";
     case Phase::kVflPredict: return "vfl predict";
     case Phase::kVflLogJoint: return "vfl log joint";
-    case Phase::kVflSchedule: return "vfl schedule";
     case Phase::kVflLayout: return "vfl layout";
     case Phase::kVflSettled: return "vfl settled";
     case Phase::kSgpUpdate: return "sparse gp update";

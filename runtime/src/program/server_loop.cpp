@@ -305,8 +305,6 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   // The estimate: the parameters averaged over the rule's last phase, where there is one.
   const Eigen::VectorXd average = monitor.average();
   if (average.size() > 0) coordinator.set_params(average);
-  std::string verdict =
-      monitor.verdict(last, coordinator.unit()) + (monitor.converged() ? coordinator.settled_note() : "");
   summary.iterations = last;
   summary.converged = monitor.converged();
   summary.relative_change = monitor.relative_change();
@@ -316,10 +314,10 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   summary.tol_param = monitor.tol_param();
   coordinator.finish(last);
   const std::optional<ServerDraws> d = coordinator.draws();
-  if (d && !monitor.converged()) {
-    const std::string moving = moving_most(monitor, d->layout, q_mean.size());
-    if (!moving.empty()) verdict = monitor.verdict(last, coordinator.unit(), moving);
-  }
+  // A verdict that is not "converged" names the coordinate that moved most (by the draws' layout).
+  const std::string verdict =
+      monitor.converged() ? monitor.verdict(last, coordinator.unit()) + coordinator.settled_note()
+                          : monitor.verdict(last, coordinator.unit(), d ? moving_most(monitor, d->layout, q_mean.size()) : "");
   std::string khat_line;
   Reweighted reweighted;
   TailCheck tail;

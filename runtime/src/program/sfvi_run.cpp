@@ -41,7 +41,8 @@ constexpr uint64_t kEvaluationSeed = 0x5f5f5f5fULL;  // the ELBO's fixed noise (
 // (docs/deployment.md, "Dropouts").
 class Federation {
  public:
-  Federation(SfviServer& server, Transport& transport) : server_(server), transport_(transport) {}
+  Federation(SfviServer& server, Transport& transport, long draws)
+      : server_(server), transport_(transport), schedule_(silo_schedule_message(1.0, 0, draws)) {}
 
   // Each silo's term of the last iteration's or round's objective (NaN: no reply): its part of
   // the ELBO (SFVI), its local objective (SFVI-Avg, each an estimate of the whole ELBO).
@@ -63,9 +64,15 @@ class Federation {
     return n;
   }
 
+  // The stopping rule's schedule for the silos' locals, stated at the head of every iteration's
+  // request (fvi/program/silo_settling.h).
+  void set_schedule(double scale, long epoch, long draws) { schedule_ = silo_schedule_message(scale, epoch, draws); }
+
   // One SFVI iteration (seed 002 Alg. 1). Returns the ELBO estimate.
   double sfvi_iteration(uint32_t t) {
-    const Message down = engine::pack(server_.broadcast(t));
+    Message down = schedule_;
+    const Message broadcast = engine::pack(server_.broadcast(t));
+    down.insert(down.end(), broadcast.begin(), broadcast.end());
     std::vector<SfviContribution> contributions;
     std::vector<Message> up(transport_.silos());
     const std::vector<bool> arrived = run(t, Phase::kSfviContribute, [&](int) { return down; }, up,
@@ -137,14 +144,6 @@ class Federation {
     return total;
   }
 
-  // The stopping rule's phase, carried out by each silo on its own eta_L, and its draws per
-  // gradient.
-  void schedule(uint32_t round, double scale, bool restart, long mc_samples) {
-    std::vector<Message> up(transport_.silos());
-    run(round, Phase::kSfviSchedule, [&](int) { return Message{scale, restart ? 1.0 : 0.0, double(mc_samples)}; }, up,
-        0);
-  }
-
   // The final q(Z_G) and theta, for each silo's local posterior.
   void finish(uint32_t round, bool counted) {
     const Message down = engine::pack(server_.broadcast(0));
@@ -173,6 +172,7 @@ class Federation {
 
   SfviServer& server_;
   Transport& transport_;
+  Message schedule_;  // [step scale, averaging epoch, draws per gradient]
   std::vector<double> terms_;
 };
 
@@ -362,12 +362,6 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                                   options_.seed, r.draws), m);
       return m;
     }
-    if (phase == Phase::kSfviSchedule) {
-      const SiloSchedule s = read_silo_schedule(request, options_.mc_samples);
-      silo_.set_schedule(s.scale, s.restart);
-      silo_.set_mc_samples(s.draws);
-      return {};
-    }
     if (phase == Phase::kSfviSettled) {
       // With local_samples > 1, q(Z_L | Z_G) is the importance sampler's proposal, which the bound
       // pins down ever more weakly as K grows (examples/glmm_sixcities: its means still drift 0.2-0.3
@@ -391,8 +385,13 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       }
       return engine::pack(silo_.fit_locally(b, steps, scale, round));
     }
+    if (phase == Phase::kSfviContribute) {
+      const SiloSchedule s = read_silo_schedule(request, options_.mc_samples);
+      silo_.set_schedule(s.scale, s.epoch);
+      silo_.set_mc_samples(s.draws);
+      return engine::pack(silo_.contribute(broadcast(Message(request.begin() + kSiloScheduleSize, request.end())), round));
+    }
     const SfviBroadcast b = broadcast(request);
-    if (phase == Phase::kSfviContribute) return engine::pack(silo_.contribute(b, round));
     if (phase == Phase::kSfviEvaluate) {
       const long draws = 16;
       const Eigen::MatrixXd eps = engine::global_noise(kEvaluationSeed, 0, silo_global_dim(), draws);
@@ -484,7 +483,7 @@ class SfviCoordinator : public Coordinator {
         avg_rounds_(method_ == "sfvi_avg" || method_ == "independent" ? rounds_ : warm_start_),
         sfvi_iterations_(method_ == "sfvi" ? rounds_ : 0),
         server_(run.model, run.server_data.view(), options_),
-        federation_(server_, run.transport),
+        federation_(server_, run.transport, options_.mc_samples),
         weights_(run.transport.silos(), 1.0),
         own_(run.transport.silos()) {
     const int S = run.transport.silos();
@@ -619,19 +618,15 @@ class SfviCoordinator : public Coordinator {
     const Eigen::Index n = server_.q().num_params();
     server_.set(p.head(n), p.tail(p.size() - n));
   }
-  // The silos decay their own steps and average their own eta_L with the server (SFVI only: the
-  // other methods' silos fit their locals within the rounds).
+  // The silos decay their own steps and average their own eta_L with the server, on the schedule
+  // each iteration's request states (SFVI only: the other methods' silos fit their locals within
+  // the rounds).
   void set_schedule(double scale, long epoch, long mc_factor) override {
     server_.set_step_scale(scale);
-    const bool resumed = std::exchange(resumed_, false);
-    if (method_ != "sfvi" || (scale == silo_scale_ && epoch == silo_epoch_)) return;
-    const long draws = options_.mc_samples * mc_factor;  // epoch changes with mc_factor
+    if (method_ != "sfvi") return;
+    const long draws = options_.mc_samples * mc_factor;
     server_.set_mc_samples(draws);
-    // Each schedule is its own round: a deployed silo answers a (round, phase) it has answered
-    // from its cache, without acting on it (a resumed server asking again). After a resume the
-    // silos hold the schedule of their own checkpoints: the server only takes it up.
-    if (!resumed) federation_.schedule(uint32_t(step_), scale, epoch != silo_epoch_, draws);
-    silo_scale_ = scale, silo_epoch_ = epoch;
+    federation_.set_schedule(scale, epoch, draws);
   }
   // SFVI: each silo's locals, judged by the silo (SFVI-Avg's and the independent fit's silos fit
   // theirs within each round).
@@ -664,7 +659,6 @@ class SfviCoordinator : public Coordinator {
     return m;
   }
   void restore(const std::vector<double>& m) override {
-    resumed_ = true;
     const Eigen::Index state = server_.checkpoint().size(), fit = server_.q().num_params() + server_.hyper_dim() + 1;
     const size_t S = own_.size();
     if (m.size() != size_t(state) + (method_ == "independent" ? S * size_t(fit) : 0))
@@ -761,10 +755,7 @@ class SfviCoordinator : public Coordinator {
   std::string start_note_;  // how a pooled fit started
   std::string modes_warning_;  // the mode search found several modes
   std::string settled_note_;  // what the last check of the silos' locals found
-  long step_ = 0;          // the last step taken (the round of the schedule that follows it)
-  bool resumed_ = false;   // restored from a checkpoint, no schedule taken up since
-  double silo_scale_ = 1;  // what the silos were last told
-  long silo_epoch_ = 0;
+  long step_ = 0;  // the last step taken
 };
 
 }  // namespace

@@ -76,13 +76,18 @@ Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, do
 }
 
 SiloSchedule read_silo_schedule(const Message& request, long mc_samples) {
-  if (request.size() != 3) throw std::invalid_argument("a schedule request needs [step scale, restart, mc_samples]");
-  const double scale = request[0], draws = request[2];
-  if (!(scale > 0 && scale <= 1 && draws >= 1 && draws <= double(kMaxMcFactor * mc_samples) &&
-        draws == std::floor(draws)))
-    throw std::invalid_argument("a schedule request with step scale " + std::to_string(scale) + " and " +
-                                std::to_string(draws) + " draws per gradient");
-  return {scale, request[1] != 0, long(draws)};
+  if (request.size() < kSiloScheduleSize)
+    throw std::invalid_argument("a request without the stopping rule's [step scale, averaging epoch, draws]");
+  const double scale = request[0], epoch = request[1], draws = request[2];
+  if (!(scale > 0 && scale <= 1 && epoch >= 0 && epoch <= 1e9 && epoch == std::floor(epoch) && draws >= 1 &&
+        draws <= double(kMaxMcFactor * mc_samples) && draws == std::floor(draws)))
+    throw std::invalid_argument("a schedule with step scale " + std::to_string(scale) + ", averaging epoch " +
+                                std::to_string(epoch) + " and " + std::to_string(draws) + " draws per gradient");
+  return {scale, long(epoch), long(draws)};
+}
+
+Message silo_schedule_message(double scale, long epoch, long draws) {
+  return {scale, double(epoch), double(draws)};
 }
 
 }  // namespace fvi::program

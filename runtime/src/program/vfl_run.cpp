@@ -47,12 +47,18 @@ class VerticalFederation {
  public:
   VerticalFederation(VflServer& server, Transport& transport, bool power, Eigen::Index rows, long draws)
       : server_(server), transport_(transport), power_(power), rows_(rows), draws_(draws),
+        schedule_(silo_schedule_message(1.0, 0, draws)),
         last_z_(transport.silos(), Eigen::MatrixXd::Zero(rows, draws)) {}
+
+  // The stopping rule's schedule for the silos' split blocks, which every propose request states
+  // (fvi/program/silo_settling.h): a silo that missed one is on it again at its next.
+  void set_schedule(double scale, long epoch) { schedule_ = silo_schedule_message(scale, epoch, draws_); }
 
   // The draws per gradient from the next iteration on (the stopping rule's doubling). A silo that
   // misses an iteration is represented by its last z_k: its columns, repeated to the new count.
   void set_draws(long draws) {
     if (draws == draws_) return;
+    schedule_[2] = double(draws);
     for (Eigen::MatrixXd& z : last_z_) {
       Eigen::MatrixXd wider(rows_, draws);
       for (long s = 0; s < draws; ++s) wider.col(s) = z.col(s % z.cols());
@@ -68,7 +74,7 @@ class VerticalFederation {
     const Eigen::Index N = rows_, S = draws_, G = server_.global_dim();
     // Alg. 1 step 14 / Alg. 2 step 21: each silo draws z_k and keeps its noise; z_k goes up.
     std::vector<Message> z(J);
-    exchange(t, Phase::kVflPropose, [](int) { return Message{}; }, z, size_t(message::vfl_rows_size<int64_t>(N, S)));
+    exchange(t, Phase::kVflPropose, [&](int) { return schedule_; }, z, size_t(message::vfl_rows_size<int64_t>(N, S)));
     for (int k = 0; k < J; ++k)
       if (!z[k].empty()) last_z_[k] = matrix(z[k], N, S, "z_k");
     Eigen::MatrixXd z_all = last_z_[0];
@@ -161,6 +167,7 @@ class VerticalFederation {
   bool power_;
   Eigen::Index rows_;
   long draws_;
+  Message schedule_;  // [step scale, averaging epoch, draws per gradient]
   std::vector<Eigen::MatrixXd> last_z_;
 };
 
@@ -251,13 +258,19 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   void set_test_data(data::DataSet data) override { test_ = std::make_unique<data::DataSet>(std::move(data)); }
 
   Message handle(uint32_t round, Phase phase, const Message& request) override {
-    const Eigen::Index N = silo_.rows(), S = silo_.mc_samples();
     auto expect = [&](size_t n) {
       const std::string bad = check_reply(request, n);
       if (!bad.empty()) throw std::invalid_argument(std::string("the server's ") + phase_name(phase) + " request has " + bad);
     };
+    if (phase == Phase::kVflPropose) {
+      expect(kSiloScheduleSize);
+      const SiloSchedule s = read_silo_schedule(request, options_.mc_samples);
+      silo_.set_schedule(s.scale, s.epoch);
+      silo_.set_mc_samples(s.draws);
+      return flat(silo_.propose(round));
+    }
+    const Eigen::Index N = silo_.rows(), S = silo_.mc_samples();
     switch (phase) {
-      case Phase::kVflPropose: return flat(silo_.propose(round));
       case Phase::kVflPower: {
         const Eigen::Index G = request.size() >= size_t(N * S) ? Eigen::Index(request.size()) / S - N : 0;
         expect(size_t(message::vfl_power_size<int64_t>(N, G, S)));
@@ -300,12 +313,6 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
       }
       case Phase::kVflSettled:
         return settled_reply(request, silo_.block_settled(request.empty() ? 0 : request[0]));
-      case Phase::kVflSchedule: {
-        const SiloSchedule s = read_silo_schedule(request, options_.mc_samples);
-        silo_.set_schedule(s.scale, s.restart);
-        silo_.set_mc_samples(s.draws);
-        return {};
-      }
       case Phase::kVflFinish:
         if (!finished_) silo_.use_average();
         finished_ = true;
@@ -374,7 +381,6 @@ class VflCoordinator : public Coordinator {
   long steps() const override { return rounds_; }
   bool reports(long t) const override { return t % refresh_ == 0; }
   double step(long t) override {
-    step_ = t;
     if (!laid_out_) lay_out();
     return federation_.iteration(uint32_t(t));
   }
@@ -408,22 +414,14 @@ class VflCoordinator : public Coordinator {
   Eigen::VectorXd params() const override { return server_.params(); }
   void set_params(const Eigen::VectorXd& p) override { server_.set_params(p); }
   // The silos decay their own steps and average their own parameters with the server, and take
-  // the draws per gradient the rule asks for (the messages are N x draws values).
+  // the draws per gradient the rule asks for (the messages are N x draws values), on the schedule
+  // each propose request states.
   void set_schedule(double scale, long epoch, long mc_factor) override {
     server_.set_step_scale(scale);
-    const long draws = options_.mc_samples * mc_factor;  // epoch changes with mc_factor
+    const long draws = options_.mc_samples * mc_factor;
     server_.set_mc_samples(draws);
     federation_.set_draws(draws);
-    const bool resumed = std::exchange(resumed_, false);
-    if (scale == silo_scale_ && epoch == silo_epoch_) return;
-    std::vector<Message> none;
-    // Each schedule is its own round: a deployed silo answers a (round, phase) it has answered
-    // from its cache, without acting on it (a resumed server asking again). After a resume the
-    // silos hold the schedule of their own checkpoints: the server only takes it up.
-    if (!resumed)
-      ask_every_silo(run_.transport, uint32_t(step_), Phase::kVflSchedule,
-                     {scale, epoch != silo_epoch_ ? 1.0 : 0.0, double(draws)}, 0, none);
-    silo_scale_ = scale, silo_epoch_ = epoch;
+    federation_.set_schedule(scale, epoch);
   }
   // The written model's log joint at the output draws: the server's prior and likelihood at
   // b and the silos' summed partial predictors, each silo's split priors; log q of every block.
@@ -501,7 +499,6 @@ class VflCoordinator : public Coordinator {
     return m;
   }
   void restore(const std::vector<double>& m) override {
-    resumed_ = true;
     const int J = run_.transport.silos();
     const Eigen::Index state_size = server_.checkpoint().size();
     const double stored = m.size() > size_t(state_size) ? m[size_t(state_size)] : 0;
@@ -597,10 +594,6 @@ class VflCoordinator : public Coordinator {
   HeldOutRows held_out_;
   bool laid_out_ = false, announced_ = false;
   Eigen::MatrixXd output_noise_;  // behind the output draws (the joint family's log q needs it)
-  long step_ = 0;          // the last step taken (the round of the schedule that follows it)
-  bool resumed_ = false;   // restored from a checkpoint, no schedule taken up since
-  double silo_scale_ = 1;  // what the silos were last told
-  long silo_epoch_ = 0;
   std::string settled_note_;  // what the last check of the silos' split blocks found
 };
 

@@ -1,5 +1,7 @@
 #include "fvi/program/silo_settling.h"
 
+#include "fvi/optim/parameter_average.h"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -11,18 +13,47 @@ using fvi::program::read_silo_schedule;
 using fvi::program::settled_reply;
 
 TEST_CASE("a silo reads the rule's schedule and refuses one it could not have been sent", "[program][rule]") {
-  const fvi::program::SiloSchedule s = read_silo_schedule(Message{0.5, 1.0, 8.0}, 2);
+  const fvi::program::SiloSchedule s = read_silo_schedule(fvi::program::silo_schedule_message(0.5, 3, 8), 2);
   CHECK(s.scale == 0.5);
-  CHECK(s.restart);
+  CHECK(s.epoch == 3);
   CHECK(s.draws == 8);
-  CHECK_FALSE(read_silo_schedule(Message{1.0, 0.0, 2.0}, 2).restart);
+  // The schedule opens a longer request (an SFVI broadcast follows it).
+  CHECK(read_silo_schedule(Message{1.0, 0.0, 2.0, 7.0, 7.0}, 2).epoch == 0);
   CHECK(read_silo_schedule(Message{1.0, 0.0, 32.0}, 2).draws == 32);  // 16 x the silo's own 2: the most
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (const Message& bad : {Message{0.5, 1.0}, Message{0.5, 1.0, 8.0, 1.0}, Message{0.0, 0.0, 2.0},
-                             Message{1.5, 0.0, 2.0}, Message{nan, 0.0, 2.0}, Message{0.5, 0.0, 0.0},
+  for (const Message& bad : {Message{}, Message{0.5, 1.0}, Message{0.0, 0.0, 2.0}, Message{1.5, 0.0, 2.0},
+                             Message{nan, 0.0, 2.0}, Message{0.5, -1.0, 2.0}, Message{0.5, 1.5, 2.0},
+                             Message{0.5, nan, 2.0}, Message{0.5, 1e300, 2.0}, Message{0.5, 0.0, 0.0},
                              Message{0.5, 0.0, 2.5}, Message{0.5, 0.0, 33.0}, Message{0.5, 0.0, nan},
                              Message{0.5, 0.0, 1e300}})
     CHECK_THROWS_AS(read_silo_schedule(bad, 2), std::invalid_argument);
+}
+
+TEST_CASE("a silo's average restarts at each new epoch, however many requests it missed", "[program][rule]") {
+  fvi::ParameterAverage average;
+  const Eigen::Index n = 2;
+  average.set_schedule(1.0, 0, n);
+  average.add(Eigen::VectorXd::Constant(n, 5.0));  // before averaging: not counted
+  CHECK_FALSE(average.has_average());
+  average.set_schedule(0.5, 1, n);
+  average.add(Eigen::VectorXd::Constant(n, 1.0));
+  average.set_schedule(0.5, 1, n);  // the same epoch stated again: the average goes on
+  average.add(Eigen::VectorXd::Constant(n, 3.0));
+  CHECK(average.average()[0] == 2.0);
+  average.set_schedule(0.3, 4, n);  // epochs 2 and 3 missed: one restart
+  average.add(Eigen::VectorXd::Constant(n, 7.0));
+  CHECK(average.average()[1] == 7.0);
+  CHECK(average.step_scale() == 0.3);
+  fvi::ParameterAverage restored;
+  restored.restore(average.state(n));
+  CHECK(restored.epoch() == 4);
+  restored.set_schedule(0.3, 4, n);  // the restored silo's epoch: no restart
+  restored.add(Eigen::VectorXd::Constant(n, 9.0));
+  CHECK(restored.average()[0] == 8.0);
+  CHECK_THROWS_AS(average.set_schedule(0.5, -1, n), std::invalid_argument);
+  Eigen::VectorXd damaged = average.state(n);
+  damaged[1] = 1.5;
+  CHECK_THROWS_AS(restored.restore(damaged), std::invalid_argument);
 }
 
 TEST_CASE("a silo's settled reply carries its verdict and two figures only", "[program][rule]") {

@@ -243,8 +243,9 @@ class SfviSilo {
                      const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms);
   void set_local_params(const Eigen::VectorXd& params);
   // The server's stopping rule, carried out on eta_{L_j}: the step size's multiplier for later
-  // steps, and (restart) a new Polyak-Ruppert average of eta_{L_j} from the next step on.
-  void set_schedule(double step_scale, bool restart_average);
+  // steps, and at a new averaging epoch a new Polyak-Ruppert average of eta_{L_j} from the next
+  // step on (fvi/optim/parameter_average.h).
+  void set_schedule(double step_scale, long epoch);
   // Draws per gradient from the next step on, as the server's stopping rule asks (the server's
   // own draws of Z_G are as many).
   void set_mc_samples(long draws) { options_.mc_samples = draws; }

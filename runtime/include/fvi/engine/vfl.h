@@ -209,9 +209,9 @@ class VflSilo {
   };
   LogJointPart log_joint_part(uint64_t key, long draws);
 
-  // The server's stopping rule on this silo's parameters: the step size's multiplier, and
-  // (restart) a new average of them from the next update on; use_average() at the end.
-  void set_schedule(double step_scale, bool restart_average);
+  // The server's stopping rule on this silo's parameters: the step size's multiplier, and at a
+  // new averaging epoch a new average of them from the next update on; use_average() at the end.
+  void set_schedule(double step_scale, long epoch);
   void use_average();
   // Whether q(theta_k)'s means and sds have settled over the averaging phase's windows (asked once
   // the server's q has: fvi/optim/stationarity_watch.h). q(z_k)'s parameters are not judged: they

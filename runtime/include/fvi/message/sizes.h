@@ -42,6 +42,13 @@ Size pvi_update_reply_size(const Size& P) { return P; }
 // every party makes them from the seed and the round.
 template <class Size>
 Size sfvi_message_size(const Size& Q, const Size& H) { return Q + H + size_constant(Q, 1); }
+// An SFVI iteration's request opens with the stopping rule's schedule (program/silo_settling.h):
+// [step scale, averaging epoch, draws per gradient, broadcast]. A vertical silo's propose request
+// is the schedule alone.
+template <class Size>
+Size silo_schedule_size(const Size& like) { return size_constant(like, 3); }
+template <class Size>
+Size sfvi_contribute_request_size(const Size& Q, const Size& H) { return silo_schedule_size(Q) + sfvi_message_size(Q, H); }
 // SFVI-Avg and the independent fit ask for local steps: [steps, scale, independent?, broadcast].
 template <class Size>
 Size sfvi_fit_locally_request_size(const Size& Q, const Size& H) { return size_constant(Q, 3) + sfvi_message_size(Q, H); }

@@ -24,21 +24,21 @@ enum class Phase : uint32_t {
   kPviEvaluate = 2,      // q_s -> E_q[silo loss]
   kPviLogJoint = 3,      // draws of the globals (d x S) -> the silo's log likelihood at each (S)
   kPviFinish = 4,        // the final q -> nothing (the silo writes its draws of it)
-  kSfviContribute = 10,  // broadcast -> the silo's gradients (seed 002 Alg. 1)
+  kSfviContribute = 10,  // [the rule's schedule (3), broadcast] -> the silo's gradients (seed 002 Alg. 1)
   kSfviFitLocally = 11,  // [steps, scale, broadcast] -> local fit (seed 002 Alg. 2)
   kSfviEvaluate = 12,    // broadcast -> the silo's ELBO term at fixed noise
   kSfviFinish = 13,      // the final broadcast -> nothing (the silo writes its local posterior)
   kSfviSizes = 14,       // nothing -> [n_j] (SFVI-Avg's n / n_j scaling)
-  kSfviSchedule = 15,    // [step scale, restart the average?] -> nothing (the stopping rule's phase)
+  // 15: retired (the rule's schedule on its own; it now opens every kSfviContribute request).
   kSfviLogJoint = 16,    // after finish: draws of Z_G (n x S) -> [log p(y_j, Z_Lj | Z_G) (S), log q(Z_Lj | Z_G) (S)]
   kSfviSettled = 17,     // [tol_param] -> [status, drift, standard error] of the silo's locals (fvi/program/silo_settling.h)
-  kVflPropose = 20,      // nothing -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
+  kVflPropose = 20,      // the rule's schedule (3) -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
   kVflFinish = 23,       // nothing -> nothing (the silo writes its split posterior)
   kVflPredict = 24,      // [key, draws] -> z_k* of the held-out rows (rows x draws)
   kVflLogJoint = 25,     // [key, draws] -> [eta_k (rows x draws), log p(theta_k), log q(theta_k) (draws each)]
-  kVflSchedule = 26,     // [step scale, restart the average?] -> nothing (the stopping rule's phase)
+  // 26: retired (the rule's schedule on its own; it is now every kVflPropose request).
   kVflLayout = 27,       // round 0: nothing -> [p_k]; round 1: [joint?, offset_k, total] -> nothing (once, before iteration 1)
   kVflSettled = 28,      // [tol_param] -> [status, drift, standard error] of the silo's split block (silo_settling.h)
   kSgpUpdate = 30,       // [q, t_k, the silo's factor over u, the others', Z] -> [t_k, factor over u, Z, objective] (seed 003 Alg. 2)

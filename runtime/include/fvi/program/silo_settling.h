@@ -26,14 +26,19 @@ struct Settling {
 // Asks every silo; `what` names their parameters in the verdict ("locals", "split block").
 Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, double tol_param, const char* what);
 
-// The rule's schedule for a silo's own parameters (Phase::kSfviSchedule, kVflSchedule):
-// [step scale in (0, 1], restart the average (0 or not), draws per gradient], the draws a whole
-// number from 1 to kMaxMcFactor times the silo's own mc_samples. Throws on anything else.
+// The rule's schedule for a silo's own parameters, the first three values of every iteration's
+// request (Phase::kSfviContribute, kVflPropose): [step scale in (0, 1], the averaging epoch (a
+// whole number from 0; a new one restarts the silo's average), draws per gradient (a whole number
+// from 1 to kMaxMcFactor times the silo's own mc_samples)]. Stated every time, not when it
+// changes: a silo that misses one request is on the server's schedule again at its next.
+// Throws on a request shorter than three values or a schedule outside these ranges.
 struct SiloSchedule {
   double scale = 1;
-  bool restart = false;
+  long epoch = 0;
   long draws = 1;
 };
+inline constexpr size_t kSiloScheduleSize = 3;
 SiloSchedule read_silo_schedule(const Message& request, long mc_samples);
+Message silo_schedule_message(double scale, long epoch, long draws);
 
 }  // namespace fvi::program
