@@ -142,13 +142,22 @@
             '2 tol_param and the standard error under tol_param (docs/user-guide.md §7)',
             {width: 560, height: 200, layer: layers});
     }
-    const heldout = (data.metrics.columns || []).filter((c) => c.startsWith('test_'));
-    for (const column of heldout)
-      chart(s, column, 'Held-out ' + column.slice(5).replace('_', ' ') + ' (--test) at each report', {
-        width: 560, height: 160, data: {values: metrics.filter((m) => m[column] !== null)},
-        mark: {type: 'line', point: metrics.length < 60, color: '#8a5a00'},
-        encoding: {x: {field: 'round', type: 'quantitative', title: 'report'},
-                   y: {field: column, type: 'quantitative', title: column, scale: {zero: false}}}});
+    const columns = data.metrics.columns || [];
+    const heldout = columns.filter((c) => c.startsWith('test_') && !c.endsWith('_if_calibrated'));
+    for (const column of heldout) {
+      const values = metrics.filter((m) => m[column] !== null);
+      const line = {mark: {type: 'line', point: metrics.length < 60, color: '#8a5a00'},
+                    encoding: {x: {field: 'round', type: 'quantitative', title: 'report'},
+                               y: {field: column, type: 'quantitative', title: column, scale: {zero: false}}}};
+      // A calibration error beside what a calibrated predictive scores on these rows (dashed).
+      const reference = column + '_if_calibrated';
+      const title = 'Held-out ' + column.slice(5).replace('_', ' ') + ' (--test) at each report' +
+        (columns.includes(reference) ? ', dashed: what a calibrated predictive scores on these rows' : '');
+      const spec = !columns.includes(reference) ? line : {layer: [line, {
+        mark: {type: 'line', strokeDash: [4, 3], color: '#666'},
+        encoding: {x: {field: 'round', type: 'quantitative'}, y: {field: reference, type: 'quantitative'}}}]};
+      chart(s, column, title, Object.assign({width: 560, height: 160, data: {values}}, spec));
+    }
   }
 
   // --- The posterior ------------------------------------------------------------------------

@@ -167,7 +167,8 @@ def case_pvi(chromium, cache, work, artifacts):
              ["--test", os.path.join(ex, "data", "test.json")])
     p = check_page(chromium, out, "pvi", artifacts, work,
                    ["chart-objective", "chart-silo-terms", "chart-stopping-rule", "chart-test_log_density",
-                    "chart-test_accuracy", "chart-marginal-", "chart-bytes-per-round", "chart-bytes-per-silo"],
+                    "chart-test_accuracy", "chart-test_ece", "chart-marginal-", "chart-bytes-per-round",
+                    "chart-bytes-per-silo"],
                    ["The plan", "Convergence", "Posterior marginals", "Posterior summary", "Traffic", "The model"])
     marginals = [c for c in p.charts if c.startswith("chart-marginal-")]
     require(len(marginals) == 9, "pvi: %d marginals, expected 9 (w[1..8], b)" % len(marginals))

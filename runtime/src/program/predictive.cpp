@@ -1,10 +1,12 @@
 #include "fvi/program/predictive.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "fvi/data/readers.h"
 #include "fvi/data/validate.h"
+#include "fvi/diagnostics/calibration.h"
 
 namespace fvi::program {
 
@@ -17,6 +19,10 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
   const std::string dist = f.info().distribution;
   double log_density = 0, correct = 0, squared = 0;
   const int64_t n = f.rows();
+  // Per row, for the calibration error: the top class's predictive probability and whether that
+  // class is right; or the predictive sd and the predictive mean's error.
+  std::vector<double> confidence, predictive_sd, error;
+  std::vector<bool> right;
   for (int64_t begin = 0; begin < n; begin += block) {
     const int64_t count = std::min(block, n - begin);
     // Kept alive to the end of the block: an argument the kernel passes through unchanged (a
@@ -37,7 +43,10 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
           const double e = eta.values(eta.rows == 1 ? 0 : i, eta.draws == 1 ? 0 : s);
           p += 1 / (1 + std::exp(-e));
         }
-        correct += ((p / double(S) > 0.5) == (y[i] > 0.5));
+        p /= double(S);
+        const bool hit = (p > 0.5) == (y[i] > 0.5);
+        correct += hit;
+        confidence.push_back(std::max(p, 1 - p)), right.push_back(hit);
       }
     } else if (dist == "categorical_logit") {
       const auto& logits = args[1];
@@ -50,22 +59,41 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
           prob += a / a.sum();
         }
         Eigen::Index best = 0;
-        prob.maxCoeff(&best);
-        correct += (double(best + 1) == y[i]);
+        const double top = prob.maxCoeff(&best) / double(S);
+        const bool hit = double(best + 1) == y[i];
+        correct += hit;
+        confidence.push_back(top), right.push_back(hit);
       }
     } else if (dist == "normal") {
       const auto& mu = args[1];
+      const auto& sigma = args[2];
       for (int64_t i = 0; i < count; ++i) {
-        double mean = 0;
-        for (Eigen::Index s = 0; s < S; ++s) mean += mu.values(mu.rows == 1 ? 0 : i, mu.draws == 1 ? 0 : s);
-        squared += std::pow(mean / double(S) - y[i], 2);
+        // The predictive's mean and variance: E_s[mu_s] and E_s[sigma_s^2] + Var_s[mu_s].
+        double mean = 0, second = 0, noise = 0;
+        for (Eigen::Index s = 0; s < S; ++s) {
+          const double m_s = mu.values(mu.rows == 1 ? 0 : i, mu.draws == 1 ? 0 : s);
+          const double sd_s = sigma.values(sigma.rows == 1 ? 0 : i, sigma.draws == 1 ? 0 : s);
+          mean += m_s, second += m_s * m_s, noise += sd_s * sd_s;
+        }
+        mean /= double(S);
+        const double variance = noise / double(S) + std::max(0.0, second / double(S) - mean * mean);
+        squared += std::pow(mean - y[i], 2);
+        predictive_sd.push_back(std::sqrt(variance)), error.push_back(y[i] - mean);
       }
     }
   }
   m.observations = n;
   m.mean_log_density = log_density / double(n);
-  if (dist == "bernoulli_logit" || dist == "categorical_logit") m.accuracy = correct / double(n);
-  if (dist == "normal") m.rmse = std::sqrt(squared / double(n));
+  if (dist == "bernoulli_logit" || dist == "categorical_logit") {
+    m.accuracy = correct / double(n);
+    const diagnostics::Calibration c = diagnostics::expected_calibration_error(confidence, right);
+    m.calibration_error = c.error, m.calibration_if_calibrated = c.if_calibrated;
+  }
+  if (dist == "normal") {
+    m.rmse = std::sqrt(squared / double(n));
+    const diagnostics::Calibration c = diagnostics::expected_normalized_calibration_error(predictive_sd, error);
+    m.calibration_error = c.error, m.calibration_if_calibrated = c.if_calibrated;
+  }
   return m;
 }
 
@@ -102,6 +130,14 @@ std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std
   if (m.rmse >= 0) {
     columns.push_back({"test_rmse", m.rmse});
     std::snprintf(buf, sizeof buf, "  rmse %.4f", m.rmse);
+    text += buf;
+  }
+  if (m.calibration_error >= 0) {
+    const std::string name = m.accuracy >= 0 ? "ece" : "ence";
+    columns.push_back({"test_" + name, m.calibration_error});
+    columns.push_back({"test_" + name + "_if_calibrated", m.calibration_if_calibrated});
+    std::snprintf(buf, sizeof buf, "  %s %.4f (%.4f if calibrated)", name.c_str(), m.calibration_error,
+                  m.calibration_if_calibrated);
     text += buf;
   }
   return text;

@@ -586,13 +586,15 @@ class SfviCoordinator : public Coordinator {
     PredictiveMetrics pm;
     if (method_ == "independent") {  // the silos' own posteriors, each scored, then averaged
       const int S = run_.transport.silos();
-      pm.accuracy = pm.rmse = 0;
+      pm.accuracy = pm.rmse = pm.calibration_error = pm.calibration_if_calibrated = 0;
       for (int k = 0; k < S; ++k) {
         const Global q = Global::from_params(own_[k].global_params, server_.global_dim(), options_.correlated_global);
         const PredictiveMetrics m = predictive_metrics(*test, global_draws(q, options_.seed, stream, predictive_draws));
         pm.mean_log_density += m.mean_log_density / S;
         pm.accuracy += m.accuracy / S;
         pm.rmse += m.rmse / S;
+        pm.calibration_error += m.calibration_error / S;
+        pm.calibration_if_calibrated += m.calibration_if_calibrated / S;
       }
     } else {
       pm = predictive_metrics(*test, global_draws(server_.q(), options_.seed, stream, predictive_draws));

@@ -2,7 +2,8 @@
 // Posterior predictive evaluation on held-out data (`--test`): the log predictive density of each
 // observation, log (1/S) sum_s p(y_i | theta_s), and accuracy (bernoulli_logit,
 // categorical_logit: the class with the highest predictive probability) or RMSE (normal: the
-// predictive mean).
+// predictive mean), each with its calibration error (fvi/diagnostics/calibration.h: ECE for
+// classes, ENCE of the predictive sd for a normal likelihood).
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,6 +18,8 @@ struct PredictiveMetrics {
   double mean_log_density = 0;  // per observation
   double accuracy = -1;         // < 0: not a classification likelihood
   double rmse = -1;             // < 0: not a normal likelihood
+  double calibration_error = -1;  // ECE (classification) or ENCE (normal); < 0: neither
+  double calibration_if_calibrated = -1;  // what a calibrated predictive scores on these rows
   int64_t observations = 0;
 };
 
@@ -27,8 +30,9 @@ PredictiveMetrics predictive_metrics(engine::BoundFactor& likelihood, const Eige
 PredictiveMetrics predictive_metrics(engine::BoundFactor& likelihood, const Eigen::MatrixXd& globals,
                                      const Eigen::MatrixXd& z_sum, int64_t block = 2048);
 
-// Appends the metrics' columns (test_log_density, test_accuracy, test_rmse) to `columns` and
-// returns their text for a progress line ("  test lpd -0.5825  accuracy 0.7400").
+// Appends the metrics' columns (test_log_density, test_accuracy, test_rmse, test_ece or
+// test_ence and its _if_calibrated) to `columns` and returns their text for a progress line
+// ("  test lpd -0.5825  accuracy 0.7400  ece 0.1045 (0.0512 if calibrated)").
 std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std::string, double>>& columns);
 
 // Held-out data (`--test FILE`): one silo's variables, checked like a silo's against the model's
