@@ -39,9 +39,10 @@ commands:
   dump --cpp FILE [-o OUT.cpp]
                           the generated C++ kernels (docs/kernel-abi.md)
   build FILE -o DIR       emit and compile DIR/NAME-sim (server and silos in one process)
-  run FILE --data DIR --output OUT [--set key=value]... [--test FILE] [--quiet]
+  run FILE --data DIR --output OUT [--set key=value]... [--test FILE [--ood FILE]] [--quiet]
                           build if needed (cached in $FVIC_CACHE or ~/.cache/fvic) and run
-                          the simulation: posterior.json, draws.csv, metrics.csv in OUT
+                          the simulation: posterior.json, draws.csv, metrics.csv in OUT;
+                          --test: held-out metrics each report, --ood: the OOD AUROC
   report OUT [-o FILE]    one self-contained HTML page of the run in OUT (default OUT/report.html):
                           the plan, convergence, posterior marginals and table, traffic per silo
   summary OUT [--silo K]  the posterior table of OUT/draws.csv (silo K's: OUT/silo-K/draws.csv)
@@ -61,7 +62,7 @@ struct Options {
   std::optional<std::string> data;
   std::optional<std::string> output;
   std::vector<std::string> overrides;
-  std::optional<std::string> test;
+  std::optional<std::string> test, ood;
   std::optional<long> silo;
   bool json = false;
   bool quiet = false;
@@ -109,6 +110,10 @@ std::optional<Options> parse_args(int argc, char** argv, int& status) {
       auto v = value("--test");
       if (!v) return std::nullopt;
       o.test = *v;
+    } else if (a == "--ood") {
+      auto v = value("--ood");
+      if (!v) return std::nullopt;
+      o.ood = *v;
     } else if (a == "--silo") {
       auto v = value("--silo");
       if (!v) return std::nullopt;
@@ -283,6 +288,7 @@ int run(const Options& o) {
     std::vector<std::string> args = {program, "--data", *o.data, "--output", *o.output};
     for (const std::string& kv : o.overrides) args.insert(args.end(), {"--set", kv});
     if (o.test) args.insert(args.end(), {"--test", *o.test});
+    if (o.ood) args.insert(args.end(), {"--ood", *o.ood});
     if (o.quiet) args.push_back("--quiet");
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());

@@ -19,6 +19,7 @@ data) and checks what the issue promises against an independent reference:
                    learns: clean test accuracy far above chance.
   outputs          posterior.json, draws.csv (Stan's CSV layout) and metrics.csv are complete
                    and consistent with each other; --test adds predictive metrics per round.
+  ood              --ood: the OOD AUROC by the predictive sd equals the exact posterior's.
 
 Exit 0 on success, 1 with a message on the first failure.
 """
@@ -44,12 +45,13 @@ def require(cond, message):
         raise Failure(message)
 
 
-def run_fvic(fvic, cache, model, data, out, sets=(), test=None, expect_ok=True):
+def run_fvic(fvic, cache, model, data, out, sets=(), test=None, expect_ok=True, extra=()):
     cmd = [fvic, "run", model, "--data", data, "--output", out, "--quiet"]
     for kv in sets:
         cmd += ["--set", kv]
     if test:
         cmd += ["--test", test]
+    cmd += list(extra)
     env = dict(os.environ, FVIC_CACHE=cache)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     if expect_ok:
@@ -106,13 +108,12 @@ def read_silos(data):
 # ---------------------------------------------------------------------------------------------
 # Cases
 
-def case_linreg_exact(fvic, cache, work):
-    ex = os.path.join(EXAMPLES, "linreg_conjugate")
-    data = os.path.join(ex, "data")
+def linreg_exact_posterior(data):
+    """examples/linreg_conjugate: the exact posterior of w ~ N(0, I), y ~ N(x w, sigma^2) over all
+    silos' rows: (d, sigma, precision, precision x mean, mean, covariance)."""
     with open(os.path.join(data, "data.json")) as f:
         public = json.load(f)
     d, sigma = public["D"], public["sigma"]
-    # The exact posterior of w ~ N(0, I), y ~ N(x w, sigma^2) over all silos' rows.
     prec = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
     rhs = [0.0] * d
     rows = 0
@@ -124,8 +125,13 @@ def case_linreg_exact(fvic, cache, work):
                 for j in range(d):
                     prec[i][j] += xi[i] * xi[j] / sigma ** 2
     require(rows == 140, f"expected 140 training rows, read {rows}")
-    mean = solve(prec, rhs)
-    cov = inverse(prec)
+    return d, sigma, prec, rhs, solve(prec, rhs), inverse(prec)
+
+
+def case_linreg_exact(fvic, cache, work):
+    ex = os.path.join(EXAMPLES, "linreg_conjugate")
+    data = os.path.join(ex, "data")
+    d, sigma, prec, rhs, mean, cov = linreg_exact_posterior(data)
     # The generalised-Bayes posterior with learning rate 2 (likelihood squared, seed 000 Eq. 2).
     prec2 = [[2 * prec[i][j] - (1.0 if i == j else 0.0) for j in range(d)] for i in range(d)]
     mean2 = solve(prec2, [2 * r for r in rhs])
@@ -165,6 +171,53 @@ def case_linreg_exact(fvic, cache, work):
         err_sd = max(abs(g - s) / s for g, s in zip(w["sd"], sd2))
         print(f"linreg_exact: {sets[0]}: relative errors {err:.2e} (means), {err_sd:.2e} (sds) against likelihood^2")
         require(err <= 1e-6 and err_sd <= 1e-6, f"{sets[0]}: not the tempered posterior ({err}, {err_sd})")
+
+
+def case_ood(fvic, cache, work):
+    """--ood: the held-out rows of examples/linreg_conjugate against the same rows with x twice as
+    far out, scored by the predictive sd (its exact posterior: sd_i^2 = sigma^2 + x_i' Cov x_i).
+    The run's OOD AUROC equals the one of the exact sds but for pairs whose order 200 draws of w
+    can swap; the rows against themselves score exactly 0.5; --ood alone is refused."""
+    ex = os.path.join(EXAMPLES, "linreg_conjugate")
+    data = os.path.join(ex, "data")
+    d, sigma, _, _, _, cov = linreg_exact_posterior(data)
+    test_path = os.path.join(data, "test.json")
+    with open(test_path) as f:
+        test = json.load(f)
+    far = dict(test, x=[[2 * v for v in row] for row in test["x"]])
+    far_path = os.path.join(work, "far.json")
+    with open(far_path, "w") as f:
+        json.dump(far, f)
+
+    def sd(x):
+        return math.sqrt(sigma ** 2 + sum(x[i] * cov[i][j] * x[j] for i in range(d) for j in range(d)))
+
+    sd_in, sd_far = [sd(x) for x in test["x"]], [sd(x) for x in far["x"]]
+    pairs = [(a, b) for a in sd_in for b in sd_far]
+    exact = sum(1.0 if b > a else 0.5 if b == a else 0.0 for a, b in pairs) / len(pairs)
+    # 200 draws estimate x' Cov x within about sqrt(2 / 199) = 10% (one sd); a pair can swap only
+    # where the two exact predictive variances' parameter parts are within a factor of 2 (7 sds).
+    close = sum(1 for a, b in pairs if abs(math.log((b * b - sigma ** 2 + 1e-300) / (a * a - sigma ** 2 + 1e-300)))
+                < math.log(2)) / len(pairs)
+
+    def auroc(ood):
+        out = os.path.join(work, "ood-" + os.path.basename(ood))
+        run_fvic(fvic, cache, os.path.join(ex, "linreg_conjugate.fvi"), data, out, [],
+                 extra=["--test", test_path, "--ood", ood])
+        with open(os.path.join(out, "metrics.csv")) as f:
+            return float(list(csv.DictReader(f))[-1]["test_ood_auroc"])
+
+    got = auroc(far_path)
+    print(f"ood: AUROC {got:.4f}, of the exact predictive sds {exact:.4f} ({100 * close:.1f}% of pairs could swap)")
+    require(abs(got - exact) <= close, f"OOD AUROC {got} against the exact {exact} (at most {close} apart)")
+    require(got > 0.6, f"rows twice as far out are told from the held-out ones with AUROC {got} only")
+    same = auroc(test_path)
+    require(same == 0.5, f"the held-out rows against themselves: AUROC {same}, not 0.5")
+    p = subprocess.run([fvic, "run", os.path.join(ex, "linreg_conjugate.fvi"), "--data", data, "--output",
+                        os.path.join(work, "alone"), "--ood", far_path], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, FVIC_CACHE=cache))
+    require(p.returncode != 0 and "--ood FILE needs --test FILE" in p.stderr,
+            f"--ood without --test: exit {p.returncode}, stderr {p.stderr[-500:]}")
 
 
 # Settings that make the stochastic client updates converge tightly enough to compare
@@ -463,6 +516,7 @@ CASES = {
     "bad_data": case_bad_data,
     "outputs": case_outputs,
     "fashion_slice": case_fashion_slice,
+    "ood": case_ood,
 }
 
 

@@ -30,6 +30,7 @@ const char* kServerUsage =
     "  --output OUT         posterior.json, draws.csv, metrics.csv and server.checkpoint\n"
     "  --set key=value      an inference key (fvic help keys); the silos use the server's keys\n"
     "  --test FILE          held-out data: predictive metrics each round\n"
+    "  --ood FILE           out-of-distribution rows (with --test): the OOD AUROC each round\n"
     "  --cert F --key F     the server's TLS certificate and key (PEM); TLS is on by default\n"
     "  --client-ca F        require a client certificate signed by F, for silo K named silo-K\n"
     "  --tokens F           one line per silo, \"K TOKEN\": the token silo K must present\n"
@@ -66,7 +67,7 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
   Arguments args;
   std::string error;
   if (!parse_arguments(argc, argv,
-                       {"listen", "silos", "data", "output", "test", "cert", "key", "client-ca", "tokens", "quorum",
+                       {"listen", "silos", "data", "output", "test", "ood", "cert", "key", "client-ca", "tokens", "quorum",
                         "deadline", "give-up", "join-timeout", "max-message", "status-port", "status-host"},
                        {"insecure", "resume", "quiet"}, args, error)) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), error.c_str());
@@ -94,6 +95,7 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
     sim.data = args.get("data");
     sim.output = args.get("output");
     sim.test = args.get("test");
+    sim.ood = args.get("ood");
     sim.quiet = args.flag("quiet");
     std::filesystem::create_directories(sim.output);
     // The server reads only data.json and server.json, checked against the declarations.

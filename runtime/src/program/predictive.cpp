@@ -7,6 +7,7 @@
 #include "fvi/data/readers.h"
 #include "fvi/data/validate.h"
 #include "fvi/diagnostics/calibration.h"
+#include "fvi/diagnostics/ood_auroc.h"
 
 namespace fvi::program {
 
@@ -47,6 +48,7 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
         const bool hit = (p > 0.5) == (y[i] > 0.5);
         correct += hit;
         confidence.push_back(std::max(p, 1 - p)), right.push_back(hit);
+        m.uncertainty.push_back(-(p > 0 ? p * std::log(p) : 0) - (p < 1 ? (1 - p) * std::log(1 - p) : 0));
       }
     } else if (dist == "categorical_logit") {
       const auto& logits = args[1];
@@ -60,6 +62,10 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
         }
         Eigen::Index best = 0;
         const double top = prob.maxCoeff(&best) / double(S);
+        double entropy = 0;
+        for (Eigen::Index c = 0; c < K; ++c)
+          if (prob[c] > 0) entropy -= prob[c] / double(S) * std::log(prob[c] / double(S));
+        m.uncertainty.push_back(entropy);
         const bool hit = double(best + 1) == y[i];
         correct += hit;
         confidence.push_back(top), right.push_back(hit);
@@ -79,6 +85,7 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
         const double variance = noise / double(S) + std::max(0.0, second / double(S) - mean * mean);
         squared += std::pow(mean - y[i], 2);
         predictive_sd.push_back(std::sqrt(variance)), error.push_back(y[i] - mean);
+        m.uncertainty.push_back(std::sqrt(variance));
       }
     }
   }
@@ -132,6 +139,11 @@ std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std
     std::snprintf(buf, sizeof buf, "  rmse %.4f", m.rmse);
     text += buf;
   }
+  if (m.ood_auroc >= 0) {
+    columns.push_back({"test_ood_auroc", m.ood_auroc});
+    std::snprintf(buf, sizeof buf, "  ood auroc %.4f", m.ood_auroc);
+    text += buf;
+  }
   if (m.calibration_error >= 0) {
     const std::string name = m.accuracy >= 0 ? "ece" : "ence";
     columns.push_back({"test_" + name, m.calibration_error});
@@ -155,6 +167,26 @@ HeldOut load_held_out(const fvi_model& model, const std::string& path, const dat
     if (model.factors[f].kind == FVI_LIKELIHOOD && model.factors[f].owner == FVI_SILO)
       out.likelihood = std::make_unique<engine::BoundFactor>(model, f, out.data->view(), precision);
   return out;
+}
+
+HeldOut load_out_of_distribution(const fvi_model& model, const std::string& ood_path, const std::string& test_path,
+                                 const data::DataSet& public_data, engine::Precision precision) {
+  if (ood_path.empty()) return {};
+  if (test_path.empty())
+    throw data::DataError("--ood " + ood_path + ": out-of-distribution rows are told from held-out ones: give --test too");
+  return load_held_out(model, ood_path, public_data, precision);
+}
+
+PredictiveMetrics held_out_metrics(HeldOut& test, HeldOut& ood, const Eigen::MatrixXd& draws) {
+  PredictiveMetrics m = predictive_metrics(*test.likelihood, draws);
+  if (!ood.likelihood) return m;
+  const PredictiveMetrics o = predictive_metrics(*ood.likelihood, draws);
+  if (m.uncertainty.empty() || o.uncertainty.empty())
+    throw engine::ModelError("--ood scores rows by the predictive's entropy (bernoulli_logit, categorical_logit) or "
+                             "sd (normal); the likelihood " + std::string(test.likelihood->info().distribution) +
+                             " has neither");
+  m.ood_auroc = diagnostics::ood_auroc(m.uncertainty, o.uncertainty);
+  return m;
 }
 
 }  // namespace fvi::program

@@ -106,6 +106,7 @@ class PviCoordinator : public Coordinator {
         runner_(server_, run.transport, schedule_, options_.server_damping) {
     if (!run.args.test.empty())
       held_out_ = load_held_out(run.model, run.args.test, run.public_data, options_.precision);
+    ood_ = load_out_of_distribution(run.model, run.args.ood, run.args.test, run.public_data, options_.precision);
   }
 
   const char* checkpoint_kind() const override { return "pvi-server"; }
@@ -136,8 +137,7 @@ class PviCoordinator : public Coordinator {
     CounterRng rng(RngKey{options_.seed, 0, 0, rng_stream::kUserStream + 2});  // the same draws every round
     const Q q = server_.distribution();
     const long predictive_draws = 200;
-    return report_metrics(predictive_metrics(*held_out_.likelihood, q.sample(rng.normal(q.dim(), predictive_draws))),
-                          extra);
+    return report_metrics(held_out_metrics(held_out_, ood_, q.sample(rng.normal(q.dim(), predictive_draws))), extra);
   }
   // The round's ELBO lacks the terms of the silos that did not answer its evaluation.
   std::string missing_note(long) override { return program::missing_note(runner_.missing_terms(), "silo terms"); }
@@ -218,7 +218,7 @@ class PviCoordinator : public Coordinator {
   Server server_;
   std::vector<VariableLayout> layout_;
   PviRounds<Q> runner_;
-  HeldOut held_out_;
+  HeldOut held_out_, ood_;
 };
 
 template <class Q>

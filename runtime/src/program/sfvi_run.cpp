@@ -489,6 +489,7 @@ class SfviCoordinator : public Coordinator {
     const int S = run.transport.silos();
     // Held-out data: one silo's variables; its likelihood must read the globals only.
     if (!run.args.test.empty()) held_out_ = load_held_out(run.model, run.args.test, run.public_data);
+    ood_ = load_out_of_distribution(run.model, run.args.ood, run.args.test, run.public_data);
     const engine::BoundFactor* test = held_out_.likelihood.get();
     if (test && (test->info().group_count != 1 || test->group(0) != FVI_GROUP_GLOBAL))
       throw std::invalid_argument("--test: " + test->name() +
@@ -587,17 +588,19 @@ class SfviCoordinator : public Coordinator {
     if (method_ == "independent") {  // the silos' own posteriors, each scored, then averaged
       const int S = run_.transport.silos();
       pm.accuracy = pm.rmse = pm.calibration_error = pm.calibration_if_calibrated = 0;
+      pm.ood_auroc = ood_.likelihood ? 0 : -1;
       for (int k = 0; k < S; ++k) {
         const Global q = Global::from_params(own_[k].global_params, server_.global_dim(), options_.correlated_global);
-        const PredictiveMetrics m = predictive_metrics(*test, global_draws(q, options_.seed, stream, predictive_draws));
+        const PredictiveMetrics m = held_out_metrics(held_out_, ood_, global_draws(q, options_.seed, stream, predictive_draws));
         pm.mean_log_density += m.mean_log_density / S;
         pm.accuracy += m.accuracy / S;
         pm.rmse += m.rmse / S;
         pm.calibration_error += m.calibration_error / S;
         pm.calibration_if_calibrated += m.calibration_if_calibrated / S;
+        if (ood_.likelihood) pm.ood_auroc += m.ood_auroc / S;
       }
     } else {
-      pm = predictive_metrics(*test, global_draws(server_.q(), options_.seed, stream, predictive_draws));
+      pm = held_out_metrics(held_out_, ood_, global_draws(server_.q(), options_.seed, stream, predictive_draws));
     }
     return report_metrics(pm, extra);
   }
@@ -753,7 +756,7 @@ class SfviCoordinator : public Coordinator {
   Federation federation_;
   std::vector<double> weights_;
   std::vector<SfviLocalFit> own_;
-  HeldOut held_out_;
+  HeldOut held_out_, ood_;
   std::string start_note_;  // how a pooled fit started
   std::string modes_warning_;  // the mode search found several modes
   std::string settled_note_;  // what the last check of the silos' locals found

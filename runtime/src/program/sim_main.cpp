@@ -22,11 +22,12 @@ namespace fvi::program {
 namespace {
 
 const char* kUsage =
-    "usage: %s --data DIR --output OUT [--set key=value]... [--test FILE] [--quiet]\n"
+    "usage: %s --data DIR --output OUT [--set key=value]... [--test FILE [--ood FILE]] [--quiet]\n"
     "  --data DIR     data.json, server.json, silo-1.json ... silo-S.json (DESIGN.md section 5)\n"
     "  --output OUT   where posterior.json, draws.csv and metrics.csv are written\n"
     "  --set k=v      an inference key (fvic help keys), overriding the model's inference block\n"
-    "  --test FILE    held-out data (the variables of one silo): predictive metrics each round\n";
+    "  --test FILE    held-out data (the variables of one silo): predictive metrics each round\n"
+    "  --ood FILE     out-of-distribution rows, laid out as --test's: the OOD AUROC each round\n";
 
 }  // namespace
 
@@ -47,6 +48,8 @@ bool parse_sim_arguments(int argc, char** argv, SimArguments& a, std::string& er
       if (!value(a.output)) return false;
     } else if (arg == "--test") {
       if (!value(a.test)) return false;
+    } else if (arg == "--ood") {
+      if (!value(a.ood)) return false;
     } else if (arg == "--set") {
       std::string kv;
       if (!value(kv)) return false;
@@ -61,6 +64,7 @@ bool parse_sim_arguments(int argc, char** argv, SimArguments& a, std::string& er
     }
   }
   if (a.data.empty()) error = "--data DIR is required";
+  else if (!a.ood.empty() && a.test.empty()) error = "--ood FILE needs --test FILE (its rows are told from the held-out ones)";
   else if (a.output.empty()) error = "--output OUT is required";
   return error.empty();
 }

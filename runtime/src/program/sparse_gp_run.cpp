@@ -229,6 +229,8 @@ class SparseGpCoordinator : public Coordinator {
         server_(layout_, prior(run, options_.seed), run.transport.silos(), options_, start_z(layout_, options_.seed)),
         variables_(variable_layout(run.model, FVI_GROUP_GLOBAL, run.server_data.view())),
         rows_(size_t(run.transport.silos()), 0) {
+    if (!run.args.ood.empty())
+      throw data::DataError("--ood: a sparse GP run scores held-out rows (--test) only; the OOD AUROC is PVI's and SFVI's");
     if (!run.args.test.empty()) {
       data::DataSet test = data::load_test_data(run.args.test);
       data::Problems problems;

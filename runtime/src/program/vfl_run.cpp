@@ -356,6 +356,9 @@ class VflCoordinator : public Coordinator {
         federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples) {
     // Held-out rows (`--test DIR`): a data directory like --data's; each silo holds its columns.
     if (!run.args.test.empty()) held_out_ = load_held_out_rows(run.model, run.args.test);
+    if (!run.args.ood.empty())
+      throw data::DataError("--ood: a vertical model's held-out rows are split over the silos; the OOD AUROC is "
+                            "PVI's and SFVI's");
   }
 
   const char* checkpoint_kind() const override { return "vfl-server"; }

@@ -20,6 +20,10 @@ struct PredictiveMetrics {
   double rmse = -1;             // < 0: not a normal likelihood
   double calibration_error = -1;  // ECE (classification) or ENCE (normal); < 0: neither
   double calibration_if_calibrated = -1;  // what a calibrated predictive scores on these rows
+  // Each row's predictive uncertainty, the OOD score (fvi/diagnostics/ood_auroc.h): the entropy of
+  // the predictive's classes, or the predictive sd; empty for other likelihoods.
+  std::vector<double> uncertainty;
+  double ood_auroc = -1;  // with --ood: telling its rows from --test's by `uncertainty`; < 0: none
   int64_t observations = 0;
 };
 
@@ -35,6 +39,8 @@ PredictiveMetrics predictive_metrics(engine::BoundFactor& likelihood, const Eige
 // ("  test lpd -0.5825  accuracy 0.7400  ece 0.1045 (0.0512 if calibrated)").
 std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std::string, double>>& columns);
 
+
+
 // Held-out data (`--test FILE`): one silo's variables, checked like a silo's against the model's
 // declarations, with the model's silo likelihood bound to them. The data must outlive `likelihood`.
 struct HeldOut {
@@ -43,5 +49,16 @@ struct HeldOut {
 };
 HeldOut load_held_out(const fvi_model& model, const std::string& path, const data::DataSet& public_data,
                       engine::Precision precision = engine::Precision::kFloat64);
+
+// Out-of-distribution rows (`--ood FILE`, beside `--test`): laid out as held-out data (their
+// outcomes are read, to bind the likelihood, and never scored). Empty without `--ood`; throws
+// when `--ood` comes without `--test`, which its rows are told from.
+HeldOut load_out_of_distribution(const fvi_model& model, const std::string& ood_path, const std::string& test_path,
+                                 const data::DataSet& public_data,
+                                 engine::Precision precision = engine::Precision::kFloat64);
+
+// The held-out metrics at the global draws (size x S), with the OOD AUROC of `ood`'s rows against
+// `test`'s where `ood` has rows (a ModelError where the likelihood gives no uncertainty score).
+PredictiveMetrics held_out_metrics(HeldOut& test, HeldOut& ood, const Eigen::MatrixXd& draws);
 
 }  // namespace fvi::program

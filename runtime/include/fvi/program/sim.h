@@ -24,7 +24,7 @@ struct ModelDescription {
 };
 
 struct SimArguments {
-  std::string data, output, test;
+  std::string data, output, test, ood;
   std::vector<std::string> overrides;
   bool quiet = false;
 };
