@@ -113,6 +113,40 @@ def split_round_robin(rows, silos):
     return [rows[k::silos] for k in range(silos)]
 
 
+def split_dirichlet(rows, labels, silos, alpha, rng, min_rows=1, attempts=1000):
+    """Label skew (Hsu, Qi and Brown 2019; seed 001's experiments): for each class, proportions
+    p ~ Dirichlet(alpha, ..., alpha) over the silos, and that class's rows (in `rows` order,
+    shuffled by `rng`) cut into consecutive blocks of sizes round(p * n_class), the last silo
+    taking what rounding leaves. Small alpha gives each silo few classes; large alpha approaches
+    a homogeneous split. Drawn again (up to `attempts` times) until every silo has `min_rows`
+    rows. `labels[i]` is row rows[i]'s class."""
+    if alpha <= 0 or silos < 1:
+        raise ValueError(f"split_dirichlet: alpha {alpha} and silos {silos} must be positive")
+    by_class = {}
+    for r, c in zip(rows, labels):
+        by_class.setdefault(c, []).append(r)
+    for _ in range(attempts):
+        out = [[] for _ in range(silos)]
+        for c in sorted(by_class):
+            members = by_class[c][:]
+            rng.shuffle(members)
+            g = [rng.gammavariate(alpha, 1.0) for _ in range(silos)]
+            total = sum(g)
+            if total == 0:  # every draw underflowed (tiny alpha): one silo takes the class
+                pick = rng.randrange(silos)
+                g, total = [1.0 if k == pick else 0.0 for k in range(silos)], 1.0
+            start = 0
+            for k in range(silos):
+                size = len(members) - start if k == silos - 1 else min(len(members) - start,
+                                                                       round(g[k] / total * len(members)))
+                out[k] += members[start:start + size]
+                start += size
+        if all(len(o) >= min_rows for o in out):
+            return out
+    raise ValueError(f"split_dirichlet: no draw in {attempts} gave every one of {silos} silos "
+                     f"{min_rows} rows (alpha {alpha}): fewer silos or a larger alpha")
+
+
 def split_sizes(rows, sizes):
     """Cuts `rows` into consecutive blocks of the given sizes (which must add up)."""
     if sum(sizes) != len(rows):

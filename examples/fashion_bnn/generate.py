@@ -16,11 +16,20 @@ Procedure, in this order:
      among those at 20%, with the same wrong labels (one random order and one random offset
      1..K-1 per row, drawn from seed SEED + 1 independently of P).
   3. The rows are dealt into S silos (row i of the shuffled order to silo i mod S): a
-     homogeneous split, 20,000 rows each for S = 3.
+     homogeneous split, 20,000 rows each for S = 3. With --partition dirichlet, label skew
+     instead (seed 001's experiments: 100 clients, alpha 1): for each class, proportions over
+     the silos drawn from Dirichlet(alpha) and its rows cut by them (examples/common/fvidata.py
+     split_dirichlet; seed SEED + 2), drawn again until every silo has a row. The labels the
+     skew follows are the (possibly contaminated) training labels.
   4. The test images keep their true labels: the test set is clean.
+  5. With --ood, two out-of-distribution sets of as many rows as the test set, for `fvic run
+     --ood` (MNIST is not packaged in Debian; seed 001's other OOD sets stand in): ood-uniform,
+     pixels from the standard uniform, and ood-normal, from the standard normal (seed SEED + 3);
+     their labels are all 1 (the likelihood needs one; it is never scored).
 
 Writes OUT/data.json (D = 784, H = 200, K = 10), OUT/silo-K.json (N) with OUT/silo-K/{x,y}.npy,
-and OUT/test.json (N) with OUT/test/{x,y}.npy; x is '<f4' N x 784, y is '<i8' N.
+and OUT/test.json (N) with OUT/test/{x,y}.npy (with --ood also OUT/ood-uniform and
+OUT/ood-normal alike); x is '<f4' N x 784, y is '<i8' N.
 OUT defaults to build/fashion_bnn/data-P (data-P-sliceN with --slice) in the repository.
 """
 import argparse
@@ -90,6 +99,12 @@ def main():
     parser.add_argument("--test-rows", type=int, metavar="M",
                         help="keep only the first M test images (default: all 10,000, or 1,000 "
                              "with --slice)")
+    parser.add_argument("--partition", choices=["round-robin", "dirichlet"], default="round-robin",
+                        help="homogeneous silos (default) or label skew by Dirichlet(--alpha)")
+    parser.add_argument("--alpha", type=float, default=1.0,
+                        help="the Dirichlet's concentration with --partition dirichlet (default 1)")
+    parser.add_argument("--ood", action="store_true",
+                        help="also write the uniform- and normal-noise OOD sets (ood-uniform, ood-normal)")
     parser.add_argument("--source", default=SOURCE,
                         help="folder of the idx .gz files (default: %(default)s)")
     args = parser.parse_args()
@@ -97,6 +112,8 @@ def main():
         parser.error("--contamination must be a percentage between 0 and 100")
     if args.silos < 1:
         parser.error("--silos must be at least 1")
+    if not args.alpha > 0:
+        parser.error("--alpha must be positive")
 
     train_images, train_labels = load(args.source, "train")
     test_images, test_labels = load(args.source, "t10k")
@@ -127,7 +144,14 @@ def main():
 
     fvidata.clear_data_dir(out)
     fvidata.write_json(os.path.join(out, "data.json"), {"D": D, "H": H, "K": K})
-    positions = fvidata.split_round_robin(list(range(n_train)), args.silos)
+    if args.partition == "dirichlet":
+        try:
+            positions = fvidata.split_dirichlet(list(range(n_train)), labels, args.silos, args.alpha,
+                                                random.Random(SEED + 2))
+        except ValueError as e:
+            sys.exit(f"fashion_bnn: {e}")
+    else:
+        positions = fvidata.split_round_robin(list(range(n_train)), args.silos)
     bad = set(contamination_order[:n_bad])
     for k, pos in enumerate(positions, start=1):
         write_part(out, f"silo-{k}", train_images, [order[p] for p in pos],
@@ -135,6 +159,12 @@ def main():
         print(f"fashion_bnn: silo {k}: {len(pos)} rows, "
               f"{sum(p in bad for p in pos)} contaminated")
     write_part(out, "test", test_images, range(n_test), test_labels[:n_test])
+    if args.ood:
+        orng = random.Random(SEED + 3)
+        for name, draw in (("ood-uniform", orng.random), ("ood-normal", lambda: orng.gauss(0.0, 1.0))):
+            x = array.array("f", (draw() for _ in range(n_test * D)))
+            fvidata.write_npy_part(out, name, {"N": n_test},
+                                   {"x": (x, (n_test, D), "<f4"), "y": (array.array("q", [1] * n_test), (n_test,), "<i8")})
     print(f"fashion_bnn: {n_bad} of {n_train} training labels contaminated "
           f"({args.contamination}%); {n_test} clean test rows; wrote {out}")
 

@@ -448,6 +448,55 @@ def check_fashion_bnn(fvic, tmp):
         require(x == array.array("f", (pixel[p] for p in test_images[:n_test * d])),
                 f"{folder}/test: images are not the first {n_test} test images / 255")
     check_model(fvic, "fashion_bnn", [(dirty, silos)])
+    check_fashion_skew(tmp, labels_of, copies, d, k)
+
+
+def check_fashion_skew(tmp, labels_of, copies, d, k):
+    """--partition dirichlet: every kept training image in exactly one silo, and the class shares
+    across the silos as spread as Dirichlet(alpha) makes them; --ood: the two noise sets."""
+    silos, per_silo, alpha = 10, 60, 0.1
+    skew = generate_twice("fashion_bnn", os.path.join(tmp, "skew"), "--slice", str(per_silo), "--silos", str(silos),
+                          "--partition", "dirichlet", "--alpha", str(alpha), "--ood", "--test-rows", "500")
+    counts = [[0] * k for _ in range(silos)]
+    seen = collections.Counter()
+    for s in range(1, silos + 1):
+        n = read_json(os.path.join(skew, f"silo-{s}.json"))["N"]
+        require(n >= 1, f"silo {s} of the Dirichlet split has no rows")
+        x, y = read_npy_dir(skew, f"silo-{s}", n, d, k)
+        for r in range(n):
+            image = bytes(round(v * 255) for v in x[r * d:(r + 1) * d])
+            require(y[r] in labels_of.get(image, ()), f"skewed silo {s} row {r + 1}: not a training image")
+            seen[image] += 1
+            counts[s - 1][y[r] - 1] += 1
+    require(sum(seen.values()) == silos * per_silo, f"the Dirichlet split holds {sum(seen.values())} rows, "
+                                                     f"expected {silos * per_silo}")
+    for image, count in seen.items():
+        require(count <= copies[image], "an image appears twice in the Dirichlet split")
+    # Each class's shares over the silos are a draw of Dirichlet(alpha, ..., alpha): each share has
+    # mean 1/S and variance (1/S)(1 - 1/S)/(S alpha + 1) (0.045 here; rounding adds under 1e-4).
+    # Over 10 classes the mean square's relative standard error is about 25%: a factor of 2 is 4.
+    expected = (1 / silos) * (1 - 1 / silos) / (silos * alpha + 1)
+    squares = []
+    for c in range(k):
+        n_c = sum(counts[s][c] for s in range(silos))
+        squares += [(counts[s][c] / n_c - 1 / silos) ** 2 for s in range(silos)]
+    got = sum(squares) / len(squares)
+    print(f"fashion_bnn: Dirichlet({alpha}) over {silos} silos: share variance {got:.4f}, expected {expected:.4f}")
+    require(expected / 2 <= got <= 2 * expected, f"class shares vary by {got:.4f}, Dirichlet({alpha}) gives {expected:.4f}")
+    # The OOD sets: 500 rows each, labels 1, pixels standard uniform / standard normal.
+    for name, mean, sd in (("ood-uniform", 0.5, math.sqrt(1 / 12)), ("ood-normal", 0.0, 1.0)):
+        require(read_json(os.path.join(skew, f"{name}.json")) == {"N": 500}, f"{name}.json is not {{\"N\": 500}}")
+        descr, shape, x = read_npy(os.path.join(skew, name, "x.npy"))
+        require(descr == "<f4" and shape == (500, d), f"{name}/x.npy: {descr} {shape}")
+        _, _, y = read_npy(os.path.join(skew, name, "y.npy"))
+        require(set(y) == {1}, f"{name}/y.npy: labels other than 1")
+        m = sum(x) / len(x)
+        v = sum((a - m) ** 2 for a in x) / (len(x) - 1)
+        se = sd / math.sqrt(len(x))  # 392,000 pixels
+        require(abs(m - mean) < 5 * se and abs(math.sqrt(v) - sd) < 0.01 * sd,
+                f"{name}: pixel mean {m:.4f} sd {math.sqrt(v):.4f}, expected {mean} and {sd:.4f}")
+        if name == "ood-uniform":
+            require(min(x) >= 0 and max(x) < 1, "ood-uniform: pixels outside [0, 1)")
 
 
 CHECKS = {"clutter": check_clutter, "robust_logreg_2d": check_robust_logreg_2d,
