@@ -69,6 +69,7 @@ import csv
 import json
 import math
 import os
+import random
 import re
 import secrets
 import shutil
@@ -395,8 +396,8 @@ def last_round(party):
 # ---------------------------------------------------------------------------------------------
 # Results
 
-def sim(bins, data, out, sets):
-    cmd = [bins["sim"], "--data", data, "--output", out, "--quiet"]
+def sim(bins, data, out, sets, options=()):
+    cmd = [bins["sim"], "--data", data, "--output", out, "--quiet"] + list(options)
     for kv in sets:
         cmd += ["--set", kv]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -477,20 +478,22 @@ def same_silo_posteriors(got_dir, want_dir, what):
     return n, worst
 
 
-def equal_case(label, model, sets):
+def equal_case(label, model, sets, held_out=None):
     """1 server and 4 clients over TLS with tokens, keys other than the model's defaults given to
     the server only (the clients run the server's keys, or their replies would differ): the
     server's posterior.json and each silo's equal NAME-sim's with the same keys; metrics.csv has
-    NAME-sim's header and rows, and the server printed one progress line per row."""
+    NAME-sim's header and rows, and the server printed one progress line per row. `held_out(work)`
+    gives options for both (--test, --ood): every held-out figure of every row equals NAME-sim's."""
 
     def case(fvic, cache, work):
         bins, data, certs, token_files = setup(fvic, cache, work, model=model)
+        options = held_out(work) if held_out else []
         want_dir = os.path.join(work, "sim")
-        want = sim(bins, data, want_dir, sets)
+        want = sim(bins, data, want_dir, sets, options)
         out, silos = os.path.join(work, "server"), os.path.join(work, "silos")
         d = Deployment(work, bins, data)
         try:
-            server, port = d.server(out, sets, tls_server(certs, work))
+            server, port = d.server(out, sets, tls_server(certs, work) + options)
             clients = [d.client(port, k, silos, tls_client(certs, token_files, k)) for k in range(1, SILOS + 1)]
             complete(d, server, clients, timeout=120)
             d.check("refused" not in server.stderr(), "the server refused something")
@@ -512,6 +515,17 @@ def equal_case(label, model, sets):
         require(lines == len(rows), f"{lines} progress lines for {len(rows)} metrics rows")
         with open(os.path.join(out, "metrics.csv")) as f, open(os.path.join(want_dir, "metrics.csv")) as g:
             require(f.readline() == g.readline(), "metrics.csv headers of the server and NAME-sim differ")
+        if held_out:
+            with open(os.path.join(out, "metrics.csv")) as f, open(os.path.join(want_dir, "metrics.csv")) as g:
+                got_rows, want_rows = list(csv.DictReader(f)), list(csv.DictReader(g))
+            columns = [c for c in want_rows[0] if c.startswith("test_")]
+            require(columns, "NAME-sim wrote no held-out figures")
+            for r, (a, b) in enumerate(zip(got_rows, want_rows), start=1):
+                for c in columns:
+                    x, y = float(a[c]), float(b[c])
+                    require(abs(x - y) <= SAME * max(1.0, abs(y)), f"metrics.csv row {r}: {c} {x!r}, NAME-sim's {y!r}")
+            print(f"{label}: every row's {', '.join(columns)} as NAME-sim's (the last: "
+                  f"{', '.join(f'{c} {float(want_rows[-1][c]):.4f}' for c in columns)})")
         print(f"{label}: {model.name} ({', '.join(sets)}): server and 4 clients equal NAME-sim: the server's "
               f"posterior to {worst:.1e}, the {n} silos' posteriors to {worst_silo:.1e}; metrics.csv rows "
               f"1..{len(rows)} as NAME-sim's; its {len(notes)} closing lines too "
@@ -519,6 +533,21 @@ def equal_case(label, model, sets):
         return server_stdout
 
     return case
+
+
+def pima_held_out(work):
+    """pima_logreg's held-out rows, and as many rows of uniform noise over their covariates' ranges
+    (seed 1) as out-of-distribution rows: --test and --ood."""
+    test = os.path.join(EXAMPLES, "pima_logreg", "data", "test.json")
+    with open(test) as f:
+        rows = json.load(f)
+    rng = random.Random(1)
+    columns = list(zip(*rows["x"]))
+    rows["x"] = [[rng.uniform(min(c), max(c)) for c in columns] for _ in rows["x"]]
+    ood = os.path.join(work, "pima-ood.json")
+    with open(ood, "w") as f:
+        json.dump(rows, f)
+    return ["--test", test, "--ood", ood]
 
 
 def case_sfvi_rule(fvic, cache, work):
@@ -1128,7 +1157,7 @@ def case_vfl_exact_equal(fvic, cache, work):
 
 CASES = {
     "sparse_gp_equal": equal_case("sparse_gp_equal", SPARSE_GP, ["rounds=3", "local_steps=60"]),
-    "pvi_equal": equal_case("pvi_equal", PVI, ["rounds=6", "local_steps=200", "mc_samples=8"]),
+    "pvi_equal": equal_case("pvi_equal", PVI, ["rounds=6", "local_steps=200", "mc_samples=8"], pima_held_out),
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
     "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),
     "vfl_exact_equal": case_vfl_exact_equal,
