@@ -52,6 +52,9 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::Input:
       out = k::slice(b.inputs.at(fvi_group_name(n.group)), size_of(n.offset, b), size_of(n.rows, b), size_of(n.cols, b));
       return;
+    case Op::Tangent:
+      out = k::slice(b.tangents.at(fvi_group_name(n.group)), size_of(n.offset, b), size_of(n.rows, b), size_of(n.cols, b));
+      return;
     case Op::Data:
     case Op::Index: {
       RealTensor full;

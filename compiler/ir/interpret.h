@@ -17,6 +17,7 @@ using RealTensor = fvi::kernel::Tensor<double>;
 struct Bindings {
   std::map<std::string, RealTensor> data;             // every data variable (ints as whole reals)
   std::map<std::string, RealTensor> inputs;           // group name -> (size x 1, draws)
+  std::map<std::string, RealTensor> tangents;         // group name -> a direction, shaped as inputs
   long long batch_begin = 0;
   long long batch_count = -1;                         // -1: all rows
   unsigned long long noise_key = 0;                   // a quantity's random draws (Op::Rng)

@@ -11,6 +11,7 @@ const char* op_name(Op op) {
     case Op::Index: return "index";
     case Op::Const: return "const";
     case Op::Seed: return "seed";
+    case Op::Tangent: return "tangent";
     case Op::Mean: return "mean";
     case Op::Sd: return "sd";
     case Op::Noise: return "noise";
@@ -112,6 +113,17 @@ std::string describe(const Node& n) {
 }
 
 }  // namespace
+
+Node derived_node(const Factor& f, Op op, std::vector<int> args, int like, const std::string& name, int k) {
+  Node n{op};
+  n.args = std::move(args);
+  n.name = name;
+  n.k = k;
+  n.rows = f.nodes[size_t(like)].rows;
+  n.cols = f.nodes[size_t(like)].cols;
+  for (int a : n.args) n.varies |= f.nodes[size_t(a)].varies;
+  return n;
+}
 
 std::string dump(const Module& m) {
   std::ostringstream out;

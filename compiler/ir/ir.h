@@ -32,6 +32,8 @@ enum class Op {
   Index,  // an int data variable used as an index: name, `batched` as Data
   Const,  // a real constant: value
   Seed,   // the adjoint of an output, supplied by the caller of the backward pass
+  Tangent,  // an Input's direction in a Jacobian-vector product (transform/tangent.h): the same
+            // slice of the tangent bound for its group
   // leaves of a factor's mean-field variant (transform/local_reparam.h)
   Mean,   // a variable's slice of its group's variational mean: group, offset, rows x cols, 1 draw
   Sd,     // the same slice of the group's variational standard deviation
@@ -164,6 +166,10 @@ struct Module {
 
   const Group* group(fvi_group kind) const;
 };
+
+// A node the differentiation passes add to `f`: shaped like node `like`, with S draws if any
+// operand has them.
+Node derived_node(const Factor& f, Op op, std::vector<int> args, int like, const std::string& name = "", int k = 0);
 
 // `fvic dump --ir`: every factor's nodes, one per line, stable for golden tests.
 std::string dump(const Module& module);

@@ -31,13 +31,7 @@ class Adjoint {
 
   // A new node shaped like forward node `like`.
   int make(Op op, std::vector<int> args, int like, const std::string& name = "", int k = 0) {
-    Node n{op};
-    n.args = std::move(args);
-    n.name = name;
-    n.k = k;
-    n.rows = at(like).rows;
-    n.cols = at(like).cols;
-    for (int a : n.args) n.varies |= at(a).varies;
+    Node n = ir::derived_node(f_, op, std::move(args), like, name, k);
     if (op == Op::SumTo || op == Op::MatMulGradLeft || op == Op::MatMulGradRight || op == Op::ScatterRows ||
         op == Op::ScatterCols)
       n.varies = at(like).varies;

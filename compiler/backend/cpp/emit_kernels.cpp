@@ -5,6 +5,7 @@
 #include "backend/cpp/emitter.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "backend/cpp/fuse.h"
 #include "fvi/kernel/ops.h"
@@ -267,6 +268,8 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::MatrixLogJacobianGrad: return call("matrix_log_jacobian_grad", {quoted(n.name), v(0), v(1)});
     case Op::ConcatRowsPart: return call("concat_rows_part", {v(0), v(1) + ".rows", std::to_string(n.k)});
     case Op::ConcatColsPart: return call("concat_cols_part", {v(0), v(1) + ".cols", std::to_string(n.k)});
+    case Op::Tangent:  // tangent factors (transform/tangent.h) are interpreted, not emitted yet
+      throw std::logic_error("the C++ backend emits no Jacobian-vector products yet (factor " + f.name + ")");
     case Op::LpdfVjp: {
       std::string ops = "{";
       for (size_t k = 1; k < n.args.size(); ++k) ops += (k > 1 ? ", &" : "&") + v(k);

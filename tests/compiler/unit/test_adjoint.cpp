@@ -81,33 +81,8 @@ TEST_CASE("adjoints of every acceptance model's factors match finite differences
   }
 }
 
-TEST_CASE("adjoints through Stan's forms, moments and loop locals match finite differences", "[adjoint]") {
-  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_forms", R"(data {
-  int<lower=1> D;
-}
-silo data {
-  int<lower=0> N;
-  matrix[N, D] x;
-  array[N] int<lower=0, upper=1> b;
-  vector[N] y;
-}
-parameters {
-  global real alpha;
-  global vector[D] beta;
-  global real<lower=0> sigma;
-}
-model {
-  vector[N] mu;
-  alpha ~ std_normal();
-  target += log_sum_exp(alpha, 2 * alpha - 1) + mean(beta) - variance(beta) + sd(beta);
-  sigma ~ normal(0, 2);
-  b ~ bernoulli_logit_glm(x, alpha, beta);
-  for (n in 1:N) {
-    mu[n] = alpha + x[n] * beta;
-    y[n] ~ normal(mu[n], sigma);
-  }
-}
-)");
+TEST_CASE("adjoints through Stan's forms, softmax, reductions, concatenation and loop locals match finite differences", "[adjoint]") {
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_adjoint_forms", fvic::test::kFormsModel);
   check_adjoints(m);
 }
 

@@ -63,6 +63,43 @@ inline const ir::Factor& factor_named(const ir::Module& m, const std::string& na
   throw std::invalid_argument("no factor " + name);
 }
 
+// A model through Stan's forms (log_sum_exp, mean, variance, sd, the GLM), softmax and
+// log_softmax, reductions, cumulative sums, pow, append_row, a loop's locals and a
+// hyperparameter: the adjoint and tangent tests' second case.
+inline const char* kFormsModel = R"(data {
+  int<lower=1> D;
+}
+silo data {
+  int<lower=0> N;
+  matrix[N, D] x;
+  array[N] int<lower=0, upper=1> b;
+  vector[N] y;
+}
+hyperparameters {
+  real<lower=0> tau;
+}
+parameters {
+  global real alpha;
+  global vector[D] beta;
+  global real<lower=0> sigma;
+}
+model {
+  vector[N] mu;
+  vector[3] c = append_row(beta[1:2], alpha);
+  alpha ~ std_normal();
+  beta ~ normal(0, tau);
+  target += log_sum_exp(alpha, 2 * alpha - 1) + mean(beta) - variance(beta) + sd(beta);
+  target += sum(log_softmax(c) .* softmax(c)) + max(beta) - min(c) + prod(exp(beta) ./ (1 + beta .* beta));
+  target += cumulative_sum(beta)[D] + pow(sigma, alpha / 4) + dot_self(append_row(tau, beta));
+  sigma ~ normal(0, 2);
+  b ~ bernoulli_logit_glm(x, alpha, beta);
+  for (n in 1:N) {
+    mu[n] = alpha + x[n] * beta;
+    y[n] ~ normal(mu[n], sigma);
+  }
+}
+)";
+
 // Random data for every data declaration, in order, so sizes are known when needed.
 // Every factor of `m`, lowered, differentiated and interpreted on random data and variables:
 // each input group's gradient against finite differences (test_adjoint.cpp).
