@@ -21,8 +21,8 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
   double log_density = 0, correct = 0, squared = 0;
   const int64_t n = f.rows();
   // Per row, for the calibration error: the top class's predictive probability and whether that
-  // class is right; or the predictive sd and the predictive mean's error.
-  std::vector<double> confidence, predictive_sd, error;
+  // class is right; or the predictive mean's error (its sd is m.uncertainty).
+  std::vector<double> confidence, error;
   std::vector<bool> right;
   for (int64_t begin = 0; begin < n; begin += block) {
     const int64_t count = std::min(block, n - begin);
@@ -84,8 +84,7 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
         mean /= double(S);
         const double variance = noise / double(S) + std::max(0.0, second / double(S) - mean * mean);
         squared += std::pow(mean - y[i], 2);
-        predictive_sd.push_back(std::sqrt(variance)), error.push_back(y[i] - mean);
-        m.uncertainty.push_back(std::sqrt(variance));
+        m.uncertainty.push_back(std::sqrt(variance)), error.push_back(y[i] - mean);
       }
     }
   }
@@ -98,7 +97,7 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
   }
   if (dist == "normal") {
     m.rmse = std::sqrt(squared / double(n));
-    const diagnostics::Calibration c = diagnostics::expected_normalized_calibration_error(predictive_sd, error);
+    const diagnostics::Calibration c = diagnostics::expected_normalized_calibration_error(m.uncertainty, error);
     m.calibration_error = c.error, m.calibration_if_calibrated = c.if_calibrated;
   }
   return m;
@@ -174,17 +173,19 @@ HeldOut load_out_of_distribution(const fvi_model& model, const std::string& ood_
   if (ood_path.empty()) return {};
   if (test_path.empty())
     throw data::DataError("--ood " + ood_path + ": out-of-distribution rows are told from held-out ones: give --test too");
-  return load_held_out(model, ood_path, public_data, precision);
+  HeldOut ood = load_held_out(model, ood_path, public_data, precision);
+  // Refused before the fit, not at its first report: the likelihoods whose rows have a score.
+  const std::string dist = ood.likelihood->info().distribution;
+  if (dist != "bernoulli_logit" && dist != "categorical_logit" && dist != "normal")
+    throw engine::ModelError("--ood scores rows by the predictive's entropy (bernoulli_logit, categorical_logit) or "
+                             "sd (normal); the likelihood " + dist + " has neither");
+  return ood;
 }
 
 PredictiveMetrics held_out_metrics(HeldOut& test, HeldOut& ood, const Eigen::MatrixXd& draws) {
   PredictiveMetrics m = predictive_metrics(*test.likelihood, draws);
   if (!ood.likelihood) return m;
   const PredictiveMetrics o = predictive_metrics(*ood.likelihood, draws);
-  if (m.uncertainty.empty() || o.uncertainty.empty())
-    throw engine::ModelError("--ood scores rows by the predictive's entropy (bernoulli_logit, categorical_logit) or "
-                             "sd (normal); the likelihood " + std::string(test.likelihood->info().distribution) +
-                             " has neither");
   m.ood_auroc = diagnostics::ood_auroc(m.uncertainty, o.uncertainty);
   return m;
 }

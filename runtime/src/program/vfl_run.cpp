@@ -47,18 +47,16 @@ class VerticalFederation {
  public:
   VerticalFederation(VflServer& server, Transport& transport, bool power, Eigen::Index rows, long draws)
       : server_(server), transport_(transport), power_(power), rows_(rows), draws_(draws),
-        schedule_(silo_schedule_message(1.0, 0, draws)),
         last_z_(transport.silos(), Eigen::MatrixXd::Zero(rows, draws)) {}
 
   // The stopping rule's schedule for the silos' split blocks, which every propose request states
   // (fvi/program/silo_settling.h): a silo that missed one is on it again at its next.
-  void set_schedule(double scale, long epoch) { schedule_ = silo_schedule_message(scale, epoch, draws_); }
+  void set_schedule(double scale, long epoch) { scale_ = scale, epoch_ = epoch; }
 
   // The draws per gradient from the next iteration on (the stopping rule's doubling). A silo that
   // misses an iteration is represented by its last z_k: its columns, repeated to the new count.
   void set_draws(long draws) {
     if (draws == draws_) return;
-    schedule_[2] = double(draws);
     for (Eigen::MatrixXd& z : last_z_) {
       Eigen::MatrixXd wider(rows_, draws);
       for (long s = 0; s < draws; ++s) wider.col(s) = z.col(s % z.cols());
@@ -74,7 +72,8 @@ class VerticalFederation {
     const Eigen::Index N = rows_, S = draws_, G = server_.global_dim();
     // Alg. 1 step 14 / Alg. 2 step 21: each silo draws z_k and keeps its noise; z_k goes up.
     std::vector<Message> z(J);
-    exchange(t, Phase::kVflPropose, [&](int) { return schedule_; }, z, size_t(message::vfl_rows_size<int64_t>(N, S)));
+    const Message schedule = silo_schedule_message(scale_, epoch_, draws_);
+    exchange(t, Phase::kVflPropose, [&](int) { return schedule; }, z, size_t(message::vfl_rows_size<int64_t>(N, S)));
     for (int k = 0; k < J; ++k)
       if (!z[k].empty()) last_z_[k] = matrix(z[k], N, S, "z_k");
     Eigen::MatrixXd z_all = last_z_[0];
@@ -167,7 +166,8 @@ class VerticalFederation {
   bool power_;
   Eigen::Index rows_;
   long draws_;
-  Message schedule_;  // [step scale, averaging epoch, draws per gradient]
+  double scale_ = 1;  // the rule's schedule for the silos, with draws_
+  long epoch_ = 0;
   std::vector<Eigen::MatrixXd> last_z_;
 };
 
@@ -354,11 +354,11 @@ class VflCoordinator : public Coordinator {
         refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
         server_(run.model, run.server_data.view(), options_, run.transport.silos()),
         federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples) {
-    // Held-out rows (`--test DIR`): a data directory like --data's; each silo holds its columns.
-    if (!run.args.test.empty()) held_out_ = load_held_out_rows(run.model, run.args.test);
     if (!run.args.ood.empty())
       throw data::DataError("--ood: a vertical model's held-out rows are split over the silos; the OOD AUROC is "
                             "PVI's and SFVI's");
+    // Held-out rows (`--test DIR`): a data directory like --data's; each silo holds its columns.
+    if (!run.args.test.empty()) held_out_ = load_held_out_rows(run.model, run.args.test);
   }
 
   const char* checkpoint_kind() const override { return "vfl-server"; }
