@@ -133,6 +133,9 @@ const std::vector<Function>& functions() {
        "multiply_lower_tri_self_transpose(L), L a Cholesky factor"},
       {"diag_matrix", Rule::DiagMatrix, 1, 1, "diag_matrix(vector)"},
       {"diagonal", Rule::Diagonal, 1, 1, "diagonal(matrix)"},
+      {"conv2d", Rule::Conv2d, 8, 8, "conv2d(images, weight, bias, channels, height, width, kernel, padding)"},
+      {"max_pool2d", Rule::Pool2d, 5, 5, "max_pool2d(images, channels, height, width, size)"},
+      {"avg_pool2d", Rule::Pool2d, 5, 5, "avg_pool2d(images, channels, height, width, size)"},
       {"gp_exp_quad_cov", Rule::ExpQuadCov, 3, 3, "gp_exp_quad_cov(array of points x, real alpha, real rho)"},
       {"cov_exp_quad", Rule::ExpQuadCov, 3, 3, "cov_exp_quad(array of points x, real alpha, real rho)"},
       // sizes

@@ -66,6 +66,8 @@ enum class Rule {
   SquareMatrix,     // a square matrix -> a matrix of its shape (cholesky_decompose)
   DiagMatrix,       // vector[n] -> matrix[n, n]
   Diagonal,         // matrix[m, n] -> vector[min(m, n)]
+  Conv2d,           // (matrix x, matrix w, vector b, int C, int H, int W, int k, int padding) -> matrix
+  Pool2d,           // (matrix x, int C, int H, int W, int k) -> matrix (max_pool2d, avg_pool2d)
 };
 
 struct Function {

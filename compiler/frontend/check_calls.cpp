@@ -238,7 +238,67 @@ void Checker::function_type(Expr& e, const stdlib::Function& f) {
       require_equal(a.shape.dims[0], a.shape.dims[1], e.loc, "the rows and columns of diagonal's matrix");
       e.shape.dims = {a.shape.dims[0]};
       return;
+    case Rule::Conv2d:
+    case Rule::Pool2d:
+      return image_call(e, f.rule == Rule::Conv2d);
   }
+}
+
+// conv2d(x, w, b, C, H, W, k, padding), max_pool2d / avg_pool2d(x, C, H, W, k): images one per
+// row, flattened as PyTorch's x.view(N, -1) (fvi/kernel/ops_conv.h). The geometry is integer
+// constants (an architecture is fixed in the model's text), so the result's size is known.
+void Checker::image_call(Expr& e, bool conv) {
+  const size_t first_int = conv ? 3 : 1;
+  const char* names[] = {"channels", "height", "width", conv ? "kernel" : "size", "padding"};
+  std::vector<long long> g;
+  for (size_t i = first_int; i < e.args.size(); ++i) {
+    const Expr& a = *e.args[i];
+    std::optional<long long> v = a.type.is_int() ? size_of(a).constant_value() : std::nullopt;
+    if (!v) {
+      diags_.error(a.loc, e.name + "'s " + names[i - first_int] + " must be an integer constant",
+                   "an architecture is fixed in the model: write e.g. " +
+                       std::string(conv ? "conv2d(x, w, b, 1, 28, 28, 5, 2)" : e.name + "(h, 6, 28, 28, 2)"));
+      return fail(e);
+    }
+    g.push_back(*v);
+  }
+  const long long C = g[0], H = g[1], W = g[2], k = g[3], pad = conv ? g[4] : 0;
+  const Expr& x = *e.args[0];
+  if (!matches(Arg::Matrix, x.type))
+    return fail(e), bad_args(e, conv ? "(matrix images, matrix weight, vector bias, int channels, int height, int width, "
+                                       "int kernel, int padding)"
+                                     : "(matrix images, int channels, int height, int width, int size)");
+  auto refuse = [&](const std::string& what, const std::string& help) {
+    diags_.error(e.loc, e.name + ": " + what, help);
+    fail(e);
+  };
+  if (C < 1 || H < 1 || W < 1 || k < 1 || pad < 0 || C > (1 << 20) || H > (1 << 20) || W > (1 << 20) || k > (1 << 20) ||
+      pad > (1 << 20) || k > H + 2 * pad ||
+      k > W + 2 * pad)
+    return refuse("a " + std::to_string(k) + "x" + std::to_string(k) + " window" +
+                      (conv ? " with padding " + std::to_string(pad) : "") + " does not fit " + std::to_string(C) + "x" +
+                      std::to_string(H) + "x" + std::to_string(W) + " images (channels x height x width)",
+                  "channels, height, width and the window are at least 1 and the window fits the (padded) image");
+  require_equal(x.shape.dims[1], SymSize::constant(C * H * W), e.loc,
+                "the columns of " + e.name + "'s images and channels x height x width");
+  e.type = scalar(Base::Matrix);
+  if (!conv) {
+    if (H % k != 0 || W % k != 0)
+      return refuse(std::to_string(k) + "x" + std::to_string(k) + " windows do not tile " + std::to_string(H) + "x" +
+                        std::to_string(W) + " images",
+                    "choose a size that divides the height and the width (pooling here has stride = size, no padding)");
+    e.shape.dims = {x.shape.dims[0], SymSize::constant(C * (H / k) * (W / k))};
+    return;
+  }
+  const Expr &w = *e.args[1], &b = *e.args[2];
+  if (!matches(Arg::Matrix, w.type) || !matches(Arg::Vector, b.type))
+    return fail(e), bad_args(e, "(matrix images, matrix weight, vector bias, int channels, int height, int width, "
+                                "int kernel, int padding)");
+  require_equal(w.shape.dims[1], SymSize::constant(C * k * k), e.loc,
+                "the columns of conv2d's weight and channels x kernel x kernel");
+  require_equal(b.shape.dims[0], w.shape.dims[0], e.loc, "conv2d's bias and the rows of its weight (output channels)");
+  const long long positions = (H + 2 * pad - k + 1) * (W + 2 * pad - k + 1);
+  e.shape.dims = {x.shape.dims[0], w.shape.dims[0] * SymSize::constant(positions)};
 }
 
 // Stan's append_row / append_col. Along the join a vector (append_row) or row_vector (append_col)

@@ -115,6 +115,7 @@ class Checker {
   void call(Expr& e);
   void bad_args(Expr& e, const std::string& expected);
   void function_type(Expr& e, const stdlib::Function& f);
+  void image_call(Expr& e, bool conv);  // conv2d, max_pool2d, avg_pool2d
   static Taint silo_sum_taint(const Expr& operand);
   void silo_sum(Expr& e);
   void density_call(Expr& e);

@@ -8,6 +8,17 @@ namespace fvic::ir {
 
 namespace k = fvi::kernel;
 
+namespace {
+// A Conv2d's or Pool's geometry, from its ints (ir.h).
+k::ConvGeometry conv_geometry(const Node& n) {
+  return {Eigen::Index(n.ints.at(0)), Eigen::Index(n.ints.at(1)), Eigen::Index(n.ints.at(2)), Eigen::Index(n.ints.at(3)),
+          Eigen::Index(n.ints.at(4))};
+}
+k::PoolGeometry pool_geometry(const Node& n) {
+  return {Eigen::Index(n.ints.at(0)), Eigen::Index(n.ints.at(1)), Eigen::Index(n.ints.at(2)), Eigen::Index(n.ints.at(3))};
+}
+}  // namespace
+
 long long Interpreter::size_of(const SymSize& s, const Bindings& b) const {
   auto v = s.eval([&](const std::string& name) -> std::optional<long long> {
     auto it = b.data.find(name);
@@ -119,6 +130,13 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::IndexCols: out = k::index_cols(v(0), indices_[n.args[1]]); return;
     case Op::ConcatRows: out = k::concat_rows(v(0), v(1)); return;
     case Op::ConcatCols: out = k::concat_cols(v(0), v(1)); return;
+    case Op::Conv2d: out = k::conv2d(v(0), v(1), conv_geometry(n)); return;
+    case Op::Pool:
+      out = n.args.size() == 2 ? k::max_pool2d_select(v(0), v(1), pool_geometry(n)) : k::pool2d(n.name, v(0), pool_geometry(n));
+      return;
+    case Op::Conv2dGradInput: out = k::conv2d_grad_input(v(0), v(1), v(2).draws, conv_geometry(n)); return;
+    case Op::Conv2dGradWeight: out = k::conv2d_grad_weight(v(0), v(1), v(2).draws, conv_geometry(n)); return;
+    case Op::PoolGrad: out = k::pool2d_grad(n.name, v(0), v(1), pool_geometry(n)); return;
     case Op::Lpdf: {
       k::Operands<double> xs;
       for (int a : n.args) xs.push_back(&values_[a]);

@@ -45,6 +45,8 @@ const char* op_name(Op op) {
     case Op::SquaredDistances: return "squared_distances";
     case Op::DiagMatrix: return "diag_matrix";
     case Op::Diagonal: return "diagonal";
+    case Op::Conv2d: return "conv2d";
+    case Op::Pool: return "pool2d";
     case Op::Lpdf: return "lpdf";
     case Op::Rng: return "rng";
     case Op::UnaryDerivative: return "unary_derivative";
@@ -65,6 +67,9 @@ const char* op_name(Op op) {
     case Op::MatrixLogJacobianGrad: return "matrix_log_jacobian_grad";
     case Op::Program: return "program";
     case Op::ProgramVjp: return "program_vjp";
+    case Op::Conv2dGradInput: return "conv2d_grad_input";
+    case Op::Conv2dGradWeight: return "conv2d_grad_weight";
+    case Op::PoolGrad: return "pool2d_grad";
   }
   return "?";
 }

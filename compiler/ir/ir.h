@@ -57,6 +57,10 @@ enum class Op {
   MatrixConstrain,   // name: structure ("cholesky_corr"); args: u: the declared matrix from its
                      // unconstrained values (fvi/kernel/ops_matrix_constrain.h)
   MatrixLogJacobian, // name; args: u: the transform's log-Jacobian, 1 x 1
+  Conv2d,  // args: x (N x C*H*W images, one per row), w (C_out x C*k*k); ints {C, H, W, k, padding}:
+           // N x C_out*H_out*W_out, stride 1 (fvi/kernel/ops_conv.h)
+  Pool,    // name: max or avg; args: x, or for max (x, v): v where x is largest in each window (max
+           // pooling's tangent); ints {C, H, W, k}: k x k windows at stride k
   Lpdf,                  // name: distribution; args: outcome, parameters...
   Rng,                   // name: distribution; args: parameters; one draw per element and draw (a
                          // quantity's `dist_rng`): stream k of the quantity's noise key
@@ -76,6 +80,8 @@ enum class Op {
   MatrixConstrainGrad,              // name; args: u, g: u's adjoint given the matrix's
   MatrixLogJacobianGrad,            // name; args: u, g (1 x 1): u's adjoint given the log-Jacobian's
   ProgramVjp,                       // k: the operand; args: g, the Program node: operand k's gradient
+  Conv2dGradInput, Conv2dGradWeight,  // args (g, w, like_x), (x, g, like_w); ints as Conv2d's
+  PoolGrad,                         // name; args: x, g; ints as Pool's
 };
 const char* op_name(Op op);
 

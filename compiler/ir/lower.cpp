@@ -663,6 +663,7 @@ class FactorBuilder {
       unsupported(e.loc, "a call of '" + f + "', whose body is statements (it runs where statements run one at a time),");
       return constant(0);
     }
+    if (fn && (fn->rule == stdlib::Rule::Conv2d || fn->rule == stdlib::Rule::Pool2d)) return image_op(e, rows, cols);
     std::vector<int> args;
     for (const ExprPtr& a : e.args) args.push_back(expr(*a));
     if (!fn && f.size() > 4 && f.compare(f.size() - 4, 4, "_rng") == 0) {  // generated quantities only
@@ -709,6 +710,33 @@ class FactorBuilder {
     if (f == "gp_exp_quad_cov" || f == "cov_exp_quad") return exp_quad_cov(e, args, rows, cols);
     unsupported(e.loc, "the function '" + f + "'");
     return constant(0);
+  }
+
+  // conv2d(x, w, b, C, H, W, k, padding) and max/avg_pool2d(x, C, H, W, k): the geometry is the
+  // checker's integer constants. conv2d's bias b (C_out) is each output channel's value over its
+  // P positions: the P x C_out product ones * b' read column by column, down the rows.
+  int image_op(const Expr& e, const SymSize& rows, const SymSize& cols) {
+    const bool conv = e.name == "conv2d";
+    std::vector<long long> geometry;
+    for (size_t i = conv ? 3 : 1; i < e.args.size(); ++i)
+      geometry.push_back(size_value(*e.args[i], model_).value().constant_value().value());
+    const int x = expr(*e.args[0]);
+    if (!conv) {
+      const int pooled = op(Op::Pool, {x}, rows, cols, e.name == "max_pool2d" ? "max" : "avg");
+      f_.nodes[size_t(pooled)].ints = geometry;
+      return pooled;
+    }
+    const int w = expr(*e.args[1]), b = expr(*e.args[2]);
+    const int y = op(Op::Conv2d, {x, w}, rows, cols);
+    f_.nodes[size_t(y)].ints = geometry;
+    const long long H = geometry[1], W = geometry[2], k = geometry[3], pad = geometry[4];
+    const SymSize positions = SymSize::constant((H + 2 * pad - k + 1) * (W + 2 * pad - k + 1));
+    const SymSize channels = node(w).rows;
+    const int b_row = op(Op::Reshape, {b}, one(), channels);
+    const int ones = op(Op::Broadcast, {constant(1)}, positions, one());
+    const int block = op(Op::MatMul, {ones, b_row}, positions, channels);
+    const int flat = op(Op::Reshape, {block}, one(), channels * positions);
+    return op(Op::Add, {y, op(Op::Broadcast, {flat, y}, rows, cols)}, rows, cols);  // y's rows: a minibatch's
   }
 
   bool user_function(const std::string& name) const {

@@ -33,9 +33,14 @@ class Adjoint {
   int make(Op op, std::vector<int> args, int like, const std::string& name = "", int k = 0) {
     Node n = ir::derived_node(f_, op, std::move(args), like, name, k);
     if (op == Op::SumTo || op == Op::MatMulGradLeft || op == Op::MatMulGradRight || op == Op::ScatterRows ||
-        op == Op::ScatterCols)
+        op == Op::ScatterCols || op == Op::Conv2dGradInput || op == Op::Conv2dGradWeight || op == Op::PoolGrad)
       n.varies = at(like).varies;
     return add(n);
+  }
+
+  int with_ints(int node, const std::vector<long long>& ints) {  // a geometry (Conv2d, Pool) for node
+    f_.nodes[size_t(node)].ints = ints;
+    return node;
   }
 
   // Every likelihood argument gets a seed, active or not, so that seed k always belongs to
@@ -111,6 +116,11 @@ class Adjoint {
         if (active(0)) accumulate(arg(0), make(Op::MatMulGradLeft, {g, arg(1), arg(0)}, arg(0)));
         if (active(1)) accumulate(arg(1), make(Op::MatMulGradRight, {arg(0), g, arg(1)}, arg(1)));
         return;
+      case Op::Conv2d:  // a product of the images' patches and the weight: matmul's two adjoints
+        if (active(0)) accumulate(arg(0), with_ints(make(Op::Conv2dGradInput, {g, arg(1), arg(0)}, arg(0)), n.ints));
+        if (active(1)) accumulate(arg(1), with_ints(make(Op::Conv2dGradWeight, {arg(0), g, arg(1)}, arg(1)), n.ints));
+        return;
+      case Op::Pool: accumulate(arg(0), with_ints(make(Op::PoolGrad, {arg(0), g}, arg(0), n.name), n.ints)); return;
       case Op::Transpose: accumulate(arg(0), make(Op::Transpose, {g}, arg(0))); return;
       case Op::Reshape: accumulate(arg(0), make(Op::SumTo, {g, arg(0)}, arg(0))); return;
       case Op::Sum: accumulate(arg(0), make(Op::Broadcast, {g, arg(0)}, arg(0))); return;

@@ -61,6 +61,10 @@ class Tangent {
     n.active = true;
     return add(n);
   }
+  int with_ints(int node, const std::vector<long long>& ints) {  // a geometry (Conv2d, Pool) for node
+    out_.nodes[size_t(node)].ints = ints;
+    return node;
+  }
   int constant(double value) {
     Node c{Op::Const};
     c.value = value;
@@ -129,6 +133,12 @@ class Tangent {
       case Op::RowsDotProduct:
         return sum_of(t(0) < 0 ? -1 : make(Op::RowsDotProduct, {fit(t(0), arg(0)), arg(1)}, i),
                       t(1) < 0 ? -1 : make(Op::RowsDotProduct, {arg(0), fit(t(1), arg(1))}, i), i);
+      case Op::Conv2d:  // bilinear in the images and the weight, as a product
+        return sum_of(t(0) < 0 ? -1 : with_ints(make(Op::Conv2d, {fit(t(0), arg(0)), arg(1)}, i), n.ints),
+                      t(1) < 0 ? -1 : with_ints(make(Op::Conv2d, {arg(0), fit(t(1), arg(1))}, i), n.ints), i);
+      case Op::Pool:  // avg is linear; max passes on the tangent where x is largest in each window
+        if (n.name == "avg") return with_ints(make(Op::Pool, {fit(t(0), arg(0))}, i, "avg"), n.ints);
+        return with_ints(make(Op::Pool, {arg(0), fit(t(0), arg(0))}, i, "max"), n.ints);
       case Op::Transpose:
       case Op::Sum:
       case Op::CumulativeSum:

@@ -20,6 +20,13 @@ std::string unary_fn(const std::string& name) {
   return std::string("UnaryFn::") + fvi::kernel::unary_name(fvi::kernel::unary_fn(name));
 }
 
+// A Conv2d's or Pool's geometry as a brace initialiser of fvi::kernel::ConvGeometry/PoolGeometry.
+std::string geometry(const std::string& type, const Node& n) {
+  std::string s = type + "{";
+  for (size_t k = 0; k < n.ints.size(); ++k) s += (k ? ", " : "") + std::to_string(n.ints[k]);
+  return s + "}";
+}
+
 }  // namespace
 
 // ---- kernel bodies -------------------------------------------------------------------------
@@ -229,6 +236,13 @@ std::string Emitter::statement(const ir::Factor& f, size_t i, bool meanfield) {
     case Op::IndexCols: return call("index_cols", {v(0), ix(1)});
     case Op::ConcatRows: return call("concat_rows", {v(0), v(1)});
     case Op::ConcatCols: return call("concat_cols", {v(0), v(1)});
+    case Op::Conv2d: return call("conv2d", {v(0), v(1), geometry("ConvGeometry", n)});
+    case Op::Pool:
+      if (n.args.size() == 2) return call("max_pool2d_select", {v(0), v(1), geometry("PoolGeometry", n)});
+      return call("pool2d", {quoted(n.name), v(0), geometry("PoolGeometry", n)});
+    case Op::Conv2dGradInput: return call("conv2d_grad_input", {v(0), v(1), v(2) + ".draws", geometry("ConvGeometry", n)});
+    case Op::Conv2dGradWeight: return call("conv2d_grad_weight", {v(0), v(1), v(2) + ".draws", geometry("ConvGeometry", n)});
+    case Op::PoolGrad: return call("pool2d_grad", {quoted(n.name), v(0), v(1), geometry("PoolGeometry", n)});
     case Op::Lpdf: {
       std::string ops = "{";
       for (size_t k = 0; k < n.args.size(); ++k) ops += (k ? ", &" : "&") + v(k);

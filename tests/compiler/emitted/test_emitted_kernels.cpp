@@ -11,6 +11,8 @@
 #include "reference_models.h"
 #include "pipeline.h"
 
+extern "C" const fvi_model* fvi_model_conv_classifier(void);
+
 namespace {
 
 using fvic::ir::RealTensor;
@@ -40,6 +42,124 @@ void require_close(const RealTensor& a, const RealTensor& b, const std::string& 
   CHECK((a.m - b.m).cwiseAbs().maxCoeff() <= 64 * std::numeric_limits<double>::epsilon() * scale);
 }
 
+// Every factor of the model at `path`, generated as `abi`, on random data and 3 draws: its output
+// (full data, then rows [1, 3) of a likelihood) and each input group's gradient equal the
+// interpreter's. Returns the bindings and each draw's sum of the factors.
+struct Checked {
+  fvic::ir::Bindings bindings;
+  Eigen::VectorXd total = Eigen::VectorXd::Zero(3);
+};
+
+Checked check_against_interpreter(const fvi_model* abi, const std::string& path) {
+  Checked result;
+  fvic::test::LoadedModel m(path);
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  REQUIRE(abi->abi_version == FVI_ABI_VERSION);
+  REQUIRE(abi->factor_count == static_cast<int>(module.factors.size()));
+
+  std::mt19937 rng(5);
+  fvic::ir::Bindings& b = result.bindings;
+  b = fvic::test::random_bindings(*m.model, module, rng, 3);
+  std::vector<std::string> names;
+  std::vector<fvi_tensor> values;
+  std::vector<RealTensor> data_copies;
+  for (const auto& [name, value] : b.data) {
+    names.push_back(name);
+    data_copies.push_back(value);
+  }
+  std::vector<const char*> name_ptrs;
+  for (size_t i = 0; i < names.size(); ++i) {
+    name_ptrs.push_back(names[i].c_str());
+    values.push_back(view(data_copies[i]));
+  }
+  fvi_data data{static_cast<int>(names.size()), name_ptrs.data(), values.data()};
+
+  // Group sizes from the ABI agree with the bindings the interpreter uses.
+  for (int gi = 0; gi < abi->group_count; ++gi) {
+    int64_t size = -1;
+    fvi_error error{};
+    REQUIRE(abi->group_size(gi, &data, &size, &error) == 0);
+    CHECK(size == b.inputs.at(fvi_group_name(abi->group_kinds[gi])).rows);
+  }
+
+  std::map<std::string, RealTensor> contributions;
+  // Contributions first: the coupling likelihood reads their sum as z_sum.
+  std::vector<int> order;
+  for (int fi = 0; fi < abi->factor_count; ++fi)
+    if (abi->factors[fi].kind == FVI_CONTRIBUTION) order.push_back(fi);
+  for (int fi = 0; fi < abi->factor_count; ++fi)
+    if (abi->factors[fi].kind != FVI_CONTRIBUTION) order.push_back(fi);
+
+  for (int fi : order) {
+    const fvi_factor_info& info = abi->factors[fi];
+    const fvic::ir::Factor& f = module.factors[fi];
+    INFO("factor " << info.name);
+    REQUIRE(std::string(info.name) == f.name);
+    if (info.kind == FVI_LIKELIHOOD && b.inputs.count("z_sum") && !contributions.empty())
+      b.inputs["z_sum"] = contributions.begin()->second;
+
+    fvi_error error{};
+    void* state = abi->create(fi, &data, &error);
+    INFO(error.message);
+    REQUIRE(state != nullptr);
+    std::vector<RealTensor> inputs;
+    for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(fvi_group_name(abi->group_kinds[info.groups[k]])));
+    std::vector<fvi_tensor> input_views;
+    for (RealTensor& t : inputs) input_views.push_back(view(t));
+    fvi_tensor out{};
+    fvic::ir::Interpreter interp(module, f);
+    REQUIRE(abi->forward(state, 0, -1, input_views.data(), &out, &error) == 0);
+    RealTensor compiled(out.rows, out.cols, out.draws);
+    compiled.m = Eigen::Map<Eigen::MatrixXd>(out.data, out.rows, out.cols * out.draws);
+
+    require_close(compiled, interp.forward(b), "forward");
+    if (info.kind == FVI_CONTRIBUTION) {
+      contributions[info.name] = compiled;
+    } else {
+      for (Eigen::Index s = 0; s < 3; ++s) result.total[s] += compiled.draw(s).sum();
+    }
+
+    // Backward with random seeds, through the ABI and through the interpreter.
+    std::normal_distribution<double> normal;
+    std::vector<RealTensor> seeds;
+    for (int k = 0; k < info.seed_count; ++k) {
+      int target = k == 0 ? f.output : f.arguments[k - 1];
+      RealTensor t = RealTensor::zeros_like(interp.value(target));
+      for (Eigen::Index i = 0; i < t.m.size(); ++i) t.m.data()[i] = normal(rng);
+      seeds.push_back(t);
+    }
+    std::vector<fvi_tensor> seed_views;
+    for (RealTensor& t : seeds) seed_views.push_back(view(t));
+    std::vector<const fvi_tensor*> seed_ptrs;
+    for (fvi_tensor& t : seed_views) seed_ptrs.push_back(&t);
+    std::vector<RealTensor> grads;
+    for (const RealTensor& t : inputs) grads.push_back(RealTensor::zeros_like(t));
+    std::vector<fvi_tensor> grad_views;
+    for (RealTensor& t : grads) grad_views.push_back(view(t));
+    REQUIRE(abi->backward(state, seed_ptrs.data(), grad_views.data(), &error) == 0);
+    auto expected = interp.backward(b, seeds);
+    for (int k = 0; k < info.group_count; ++k) {
+      std::string group = fvi_group_name(abi->group_kinds[info.groups[k]]);
+      require_close(grads[k], expected.at(group), "gradient w.r.t. " + group);
+    }
+    // A minibatch of a likelihood's rows (its data copied or read in place as rows).
+    if (info.kind == FVI_LIKELIHOOD && !b.inputs.count("z_sum") && compiled.rows >= 3) {
+      const int status = abi->forward(state, 1, 2, input_views.data(), &out, &error);
+      INFO(error.message);
+      REQUIRE(status == 0);
+      RealTensor batch(out.rows, out.cols, out.draws);
+      batch.m = Eigen::Map<Eigen::MatrixXd>(out.data, out.rows, out.cols * out.draws);
+      fvic::ir::Bindings part = b;
+      part.batch_begin = 1, part.batch_count = 2;
+      require_close(batch, interp.forward(part), "forward on rows 1 and 2");
+    }
+    abi->destroy(state);
+  }
+  return result;
+}
+
 }  // namespace
 
 TEST_CASE("every acceptance model has generated kernels", "[emitted]") {
@@ -49,111 +169,19 @@ TEST_CASE("every acceptance model has generated kernels", "[emitted]") {
 TEST_CASE("generated kernels equal the interpreter and the hand-written log joint", "[emitted]") {
   for (const Generated& g : generated()) {
     INFO("model " << g.name);
-    fvic::test::LoadedModel m(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/" + g.name + ".fvi");
-    REQUIRE(m.ok());
-    fvic::ir::Module module;
-    REQUIRE(fvic::build_ir(*m.model, module, m.diags));
-    const fvi_model* abi = g.model();
-    REQUIRE(abi->abi_version == FVI_ABI_VERSION);
-    REQUIRE(abi->factor_count == static_cast<int>(module.factors.size()));
-
-    std::mt19937 rng(5);
-    fvic::ir::Bindings b = fvic::test::random_bindings(*m.model, module, rng, 3);
-    std::vector<std::string> names;
-    std::vector<fvi_tensor> values;
-    std::vector<RealTensor> data_copies;
-    for (const auto& [name, value] : b.data) {
-      names.push_back(name);
-      data_copies.push_back(value);
-    }
-    std::vector<const char*> name_ptrs;
-    for (size_t i = 0; i < names.size(); ++i) {
-      name_ptrs.push_back(names[i].c_str());
-      values.push_back(view(data_copies[i]));
-    }
-    fvi_data data{static_cast<int>(names.size()), name_ptrs.data(), values.data()};
-
-    // Group sizes from the ABI agree with the bindings the interpreter uses.
-    for (int gi = 0; gi < abi->group_count; ++gi) {
-      int64_t size = -1;
-      fvi_error error{};
-      REQUIRE(abi->group_size(gi, &data, &size, &error) == 0);
-      CHECK(size == b.inputs.at(fvi_group_name(abi->group_kinds[gi])).rows);
-    }
-
-    Eigen::VectorXd total = Eigen::VectorXd::Zero(3);
-    std::map<std::string, RealTensor> contributions;
-    // Contributions first: the coupling likelihood reads their sum as z_sum.
-    std::vector<int> order;
-    for (int fi = 0; fi < abi->factor_count; ++fi)
-      if (abi->factors[fi].kind == FVI_CONTRIBUTION) order.push_back(fi);
-    for (int fi = 0; fi < abi->factor_count; ++fi)
-      if (abi->factors[fi].kind != FVI_CONTRIBUTION) order.push_back(fi);
-
-    for (int fi : order) {
-      const fvi_factor_info& info = abi->factors[fi];
-      const fvic::ir::Factor& f = module.factors[fi];
-      INFO("factor " << info.name);
-      REQUIRE(std::string(info.name) == f.name);
-      if (info.kind == FVI_LIKELIHOOD && b.inputs.count("z_sum") && !contributions.empty())
-        b.inputs["z_sum"] = contributions.begin()->second;
-
-      fvi_error error{};
-      void* state = abi->create(fi, &data, &error);
-      INFO(error.message);
-      REQUIRE(state != nullptr);
-      std::vector<RealTensor> inputs;
-      for (int k = 0; k < info.group_count; ++k) inputs.push_back(b.inputs.at(fvi_group_name(abi->group_kinds[info.groups[k]])));
-      std::vector<fvi_tensor> input_views;
-      for (RealTensor& t : inputs) input_views.push_back(view(t));
-      fvi_tensor out{};
-      REQUIRE(abi->forward(state, 0, -1, input_views.data(), &out, &error) == 0);
-      RealTensor compiled(out.rows, out.cols, out.draws);
-      compiled.m = Eigen::Map<Eigen::MatrixXd>(out.data, out.rows, out.cols * out.draws);
-
-      fvic::ir::Interpreter interp(module, f);
-      const RealTensor& interpreted = interp.forward(b);
-      require_close(compiled, interpreted, "forward");
-      if (info.kind == FVI_CONTRIBUTION) {
-        contributions[info.name] = compiled;
-      } else {
-        for (Eigen::Index s = 0; s < 3; ++s) total[s] += compiled.draw(s).sum();
-      }
-
-      // Backward with random seeds, through the ABI and through the interpreter.
-      std::normal_distribution<double> normal;
-      std::vector<RealTensor> seeds;
-      for (int k = 0; k < info.seed_count; ++k) {
-        const fvic::ir::Node& n = f.nodes[f.seeds[k]];
-        int target = k == 0 ? f.output : f.arguments[k - 1];
-        RealTensor t = RealTensor::zeros_like(interp.value(target));
-        for (Eigen::Index i = 0; i < t.m.size(); ++i) t.m.data()[i] = normal(rng);
-        (void)n;
-        seeds.push_back(t);
-      }
-      std::vector<fvi_tensor> seed_views;
-      for (RealTensor& t : seeds) seed_views.push_back(view(t));
-      std::vector<const fvi_tensor*> seed_ptrs;
-      for (fvi_tensor& t : seed_views) seed_ptrs.push_back(&t);
-      std::vector<RealTensor> grads;
-      for (const RealTensor& t : inputs) grads.push_back(RealTensor::zeros_like(t));
-      std::vector<fvi_tensor> grad_views;
-      for (RealTensor& t : grads) grad_views.push_back(view(t));
-      REQUIRE(abi->backward(state, seed_ptrs.data(), grad_views.data(), &error) == 0);
-      auto expected = interp.backward(b, seeds);
-      for (int k = 0; k < info.group_count; ++k) {
-        std::string group = fvi_group_name(abi->group_kinds[info.groups[k]]);
-        require_close(grads[k], expected.at(group), "gradient w.r.t. " + group);
-      }
-      abi->destroy(state);
-    }
-
+    const Checked checked =
+        check_against_interpreter(g.model(), std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/" + g.name + ".fvi");
     for (Eigen::Index s = 0; s < 3; ++s) {
-      ref::LogJoint expected = g.reference(b.data, b.inputs, s);
-      INFO("draw " << s << ": generated " << total[s] << ", hand-written " << expected.value);
-      CHECK(std::abs(total[s] - expected.value) <= 1e-12 * expected.scale);
+      ref::LogJoint expected = g.reference(checked.bindings.data, checked.bindings.inputs, s);
+      INFO("draw " << s << ": generated " << checked.total[s] << ", hand-written " << expected.value);
+      CHECK(std::abs(checked.total[s] - expected.value) <= 1e-12 * expected.scale);
     }
   }
+}
+
+TEST_CASE("generated convolution and pooling kernels equal the interpreter", "[emitted][conv]") {
+  check_against_interpreter(fvi_model_conv_classifier(),
+                            std::string(FVIC_SOURCE_DIR) + "/tests/compiler/emitted/models/conv_classifier.fvi");
 }
 
 TEST_CASE("a data variable of the wrong shape is refused with its name", "[emitted]") {

@@ -86,6 +86,11 @@ TEST_CASE("adjoints through Stan's forms, softmax, reductions, concatenation and
   check_adjoints(m);
 }
 
+TEST_CASE("adjoints through conv2d, max_pool2d and avg_pool2d match finite differences", "[adjoint][conv]") {
+  fvic::test::LoadedModel m(fvic::test::conv_model_path());
+  check_adjoints(m);
+}
+
 // append_row / append_col and the literals built from them: each operand gets its own rows
 // (columns) of the gradient, summed to one draw where the operand is a point estimate.
 TEST_CASE("adjoints through append_row, append_col and row_vector literals match finite differences", "[adjoint]") {

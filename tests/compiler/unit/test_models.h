@@ -100,6 +100,11 @@ model {
 }
 )";
 
+// The adjoint, tangent and generated-kernel tests' convolution and pooling model.
+inline std::string conv_model_path() {
+  return std::string(FVIC_SOURCE_DIR) + "/tests/compiler/emitted/models/conv_classifier.fvi";
+}
+
 // Random data for every data declaration, in order, so sizes are known when needed.
 // Every factor of `m`, lowered, differentiated and interpreted on random data and variables:
 // each input group's gradient against finite differences (test_adjoint.cpp).

@@ -101,6 +101,11 @@ TEST_CASE("JVPs through Stan's forms, softmax, reductions, concatenation and loo
   check_tangents(m);
 }
 
+TEST_CASE("JVPs through conv2d, max_pool2d and avg_pool2d", "[tangent][conv]") {
+  fvic::test::LoadedModel m(fvic::test::conv_model_path());
+  check_tangents(m);
+}
+
 TEST_CASE("an operation without a JVP yet is refused by name", "[tangent]") {
   fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_tangent_refused", R"(data {
   matrix[2, 2] A;

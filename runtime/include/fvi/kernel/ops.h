@@ -16,6 +16,7 @@
 //                         processes), diagonal matrices, multi_normal_cholesky
 //   ops_matrix_constrain.h  structured matrix parameters (cholesky_factor_corr): transform,
 //                         log-Jacobian, adjoints
+//   ops_conv.h            images: conv2d (im2col + a product per draw), max/avg pooling
 #include "fvi/kernel/ops_elementwise.h"
 #include "fvi/kernel/ops_unary.h"
 #include "fvi/kernel/ops_linear_algebra.h"
@@ -24,3 +25,4 @@
 #include "fvi/kernel/ops_concat.h"
 #include "fvi/kernel/ops_cholesky.h"
 #include "fvi/kernel/ops_matrix_constrain.h"
+#include "fvi/kernel/ops_conv.h"
