@@ -120,19 +120,9 @@ double products_alone_seconds(fvi::engine::WorkerPool& pool) {
 int main(int argc, char** argv) {
   fvi::program::keep_freed_memory();  // as the generated programs do
   const Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 20000;
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<double> pixel(0, 1);
-  Eigen::MatrixXd x(N, D), y(N, 1);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = pixel(rng);  // pixels / 255
-  Eigen::VectorXi labels(N);
-  for (Eigen::Index i = 0; i < N; ++i) labels[i] = int(rng() % K), y(i) = labels[i] + 1;  // the model's 1..K
-  bench::Data data;
-  data.add("D", Eigen::MatrixXd::Constant(1, 1, double(D)));
+  bench::Data data = bench::random_images(N, D, K, 2);
   data.add("H", Eigen::MatrixXd::Constant(1, 1, double(H)));
-  data.add("K", Eigen::MatrixXd::Constant(1, 1, double(K)));
-  data.add("N", Eigen::MatrixXd::Constant(1, 1, double(N)));
-  data.add("x", x);
-  data.add("y", y);
+  const Eigen::VectorXi labels = (data.values[4].col(0).array() - 1).cast<int>();  // y: the loss's 0..K-1
   const fvi_data& view = data.view();
   const fvi_model* m = fvi_model_bnn_classifier();
   const fvi::LossSpec gce = fvi::LossSpec::generalized_cross_entropy(0.8);

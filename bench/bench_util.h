@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,6 +90,23 @@ struct Data {
   std::vector<fvi_tensor> tensors;
   fvi_data data{};
 };
+
+// N images of D uniform pixels in [0, 1) (pixels / 255) as `x`, labels uniform on 1..K (the
+// models' categorical runs over 1..K) as `y`, and the sizes D, K, N, for a classifier's kernels.
+inline Data random_images(Eigen::Index N, Eigen::Index D, Eigen::Index K, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> pixel(0, 1);
+  Eigen::MatrixXd x(N, D), y(N, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = pixel(rng);
+  for (Eigen::Index i = 0; i < N; ++i) y(i) = double(rng() % K + 1);
+  Data data;
+  data.add("D", Eigen::MatrixXd::Constant(1, 1, double(D)));
+  data.add("K", Eigen::MatrixXd::Constant(1, 1, double(K)));
+  data.add("N", Eigen::MatrixXd::Constant(1, 1, double(N)));
+  data.add("x", std::move(x));
+  data.add("y", std::move(y));
+  return data;
+}
 
 inline void check(int status, const fvi_error& error, const char* what) {
   if (status != 0) {

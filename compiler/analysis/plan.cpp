@@ -534,6 +534,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("damping", pvi);
   unused("schedule", pvi);
   unused("server_damping", pvi);
+  unused("init_mean_sd", pvi);
   unused("q_z", vfl);
   unused("q_z_width", vfl);
   unused("q_z_depth", vfl);

@@ -15,6 +15,7 @@ data) and checks what the issue promises against an independent reference:
                    the FedGVI code's 1-D formula, for IMQ and SE weights.
   bad_data         data that does not match the declarations is refused before inference,
                    naming the file, the variable and what was expected; nothing is written.
+  lenet_slice      LeNet-5 (conv2d, pooling) on a FashionMNIST slice, its own inference block
   fashion_slice    the FashionMNIST pipeline (.npy data, float32, gce, alpha_renyi) on a slice
                    learns: clean test accuracy far above chance.
   outputs          posterior.json, draws.csv (Stan's CSV layout) and metrics.csv are complete
@@ -467,18 +468,25 @@ def case_outputs(fvic, cache, work):
     print("outputs: lr = 1e300 fails naming lr; a datum of 1e200 fails naming it and its variable")
 
 
-def case_fashion_slice(fvic, cache, work):
-    """The FashionMNIST pipeline on a slice (600 training rows per silo, 1000 clean test rows,
-    20% wrong labels): .npy silo directories, categorical_logit, float32 kernels, gce and
-    alpha_renyi. After 3 rounds the network must be far above chance: at 10% chance accuracy,
-    1000 test rows have a binomial sd of 0.0095, so 0.5 is 40 sds away."""
+def fashion_slice(work, options):
+    """A FashionMNIST slice of 600 training rows per silo written by generate.py with `options`
+    into WORK/data; skips the case (77) where Debian's dataset-fashion-mnist is absent."""
     source = "/usr/share/datasets/fashion-mnist"
     if not os.path.isfile(os.path.join(source, "train-images-idx3-ubyte.gz")):
         print(f"SKIP: {source} is absent (Debian's dataset-fashion-mnist)")
         sys.exit(77)
     data = os.path.join(work, "data")
     subprocess.run([sys.executable, os.path.join(EXAMPLES, "fashion_bnn", "generate.py"), "--slice", "600",
-                    "--contamination", "20", "--output", data], check=True, capture_output=True)
+                    "--output", data] + options, check=True, capture_output=True)
+    return data
+
+
+def case_fashion_slice(fvic, cache, work):
+    """The FashionMNIST pipeline on a slice (600 training rows per silo, 1000 clean test rows,
+    20% wrong labels): .npy silo directories, categorical_logit, float32 kernels, gce and
+    alpha_renyi. After 3 rounds the network must be far above chance: at 10% chance accuracy,
+    1000 test rows have a binomial sd of 0.0095, so 0.5 is 40 sds away."""
+    data = fashion_slice(work, ["--contamination", "20"])
     out = os.path.join(work, "out")
     run_fvic(fvic, cache, os.path.join(EXAMPLES, "fashion_bnn", "fashion_bnn.fvi"), data, out,
              ["rounds=3", "epochs=30", "batch_size=128", "mc_samples=4", "lr=0.005", "precision=float32",
@@ -508,6 +516,24 @@ def case_fashion_slice(fvic, cache, work):
     print(f"fashion_slice: report.html {size / 1e6:.2f} MB for {elements} parameters")
 
 
+def case_lenet_slice(fvic, cache, work):
+    """LeNet-5 (conv2d, max_pool2d, dense layers; examples/fashion_bnn/lenet5.fvi, its own inference
+    block) on a FashionMNIST slice: 600 training rows per silo, 200 clean test rows, 3 rounds.
+    Chance is 0.1; on 200 rows its binomial sd is 0.021, so 0.3 is 9.5 sds above it."""
+    data = fashion_slice(work, ["--test-rows", "200", "--contamination", "0"])
+    out = os.path.join(work, "out")
+    run_fvic(fvic, cache, os.path.join(EXAMPLES, "fashion_bnn", "lenet5.fvi"), data, out, ["rounds=3"],
+             test=os.path.join(data, "test.json"))
+    with open(os.path.join(out, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    acc = [float(r["test_accuracy"]) for r in rows]
+    print(f"lenet_slice: clean test accuracy by round {acc}")
+    require(len(rows) == 3, f"{len(rows)} rounds in metrics.csv")
+    require(max(acc) > 0.3, f"best accuracy {max(acc)} is not far above chance (0.1)")
+    post = posterior(out)
+    require(post["variables"]["w2"]["shape"] == [16, 150], f"w2 shape {post['variables']['w2']['shape']}")
+
+
 CASES = {
     "linreg_exact": case_linreg_exact,
     "pooled": case_pooled,
@@ -516,6 +542,7 @@ CASES = {
     "bad_data": case_bad_data,
     "outputs": case_outputs,
     "fashion_slice": case_fashion_slice,
+    "lenet_slice": case_lenet_slice,
     "ood": case_ood,
 }
 

@@ -39,6 +39,7 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   o.lr_schedule = s.name("lr_schedule", "cosine");
   o.patience = s.integer("patience", 0);
   o.init_sd = s.number("init_sd", 0);
+  o.init_mean_sd = s.number("init_mean_sd", 0);
   o.loss_weight = s.number("loss_weight", 1);
   o.precision = s.name("precision", "float64") == "float32" ? Precision::kFloat32 : Precision::kFloat64;
   return o;
@@ -306,7 +307,7 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
     // Warm start at q_s (spec 000 §6 [repo]); a client's first update may start narrower, as the
     // reference BNN code does (init q = N(0, 1e-3 I)): a wide prior drowns a network's signal.
     const Eigen::VectorXd start = !updated_once_ && options_.init_sd > 0
-                                      ? Family::with_sd(q_server.mean(), options_.init_sd).params()
+                                      ? Family::with_sd(first_start_mean(q_server.mean()), options_.init_sd).params()
                                       : q_server.params();
     const Eigen::VectorXd params = optimise(start, cavity, q_cavity, round, out);
     q_new = to_natural(Family::from_params(params));
@@ -319,6 +320,13 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
   out.delta = natural_quotient(updated, factor_);
   factor_ = updated;
   return out;
+}
+
+template <class Q>
+Eigen::VectorXd PviClient<Q>::first_start_mean(const Eigen::VectorXd& mean) const {
+  if (options_.init_mean_sd <= 0) return mean;
+  CounterRng rng(RngKey{options_.seed, 0, 0, rng_stream::kInitialisation});
+  return mean + options_.init_mean_sd * rng.normal(mean.size(), 1);
 }
 
 template <class Q>

@@ -59,6 +59,10 @@ struct PviOptions {
   uint64_t seed = 1;
   std::string lr_schedule = "cosine";  // within a client update: constant or cosine (to 0)
   double init_sd = 0;      // > 0: a client's first update starts at N(q_s mean, init_sd^2), not at q_s
+  // > 0: that first start's means are q_s's plus N(0, init_mean_sd^2) noise drawn from `seed` alone, the
+  // same on every silo: a network's units must differ at the start (at the prior mean, 0, every hidden
+  // unit computes the same and the signal through several layers vanishes).
+  double init_mean_sd = 0;
   long patience = 0;       // with epochs: stop after this many epochs without improvement (0: never)
   Precision precision = Precision::kFloat64;
   // Threads of this silo's client: each minibatch's rows are split between them
@@ -135,6 +139,9 @@ class PviClient {
   MeanFieldLossGradient<T> meanfield_loss_gradient(const GroupVectors<T>& means, const GroupVectors<T>& sds,
                                                    long batch, long batches, long draws, CounterRng& rng,
                                                    bool with_gradient);
+  // The first update's start means: `mean`, plus init_mean_sd times standard normals of the
+  // initialisation stream of `seed` (party 0: every silo draws the same).
+  Eigen::VectorXd first_start_mean(const Eigen::VectorXd& mean) const;
   // The stochastic optimisation of the local objective from `params` (seed 000 Eq. 4): Adam over
   // the minibatches, with early stopping. Returns the final parameters; sets out.steps and
   // out.objective.

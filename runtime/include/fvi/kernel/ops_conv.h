@@ -37,36 +37,38 @@ inline void check(const ConvGeometry& g, Eigen::Index x_cols, Eigen::Index w_col
                      std::to_string(g.patch()));
 }
 
-// Calls visit(row, column, n, pixel) for every entry of the im2col matrix that reads an image
-// pixel: column n*P + q holds the patch of image n under output position q (P positions), row
-// (c*k + a)*k + b its pixel (a, b) of channel c, read from column `pixel` of row n. The entries
-// where the patch overhangs the image (the padding) are never visited: they are zeros.
+// im2col with the images minor: the (N*P) x patch() matrix whose row q*N + n holds the patch of
+// image n under output position q (P positions, row-major), column (c*k + a)*k + b its pixel
+// (a, b) of channel c. In this order each run of N entries is a column of x read whole (x is
+// column-major), and the product with W' is N x (C_out*P) in the tensor's own layout: row q*N + n,
+// column co sits at co*N*P + q*N + n, which is output (n, co*P + q). Padding reads as zeros.
+// visit(column, first_row, pixel): rows [first_row, first_row + N) of `column` pair with x's
+// column `pixel`.
 template <class Visit>
-void for_each_patch_entry(const ConvGeometry& g, Eigen::Index n_images, Visit&& visit) {
-  const Eigen::Index P = g.positions(), Wo = g.out_width(), Ho = g.out_height(), k = g.kernel;
+void for_each_patch_run(const ConvGeometry& g, Eigen::Index n_images, Visit&& visit) {
+  const Eigen::Index Wo = g.out_width(), Ho = g.out_height(), k = g.kernel;
   for (Eigen::Index c = 0; c < g.channels; ++c)
     for (Eigen::Index a = 0; a < k; ++a)
       for (Eigen::Index b = 0; b < k; ++b) {
-        const Eigen::Index row = (c * k + a) * k + b;
+        const Eigen::Index column = (c * k + a) * k + b;
         for (Eigen::Index i = 0; i < Ho; ++i) {
           const Eigen::Index si = i + a - g.padding;
           if (si < 0 || si >= g.height) continue;
           for (Eigen::Index j = 0; j < Wo; ++j) {
             const Eigen::Index sj = j + b - g.padding;
             if (sj < 0 || sj >= g.width) continue;
-            const Eigen::Index pixel = c * g.height * g.width + si * g.width + sj;
-            for (Eigen::Index n = 0; n < n_images; ++n) visit(row, n * P + i * Wo + j, n, pixel);
+            visit(column, (i * Wo + j) * n_images, c * g.height * g.width + si * g.width + sj);
           }
         }
       }
 }
 
-// im2col: the patches of every image (for_each_patch_entry), patch() x (N * P).
 template <class XMat, class T = typename XMat::Scalar>
 Mat<T> patches(const XMat& x, const ConvGeometry& g) {
-  Mat<T> out = Mat<T>::Zero(g.patch(), x.rows() * g.positions());
-  for_each_patch_entry(g, x.rows(), [&](Eigen::Index row, Eigen::Index col, Eigen::Index n, Eigen::Index pixel) {
-    out(row, col) = x(n, pixel);
+  const Eigen::Index n = x.rows();
+  Mat<T> out = Mat<T>::Zero(n * g.positions(), g.patch());
+  for_each_patch_run(g, n, [&](Eigen::Index column, Eigen::Index first, Eigen::Index pixel) {
+    out.col(column).segment(first, n) = x.col(pixel);
   });
   return out;
 }
@@ -74,25 +76,16 @@ Mat<T> patches(const XMat& x, const ConvGeometry& g) {
 // The adjoint of patches: every patch entry added back to the pixel it was read from.
 template <class Out, class T>
 void add_patches(const Mat<T>& cols, const ConvGeometry& g, Out&& x) {
-  for_each_patch_entry(g, x.rows(), [&](Eigen::Index row, Eigen::Index col, Eigen::Index n, Eigen::Index pixel) {
-    x(n, pixel) += cols(row, col);
+  const Eigen::Index n = x.rows();
+  for_each_patch_run(g, n, [&](Eigen::Index column, Eigen::Index first, Eigen::Index pixel) {
+    x.col(pixel) += cols.col(column).segment(first, n);
   });
 }
 
-// An output (N x C_out*P, one draw) as C_out x (N*P), the layout of W * patches, and back.
-template <class YMat, class T = typename YMat::Scalar>
-Mat<T> by_channel(const YMat& y, Eigen::Index channels_out, Eigen::Index P) {
-  Mat<T> out(channels_out, y.rows() * P);
-  for (Eigen::Index co = 0; co < channels_out; ++co)
-    for (Eigen::Index q = 0; q < P; ++q)
-      for (Eigen::Index n = 0; n < y.rows(); ++n) out(co, n * P + q) = y(n, co * P + q);
-  return out;
-}
-template <class T, class Out>
-void from_channels(const Mat<T>& by_channel, Eigen::Index P, Out&& y) {
-  for (Eigen::Index co = 0; co < by_channel.rows(); ++co)
-    for (Eigen::Index q = 0; q < P; ++q)
-      for (Eigen::Index n = 0; n < y.rows(); ++n) y(n, co * P + q) = by_channel(co, n * P + q);
+// Draw s of an N x (C_out*P) value as the (N*P) x C_out matrix of the same memory.
+template <class T>
+Eigen::Map<const Mat<T>> by_position(const Tensor<T>& y, Eigen::Index s, Eigen::Index channels_out) {
+  return {y.m.data() + (y.draws == 1 ? 0 : s) * y.size(), y.size() / channels_out, channels_out};
 }
 
 }  // namespace conv_detail
@@ -106,14 +99,13 @@ Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g) 
   Mat<T> cols;
   for (Eigen::Index s = 0; s < draws; ++s) {
     if (s == 0 || x.draws != 1) cols = conv_detail::patches(x.draw(s), g);
-    const Mat<T> y = w.draw(s) * cols;
-    conv_detail::from_channels(y, P, out.draw(s));
+    Eigen::Map<Mat<T>>(out.m.data() + s * out.size(), x.rows * P, w.rows).noalias() = cols * w.draw(s).transpose();
   }
   return out;
 }
 
-// The adjoint of conv2d's images: each draw's W' G put back where its patches came from, summed
-// to `x_draws` draws (x_rows images).
+// The adjoint of conv2d's images: each draw's G W put back where its patches came from, summed
+// to `x_draws` draws.
 template <class T>
 Tensor<T> conv2d_grad_input(const Tensor<T>& g, const Tensor<T>& w, Eigen::Index x_draws, const ConvGeometry& geometry) {
   const Eigen::Index P = geometry.positions();
@@ -121,13 +113,13 @@ Tensor<T> conv2d_grad_input(const Tensor<T>& g, const Tensor<T>& w, Eigen::Index
   if (x_draws != 1 && x_draws != g.draws) throw ShapeError("conv2d's images with " + std::to_string(x_draws) + " draws");
   Tensor<T> out(g.rows, geometry.pixels(), x_draws);
   for (Eigen::Index s = 0; s < joint_draws(g.draws, w.draws); ++s) {
-    const Mat<T> cols = w.draw(s).transpose() * conv_detail::by_channel(g.draw(s), w.rows, P);
+    const Mat<T> cols = conv_detail::by_position(g, s, w.rows) * w.draw(s);
     conv_detail::add_patches(cols, geometry, out.draw(x_draws == 1 ? 0 : s));
   }
   return out;
 }
 
-// The adjoint of conv2d's weight: each draw's G patches', summed to `w_draws` draws.
+// The adjoint of conv2d's weight: each draw's G' patches, summed to `w_draws` draws.
 template <class T>
 Tensor<T> conv2d_grad_weight(const Tensor<T>& x, const Tensor<T>& g, Eigen::Index w_draws, const ConvGeometry& geometry) {
   const Eigen::Index P = geometry.positions();
@@ -139,7 +131,7 @@ Tensor<T> conv2d_grad_weight(const Tensor<T>& x, const Tensor<T>& g, Eigen::Inde
   Mat<T> cols;
   for (Eigen::Index s = 0; s < draws; ++s) {
     if (s == 0 || x.draws != 1) cols = conv_detail::patches(x.draw(s), geometry);
-    out.draw(w_draws == 1 ? 0 : s).noalias() += conv_detail::by_channel(g.draw(s), channels_out, P) * cols.transpose();
+    out.draw(w_draws == 1 ? 0 : s).noalias() += conv_detail::by_position(g, s, channels_out).transpose() * cols;
   }
   return out;
 }
@@ -197,11 +189,12 @@ Tensor<T> pool2d(const std::string& kind, const Tensor<T>& x, const PoolGeometry
   if (kind != "max" && kind != "avg") throw ShapeError("no pooling named '" + kind + "'");
   Tensor<T> out = Tensor<T>::uninitialized(x.rows, g.out_pixels(), x.draws);
   const T area = T(g.size * g.size);
+  const bool max = kind == "max";
   for (Eigen::Index s = 0; s < x.draws; ++s) {
     auto xs = x.draw(s);
     auto o = out.draw(s);
     conv_detail::for_each_window(g, x.rows, [&](Eigen::Index n, Eigen::Index col, const auto& in_col) {
-      if (kind == "max") {
+      if (max) {
         o(n, col) = xs(n, conv_detail::argmax(xs, n, in_col, g.size));
         return;
       }
@@ -241,12 +234,13 @@ Tensor<T> pool2d_grad(const std::string& kind, const Tensor<T>& x, const Tensor<
     throw ShapeError("the adjoint of " + kind + "_pool2d from " + shape_string(g) + " for " + shape_string(x));
   Tensor<T> out(x.rows, x.cols, x.draws);
   const T area = T(geometry.size * geometry.size);
+  const bool max = kind == "max";
   for (Eigen::Index s = 0; s < x.draws; ++s) {
     auto xs = x.draw(s);
     auto gs = g.draw(s);
     auto o = out.draw(s);
     conv_detail::for_each_window(geometry, x.rows, [&](Eigen::Index n, Eigen::Index col, const auto& in_col) {
-      if (kind == "max") {
+      if (max) {
         o(n, conv_detail::argmax(xs, n, in_col, geometry.size)) += gs(n, col);
         return;
       }
