@@ -359,9 +359,12 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       file.log_p = log_p;
       file.log_g = log_g;
       char text[256];
-      std::snprintf(text, sizeof text, "Pareto k-hat %.2f (%s: < 0.5 good, 0.5-0.7 usable, > 0.7 %s)", summary.khat,
-                    diagnostics::khat_reading(summary.khat),
-                    "the approximation is poor for this posterior");
+      if (std::isinf(summary.khat) && summary.khat < 0)  // psis(): ratios equal to a millionth
+        std::snprintf(text, sizeof text, "Pareto k-hat -inf (good: the importance ratios are constant, so q is this "
+                                         "posterior up to float error)");
+      else
+        std::snprintf(text, sizeof text, "Pareto k-hat %.2f (%s: < 0.5 good, 0.5-0.7 usable, > 0.7 %s)", summary.khat,
+                      diagnostics::khat_reading(summary.khat), "the approximation is poor for this posterior");
       khat_line = text + coordinator.target_note();
     } else {
       khat_line = "Pareto k-hat: " + why;
