@@ -96,11 +96,18 @@ Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g) 
   conv_detail::check(g, x.cols, w.cols);
   const Eigen::Index P = g.positions(), draws = joint_draws(x.draws, w.draws);
   Tensor<T> out = Tensor<T>::uninitialized(x.rows, w.rows * P, draws);
-  Mat<T> cols;
-  for (Eigen::Index s = 0; s < draws; ++s) {
-    if (s == 0 || x.draws != 1) cols = conv_detail::patches(x.draw(s), g);
-    Eigen::Map<Mat<T>>(out.m.data() + s * out.size(), x.rows * P, w.rows).noalias() = cols * w.draw(s).transpose();
+  if (x.draws == 1) {
+    // Images that are data: every draw's weights side by side, one product whose (N*P) x
+    // (C_out*S) result is the output's memory, draw after draw.
+    const Mat<T> cols = conv_detail::patches(x.draw(0), g);
+    Mat<T> weights(w.cols, w.rows * w.draws);
+    for (Eigen::Index s = 0; s < w.draws; ++s) weights.middleCols(s * w.rows, w.rows) = w.draw(s).transpose();
+    Eigen::Map<Mat<T>>(out.m.data(), x.rows * P, w.rows * draws).noalias() = cols * weights;
+    return out;
   }
+  for (Eigen::Index s = 0; s < draws; ++s)
+    Eigen::Map<Mat<T>>(out.m.data() + s * out.size(), x.rows * P, w.rows).noalias() =
+        conv_detail::patches(x.draw(s), g) * w.draw(s).transpose();
   return out;
 }
 
@@ -128,11 +135,16 @@ Tensor<T> conv2d_grad_weight(const Tensor<T>& x, const Tensor<T>& g, Eigen::Inde
   const Eigen::Index channels_out = g.cols / P, draws = joint_draws(x.draws, g.draws);
   if (w_draws != 1 && w_draws != draws) throw ShapeError("conv2d's weight with " + std::to_string(w_draws) + " draws");
   Tensor<T> out(channels_out, geometry.patch(), w_draws);
-  Mat<T> cols;
-  for (Eigen::Index s = 0; s < draws; ++s) {
-    if (s == 0 || x.draws != 1) cols = conv_detail::patches(x.draw(s), geometry);
-    out.draw(w_draws == 1 ? 0 : s).noalias() += conv_detail::by_position(g, s, channels_out).transpose() * cols;
+  if (x.draws == 1) {
+    // Images that are data: every draw's G' patches in one product, G's draws side by side.
+    const Mat<T> products = Eigen::Map<const Mat<T>>(g.m.data(), g.rows * P, channels_out * g.draws).transpose() *
+                            conv_detail::patches(x.draw(0), geometry);
+    for (Eigen::Index s = 0; s < g.draws; ++s) out.draw(w_draws == 1 ? 0 : s) += products.middleRows(s * channels_out, channels_out);
+    return out;
   }
+  for (Eigen::Index s = 0; s < draws; ++s)
+    out.draw(w_draws == 1 ? 0 : s).noalias() +=
+        conv_detail::by_position(g, s, channels_out).transpose() * conv_detail::patches(x.draw(s), geometry);
   return out;
 }
 
