@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   const Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 20000;
   bench::Data data = bench::random_images(N, D, K, 2);
   data.add("H", Eigen::MatrixXd::Constant(1, 1, double(H)));
-  const Eigen::VectorXi labels = (data.values[4].col(0).array() - 1).cast<int>();  // y: the loss's 0..K-1
+  const Eigen::VectorXi labels = (data.value("y").col(0).array() - 1).cast<int>();  // y: the loss's 0..K-1
   const fvi_data& view = data.view();
   const fvi_model* m = fvi_model_bnn_classifier();
   const fvi::LossSpec gce = fvi::LossSpec::generalized_cross_entropy(0.8);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +74,11 @@ struct Data {
   void add(const std::string& name, Eigen::MatrixXd value) {
     names.push_back(name);
     values.push_back(std::move(value));
+  }
+  const Eigen::MatrixXd& value(const std::string& name) const {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return values[i];
+    throw std::invalid_argument("no data variable " + name);
   }
   const fvi_data& view() {
     pointers.clear();

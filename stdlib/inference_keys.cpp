@@ -372,8 +372,9 @@ const std::vector<KeySpec>& inference_keys() {
        "PVI: a client's first update starts at N(prior mean, init_sd^2) instead of the prior (the reference BNNs use 0.0316)",
        ""},
       {"init_mean_sd", "a number > 0",
-       "PVI, with init_sd: that start's means are the prior's plus N(0, init_mean_sd^2) noise drawn from `seed`, the same on "
-       "every silo (a deep network's units must differ at the start, or its signal vanishes)",
+       "PVI: a client's first update starts with its means at the prior's plus N(0, init_mean_sd^2) noise drawn from `seed`, "
+       "the same on every silo (sds: init_sd if set, else the prior's); a deep network's units must differ at the start, or "
+       "its signal vanishes",
        ""},
       {"output_draws", "an integer >= 1",
        "draws of the posterior written to draws.csv (default 1000, fewer for models with over 10,000 parameters)", ""},

@@ -306,9 +306,11 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
     if (cavity_proper) q_cavity = Family::distribution(cavity);
     // Warm start at q_s (spec 000 §6 [repo]); a client's first update may start narrower, as the
     // reference BNN code does (init q = N(0, 1e-3 I)): a wide prior drowns a network's signal.
-    const Eigen::VectorXd start = !updated_once_ && options_.init_sd > 0
-                                      ? Family::with_sd(first_start_mean(q_server.mean()), options_.init_sd).params()
-                                      : q_server.params();
+    const Eigen::VectorXd start =
+        updated_once_                ? q_server.params()
+        : options_.init_sd > 0       ? Family::with_sd(first_start_mean(q_server.mean()), options_.init_sd).params()
+        : options_.init_mean_sd > 0  ? Family::with_mean(q_server, first_start_mean(q_server.mean())).params()
+                                     : q_server.params();
     const Eigen::VectorXd params = optimise(start, cavity, q_cavity, round, out);
     q_new = to_natural(Family::from_params(params));
   }

@@ -27,6 +27,7 @@ struct GaussianFamily<MeanFieldGaussian<double>> {
   static Q with_sd(const Eigen::VectorXd& mean, double sd) {
     return Q::from_mean_sd(mean, Eigen::VectorXd::Constant(mean.size(), sd));
   }
+  static Q with_mean(const Q& q, const Eigen::VectorXd& mean) { return Q::from_mean_sd(mean, q.sd()); }
   static Eigen::VectorXd sd(const Q& q) { return q.sd(); }
   static Natural zero(Eigen::Index d) { return Natural::zero(d); }
   // A factor's curvature as the family can hold it: the diagonal of -2 eta2 (a full Hessian
@@ -71,6 +72,7 @@ struct GaussianFamily<FullRankGaussian<double>> {
   static Q with_sd(const Eigen::VectorXd& mean, double sd) {
     return Q(mean, sd * Eigen::MatrixXd::Identity(mean.size(), mean.size()));
   }
+  static Q with_mean(const Q& q, const Eigen::VectorXd& mean) { return Q(mean, q.chol()); }
   static Eigen::VectorXd sd(const Q& q) { return q.covariance().diagonal().cwiseSqrt(); }
   static Natural zero(Eigen::Index d) { return Natural::zero(d); }
   static Natural from_quadratic(const Quadratic& q, double weight) { return {weight * q.h, -0.5 * weight * q.full()}; }

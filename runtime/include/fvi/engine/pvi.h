@@ -59,7 +59,7 @@ struct PviOptions {
   uint64_t seed = 1;
   std::string lr_schedule = "cosine";  // within a client update: constant or cosine (to 0)
   double init_sd = 0;      // > 0: a client's first update starts at N(q_s mean, init_sd^2), not at q_s
-  // > 0: that first start's means are q_s's plus N(0, init_mean_sd^2) noise drawn from `seed` alone, the
+  // > 0: a client's first start's means are q_s's plus N(0, init_mean_sd^2) noise drawn from `seed` alone, the
   // same on every silo: a network's units must differ at the start (at the prior mean, 0, every hidden
   // unit computes the same and the signal through several layers vanishes).
   double init_mean_sd = 0;

@@ -160,13 +160,17 @@ struct PoolGeometry {
 
 namespace conv_detail {
 
-inline void check(const PoolGeometry& g, Eigen::Index x_cols, const std::string& what) {
+// Checks the geometry and returns whether `kind` is "max" (else "avg"; any other name is refused).
+inline bool check(const PoolGeometry& g, Eigen::Index x_cols, const std::string& kind) {
+  const std::string what = kind + "_pool2d";
+  if (kind != "max" && kind != "avg") throw ShapeError("no pooling named '" + kind + "'");
   if (g.size < 1 || g.height % g.size != 0 || g.width % g.size != 0)
     throw ShapeError(what + ": " + std::to_string(g.size) + "x" + std::to_string(g.size) + " windows do not tile a " +
                      std::to_string(g.height) + "x" + std::to_string(g.width) + " image");
   if (x_cols != g.pixels())
     throw ShapeError(what + ": images of " + std::to_string(x_cols) + " values, not channels x height x width = " +
                      std::to_string(g.pixels()));
+  return kind == "max";
 }
 
 // Calls visit(n, out_column, in_columns...) for every window: in_column(a, b) is its pixel (a, b).
@@ -197,11 +201,9 @@ Eigen::Index argmax(const XMat& x, Eigen::Index n, const InCol& in_col, Eigen::I
 // max_pool2d ("max") or avg_pool2d ("avg"): N x (C*H*W) -> N x (C*(H/k)*(W/k)).
 template <class T>
 Tensor<T> pool2d(const std::string& kind, const Tensor<T>& x, const PoolGeometry& g) {
-  conv_detail::check(g, x.cols, kind + "_pool2d");
-  if (kind != "max" && kind != "avg") throw ShapeError("no pooling named '" + kind + "'");
+  const bool max = conv_detail::check(g, x.cols, kind);
   Tensor<T> out = Tensor<T>::uninitialized(x.rows, g.out_pixels(), x.draws);
   const T area = T(g.size * g.size);
-  const bool max = kind == "max";
   for (Eigen::Index s = 0; s < x.draws; ++s) {
     auto xs = x.draw(s);
     auto o = out.draw(s);
@@ -222,7 +224,7 @@ Tensor<T> pool2d(const std::string& kind, const Tensor<T>& x, const PoolGeometry
 // v's value where x is largest in each window: max pooling's Jacobian-vector product (v the tangent).
 template <class T>
 Tensor<T> max_pool2d_select(const Tensor<T>& x, const Tensor<T>& v, const PoolGeometry& g) {
-  conv_detail::check(g, x.cols, "max_pool2d");
+  conv_detail::check(g, x.cols, "max");
   if (v.rows != x.rows || v.cols != x.cols) throw ShapeError("max_pool2d's tangent " + shape_string(v));
   const Eigen::Index draws = joint_draws(x.draws, v.draws);
   Tensor<T> out = Tensor<T>::uninitialized(x.rows, g.out_pixels(), draws);
@@ -241,12 +243,11 @@ Tensor<T> max_pool2d_select(const Tensor<T>& x, const Tensor<T>& v, const PoolGe
 // with x's draws.
 template <class T>
 Tensor<T> pool2d_grad(const std::string& kind, const Tensor<T>& x, const Tensor<T>& g, const PoolGeometry& geometry) {
-  conv_detail::check(geometry, x.cols, kind + "_pool2d");
+  const bool max = conv_detail::check(geometry, x.cols, kind);
   if (g.rows != x.rows || g.cols != geometry.out_pixels() || (g.draws != x.draws && g.draws != 1))
     throw ShapeError("the adjoint of " + kind + "_pool2d from " + shape_string(g) + " for " + shape_string(x));
   Tensor<T> out(x.rows, x.cols, x.draws);
   const T area = T(geometry.size * geometry.size);
-  const bool max = kind == "max";
   for (Eigen::Index s = 0; s < x.draws; ++s) {
     auto xs = x.draw(s);
     auto gs = g.draw(s);
