@@ -171,7 +171,10 @@ struct Choice {
 
 const std::vector<Choice>& choices() {
   static const std::vector<Choice> table = {
-      {"method", {"auto", "pvi", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented", "vfl_power"}},
+      {"method", {"auto", "pvi", "fedavg", "fedvem", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented",
+                  "vfl_power"}},
+      {"server_optimiser", {"sgd", "adam"}},
+      {"local_optimiser", {"adam", "sgd"}},
       {"family", {"meanfield", "fullrank", "structured"}},
       {"schedule", {"synchronous", "sequential", "asynchronous"}},
       {"server_damping", {"on", "off"}},
@@ -220,6 +223,9 @@ const std::vector<Numeric>& numerics() {
       {"pseudo_cap", kPositiveInt},
       {"auxiliary_weight", {0, 1, false, false, false}},
       {"jitter", {0, 1, true, true, false}},
+      {"server_lr", kPositive},
+      {"server_tau", kPositive},
+      {"clients_per_round", kPositiveInt},
   };
   return table;
 }
@@ -322,8 +328,10 @@ const char* default_pvi_family(std::optional<long long> global_values, const std
 
 const std::vector<KeySpec>& inference_keys() {
   static const std::vector<KeySpec> table = {
-      {"method", "auto, pvi, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power",
-       "the federated decomposition; auto picks it from the model's structure", "auto"},
+      {"method", "auto, pvi, fedavg, fedvem, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power",
+       "the federated decomposition; auto picks it from the model's structure (fedavg and fedvem only when asked: seed "
+       "001's FedAvg and FedVEM of a mean-field q, a global-only model)",
+       "auto"},
       {"family", "meanfield, fullrank, structured",
        "the variational family; vfl_exact: fullrank is one Gaussian across the server and the silos (each holds its "
        "rows of the factor)",
@@ -364,6 +372,10 @@ const std::vector<KeySpec>& inference_keys() {
        "with epochs: stop a client update after this many epochs without a better objective, keeping the best (0: never)",
        "0"},
       {"lr", "a number > 0", "optimiser step size", "0.01"},
+      {"local_optimiser", "adam, sgd",
+       "PVI, fedavg, fedvem: the client's optimiser, Adam or plain gradient steps (spec 001's FedAvg and FedVEM clients "
+       "take SGD steps; lr is then a step on the silo's whole objective, so it must be small for a silo of many rows)",
+       "adam"},
       {"lr_schedule", "cosine, constant", "step size within a client update: cosine decay to 0, or constant", "cosine"},
       {"loss_weight", "a number > 0",
        "the generalised-Bayes learning rate: every likelihood's loss is multiplied by it (with kl, loss_weight = w is weighted_kl(w))",
@@ -405,6 +417,18 @@ const std::vector<KeySpec>& inference_keys() {
       {"q_z_width", "an integer >= 1", "hidden units of the amortised q(z) network", "16"},
       {"q_z_depth", "an integer >= 0", "hidden layers of the amortised q(z) network", "1"},
       {"precision", "float64, float32", "the scalar type of the generated kernels", "float64"},
+      {"server_optimiser", "sgd, adam",
+       "fedavg, fedvem: the server's step on the pseudo-gradient (fedavg: the rows-weighted mean of the silos' changes "
+       "of q's means and log variances; fedvem: q minus its closed-form match to the silos' q_k); sgd with server_lr "
+       "= 1 is plain averaging, the exact M-step",
+       "sgd"},
+      {"server_lr", "a number > 0", "fedavg, fedvem: the server optimiser's step size", "1"},
+      {"server_tau", "a number > 0", "fedavg, fedvem with server_optimiser = adam: Adam's epsilon (its adaptivity)",
+       "1e-4"},
+      {"clients_per_round", "an integer >= 1",
+       "synchronous PVI, fedavg, fedvem: silos asked each round, drawn without replacement from the seed and the round "
+       "(default: all)",
+       ""},
       {"quorum", "an integer >= 1", "silos needed to close a round (deployment)", ""},
       {"deadline", "a number > 0", "seconds to wait for silos each round (deployment)", "60"},
       {"factors", "dpo, cpo",

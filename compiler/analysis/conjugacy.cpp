@@ -43,9 +43,9 @@ bool is_affine_in_parameters(const Expr& e, const SemanticModel& model) {
   }
 }
 
-Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family) {
+Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family, bool divergence_applies) {
   std::string loss = model.settings.name("loss", "nll");
-  std::string divergence = model.settings.name("divergence", "kl");
+  std::string divergence = divergence_applies ? model.settings.name("divergence", "kl") : "kl";
   if (loss != "nll" && loss != "score_matching")
     return {false, "the loss " + loss + " has no closed-form update"};
   if (divergence != "kl") return {false, "the divergence " + divergence + " has no closed-form update"};
@@ -76,8 +76,13 @@ Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family
   if (reads_parameters(*s.args[1])) return {false, "the noise scale is a parameter (unknown noise)"};
   if (!is_affine_in_parameters(*s.args[0], model))
     return {false, "the likelihood's mean is not linear in the parameters"};
-  // Checked last: the model is conjugate, so the family is the one thing left to change.
-  if (family != "fullrank")
+  // Checked last: the model is conjugate, so the family is the one thing left to change. One
+  // scalar parameter has no correlations to lose.
+  int parameters = 0;
+  bool scalar = true;
+  for (const Symbol& p : model.symbols)
+    if (p.kind == SymbolKind::Parameter) ++parameters, scalar = scalar && p.shape.elements().constant_value() == 1;
+  if (family != "fullrank" && !(parameters == 1 && scalar))
     return {false, "the model is conjugate, but closed-form updates need `family = fullrank` (the exact "
                    "posterior is correlated)"};
   return {true, "Gaussian prior, likelihood linear in the parameters with known noise"};

@@ -15,7 +15,8 @@ struct Conjugacy {
 };
 
 // `family`: the plan's (written or default) PVI family.
-Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family);
+// divergence_applies: false where the method sets the divergence itself (fedavg, fedvem: a KL).
+Conjugacy detect_conjugacy(const SemanticModel& model, const std::string& family, bool divergence_applies = true);
 
 // True when `e` is affine in the parameters named by `is_param`, with data coefficients.
 bool is_affine_in_parameters(const Expr& e, const SemanticModel& model);

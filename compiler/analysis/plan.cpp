@@ -19,6 +19,8 @@ SymSize half(const SymSize& x) { return x.divided_by(2); }
 const char* method_key(Method m) {
   switch (m) {
     case Method::PVI: return "pvi";
+    case Method::FedAvg: return "fedavg";
+    case Method::FedVEM: return "fedvem";
     case Method::SFVI: return "sfvi";
     case Method::SFVIAvg: return "sfvi_avg";
     case Method::Independent: return "independent";
@@ -32,6 +34,8 @@ const char* method_key(Method m) {
 const char* method_title(Method m) {
   switch (m) {
     case Method::PVI: return "PVI (partitioned variational inference; FedGVI)";
+    case Method::FedAvg: return "FedAvg WSVI (federated averaging of a mean-field q; seed 001 Algorithm 1)";
+    case Method::FedVEM: return "FedVEM WSVI (variational EM of a hierarchical surrogate; seed 001 Algorithm 2)";
     case Method::SFVI: return "SFVI (structured federated VI)";
     case Method::SFVIAvg: return "SFVI-Avg (structured federated VI with local steps and averaging)";
     case Method::Independent: return "independent (each silo fits its own data, no communication)";
@@ -170,8 +174,8 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   std::string qg = "q(" + join(names(g.globals), ", ") + ")";
   // The sizes the runtime packs and checks (fvi/message/sizes.h), here in the model's symbols.
   using namespace fvi::message;
-  SymSize Q = plan.method == Method::PVI ? gaussian_natural_size(G, plan.family == "fullrank")
-                                         : gaussian_params_size(plan.family, G);
+  SymSize Q = pvi_engine(plan.method) ? gaussian_natural_size(G, plan.family == "fullrank")
+                                      : gaussian_params_size(plan.family, G);
   std::string hyper_names = join(names(g.global_hypers), ", ");
   // Every vertical iteration opens with it (runtime/src/program/vfl_run.cpp, silo_settling.h).
   const std::string schedule_words =
@@ -183,6 +187,24 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
                                "and whether it is silo k's first update",
                                pvi_update_request_size(Q)});
       plan.messages.push_back({"silo k", "server", "the damped change of silo k's factor, in natural parameters",
+                               pvi_update_reply_size(Q)});
+      break;
+    case Method::FedAvg:
+      plan.messages.push_back({"server", "silo k",
+                               "the global " + qg + " in natural parameters, and q over the prior (silo k's "
+                               "cavity is then the prior, its KL weighted 1/S: seed 001 Eq. 30)",
+                               pvi_update_request_size(Q)});
+      plan.messages.push_back({"silo k", "server",
+                               "the change of q after silo k's local optimisation, in natural parameters, and silo "
+                               "k's number of rows (its weight)",
+                               fedavg_update_reply_size(Q)});
+      break;
+    case Method::FedVEM:
+      plan.messages.push_back({"server", "silo k",
+                               "N(mu, sigma^2), the hierarchical prior of every silo's own copy of the globals, in "
+                               "natural parameters (and an empty factor)",
+                               pvi_update_request_size(Q)});
+      plan.messages.push_back({"silo k", "server", "silo k's fitted q_k, as its change from N(mu, sigma^2), in natural parameters",
                                pvi_update_reply_size(Q)});
       break;
     case Method::SFVI: {
@@ -282,6 +304,8 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   const std::string qg = "q(" + join(names(g.globals), ", ") + ")";
   switch (plan.method) {
     case Method::PVI:
+    case Method::FedAvg:
+    case Method::FedVEM:
       plan.closing.push_back({"server", "silo k", "T draws of " + qg + " (not sent beyond 10^6 values)", G * T});
       plan.closing.push_back({"silo k", "server", "silo k's log likelihood at each draw", T});
       break;
@@ -433,14 +457,14 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
 
   if (requested == "auto") {
     plan.method = needs_sfvi ? Method::SFVI : Method::PVI;
-  } else if (requested == "pvi") {
+  } else if (requested == "pvi" || requested == "fedavg" || requested == "fedvem") {
     if (needs_sfvi) {
-      diags.error(at, "method pvi cannot fit this model: " + why_not_pvi,
+      diags.error(at, "method " + requested + " cannot fit this model: " + why_not_pvi,
                   "use method = sfvi (or sfvi_avg), which handles local parameters, hyperparameters and any "
                   "proper prior");
       return false;
     }
-    plan.method = Method::PVI;
+    plan.method = requested == "pvi" ? Method::PVI : requested == "fedavg" ? Method::FedAvg : Method::FedVEM;
   } else if (requested == "sfvi") {
     plan.method = Method::SFVI;
   } else if (requested == "sfvi_avg") {
@@ -452,9 +476,21 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
                 std::string("use method = ") + (needs_sfvi ? "sfvi" : "pvi") + " (or auto)");
     return false;
   }
-  if (plan.method == Method::PVI) {
+  if (pvi_engine(plan.method)) {
     plan.reasons.push_back("only global parameters (" + join(names(g.globals), ", ") +
                            "); each silo holds its own rows (silo data)");
+    if (plan.method == Method::FedAvg)
+      plan.reasons.push_back(
+          "requested: each silo fits E_q[its log likelihood] - KL(q : prior) / S from the server's q, and the server "
+          "steps along the rows-weighted mean change of q's means and log variances; silos whose data differ pull "
+          "their local optima apart, so with more than one local step its fixed point drifts from the written "
+          "model's posterior (k-hat at the end measures the cost)");
+    if (plan.method == Method::FedVEM)
+      plan.reasons.push_back(
+          "requested: a surrogate, not the written model: each silo fits its own copy of the globals under the prior "
+          "N(mu, sigma^2), and the server estimates (mu, sigma^2) by variational EM (seed 001 Eq. 33); the written "
+          "prior only starts (mu, sigma^2), and the output N(mu, sigma^2) is not the written model's posterior "
+          "(k-hat at the end measures the difference)");
   } else {
     plan.reasons.push_back((why_not_pvi.empty() ? std::string("requested") : why_not_pvi) + "; no split data");
   }
@@ -468,6 +504,16 @@ bool check_family(const SemanticModel& m, const Groups& g, Diagnostics& diags, P
   // depends on the data is taken to be small (the program decides on the real one).
   std::string fallback = "meanfield";
   if (plan.method == Method::VFLExact) fallback = "auto";
+  if (plan.method == Method::FedAvg || plan.method == Method::FedVEM) {
+    if (m.settings.name("family", "meanfield") != "meanfield") {
+      diags.error(m.settings.loc("family"), std::string("method ") + method_key(plan.method) + " fits a mean-field q",
+                  "seed 001's server averages (or matches) each coordinate's mean and log variance; use family = "
+                  "meanfield (or leave it out), or method = pvi for a full-rank q");
+      return false;
+    }
+    plan.family = "meanfield";
+    return true;
+  }
   if (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent) {
     const std::optional<long long> G = total(g.globals).constant_value();
     fallback = !G || *G <= 50 ? "structured" : "meanfield";
@@ -528,13 +574,19 @@ void add_notes(const SemanticModel& m, Plan& plan) {
       plan.notes.push_back(std::string("'") + key + "' has no effect with " + method_key(plan.method));
   };
   bool pvi = plan.method == Method::PVI;
+  bool averaged = plan.method == Method::FedAvg || plan.method == Method::FedVEM;
   bool vfl = plan.method == Method::VFLAugmented || plan.method == Method::VFLPower;
   unused("rho", vfl);
   unused("divergence", pvi);
   unused("damping", pvi);
   unused("schedule", pvi);
   unused("server_damping", pvi);
-  unused("init_mean_sd", pvi);
+  unused("init_mean_sd", pvi_engine(plan.method));
+  unused("server_optimiser", averaged);
+  unused("server_lr", averaged);
+  unused("server_tau", averaged && m.settings.name("server_optimiser", "sgd") == "adam");
+  unused("clients_per_round", pvi_engine(plan.method) && !plan.sparse_gp);
+  unused("local_optimiser", pvi_engine(plan.method) && !plan.sparse_gp);
   unused("q_z", vfl);
   unused("q_z_width", vfl);
   unused("q_z_depth", vfl);
@@ -551,13 +603,13 @@ void add_notes(const SemanticModel& m, Plan& plan) {
 // Who computes a derived value and where it is written (plan text and json).
 std::string derived_where(const Symbol& s, const Plan& plan) {
   if (s.aggregate)
-    return plan.method == Method::PVI || plan.method == Method::SFVI || plan.method == Method::SFVIAvg
+    return pvi_engine(plan.method) || plan.method == Method::SFVI || plan.method == Method::SFVIAvg
                ? "each silo its part, summed by the server: posterior.json, draws.csv"
                : "not computed by " + std::string(method_key(plan.method)) + " (no closing exchange with the server)";
   if (s.block == BlockKind::TransformedData)
     return s.owner == Owner::Public ? "every party" : s.owner == Owner::Server ? "server" : "each silo";
   if (s.owner == Owner::Silo && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
-                                 plan.method == Method::Independent || plan.method == Method::PVI))
+                                 plan.method == Method::Independent || pvi_engine(plan.method)))
     return "each silo: its own silo-K/posterior.json, never sent";
   if (s.owner == Owner::Split && is_vertical(plan.method))
     return "silo k: its own silo-K/posterior.json and draws.csv, never sent";
@@ -726,7 +778,8 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   if (!gp_ok) return false;
   if (!choose_method(model, g, diags, plan)) return false;
   if (!check_family(model, g, diags, plan)) return false;
-  if (plan.method == Method::PVI) plan.conjugacy = detect_conjugacy(model, plan.family);
+  if (pvi_engine(plan.method))
+    plan.conjugacy = detect_conjugacy(model, plan.family, plan.method == Method::PVI);
   add_messages(plan, model, g);
   if (plan.method == Method::VFLExact || plan.method == Method::VFLAugmented || plan.method == Method::VFLPower) {
     const Term* t = coupling_term(model);
@@ -785,7 +838,7 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
                                      : ", every silo from the same q, the server damping each change")
         << '\n';
   }
-  if (plan.method == Method::PVI && !plan.sparse_gp)
+  if (pvi_engine(plan.method) && !plan.sparse_gp)
     out << "  client updates: "
         << (plan.conjugacy.closed_form ? "closed form (" + plan.conjugacy.reason + ")"
                                        : "stochastic optimisation (" + plan.conjugacy.reason + ")")
@@ -803,6 +856,20 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
       out << ", every silo at once (the server damps the changes)";
     out << '\n';
   }
+  if (plan.method == Method::FedAvg || plan.method == Method::FedVEM) {
+    const std::string optimiser = model.settings.name("server_optimiser", "sgd");
+    const double lr = model.settings.has("server_lr") ? model.settings.values.at("server_lr").number : 1.0;
+    std::ostringstream step;
+    step << optimiser << " with server_lr " << lr;
+    out << "  schedule: every silo at once from the server's q, undamped; the server's step: " << step.str()
+        << (optimiser == "sgd" && lr == 1.0
+                ? (plan.method == Method::FedAvg ? " (plain averaging)" : " (the exact M-step)")
+                : "")
+        << '\n';
+  }
+  if (pvi_engine(plan.method) && model.settings.has("clients_per_round"))
+    out << "  each round: " << static_cast<long long>(model.settings.values.at("clients_per_round").number)
+        << " silos drawn from the seed are asked; the others wait\n";
   out << "  terms of the log joint\n";
   for (const Term& t : model.terms) out << "    " << term_line(t) << '\n';
   for (const Symbol& s : model.symbols) {
@@ -885,7 +952,7 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
         << (std::any_of(model.symbols.begin(), model.symbols.end(), [](const Symbol& s) { return s.aggregate; })
                 ? "; the silos' parts of each silo_sum at the same draws"
                 : "")
-        << (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::PVI
+        << (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || pvi_engine(plan.method)
                 ? "; with at most 50 parameters in q, the same again at T draws of a heavier-tailed proposal, "
                   "the tail check"
                 : "")
@@ -926,7 +993,7 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
   if (sizes && sizes->silo_count() > 0) j["silos"] = sizes->silo_count();
   else j["silos"] = nullptr;
   j["reasons"] = plan.reasons;
-  if (plan.method == Method::PVI)
+  if (pvi_engine(plan.method))
     j["closed_form"] = {{"applies", plan.conjugacy.closed_form}, {"reason", plan.conjugacy.reason}};
   if (plan.sparse_gp) {
     const SparseGpModel& gp = *plan.sparse_gp;

@@ -14,8 +14,11 @@
 
 namespace fvic {
 
-enum class Method { PVI, SFVI, SFVIAvg, Independent, VFLExact, VFLAugmented, VFLPower };
+enum class Method { PVI, FedAvg, FedVEM, SFVI, SFVIAvg, Independent, VFLExact, VFLAugmented, VFLPower };
 inline bool is_vertical(Method m) { return m == Method::VFLExact || m == Method::VFLAugmented || m == Method::VFLPower; }
+// The methods PVI's engine runs: the same silos, another server aggregation for FedAvg and FedVEM
+// (seed 001 Algorithms 1-2).
+inline bool pvi_engine(Method m) { return m == Method::PVI || m == Method::FedAvg || m == Method::FedVEM; }
 const char* method_key(Method m);    // "pvi", "sfvi", ...
 const char* method_title(Method m);  // "PVI (partitioned variational inference)"
 

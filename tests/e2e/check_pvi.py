@@ -21,6 +21,11 @@ data) and checks what the issue promises against an independent reference:
   outputs          posterior.json, draws.csv (Stan's CSV layout) and metrics.csv are complete
                    and consistent with each other; --test adds predictive metrics per round.
   ood              --ood: the OOD AUROC by the predictive sd equals the exact posterior's.
+  aggregation      fedavg and fedvem (seed 001 Algorithms 1-2) on a conjugate location model in
+                   silos of unequal sizes, every silo's update in closed form: the server's q after
+                   R rounds equals the rounds written out here (rows-weighted averages of the local
+                   optima in mean and log variance; server Adam; the EM of the hierarchical model)
+                   to 1e-9, and clients_per_round = 1 gives exactly one silo's local optimum.
 
 Exit 0 on success, 1 with a message on the first failure.
 """
@@ -349,6 +354,71 @@ def case_score_matching(fvic, cache, work):
         require(abs(got["sd"][0] - sd) <= 1e-9 * sd, f"{weight}: sd {got['sd'][0]} vs {sd}")
 
 
+def case_aggregation(fvic, cache, work):
+    ex = os.path.join(EXAMPLES, "clutter")
+    xs = read_all_x(os.path.join(ex, "data"))
+    # Unequal silos, so that FedAvg's weights n_s / n matter.
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    write_json(os.path.join(data, "data.json"), {})
+    cuts = [0, 10, 40, len(xs)]
+    silos = [xs[a:b] for a, b in zip(cuts, cuts[1:])]
+    for k, part in enumerate(silos, 1):
+        write_json(os.path.join(data, f"silo-{k}.json"), {"N": len(part), "x": part})
+    S, n = len(silos), len(xs)
+    model = os.path.join(ex, "clutter.fvi")
+
+    def fitted(out):
+        got = posterior(out)["variables"]["theta"]
+        return got["mean"][0], got["sd"][0]
+
+    def close(got, want, what):
+        print(f"{what}: theta {got[0]:.10f} (sd {got[1]:.10f}); written out {want[0]:.10f} (sd {want[1]:.10f})")
+        require(abs(got[0] - want[0]) <= 1e-9 * max(1, abs(want[0])), f"{what}: mean {got[0]} vs {want[0]}")
+        require(abs(got[1] - want[1]) <= 1e-9 * want[1], f"{what}: sd {got[1]} vs {want[1]}")
+
+    # theta ~ N(0, 1), x ~ N(theta, 1). FedAvg's silo s: argmin E_q[-log lik_s] + KL(q : prior) / S
+    # is prior x lik_s^S: precision 1 + S n_s, mean S sum(x_s) / (1 + S n_s), whatever the server sent.
+    local = [(S * sum(p) / (1 + S * len(p)), -math.log(1 + S * len(p))) for p in silos]  # (mean, log variance)
+    average = [sum(len(p) / n * nu[i] for p, nu in zip(silos, local)) for i in range(2)]
+    out = os.path.join(work, "fedavg-sgd")
+    run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedavg", "rounds=3"])
+    close(fitted(out), (average[0], math.exp(average[1] / 2)), "fedavg, server sgd lr 1")
+
+    # Server Adam (lr 0.1, epsilon tau) on the pseudo-gradient nu - average, from the prior.
+    rounds, lr, tau, b1, b2 = 6, 0.1, 1e-3, 0.9, 0.999
+    nu, m, v = [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]
+    for t in range(1, rounds + 1):
+        for i in range(2):
+            g = nu[i] - average[i]
+            m[i] = b1 * m[i] + (1 - b1) * g
+            v[i] = b2 * v[i] + (1 - b2) * g * g
+            nu[i] -= lr * (m[i] / (1 - b1 ** t)) / (math.sqrt(v[i] / (1 - b2 ** t)) + tau)
+    out = os.path.join(work, "fedavg-adam")
+    run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedavg", f"rounds={rounds}",
+                                             "server_optimiser=adam", f"server_lr={lr}", f"server_tau={tau}"])
+    close(fitted(out), (nu[0], math.exp(nu[1] / 2)), "fedavg, server adam")
+
+    # FedVEM: silo s's q_s is N(mu, sigma^2) x lik_s; the server matches (seed 001 Eqs. 36, 41-42).
+    mu, var = 0.0, 1.0
+    for _ in range(4):
+        fits = [((mu / var + sum(p)) / (1 / var + len(p)), 1 / (1 / var + len(p))) for p in silos]
+        mu = sum(f[0] for f in fits) / S
+        var = sum((mu - f[0]) ** 2 + f[1] for f in fits) / S
+    out = os.path.join(work, "fedvem")
+    run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedvem", "rounds=4"])
+    close(fitted(out), (mu, math.sqrt(var)), "fedvem, 4 rounds")
+
+    # One silo asked: the server's q is that silo's local optimum, exactly.
+    out = os.path.join(work, "fedavg-one")
+    run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedavg", "rounds=1", "clients_per_round=1"])
+    got = fitted(out)
+    match = [k for k, nu in enumerate(local, 1)
+             if abs(got[0] - nu[0]) <= 1e-9 * max(1, abs(nu[0])) and abs(got[1] - math.exp(nu[1] / 2)) <= 1e-9]
+    print(f"clients_per_round = 1: theta {got[0]:.10f}, the local optimum of silo(s) {match}")
+    require(len(match) == 1, f"one silo asked, but the result {got} is not one silo's local optimum {local}")
+
+
 def case_bad_data(fvic, cache, work):
     ex = os.path.join(EXAMPLES, "robust_logreg_2d")
     model = os.path.join(ex, "robust_logreg_2d.fvi")
@@ -544,6 +614,7 @@ CASES = {
     "fashion_slice": case_fashion_slice,
     "lenet_slice": case_lenet_slice,
     "ood": case_ood,
+    "aggregation": case_aggregation,
 }
 
 

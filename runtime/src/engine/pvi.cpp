@@ -17,8 +17,11 @@
 
 namespace fvi::engine {
 
-PviOptions PviOptions::from(const Settings& s, int silos) {
+PviOptions PviOptions::from(const Settings& s, int silos, const std::string& method) {
   PviOptions o;
+  if (method != "pvi" && method != "fedavg" && method != "fedvem")
+    throw std::invalid_argument("method = " + method + " is not served by the PVI engine");
+  o.aggregation = method;
   o.loss = s.loss();
   s.score_matching(o.score_weight, o.score_length_scale);
   o.divergence = s.divergence();
@@ -32,6 +35,7 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   o.epochs = s.integer("epochs", 0);
   o.adaptive_steps = !s.has("local_steps") && !s.has("epochs");
   o.lr = s.number("lr", 0.01);
+  o.local_optimiser = s.name("local_optimiser", "adam");
   o.batch_size = s.integer("batch_size", 0);
   o.batch_size_given = s.has("batch_size");
   o.mc_samples = s.integer("mc_samples", o.mc_samples);
@@ -42,6 +46,14 @@ PviOptions PviOptions::from(const Settings& s, int silos) {
   o.init_mean_sd = s.number("init_mean_sd", 0);
   o.loss_weight = s.number("loss_weight", 1);
   o.precision = s.name("precision", "float64") == "float32" ? Precision::kFloat32 : Precision::kFloat64;
+  if (method != "pvi") {
+    // The server's optimiser takes the steps (fvi/engine/aggregation.h): every silo solves its
+    // local problem undamped, all at once, from what the server sends.
+    o.damping = 1, o.damping_given = false, o.server_damping = false, o.schedule = "synchronous";
+    o.divergence = DivergenceSpec{};
+    // seed 001 Eq. 30: silo s's share of the ELBO carries (1/S) KL(q : prior), weighted_kl(S).
+    if (method == "fedavg") o.divergence = DivergenceSpec{DivergenceKind::kWeightedKl, double(std::max(1, silos))};
+  }
   return o;
 }
 
@@ -349,6 +361,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
   // lr for thousands of steps (5,000 rows: sds 2.7 times the optimum's at the 5,000-step cap with
   // 0.999; 2,450 steps to within 5% with 0.99).
   if (options_.adaptive_steps) adam_options.beta2 = 0.99;
+  adam_options.moments = options_.local_optimiser != "sgd";
   CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
   // Names the likely cause (issue 27 item 10; data near double's limit were refused above): the
   // starting point (a loss not finite at step 1 was evaluated before any step, so the step size

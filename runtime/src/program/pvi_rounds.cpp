@@ -1,7 +1,9 @@
 #include "fvi/program/pvi_rounds.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -41,27 +43,79 @@ Message natural_message(const Natural& eta) {
   return message::Writer().natural(eta).done();
 }
 
+// The silos' reply to an update: FedAvg's also carries the silo's rows.
+size_t update_reply_size(const std::string& method, size_t P) {
+  return method == "fedavg" ? message::fedavg_update_reply_size(P) : message::pvi_update_reply_size(P);
+}
+
 }  // namespace
 
 template <class Q>
-PviRounds<Q>::PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping)
+PviRounds<Q>::PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping,
+                        RoundsAggregation aggregation)
     : server_(server),
       transport_(transport),
       schedule_(std::move(schedule)),
       server_damping_(server_damping),
-      previous_objective_(std::numeric_limits<double>::quiet_NaN()) {
+      previous_objective_(std::numeric_limits<double>::quiet_NaN()),
+      aggregation_(std::move(aggregation)) {
   if (schedule_ != "synchronous" && schedule_ != "sequential" && schedule_ != "asynchronous")
     throw std::invalid_argument("schedule = " + schedule_ + " is not a PVI schedule");
   if (server_damping_ && schedule_ != "synchronous")
     throw std::invalid_argument("the server scales the silos' changes in the synchronous schedule only");
+  if (aggregation_.clients_per_round < 0) throw std::invalid_argument("clients_per_round must not be negative");
+  if (aggregation_.clients_per_round > 0 && schedule_ != "synchronous")
+    throw std::invalid_argument("clients_per_round samples silos in the synchronous schedule only");
   factors_.assign(transport_.silos(), engine::GaussianFamily<Q>::zero(server_.posterior().dim()));
   updated_.assign(transport_.silos(), 0);
+  const std::string& method = aggregation_.method;
+  if (method == "pvi") return;
+  if (method != "fedavg" && method != "fedvem") throw std::invalid_argument("method = " + method + " is not a PVI aggregation");
+  if constexpr (!std::is_same_v<Q, MeanFieldGaussian<double>>) {
+    throw std::invalid_argument("method = " + method + " fits a mean-field q (seed 001); use family = meanfield");
+  } else {
+    if (schedule_ != "synchronous" || server_damping_)
+      throw std::invalid_argument("method = " + method + " runs synchronous rounds, undamped but by its server optimiser");
+    const Q prior = server_.distribution();
+    Eigen::VectorXd mean = prior.mean(), sd = prior.sd();
+    if (aggregation_.init_mean_sd > 0) {
+      CounterRng rng(RngKey{aggregation_.seed, 0, 0, rng_stream::kInitialisation});
+      mean += aggregation_.init_mean_sd * rng.normal(mean.size(), 1);
+    }
+    if (aggregation_.init_sd > 0) sd.setConstant(aggregation_.init_sd);
+    server_.set_posterior(to_natural(Q::from_mean_sd(mean, sd)));
+    optimiser_.emplace(2 * mean.size(), aggregation_.optimiser);
+  }
+}
+
+template <class Q>
+std::vector<int> PviRounds<Q>::sampled(uint32_t round) const {
+  const int S = transport_.silos();
+  std::vector<int> silos(S);
+  std::iota(silos.begin(), silos.end(), 0);
+  const long m = aggregation_.clients_per_round;
+  if (m <= 0 || m >= S) return silos;
+  // A partial Fisher-Yates shuffle from (seed, round): the same silos on a resumed run.
+  CounterRng rng(RngKey{aggregation_.seed, 0, round, rng_stream::kClientSampling});
+  for (long i = 0; i < m; ++i) {
+    const long j = i + long(rng() % uint32_t(S - i));
+    std::swap(silos[size_t(i)], silos[size_t(j)]);
+  }
+  silos.resize(size_t(m));
+  std::sort(silos.begin(), silos.end());
+  return silos;
 }
 
 template <class Q>
 std::string PviRounds<Q>::accept(int k, Message& reply, uint32_t round) {
   const Eigen::Index d = server_.posterior().dim();
-  std::string reason = check_reply(reply, message::pvi_update_reply_size(natural_size<Natural>(d)));
+  std::string reason = check_reply(reply, update_reply_size(aggregation_.method, natural_size<Natural>(d)));
+  if (reason.empty() && aggregation_.method == "fedavg") {
+    // The silo's rows, its weight (seed 001 Alg. 1 line 9): a count, at most 2^53.
+    const double n = reply.back();
+    if (!(n >= 1 && n <= 9007199254740992.0 && n == std::floor(n))) reason = "its number of rows is not a positive count";
+    else reply.pop_back();
+  }
   // A change that would make q_s improper or unusable (engine::PviServer::unusable) is refused at
   // once; in the synchronous schedule q_s has not moved since it was sent, and the changes that
   // pass are checked again together as they are applied (run_round).
@@ -75,7 +129,65 @@ std::string PviRounds<Q>::accept(int k, Message& reply, uint32_t round) {
 }
 
 template <class Q>
+void PviRounds<Q>::aggregate_round(uint32_t round) {
+  const int S = transport_.silos();
+  const Eigen::Index d = server_.posterior().dim();
+  const Natural zero = engine::GaussianFamily<Q>::zero(d);
+  // fedavg: t_k = q_s / prior, so that the silo's cavity q_s / t_k is the prior; fedvem: t_k = 0,
+  // so that its cavity is q_s itself (engine::PviOptions::aggregation).
+  const Natural prior_factor = natural_quotient(server_.posterior(), server_.prior());
+  const bool fedavg = aggregation_.method == "fedavg";
+  std::vector<Eigen::VectorXd> nus(static_cast<size_t>(S));
+  std::vector<double> rows(size_t(S), 0.0);
+  Exchange x;
+  x.round = round;
+  x.phase = Phase::kPviUpdate;
+  x.silos = sampled(round);
+  x.request = [&](int) {
+    return message::Writer().value(0.0).natural(server_.posterior()).natural(fedavg ? prior_factor : zero).done();
+  };
+  x.reply = [&](int k, Message& up) {
+    const double n = up.empty() ? 0 : up.back();
+    std::string reason = accept(k, up, round);
+    if (!reason.empty()) return reason;
+    const Q q_k = engine::GaussianFamily<Q>::distribution(
+        natural_product(server_.posterior(), natural_message<Natural>(up, d, "the change of q")));
+    nus[size_t(k)] = engine::log_variance_params(q_k.mean(), engine::GaussianFamily<Q>::sd(q_k));
+    rows[size_t(k)] = n;
+    return reason;
+  };
+  const std::vector<bool> arrived = transport_.exchange(x);
+  std::vector<Eigen::VectorXd> clients;
+  std::vector<double> sizes;
+  for (int k = 0; k < S; ++k)
+    if (arrived[size_t(k)]) clients.push_back(nus[size_t(k)]), sizes.push_back(rows[size_t(k)]), updated_[size_t(k)] = 1;
+  if (clients.empty()) {
+    std::fprintf(stderr, "round %u: warning: no silo's result arrived; q stays\n", round);
+    return;
+  }
+  const Q q_s = server_.distribution();
+  Eigen::VectorXd nu = engine::log_variance_params(q_s.mean(), engine::GaussianFamily<Q>::sd(q_s));
+  // seed 001 Alg. 1 lines 8-10, Alg. 2 lines 6-8: a pseudo-gradient and the server's optimiser.
+  const Eigen::VectorXd g =
+      fedavg ? engine::fedavg_pseudo_gradient(nu, clients, sizes) : Eigen::VectorXd(nu - engine::fedvem_moment_match(clients));
+  optimiser_->step(nu, g);
+  Eigen::VectorXd mean, sd;
+  engine::mean_sd_of(nu, mean, sd);
+  if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
+    const Natural next = to_natural(Q::from_mean_sd(mean, sd));
+    const std::string reason = Server::unusable(next);
+    if (!reason.empty()) {
+      std::fprintf(stderr, "round %u: warning: the server's step was not taken: %s\n", round, reason.c_str());
+      ++rejected_;
+      return;
+    }
+    server_.set_posterior(next);
+  }
+}
+
+template <class Q>
 void PviRounds<Q>::run_round(uint32_t round) {
+  if (optimiser_) return aggregate_round(round);
   const int S = transport_.silos();
   const Eigen::Index d = server_.posterior().dim();
   // Applies silo k's change; one the server refuses (it would make q_s improper) is dropped with
@@ -116,6 +228,7 @@ void PviRounds<Q>::run_round(uint32_t round) {
     };
     transport_.exchange(x);
   } else {
+    x.silos = sampled(round);
     std::vector<Message> ups(S);
     x.reply = [&](int k, Message& up) {
       // seed 000 Eq. 5 with the server's damping: the change is linear in it.
@@ -173,6 +286,8 @@ Message PviRounds<Q>::state() const {
   message::Writer m;
   m.natural(server_.posterior());
   for (size_t k = 0; k < factors_.size(); ++k) m.natural(factors_[k]).value(updated_[k]);
+  if (optimiser_)
+    for (double v : optimiser_->state()) m.value(v);
   return m.value(damping_).value(previous_objective_).done();
 }
 
@@ -180,7 +295,8 @@ template <class Q>
 void PviRounds<Q>::restore(const Message& m) {
   const Eigen::Index d = server_.posterior().dim();
   const size_t P = natural_size<Natural>(d);
-  if (m.size() != P + factors_.size() * (P + 1) + 2 || !(m[m.size() - 2] > 0 && m[m.size() - 2] <= 1))
+  const size_t optimiser = optimiser_ ? optimiser_->state_size() : 0;
+  if (m.size() != P + factors_.size() * (P + 1) + optimiser + 2 || !(m[m.size() - 2] > 0 && m[m.size() - 2] <= 1))
     throw std::invalid_argument("the checkpoint does not match this model and number of silos");
   // The previous objective is NaN before the second round: not read through the finite check.
   previous_objective_ = m.back();
@@ -190,6 +306,11 @@ void PviRounds<Q>::restore(const Message& m) {
   for (size_t k = 0; k < factors_.size(); ++k) {
     factors_[k] = read_natural<Natural>(in, d, "a silo's factor");
     updated_[k] = in.value("updated") != 0;
+  }
+  if (optimiser_) {
+    std::vector<double> state(optimiser);
+    for (double& v : state) v = in.value("the server optimiser's state");
+    optimiser_->restore(state);
   }
   damping_ = in.value("damping");
   in.finish();
@@ -229,7 +350,10 @@ Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& r
   const Natural q = read_natural<Natural>(in, d, "q_s");
   client_.set_factor(read_natural<Natural>(in, d, "t_k"));
   in.finish();
-  return natural_message(client_.update(q, round).delta);
+  Message reply = natural_message(client_.update(q, round).delta);
+  // FedAvg weights each silo's result by its rows (seed 001 Alg. 1 line 9).
+  if (client_.options().aggregation == "fedavg") reply.push_back(double(client_.observations()));
+  return reply;
 }
 
 template class PviRounds<MeanFieldGaussian<double>>;

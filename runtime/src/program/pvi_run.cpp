@@ -23,12 +23,12 @@ template <class Q>
 class PviSiloHost : public SiloHost {
  public:
   PviSiloHost(const fvi_model& model, const engine::Settings& settings, data::DataSet data, int silo, int silos,
-              int threads)
+              int threads, const std::string& method)
       : model_(model),
         settings_(settings),
         seed_(uint64_t(settings.integer("seed", 1))),
         data_(std::move(data)),
-        client_(model, data_.view(), silo, options(settings, silos, threads)),
+        client_(model, data_.view(), silo, options(settings, silos, threads, method)),
         endpoint_(client_,
                   [this](const Eigen::MatrixXd& u) {
                     return silo_sum_parts(model_, data_.view(), silo_, {{FVI_GROUP_GLOBAL, u}}, seed_, u.cols());
@@ -65,13 +65,13 @@ class PviSiloHost : public SiloHost {
       for (VariableLayout& v : own) v.offset -= globals;
       PosteriorSummary summary;
       summary.model = model_.name;
-      summary.method = "pvi";
+      summary.method = client_.options().aggregation;
       write_posterior_json(dir + "/posterior.json", summary, own, own_draws, Eigen::VectorXd(), Eigen::VectorXd());
     }
     write_draws_csv(dir + "/draws.csv", file);
   }
-  static engine::PviOptions options(const engine::Settings& settings, int silos, int threads) {
-    engine::PviOptions o = engine::PviOptions::from(settings, silos);
+  static engine::PviOptions options(const engine::Settings& settings, int silos, int threads, const std::string& method) {
+    engine::PviOptions o = engine::PviOptions::from(settings, silos, method);
     o.threads = threads;
     return o;
   }
@@ -98,21 +98,49 @@ class PviCoordinator : public Coordinator {
 
   explicit PviCoordinator(ServerRun& run)
       : run_(run),
-        options_(engine::PviOptions::from(run.settings, run.transport.silos())),
+        options_(engine::PviOptions::from(run.settings, run.transport.silos(), run.method)),
         rounds_(max_steps(run.settings, 100)),
         schedule_(options_.schedule),
         server_(run.model, run.server_data.view(), options_.seed),
         layout_(variable_layout(run.model, FVI_GROUP_GLOBAL, run.server_data.view())),
-        runner_(server_, run.transport, schedule_, options_.server_damping) {
+        runner_(server_, run.transport, schedule_, options_.server_damping, aggregation(run.settings, options_)) {
     if (!run.args.test.empty())
       held_out_ = load_held_out(run.model, run.args.test, run.public_data, options_.precision);
     ood_ = load_out_of_distribution(run.model, run.args.ood, run.args.test, run.public_data, options_.precision);
   }
 
+  // The aggregation's settings (fvi/program/pvi_rounds.h), from the inference keys.
+  static RoundsAggregation aggregation(const engine::Settings& s, const engine::PviOptions& o) {
+    RoundsAggregation a;
+    a.method = o.aggregation;
+    a.optimiser.kind = s.name("server_optimiser", "sgd");
+    a.optimiser.lr = s.number("server_lr", 1.0);
+    a.optimiser.tau = s.number("server_tau", a.optimiser.tau);
+    a.init_sd = o.init_sd, a.init_mean_sd = o.init_mean_sd, a.seed = o.seed;
+    a.clients_per_round = s.integer("clients_per_round", 0);
+    return a;
+  }
+
   const char* checkpoint_kind() const override { return "pvi-server"; }
   void print_header() const override {
-    std::printf("%s: method = pvi, family = %s, silos = %d, rounds = %ld, schedule = %s\n", run_.description.name,
-                engine::GaussianFamily<Q>::name(), run_.transport.silos(), rounds_, schedule_.c_str());
+    const std::string& method = options_.aggregation;
+    std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld, schedule = %s\n", run_.description.name,
+                method.c_str(), engine::GaussianFamily<Q>::name(), run_.transport.silos(), rounds_, schedule_.c_str());
+    const long asked = run_.settings.integer("clients_per_round", 0);
+    if (asked > 0 && asked < run_.transport.silos())
+      std::printf("  %ld of the %d silos are asked each round, drawn from the seed\n", asked, run_.transport.silos());
+    if (method != "pvi") {
+      const RoundsAggregation a = aggregation(run_.settings, options_);
+      std::printf("  the server %s, then takes a step of %s (lr %g%s)\n",
+                  method == "fedavg" ? "averages the silos' changes of q's means and log variances, weighted by rows"
+                                     : "matches N(mu, sigma^2) to the silos' q_k (seed 001 Eqs. 36, 42)",
+                  a.optimiser.kind.c_str(), a.optimiser.lr,
+                  a.optimiser.kind == "adam" ? (", tau " + std::to_string(a.optimiser.tau)).c_str() : "");
+      if (method == "fedvem")
+        std::printf("  fedvem fits a hierarchical surrogate: each silo's own parameters ~ N(mu, sigma^2), with (mu, "
+                    "sigma^2) estimated; the written prior only starts it\n");
+      return;
+    }
     std::printf("  loss = %s, divergence = %s, damping = %g%s\n", options_.loss.name().c_str(),
                 options_.divergence.name().c_str(), options_.damping,
                 options_.damping_given ? "" : " (1 for a silo whose update is in closed form)");
@@ -204,7 +232,21 @@ class PviCoordinator : public Coordinator {
     return true;
   }
   bool closing_takes_draws() const override { return true; }
+  std::string surrogate_advice() const override {
+    if (options_.aggregation == "fedvem")
+      return "fedvem fits its hierarchical surrogate by design; method = pvi fits the written model.";
+    if (options_.aggregation == "fedavg")
+      return "Fewer local steps per round (local_steps, with more rounds) keep fedavg nearer the written model's "
+             "optimum; method = pvi fits it.";
+    return Coordinator::surrogate_advice();
+  }
   std::string target_note() const override {
+    if (options_.aggregation == "fedvem")
+      return "; measured against the written model's posterior: fedvem's N(mu, sigma^2) is the hyper-distribution of "
+             "a hierarchical surrogate (seed 001 Eq. 33), not that posterior";
+    if (options_.aggregation == "fedavg")
+      return "; measured against the written model's posterior: fedavg's q is an average of the silos' local optima, "
+             "which drift apart where their data differ";
     if (options_.loss.name() == "nll" && options_.divergence.name() == "kl" && options_.loss_weight == 1) return "";
     return "; measured against the written model's posterior, from which the loss or divergence chosen departs on purpose";
   }
@@ -224,12 +266,19 @@ class PviCoordinator : public Coordinator {
 template <class Q>
 int serve(ServerRun& run) {
   PviCoordinator<Q> coordinator(run);
-  return run_server(run, coordinator, "pvi");
+  return run_server(run, coordinator, run.method);
 }
 
 // The written family, or the default for this many global values (stdlib/inference_keys.h):
 // server and silos decide alike, from the model and the public data they both hold.
-bool full_rank(const engine::Settings& settings, const fvi_model& model, const fvi_data& data) {
+bool full_rank(const engine::Settings& settings, const fvi_model& model, const fvi_data& data,
+               const std::string& method) {
+  if (method == "fedavg" || method == "fedvem") {  // seed 001's mean-field q (checked by fvic plan)
+    if (settings.name("family", "meanfield") != "meanfield")
+      throw std::invalid_argument("method = " + method + " fits a mean-field q; family = " +
+                                  settings.name("family", "") + " is not one");
+    return false;
+  }
   const long long globals = engine::group_dim(model, FVI_GROUP_GLOBAL, data);
   const std::string family =
       settings.name("family", fvic::stdlib::default_pvi_family(globals, settings.name("divergence", "kl")));
@@ -241,14 +290,16 @@ bool full_rank(const engine::Settings& settings, const fvi_model& model, const f
 }  // namespace
 
 int serve_pvi(ServerRun& run) {
-  return full_rank(run.settings, run.model, run.server_data.view()) ? serve<FullRankGaussian<double>>(run) : serve<MeanFieldGaussian<double>>(run);
+  return full_rank(run.settings, run.model, run.server_data.view(), run.method) ? serve<FullRankGaussian<double>>(run) : serve<MeanFieldGaussian<double>>(run);
 }
 
 std::unique_ptr<SiloHost> pvi_silo_host(const fvi_model& model, const engine::Settings& settings, data::DataSet data,
-                                        int silo, int silos, int threads) {
-  if (full_rank(settings, model, data.view()))
-    return std::make_unique<PviSiloHost<FullRankGaussian<double>>>(model, settings, std::move(data), silo, silos, threads);
-  return std::make_unique<PviSiloHost<MeanFieldGaussian<double>>>(model, settings, std::move(data), silo, silos, threads);
+                                        int silo, int silos, int threads, const std::string& method) {
+  if (full_rank(settings, model, data.view(), method))
+    return std::make_unique<PviSiloHost<FullRankGaussian<double>>>(model, settings, std::move(data), silo, silos, threads,
+                                                                   method);
+  return std::make_unique<PviSiloHost<MeanFieldGaussian<double>>>(model, settings, std::move(data), silo, silos, threads,
+                                                                  method);
 }
 
 }  // namespace fvi::program

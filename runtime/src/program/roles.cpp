@@ -19,7 +19,8 @@ std::string run_method(const engine::Settings& settings, const ModelDescription&
   if (pooled_model && method != "sfvi")
     throw std::invalid_argument("method = " + method + " needs data held by silos; this model declares none and is "
                                 "fitted pooled (method = sfvi)");
-  for (const char* known : {"pvi", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented", "vfl_power"})
+  for (const char* known :
+       {"pvi", "fedavg", "fedvem", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented", "vfl_power"})
     if (method == known) return method;
   throw std::invalid_argument("method = " + method + " is not implemented in the generated programs yet");
 }
@@ -47,19 +48,22 @@ void require_pvi_for_sparse_gp(const fvi_model& model, const std::string& method
 int serve(ServerRun& run) {
   require_pvi_for_sparse_gp(run.model, run.method);
   if (run.method == "pvi" && run.model.sparse_gp) return serve_sparse_gp(run);
-  if (run.method == "pvi") return serve_pvi(run);
+  if (run.method == "pvi" || run.method == "fedavg" || run.method == "fedvem") return serve_pvi(run);
   if (run.method == "sfvi" || run.method == "sfvi_avg" || run.method == "independent") return serve_sfvi(run);
   return serve_vfl(run);
 }
 
-int silo_threads(const std::string& method, int available) { return method == "pvi" ? available : 1; }
+int silo_threads(const std::string& method, int available) {
+  return method == "pvi" || method == "fedavg" || method == "fedvem" ? available : 1;
+}
 
 std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::Settings& settings,
                                          const std::string& method, data::DataSet data, int silo, int silos,
                                          int threads) {
   require_pvi_for_sparse_gp(model, method);
   if (method == "pvi" && model.sparse_gp) return sparse_gp_silo_host(model, settings, std::move(data), silo, silos);
-  if (method == "pvi") return pvi_silo_host(model, settings, std::move(data), silo, silos, threads);
+  if (method == "pvi" || method == "fedavg" || method == "fedvem")
+    return pvi_silo_host(model, settings, std::move(data), silo, silos, threads, method);
   if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
     return sfvi_silo_host(model, settings, method, std::move(data), silo, silos);
   return vfl_silo_host(model, settings, method, std::move(data), silo, silos);

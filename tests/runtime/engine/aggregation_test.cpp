@@ -119,7 +119,8 @@ TEST_CASE("FedAvg with one client and one local SGD step is centralised SGD and 
 TEST_CASE("the server optimiser's checkpoint restores Adam's state", "[aggregation]") {
   ServerOptimiser a(3, {"adam", 0.1, 1e-4}), b(3, {"adam", 0.1, 1e-4});
   Eigen::VectorXd x = Eigen::VectorXd::Ones(3), y;
-  const Eigen::VectorXd g = Eigen::Vector3d(1, -2, 0.5);
+  Eigen::VectorXd g(3);
+  g << 1, -2, 0.5;
   a.step(x, g);
   a.step(x, 0.5 * g);
   b.restore(a.state());

@@ -106,3 +106,24 @@ TEST_CASE("Adam rejects non-finite gradients without touching the parameters", "
   CHECK(adam.iteration() == 0);
   CHECK_THROWS_WITH(adam.step(x, Eigen::Vector3d(0, 0, 0)), Contains("gradient has size 3 but 2"));
 }
+
+TEST_CASE("Adam without moments takes plain gradient steps, lr * g, bounded like Adam's", "[optim][adam]") {
+  AdamOptions opt;
+  opt.learning_rate = 0.05;
+  opt.moments = false;
+  Adam<> sgd(3, opt);
+  Eigen::VectorXd x = Eigen::Vector3d(1, 1, 1);
+  const Eigen::VectorXd g = Eigen::Vector3d(2.0, -0.5, 1e-3);
+  for (int t = 0; t < 5; ++t) {
+    const Eigen::VectorXd before = x;
+    sgd.step(x, g);
+    // x is near 1: the difference carries x's rounding, a few 1e-16 absolute.
+    for (int i = 0; i < 3; ++i) CHECK_THAT(before[i] - x[i], WithinAbs(0.05 * g[i], 1e-15));
+  }
+  sgd.set_step_limit(Eigen::Vector3d(0.01, 0.01, 0.01));
+  const Eigen::VectorXd before = x;
+  sgd.step(x, g);
+  CHECK_THAT(before[0] - x[0], WithinAbs(0.01, 1e-15));   // 0.1 bounded to 0.01
+  CHECK_THAT(before[1] - x[1], WithinAbs(-0.01, 1e-15));  // -0.025 bounded
+  CHECK_THAT(before[2] - x[2], WithinAbs(5e-5, 1e-15));   // within the bound
+}

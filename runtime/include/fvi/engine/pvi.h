@@ -23,6 +23,12 @@
 namespace fvi::engine {
 
 struct PviOptions {
+  // The server's aggregation, from `method`: pvi (the natural-parameter sum of every silo's
+  // factor), fedavg or fedvem (seed 001 Algorithms 1 and 2; fvi/engine/aggregation.h). Their
+  // silos solve PVI's local problem with another cavity and no factor of their own: fedavg's
+  // cavity is the prior with its KL shared out, (1/S) KL(q : prior) (seed 001 Eq. 30); fedvem's
+  // is the server's N(mu, sigma^2), the hierarchical prior of seed 001 Eq. 33.
+  std::string aggregation = "pvi";
   LossSpec loss;
   // The generalised-Bayes learning rate (seed 000 Eq. 2): the loss is multiplied by it. With KL,
   // loss_weight = w is divergence = weighted_kl(w), i.e. (1/w) KL (seed 000 Lemma B.1).
@@ -49,6 +55,7 @@ struct PviOptions {
   long max_local_steps = 5000;
   long epochs = 0;         // passes over the silo's rows per client update (overrides local_steps)
   double lr = 0.01;
+  std::string local_optimiser = "adam";  // adam, or sgd (plain gradient steps: spec 001's FedAvg clients)
   // Rows per step; 0: all rows. Not given and the update adaptive: all rows up to
   // kFullBatchRows, else kDefaultBatchRows (a step over 60,000 images is a pass over the silo;
   // thousands of them per update are hours, and the rule judges minibatch noise like any other).
@@ -75,7 +82,8 @@ struct PviOptions {
   // update is in closed form is undamped unless the user says otherwise (its exact factor does
   // not depend on the cavity).
   // mc_samples defaults to 10, the smallest of the paper's settings (spec 000 §6 [repo]).
-  static PviOptions from(const Settings& settings, int silos);
+  // `method`: pvi, fedavg or fedvem (the run's method, which the settings may leave to the plan).
+  static PviOptions from(const Settings& settings, int silos, const std::string& method = "pvi");
 };
 
 
@@ -106,6 +114,7 @@ class PviClient {
   // Minibatches per pass over this silo's rows (1: every row each step; PviOptions::batch_size).
   long batches() const;
   Eigen::Index dim() const { return dim_; }
+  const PviOptions& options() const { return options_; }
   // The silo's log likelihood of the written model (every row, no loss or weight) at each column
   // of theta: the silo's part of log p for the quality diagnostic.
   Eigen::VectorXd log_likelihood(const Eigen::MatrixXd& theta);

@@ -35,6 +35,9 @@ template <class Size>
 Size pvi_update_request_size(const Size& P) { return size_constant(P, 1) + P + P; }
 template <class Size>
 Size pvi_update_reply_size(const Size& P) { return P; }
+// FedAvg (seed 001 Alg. 1): the change of q and the silo's number of rows, its weight.
+template <class Size>
+Size fedavg_update_reply_size(const Size& P) { return P + size_constant(P, 1); }
 
 // SFVI (seed 002 Alg. 1 and 2), global variational parameters Q and hyperparameters H: the
 // broadcast (eta_G, theta, round), a contribution (g_eta, g_theta, ELBO term) and a local fit

@@ -20,6 +20,9 @@ struct AdamOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double epsilon = 1e-8;
+  // false: plain gradient steps, params <- params - lr_t g (SGD without momentum; the FedAvg and
+  // FedVEM clients of spec 001 §5), through the same blocked and bounded update.
+  bool moments = true;
 };
 
 template <typename T = double>
@@ -57,16 +60,21 @@ class Adam {
     const double c1 = 1 - std::pow(options_.beta1, double(t_)), c2 = 1 - std::pow(options_.beta2, double(t_));
     // PyTorch's arithmetic: lr m_hat / (sqrt(v_hat) + eps) as (lr / c1) m / (sqrt(v) / sqrt(c2) + eps),
     // one division and one square root per coordinate.
-    step_size_ = T(scale_ * options_.learning_rate(t_ - 1) / c1);
+    step_size_ = T(scale_ * options_.learning_rate(t_ - 1) / (options_.moments ? c1 : 1.0));
     inv_sqrt_c2_ = T(1 / std::sqrt(c2));
   }
   void update(Eigen::Index offset, Eigen::Index n, T* params, const T* gradient) {
     const T b1 = T(options_.beta1), b2 = T(options_.beta2), eps = T(options_.epsilon);
     auto m = m_.segment(offset, n).array(), v = v_.segment(offset, n).array();
     const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> g(gradient, n);
+    auto p = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(params, n);
+    if (!options_.moments) {
+      if (limit_.size() == 0) p -= step_size_ * g;
+      else p -= (step_size_ * g).max(-T(scale_) * limit_.segment(offset, n).array()).min(T(scale_) * limit_.segment(offset, n).array());
+      return;
+    }
     m = b1 * m + (T(1) - b1) * g;
     v = b2 * v + (T(1) - b2) * g.square();
-    auto p = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(params, n);
     if (limit_.size() == 0) {
       p -= step_size_ * m / (v.sqrt() * inv_sqrt_c2_ + eps);
       return;

@@ -13,10 +13,26 @@
 #include <string>
 #include <vector>
 
+#include "fvi/engine/aggregation.h"
 #include "fvi/engine/pvi.h"
 #include "fvi/program/federation.h"
 
 namespace fvi::program {
+
+// How the server combines the silos' results (engine::PviOptions::aggregation), and which silos
+// take part in a round.
+struct RoundsAggregation {
+  std::string method = "pvi";  // pvi, fedavg or fedvem
+  engine::ServerOptimiserOptions optimiser;  // fedavg and fedvem
+  // fedavg and fedvem: the server's first q, the prior's means plus N(0, init_mean_sd^2) noise
+  // from `seed` (party 0 of the initialisation stream, as a PVI silo's first start) and sd
+  // init_sd (0: the prior's). The server's q is what every silo starts from.
+  double init_sd = 0, init_mean_sd = 0;
+  uint64_t seed = 1;
+  // Silos asked per round in the synchronous schedule, drawn without replacement from `seed`
+  // and the round (FedAvg's protocol; 0: all).
+  long clients_per_round = 0;
+};
 
 template <class Q>
 class PviRounds {
@@ -31,10 +47,14 @@ class PviRounds {
   // times one scale, 1 at first and halved (down to 1/silos, the paper's default damping) after
   // every round whose objective fell: full steps where they help (a Gaussian-like posterior
   // converges in a few rounds), smaller ones where simultaneous updates overshoot.
-  PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping = false);
+  PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping = false,
+            RoundsAggregation aggregation = {});
 
-  // One server round. A silo whose change is missing (dropped out, refused) keeps its factor.
+  // One server round. A silo whose change is missing (dropped out, refused) keeps its factor
+  // (fedavg, fedvem: the round aggregates the silos that answered; none: q stays).
   void run_round(uint32_t round);
+  // The silos asked in `round` (0-based, ascending): all, or clients_per_round of them.
+  std::vector<int> sampled(uint32_t round) const;
 
   // Minus the objective of the current global posterior: each silo's expected loss (one number
   // sent by each) plus the server's KL to the prior. With the NLL and KL this is the ELBO. A silo
@@ -53,6 +73,9 @@ class PviRounds {
 
  private:
   std::string accept(int k, Message& reply, uint32_t round);
+  // fedavg and fedvem: every asked silo's q_k from q_s, then one step of the server's optimiser
+  // on the pseudo-gradient (fvi/engine/aggregation.h).
+  void aggregate_round(uint32_t round);
 
   Server& server_;
   Transport& transport_;
@@ -65,6 +88,8 @@ class PviRounds {
   bool server_damping_ = false;
   double damping_ = 1;
   double previous_objective_;  // NaN: none to compare with
+  RoundsAggregation aggregation_;
+  std::optional<engine::ServerOptimiser> optimiser_;  // fedavg and fedvem
 };
 
 // A silo of PVI / FedGVI: owns its PviClient (and so its data) and answers kPviUpdate and
