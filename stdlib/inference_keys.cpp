@@ -381,12 +381,13 @@ const std::vector<KeySpec>& inference_keys() {
        "the generalised-Bayes learning rate: every likelihood's loss is multiplied by it (with kl, loss_weight = w is weighted_kl(w))",
        "1"},
       {"init_sd", "a number > 0",
-       "PVI: a client's first update starts at N(prior mean, init_sd^2) instead of the prior (the reference BNNs use 0.0316)",
+       "PVI: a client's first update starts at N(prior mean, init_sd^2) instead of the prior (the reference BNNs use 0.0316); "
+       "fedavg, fedvem: the server's first q has these sds",
        ""},
       {"init_mean_sd", "a number > 0",
        "PVI: a client's first update starts with its means at the prior's plus N(0, init_mean_sd^2) noise drawn from `seed`, "
        "the same on every silo (sds: init_sd if set, else the prior's); a deep network's units must differ at the start, or "
-       "its signal vanishes",
+       "its signal vanishes; fedavg, fedvem: the server's first q has these means",
        ""},
       {"output_draws", "an integer >= 1",
        "draws of the posterior written to draws.csv (default 1000, fewer for models with over 10,000 parameters)", ""},

@@ -17,6 +17,9 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
   sparse_gp_equal
                the same for examples/sparse_gp_synthetic (seed 003: each silo's pseudo-observations
                travel through the server to the others), 300 rows dealt into 4 silos.
+  fedavg_equal, fedvem_equal
+               the same for method = fedavg (server Adam, 3 of the 4 silos asked each round, drawn
+               from the seed) and fedvem on pima_logreg.
   sfvi_equal, vfl_equal, vfl_exact_equal
                the same for SFVI and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
@@ -1158,6 +1161,9 @@ def case_vfl_exact_equal(fvic, cache, work):
 CASES = {
     "sparse_gp_equal": equal_case("sparse_gp_equal", SPARSE_GP, ["rounds=3", "local_steps=60"]),
     "pvi_equal": equal_case("pvi_equal", PVI, ["rounds=6", "local_steps=200", "mc_samples=8"], pima_held_out),
+    "fedavg_equal": equal_case("fedavg_equal", PVI, ["method=fedavg", "rounds=5", "local_steps=50", "mc_samples=8",
+                                                     "server_optimiser=adam", "server_lr=0.05", "clients_per_round=3"]),
+    "fedvem_equal": equal_case("fedvem_equal", PVI, ["method=fedvem", "rounds=4", "local_steps=50", "mc_samples=8"]),
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
     "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),
     "vfl_exact_equal": case_vfl_exact_equal,
