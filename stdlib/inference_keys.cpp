@@ -342,7 +342,7 @@ const std::vector<KeySpec>& inference_keys() {
        "the loss that replaces each likelihood term's negative log likelihood", "nll"},
       {"divergence", "kl, rkl, weighted_kl(w), alpha_renyi(a), fisher_rao",
        "the client divergence to the cavity (PVI/FedGVI)", "kl"},
-      {"damping", "a number in (0, 1]", "PVI damping of each silo's factor update (default: 1 in the synchronous schedule, where the server also scales every change by 1, halved down to 1/silos after a round whose objective falls, and in the sequential one, where each silo updates the q_s of the silos before it; 1/silos in the asynchronous one and with server_damping = off; 1 for a closed-form update)", ""},
+      {"damping", "a number in (0, 1]", "PVI damping of each silo's factor update (default: 1 in the synchronous schedule, where the server also scales every change by 1, halved down to 1/silos after a round whose objective falls, and in the sequential one, where each silo updates the q_s of the silos before it; 1/silos in the asynchronous one and with server_damping = off; 1/clients_per_round when it is set, where the server's scale cannot act; 1 for a closed-form update)", ""},
       {"rounds", "an integer >= 1",
        "server rounds (iterations): on the command line (--set) exactly this many; in the inference block the most "
        "the stopping rule may take",

@@ -25,7 +25,8 @@ Procedure, in this order:
   5. With --ood, two out-of-distribution sets of as many rows as the test set, for `fvic run
      --ood` (MNIST is not packaged in Debian; seed 001's other OOD sets stand in): ood-uniform,
      pixels from the standard uniform, and ood-normal, from the standard normal (seed SEED + 3);
-     their labels are all 1 (the likelihood needs one; it is never scored).
+     their labels are all 1 (the likelihood needs one; it is never scored); and ood-noise, the
+     first half of each (against it an AUROC is the mean of the two sets' AUROCs).
 
 Writes OUT/data.json (D = 784, H = 200, K = 10), OUT/silo-K.json (N) with OUT/silo-K/{x,y}.npy,
 and OUT/test.json (N) with OUT/test/{x,y}.npy (with --ood also OUT/ood-uniform and
@@ -161,8 +162,14 @@ def main():
     write_part(out, "test", test_images, range(n_test), test_labels[:n_test])
     if args.ood:
         orng = random.Random(SEED + 3)
+        noise = {}
         for name, draw in (("ood-uniform", orng.random), ("ood-normal", lambda: orng.gauss(0.0, 1.0))):
-            x = array.array("f", (draw() for _ in range(n_test * D)))
+            noise[name] = array.array("f", (draw() for _ in range(n_test * D)))
+        # ood-noise: the first half of the uniform rows, then the first half of the normal ones.
+        # An AUROC averages over (in, out) pairs, so against it it is the mean of the two AUROCs.
+        half = n_test // 2 * D
+        noise["ood-noise"] = noise["ood-uniform"][:half] + noise["ood-normal"][:n_test * D - half]
+        for name, x in noise.items():
             fvidata.write_npy_part(out, name, {"N": n_test},
                                    {"x": (x, (n_test, D), "<f4"), "y": (array.array("q", [1] * n_test), (n_test,), "<i8")})
     print(f"fashion_bnn: {n_bad} of {n_train} training labels contaminated "

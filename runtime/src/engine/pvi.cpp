@@ -27,10 +27,13 @@ PviOptions PviOptions::from(const Settings& s, int silos, const std::string& met
   o.divergence = s.divergence();
   o.damping_given = s.has("damping");
   o.schedule = s.name("schedule", fvic::stdlib::default_pvi_schedule(s.name("loss", "nll")));
-  o.server_damping = o.schedule == "synchronous" && s.name("server_damping", "on") == "on";
+  // With clients_per_round the server's scale cannot act (rounds of different silos are not
+  // compared, fvi/program/pvi_rounds.h): each of the m silos asked is damped by 1/m instead.
+  const long asked = std::min<long>(s.integer("clients_per_round", silos), std::max(1, silos));
+  o.server_damping = o.schedule == "synchronous" && s.name("server_damping", "on") == "on" && asked >= silos;
   // Sequential updates see every earlier silo's change: no damping is needed (spec 000 §2.5
   // recommends 1/M for silos updating at once).
-  o.damping = s.number("damping", o.server_damping || o.schedule == "sequential" ? 1.0 : 1.0 / std::max(1, silos));
+  o.damping = s.number("damping", o.server_damping || o.schedule == "sequential" ? 1.0 : 1.0 / double(std::max(1L, asked)));
   o.local_steps = s.integer("local_steps", 100);
   o.epochs = s.integer("epochs", 0);
   o.adaptive_steps = !s.has("local_steps") && !s.has("epochs");
@@ -318,9 +321,11 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
     if (cavity_proper) q_cavity = Family::distribution(cavity);
     // Warm start at q_s (spec 000 §6 [repo]); a client's first update may start narrower, as the
     // reference BNN code does (init q = N(0, 1e-3 I)): a wide prior drowns a network's signal.
+    // Never wider than q_s: a silo first asked in a later round (clients_per_round) would
+    // otherwise start wider than the silos before it left q, and its change take precision away.
     const Eigen::VectorXd start =
         updated_once_                ? q_server.params()
-        : options_.init_sd > 0       ? Family::with_sd(first_start_mean(q_server.mean()), options_.init_sd).params()
+        : options_.init_sd > 0       ? Family::narrowed(q_server, first_start_mean(q_server.mean()), options_.init_sd).params()
         : options_.init_mean_sd > 0  ? Family::with_mean(q_server, first_start_mean(q_server.mean())).params()
                                      : q_server.params();
     const Eigen::VectorXd params = optimise(start, cavity, q_cavity, round, out);

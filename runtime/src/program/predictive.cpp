@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "fvi/data/readers.h"
 #include "fvi/data/validate.h"
@@ -138,7 +139,7 @@ std::string report_metrics(const PredictiveMetrics& m, std::vector<std::pair<std
     std::snprintf(buf, sizeof buf, "  rmse %.4f", m.rmse);
     text += buf;
   }
-  if (m.ood_auroc >= 0) {
+  if (!(m.ood_auroc < 0)) {  // NaN: asked for, but the predictive was not finite
     columns.push_back({"test_ood_auroc", m.ood_auroc});
     std::snprintf(buf, sizeof buf, "  ood auroc %.4f", m.ood_auroc);
     text += buf;
@@ -186,7 +187,13 @@ PredictiveMetrics held_out_metrics(HeldOut& test, HeldOut& ood, const Eigen::Mat
   PredictiveMetrics m = predictive_metrics(*test.likelihood, draws);
   if (!ood.likelihood) return m;
   const PredictiveMetrics o = predictive_metrics(*ood.likelihood, draws);
-  m.ood_auroc = diagnostics::ood_auroc(m.uncertainty, o.uncertainty);
+  // A predictive that is not finite somewhere (draws whose outputs overflow) has no ranking: the
+  // figure is NaN for this report, and the run goes on.
+  const auto finite = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return !std::isnan(x); });
+  };
+  m.ood_auroc = finite(m.uncertainty) && finite(o.uncertainty) ? diagnostics::ood_auroc(m.uncertainty, o.uncertainty)
+                                                               : std::numeric_limits<double>::quiet_NaN();
   return m;
 }
 

@@ -251,6 +251,11 @@ double PviRounds<Q>::elbo(uint32_t round) {
   Exchange x;
   x.round = round;
   x.phase = Phase::kPviEvaluate;
+  // With clients_per_round, the round's silos only: (S / m) times their sum estimates the whole
+  // (and every silo's pass over its rows would cost S / m rounds' worth of work).
+  const std::vector<int> asked = sampled(round);
+  const bool sampling = int(asked.size()) < S;
+  if (sampling) x.silos = asked;
   const Message q = natural_message(server_.posterior());
   x.request = [&](int) { return q; };
   x.reply = [&](int k, Message& reply) {
@@ -262,14 +267,16 @@ double PviRounds<Q>::elbo(uint32_t round) {
   missing_terms_ = 0;
   double objective = server_.kl_to_prior();
   silo_terms_.assign(S, std::numeric_limits<double>::quiet_NaN());
-  for (int k = 0; k < S; ++k) {
-    if (arrived[k]) objective += losses[k], silo_terms_[k] = -losses[k];
+  const double scale = double(S) / double(asked.size());
+  for (int k : asked) {
+    if (arrived[k]) objective += scale * losses[k], silo_terms_[k] = -losses[k];
     else ++missing_terms_;
   }
   // The objective is evaluated at the same draws every round, so a fall is q's doing, not noise's
   // (or noise in the silos' updates, which damping also tames). A round with a silo missing is
   // not compared.
-  if (server_damping_ && missing_terms_ == 0) {
+  // Rounds of different silos are not compared: their estimates differ by which silos they hold.
+  if (server_damping_ && missing_terms_ == 0 && !sampling) {
     const double floor = 1.0 / double(S);
     if (std::isfinite(previous_objective_) && -objective < previous_objective_ && damping_ > floor) {
       damping_ = std::max(floor, damping_ / 2);

@@ -24,10 +24,11 @@ struct GaussianFamily<MeanFieldGaussian<double>> {
   using Natural = DiagGaussianNatural<double>;
   static const char* name() { return "meanfield"; }
   static Q from_params(const Eigen::VectorXd& p) { return Q::from_params(p); }
-  static Q with_sd(const Eigen::VectorXd& mean, double sd) {
-    return Q::from_mean_sd(mean, Eigen::VectorXd::Constant(mean.size(), sd));
-  }
   static Q with_mean(const Q& q, const Eigen::VectorXd& mean) { return Q::from_mean_sd(mean, q.sd()); }
+  // q moved to `mean`, no sd wider than `sd`.
+  static Q narrowed(const Q& q, const Eigen::VectorXd& mean, double sd) {
+    return Q::from_mean_sd(mean, q.sd().cwiseMin(sd));
+  }
   static Eigen::VectorXd sd(const Q& q) { return q.sd(); }
   static Natural zero(Eigen::Index d) { return Natural::zero(d); }
   // A factor's curvature as the family can hold it: the diagonal of -2 eta2 (a full Hessian
@@ -69,10 +70,11 @@ struct GaussianFamily<FullRankGaussian<double>> {
   using Natural = GaussianNatural<double>;
   static const char* name() { return "fullrank"; }
   static Q from_params(const Eigen::VectorXd& p) { return Q::from_params(p); }
-  static Q with_sd(const Eigen::VectorXd& mean, double sd) {
-    return Q(mean, sd * Eigen::MatrixXd::Identity(mean.size(), mean.size()));
-  }
   static Q with_mean(const Q& q, const Eigen::VectorXd& mean) { return Q(mean, q.chol()); }
+  // q moved to `mean` and shrunk so that no sd is wider than `sd`.
+  static Q narrowed(const Q& q, const Eigen::VectorXd& mean, double sd) {
+    return Q(mean, std::min(1.0, sd / GaussianFamily::sd(q).maxCoeff()) * q.chol());
+  }
   static Eigen::VectorXd sd(const Q& q) { return q.covariance().diagonal().cwiseSqrt(); }
   static Natural zero(Eigen::Index d) { return Natural::zero(d); }
   static Natural from_quadratic(const Quadratic& q, double weight) { return {weight * q.h, -0.5 * weight * q.full()}; }

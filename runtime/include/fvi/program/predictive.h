@@ -23,7 +23,8 @@ struct PredictiveMetrics {
   // Each row's predictive uncertainty, the OOD score (fvi/diagnostics/ood_auroc.h): the entropy of
   // the predictive's classes, or the predictive sd; empty for other likelihoods.
   std::vector<double> uncertainty;
-  double ood_auroc = -1;  // with --ood: telling its rows from --test's by `uncertainty`; < 0: none
+  // with --ood: telling its rows from --test's by `uncertainty`; < 0: none; NaN: a row's predictive not finite
+  double ood_auroc = -1;
   int64_t observations = 0;
 };
 

@@ -58,7 +58,8 @@ class PviRounds {
 
   // Minus the objective of the current global posterior: each silo's expected loss (one number
   // sent by each) plus the server's KL to the prior. With the NLL and KL this is the ELBO. A silo
-  // that does not answer is left out (and counted in missing_terms()).
+  // that does not answer is left out (and counted in missing_terms()). With clients_per_round,
+  // the round's silos are asked and their sum scaled by S / m: an unbiased, noisier estimate.
   double elbo(uint32_t round);
   int missing_terms() const { return missing_terms_; }
   // Each silo's term of the last elbo(): its expected log likelihood under q (NaN: no reply).
