@@ -778,6 +778,17 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   if (!gp_ok) return false;
   if (!choose_method(model, g, diags, plan)) return false;
   if (!check_family(model, g, diags, plan)) return false;
+  // clients_per_round samples the silos of a synchronous round (runtime: program/pvi_rounds.h).
+  if (plan.method == Method::PVI && model.settings.has("clients_per_round")) {
+    const std::string schedule =
+        model.settings.name("schedule", fvic::stdlib::default_pvi_schedule(model.settings.name("loss", "nll")));
+    if (schedule != "synchronous") {
+      diags.error(model.settings.loc("clients_per_round"),
+                  "clients_per_round samples the silos of synchronous rounds, and this PVI schedule is " + schedule,
+                  "set schedule = synchronous (with a loss other than nll the default is sequential)");
+      return false;
+    }
+  }
   if (pvi_engine(plan.method))
     plan.conjugacy = detect_conjugacy(model, plan.family, plan.method == Method::PVI);
   add_messages(plan, model, g);
