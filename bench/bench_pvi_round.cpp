@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   // As NAME-sim does: one BLAS thread per silo thread.
   fvi::program::set_blas_threads(1);
   for (bool float32 : {true, false}) {
-    const fvi::engine::PviOptions options = bench::fashion_pvi_options(kBatch, S, 1.0 / kSilos, float32);
+    fvi::engine::PviOptions options = bench::fashion_pvi_options(kBatch, S, 1.0 / kSilos, float32);
+    options.schedule = "synchronous", options.server_damping = false;
     using Q = fvi::MeanFieldGaussian<double>;
     fvi::engine::PviServer<Q> server(model, public_data.view(), options.seed);
     std::vector<std::unique_ptr<fvi::engine::PviClient<Q>>> clients;
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
       pointers.push_back(endpoints.back().get());
     }
     fvi::program::InProcessTransport transport(pointers);
-    fvi::program::PviRounds<Q> runner(server, transport, "synchronous");
+    fvi::program::PviRounds<Q> runner(server, transport, options);
     double best = 1e300;
     for (int r = 1; r <= rounds; ++r) best = std::min(best, bench::seconds([&] { runner.run_round(uint32_t(r)); }));
     const double limit = flops / ((float32 ? speak : dpeak) * 1e9);

@@ -1184,6 +1184,10 @@ CASES = {
                                          kill_at=60),
     "vfl_client_kill": client_kill_case("vfl_client_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60),
     "server_kill": server_kill_case("server_kill", PVI, ["rounds=12", "local_steps=1000"], 12),
+    # FedAvg's checkpoint: q, which silos have answered, the server Adam's moments (no factors).
+    "fedavg_server_kill": server_kill_case("fedavg_server_kill", PVI,
+                                           ["method=fedavg", "server_optimiser=adam", "server_lr=0.1", "rounds=12",
+                                            "local_steps=1000", "clients_per_round=3"], 12),
     "sfvi_server_kill": server_kill_case("sfvi_server_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
                                          kill_at=60),
     "vfl_server_kill": server_kill_case("vfl_server_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60),

@@ -29,7 +29,9 @@ PviOptions PviOptions::from(const Settings& s, int silos, const std::string& met
   o.schedule = s.name("schedule", fvic::stdlib::default_pvi_schedule(s.name("loss", "nll")));
   // With clients_per_round the server's scale cannot act (rounds of different silos are not
   // compared, fvi/program/pvi_rounds.h): each of the m silos asked is damped by 1/m instead.
-  const long asked = std::min<long>(s.integer("clients_per_round", silos), std::max(1, silos));
+  o.clients_per_round = s.integer("clients_per_round", 0);
+  if (o.clients_per_round < 0) throw std::invalid_argument("clients_per_round must not be negative");
+  const long asked = o.clients_per_round > 0 ? std::min<long>(o.clients_per_round, std::max(1, silos)) : std::max(1, silos);
   o.server_damping = o.schedule == "synchronous" && s.name("server_damping", "on") == "on" && asked >= silos;
   // Sequential updates see every earlier silo's change: no damping is needed (spec 000 §2.5
   // recommends 1/M for silos updating at once).
@@ -53,6 +55,9 @@ PviOptions PviOptions::from(const Settings& s, int silos, const std::string& met
     // The server's optimiser takes the steps (fvi/engine/aggregation.h): every silo solves its
     // local problem undamped, all at once, from what the server sends.
     o.damping = 1, o.damping_given = false, o.server_damping = false, o.schedule = "synchronous";
+    o.server_optimiser.kind = s.name("server_optimiser", "sgd");
+    o.server_optimiser.lr = s.number("server_lr", 1.0);
+    o.server_optimiser.tau = s.number("server_tau", o.server_optimiser.tau);
     o.divergence = DivergenceSpec{};
     // seed 001 Eq. 30: silo s's share of the ELBO carries (1/S) KL(q : prior), weighted_kl(S).
     if (method == "fedavg") o.divergence = DivergenceSpec{DivergenceKind::kWeightedKl, double(std::max(1, silos))};

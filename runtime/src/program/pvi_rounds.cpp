@@ -51,40 +51,42 @@ size_t update_reply_size(const std::string& method, size_t P) {
 }  // namespace
 
 template <class Q>
-PviRounds<Q>::PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping,
-                        RoundsAggregation aggregation)
+PviRounds<Q>::PviRounds(Server& server, Transport& transport, const engine::PviOptions& options)
     : server_(server),
       transport_(transport),
-      schedule_(std::move(schedule)),
-      server_damping_(server_damping),
+      schedule_(options.schedule),
+      server_damping_(options.server_damping),
       previous_objective_(std::numeric_limits<double>::quiet_NaN()),
-      aggregation_(std::move(aggregation)) {
+      method_(options.aggregation),
+      clients_per_round_(options.clients_per_round),
+      seed_(options.seed) {
   if (schedule_ != "synchronous" && schedule_ != "sequential" && schedule_ != "asynchronous")
     throw std::invalid_argument("schedule = " + schedule_ + " is not a PVI schedule");
   if (server_damping_ && schedule_ != "synchronous")
     throw std::invalid_argument("the server scales the silos' changes in the synchronous schedule only");
-  if (aggregation_.clients_per_round < 0) throw std::invalid_argument("clients_per_round must not be negative");
-  if (aggregation_.clients_per_round > 0 && schedule_ != "synchronous")
+  if (clients_per_round_ < 0) throw std::invalid_argument("clients_per_round must not be negative");
+  if (clients_per_round_ > 0 && schedule_ != "synchronous")
     throw std::invalid_argument("clients_per_round samples silos in the synchronous schedule only");
-  factors_.assign(transport_.silos(), engine::GaussianFamily<Q>::zero(server_.posterior().dim()));
   updated_.assign(transport_.silos(), 0);
-  const std::string& method = aggregation_.method;
-  if (method == "pvi") return;
-  if (method != "fedavg" && method != "fedvem") throw std::invalid_argument("method = " + method + " is not a PVI aggregation");
+  if (method_ == "pvi") {
+    factors_.assign(transport_.silos(), engine::GaussianFamily<Q>::zero(server_.posterior().dim()));
+    return;
+  }
+  if (method_ != "fedavg" && method_ != "fedvem") throw std::invalid_argument("method = " + method_ + " is not a PVI aggregation");
   if constexpr (!std::is_same_v<Q, MeanFieldGaussian<double>>) {
-    throw std::invalid_argument("method = " + method + " fits a mean-field q (seed 001); use family = meanfield");
+    throw std::invalid_argument("method = " + method_ + " fits a mean-field q (seed 001); use family = meanfield");
   } else {
     if (schedule_ != "synchronous" || server_damping_)
-      throw std::invalid_argument("method = " + method + " runs synchronous rounds, undamped but by its server optimiser");
+      throw std::invalid_argument("method = " + method_ + " runs synchronous rounds, undamped but by its server optimiser");
     const Q prior = server_.distribution();
     Eigen::VectorXd mean = prior.mean(), sd = prior.sd();
-    if (aggregation_.init_mean_sd > 0) {
-      CounterRng rng(RngKey{aggregation_.seed, 0, 0, rng_stream::kInitialisation});
-      mean += aggregation_.init_mean_sd * rng.normal(mean.size(), 1);
+    if (options.init_mean_sd > 0) {
+      CounterRng rng(RngKey{seed_, 0, 0, rng_stream::kInitialisation});
+      mean += options.init_mean_sd * rng.normal(mean.size(), 1);
     }
-    if (aggregation_.init_sd > 0) sd.setConstant(aggregation_.init_sd);
+    if (options.init_sd > 0) sd.setConstant(options.init_sd);
     server_.set_posterior(to_natural(Q::from_mean_sd(mean, sd)));
-    optimiser_.emplace(2 * mean.size(), aggregation_.optimiser);
+    optimiser_.emplace(2 * mean.size(), options.server_optimiser);
   }
 }
 
@@ -93,10 +95,10 @@ std::vector<int> PviRounds<Q>::sampled(uint32_t round) const {
   const int S = transport_.silos();
   std::vector<int> silos(S);
   std::iota(silos.begin(), silos.end(), 0);
-  const long m = aggregation_.clients_per_round;
+  const long m = clients_per_round_;
   if (m <= 0 || m >= S) return silos;
   // A partial Fisher-Yates shuffle from (seed, round): the same silos on a resumed run.
-  CounterRng rng(RngKey{aggregation_.seed, 0, round, rng_stream::kClientSampling});
+  CounterRng rng(RngKey{seed_, 0, round, rng_stream::kClientSampling});
   for (long i = 0; i < m; ++i) {
     const long j = i + long(rng() % uint32_t(S - i));
     std::swap(silos[size_t(i)], silos[size_t(j)]);
@@ -109,8 +111,8 @@ std::vector<int> PviRounds<Q>::sampled(uint32_t round) const {
 template <class Q>
 std::string PviRounds<Q>::accept(int k, Message& reply, uint32_t round) {
   const Eigen::Index d = server_.posterior().dim();
-  std::string reason = check_reply(reply, update_reply_size(aggregation_.method, natural_size<Natural>(d)));
-  if (reason.empty() && aggregation_.method == "fedavg") {
+  std::string reason = check_reply(reply, update_reply_size(method_, natural_size<Natural>(d)));
+  if (reason.empty() && method_ == "fedavg") {
     // The silo's rows, its weight (seed 001 Alg. 1 line 9): a count, at most 2^53.
     const double n = reply.back();
     if (!(n >= 1 && n <= 9007199254740992.0 && n == std::floor(n))) reason = "its number of rows is not a positive count";
@@ -136,7 +138,7 @@ void PviRounds<Q>::aggregate_round(uint32_t round) {
   // fedavg: t_k = q_s / prior, so that the silo's cavity q_s / t_k is the prior; fedvem: t_k = 0,
   // so that its cavity is q_s itself (engine::PviOptions::aggregation).
   const Natural prior_factor = natural_quotient(server_.posterior(), server_.prior());
-  const bool fedavg = aggregation_.method == "fedavg";
+  const bool fedavg = method_ == "fedavg";
   std::vector<Eigen::VectorXd> nus(static_cast<size_t>(S));
   std::vector<double> rows(size_t(S), 0.0);
   Exchange x;
@@ -292,7 +294,10 @@ template <class Q>
 Message PviRounds<Q>::state() const {
   message::Writer m;
   m.natural(server_.posterior());
-  for (size_t k = 0; k < factors_.size(); ++k) m.natural(factors_[k]).value(updated_[k]);
+  for (size_t k = 0; k < updated_.size(); ++k) {
+    if (!factors_.empty()) m.natural(factors_[k]);
+    m.value(updated_[k]);
+  }
   if (optimiser_)
     for (double v : optimiser_->state()) m.value(v);
   return m.value(damping_).value(previous_objective_).done();
@@ -303,15 +308,16 @@ void PviRounds<Q>::restore(const Message& m) {
   const Eigen::Index d = server_.posterior().dim();
   const size_t P = natural_size<Natural>(d);
   const size_t optimiser = optimiser_ ? optimiser_->state_size() : 0;
-  if (m.size() != P + factors_.size() * (P + 1) + optimiser + 2 || !(m[m.size() - 2] > 0 && m[m.size() - 2] <= 1))
-    throw std::invalid_argument("the checkpoint does not match this model and number of silos");
+  const size_t per_silo = (factors_.empty() ? 0 : P) + 1;
+  if (m.size() != P + updated_.size() * per_silo + optimiser + 2 || !(m[m.size() - 2] > 0 && m[m.size() - 2] <= 1))
+    throw std::invalid_argument("the checkpoint does not match this model, method and number of silos");
   // The previous objective is NaN before the second round: not read through the finite check.
   previous_objective_ = m.back();
   const Message head(m.begin(), m.end() - 1);
   message::Reader in(head, "the checkpoint");
   server_.set_posterior(read_natural<Natural>(in, d, "q_s"));
-  for (size_t k = 0; k < factors_.size(); ++k) {
-    factors_[k] = read_natural<Natural>(in, d, "a silo's factor");
+  for (size_t k = 0; k < updated_.size(); ++k) {
+    if (!factors_.empty()) factors_[k] = read_natural<Natural>(in, d, "a silo's factor");
     updated_[k] = in.value("updated") != 0;
   }
   if (optimiser_) {

@@ -103,22 +103,10 @@ class PviCoordinator : public Coordinator {
         schedule_(options_.schedule),
         server_(run.model, run.server_data.view(), options_.seed),
         layout_(variable_layout(run.model, FVI_GROUP_GLOBAL, run.server_data.view())),
-        runner_(server_, run.transport, schedule_, options_.server_damping, aggregation(run.settings, options_)) {
+        runner_(server_, run.transport, options_) {
     if (!run.args.test.empty())
       held_out_ = load_held_out(run.model, run.args.test, run.public_data, options_.precision);
     ood_ = load_out_of_distribution(run.model, run.args.ood, run.args.test, run.public_data, options_.precision);
-  }
-
-  // The aggregation's settings (fvi/program/pvi_rounds.h), from the inference keys.
-  static RoundsAggregation aggregation(const engine::Settings& s, const engine::PviOptions& o) {
-    RoundsAggregation a;
-    a.method = o.aggregation;
-    a.optimiser.kind = s.name("server_optimiser", "sgd");
-    a.optimiser.lr = s.number("server_lr", 1.0);
-    a.optimiser.tau = s.number("server_tau", a.optimiser.tau);
-    a.init_sd = o.init_sd, a.init_mean_sd = o.init_mean_sd, a.seed = o.seed;
-    a.clients_per_round = s.integer("clients_per_round", 0);
-    return a;
   }
 
   const char* checkpoint_kind() const override { return "pvi-server"; }
@@ -126,19 +114,21 @@ class PviCoordinator : public Coordinator {
     const std::string& method = options_.aggregation;
     std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld, schedule = %s\n", run_.description.name,
                 method.c_str(), engine::GaussianFamily<Q>::name(), run_.transport.silos(), rounds_, schedule_.c_str());
-    const long asked = run_.settings.integer("clients_per_round", 0);
+    const long asked = options_.clients_per_round;
     if (asked > 0 && asked < run_.transport.silos())
       std::printf("  %ld of the %d silos are asked each round, drawn from the seed\n", asked, run_.transport.silos());
     if (method != "pvi") {
-      const RoundsAggregation a = aggregation(run_.settings, options_);
+      const engine::ServerOptimiserOptions& server = options_.server_optimiser;
       std::printf("  the server %s, then takes a step of %s (lr %g%s)\n",
                   method == "fedavg" ? "averages the silos' changes of q's means and log variances, weighted by rows"
                                      : "matches N(mu, sigma^2) to the silos' q_k (seed 001 Eqs. 36, 42)",
-                  a.optimiser.kind.c_str(), a.optimiser.lr,
-                  a.optimiser.kind == "adam" ? (", tau " + std::to_string(a.optimiser.tau)).c_str() : "");
+                  server.kind.c_str(), server.lr,
+                  server.kind == "adam" ? (", tau " + std::to_string(server.tau)).c_str() : "");
       if (method == "fedvem")
         std::printf("  fedvem fits a hierarchical surrogate: each silo's own parameters ~ N(mu, sigma^2), with (mu, "
                     "sigma^2) estimated; the written prior only starts it\n");
+      std::printf("  loss = %s, divergence = %s, each silo's change undamped\n", options_.loss.name().c_str(),
+                  options_.divergence.name().c_str());
       return;
     }
     std::printf("  loss = %s, divergence = %s, damping = %g%s\n", options_.loss.name().c_str(),

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fvi/engine/aggregation.h"
 #include "fvi/engine/bound_factor.h"
 #include "fvi/engine/gaussian_family.h"
 #include "fvi/engine/meanfield_shards.h"
@@ -29,6 +30,9 @@ struct PviOptions {
   // cavity is the prior with its KL shared out, (1/S) KL(q : prior) (seed 001 Eq. 30); fedvem's
   // is the server's N(mu, sigma^2), the hierarchical prior of seed 001 Eq. 33.
   std::string aggregation = "pvi";
+  ServerOptimiserOptions server_optimiser;  // fedavg and fedvem: server_optimiser, server_lr, server_tau
+  // Silos asked per synchronous round, drawn from `seed` and the round (FedAvg's protocol); 0: all.
+  long clients_per_round = 0;
   LossSpec loss;
   // The generalised-Bayes learning rate (seed 000 Eq. 2): the loss is multiplied by it. With KL,
   // loss_weight = w is divergence = weighted_kl(w), i.e. (1/w) KL (seed 000 Lemma B.1).

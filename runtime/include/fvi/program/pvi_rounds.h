@@ -19,36 +19,22 @@
 
 namespace fvi::program {
 
-// How the server combines the silos' results (engine::PviOptions::aggregation), and which silos
-// take part in a round.
-struct RoundsAggregation {
-  std::string method = "pvi";  // pvi, fedavg or fedvem
-  engine::ServerOptimiserOptions optimiser;  // fedavg and fedvem
-  // fedavg and fedvem: the server's first q, the prior's means plus N(0, init_mean_sd^2) noise
-  // from `seed` (party 0 of the initialisation stream, as a PVI silo's first start) and sd
-  // init_sd (0: the prior's). The server's q is what every silo starts from.
-  double init_sd = 0, init_mean_sd = 0;
-  uint64_t seed = 1;
-  // Silos asked per round in the synchronous schedule, drawn without replacement from `seed`
-  // and the round (FedAvg's protocol; 0: all).
-  long clients_per_round = 0;
-};
-
 template <class Q>
 class PviRounds {
  public:
   using Server = engine::PviServer<Q>;
   using Natural = typename Server::Natural;
 
-  // schedule: synchronous (silos in parallel on the same q_s, changes applied in silo order),
-  // sequential (one silo after another, each on the latest q_s), or asynchronous (in parallel,
-  // each change applied as it arrives: the order depends on timing, seed 000 §2.1).
-  // server_damping (synchronous only): the server applies every silo's (already damped) change
-  // times one scale, 1 at first and halved (down to 1/silos, the paper's default damping) after
-  // every round whose objective fell: full steps where they help (a Gaussian-like posterior
-  // converges in a few rounds), smaller ones where simultaneous updates overshoot.
-  PviRounds(Server& server, Transport& transport, std::string schedule, bool server_damping = false,
-            RoundsAggregation aggregation = {});
+  // From the run's options (engine::PviOptions::from): the schedule, synchronous (silos in
+  // parallel on the same q_s, changes applied in silo order), sequential (one silo after another,
+  // each on the latest q_s), or asynchronous (in parallel, each change applied as it arrives: the
+  // order depends on timing, seed 000 §2.1); the server's damping (synchronous only: the server
+  // applies every silo's (already damped) change times one scale, 1 at first and halved (down to
+  // 1/silos, the paper's default damping) after every round whose objective fell: full steps
+  // where they help, smaller ones where simultaneous updates overshoot); the aggregation (pvi,
+  // or fedavg and fedvem with the server's optimiser, whose first q is the prior's means plus
+  // N(0, init_mean_sd^2) noise from `seed` and sd init_sd, 0: the prior's); clients_per_round.
+  PviRounds(Server& server, Transport& transport, const engine::PviOptions& options);
 
   // One server round. A silo whose change is missing (dropped out, refused) keeps its factor
   // (fedavg, fedvem: the round aggregates the silos that answered; none: q stays).
@@ -68,7 +54,8 @@ class PviRounds {
   // Silo changes refused or missing so far (each refusal is reported on stderr as it happens).
   long rejected() const { return rejected_; }
 
-  // The server's state for a checkpoint (q_s, every t_k, which silos have updated) and back.
+  // The server's state for a checkpoint (q_s, every t_k, which silos have updated; fedavg and
+  // fedvem: q_s, which silos have updated, the server optimiser's state) and back.
   Message state() const;
   void restore(const Message& state);
 
@@ -81,7 +68,7 @@ class PviRounds {
   Server& server_;
   Transport& transport_;
   std::string schedule_;
-  std::vector<Natural> factors_;
+  std::vector<Natural> factors_;  // pvi only: fedavg's and fedvem's silos hold no factor
   std::vector<char> updated_;
   long rejected_ = 0;
   int missing_terms_ = 0;
@@ -89,7 +76,9 @@ class PviRounds {
   bool server_damping_ = false;
   double damping_ = 1;
   double previous_objective_;  // NaN: none to compare with
-  RoundsAggregation aggregation_;
+  std::string method_;
+  long clients_per_round_ = 0;
+  uint64_t seed_ = 1;
   std::optional<engine::ServerOptimiser> optimiser_;  // fedavg and fedvem
 };
 
