@@ -171,8 +171,8 @@ struct Choice {
 
 const std::vector<Choice>& choices() {
   static const std::vector<Choice> table = {
-      {"method", {"auto", "pvi", "fedavg", "fedvem", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented",
-                  "vfl_power"}},
+      {"method", {"auto", "pvi", "fedavg", "fedvem", "fedavg_fsvi", "fedvem_hsvi", "sfvi", "sfvi_avg", "independent",
+                  "vfl_exact", "vfl_augmented", "vfl_power"}},
       {"server_optimiser", {"sgd", "adam"}},
       {"local_optimiser", {"adam", "sgd"}},
       {"family", {"meanfield", "fullrank", "structured"}},
@@ -226,6 +226,9 @@ const std::vector<Numeric>& numerics() {
       {"server_lr", kPositive},
       {"server_tau", kPositive},
       {"clients_per_round", kPositiveInt},
+      {"context_points", kPositiveInt},
+      {"context_noise", {0, kInf, false, false, false}},
+      {"function_kl_weight", kPositive},
   };
   return table;
 }
@@ -328,10 +331,25 @@ const char* default_pvi_family(std::optional<long long> global_values, const std
 
 const std::vector<KeySpec>& inference_keys() {
   static const std::vector<KeySpec> table = {
-      {"method", "auto, pvi, fedavg, fedvem, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, vfl_power",
-       "the federated decomposition; auto picks it from the model's structure (fedavg and fedvem only when asked: seed "
-       "001's FedAvg and FedVEM of a mean-field q, a global-only model)",
+      {"method",
+       "auto, pvi, fedavg, fedvem, fedavg_fsvi, fedvem_hsvi, sfvi, sfvi_avg, independent, vfl_exact, vfl_augmented, "
+       "vfl_power",
+       "the federated decomposition; auto picks it from the model's structure (seed 001's methods of a mean-field q "
+       "and a global-only model only when asked: fedavg and fedvem in weight space, fedavg_fsvi and fedvem_hsvi with "
+       "a function-space prior at context points)",
        "auto"},
+      {"context_points", "an integer >= 1",
+       "fedavg_fsvi, fedvem_hsvi: context points per local step, each a random row of the silo's data plus uniform "
+       "noise (seed 001 App. E.1); they never leave the silo",
+       "1"},
+      {"context_noise", "a number >= 0",
+       "fedavg_fsvi, fedvem_hsvi: each real value of a context point is moved by U[-context_noise, context_noise] "
+       "(1/255: one grey level of a pixel scaled to [0, 1])",
+       "0.00392157"},
+      {"function_kl_weight", "a number > 0",
+       "fedavg_fsvi, fedvem_hsvi: beta, the weight of the function-space KL in the local objective (seed 001 App. "
+       "E.1 tuned 0.005 for MNIST)",
+       "1"},
       {"family", "meanfield, fullrank, structured",
        "the variational family; vfl_exact: fullrank is one Gaussian across the server and the silos (each holds its "
        "rows of the factor)",

@@ -21,6 +21,8 @@ const char* method_key(Method m) {
     case Method::PVI: return "pvi";
     case Method::FedAvg: return "fedavg";
     case Method::FedVEM: return "fedvem";
+    case Method::FedAvgFSVI: return "fedavg_fsvi";
+    case Method::FedVEMHSVI: return "fedvem_hsvi";
     case Method::SFVI: return "sfvi";
     case Method::SFVIAvg: return "sfvi_avg";
     case Method::Independent: return "independent";
@@ -36,6 +38,8 @@ const char* method_title(Method m) {
     case Method::PVI: return "PVI (partitioned variational inference; FedGVI)";
     case Method::FedAvg: return "FedAvg WSVI (federated averaging of a mean-field q; seed 001 Algorithm 1)";
     case Method::FedVEM: return "FedVEM WSVI (variational EM of a hierarchical surrogate; seed 001 Algorithm 2)";
+    case Method::FedAvgFSVI: return "FedAvg FSVI (federated averaging, a function-space prior at context points; seed 001 Algorithm 3)";
+    case Method::FedVEMHSVI: return "FedVEM HSVI (variational EM, function-space local and weight-space server KL; seed 001 Algorithm 5)";
     case Method::SFVI: return "SFVI (structured federated VI)";
     case Method::SFVIAvg: return "SFVI-Avg (structured federated VI with local steps and averaging)";
     case Method::Independent: return "independent (each silo fits its own data, no communication)";
@@ -190,9 +194,13 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
                                pvi_update_reply_size(Q)});
       break;
     case Method::FedAvg:
+    case Method::FedAvgFSVI:
       plan.messages.push_back({"server", "silo k",
                                "the global " + qg + " in natural parameters, and q over the prior (silo k's "
-                               "cavity is then the prior, its KL weighted 1/S: seed 001 Eq. 30)",
+                               "cavity is then the prior" +
+                                   std::string(plan.method == Method::FedAvg
+                                                   ? ", its KL weighted 1/S: seed 001 Eq. 30)"
+                                                   : ", linearised at silo k's context points: seed 001 Eq. 27)"),
                                pvi_update_request_size(Q)});
       plan.messages.push_back({"silo k", "server",
                                "the change of q after silo k's local optimisation, in natural parameters, and silo "
@@ -200,6 +208,7 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
                                fedavg_update_reply_size(Q)});
       break;
     case Method::FedVEM:
+    case Method::FedVEMHSVI:
       plan.messages.push_back({"server", "silo k",
                                "N(mu, sigma^2), the hierarchical prior of every silo's own copy of the globals, in "
                                "natural parameters (and an empty factor)",
@@ -306,6 +315,8 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
     case Method::PVI:
     case Method::FedAvg:
     case Method::FedVEM:
+    case Method::FedAvgFSVI:
+    case Method::FedVEMHSVI:
       plan.closing.push_back({"server", "silo k", "T draws of " + qg + " (not sent beyond 10^6 values)", G * T});
       plan.closing.push_back({"silo k", "server", "silo k's log likelihood at each draw", T});
       break;
@@ -457,14 +468,19 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
 
   if (requested == "auto") {
     plan.method = needs_sfvi ? Method::SFVI : Method::PVI;
-  } else if (requested == "pvi" || requested == "fedavg" || requested == "fedvem") {
+  } else if (requested == "pvi" || requested == "fedavg" || requested == "fedvem" || requested == "fedavg_fsvi" ||
+             requested == "fedvem_hsvi") {
     if (needs_sfvi) {
       diags.error(at, "method " + requested + " cannot fit this model: " + why_not_pvi,
                   "use method = sfvi (or sfvi_avg), which handles local parameters, hyperparameters and any "
                   "proper prior");
       return false;
     }
-    plan.method = requested == "pvi" ? Method::PVI : requested == "fedavg" ? Method::FedAvg : Method::FedVEM;
+    plan.method = requested == "pvi"           ? Method::PVI
+                  : requested == "fedavg"      ? Method::FedAvg
+                  : requested == "fedvem"      ? Method::FedVEM
+                  : requested == "fedavg_fsvi" ? Method::FedAvgFSVI
+                                               : Method::FedVEMHSVI;
   } else if (requested == "sfvi") {
     plan.method = Method::SFVI;
   } else if (requested == "sfvi_avg") {
@@ -485,7 +501,18 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
           "steps along the rows-weighted mean change of q's means and log variances; silos whose data differ pull "
           "their local optima apart, so with more than one local step its fixed point drifts from the written "
           "model's posterior (k-hat at the end measures the cost)");
-    if (plan.method == Method::FedVEM)
+    if (function_space(plan.method))
+      plan.reasons.push_back(
+          std::string("requested: ") +
+          (plan.method == Method::FedAvgFSVI
+               ? "FedAvg's rounds with a function-space prior: "
+               : "FedVEM's rounds (the server matches N(mu, sigma^2) in weight space) with a function-space prior: ") +
+          "each silo's local objective is E_q[its log likelihood] + beta KL(q(f) : p(f)) at context points drawn "
+          "from its own rows each step (seed 001 Eqs. 25-27; beta = function_kl_weight), the two measures "
+          "linearised about their weight means (Rudner et al. 2021), the Jacobian held fixed in the gradient of the "
+          "covariance; the context points never leave the silo. A surrogate objective, not the written model's "
+          "posterior (k-hat at the end measures the difference)");
+    if (plan.method == Method::FedVEM || plan.method == Method::FedVEMHSVI)
       plan.reasons.push_back(
           "requested: a surrogate, not the written model: each silo fits its own copy of the globals under the prior "
           "N(mu, sigma^2), and the server estimates (mu, sigma^2) by variational EM (seed 001 Eq. 33); the written "
@@ -504,7 +531,7 @@ bool check_family(const SemanticModel& m, const Groups& g, Diagnostics& diags, P
   // depends on the data is taken to be small (the program decides on the real one).
   std::string fallback = "meanfield";
   if (plan.method == Method::VFLExact) fallback = "auto";
-  if (plan.method == Method::FedAvg || plan.method == Method::FedVEM) {
+  if (averaged(plan.method)) {
     if (m.settings.name("family", "meanfield") != "meanfield") {
       diags.error(m.settings.loc("family"), std::string("method ") + method_key(plan.method) + " fits a mean-field q",
                   "seed 001's server averages (or matches) each coordinate's mean and log variance; use family = "
@@ -574,7 +601,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
       plan.notes.push_back(std::string("'") + key + "' has no effect with " + method_key(plan.method));
   };
   bool pvi = plan.method == Method::PVI;
-  bool averaged = plan.method == Method::FedAvg || plan.method == Method::FedVEM;
+  const bool averaged_method = averaged(plan.method);
   bool vfl = plan.method == Method::VFLAugmented || plan.method == Method::VFLPower;
   unused("rho", vfl);
   unused("divergence", pvi);
@@ -582,9 +609,10 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("schedule", pvi);
   unused("server_damping", pvi);
   unused("init_mean_sd", pvi_engine(plan.method));
-  unused("server_optimiser", averaged);
-  unused("server_lr", averaged);
-  unused("server_tau", averaged && m.settings.name("server_optimiser", "sgd") == "adam");
+  unused("server_optimiser", averaged_method);
+  unused("server_lr", averaged_method);
+  for (const char* key : {"context_points", "context_noise", "function_kl_weight"}) unused(key, function_space(plan.method));
+  unused("server_tau", averaged_method && m.settings.name("server_optimiser", "sgd") == "adam");
   unused("clients_per_round", pvi_engine(plan.method) && !plan.sparse_gp);
   unused("local_optimiser", pvi_engine(plan.method) && !plan.sparse_gp);
   unused("q_z", vfl);
@@ -789,7 +817,9 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
       return false;
     }
   }
-  if (pvi_engine(plan.method))
+  if (function_space(plan.method))
+    plan.conjugacy = {false, "the function-space KL at context points has no closed-form update"};
+  else if (pvi_engine(plan.method))
     plan.conjugacy = detect_conjugacy(model, plan.family, plan.method == Method::PVI);
   add_messages(plan, model, g);
   if (plan.method == Method::VFLExact || plan.method == Method::VFLAugmented || plan.method == Method::VFLPower) {
@@ -867,14 +897,14 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
       out << ", every silo at once (the server damps the changes)";
     out << '\n';
   }
-  if (plan.method == Method::FedAvg || plan.method == Method::FedVEM) {
+  if (averaged(plan.method)) {
     const std::string optimiser = model.settings.name("server_optimiser", "sgd");
     const double lr = model.settings.has("server_lr") ? model.settings.values.at("server_lr").number : 1.0;
     std::ostringstream step;
     step << optimiser << " with server_lr " << lr;
     out << "  schedule: every silo at once from the server's q, undamped; the server's step: " << step.str()
         << (optimiser == "sgd" && lr == 1.0
-                ? (plan.method == Method::FedAvg ? " (plain averaging)" : " (the exact M-step)")
+                ? (fedavg_aggregation(plan.method) ? " (plain averaging)" : " (the exact M-step)")
                 : "")
         << '\n';
   }

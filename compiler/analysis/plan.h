@@ -14,11 +14,19 @@
 
 namespace fvic {
 
-enum class Method { PVI, FedAvg, FedVEM, SFVI, SFVIAvg, Independent, VFLExact, VFLAugmented, VFLPower };
+enum class Method {
+  PVI, FedAvg, FedVEM, FedAvgFSVI, FedVEMHSVI, SFVI, SFVIAvg, Independent, VFLExact, VFLAugmented, VFLPower
+};
 inline bool is_vertical(Method m) { return m == Method::VFLExact || m == Method::VFLAugmented || m == Method::VFLPower; }
-// The methods PVI's engine runs: the same silos, another server aggregation for FedAvg and FedVEM
-// (seed 001 Algorithms 1-2).
-inline bool pvi_engine(Method m) { return m == Method::PVI || m == Method::FedAvg || m == Method::FedVEM; }
+// Seed 001's server aggregations: FedAvg's pseudo-gradient (Algorithms 1 and 3) and FedVEM's
+// moment matching (Algorithms 2 and 5); the FSVI and HSVI methods put the linearised
+// function-space KL at context points in the local objective (fvi/engine/function_space.h).
+inline bool fedavg_aggregation(Method m) { return m == Method::FedAvg || m == Method::FedAvgFSVI; }
+inline bool fedvem_aggregation(Method m) { return m == Method::FedVEM || m == Method::FedVEMHSVI; }
+inline bool averaged(Method m) { return fedavg_aggregation(m) || fedvem_aggregation(m); }
+inline bool function_space(Method m) { return m == Method::FedAvgFSVI || m == Method::FedVEMHSVI; }
+// The methods PVI's engine runs: the same silos, another server aggregation for seed 001's.
+inline bool pvi_engine(Method m) { return m == Method::PVI || averaged(m); }
 const char* method_key(Method m);    // "pvi", "sfvi", ...
 const char* method_title(Method m);  // "PVI (partitioned variational inference)"
 

@@ -354,10 +354,11 @@ def case_score_matching(fvic, cache, work):
         require(abs(got["sd"][0] - sd) <= 1e-9 * sd, f"{weight}: sd {got['sd'][0]} vs {sd}")
 
 
-def case_aggregation(fvic, cache, work):
+def unequal_clutter_silos(work):
+    """examples/clutter's observations cut into silos of 10, 30 and 60 rows (unequal, so that
+    FedAvg's weights n_s / n matter) in WORK/data: (the data folder, the silos' x, the model)."""
     ex = os.path.join(EXAMPLES, "clutter")
     xs = read_all_x(os.path.join(ex, "data"))
-    # Unequal silos, so that FedAvg's weights n_s / n matter.
     data = os.path.join(work, "data")
     os.makedirs(data)
     write_json(os.path.join(data, "data.json"), {})
@@ -365,8 +366,12 @@ def case_aggregation(fvic, cache, work):
     silos = [xs[a:b] for a, b in zip(cuts, cuts[1:])]
     for k, part in enumerate(silos, 1):
         write_json(os.path.join(data, f"silo-{k}.json"), {"N": len(part), "x": part})
-    S, n = len(silos), len(xs)
-    model = os.path.join(ex, "clutter.fvi")
+    return data, silos, os.path.join(ex, "clutter.fvi")
+
+
+def case_aggregation(fvic, cache, work):
+    data, silos, model = unequal_clutter_silos(work)
+    S, n = len(silos), sum(len(p) for p in silos)
 
     def fitted(out):
         got = posterior(out)["variables"]["theta"]
@@ -417,6 +422,48 @@ def case_aggregation(fvic, cache, work):
              if abs(got[0] - nu[0]) <= 1e-9 * max(1, abs(nu[0])) and abs(got[1] - math.exp(nu[1] / 2)) <= 1e-9]
     print(f"clients_per_round = 1: theta {got[0]:.10f}, the local optimum of silo(s) {match}")
     require(len(match) == 1, f"one silo asked, but the result {got} is not one silo's local optimum {local}")
+
+
+def case_function_space(fvic, cache, work):
+    """fedavg_fsvi and fedvem_hsvi where the function-space KL is the weight-space one: clutter's
+    likelihood x ~ normal(theta, 1) has the function f(x; theta) = theta at every point, an
+    injection, so the linearised KL at any context point is KL(q : cavity) in theta exactly (seed
+    001 Eq. 10 holds with equality). FedAvg FSVI's silo s then minimises E_q[-log lik_s] + beta
+    KL(q : prior), whose optimum is prior x lik_s^(1 / beta) (seed 000 Lemma B.1: precision 1 +
+    n_s / beta, mean sum(x_s) / (beta + n_s)); FedVEM HSVI's is N(mu, sigma^2) x lik_s, the FedVEM recursion of case
+    aggregation. The silos' updates are stochastic optimisations (the function-space KL has no
+    closed form), which stop when their averaged means move less than 0.05 q sds
+    (PviOptions::local_window, ConvergenceMonitor's tol_param): the tolerance is twice that."""
+    data, silos, model = unequal_clutter_silos(work)
+    S, n = len(silos), sum(len(p) for p in silos)
+
+    def check(out, want, what):
+        got = posterior(out)["variables"]["theta"]
+        mean, sd = got["mean"][0], got["sd"][0]
+        print(f"{what}: theta {mean:.6f} (sd {sd:.6f}); exact {want[0]:.6f} (sd {want[1]:.6f}); "
+              f"{abs(mean - want[0]) / want[1]:.3f} sd apart, sd ratio {sd / want[1]:.3f}")
+        require(abs(mean - want[0]) <= 0.1 * want[1], f"{what}: mean {mean} vs {want[0]} (sd {want[1]})")
+        require(abs(sd / want[1] - 1) <= 0.1, f"{what}: sd {sd} vs {want[1]}")
+
+    # M context points sum M equal KLs (Eq. 26 treats the points as independent): the prior's
+    # weight is beta M.
+    for beta, points in ((1.0, 2), (0.25, 1)):
+        w = beta * points
+        local = [(sum(p) / (w + len(p)), math.log(w / (w + len(p)))) for p in silos]  # (mean, log variance)
+        average = [sum(len(p) / n * nu[i] for p, nu in zip(silos, local)) for i in range(2)]
+        out = os.path.join(work, f"fedavg_fsvi-{beta}")
+        run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedavg_fsvi", "rounds=2",
+                                                 f"function_kl_weight={beta}", f"context_points={points}"])
+        check(out, (average[0], math.exp(average[1] / 2)), f"fedavg_fsvi, beta {beta}, {points} context points")
+
+    mu, var = 0.0, 1.0
+    for _ in range(3):
+        fits = [((mu / var + sum(p)) / (1 / var + len(p)), 1 / (1 / var + len(p))) for p in silos]
+        mu = sum(f[0] for f in fits) / S
+        var = sum((mu - f[0]) ** 2 + f[1] for f in fits) / S
+    out = os.path.join(work, "fedvem_hsvi")
+    run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedvem_hsvi", "rounds=3"])
+    check(out, (mu, math.sqrt(var)), "fedvem_hsvi, 3 rounds")
 
 
 def case_bad_data(fvic, cache, work):
@@ -615,6 +662,7 @@ CASES = {
     "lenet_slice": case_lenet_slice,
     "ood": case_ood,
     "aggregation": case_aggregation,
+    "function_space": case_function_space,
 }
 
 

@@ -34,6 +34,7 @@ constexpr std::uint32_t kInitialisation = 4;
 constexpr std::uint32_t kAuxiliaryNoise = 5;  // tau_k behind silo k's auxiliary z_k (seed 004 Eq. 9-10)
 constexpr std::uint32_t kJointNoise = 6;  // eps of a joint family across parties, drawn alike by every party (issue 36)
 constexpr std::uint32_t kClientSampling = 7;  // the silos asked in a round (clients_per_round)
+constexpr std::uint32_t kContextPoints = 8;  // a function-space prior's context points (seed 001 App. E.1)
 constexpr std::uint32_t kUserStream = 1000;
 }  // namespace rng_stream
 

@@ -1,5 +1,8 @@
 #include "fvi/engine/function_space.h"
 
+#include <cctype>
+#include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -60,6 +63,105 @@ LinearisedGaussian linearise(BoundFactor& likelihood, int64_t row, const Eigen::
     throw ModelError(likelihood.name() + ": the kernel's Jacobian has the wrong shape");
   g.jacobian = gradients[0].transpose();
   return g;
+}
+
+WeightSpaceGradient function_space_kl(BoundFactor& context, const Eigen::VectorXd& mean,
+                                      const Eigen::VectorXd& variance, const Eigen::VectorXd& prior_mean,
+                                      const Eigen::VectorXd& prior_variance, double jitter) {
+  WeightSpaceGradient out;
+  out.d_mean = Eigen::VectorXd::Zero(mean.size());
+  out.d_variance = Eigen::VectorXd::Zero(mean.size());
+  for (int64_t row = 0; row < context.rows(); ++row) {  // seed 001 Eq. 26: a sum over the points
+    const LinearisedGaussian q = linearise(context, row, mean, variance);
+    const LinearisedGaussian prior = linearise(context, row, prior_mean, prior_variance);
+    const FunctionSpaceKl kl = linearised_kl(q, prior, jitter);
+    out.value += kl.value;
+    out.d_mean.noalias() += q.jacobian.transpose() * kl.d_mean;  // f(x; m)'s chain rule, J_m' dKL/df
+    out.d_variance += kl.d_variance;
+  }
+  return out;
+}
+
+namespace {
+
+// The name a declared dimension is, when it is a bare identifier ("N"; not "N + 1" or "3").
+bool is_name(const char* dim) {
+  if (!dim || !(std::isalpha(static_cast<unsigned char>(dim[0])) || dim[0] == '_')) return false;
+  for (const char* c = dim; *c; ++c)
+    if (!std::isalnum(static_cast<unsigned char>(*c)) && *c != '_') return false;
+  return true;
+}
+
+int data_index(const fvi_data& data, const char* name) {
+  for (int v = 0; v < data.count; ++v)
+    if (std::strcmp(data.names[v], name) == 0) return v;
+  return -1;
+}
+
+}  // namespace
+
+ContextPoints::ContextPoints(const fvi_model& model, int factor, const fvi_data& data, long count, double noise)
+    : model_(&model), factor_(factor), count_(count), noise_(noise) {
+  const std::string likelihood = model.factors[factor].name;
+  if (count < 1) throw std::invalid_argument("context_points must be at least 1");
+  if (!(noise >= 0) || !std::isfinite(noise)) throw std::invalid_argument("context_noise must be a finite number >= 0");
+  rows_ = BoundFactor(model, factor, data).rows();
+  const fvi_data_table* table = model.data_table;
+  // The silo's sizes whose value is the likelihood's row count: the one whose rows are drawn.
+  std::string size_name;
+  for (int d = 0; table && d < table->declaration_count; ++d) {
+    const fvi_data_declaration& decl = table->declarations[d];
+    if (decl.party != FVI_DATA_SILO || decl.rank < 1 || (decl.row_vector && decl.rank == 1) || !is_name(decl.dims[0]))
+      continue;
+    const int size = data_index(data, decl.dims[0]);
+    if (size < 0 || data.values[size].rows * data.values[size].cols != 1 || data.values[size].data[0] != double(rows_))
+      continue;
+    if (!size_name.empty() && size_name != decl.dims[0])
+      throw ModelError(likelihood + ": its " + std::to_string(rows_) + " rows are both " + size_name + " and " +
+                       decl.dims[0] + " rows of silo data, so the context points' rows are ambiguous");
+    size_name = decl.dims[0];
+  }
+  if (size_name.empty())
+    throw ModelError(likelihood + ": a function-space prior draws its context points from the rows of silo data, " +
+                     "and no silo data has the likelihood's " + std::to_string(rows_) + " rows as its first dimension");
+  size_index_ = data_index(data, size_name.c_str());
+  for (int d = 0; d < table->declaration_count; ++d) {
+    const fvi_data_declaration& decl = table->declarations[d];
+    if (decl.party != FVI_DATA_SILO || decl.rank < 1 || (decl.row_vector && decl.rank == 1) ||
+        std::strcmp(decl.dims[0], size_name.c_str()) != 0)
+      continue;
+    const int v = data_index(data, decl.name);
+    if (v < 0) continue;
+    const fvi_tensor& t = data.values[v];
+    if (t.rows != rows_) continue;
+    row_variables_.push_back({v, decl.is_int != 0, t.data, t.cols});
+    row_names_.push_back(decl.name);
+  }
+  names_.assign(data.names, data.names + data.count);
+  tensors_.assign(data.values, data.values + data.count);
+  drawn_.resize(row_variables_.size() + 1);
+}
+
+BoundFactor& ContextPoints::draw(CounterRng& rng) {
+  std::vector<int64_t> rows(static_cast<size_t>(count_));
+  for (int64_t& r : rows) r = int64_t(rng.uniform_int(uint64_t(rows_)));
+  for (size_t k = 0; k < row_variables_.size(); ++k) {
+    const RowVariable& v = row_variables_[k];
+    Eigen::MatrixXd& cut = drawn_[k];
+    cut.resize(count_, v.cols);
+    const Eigen::Map<const Eigen::MatrixXd> values(v.values, rows_, v.cols);
+    for (long i = 0; i < count_; ++i) cut.row(i) = values.row(rows[size_t(i)]);
+    // seed 001 App. E.1: U[-noise, noise] on every real value, independently.
+    if (!v.integer && noise_ > 0) cut.array() += noise_ * (2 * rng.uniform(cut.rows(), cut.cols()).array() - 1);
+    tensors_[size_t(v.index)] = fvi_tensor{cut.data(), cut.rows(), cut.cols(), 1};
+  }
+  Eigen::MatrixXd& size = drawn_.back();
+  size = Eigen::MatrixXd::Constant(1, 1, double(count_));
+  tensors_[size_t(size_index_)] = fvi_tensor{size.data(), 1, 1, 1};
+  const fvi_data view{int(tensors_.size()), names_.data(), tensors_.data()};
+  bound_.reset();
+  bound_ = std::make_unique<BoundFactor>(*model_, factor_, view);
+  return *bound_;
 }
 
 }  // namespace fvi::engine

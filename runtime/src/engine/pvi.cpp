@@ -17,10 +17,22 @@
 
 namespace fvi::engine {
 
-PviOptions PviOptions::from(const Settings& s, int silos, const std::string& method) {
+bool pvi_engine_method(const std::string& method) {
+  return method == "pvi" || method == "fedavg" || method == "fedvem" || method == "fedavg_fsvi" ||
+         method == "fedvem_hsvi";
+}
+
+std::string pvi_aggregation(const std::string& method) {
+  if (method == "fedavg_fsvi") return "fedavg";
+  if (method == "fedvem_hsvi") return "fedvem";
+  return method;
+}
+
+PviOptions PviOptions::from(const Settings& s, int silos, const std::string& method_name) {
   PviOptions o;
-  if (method != "pvi" && method != "fedavg" && method != "fedvem")
-    throw std::invalid_argument("method = " + method + " is not served by the PVI engine");
+  if (!pvi_engine_method(method_name))
+    throw std::invalid_argument("method = " + method_name + " is not served by the PVI engine");
+  const std::string method = pvi_aggregation(method_name);
   o.aggregation = method;
   o.loss = s.loss();
   s.score_matching(o.score_weight, o.score_length_scale);
@@ -61,6 +73,16 @@ PviOptions PviOptions::from(const Settings& s, int silos, const std::string& met
     o.divergence = DivergenceSpec{};
     // seed 001 Eq. 30: silo s's share of the ELBO carries (1/S) KL(q : prior), weighted_kl(S).
     if (method == "fedavg") o.divergence = DivergenceSpec{DivergenceKind::kWeightedKl, double(std::max(1, silos))};
+  }
+  if (method_name == "fedavg_fsvi" || method_name == "fedvem_hsvi") {
+    // seed 001 Eqs. 25-27 (FedAvg FSVI) and 22-24 (FedVEM HSVI, local step): each silo's own
+    // context points carry the function-space KL, so it is not shared out as fedavg's (1/S) KL.
+    o.function_space = true;
+    o.divergence = DivergenceSpec{DivergenceKind::kNone, 1};
+    o.context_points = s.integer("context_points", o.context_points);
+    o.context_noise = s.number("context_noise", o.context_noise);
+    o.function_kl_weight = s.number("function_kl_weight", o.function_kl_weight);
+    if (o.context_points < 1) throw std::invalid_argument("context_points must be at least 1");
   }
   return o;
 }
@@ -110,7 +132,14 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
                                   std::string(info.distribution) + " likelihood of " + bound->bound().name() +
                                   " (it is for bernoulli_logit, categorical_logit, poisson_log and normal)");
     likelihoods_.push_back(std::move(bound));
+    if (options_.function_space) {
+      if (!kDiagonal(static_cast<const Natural*>(nullptr)))
+        throw ModelError("a function-space prior (method = fedavg_fsvi, fedvem_hsvi) needs family = meanfield");
+      if (context_) throw ModelError("a function-space prior needs one likelihood: the network's outputs");
+      context_ = std::make_unique<ContextPoints>(model, f, data, options_.context_points, options_.context_noise);
+    }
   }
+  if (options_.function_space && !context_) throw ModelError("a function-space prior needs a likelihood on the silo");
   factor_ = Family::zero(dim_);
   if (!options_.score_weight.empty()) {
     bind_location_model();
@@ -373,6 +402,10 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
   if (options_.adaptive_steps) adam_options.beta2 = 0.99;
   adam_options.moments = options_.local_optimiser != "sgd";
   CounterRng noise(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kLocalNoise});
+  CounterRng context_rng(RngKey{options_.seed, uint32_t(silo_), round, rng_stream::kContextPoints});
+  if (context_ && !q_cavity)
+    throw ModelError("silo " + std::to_string(silo_) + ": the function-space prior is linearised at the cavity, "
+                     "which is not a proper Gaussian");
   // Names the likely cause (issue 27 item 10; data near double's limit were refused above): the
   // starting point (a loss not finite at step 1 was evaluated before any step, so the step size
   // cannot be its cause), else lr.
@@ -393,10 +426,26 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
       // The divergence's value is read only at the last step and, with early stopping, in every
       // epoch's objective; its gradient is needed at every step.
       const bool every_value = (options_.epochs > 0 && options_.patience > 0) || options_.adaptive_steps;
+      using T = typename std::decay_t<decltype(q.means()[0])>::Scalar;
       const auto step = [&](long batch, long t) {
-        const auto g = meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
+        auto g = meanfield_loss_gradient(q.means(), q.sds(), batch, n_batches, options_.mc_samples, noise, true);
+        double function_kl = 0;
+        if (context_) {
+          // seed 001 Eq. 25: beta sum_x KL(q~(f(x)) || p~(f(x))) at fresh context points, the
+          // prior linearised at the cavity's means and variances (Eq. 18).
+          const Eigen::VectorXd mean = q.means()[0].template cast<double>();
+          const Eigen::VectorXd sd = q.sds()[0].template cast<double>();
+          const WeightSpaceGradient kl =
+              function_space_kl(context_->draw(context_rng), mean, sd.array().square().matrix(), q_cavity->mean(),
+                                q_cavity->variance(), PviOptions::kFunctionSpaceJitter);
+          const double beta = options_.function_kl_weight;
+          function_kl = beta * kl.value;
+          g.d_mean.push_back((beta * kl.d_mean).template cast<T>());
+          // d/dsd = d/dvariance * 2 sd
+          g.d_sd.push_back((beta * 2 * kl.d_variance.array() * sd.array()).matrix().template cast<T>());
+        }
         const auto s = q.step(g.d_mean, g.d_sd, every_value || t == steps - 1);
-        const double objective = g.loss + s.divergence;
+        const double objective = g.loss + s.divergence + function_kl;
         if (!s.finite || !std::isfinite(objective)) throw not_finite(t, g.loss);
         return objective;
       };

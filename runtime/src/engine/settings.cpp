@@ -11,6 +11,7 @@ std::string DivergenceSpec::name() const {
     case DivergenceKind::kKl: return "kl";
     case DivergenceKind::kReverseKl: return "rkl";
     case DivergenceKind::kFisherRao: return "fisher_rao";
+    case DivergenceKind::kNone: return "none";
     case DivergenceKind::kWeightedKl: os << "weighted_kl(" << parameter << ")"; break;
     case DivergenceKind::kAlphaRenyi: os << "alpha_renyi(" << parameter << ")"; break;
   }

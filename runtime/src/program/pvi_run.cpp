@@ -113,7 +113,7 @@ class PviCoordinator : public Coordinator {
   void print_header() const override {
     const std::string& method = options_.aggregation;
     std::printf("%s: method = %s, family = %s, silos = %d, rounds = %ld, schedule = %s\n", run_.description.name,
-                method.c_str(), engine::GaussianFamily<Q>::name(), run_.transport.silos(), rounds_, schedule_.c_str());
+                run_.method.c_str(), engine::GaussianFamily<Q>::name(), run_.transport.silos(), rounds_, schedule_.c_str());
     const long asked = options_.clients_per_round;
     if (asked > 0 && asked < run_.transport.silos())
       std::printf("  %ld of the %d silos are asked each round, drawn from the seed\n", asked, run_.transport.silos());
@@ -127,8 +127,14 @@ class PviCoordinator : public Coordinator {
       if (method == "fedvem")
         std::printf("  fedvem fits a hierarchical surrogate: each silo's own parameters ~ N(mu, sigma^2), with (mu, "
                     "sigma^2) estimated; the written prior only starts it\n");
-      std::printf("  loss = %s, divergence = %s, each silo's change undamped\n", options_.loss.name().c_str(),
-                  options_.divergence.name().c_str());
+      if (options_.function_space)
+        std::printf("  loss = %s, divergence = the linearised function-space KL to the cavity at %ld context point%s "
+                    "per step (beta %g, noise %g; seed 001 Eq. 25), each silo's change undamped\n",
+                    options_.loss.name().c_str(), options_.context_points, options_.context_points == 1 ? "" : "s",
+                    options_.function_kl_weight, options_.context_noise);
+      else
+        std::printf("  loss = %s, divergence = %s, each silo's change undamped\n", options_.loss.name().c_str(),
+                    options_.divergence.name().c_str());
       return;
     }
     std::printf("  loss = %s, divergence = %s, damping = %g%s\n", options_.loss.name().c_str(),
@@ -223,6 +229,9 @@ class PviCoordinator : public Coordinator {
   }
   bool closing_takes_draws() const override { return true; }
   std::string surrogate_advice() const override {
+    if (options_.function_space)
+      return "The function-space KL is taken at a few context points per step, about a linearisation; a weight-space "
+             "method (fedavg, fedvem, or pvi for the written model) bounds it (seed 001 Eq. 10).";
     if (options_.aggregation == "fedvem")
       return "fedvem fits its hierarchical surrogate by design; method = pvi fits the written model.";
     if (options_.aggregation == "fedavg")
@@ -231,6 +240,10 @@ class PviCoordinator : public Coordinator {
     return Coordinator::surrogate_advice();
   }
   std::string target_note() const override {
+    if (options_.function_space)
+      return "; measured against the written model's posterior: " + run_.method +
+             " fits the function-space objective (a linearised KL at context points, seed 001 Eq. 25), not that "
+             "posterior";
     if (options_.aggregation == "fedvem")
       return "; measured against the written model's posterior: fedvem's N(mu, sigma^2) is the hyper-distribution of "
              "a hierarchical surrogate (seed 001 Eq. 33), not that posterior";
@@ -263,7 +276,7 @@ int serve(ServerRun& run) {
 // server and silos decide alike, from the model and the public data they both hold.
 bool full_rank(const engine::Settings& settings, const fvi_model& model, const fvi_data& data,
                const std::string& method) {
-  if (method == "fedavg" || method == "fedvem") {  // seed 001's mean-field q (checked by fvic plan)
+  if (method != "pvi") {  // seed 001's mean-field q (checked by fvic plan)
     if (settings.name("family", "meanfield") != "meanfield")
       throw std::invalid_argument("method = " + method + " fits a mean-field q; family = " +
                                   settings.name("family", "") + " is not one");

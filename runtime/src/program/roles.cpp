@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "fvi/engine/pvi.h"
 #include "fvi/program/pvi_run.h"
 #include "fvi/program/sfvi_run.h"
 #include "fvi/program/sparse_gp_run.h"
@@ -20,7 +21,8 @@ std::string run_method(const engine::Settings& settings, const ModelDescription&
     throw std::invalid_argument("method = " + method + " needs data held by silos; this model declares none and is "
                                 "fitted pooled (method = sfvi)");
   for (const char* known :
-       {"pvi", "fedavg", "fedvem", "sfvi", "sfvi_avg", "independent", "vfl_exact", "vfl_augmented", "vfl_power"})
+       {"pvi", "fedavg", "fedvem", "fedavg_fsvi", "fedvem_hsvi", "sfvi", "sfvi_avg", "independent", "vfl_exact",
+        "vfl_augmented", "vfl_power"})
     if (method == known) return method;
   throw std::invalid_argument("method = " + method + " is not implemented in the generated programs yet");
 }
@@ -48,13 +50,13 @@ void require_pvi_for_sparse_gp(const fvi_model& model, const std::string& method
 int serve(ServerRun& run) {
   require_pvi_for_sparse_gp(run.model, run.method);
   if (run.method == "pvi" && run.model.sparse_gp) return serve_sparse_gp(run);
-  if (run.method == "pvi" || run.method == "fedavg" || run.method == "fedvem") return serve_pvi(run);
+  if (engine::pvi_engine_method(run.method)) return serve_pvi(run);
   if (run.method == "sfvi" || run.method == "sfvi_avg" || run.method == "independent") return serve_sfvi(run);
   return serve_vfl(run);
 }
 
 int silo_threads(const std::string& method, int available) {
-  return method == "pvi" || method == "fedavg" || method == "fedvem" ? available : 1;
+  return engine::pvi_engine_method(method) ? available : 1;
 }
 
 std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::Settings& settings,
@@ -62,7 +64,7 @@ std::unique_ptr<SiloHost> make_silo_host(const fvi_model& model, const engine::S
                                          int threads) {
   require_pvi_for_sparse_gp(model, method);
   if (method == "pvi" && model.sparse_gp) return sparse_gp_silo_host(model, settings, std::move(data), silo, silos);
-  if (method == "pvi" || method == "fedavg" || method == "fedvem")
+  if (engine::pvi_engine_method(method))
     return pvi_silo_host(model, settings, std::move(data), silo, silos, threads, method);
   if (method == "sfvi" || method == "sfvi_avg" || method == "independent")
     return sfvi_silo_host(model, settings, method, std::move(data), silo, silos);

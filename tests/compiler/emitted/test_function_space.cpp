@@ -5,11 +5,15 @@
 // N(X_r m, X_r Sigma X_r') and N(X_r m0, X_r Sigma0 X_r').
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "abi_data.h"
 #include "fvi/engine/function_space.h"
+#include "fvi/rng.h"
 
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 
@@ -18,22 +22,35 @@ using fvic::test::Data;
 using fvic::test::factor_named;
 using fvic::test::scalar;
 
+namespace {
+
+// The data of multinomial_eb's silo: n rows of D covariates and labels.
+struct SiloData {
+  Data data;
+  Eigen::MatrixXd x, y;
+  SiloData(int n, int D, int K, std::mt19937_64& rng) : x(n, D), y(n, 1) {
+    std::normal_distribution<double> normal;
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+    for (int i = 0; i < n; ++i) y(i, 0) = 1 + i % K;
+    data.add("D", scalar(D));
+    data.add("K", scalar(K));
+    data.add("N", scalar(n));
+    data.add("x", x);
+    data.add("y", y);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("function-space KL of a linear model equals the closed-form Gaussian KL in function space",
           "[function_space]") {
   std::mt19937_64 rng(21);
   std::normal_distribution<double> normal;
   const int n = 5, D = 3, K = 4, P = D * K + K;
-  Data data;
-  Eigen::MatrixXd x(n, D), y(n, 1);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-  for (int i = 0; i < n; ++i) y(i, 0) = 1 + i % K;
-  data.add("D", scalar(D));
-  data.add("K", scalar(K));
-  data.add("N", scalar(n));
-  data.add("x", x);
-  data.add("y", y);
+  SiloData silo(n, D, K, rng);
+  const Eigen::MatrixXd& x = silo.x;
   const fvi_model& model = *fvi_model_multinomial_eb();
-  BoundFactor likelihood(model, factor_named(model, "likelihood_y"), data.abi());
+  BoundFactor likelihood(model, factor_named(model, "likelihood_y"), silo.data.abi());
 
   // The weights [W (D x K, column-major); b (K)] of q and of the prior.
   Eigen::VectorXd m(P), v(P), m0 = Eigen::VectorXd::Zero(P), v0(P);
@@ -60,4 +77,76 @@ TEST_CASE("function-space KL of a linear model equals the closed-form Gaussian K
                                std::log(S1.determinant()));
     CHECK_THAT(fvi::engine::linearised_kl(q, p, 0).value, Catch::Matchers::WithinRel(want, 1e-9));
   }
+}
+
+
+TEST_CASE("context points are the silo's rows plus uniform noise, and the KL sums over them", "[function_space]") {
+  std::mt19937_64 rng(33);
+  std::normal_distribution<double> normal;
+  const int n = 7, D = 3, K = 4, P = D * K + K;
+  SiloData silo(n, D, K, rng);
+  const fvi_model& model = *fvi_model_multinomial_eb();
+  const int factor = factor_named(model, "likelihood_y");
+  const double noise = 0.05;
+  fvi::engine::ContextPoints context(model, factor, silo.data.abi(), 3, noise);
+  CHECK(context.row_variables() == std::vector<std::string>{"x", "y"});
+  fvi::CounterRng draws(fvi::RngKey{5, 1, 0, fvi::rng_stream::kContextPoints});
+  Eigen::VectorXd m(P), v(P), m0(P), v0(P);
+  for (int i = 0; i < P; ++i)
+    m[i] = normal(rng), v[i] = std::exp(normal(rng)), m0[i] = 0.3 * normal(rng), v0[i] = std::exp(normal(rng));
+
+  BoundFactor& points = context.draw(draws);
+  REQUIRE(points.rows() == 3);
+  double moved = 0;
+  for (int row = 0; row < 3; ++row) {
+    // For a linear model J[c, d + c D] is the point's covariate d: the nearest row of x must be
+    // within the noise in every covariate.
+    const fvi::engine::LinearisedGaussian q = fvi::engine::linearise(points, row, m, v);
+    const Eigen::RowVectorXd point = q.jacobian.row(0).head(D);
+    Eigen::Index nearest = 0;
+    const double distance = (silo.x.rowwise() - point).cwiseAbs().rowwise().maxCoeff().minCoeff(&nearest);
+    CHECK(distance <= noise);
+    moved = std::max(moved, distance);
+  }
+  CHECK(moved > 0);  // the noise is there (P(every |u| < 1e-12) is nil)
+
+  // The sum over the points and its gradient: the KL summed by hand, and central differences in
+  // each mean and variance (J does not depend on m for a linear model, so d_mean is exact).
+  const fvi::engine::WeightSpaceGradient kl = fvi::engine::function_space_kl(points, m, v, m0, v0, 0);
+  const auto total = [&](const Eigen::VectorXd& mean, const Eigen::VectorXd& variance) {
+    double sum = 0;
+    for (int row = 0; row < 3; ++row)
+      sum += fvi::engine::linearised_kl(fvi::engine::linearise(points, row, mean, variance),
+                                        fvi::engine::linearise(points, row, m0, v0), 0)
+                 .value;
+    return sum;
+  };
+  CHECK_THAT(kl.value, Catch::Matchers::WithinRel(total(m, v), 1e-12));
+  const double h = 1e-5;
+  for (int i = 0; i < P; ++i) {
+    Eigen::VectorXd up = m, down = m;
+    up[i] += h, down[i] -= h;
+    CHECK(std::abs(kl.d_mean[i] - (total(up, v) - total(down, v)) / (2 * h)) < 1e-6 * (1 + std::abs(kl.d_mean[i])));
+    Eigen::VectorXd vu = v, vd = v;
+    vu[i] += h * v[i], vd[i] -= h * v[i];
+    CHECK(std::abs(kl.d_variance[i] - (total(m, vu) - total(m, vd)) / (2 * h * v[i])) <
+          1e-6 * (1 + std::abs(kl.d_variance[i])));
+  }
+
+  // The same seed draws the same points; the next draw others.
+  fvi::CounterRng again(fvi::RngKey{5, 1, 0, fvi::rng_stream::kContextPoints});
+  const Eigen::VectorXd first = fvi::engine::linearise(context.draw(again), 0, m, v).jacobian.row(0);
+  fvi::CounterRng replay(fvi::RngKey{5, 1, 0, fvi::rng_stream::kContextPoints});
+  CHECK(fvi::engine::linearise(context.draw(replay), 0, m, v).jacobian.row(0) == first.transpose());
+}
+
+TEST_CASE("context points refuse a count below 1 and negative noise", "[function_space]") {
+  std::mt19937_64 rng(4);
+  SiloData silo(5, 2, 3, rng);
+  const fvi_model& model = *fvi_model_multinomial_eb();
+  const int factor = factor_named(model, "likelihood_y");
+  CHECK_THROWS_WITH(fvi::engine::ContextPoints(model, factor, silo.data.abi(), 0, 0.1),
+                    Catch::Matchers::Contains("context_points must be at least 1"));
+  CHECK_THROWS_WITH(fvi::engine::ContextPoints(model, factor, silo.data.abi(), 1, -1),
+                    Catch::Matchers::Contains("context_noise"));
 }

@@ -11,9 +11,13 @@
 // J is formed one output at a time by the kernel's backward pass with that output's argument
 // seed (docs/kernel-abi.md, "Calls"): C reverse passes per context point, C x P values.
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "fvi/eigen_types.h"
 #include "fvi/engine/bound_factor.h"
+#include "fvi/rng.h"
 
 namespace fvi::engine {
 
@@ -43,5 +47,56 @@ FunctionSpaceKl linearised_kl(const LinearisedGaussian& q, const LinearisedGauss
 // reads the global weights only), with the given weight variances.
 LinearisedGaussian linearise(BoundFactor& likelihood, int64_t row, const Eigen::VectorXd& mean,
                              const Eigen::VectorXd& variance);
+
+// The function-space KL at every row of `context` (a likelihood bound to the context points),
+// summed (seed 001 Eq. 26), with its gradient with respect to q's weight means and variances:
+// d_mean = sum_x J_m(x)' dKL/df(x; m), the Jacobian held fixed where it enters the covariance
+// (as in d_variance). The prior is the linearisation at `prior_mean`, `prior_variance` (Eq. 18).
+struct WeightSpaceGradient {
+  double value = 0;
+  Eigen::VectorXd d_mean, d_variance;  // P each
+};
+WeightSpaceGradient function_space_kl(BoundFactor& context, const Eigen::VectorXd& mean,
+                                      const Eigen::VectorXd& variance, const Eigen::VectorXd& prior_mean,
+                                      const Eigen::VectorXd& prior_variance, double jitter);
+
+// Seed 001 App. E.1's context points: each local step, `count` rows drawn at random from the
+// silo's own data, each real value moved by independent U[-noise, noise] noise; they stay on the
+// silo. The likelihood is bound to them as to a silo's data of `count` rows: the silo data
+// declared with that row count as their first dimension are cut to the drawn rows, the count's
+// own scalar set to `count`; every other value is the silo's.
+class ContextPoints {
+ public:
+  // `data`: the silo's data with the public data, which must outlive this object. Throws ModelError naming why when the
+  // likelihood's rows are not those of one silo size (nothing to draw context points from).
+  ContextPoints(const fvi_model& model, int factor, const fvi_data& data, long count, double noise);
+  // Fresh context points from `rng`; the likelihood bound to them.
+  BoundFactor& draw(CounterRng& rng);
+  long count() const { return count_; }
+  // The silo data cut to the drawn rows (their names), for messages and tests.
+  const std::vector<std::string>& row_variables() const { return row_names_; }
+
+ private:
+  struct RowVariable {
+    int index;     // in the data
+    bool integer;  // no noise on whole numbers (labels, counts)
+    // The silo's values, read in place: the data outlive this object, as they outlive the
+    // kernels bound to them (the silo's client holds both).
+    const double* values;
+    int64_t cols;
+  };
+  const fvi_model* model_;
+  int factor_;
+  long count_;
+  double noise_;
+  int64_t rows_ = 0;
+  int size_index_ = -1;  // the row count's scalar in the data
+  std::vector<RowVariable> row_variables_;
+  std::vector<std::string> row_names_;
+  std::vector<const char*> names_;
+  std::vector<fvi_tensor> tensors_;  // the data as the context factor sees it
+  std::vector<Eigen::MatrixXd> drawn_;  // storage of the cut tensors (and the count)
+  std::unique_ptr<BoundFactor> bound_;
+};
 
 }  // namespace fvi::engine

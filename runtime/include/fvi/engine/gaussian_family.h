@@ -44,6 +44,9 @@ struct GaussianFamily<MeanFieldGaussian<double>> {
       case DivergenceKind::kWeightedKl: g = weighted_kl_divergence_gradient(q, p, d.parameter); break;
       case DivergenceKind::kAlphaRenyi: g = alpha_renyi_divergence_gradient(q, p, d.parameter); break;
       case DivergenceKind::kFisherRao: g = fisher_rao_distance_gradient(q, p); break;
+      case DivergenceKind::kNone:
+        if (gradient) *gradient = Eigen::VectorXd::Zero(q.num_params());
+        return 0;
     }
     if (gradient) *gradient = g.params_gradient();
     return g.value;
@@ -87,6 +90,8 @@ struct GaussianFamily<FullRankGaussian<double>> {
       case DivergenceKind::kAlphaRenyi: g = alpha_renyi_divergence_gradient(q, p, d.parameter); break;
       case DivergenceKind::kFisherRao:
         throw std::invalid_argument("divergence = fisher_rao needs family = meanfield (its closed form is univariate)");
+      case DivergenceKind::kNone:
+        throw std::invalid_argument("a function-space prior needs family = meanfield");
     }
     if (gradient) *gradient = q.params_gradient_from_covariance(g.d_mean, g.d_cov);
     return g.value;

@@ -17,6 +17,7 @@
 #include "fvi/engine/meanfield_shards.h"
 #include "fvi/engine/quadratic_probe.h"
 #include "fvi/engine/row_parallel.h"
+#include "fvi/engine/function_space.h"
 #include "fvi/engine/settings.h"
 #include "fvi/loss/score_matching.h"
 #include "fvi/rng.h"
@@ -31,6 +32,15 @@ struct PviOptions {
   // is the server's N(mu, sigma^2), the hierarchical prior of seed 001 Eq. 33.
   std::string aggregation = "pvi";
   ServerOptimiserOptions server_optimiser;  // fedavg and fedvem: server_optimiser, server_lr, server_tau
+  // method = fedavg_fsvi or fedvem_hsvi (seed 001 Algorithms 3 and 5): the local objective's
+  // divergence is the linearised function-space KL at context points (fvi/engine/function_space.h)
+  // against the cavity, weighted by function_kl_weight (beta, App. E.1), in the weight-space KL's
+  // place; the aggregation is fedavg's or fedvem's.
+  bool function_space = false;
+  long context_points = 1;           // per local step (App. E.1: "a random datapoint")
+  double context_noise = 1.0 / 255;  // U[-noise, noise] on each real value (App. E.1: 1/255 of a pixel)
+  double function_kl_weight = 1;     // beta
+  static constexpr double kFunctionSpaceJitter = 1e-8;  // on both covariances' diagonals
   // Silos asked per synchronous round, drawn from `seed` and the round (FedAvg's protocol); 0: all.
   long clients_per_round = 0;
   LossSpec loss;
@@ -86,9 +96,14 @@ struct PviOptions {
   // update is in closed form is undamped unless the user says otherwise (its exact factor does
   // not depend on the cavity).
   // mc_samples defaults to 10, the smallest of the paper's settings (spec 000 §6 [repo]).
-  // `method`: pvi, fedavg or fedvem (the run's method, which the settings may leave to the plan).
+  // `method`: pvi, fedavg, fedvem, fedavg_fsvi or fedvem_hsvi (the run's method, which the
+  // settings may leave to the plan).
   static PviOptions from(const Settings& settings, int silos, const std::string& method = "pvi");
 };
+
+// The methods the PVI engine serves, and the server aggregation each uses (pvi, fedavg, fedvem).
+bool pvi_engine_method(const std::string& method);
+std::string pvi_aggregation(const std::string& method);
 
 
 // The largest size of a mean, an sd or a datum every party can compute with: squares of 1e100
@@ -169,6 +184,7 @@ class PviClient {
 
   std::shared_ptr<WorkerPool> pool_;  // null with one thread
   std::vector<std::unique_ptr<RowParallelFactor>> likelihoods_;
+  std::unique_ptr<ContextPoints> context_;  // function_space: the likelihood at context points
   int silo_;
   // The data value largest in size and its variable: named when the objective is not finite
   // and the data, not the step size, are the likely cause.

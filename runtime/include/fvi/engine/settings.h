@@ -13,7 +13,9 @@
 
 namespace fvi::engine {
 
-enum class DivergenceKind { kKl, kReverseKl, kWeightedKl, kAlphaRenyi, kFisherRao };
+// kNone: no divergence in weight space (the function-space methods put theirs in the loss's
+// place, fvi/engine/function_space.h); the engine sets it, no key names it.
+enum class DivergenceKind { kKl, kReverseKl, kWeightedKl, kAlphaRenyi, kFisherRao, kNone };
 struct DivergenceSpec {
   DivergenceKind kind = DivergenceKind::kKl;
   double parameter = 1;
