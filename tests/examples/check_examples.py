@@ -189,14 +189,14 @@ def check_committed(example, generated, folders):
                       f"rerun `python3 examples/{example}/generate.py` and commit")
 
 
-def check_model(fvic, example, data_dirs_and_silos):
+def check_model(fvic, example, data_dirs_and_silos, method="pvi"):
     model = os.path.join(EXAMPLES, example, f"{example}.fvi")
     out = run([fvic, "check", model])
     require(out.stdout == "" and out.stderr == "",
             f"fvic check {model} printed:\n{out.stdout}{out.stderr}")
     for folder, silos in data_dirs_and_silos:
         plan = json.loads(run([fvic, "plan", "--json", model, "--data", folder]).stdout)
-        require(plan["method"] == "pvi", f"{model}: plan chose {plan['method']}, not pvi")
+        require(plan["method"] == method, f"{model}: plan chose {plan['method']}, not {method}")
         require(plan["silos"] == silos,
                 f"fvic plan --data {folder}: {plan['silos']} silos, expected {silos}")
 
@@ -321,6 +321,30 @@ def check_linreg_conjugate(fvic, tmp):
                    math.fsum(prec[i][k] * post["cov"][k][j] for k in range(d)), float(i == j),
                    1e-10)
     check_model(fvic, "linreg_conjugate", [(data, 4)])
+
+
+def check_fsvi_regression(fvic, tmp):
+    out = generate_twice("fsvi_regression", tmp)
+    check_committed("fsvi_regression", out, ["data", "test.json"])
+    data = os.path.join(out, "data")
+    schema = {"N": ("int", (), (0, None)), "x": ("real", ("N", 1), (None, None)),
+              "y": ("real", ("N",), (None, None))}
+    public_schema = {"H": ("int", (), (1, None)), "sigma": ("real", (), (0, None)), "T": ("int", (), (1, None)),
+                     "x_grid": ("real", ("T", 1), (None, None))}
+    public, silos, _ = read_json_dir(data, public_schema, schema, 2, False)
+    test = read_json(os.path.join(out, "test.json"))
+    require([s["N"] for s in silos] == [80, 80] and test["N"] == 40, "silo sizes are not 80, 80 with 40 test rows")
+    xs = [[x[0] for x in s["x"]] for s in silos] + [[x[0] for x in test["x"]]]
+    # spec 001 §4.1: x = 5 (x' 0.72 + 0.1) with x' in [0, 1); the split by sorted x puts every
+    # point of silo 1 below every point of silo 2.
+    require(all(0.5 <= x < 4.1 for part in xs for x in part), "an x outside [0.5, 4.1)")
+    require(xs[0] == sorted(xs[0]) and xs[1] == sorted(xs[1]) and max(xs[0]) <= min(xs[1]),
+            "the silos are not the training points sorted by x and cut in half")
+    grid = [g[0] for g in public["x_grid"]]
+    require(public["H"] == 100 and abs(grid[0] + 3.1) < 1e-9 and abs(grid[-1] - 7.7) < 1e-9,
+            f"H = {public['H']}, grid [{grid[0]}, {grid[-1]}]: not 100 units over [-3.1, 7.7]")
+    within("sigma", public["sigma"], 8 * math.sqrt(0.03), 1e-6)
+    check_model(fvic, "fsvi_regression", [(data, 2)], method="fedavg_fsvi")
 
 
 def check_pima_logreg(fvic, tmp):
@@ -501,7 +525,7 @@ def check_fashion_skew(tmp, labels_of, copies, d, k):
 
 CHECKS = {"clutter": check_clutter, "robust_logreg_2d": check_robust_logreg_2d,
           "linreg_conjugate": check_linreg_conjugate, "pima_logreg": check_pima_logreg,
-          "fashion_bnn": check_fashion_bnn}
+          "fashion_bnn": check_fashion_bnn, "fsvi_regression": check_fsvi_regression}
 
 
 def main():
