@@ -17,9 +17,9 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
   sparse_gp_equal
                the same for examples/sparse_gp_synthetic (seed 003: each silo's pseudo-observations
                travel through the server to the others), 300 rows dealt into 4 silos.
-  fedavg_equal, fedvem_equal
+  fedavg_equal, fedvem_equal, fedavg_fsvi_equal
                the same for method = fedavg (server Adam, 3 of the 4 silos asked each round, drawn
-               from the seed) and fedvem on pima_logreg.
+               from the seed), fedvem and fedavg_fsvi (two context points per step) on pima_logreg.
   sfvi_equal, vfl_equal, vfl_exact_equal
                the same for SFVI and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
@@ -1164,6 +1164,10 @@ CASES = {
     "fedavg_equal": equal_case("fedavg_equal", PVI, ["method=fedavg", "rounds=5", "local_steps=50", "mc_samples=8",
                                                      "server_optimiser=adam", "server_lr=0.05", "clients_per_round=3"]),
     "fedvem_equal": equal_case("fedvem_equal", PVI, ["method=fedvem", "rounds=4", "local_steps=50", "mc_samples=8"]),
+    # The context points are drawn by each silo from its own rows (seed, silo, round): the same
+    # in the deployed clients as in NAME-sim.
+    "fedavg_fsvi_equal": equal_case("fedavg_fsvi_equal", PVI, ["method=fedavg_fsvi", "rounds=3", "local_steps=50",
+                                                               "mc_samples=8", "context_points=2"]),
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
     "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),
     "vfl_exact_equal": case_vfl_exact_equal,
