@@ -5,8 +5,9 @@ Usage: check_status_page.py FVIC CACHE ARTIFACTS
 
 pima_logreg deployed as the demo deploys it (scripts/demo.sh): the server and three clinics, each
 with its own silo-K.json, over gRPC (tokens, no TLS here: the page is what is tested), the server
-with --status-port 0 (127.0.0.1, a free port it prints), --quorum 2 --deadline 2 and a fixed 30
-rounds. Once some rounds are done, clinic 2 is killed (SIGKILL):
+with --status-port 0 (127.0.0.1, a free port it prints), --quorum 2 --deadline 6 and a fixed 30
+rounds. (A round takes about 0.4 s; with a 2 s deadline, rounds run while headless Chromium renders
+the page on the same 2 cores missed every reply once, and the server rightly gave up.) Once some rounds are done, clinic 2 is killed (SIGKILL):
 
   - status.json (read over HTTP) says silo 2 missed the last exchange, its count of missed
     replies grows, and the server's log on the page says "going on without silo(s) 2";
@@ -130,7 +131,7 @@ def main():
     try:
         server = d.start("server", [bins["server"], "--listen", "127.0.0.1:0", "--silos", "3", "--data", DATA,
                                     "--output", out, "--insecure", "--tokens", os.path.join(work, "tokens"),
-                                    "--quorum", "2", "--deadline", "2", "--join-timeout", "60", "--give-up", "60",
+                                    "--quorum", "2", "--deadline", "6", "--join-timeout", "60", "--give-up", "60",
                                     "--status-port", "0", "--set", f"rounds={ROUNDS}", "--set", "local_steps=1000"])
         listening = re.compile(r"listening on 127\.0\.0\.1:(\d+) ")
         page_at = re.compile(r"status page at http://127\.0\.0\.1:(\d+)/")
