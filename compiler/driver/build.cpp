@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "backend/cpp/c_string.h"
 
 namespace fvic::driver {
@@ -138,6 +140,34 @@ std::string build_programs(const BuildRequest& r, std::string& error) {
     }
   }
   return (dir / (r.model + "-sim")).string();
+}
+
+std::string build_cached(const BuildRequest& request, std::string& error) {
+  const fs::path dir(request.out_dir);
+  const fs::path program = dir / (request.model + "-sim");
+  if (fs::exists(program)) return program.string();
+  BuildRequest scratch = request;
+  scratch.verbose = false;
+  if (request.verbose) std::fprintf(stderr, "fvic: compiling %s\n", program.c_str());
+  scratch.out_dir = request.out_dir + ".building-" + std::to_string(getpid());
+  std::error_code ec;
+  fs::remove_all(scratch.out_dir, ec);
+  if (build_programs(scratch, error).empty()) {
+    fs::remove_all(scratch.out_dir, ec);
+    return "";
+  }
+  fs::rename(scratch.out_dir, dir, ec);
+  if (ec && !fs::exists(program)) {
+    // A directory left by an interrupted build of an older fvic (no program in it): replace it.
+    fs::remove_all(dir, ec);
+    fs::rename(scratch.out_dir, dir, ec);
+  }
+  if (ec && !fs::exists(program)) {
+    error = "cannot move the built programs from " + scratch.out_dir + " to " + dir.string() + ": " + ec.message();
+    return "";
+  }
+  fs::remove_all(scratch.out_dir, ec);  // another run's programs got there first
+  return program.string();
 }
 
 }  // namespace fvic::driver

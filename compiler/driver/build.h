@@ -30,4 +30,10 @@ std::string build_programs(const BuildRequest& request, std::string& error);
 // the hash covers everything that goes into the program, so a changed model or runtime rebuilds.
 std::string cache_directory(const BuildRequest& request);
 
+// `fvic run`'s build: NAME-sim in request.out_dir (the cache directory), built unless it is there.
+// The programs are built in a private sibling directory renamed into place when complete, so two
+// runs of the same model at once (parallel tests, two terminals) neither see a half-written
+// program nor overwrite one that is running; the second to finish keeps the first's.
+std::string build_cached(const BuildRequest& request, std::string& error);
+
 }  // namespace fvic::driver

@@ -271,14 +271,12 @@ int run(const Options& o) {
     }
     c->diags->print(std::cerr);
     request.out_dir = o.command == "build" ? *o.output : fvic::driver::cache_directory(request);
-    std::string program = request.out_dir + "/" + request.model + "-sim";
-    if (o.command == "build" || !std::filesystem::exists(program)) {
-      std::string error;
-      program = fvic::driver::build_programs(request, error);
-      if (program.empty()) {
-        std::cerr << "fvic: " << error << '\n';
-        return kModelError;
-      }
+    std::string error;
+    const std::string program = o.command == "build" ? fvic::driver::build_programs(request, error)
+                                                     : fvic::driver::build_cached(request, error);
+    if (program.empty()) {
+      std::cerr << "fvic: " << error << '\n';
+      return kModelError;
     }
     if (o.command == "build") {
       std::cout << program << '\n';

@@ -15,10 +15,10 @@ n = 500, p = 20), written into a temporary folder.
                bytes of every iteration are those of the model without them; `fvic plan` says
                where each is written.
   elbo         ELBO(power) > ELBO(augmented) at J = 2 (seed 004 section 5.1, claim 1), rho = 1,
-               amortised q(z) (the paper's family). The J = 10 values are printed, not asserted:
-               the paper's claim 2 (a smaller gap at J = 10) does not hold in our runs with this
-               family, and with mean-field q(z) the order of claim 1 is reversed
-               (examples/vfl_logreg/README.md).
+               amortised q(z) (the paper's family). The paper's claim 2 (a smaller gap at J = 10)
+               does not hold in our runs with this family, and with mean-field q(z) the order of
+               claim 1 is reversed: examples/vfl_logreg/README.md has those figures; this test
+               checks only what holds.
   rho          as rho shrinks (2, 1, 0.5) the augmented model's beta means approach centralised
                mean-field VI of the original model (logreg_pooled.fvi, one silo, PVI): the mean
                distance in centralised posterior sds decreases strictly.
@@ -185,14 +185,11 @@ def case_derived(fvic, cache, work):
 
 def case_elbo(fvic, cache, work):
     sets = ["rounds=6000", "mc_samples=4", "rho=1", "q_z=amortized", "refresh=250", "lr=0.01"]
-    gap = {}
-    for J in (2, 10):
-        power = final_elbo(fit(fvic, cache, work, J, "power", "power-%d" % J, sets))
-        augmented = final_elbo(fit(fvic, cache, work, J, "augmented", "augmented-%d" % J, sets))
-        gap[J] = power - augmented
-        print("J = %d: ELBO power %.2f, augmented %.2f, gap %.2f" % (J, power, augmented, gap[J]))
-        if J == 2:
-            require(gap[J] > 0, "J = %d: ELBO(power) %.2f is not above ELBO(augmented) %.2f" % (J, power, augmented))
+    J = 2
+    power = final_elbo(fit(fvic, cache, work, J, "power", "power-%d" % J, sets))
+    augmented = final_elbo(fit(fvic, cache, work, J, "augmented", "augmented-%d" % J, sets))
+    print("J = %d: ELBO power %.2f, augmented %.2f, gap %.2f" % (J, power, augmented, power - augmented))
+    require(power > augmented, "J = %d: ELBO(power) %.2f is not above ELBO(augmented) %.2f" % (J, power, augmented))
 
 
 def case_rho(fvic, cache, work):
