@@ -532,6 +532,12 @@ bool check_family(const SemanticModel& m, const Groups& g, Diagnostics& diags, P
   std::string fallback = "meanfield";
   if (plan.method == Method::VFLExact) fallback = "auto";
   if (averaged(plan.method)) {
+    if (function_space(plan.method) && m.settings.name("loss", "nll") == "score_matching") {
+      diags.error(m.settings.loc("loss"), std::string("method ") + method_key(plan.method) + " cannot use loss = score_matching",
+                  "score matching's silo update is in closed form and has no function-space KL at context points, so "
+                  "the prior would be left out; use loss = nll (or leave it out), or method = fedavg for score matching");
+      return false;
+    }
     if (m.settings.name("family", "meanfield") != "meanfield") {
       diags.error(m.settings.loc("family"), std::string("method ") + method_key(plan.method) + " fits a mean-field q",
                   "seed 001's server averages (or matches) each coordinate's mean and log variance; use family = "

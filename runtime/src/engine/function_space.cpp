@@ -100,12 +100,10 @@ int data_index(const fvi_data& data, const char* name) {
 
 }  // namespace
 
-ContextPoints::ContextPoints(const fvi_model& model, int factor, const fvi_data& data, long count, double noise)
-    : model_(&model), factor_(factor), count_(count), noise_(noise) {
+ContextPoints::ContextPoints(const fvi_model& model, int factor, const fvi_data& data, int64_t rows, long count,
+                             double noise)
+    : model_(&model), factor_(factor), count_(count), noise_(noise), rows_(rows) {
   const std::string likelihood = model.factors[factor].name;
-  if (count < 1) throw std::invalid_argument("context_points must be at least 1");
-  if (!(noise >= 0) || !std::isfinite(noise)) throw std::invalid_argument("context_noise must be a finite number >= 0");
-  rows_ = BoundFactor(model, factor, data).rows();
   const fvi_data_table* table = model.data_table;
   // The silo's sizes whose value is the likelihood's row count: the one whose rows are drawn.
   std::string size_name;

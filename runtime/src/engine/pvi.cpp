@@ -82,7 +82,9 @@ PviOptions PviOptions::from(const Settings& s, int silos, const std::string& met
     o.context_points = s.integer("context_points", o.context_points);
     o.context_noise = s.number("context_noise", o.context_noise);
     o.function_kl_weight = s.number("function_kl_weight", o.function_kl_weight);
-    if (o.context_points < 1) throw std::invalid_argument("context_points must be at least 1");
+    if (!o.score_weight.empty())
+      throw std::invalid_argument("method = " + method_name + " cannot use loss = score_matching: its closed-form silo "
+                                  "update has no function-space KL at context points (use loss = nll)");
   }
   return o;
 }
@@ -136,7 +138,8 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
       if (!kDiagonal(static_cast<const Natural*>(nullptr)))
         throw ModelError("a function-space prior (method = fedavg_fsvi, fedvem_hsvi) needs family = meanfield");
       if (context_) throw ModelError("a function-space prior needs one likelihood: the network's outputs");
-      context_ = std::make_unique<ContextPoints>(model, f, data, options_.context_points, options_.context_noise);
+      const int64_t rows = likelihoods_.back()->bound().rows();
+      context_ = std::make_unique<ContextPoints>(model, f, data, rows, options_.context_points, options_.context_noise);
     }
   }
   if (options_.function_space && !context_) throw ModelError("a function-space prior needs a likelihood on the silo");

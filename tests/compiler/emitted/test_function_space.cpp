@@ -13,7 +13,10 @@
 
 #include "abi_data.h"
 #include "fvi/engine/function_space.h"
+#include "fvi/engine/pvi.h"
+#include "fvi/engine/settings.h"
 #include "fvi/rng.h"
+#include "support/gradient_check.h"
 
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 
@@ -88,7 +91,7 @@ TEST_CASE("context points are the silo's rows plus uniform noise, and the KL sum
   const fvi_model& model = *fvi_model_multinomial_eb();
   const int factor = factor_named(model, "likelihood_y");
   const double noise = 0.05;
-  fvi::engine::ContextPoints context(model, factor, silo.data.abi(), 3, noise);
+  fvi::engine::ContextPoints context(model, factor, silo.data.abi(), n, 3, noise);
   CHECK(context.row_variables() == std::vector<std::string>{"x", "y"});
   fvi::CounterRng draws(fvi::RngKey{5, 1, 0, fvi::rng_stream::kContextPoints});
   Eigen::VectorXd m(P), v(P), m0(P), v0(P);
@@ -110,8 +113,8 @@ TEST_CASE("context points are the silo's rows plus uniform noise, and the KL sum
   }
   CHECK(moved > 0);  // the noise is there (P(every |u| < 1e-12) is nil)
 
-  // The sum over the points and its gradient: the KL summed by hand, and central differences in
-  // each mean and variance (J does not depend on m for a linear model, so d_mean is exact).
+  // The sum over the points and its gradient: the KL summed by hand, and finite differences in
+  // every mean and variance at once (J does not depend on m for a linear model, so d_mean is exact).
   const fvi::engine::WeightSpaceGradient kl = fvi::engine::function_space_kl(points, m, v, m0, v0, 0);
   const auto total = [&](const Eigen::VectorXd& mean, const Eigen::VectorXd& variance) {
     double sum = 0;
@@ -122,16 +125,13 @@ TEST_CASE("context points are the silo's rows plus uniform noise, and the KL sum
     return sum;
   };
   CHECK_THAT(kl.value, Catch::Matchers::WithinRel(total(m, v), 1e-12));
-  const double h = 1e-5;
-  for (int i = 0; i < P; ++i) {
-    Eigen::VectorXd up = m, down = m;
-    up[i] += h, down[i] -= h;
-    CHECK(std::abs(kl.d_mean[i] - (total(up, v) - total(down, v)) / (2 * h)) < 1e-6 * (1 + std::abs(kl.d_mean[i])));
-    Eigen::VectorXd vu = v, vd = v;
-    vu[i] += h * v[i], vd[i] -= h * v[i];
-    CHECK(std::abs(kl.d_variance[i] - (total(m, vu) - total(m, vd)) / (2 * h * v[i])) <
-          1e-6 * (1 + std::abs(kl.d_variance[i])));
-  }
+  Eigen::VectorXd at(2 * P), analytic(2 * P);
+  at << m, v;
+  analytic << kl.d_mean, kl.d_variance;
+  const auto gradient = fvi::test::check_gradient(
+      [&](const Eigen::VectorXd& x) { return total(x.head(P), x.tail(P)); }, at, analytic);
+  INFO(gradient.report());
+  CHECK(gradient.ok());
 
   // The same seed draws the same points; the next draw others.
   fvi::CounterRng again(fvi::RngKey{5, 1, 0, fvi::rng_stream::kContextPoints});
@@ -140,13 +140,16 @@ TEST_CASE("context points are the silo's rows plus uniform noise, and the KL sum
   CHECK(fvi::engine::linearise(context.draw(replay), 0, m, v).jacobian.row(0) == first.transpose());
 }
 
-TEST_CASE("context points refuse a count below 1 and negative noise", "[function_space]") {
-  std::mt19937_64 rng(4);
-  SiloData silo(5, 2, 3, rng);
-  const fvi_model& model = *fvi_model_multinomial_eb();
-  const int factor = factor_named(model, "likelihood_y");
-  CHECK_THROWS_WITH(fvi::engine::ContextPoints(model, factor, silo.data.abi(), 0, 0.1),
-                    Catch::Matchers::Contains("context_points must be at least 1"));
-  CHECK_THROWS_WITH(fvi::engine::ContextPoints(model, factor, silo.data.abi(), 1, -1),
-                    Catch::Matchers::Contains("context_noise"));
+TEST_CASE("context_points below 1, negative context_noise and score matching are refused, naming the key", "[function_space]") {
+  // The keys' one check (stdlib/inference_keys.cpp), for the model's block and for --set alike.
+  CHECK_THROWS_WITH(fvi::engine::Settings({}, {"context_points=0"}), Catch::Matchers::Contains("context_points = 0"));
+  CHECK_THROWS_WITH(fvi::engine::Settings({{"context_noise", "-1"}}, {}), Catch::Matchers::Contains("context_noise = -1"));
+  const fvi::engine::PviOptions options =
+      fvi::engine::PviOptions::from(fvi::engine::Settings({}, {"context_points=4"}), 2, "fedavg_fsvi");
+  CHECK(options.context_points == 4);
+  CHECK(options.function_space);
+  // Score matching's closed-form silo update has no function-space term: refused, not dropped.
+  CHECK_THROWS_WITH(fvi::engine::PviOptions::from(fvi::engine::Settings({}, {"loss=score_matching(se, 1)"}), 2,
+                                                  "fedavg_fsvi"),
+                    Catch::Matchers::Contains("cannot use loss = score_matching"));
 }

@@ -67,9 +67,12 @@ WeightSpaceGradient function_space_kl(BoundFactor& context, const Eigen::VectorX
 // own scalar set to `count`; every other value is the silo's.
 class ContextPoints {
  public:
-  // `data`: the silo's data with the public data, which must outlive this object. Throws ModelError naming why when the
-  // likelihood's rows are not those of one silo size (nothing to draw context points from).
-  ContextPoints(const fvi_model& model, int factor, const fvi_data& data, long count, double noise);
+  // `data`: the silo's data with the public data, which must outlive this object; `rows`: the
+  // likelihood's row count there (its bound factor knows it). `count` >= 1 and `noise` >= 0 come
+  // from the checked keys context_points and context_noise (stdlib/inference_keys.cpp). Throws
+  // ModelError naming why when the likelihood's rows are not those of one silo size (nothing to
+  // draw context points from).
+  ContextPoints(const fvi_model& model, int factor, const fvi_data& data, int64_t rows, long count, double noise);
   // Fresh context points from `rng`; the likelihood bound to them.
   BoundFactor& draw(CounterRng& rng);
   long count() const { return count_; }
@@ -89,7 +92,7 @@ class ContextPoints {
   int factor_;
   long count_;
   double noise_;
-  int64_t rows_ = 0;
+  int64_t rows_;
   int size_index_ = -1;  // the row count's scalar in the data
   std::vector<RowVariable> row_variables_;
   std::vector<std::string> row_names_;

@@ -107,7 +107,7 @@ class LogDensity {
     Eigen::VectorXd per_draw;  // log p for each draw (S)
     Eigen::MatrixXd d_global, d_local;  // n x S, m x S (empty if the group is absent)
     Eigen::VectorXd d_hyper;            // h, summed over the draws
-    Eigen::MatrixXd d_hyper_draws;      // h x S, each draw's, when the hyperparameters came h x S (else empty)
+    Eigen::MatrixXd d_hyper_draws = {};  // h x S, each draw's, when the hyperparameters came h x S (else empty)
   };
   // Likelihood rows [begin, begin + count) (count < 0: all), scaled by `likelihood_scale`;
   // densities (priors) scaled by `density_scale`.

@@ -828,9 +828,15 @@ void Machine<T>::accumulate(int node, const Tensor<T>& g) {
   const Node& n = tape_[static_cast<size_t>(node)];
   if (!n.active) return;
   const Tensor<T>& v = n.value;
+  Tensor<T>& a = adjoint_[static_cast<size_t>(node)];
+  if (g.rows == v.rows && g.cols == v.cols && g.draws == v.draws) {  // the common case: no reshaping, no copy to add
+    if (has_adjoint_[static_cast<size_t>(node)]) a.m += g.m;
+    else a = g;
+    has_adjoint_[static_cast<size_t>(node)] = true;
+    return;
+  }
   Tensor<T> shaped = (g.size() == 1 && v.size() != 1) ? sum_to(broadcast(g, v.rows, v.cols), v.rows, v.cols, v.draws)
                                                       : sum_to(g, v.rows, v.cols, v.draws);
-  Tensor<T>& a = adjoint_[static_cast<size_t>(node)];
   if (!has_adjoint_[static_cast<size_t>(node)]) {
     a = std::move(shaped);
     has_adjoint_[static_cast<size_t>(node)] = true;
@@ -842,7 +848,9 @@ void Machine<T>::accumulate(int node, const Tensor<T>& g) {
 template <class T>
 void Machine<T>::backward_node(int i) {
   const Node& n = tape_[static_cast<size_t>(i)];
-  const Tensor<T> g = adjoint_[static_cast<size_t>(i)];
+  // A reference: the node's arguments come before it on the tape, so accumulating into them
+  // never touches (or moves) this adjoint.
+  const Tensor<T>& g = adjoint_[static_cast<size_t>(i)];
   auto arg = [&](size_t k) -> const Tensor<T>& { return tape_[static_cast<size_t>(n.args.at(k))].value; };
   auto active = [&](size_t k) { return tape_[static_cast<size_t>(n.args.at(k))].active; };
   switch (n.kind) {

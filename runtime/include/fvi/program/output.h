@@ -54,7 +54,7 @@ struct PosteriorSummary {
   double khat = std::numeric_limits<double>::quiet_NaN();
   // k-hat's reading for the report ("" to read it by its value alone): where the tail check finds
   // q's moments close despite a k-hat over 0.7, it says so rather than "poor".
-  std::string khat_reading;
+  std::string khat_reading = {};
   // The lines the run ended with ({"warning" or "info", text}): the verdict, k-hat, the
   // reweighted moments, the warnings.
   std::vector<std::pair<std::string, std::string>> notes = {};
