@@ -1,5 +1,7 @@
 #include "driver/build.h"
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "backend/cpp/c_string.h"
@@ -70,18 +73,73 @@ bool write_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-std::string cache_directory(const BuildRequest& r) {
-  std::error_code ec;
-  const auto lib_time = fs::last_write_time(FVIC_LIBFVI, ec).time_since_epoch().count();
-  const auto net_time = fs::last_write_time(FVIC_LIBFVI_NET, ec).time_since_epoch().count();
-  const std::string key = r.kernels_cpp + program_main(r, "sim") + compile_flags() + FVIC_CXX + FVIC_LINK_LIBS +
-                          std::to_string(lib_time) + (r.networked ? " " + std::to_string(net_time) : "");
-  char hash[32];
-  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(key));
+namespace {
+
+fs::path cache_base() {
   const char* env = std::getenv("FVIC_CACHE");
   const char* home = std::getenv("HOME");
-  fs::path base = env && *env ? fs::path(env) : fs::path(home && *home ? home : "/tmp") / ".cache" / "fvic";
-  return (base / (r.model + "-" + hash)).string();
+  return env && *env ? fs::path(env) : fs::path(home && *home ? home : "/tmp") / ".cache" / "fvic";
+}
+
+std::string hex_hash(const std::string& key) {
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(key));
+  return hash;
+}
+
+std::string library_time(const char* path) {
+  std::error_code ec;
+  return std::to_string(fs::last_write_time(path, ec).time_since_epoch().count());
+}
+
+// Removes the model's private build directories and partial kernels objects whose process is gone
+// (a run killed while compiling): NAME-HASH.building-PID, NAME-kernels-HASH.o.partial-PID.
+void sweep_abandoned(const fs::path& base, const std::string& model) {
+  std::error_code ec;
+  for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, model.size() + 1, model + "-") != 0) continue;
+    size_t at = name.rfind(".building-");
+    size_t skip = 10;
+    if (at == std::string::npos) at = name.rfind(".partial-"), skip = 9;
+    if (at == std::string::npos) continue;
+    const std::string digits = name.substr(at + skip);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+}
+
+// The newest write time of the runtime's headers: the generated code instantiates templates
+// from them (the statement machine, the kernels) that libfvi itself may not, so a header changed
+// without a change to libfvi must rebuild the programs too.
+std::string headers_time() {
+  fs::file_time_type newest{};
+  std::error_code ec;
+  for (const char* dir : {FVIC_RUNTIME_INCLUDE, FVIC_STDLIB_INCLUDE})
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code ignored;
+      const fs::file_time_type t = fs::last_write_time(it->path(), ignored);
+      if (!ignored && t > newest) newest = t;
+    }
+  return std::to_string(newest.time_since_epoch().count());
+}
+
+}  // namespace
+
+std::string cache_directory(const BuildRequest& r) {
+  const std::string key = r.kernels_cpp + program_main(r, "sim") + compile_flags() + FVIC_CXX + FVIC_LINK_LIBS +
+                          library_time(FVIC_LIBFVI) + headers_time() +
+                          (r.networked ? " " + library_time(FVIC_LIBFVI_NET) : "");
+  return (cache_base() / (r.model + "-" + hex_hash(key))).string();
+}
+
+std::string kernels_object_cache(const BuildRequest& r) {
+  const std::string key = r.kernels_cpp + compile_flags() + FVIC_CXX + library_time(FVIC_LIBFVI) + headers_time();
+  return (cache_base() / (r.model + "-kernels-" + hex_hash(key) + ".o")).string();
 }
 
 std::string build_programs(const BuildRequest& r, std::string& error) {
@@ -116,14 +174,25 @@ std::string build_programs(const BuildRequest& r, std::string& error) {
                            shell_quote(source.string() + ".o"),
                        log);
   };
+  const fs::path kernels_object = kernels.string() + ".o";
+  const bool reuse = !r.kernels_object.empty() && fs::copy_file(r.kernels_object, kernels_object, ec) && !ec;
   std::string log_kernels, log_mains;
   int status_kernels = 0, status_mains = 0;
-  std::thread t([&] { status_kernels = compile(kernels, log_kernels); });
+  std::thread t([&] {
+    if (!reuse) status_kernels = compile(kernels, log_kernels);
+  });
   for (const fs::path& m : mains) status_mains |= compile(m, log_mains);
   t.join();
   if (status_kernels != 0 || status_mains != 0) {
     error = "the C++ compiler failed on the generated code (a bug in fvic; please report it):\n" + log_kernels + log_mains;
     return "";
+  }
+  if (!reuse && !r.kernels_object.empty()) {
+    // Copied under a private name and renamed, so a run reading it never sees half a file; a
+    // failure only means the next build compiles the kernels again.
+    const std::string partial = r.kernels_object + ".partial-" + std::to_string(getpid());
+    if (fs::copy_file(kernels_object, partial, fs::copy_options::overwrite_existing, ec)) fs::rename(partial, r.kernels_object, ec);
+    if (ec) fs::remove(partial, ec);
   }
   for (size_t i = 0; i < kinds.size(); ++i) {
     const fs::path program = dir / (r.model + "-" + kinds[i]);
@@ -148,11 +217,26 @@ std::string build_cached(const BuildRequest& request, std::string& error) {
   if (fs::exists(program)) return program.string();
   BuildRequest scratch = request;
   scratch.verbose = false;
-  if (request.verbose) std::fprintf(stderr, "fvic: compiling %s\n", program.c_str());
+  if (scratch.kernels_object.empty()) scratch.kernels_object = kernels_object_cache(request);
   scratch.out_dir = request.out_dir + ".building-" + std::to_string(getpid());
+  sweep_abandoned(dir.parent_path(), request.model);
   std::error_code ec;
   fs::remove_all(scratch.out_dir, ec);
-  if (build_programs(scratch, error).empty()) {
+  const bool kept_kernels = fs::exists(scratch.kernels_object, ec);
+  if (request.verbose && kept_kernels)
+    std::fprintf(stderr, "fvic: compiling %s (its kernels compiled before, kept in %s)\n", program.c_str(),
+                 scratch.kernels_object.c_str());
+  else if (request.verbose)
+    std::fprintf(stderr, "fvic: compiling %s\n", program.c_str());
+  bool built = !build_programs(scratch, error).empty();
+  if (!built && kept_kernels) {
+    // A kept kernels object that does not link (a disk that filled, a file from another machine):
+    // dropped, and the kernels compiled once more.
+    fs::remove(scratch.kernels_object, ec);
+    fs::remove_all(scratch.out_dir, ec);
+    built = !build_programs(scratch, error).empty();
+  }
+  if (!built) {
     fs::remove_all(scratch.out_dir, ec);
     return "";
   }

@@ -19,6 +19,10 @@ struct BuildRequest {
   std::string source, plan_json;
   bool verbose = true;
   bool networked = false;   // also NAME-server and NAME-client (fvic build; fvic run needs NAME-sim only)
+  // When not empty: the compiled kernels are taken from this file if it is there, and left there
+  // when they are compiled, so programs that differ in their main alone (another inference
+  // block) compile the kernels once (fvic run: kernels_object_cache()).
+  std::string kernels_object;
 };
 
 // Writes OUT/NAME_model.cpp and the programs' mains and compiles OUT/NAME-sim (and, when
@@ -29,6 +33,10 @@ std::string build_programs(const BuildRequest& request, std::string& error);
 // The directory `fvic run` builds a model in: $FVIC_CACHE (or ~/.cache/fvic) / NAME-HASH, where
 // the hash covers everything that goes into the program, so a changed model or runtime rebuilds.
 std::string cache_directory(const BuildRequest& request);
+
+// The file `fvic run` keeps a model's compiled kernels in, beside the cache directories: its hash
+// covers the generated C++, the compiler and its flags and the runtime, not the inference block.
+std::string kernels_object_cache(const BuildRequest& request);
 
 // `fvic run`'s build: NAME-sim in request.out_dir (the cache directory), built unless it is there.
 // The programs are built in a private sibling directory renamed into place when complete, so two

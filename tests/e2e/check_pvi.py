@@ -651,8 +651,58 @@ def case_lenet_slice(fvic, cache, work):
     require(post["variables"]["w2"]["shape"] == [16, 150], f"w2 shape {post['variables']['w2']['shape']}")
 
 
+def case_kernels_cache(fvic, cache, work):
+    """`fvic run` keeps a model's compiled kernels beside its programs: a model whose inference
+    block alone changed compiles its main, not its kernels, again (and fits as before); a kept
+    object that does not link is dropped and the kernels compiled once more; a private build
+    directory left by a killed run is removed. In a cache of its own, so the shared one's
+    contents do not matter."""
+    ex = os.path.join(EXAMPLES, "linreg_conjugate")
+    with open(os.path.join(ex, "linreg_conjugate.fvi")) as f:
+        source = f.read()
+    require("rounds = 5;" in source, "examples/linreg_conjugate no longer sets rounds = 5")
+    own_cache = os.path.join(work, "cache")
+    os.makedirs(own_cache)
+    abandoned = os.path.join(own_cache, "linreg_conjugate-0000000000000000.building-999999999")
+    os.makedirs(abandoned)  # no process has that pid (above Linux's pid_max)
+
+    def run(rounds):
+        model = os.path.join(work, f"r{rounds}", "linreg_conjugate.fvi")
+        os.makedirs(os.path.dirname(model))
+        with open(model, "w") as f:
+            f.write(source.replace("rounds = 5;", f"rounds = {rounds};"))
+        out = os.path.join(work, f"out{rounds}")
+        cmd = [fvic, "run", model, "--data", os.path.join(ex, "data"), "--output", out]
+        p = subprocess.run(cmd, env=dict(os.environ, FVIC_CACHE=own_cache), capture_output=True, text=True,
+                           timeout=1200)
+        require(p.returncode == 0, f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+        return p, posterior(out)
+
+    def kept():
+        return sorted(n for n in os.listdir(own_cache) if "-kernels-" in n)
+
+    first, post_first = run(2)
+    require("compiled before" not in first.stderr, f"the first build says it reused kernels:\n{first.stderr}")
+    require(not os.path.exists(abandoned), "the abandoned build directory of a dead process was left")
+    require(len(kept()) == 1 and kept()[0].endswith(".o"), f"the cache keeps {kept()}, not one kernels object")
+    second, post_second = run(3)
+    require("compiled before" in second.stderr,
+            f"a changed inference block compiled the kernels again:\n{second.stderr}")
+    require(post_second["iterations"] == 3 and post_first["iterations"] == 2,
+            f"the programs ran {post_first['iterations']} and {post_second['iterations']} rounds, not 2 and 3")
+    with open(os.path.join(own_cache, kept()[0]), "wb") as f:
+        f.write(b"not an object file")
+    third, post_third = run(4)
+    require(post_third["iterations"] == 4, f"after a damaged kernels object the program ran {post_third['iterations']} rounds")
+    with open(os.path.join(own_cache, kept()[0]), "rb") as f:
+        require(f.read(4) == b"\x7fELF", "the damaged kernels object was not replaced by a compiled one")
+    programs = [n for n in os.listdir(own_cache) if n.startswith("linreg_conjugate-") and "-kernels-" not in n]
+    require(len(programs) == 3, f"the cache holds {programs}, not three programs")
+
+
 CASES = {
     "linreg_exact": case_linreg_exact,
+    "kernels_cache": case_kernels_cache,
     "pooled": case_pooled,
     "clutter": case_clutter,
     "score_matching": case_score_matching,

@@ -9,6 +9,7 @@
 // one that reads a parameter is refused when it runs. A run is bounded: 2^31 instructions, 2^30
 // numbers on its tape, every index checked against its container.
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -56,12 +57,48 @@ class Machine {
  private:
   enum class Kind { Leaf, Const, Index, Slice, Transpose, Unary, Neg, Add, Sub, Mul, Div, Pow, MatMul, Lpdf,
                     LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Prod, Reshape, Select, CumulativeSum, Cholesky, DiagMatrix, Diagonal, Inverse, Inactive };
+  // A node's operands: up to four held inline (almost every node: the machine makes one per
+  // instruction, and a heap vector each was a fifth of an ODE model's time), more on the heap (a
+  // container gathered from its elements).
+  class NodeArgs {
+   public:
+    NodeArgs() = default;
+    NodeArgs(std::initializer_list<int> args) {
+      for (int a : args) push_back(a);
+    }
+    NodeArgs(const std::vector<int>& args) {  // NOLINT: converts, as the vector it replaces did
+      for (int a : args) push_back(a);
+    }
+    void push_back(int a) {
+      if (n_ < kInline) {
+        inline_[n_] = a;
+      } else {
+        if (more_.empty()) more_.assign(inline_, inline_ + kInline);
+        more_.push_back(a);
+      }
+      ++n_;
+    }
+    size_t size() const { return n_; }
+    const int* begin() const { return n_ <= kInline ? inline_ : more_.data(); }
+    const int* end() const { return begin() + n_; }
+    int operator[](size_t k) const { return begin()[k]; }
+    int at(size_t k) const {
+      if (k >= n_) throw std::out_of_range("a statement program's node has no operand " + std::to_string(k));
+      return begin()[k];
+    }
+
+   private:
+    static constexpr size_t kInline = 4;
+    int inline_[kInline] = {};
+    std::vector<int> more_;
+    size_t n_ = 0;
+  };
   struct Node {
     Kind kind;
     Tensor<T> value;
     bool active = false;   // has an adjoint
     bool depends = false;  // reads a parameter (a comparison's result depends, without an adjoint)
-    std::vector<int> args = {};
+    NodeArgs args = {};
     std::string name = {};
     int64_t r = -1, c = -1;  // Index: the row and column (0-based, -1 every one); Slice: first, last
     bool column = false;     // Index: the result transposed to a column; Slice: along columns
@@ -78,7 +115,7 @@ class Machine {
 
   const Tensor<T>& run_batched(const Program& p, const std::vector<const Tensor<T>*>& operands,
                                const std::vector<bool>& active);
-  int add(Kind kind, Tensor<T> value, std::vector<int> args, const std::string& name = {});
+  int add(Kind kind, Tensor<T> value, NodeArgs args, const std::string& name = {});
   int constant(T v) { return add(Kind::Const, Tensor<T>::constant(v), {}); }
   int real(const Register& r, int line);  // the register's value as a node
   int64_t integer(const Register& r, int line) const;
@@ -207,7 +244,7 @@ const Tensor<T>& Machine<T>::run_batched(const Program& p, const std::vector<con
 }
 
 template <class T>
-int Machine<T>::add(Kind kind, Tensor<T> value, std::vector<int> args, const std::string& name) {
+int Machine<T>::add(Kind kind, Tensor<T> value, NodeArgs args, const std::string& name) {
   tape_elements_ += value.m.size();
   if (tape_elements_ > kMaxTapeElements)
     throw ProgramError(line_, "the statements' values would take more than 2^30 numbers (8 GiB) of memory");
@@ -245,12 +282,12 @@ int Machine<T>::real(const Register& r, int line) {
     case Register::Holds::Real: return r.node;
     case Register::Holds::Int: return constant(static_cast<T>(r.i));
     case Register::Holds::Elements: {
-      Tensor<T> v(r.rows, r.cols, 1);
       std::vector<int> args;
+      args.reserve(r.elements.size());
       Eigen::Index draws = 1;
       for (int e : r.elements)
         if (e >= 0) draws = joint_draws(draws, value(e).draws);
-      v = Tensor<T>(r.rows, r.cols, draws);
+      Tensor<T> v = Tensor<T>::uninitialized(r.rows, r.cols, draws);  // every element written below
       for (size_t j = 0; j < r.elements.size(); ++j) {
         int e = r.elements[j];
         if (e < 0) e = constant(std::numeric_limits<T>::quiet_NaN());
@@ -797,7 +834,9 @@ void Machine<T>::explode(Register& reg, int line) {
 template <class T>
 const Tensor<T>& Machine<T>::operand_gradient(const Tensor<T>& g, size_t k) {
   if (!backward_done_) {
-    adjoint_.assign(tape_.size(), Tensor<T>());
+    // The adjoints' buffers are kept from run to run (has_adjoint_ says which hold this run's
+    // values), so a tape of the same shape allocates none of them again.
+    if (adjoint_.size() < tape_.size()) adjoint_.resize(tape_.size());
     has_adjoint_.assign(tape_.size(), false);
     gradients_.clear();
     for (const Tensor<T>* o : operands_) gradients_.push_back(Tensor<T>::zeros_like(*o));

@@ -35,9 +35,10 @@ struct Tensor {
     t.m(0, 0) = value;
     return t;
   }
-  // A tensor every element of which the caller writes: no zero-filling pass.
+  // A tensor every element of which the caller writes: no zero-filling pass, one allocation (the
+  // statement machine makes one per instruction, so the default 1 x 1 is not made and freed first).
   static Tensor uninitialized(Eigen::Index r, Eigen::Index c, Eigen::Index s) {
-    Tensor t;
+    Tensor t{Unallocated{}};
     t.m.resize(r, c * s);
     t.rows = r, t.cols = c, t.draws = s;
     return t;
@@ -58,6 +59,10 @@ struct Tensor {
   // Draw s as a rows x cols matrix (draw 0 when the value does not vary).
   auto draw(Eigen::Index s) { return m.middleCols((draws == 1 ? 0 : s) * cols, cols); }
   auto draw(Eigen::Index s) const { return m.middleCols((draws == 1 ? 0 : s) * cols, cols); }
+
+ private:
+  struct Unallocated {};
+  explicit Tensor(Unallocated) {}
 };
 
 // An integer value of the data (indices, counts, categories): never varies with the draw.
