@@ -57,9 +57,9 @@ class Machine {
  private:
   enum class Kind { Leaf, Const, Index, Slice, Transpose, Unary, Neg, Add, Sub, Mul, Div, Pow, MatMul, Lpdf,
                     LogSumExp, Sum, Mean, Softmax, LogSoftmax, Gather, Broadcast, Extreme, Prod, Reshape, Select, CumulativeSum, Cholesky, DiagMatrix, Diagonal, Inverse, Inactive };
-  // A node's operands: up to four held inline (almost every node: the machine makes one per
-  // instruction, and a heap vector each was a fifth of an ODE model's time), more on the heap (a
-  // container gathered from its elements).
+  // A node's operands: up to four held inline (almost every node: the machine makes one node per
+  // instruction, and a heap vector each was one more allocation per instruction), more on the
+  // heap (a container gathered from its elements).
   class NodeArgs {
    public:
     NodeArgs() = default;
