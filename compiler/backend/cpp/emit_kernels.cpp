@@ -364,7 +364,7 @@ void Emitter::quantity(std::ostringstream& o, const ir::Factor& f) {
   bind_data(o, f);
   o << "  }\n\n";
   o << "  void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {\n";
-  o << "    (void)begin, (void)count;\n    draws_ = posterior_draws_;\n";
+  o << "    (void)begin, (void)count, (void)inputs;  // a quantity of data alone reads no inputs\n    draws_ = posterior_draws_;\n";
   for (size_t g = 0; g < f.groups.size(); ++g)
     o << "    assign_from_abi(inputs[" << g << "], in_[" << g << "]);\n    draws_ = std::max<int64_t>(draws_, in_[" << g
       << "].draws);\n";

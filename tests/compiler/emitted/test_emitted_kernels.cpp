@@ -13,6 +13,9 @@
 
 extern "C" const fvi_model* fvi_model_conv_classifier(void);
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace emitted_kernels_test {
+
 namespace {
 
 using fvic::ir::RealTensor;
@@ -264,3 +267,5 @@ TEST_CASE("the variable table gives each parameter's group, offset, shape and tr
   }
   CHECK(abi->variables[1].lower == 0.0);
 }
+
+}  // namespace emitted_kernels_test

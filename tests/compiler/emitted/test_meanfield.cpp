@@ -19,6 +19,9 @@
 #include "support/gradient_check.h"
 #include "support/quadrature.h"
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace meanfield_test {
+
 namespace {
 
 using Eigen::MatrixXd;
@@ -582,3 +585,5 @@ TEST_CASE("buffers reused across calls of other batch sizes give a fresh state's
     }
   });
 }
+
+}  // namespace meanfield_test

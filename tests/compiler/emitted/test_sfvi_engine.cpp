@@ -27,6 +27,9 @@ extern "C" const fvi_model* fvi_model_linreg_conjugate(void);
 extern "C" const fvi_model* fvi_model_glmm_sixcities(void);
 extern "C" const fvi_model* fvi_model_scaled_intercepts(void);
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace sfvi_engine_test {
+
 namespace {
 
 using fvi::engine::SfviContribution;
@@ -710,3 +713,5 @@ TEST_CASE("SFVI: a silo's checkpoint keeps the draws per gradient the stopping r
   SfviSilo third(model, silos[0].data.abi(), 1, options, false);
   CHECK_THROWS_AS(third.restore(damaged), std::invalid_argument);
 }
+
+}  // namespace sfvi_engine_test

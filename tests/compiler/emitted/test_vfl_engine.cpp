@@ -24,6 +24,9 @@ extern "C" const fvi_model* fvi_model_vfl_logreg_power(void);
 extern "C" const fvi_model* fvi_model_vfl_linreg(void);
 extern "C" const fvi_model* fvi_model_split_nn(void);
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace vfl_engine_test {
+
 namespace {
 
 using fvi::JointGaussianRows;
@@ -667,3 +670,5 @@ TEST_CASE("A vertical silo's checkpoint keeps the draws per gradient the stoppin
   VflSilo third(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
   CHECK_THROWS_AS(third.restore(damaged), std::invalid_argument);
 }
+
+}  // namespace vfl_engine_test

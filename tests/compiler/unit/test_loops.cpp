@@ -14,6 +14,9 @@
 #include "test_models.h"
 #include "pipeline.h"
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace loops_test {
+
 namespace {
 
 // The declarations both forms share.
@@ -502,3 +505,5 @@ model {
   }
   CHECK(got == Approx(want).epsilon(1e-13));
 }
+
+}  // namespace loops_test

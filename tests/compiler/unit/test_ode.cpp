@@ -12,6 +12,9 @@
 #include "pipeline.h"
 #include "test_models.h"
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace ode_test {
+
 namespace {
 
 using fvic::ir::RealTensor;
@@ -254,3 +257,5 @@ model {
     CHECK_THROWS_WITH(y.forward(b.data), Catch::Contains("must increase") && Catch::Contains("time 2 is 1"));
   }
 }
+
+}  // namespace ode_test

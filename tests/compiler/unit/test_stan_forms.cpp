@@ -13,6 +13,9 @@
 #include "test_models.h"
 #include "pipeline.h"
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace stan_forms_test {
+
 namespace {
 
 const std::string kHead = R"(data {
@@ -437,3 +440,5 @@ model {
   fvic::ir::Interpreter likelihood(module, fvic::test::factor_named(module, "likelihood_counts"));
   CHECK(likelihood.forward(b).m.sum() == Approx(expected).epsilon(1e-13));
 }
+
+}  // namespace stan_forms_test

@@ -12,6 +12,9 @@
 #include "pipeline.h"
 #include "test_models.h"
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace statement_programs_test {
+
 namespace {
 
 using fvic::ir::RealTensor;
@@ -729,3 +732,5 @@ model {
   }
   check_adjoints(b.model);
 }
+
+}  // namespace statement_programs_test

@@ -13,7 +13,7 @@ using fvi::MeanFieldGaussian;
 using fvi::test::check_gradient;
 
 namespace {
-MeanFieldGaussian<> mf1(double m, double s) {
+MeanFieldGaussian<> univariate_q(double m, double s) {
   return MeanFieldGaussian<>::from_mean_sd(Eigen::VectorXd::Constant(1, m), Eigen::VectorXd::Constant(1, s));
 }
 
@@ -35,7 +35,7 @@ fvi::test::QuadratureResult geodesic_length(double m1, double s1, double m2, dou
 TEST_CASE("Fisher-Rao distance equals the geodesic length and the half-plane closed form", "[divergence][fisher_rao]") {
   const double cases[][4] = {{0, 1, 0, 2}, {0, 1, 1, 1}, {0.5, 0.3, -1, 2}, {3, 2, 0, 0.5}, {10, 0.1, -10, 0.2}, {0, 1, 1e-4, 1}};
   for (const auto& c : cases) {
-    const double d = fvi::fisher_rao_distance(mf1(c[0], c[1]), mf1(c[2], c[3]));
+    const double d = fvi::fisher_rao_distance(univariate_q(c[0], c[1]), univariate_q(c[2], c[3]));
     const auto len = geodesic_length(c[0], c[1], c[2], c[3]);
     INFO(c[0] << " " << c[1] << " " << c[2] << " " << c[3] << ": closed " << d << " geodesic " << len.value);
     // Quadrature error estimate, plus the rounding of the two end angles (<= 2 eps pi each, times
@@ -46,7 +46,7 @@ TEST_CASE("Fisher-Rao distance equals the geodesic length and the half-plane clo
     const double x = (0.5 * (c[0] - c[2]) * (c[0] - c[2]) + (c[1] - c[3]) * (c[1] - c[3])) / (2 * c[1] * c[3]);
     CHECK_THAT(d, WithinRel(std::sqrt(2.0) * std::log1p(x + std::sqrt(x * (2 + x))), 1e-12));
     // Symmetric.
-    CHECK_THAT(fvi::fisher_rao_distance(mf1(c[2], c[3]), mf1(c[0], c[1])), WithinRel(d, 1e-13));
+    CHECK_THAT(fvi::fisher_rao_distance(univariate_q(c[2], c[3]), univariate_q(c[0], c[1])), WithinRel(d, 1e-13));
   }
   // A non-geodesic path (straight line in (mu, sigma)) is longer.
   const double m1 = 0, s1 = 1, m2 = 3, s2 = 0.5;
@@ -57,8 +57,8 @@ TEST_CASE("Fisher-Rao distance equals the geodesic length and the half-plane clo
                               },
                               0, 1)
                               .value;
-  CHECK(straight > fvi::fisher_rao_distance(mf1(m1, s1), mf1(m2, s2)));
-  CHECK(fvi::fisher_rao_distance(mf1(1, 2), mf1(1, 2)) == 0);
+  CHECK(straight > fvi::fisher_rao_distance(univariate_q(m1, s1), univariate_q(m2, s2)));
+  CHECK(fvi::fisher_rao_distance(univariate_q(1, 2), univariate_q(1, 2)) == 0);
 }
 
 TEST_CASE("Fisher-Rao on the mean-field family and its gradient", "[divergence][fisher_rao]") {
@@ -66,7 +66,8 @@ TEST_CASE("Fisher-Rao on the mean-field family and its gradient", "[divergence][
   const auto p = MeanFieldGaussian<>::from_mean_sd(Eigen::Vector3d(0, 0.5, 1.5), Eigen::Vector3d(1.1, 0.9, 0.8));
   double ss = 0;
   for (int i = 0; i < 3; ++i) {
-    const double di = fvi::fisher_rao_distance(mf1(q.mean()[i], q.sd()[i]), mf1(p.mean()[i], p.sd()[i]));
+    const double di =
+        fvi::fisher_rao_distance(univariate_q(q.mean()[i], q.sd()[i]), univariate_q(p.mean()[i], p.sd()[i]));
     ss += di * di;
   }
   CHECK_THAT(fvi::fisher_rao_distance(q, p), WithinRel(std::sqrt(ss), 1e-14));

@@ -17,13 +17,15 @@ using fvi::test::check_gradient;
 
 namespace {
 MeanFieldGaussian<> mf(Eigen::VectorXd m, Eigen::VectorXd s) { return MeanFieldGaussian<>::from_mean_sd(m, s); }
-MeanFieldGaussian<> mf1(double m, double s) { return mf(Eigen::VectorXd::Constant(1, m), Eigen::VectorXd::Constant(1, s)); }
+MeanFieldGaussian<> univariate(double m, double s) {
+  return mf(Eigen::VectorXd::Constant(1, m), Eigen::VectorXd::Constant(1, s));
+}
 }  // namespace
 
 TEST_CASE("KL between univariate Gaussians equals its closed form and a numerical integral", "[divergence][kl]") {
   const double cases[][4] = {{0, 1, 0, 1}, {0.5, 0.3, -1, 2}, {3, 2, 0, 0.5}, {-2, 1e-2, -2.01, 1.2e-2}, {1, 4, 1, 1}};
   for (const auto& c : cases) {
-    const double value = fvi::kl_divergence(mf1(c[0], c[1]), mf1(c[2], c[3]));
+    const double value = fvi::kl_divergence(univariate(c[0], c[1]), univariate(c[2], c[3]));
     // Textbook: log(sp/sq) + (sq^2 + (mq - mp)^2) / (2 sp^2) - 1/2.
     const double textbook = std::log(c[3] / c[1]) + (c[1] * c[1] + (c[0] - c[2]) * (c[0] - c[2])) / (2 * c[3] * c[3]) - 0.5;
     CHECK_THAT(value, WithinAbs(textbook, 1e-14 * std::max(1.0, std::abs(textbook)) * 10));
@@ -88,9 +90,9 @@ TEST_CASE("KL: invalid inputs give clear errors", "[divergence][kl]") {
   CHECK_THROWS_WITH(fvi::kl_divergence(FullRankGaussian<>::from_mean_covariance(Eigen::Vector2d(0, 0), Eigen::Matrix2d::Identity()),
                                        FullRankGaussian<>::from_mean_covariance(Eigen::Vector2d(0, 0), indefinite)),
                     Contains("covariance is not positive definite"));
-  CHECK_THROWS_WITH(fvi::kl_divergence(mf1(0, 1), mf(Eigen::Vector2d(0, 0), Eigen::Vector2d(1, 1))),
+  CHECK_THROWS_WITH(fvi::kl_divergence(univariate(0, 1), mf(Eigen::Vector2d(0, 0), Eigen::Vector2d(1, 1))),
                     "kl_divergence: p dimension has size 2 but 1 was expected");
-  CHECK_THROWS_WITH(mf1(std::nan(""), 1), Contains("mean is NaN"));
+  CHECK_THROWS_WITH(univariate(std::nan(""), 1), Contains("mean is NaN"));
 }
 
 TEMPLATE_TEST_CASE("KL in float agrees with double to float rounding", "[divergence][kl][float]", float, double) {

@@ -14,7 +14,7 @@ using fvi::FullRankGaussian;
 using fvi::test::check_gradient;
 
 namespace {
-FullRankGaussian<> example() {
+FullRankGaussian<> full_rank_example() {
   Eigen::Vector3d mean(0.3, -0.7, 1.2);
   return FullRankGaussian<>::from_mean_covariance(mean, fvi::test::spd_matrix(3, 0.4, 2.5));
 }
@@ -22,7 +22,7 @@ FullRankGaussian<> example() {
 
 TEST_CASE("full-rank Gaussian: construction, parameters and moments", "[family][full_rank]") {
   const Eigen::MatrixXd cov = fvi::test::spd_matrix(3, 0.4, 2.5);
-  const auto q = example();
+  const auto q = full_rank_example();
   CHECK((q.covariance() - cov).cwiseAbs().maxCoeff() <= 1e-14 * cov.cwiseAbs().maxCoeff() * 10);
   CHECK((q.precision() * cov - Eigen::MatrixXd::Identity(3, 3)).cwiseAbs().maxCoeff() <= 1e-13);
   CHECK(q.num_params() == 9);
@@ -33,7 +33,7 @@ TEST_CASE("full-rank Gaussian: construction, parameters and moments", "[family][
 }
 
 TEST_CASE("full-rank Gaussian: density, entropy, score", "[family][full_rank]") {
-  const auto q = example();
+  const auto q = full_rank_example();
   const Eigen::MatrixXd eps = fvi::test::fixed_noise(3, 5);
   const Eigen::MatrixXd z = q.sample(eps);
   const Eigen::VectorXd lq = q.log_density(z);
@@ -55,7 +55,7 @@ TEST_CASE("full-rank Gaussian: density, entropy, score", "[family][full_rank]") 
 }
 
 TEST_CASE("full-rank Gaussian: vjp and covariance chain rule match finite differences", "[family][full_rank]") {
-  const auto q = example();
+  const auto q = full_rank_example();
   const Eigen::MatrixXd eps = fvi::test::fixed_noise(3, 4, 0.5);
   const Eigen::MatrixXd cot = fvi::test::fixed_noise(3, 4, 1.5);
   auto pushforward = [&](const Eigen::VectorXd& p) {
@@ -79,7 +79,7 @@ TEST_CASE("full-rank Gaussian: vjp and covariance chain rule match finite differ
 }
 
 TEST_CASE("full-rank Gaussian: STL gradient", "[family][full_rank][stl]") {
-  const auto q = example();
+  const auto q = full_rank_example();
   const Eigen::Vector3d mp(1, 0, -1);
   const Eigen::MatrixXd prec_p = fvi::test::spd_matrix(3, 0.5, 3.0, 1.9);
   const Eigen::MatrixXd eps = fvi::test::fixed_noise(3, 6, 0.8);

@@ -15,7 +15,7 @@ using fvi::LogNormal;
 using fvi::test::check_gradient;
 
 namespace {
-LogNormal<> example() { return LogNormal<>(Eigen::Vector2d(0.3, -0.5), Eigen::Vector2d(-0.6, -0.1)); }
+LogNormal<> log_normal_example() { return LogNormal<>(Eigen::Vector2d(0.3, -0.5), Eigen::Vector2d(-0.6, -0.1)); }
 
 double density_1d(double theta, double mu, double sigma) {
   // Textbook log-normal density.
@@ -26,7 +26,7 @@ double density_1d(double theta, double mu, double sigma) {
 }  // namespace
 
 TEST_CASE("log-normal: density, moments and entropy by quadrature over theta > 0", "[family][log_normal]") {
-  const auto q = example();
+  const auto q = log_normal_example();
   for (int i = 0; i < 2; ++i) {
     const double mu = q.log_space().mean()[i], sigma = q.log_space().sd()[i];
     auto pdf = [&](double t) { return t <= 0 ? 0.0 : density_1d(t, mu, sigma); };
@@ -64,7 +64,7 @@ TEST_CASE("log-normal: density, moments and entropy by quadrature over theta > 0
 }
 
 TEST_CASE("log-normal: score, vjp and STL gradient match finite differences", "[family][log_normal]") {
-  const auto q = example();
+  const auto q = log_normal_example();
   const Eigen::MatrixXd eps = fvi::test::fixed_noise(2, 4, 0.4);
   const Eigen::VectorXd t0 = q.sample(eps.col(0));
   auto r1 = check_gradient([&](const Eigen::VectorXd& t) { return q.log_density(t)[0]; }, t0, q.score(t0));
@@ -96,7 +96,7 @@ TEST_CASE("log-normal: score, vjp and STL gradient match finite differences", "[
 }
 
 TEST_CASE("log-normal rejects non-positive values", "[family][log_normal]") {
-  const auto q = example();
+  const auto q = log_normal_example();
   CHECK_THROWS_WITH(q.log_density(Eigen::Vector2d(1.0, -2.0)), Contains("theta[1] must be positive"));
   CHECK_THROWS_WITH(LogNormal<>(Eigen::Vector2d(0, std::nan("")), Eigen::Vector2d(0, 0)), Contains("mean[1] is NaN"));
 }

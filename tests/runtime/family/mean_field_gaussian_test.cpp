@@ -17,14 +17,14 @@ using fvi::MeanFieldGaussian;
 using fvi::test::check_gradient;
 
 namespace {
-MeanFieldGaussian<> example() {
+MeanFieldGaussian<> mean_field_example() {
   Eigen::Vector3d mean(0.5, -1.0, 2.0), log_sd(-0.3, 0.2, 0.7);
   return MeanFieldGaussian<>(mean, log_sd);
 }
 }  // namespace
 
 TEST_CASE("mean-field Gaussian: sampling, density and entropy", "[family][mean_field]") {
-  const auto q = example();
+  const auto q = mean_field_example();
   const Eigen::MatrixXd eps = fvi::test::fixed_noise(3, 4);
   const Eigen::MatrixXd z = q.sample(eps);
   const Eigen::VectorXd lq = q.log_density(z);
@@ -57,7 +57,7 @@ TEST_CASE("mean-field Gaussian: sampling, density and entropy", "[family][mean_f
 
 TEST_CASE("mean-field Gaussian: score, vjp and entropy gradient match finite differences",
           "[family][mean_field]") {
-  const auto q = example();
+  const auto q = mean_field_example();
   const Eigen::MatrixXd eps = fvi::test::fixed_noise(3, 1, 0.4);
   const Eigen::VectorXd z0 = q.sample(eps);
   auto logq = [&](const Eigen::VectorXd& z) { return q.log_density(z)[0]; };
@@ -81,7 +81,7 @@ TEST_CASE("mean-field Gaussian: score, vjp and entropy gradient match finite dif
 }
 
 TEST_CASE("mean-field Gaussian: STL gradient", "[family][mean_field][stl]") {
-  const auto q = example();
+  const auto q = mean_field_example();
   // Target p = N(m_p, diag(s_p^2)).
   const Eigen::Vector3d mp(1.0, 0.0, -1.0), sp(0.5, 2.0, 1.5);
   auto grad_log_p = [&](const Eigen::MatrixXd& z) {
@@ -141,7 +141,7 @@ TEST_CASE("mean-field Gaussian rejects invalid parameters with a clear message",
                     "MeanFieldGaussian: exp(log_sd)[1] is inf");
   CHECK_THROWS_WITH(MeanFieldGaussian<>::from_mean_sd(Eigen::Vector2d(0, 0), Eigen::Vector2d(1, -1)),
                     Contains("sd[1] must be positive"));
-  CHECK_THROWS_WITH(example().sample(Eigen::MatrixXd::Zero(2, 3)), Contains("eps rows has size 2 but 3"));
+  CHECK_THROWS_WITH(mean_field_example().sample(Eigen::MatrixXd::Zero(2, 3)), Contains("eps rows has size 2 but 3"));
 }
 
 TEMPLATE_TEST_CASE("mean-field Gaussian works in float and double", "[family][mean_field][float]", float, double) {
@@ -152,7 +152,7 @@ TEMPLATE_TEST_CASE("mean-field Gaussian works in float and double", "[family][me
   const MeanFieldGaussian<T> q(mean, log_sd);
   const Eigen::MatrixXd eps_d = fvi::test::fixed_noise(3, 4);
   const fvi::MatrixX<T> eps = eps_d.cast<T>();
-  const auto reference = example();
+  const auto reference = mean_field_example();
   const Eigen::VectorXd lq_ref = reference.log_density(reference.sample(eps_d));
   const Eigen::VectorXd lq = q.log_density(q.sample(eps)).template cast<double>();
   // A few roundings per term, each relative eps_T, on terms of size <= |log q| + D log(2 pi).

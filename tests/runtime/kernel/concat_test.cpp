@@ -7,17 +7,12 @@
 #include <random>
 
 #include "fvi/kernel/instances.h"
+#include "product_testing.h"
 
 using namespace fvi::kernel;
+using product_testing::random_tensor;
 
 namespace {
-
-Tensor<double> random_tensor(Eigen::Index rows, Eigen::Index cols, Eigen::Index draws, std::mt19937& rng) {
-  std::normal_distribution<double> normal;
-  Tensor<double> t(rows, cols, draws);
-  for (Eigen::Index i = 0; i < t.m.size(); ++i) t.m.data()[i] = normal(rng);
-  return t;
-}
 
 // Element (r, c) of draw s, a one-draw tensor the same at every draw.
 double at(const Tensor<double>& t, Eigen::Index r, Eigen::Index c, Eigen::Index s) {
@@ -29,7 +24,7 @@ double at(const Tensor<double>& t, Eigen::Index r, Eigen::Index c, Eigen::Index 
 TEST_CASE("concat_rows puts a above b at every draw, broadcasting a one-draw operand", "[kernel][concat]") {
   std::mt19937 rng(3);
   for (auto [a_draws, b_draws] : {std::pair<Eigen::Index, Eigen::Index>{1, 1}, {3, 3}, {1, 3}, {3, 1}}) {
-    const Tensor<double> a = random_tensor(2, 4, a_draws, rng), b = random_tensor(3, 4, b_draws, rng);
+    const Tensor<double> a = random_tensor<double>(2, 4, a_draws, rng), b = random_tensor<double>(3, 4, b_draws, rng);
     const Tensor<double> out = concat_rows(a, b);
     const Eigen::Index draws = std::max(a_draws, b_draws);
     REQUIRE(out.rows == 5);
@@ -46,7 +41,7 @@ TEST_CASE("concat_rows puts a above b at every draw, broadcasting a one-draw ope
 TEST_CASE("concat_cols puts a left of b at every draw, broadcasting a one-draw operand", "[kernel][concat]") {
   std::mt19937 rng(4);
   for (auto [a_draws, b_draws] : {std::pair<Eigen::Index, Eigen::Index>{1, 1}, {2, 2}, {1, 2}, {2, 1}}) {
-    const Tensor<double> a = random_tensor(3, 1, a_draws, rng), b = random_tensor(3, 2, b_draws, rng);
+    const Tensor<double> a = random_tensor<double>(3, 1, a_draws, rng), b = random_tensor<double>(3, 2, b_draws, rng);
     const Tensor<double> out = concat_cols(a, b);
     const Eigen::Index draws = std::max(a_draws, b_draws);
     REQUIRE(out.rows == 3);
@@ -62,7 +57,7 @@ TEST_CASE("concat_cols puts a left of b at every draw, broadcasting a one-draw o
 
 TEST_CASE("the parts of a joined gradient are each operand's own rows and columns", "[kernel][concat]") {
   std::mt19937 rng(5);
-  const Tensor<double> g = random_tensor(5, 3, 2, rng);
+  const Tensor<double> g = random_tensor<double>(5, 3, 2, rng);
   const Tensor<double> top = concat_rows_part(g, 2, 0), bottom = concat_rows_part(g, 2, 1);
   REQUIRE((top.rows == 2 && bottom.rows == 3 && top.cols == 3 && bottom.draws == 2));
   const Tensor<double> left = concat_cols_part(g, 1, 0), right = concat_cols_part(g, 1, 1);
@@ -80,16 +75,16 @@ TEST_CASE("the parts of a joined gradient are each operand's own rows and column
 
 TEST_CASE("joins of mismatched shapes and draws are refused", "[kernel][concat]") {
   std::mt19937 rng(6);
-  CHECK_THROWS_AS(concat_rows(random_tensor(2, 3, 1, rng), random_tensor(2, 4, 1, rng)), ShapeError);
-  CHECK_THROWS_AS(concat_cols(random_tensor(2, 3, 1, rng), random_tensor(3, 3, 1, rng)), ShapeError);
-  CHECK_THROWS_AS(concat_rows(random_tensor(2, 3, 2, rng), random_tensor(2, 3, 3, rng)), ShapeError);
-  CHECK_THROWS_AS(concat_rows_part(random_tensor(2, 3, 1, rng), 4, 0), ShapeError);
+  CHECK_THROWS_AS(concat_rows(random_tensor<double>(2, 3, 1, rng), random_tensor<double>(2, 4, 1, rng)), ShapeError);
+  CHECK_THROWS_AS(concat_cols(random_tensor<double>(2, 3, 1, rng), random_tensor<double>(3, 3, 1, rng)), ShapeError);
+  CHECK_THROWS_AS(concat_rows(random_tensor<double>(2, 3, 2, rng), random_tensor<double>(2, 3, 3, rng)), ShapeError);
+  CHECK_THROWS_AS(concat_rows_part(random_tensor<double>(2, 3, 1, rng), 4, 0), ShapeError);
 }
 
 TEST_CASE("cumulative_sum runs down a vector and along a row_vector; its adjoint runs back", "[kernel][cumulative_sum]") {
   std::mt19937 rng(7);
   for (auto [rows, cols] : {std::pair<Eigen::Index, Eigen::Index>{4, 1}, {1, 5}, {1, 1}}) {
-    const Tensor<double> a = random_tensor(rows, cols, 3, rng);
+    const Tensor<double> a = random_tensor<double>(rows, cols, 3, rng);
     const Tensor<double> c = cumulative_sum(a), g = cumulative_sum_grad(a);
     const Eigen::Index n = rows * cols;
     for (Eigen::Index s = 0; s < 3; ++s)
@@ -104,5 +99,5 @@ TEST_CASE("cumulative_sum runs down a vector and along a row_vector; its adjoint
         CHECK(g.m.data()[s * n + i] == Approx(tail).epsilon(0).margin(rounding));
       }
   }
-  CHECK_THROWS_AS(cumulative_sum(random_tensor(2, 2, 1, rng)), ShapeError);
+  CHECK_THROWS_AS(cumulative_sum(random_tensor<double>(2, 2, 1, rng)), ShapeError);
 }

@@ -7,17 +7,12 @@
 #include <random>
 
 #include "fvi/kernel/instances.h"
+#include "product_testing.h"
 
 using namespace fvi::kernel;
+using product_testing::random_tensor;
 
 namespace {
-
-Tensor<double> random_tensor(Eigen::Index r, Eigen::Index c, Eigen::Index s, std::mt19937& rng) {
-  std::normal_distribution<double> normal;
-  Tensor<double> t(r, c, s);
-  for (Eigen::Index i = 0; i < t.m.size(); ++i) t.m.data()[i] = normal(rng);
-  return t;
-}
 
 void check_equal(const Tensor<double>& got, const Tensor<double>& want) {
   REQUIRE(got.rows == want.rows);
@@ -32,8 +27,10 @@ void check_equal(const Tensor<double>& got, const Tensor<double>& want) {
 void check_chain(Eigen::Index r, Eigen::Index c, Eigen::Index S, std::mt19937& rng, Tensor<double>& n1,
                  Tensor<double>& n3, Tensor<double>& n5) {
   INFO(r << " x " << c << ", " << S << " draws");
-  Tensor<double> x = random_tensor(r, c, S, rng), row = random_tensor(1, c, S, rng), column = random_tensor(r, 1, 1, rng);
-  Tensor<double> mu = Tensor<double>::constant(0.3), sigma = random_tensor(1, 1, S, rng), seed = random_tensor(r, c, S, rng);
+  Tensor<double> x = random_tensor<double>(r, c, S, rng), row = random_tensor<double>(1, c, S, rng);
+  Tensor<double> column = random_tensor<double>(r, 1, 1, rng);
+  Tensor<double> mu = Tensor<double>::constant(0.3), sigma = random_tensor<double>(1, 1, S, rng);
+  Tensor<double> seed = random_tensor<double>(r, c, S, rng);
   sigma.m = sigma.m.cwiseAbs().array() + 0.5;
   fused<double>({&x, &row, &column, &mu, &sigma, &seed}, {&n1, &n3, &n5}, {-1, 0, -1, 1, -1, 2},
                 [&](const FusedBlock<double>& b) {
@@ -67,7 +64,8 @@ TEST_CASE("a fused chain equals its unfused operations, buffers reused across sh
 TEST_CASE("a fused chain of whole and scalar operands runs over each draw as one column", "[kernel][fused]") {
   std::mt19937 rng(6);
   for (Eigen::Index r : {5, 700}) {
-    Tensor<double> y = random_tensor(r, 300, 1, rng), eta = random_tensor(r, 300, 4, rng), b = random_tensor(1, 1, 4, rng);
+    Tensor<double> y = random_tensor<double>(r, 300, 1, rng), eta = random_tensor<double>(r, 300, 4, rng);
+    Tensor<double> b = random_tensor<double>(1, 1, 4, rng);
     Tensor<double> lp;
     fused<double>({&eta, &b, &y}, {&lp}, {-1, 0}, [&](const FusedBlock<double>& blk) {
       blk.node(0) = blk.leaf(0) + blk.leaf(1);
@@ -81,7 +79,7 @@ TEST_CASE("a fused chain of whole and scalar operands runs over each draw as one
 
 TEST_CASE("bernoulli_logit's fused log density and partial equal the unfused ones", "[kernel][fused]") {
   std::mt19937 rng(7);
-  Tensor<double> y(4000, 1, 1), eta = random_tensor(4000, 1, 3, rng), g = random_tensor(4000, 1, 3, rng);
+  Tensor<double> y(4000, 1, 1), eta = random_tensor<double>(4000, 1, 3, rng), g = random_tensor<double>(4000, 1, 3, rng);
   for (Eigen::Index i = 0; i < y.rows; ++i) y.m(i, 0) = double(rng() % 2);
   eta.m *= 30.0;  // both tails of log1p_exp
   Tensor<double> lp, d;

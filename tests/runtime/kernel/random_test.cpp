@@ -14,11 +14,11 @@ using fvi::kernel::Tensor;
 
 constexpr Eigen::Index kDraws = 200000;
 
-Tensor<double> scalar(double v) { return Tensor<double>::constant(v); }
+Tensor<double> scalar_tensor(double v) { return Tensor<double>::constant(v); }
 
 Eigen::ArrayXd draws_of(const std::string& dist, std::vector<double> args, uint32_t stream = 7) {
   std::vector<Tensor<double>> ts;
-  for (double a : args) ts.push_back(scalar(a));
+  for (double a : args) ts.push_back(scalar_tensor(a));
   Operands<double> ops;
   for (const auto& t : ts) ops.push_back(&t);
   const Tensor<double> out = fvi::kernel::random_draws<double>(dist, ops, 1, 1, kDraws, 20261126, stream);
@@ -95,7 +95,7 @@ TEST_CASE("random draws: a value depends on its key, stream and element only", "
   CHECK((a == b).all());
   CHECK((a != c).count() > kDraws - 10);
   // Element j is the same whether it is drawn alone or among others (a 3 x 1 call's first row).
-  const Tensor<double> zero = scalar(0), one = scalar(1);
+  const Tensor<double> zero = scalar_tensor(0), one = scalar_tensor(1);
   const Tensor<double> three = fvi::kernel::random_draws<double>("normal", {&zero, &one}, 3, 1, 2, 20261126, 7);
   CHECK(three.draw(0)(0, 0) == a(0));
   CHECK(three.draw(1)(0, 0) == a(3));  // draw 1, element 0: j = (1 * 1 + 0) * 3 + 0

@@ -15,8 +15,8 @@ using fvi::LossSpec;
 using fvi::test::check_gradient;
 
 namespace {
-const std::vector<LossSpec> kSpecs = {LossSpec::nll(), LossSpec::generalized_cross_entropy(0.5),
-                                      LossSpec::density_power(0.7), LossSpec::gamma(1.5)};
+const std::vector<LossSpec> kLikelihoodSpecs = {LossSpec::nll(), LossSpec::generalized_cross_entropy(0.5),
+                                                LossSpec::density_power(0.7), LossSpec::gamma(1.5)};
 }
 
 TEST_CASE("Bernoulli-logit losses: NLL value, gradients w.r.t. the linear predictor", "[loss][likelihood_loss]") {
@@ -28,7 +28,7 @@ TEST_CASE("Bernoulli-logit losses: NLL value, gradients w.r.t. the linear predic
     nll -= y[i] ? std::log(p) : std::log(1 - p);
   }
   CHECK_THAT(fvi::bernoulli_logit_loss(LossSpec::nll(), y, eta), WithinRel(nll, 1e-14));
-  for (const auto& spec : kSpecs) {
+  for (const auto& spec : kLikelihoodSpecs) {
     Eigen::VectorXd g;
     fvi::bernoulli_logit_loss(spec, y, eta, &g);
     auto r = check_gradient([&](const Eigen::VectorXd& e) { return fvi::bernoulli_logit_loss(spec, y, e); }, eta, g);
@@ -51,7 +51,7 @@ TEST_CASE("Poisson-log losses", "[loss][likelihood_loss]") {
   double nll = 0;
   for (int i = 0; i < 4; ++i) nll -= y[i] * eta[i] - std::exp(eta[i]) - std::lgamma(y[i] + 1.0);
   CHECK_THAT(fvi::poisson_log_loss(LossSpec::nll(), y, eta), WithinRel(nll, 1e-14));
-  for (const auto& spec : kSpecs) {
+  for (const auto& spec : kLikelihoodSpecs) {
     Eigen::VectorXd g;
     fvi::poisson_log_loss(spec, y, eta, &g);
     auto r = check_gradient([&](const Eigen::VectorXd& e) { return fvi::poisson_log_loss(spec, y, e); }, eta, g);
@@ -68,7 +68,7 @@ TEST_CASE("categorical-logit losses (0-based classes, one row of logits per obse
   double nll = 0;
   for (int i = 0; i < 3; ++i) nll -= logits(i, y[i]) - std::log(logits.row(i).array().exp().sum());
   CHECK_THAT(fvi::categorical_logit_loss(LossSpec::nll(), y, logits), WithinRel(nll, 1e-14));
-  for (const auto& spec : kSpecs) {
+  for (const auto& spec : kLikelihoodSpecs) {
     Eigen::MatrixXd g;
     fvi::categorical_logit_loss(spec, y, logits, &g);
     auto f = [&](const Eigen::VectorXd& v) {
@@ -88,7 +88,7 @@ TEST_CASE("normal losses with derivatives for mu and sigma", "[loss][likelihood_
   double nll = 0;
   for (int i = 0; i < 3; ++i) nll -= fvi::test::normal_logpdf(y[i], mu[i], sigma);
   CHECK_THAT(fvi::normal_loss(LossSpec::nll(), Eigen::VectorXd(y), Eigen::VectorXd(mu), sigma), WithinRel(nll, 1e-14));
-  for (const auto& spec : kSpecs) {
+  for (const auto& spec : kLikelihoodSpecs) {
     Eigen::VectorXd d_mu;
     double d_sigma;
     fvi::normal_loss(spec, Eigen::VectorXd(y), Eigen::VectorXd(mu), sigma, &d_mu, &d_sigma);
@@ -106,7 +106,7 @@ TEMPLATE_TEST_CASE("likelihood losses compile and agree in float", "[loss][likel
   using T = TestType;
   const std::vector<int> y = {1, 0, 1};
   const Eigen::Vector3d eta(0.3, -1.2, 2.5);
-  for (const auto& spec : kSpecs) {
+  for (const auto& spec : kLikelihoodSpecs) {
     fvi::VectorX<T> g;
     const double ref = fvi::bernoulli_logit_loss(spec, y, Eigen::VectorXd(eta));
     const double got = fvi::bernoulli_logit_loss(spec, y, fvi::VectorX<T>(eta.cast<T>()), &g);

@@ -22,14 +22,15 @@ double loss_at(const LossSpec& spec, double x, double theta, double sigma) {
   const double li = spec.needs_integral() ? fvi::normal_log_power_integral(spec.integral_power(), sigma).value : 0.0;
   return fvi::evaluate_loss(spec, l, li).value;
 }
-const std::vector<LossSpec> kSpecs = {LossSpec::nll(), LossSpec::generalized_cross_entropy(0.8), LossSpec::generalized_cross_entropy(0.2),
-                                      LossSpec::density_power(0.7), LossSpec::gamma(1.5)};
+const std::vector<LossSpec> kLocationSpecs = {LossSpec::nll(), LossSpec::generalized_cross_entropy(0.8),
+                                              LossSpec::generalized_cross_entropy(0.2), LossSpec::density_power(0.7),
+                                              LossSpec::gamma(1.5)};
 }  // namespace
 
 TEST_CASE("closed-form expected losses equal integrals over q (1-D location model)", "[loss][location_expectation]") {
   const double x = 2.3, m = 0.4, s = 0.7, sigma = 1.1;
   const auto q = fvi::MeanFieldGaussian<>::from_mean_sd(Eigen::VectorXd::Constant(1, m), Eigen::VectorXd::Constant(1, s));
-  for (const auto& spec : kSpecs) {
+  for (const auto& spec : kLocationSpecs) {
     const auto e = fvi::expected_location_loss(spec, Eigen::VectorXd::Constant(1, x), q, sigma);
     const auto integral = fvi::test::integrate_real_line(
         [&](double t) { return std::exp(fvi::test::normal_logpdf(t, m, s)) * loss_at(spec, x, t, sigma); }, m, s);

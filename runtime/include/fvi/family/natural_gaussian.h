@@ -128,8 +128,10 @@ bool is_valid(const GaussianNatural<T>& eta) {
 // --- factor algebra -----------------------------------------------------------------------------
 
 namespace internal {
+// Not check_same_dim: divergence_gradient.h's takes any two families, and where both are seen this
+// one, more specialised, would win for a pair of one type and change the divergences' messages.
 template <typename N>
-void check_same_dim(const char* fn, const N& a, const N& b) {
+void check_same_factor_dim(const char* fn, const N& a, const N& b) {
   check_size(fn, "second operand dimension", b.dim(), a.dim());
 }
 }  // namespace internal
@@ -137,24 +139,24 @@ void check_same_dim(const char* fn, const N& a, const N& b) {
 // Product of factors: natural parameters add.
 template <typename T>
 DiagGaussianNatural<T> natural_product(const DiagGaussianNatural<T>& a, const DiagGaussianNatural<T>& b) {
-  internal::check_same_dim("natural_product", a, b);
+  internal::check_same_factor_dim("natural_product", a, b);
   return {a.eta1 + b.eta1, a.eta2 + b.eta2};
 }
 template <typename T>
 GaussianNatural<T> natural_product(const GaussianNatural<T>& a, const GaussianNatural<T>& b) {
-  internal::check_same_dim("natural_product", a, b);
+  internal::check_same_factor_dim("natural_product", a, b);
   return {a.eta1 + b.eta1, a.eta2 + b.eta2};
 }
 
 // Quotient a / b: natural parameters subtract.
 template <typename T>
 DiagGaussianNatural<T> natural_quotient(const DiagGaussianNatural<T>& a, const DiagGaussianNatural<T>& b) {
-  internal::check_same_dim("natural_quotient", a, b);
+  internal::check_same_factor_dim("natural_quotient", a, b);
   return {a.eta1 - b.eta1, a.eta2 - b.eta2};
 }
 template <typename T>
 GaussianNatural<T> natural_quotient(const GaussianNatural<T>& a, const GaussianNatural<T>& b) {
-  internal::check_same_dim("natural_quotient", a, b);
+  internal::check_same_factor_dim("natural_quotient", a, b);
   return {a.eta1 - b.eta1, a.eta2 - b.eta2};
 }
 
