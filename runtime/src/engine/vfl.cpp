@@ -403,8 +403,8 @@ void VflSilo::evaluate_kept() {
   // coordinates where a step of theta's mean carries z's means with it. In the plain ones each z
   // follows theta only through its own small gradient, and with hundreds of rows pulling theta
   // back the pair crawls along the ridge z = m(theta) (vfl_logreg_power: the ELBO levels off by
-  // iteration 2,000 centred, 6,000 not; the betas still move 1-2 q sds per averaging span either
-  // way, because mean-field q(z) narrows q(theta) itself: examples/vfl_logreg/README.md).
+  // iteration 2,000 centred, 6,000 not). gradient() then takes the coupling and the entropies in
+  // closed form, which these coordinates need (examples/vfl_logreg/README.md).
   const Eigen::MatrixXd centre = centred_z() ? contribution_at_mean() : Eigen::MatrixXd();
   m_ = contribution_draws(*contribution_, theta_, hyper());  // theta_gradient's backward follows this forward
   const Eigen::VectorXd z_params = params_.tail(z_params_);
@@ -456,6 +456,37 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
   const Eigen::MatrixXd sd_z = options_.amortized
                                    ? Eigen::MatrixXd(s_.array().exp())
                                    : Eigen::MatrixXd(params_.tail(rows_).array().exp().matrix().replicate(1, S));
+  const Eigen::Index z_at = theta_params() + hyper_dim_;
+  const Eigen::VectorXd z_params = params_.tail(z_params_);
+  const double log_rho_norm = std::log(options_.rho) + 0.5 * kLog2Pi;
+  if (centred_z()) {
+    // Mean-field q(z) = N(mu_z, sd_z^2) with mu_z = m_k(mean) + offset: the coupling's expectation
+    // over q(z), E log N(z; m, rho^2) = -((mu_z - m)^2 + sd_z^2) / (2 rho^2) - log rho - log(2 pi)/2,
+    // and q(z)'s entropy, sum log sd_z + (1 + log 2 pi)/2, are Gaussian moments; only the other
+    // parties' adjoint is sampled in z. Their sampled forms (tau/sd_z, about 2 a row, and the
+    // coupling at the draw) no longer cancel once z's means move with q(theta)'s: they kept
+    // vfl_logreg_power's means wandering 1-2 q sds (examples/vfl_logreg/README.md).
+    const Eigen::ArrayXXd gap = (z_ - m_).array() - sd_z.array() * tau_.array();  // mu_z - m, per draw
+    Eigen::MatrixXd a_m = (gap / rho2).matrix();  // the explicit dependence on m
+    if (options_.power) a_m += own_likelihood_adjoint_;
+    const Eigen::ArrayXd sd = params_.tail(rows_).array().exp();
+    d_params.segment(z_at, rows_) = (z_adjoint.array() - gap / rho2).matrix().rowwise().sum() / double(S);
+    d_params.segment(z_at + rows_, rows_) =
+        ((z_adjoint.array() * sd_z.array() * tau_.array()).matrix().rowwise().sum() / double(S)).array() -
+        sd.square() / rho2 + 1.0;
+    double value = (-0.5 * gap.square() / rho2).sum() / double(S) - 0.5 * sd.square().sum() / rho2 -
+                   double(rows_) * log_rho_norm;
+    value += sd.log().sum() + double(rows_) * 0.5 * (kLog2Pi + 1.0);  // -E log q(z)
+    value += theta_gradient(a_m, d_params) + (options_.power ? own_likelihood_ : 0.0);
+    // z's means moved with m_k(mean of theta, h): their adjoint, through the contribution.
+    const Eigen::MatrixXd a_centre = d_params.segment(z_at, rows_);
+    contribution_at_mean();
+    const auto dc = contribution_backward(*contribution_, a_centre);
+    d_params.head(split_dim_) += gradient_of(*contribution_, dc, FVI_GROUP_SPLIT, split_dim_, 1).rowwise().sum();
+    d_params.segment(theta_params(), hyper_dim_) +=
+        gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
+    return value;
+  }
   const Eigen::ArrayXXd r = (z_ - m_).array();  // z - m
   // Terms in z: the other parties' adjoint, the coupling log N(z; m, rho^2) (seed 004 Eq. 6),
   // and -log q(z | .) through the draw (STL): d/dz = tau / sigma.
@@ -463,10 +494,8 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
   // The explicit dependence on m: the coupling's mean, and the power model's own likelihood.
   Eigen::MatrixXd a_m = (r / rho2).matrix();
   if (options_.power) a_m += own_likelihood_adjoint_;
-  double value = (-0.5 * r.square() / rho2).sum() - double(rows_ * S) * (std::log(options_.rho) + 0.5 * kLog2Pi);
+  double value = (-0.5 * r.square() / rho2).sum() - double(rows_ * S) * log_rho_norm;
   value += (sd_z.array().log() + 0.5 * tau_.array().square()).sum() + double(rows_ * S) * 0.5 * kLog2Pi;  // -log q(z|.)
-  const Eigen::Index z_at = theta_params() + hyper_dim_;
-  const Eigen::VectorXd z_params = params_.tail(z_params_);
   if (options_.amortized) {
     const Eigen::Index R = rows_ * S;
     auto flat = [R](const Eigen::MatrixXd& x) { return Eigen::Map<const Eigen::RowVectorXd>(x.data(), R); };
@@ -489,17 +518,7 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
     d_params.segment(z_at, rows_) = g_z.rowwise().sum() / double(S);
     d_params.segment(z_at + rows_, rows_) = (g_z.array() * sd_z.array() * tau_.array()).rowwise().sum() / double(S);
   }
-  value = value / double(S) + theta_gradient(a_m, d_params) + (options_.power ? own_likelihood_ : 0.0);
-  if (centred_z()) {
-    // z's means moved with m_k(mean of theta, h): their adjoint, through the contribution.
-    const Eigen::MatrixXd a_centre = d_params.segment(z_at, rows_);
-    contribution_at_mean();
-    const auto dc = contribution_backward(*contribution_, a_centre);
-    d_params.head(split_dim_) += gradient_of(*contribution_, dc, FVI_GROUP_SPLIT, split_dim_, 1).rowwise().sum();
-    d_params.segment(theta_params(), hyper_dim_) +=
-        gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
-  }
-  return value;
+  return value / double(S) + theta_gradient(a_m, d_params) + (options_.power ? own_likelihood_ : 0.0);
 }
 
 double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params) {
@@ -527,6 +546,14 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
     return value / double(S) + 0.5 * double(split_dim_) * (kLog2Pi + 1) + q.log_det();
   }
   const MeanFieldGaussian<double> q = q_theta();
+  if (centred_z()) {
+    // With q(z) centred on m_k(mean), STL's path term eps/sd of -log q(theta) (about 40 a
+    // coefficient at vfl_logreg_power's sds) is no longer cancelled by the coupling's; the
+    // entropy in closed form has no noise at all.
+    d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd()) / double(S);
+    d_params.segment(split_dim_, split_dim_).array() += 1.0;
+    return value / double(S) + q.entropy();
+  }
   value -= q.log_density(theta_).sum();
   d_theta -= q.score(theta_);  // STL
   d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd()) / double(S);

@@ -110,11 +110,13 @@ void check_against_pooled(double elbo, const Eigen::VectorXd& federated, const s
 
 // The pooled ELBO estimator of the vertical logistic model at parameters p = [server (mu_b,
 // log sd_b); silo 1; ...; silo J] (duals), with the noise each party drew; the densities of q use
-// the plain values `fixed` for their parameters (STL), never for the draws.
+// the plain values `fixed` for their parameters (STL), never for the draws. With mean-field q(z)
+// the coupling's expectation and the entropies of q(z) and q(theta_k) are Gaussian moments.
 Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, const Split& d, const Setup& o,
                  const Eigen::MatrixXd& eps_b, const std::vector<Eigen::MatrixXd>& eps,
                  const std::vector<Eigen::MatrixXd>& tau, const std::vector<size_t>& offset) {
   const int J = int(d.P.size()), N = d.N;
+  const bool centred = !o.exact && !o.amortized;  // mean-field q(z), its means offsets from m_k(mean)
   Dual total = 0;
   for (long s = 0; s < o.S; ++s) {
     const Dual b = p[0] + exp(p[1]) * Dual(eps_b(0, s));
@@ -126,7 +128,11 @@ Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, c
       std::vector<Dual> theta(P);
       for (int c = 0; c < P; ++c) {
         theta[c] = p[at + c] + exp(p[at + P + c]) * Dual(eps[k](c, s));
-        total = total + normal_lpdf(theta[c], 0, 1) - normal_lpdf(theta[c], fixed[at + c], std::exp(fixed[at + P + c]));
+        total = total + normal_lpdf(theta[c], 0, 1);
+        if (centred)  // the entropy of q(theta_k) in closed form
+          total = total + p[at + P + c] + Dual(0.5 * (std::log(2 * M_PI) + 1));
+        else
+          total = total - normal_lpdf(theta[c], fixed[at + c], std::exp(fixed[at + P + c]));
       }
       const size_t zat = at + 2 * size_t(P);
       for (int i = 0; i < N; ++i) {
@@ -151,8 +157,14 @@ Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, c
             centre = centre + Dual(d.X(i, d.first(k) + c)) * p[at + c];
             centre_fixed += d.X(i, d.first(k) + c) * fixed[at + c];
           }
-          z[k][i] = centre + p[zat + i] + exp(p[zat + N + i]) * Dual(tau[k](i, s));
-          log_q = normal_lpdf(z[k][i], Dual(centre_fixed + fixed[zat + i]), std::exp(fixed[zat + N + i]));
+          const Dual mean = centre + p[zat + i], sd = exp(p[zat + N + i]);
+          z[k][i] = mean + sd * Dual(tau[k](i, s));
+          // The coupling's expectation over q(z) and q(z)'s entropy, in closed form.
+          const Dual gap = mean - m[k][i];
+          total = total - (gap * gap + sd * sd) / Dual(2 * o.rho * o.rho) -
+                  Dual(std::log(o.rho) + 0.5 * std::log(2 * M_PI)) + p[zat + N + i] +
+                  Dual(0.5 * (std::log(2 * M_PI) + 1));
+          continue;
         }
         total = total + normal_lpdf(z[k][i], m[k][i], o.rho) - log_q;
       }

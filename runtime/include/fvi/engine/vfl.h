@@ -9,7 +9,8 @@
 // either mean-field (2N parameters) or amortised (fvi/family/amortized_gaussian.h). The server
 // holds the `global` parameters (q mean-field) and, in the augmented model, the labels.
 //
-// ELBO (seed 004 §3.1, §3.2; per draw, STL throughout):
+// ELBO (seed 004 §3.1, §3.2; per draw, STL, except that with mean-field q(z) the coupling's
+// expectation over q(z) and the entropies of q(z) and q(theta_k) are taken in closed form):
 //   augmented:  L0 = log p(y | globals, sum_k z_k) + log p(globals) - log q(globals)      server
 //               Lk = sum_i [log N(z_ik; m_ik, rho) - log q(z_ik | theta_k)]
 //                    + log p(theta_k, h_k) - log q(theta_k)                               silo k
