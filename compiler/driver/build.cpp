@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/cpp/c_string.h"
+#include "driver/cache_eviction.h"
 
 namespace fvic::driver {
 
@@ -214,7 +215,10 @@ std::string build_programs(const BuildRequest& r, std::string& error) {
 std::string build_cached(const BuildRequest& request, std::string& error) {
   const fs::path dir(request.out_dir);
   const fs::path program = dir / (request.model + "-sim");
-  if (fs::exists(program)) return program.string();
+  if (fs::exists(program)) {
+    touch_cache_entry(dir.string());
+    return program.string();
+  }
   BuildRequest scratch = request;
   scratch.verbose = false;
   if (scratch.kernels_object.empty()) scratch.kernels_object = kernels_object_cache(request);
@@ -251,6 +255,9 @@ std::string build_cached(const BuildRequest& request, std::string& error) {
     return "";
   }
   fs::remove_all(scratch.out_dir, ec);  // another run's programs got there first
+  touch_cache_entry(dir.string());
+  if (kept_kernels) touch_cache_entry(scratch.kernels_object);
+  evict_cache_entries(dir.parent_path().string(), request.model, kCacheEntriesPerModel);
   return program.string();
 }
 
