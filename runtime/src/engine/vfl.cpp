@@ -487,6 +487,7 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
         gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
     return value;
   }
+  // Amortised q(z) (the joint family has no z).
   const Eigen::ArrayXXd r = (z_ - m_).array();  // z - m
   // Terms in z: the other parties' adjoint, the coupling log N(z; m, rho^2) (seed 004 Eq. 6),
   // and -log q(z | .) through the draw (STL): d/dz = tau / sigma.
@@ -496,28 +497,23 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
   if (options_.power) a_m += own_likelihood_adjoint_;
   double value = (-0.5 * r.square() / rho2).sum() - double(rows_ * S) * log_rho_norm;
   value += (sd_z.array().log() + 0.5 * tau_.array().square()).sum() + double(rows_ * S) * 0.5 * kLog2Pi;  // -log q(z|.)
-  if (options_.amortized) {
-    const Eigen::Index R = rows_ * S;
-    auto flat = [R](const Eigen::MatrixXd& x) { return Eigen::Map<const Eigen::RowVectorXd>(x.data(), R); };
-    // z = m + a + exp(s) tau. Path adjoints of the network's outputs (psi's gradient, Eq. 12):
-    Eigen::MatrixXd d_out(2, R);
-    d_out.row(0) = flat(g_z);
-    d_out.row(1) = flat(Eigen::MatrixXd(g_z.array() * sd_z.array() * tau_.array()));
-    Eigen::VectorXd d_net = Eigen::VectorXd::Zero(z_params_);
-    net_.backward(z_params, d_out, &d_net);
-    d_params.tail(z_params_) = d_net / double(S);
-    // theta's path also meets -log q(z | m(theta)) with psi held fixed: d/da = -tau/sigma,
-    // d/ds = 1 - tau^2, and m enters through the network's input and the mean's offset.
-    const Eigen::MatrixXd explicit_a = -(tau_.array() / sd_z.array()).matrix();
-    const Eigen::MatrixXd explicit_s = (1.0 - tau_.array().square()).matrix();
-    d_out.row(0) += flat(explicit_a);
-    d_out.row(1) += flat(explicit_s);
-    const Eigen::MatrixXd d_u = net_.backward(z_params, d_out, nullptr);
-    a_m += g_z + explicit_a + Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(d_u.row(0)).data(), rows_, S);
-  } else {
-    d_params.segment(z_at, rows_) = g_z.rowwise().sum() / double(S);
-    d_params.segment(z_at + rows_, rows_) = (g_z.array() * sd_z.array() * tau_.array()).rowwise().sum() / double(S);
-  }
+  const Eigen::Index R = rows_ * S;
+  auto flat = [R](const Eigen::MatrixXd& x) { return Eigen::Map<const Eigen::RowVectorXd>(x.data(), R); };
+  // z = m + a + exp(s) tau. Path adjoints of the network's outputs (psi's gradient, Eq. 12):
+  Eigen::MatrixXd d_out(2, R);
+  d_out.row(0) = flat(g_z);
+  d_out.row(1) = flat(Eigen::MatrixXd(g_z.array() * sd_z.array() * tau_.array()));
+  Eigen::VectorXd d_net = Eigen::VectorXd::Zero(z_params_);
+  net_.backward(z_params, d_out, &d_net);
+  d_params.tail(z_params_) = d_net / double(S);
+  // theta's path also meets -log q(z | m(theta)) with psi held fixed: d/da = -tau/sigma,
+  // d/ds = 1 - tau^2, and m enters through the network's input and the mean's offset.
+  const Eigen::MatrixXd explicit_a = -(tau_.array() / sd_z.array()).matrix();
+  const Eigen::MatrixXd explicit_s = (1.0 - tau_.array().square()).matrix();
+  d_out.row(0) += flat(explicit_a);
+  d_out.row(1) += flat(explicit_s);
+  const Eigen::MatrixXd d_u = net_.backward(z_params, d_out, nullptr);
+  a_m += g_z + explicit_a + Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(d_u.row(0)).data(), rows_, S);
   return value / double(S) + theta_gradient(a_m, d_params) + (options_.power ? own_likelihood_ : 0.0);
 }
 
