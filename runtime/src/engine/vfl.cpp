@@ -469,7 +469,7 @@ double VflSilo::gradient(const Eigen::MatrixXd& z_adjoint, Eigen::VectorXd& d_pa
     const Eigen::ArrayXXd gap = (z_ - m_).array() - sd_z.array() * tau_.array();  // mu_z - m, per draw
     Eigen::MatrixXd a_m = (gap / rho2).matrix();  // the explicit dependence on m
     if (options_.power) a_m += own_likelihood_adjoint_;
-    const Eigen::ArrayXd sd = params_.tail(rows_).array().exp();
+    const Eigen::ArrayXd sd = sd_z.col(0).array();
     d_params.segment(z_at, rows_) = (z_adjoint.array() - gap / rho2).matrix().rowwise().sum() / double(S);
     d_params.segment(z_at + rows_, rows_) =
         ((z_adjoint.array() * sd_z.array() * tau_.array()).matrix().rowwise().sum() / double(S)).array() -
@@ -546,8 +546,7 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
     // With q(z) centred on m_k(mean), STL's path term eps/sd of -log q(theta) (about 40 a
     // coefficient at vfl_logreg_power's sds) is no longer cancelled by the coupling's; the
     // entropy in closed form has no noise at all.
-    d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd()) / double(S);
-    d_params.segment(split_dim_, split_dim_).array() += 1.0;
+    d_params.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps_, q.sd()) / double(S) + q.entropy_gradient();
     return value / double(S) + q.entropy();
   }
   value -= q.log_density(theta_).sum();
