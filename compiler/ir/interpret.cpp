@@ -1,6 +1,11 @@
 #include "ir/interpret.h"
 
 #include "fvi/kernel/random.h"
+#ifdef FVIC_KERNELS_FROM_LIBFVI
+// The kernel operations libfvi instantiates once (instances.cpp), declared `extern template`:
+// instantiated here again they took this file 153 s to compile, against 41 s.
+#include "fvi/kernel/instances.h"
+#endif
 
 #include <stdexcept>
 
