@@ -82,6 +82,7 @@ void ConvergenceMonitor::judge_averages() {
   drift_ = j.drift;
   drift_at_ = j.drift_at, drift_of_sd_ = j.drift_of_sd;
   precision_ = j.standard_error;
+  autocorrelation_ = j.autocorrelation;
   if (j.stationary && j.standard_error < options_.tol_param && n >= options_.min_average_windows) {
     converged_ = true;
   } else if (++windows_since_mc_ >= options_.max_average_windows / 2 && mc_factor_ * 2 <= options_.max_mc_factor) {
@@ -114,11 +115,16 @@ Eigen::VectorXd ConvergenceMonitor::average() const {
 
 std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std::string& moving) const {
   char text[1024];
+  // Where the windows were correlated, the standard errors allowed for it: say by how much.
+  char correlated[96] = "";
+  if (autocorrelation_ > 0)
+    std::snprintf(correlated, sizeof correlated, ", windows' autocorrelation %.2f allowed for", autocorrelation_);
   if (converged_) {
     std::snprintf(text, sizeof text,
                   "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged: drift %.3f, "
-                  "standard error %.3f < %g; means in q sds, sds relative)",
-                  steps, unit, relative_change_, averaged_steps(), unit, drift_, precision_, options_.tol_param);
+                  "standard error %.3f < %g%s; means in q sds, sds relative)",
+                  steps, unit, relative_change_, averaged_steps(), unit, drift_, precision_, options_.tol_param,
+                  correlated);
     if (mc_factor_ > 1) {
       const size_t used = std::strlen(text);
       std::snprintf(text + used, sizeof text - used, "; mc_samples x%ld by the rule", mc_factor_);
@@ -146,9 +152,10 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std:
     // they follow).
     const bool steady = drift_ > 3 * precision_ && plateaus_ > 0;
     std::snprintf(text, sizeof text,
-                  "NOT converged after %ld %s: the averaged q still moved %.3f (%sstandard error %.3f; tol_param %g; "
+                  "NOT converged after %ld %s: the averaged q still moved %.3f (%sstandard error %.3f%s; tol_param %g; "
                   "means in q sds, sds relative%s). %s",
-                  steps, unit, drift_, moving.empty() ? "" : (moving + "; ").c_str(), precision_, options_.tol_param,
+                  steps, unit, drift_, moving.empty() ? "" : (moving + "; ").c_str(), precision_, correlated,
+                  options_.tol_param,
                   mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "",
                   !steady ? "Try a larger max_rounds or more mc_samples."
                   : !drift_of_sd_

@@ -379,3 +379,105 @@ TEST_CASE("the Bonferroni level's Student t quantile agrees with closed forms an
   CHECK(fvi::student_t_upper_quantile(0.005, 30) == Approx(2.749996).epsilon(1e-6));
   CHECK(fvi::student_t_upper_quantile(0.025, 1e7) == Approx(1.959964).epsilon(1e-6));
 }
+
+namespace {
+
+struct Moments {
+  Eigen::VectorXd mean, sd;
+};
+
+// Windows whose means follow AR(1) with lag-1 correlation rho and unit marginal variance, one
+// series per coordinate (sds fixed at 1, so only the means' series carry noise).
+std::vector<Moments> ar1_windows(std::mt19937_64& rng, long n, long d, double rho) {
+  std::normal_distribution<double> normal(0, 1);
+  std::vector<Moments> windows(size_t(n), Moments{Eigen::VectorXd(d), Eigen::VectorXd::Ones(d)});
+  for (long i = 0; i < d; ++i) {
+    double x = normal(rng);
+    for (long w = 0; w < n; ++w) {
+      windows[size_t(w)].mean[i] = x;
+      x = rho * x + std::sqrt(1 - rho * rho) * normal(rng);
+    }
+  }
+  return windows;
+}
+
+// Each series' lag-1 autocorrelation of its residuals about a least-squares line, summed: the
+// residuals from Eigen's QR solve, independently of window_judgement.h's sums.
+double residual_r1_sum(const std::vector<Moments>& windows) {
+  const long n = long(windows.size()), d = windows[0].mean.size();
+  Eigen::MatrixXd x(n, 2);
+  for (long w = 0; w < n; ++w) x(w, 0) = 1, x(w, 1) = double(w);
+  double sum = 0;
+  for (long i = 0; i < d; ++i) {
+    Eigen::VectorXd y(n);
+    for (long w = 0; w < n; ++w) y[w] = windows[size_t(w)].mean[i];
+    const Eigen::VectorXd r = y - x * x.colPivHouseholderQr().solve(y);
+    sum += r.head(n - 1).dot(r.tail(n - 1)) / r.squaredNorm();
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("independent windows are not read as correlated; AR(1) windows are, net of the line's own bias",
+          "[optim][convergence]") {
+  std::mt19937_64 rng(20261129);
+  // Independent windows: the residuals' r1 averages about -0.3 at n = 8 (fitting the line makes
+  // them negatively correlated), which the expectation taken off leaves at zero: nothing allowed.
+  for (long n : {5L, 8L, 16L}) {
+    const auto windows = ar1_windows(rng, n, 20000, 0.0);
+    CHECK(fvi::allowed_autocorrelation(residual_r1_sum(windows), 20000, n) == 0.0);
+    CHECK(fvi::judge_windows(windows, 0.05).autocorrelation == 0.0);
+  }
+  // rho = 0.5 over 64 windows, 4,000 series: the rule's estimate is the residuals' r1 net of
+  // independent windows' expectation, E r1 taken as the ratio of expectations of r'Ar and r'r
+  // with r = M y (M = I - the line's hat matrix, A the lag-1 shift, Cov y = rho^|i-j|), computed
+  // here with dense matrices; it allows that less two of the estimate's standard errors
+  // (1 / sqrt(4000 x 62) = 0.002). Within two standard errors and 0.01 for the ratio of
+  // expectations; a rule that did not take independent windows' expectation off would be 0.03 lower.
+  const long n = 64;
+  const double rho = 0.5;
+  Eigen::MatrixXd x(n, 2), shift = Eigen::MatrixXd::Zero(n, n), cov(n, n);
+  for (long w = 0; w < n; ++w) {
+    x(w, 0) = 1, x(w, 1) = double(w);
+    if (w + 1 < n) shift(w, w + 1) = 1;
+    for (long v = 0; v < n; ++v) cov(w, v) = std::pow(rho, std::abs(double(w - v)));
+  }
+  const Eigen::MatrixXd m = Eigen::MatrixXd::Identity(n, n) - x * (x.transpose() * x).inverse() * x.transpose();
+  const double white = (m * shift * m).trace() / m.trace();
+  const double ar = (m * shift * m * cov).trace() / (m * cov).trace();
+  const double expected = (ar - white) / (1 - white);
+  const auto correlated = ar1_windows(rng, n, 4000, rho);
+  const double allowed = fvi::allowed_autocorrelation(residual_r1_sum(correlated), 4000, n);
+  INFO("expected " << expected << ", independent windows' r1 " << white);
+  const double se = 1 / std::sqrt(4000.0 * double(n - 2));
+  CHECK(std::abs(allowed + 2 * se - expected) < 2 * se + 0.01);
+  CHECK(allowed < rho);
+  CHECK(fvi::judge_windows(correlated, 0.05).autocorrelation == Approx(allowed).epsilon(1e-9));
+  // Fewer than 5 windows: no residual degrees of freedom to speak of, nothing allowed.
+  CHECK(fvi::allowed_autocorrelation(4000 * 0.9, 4000, 4) == 0.0);
+}
+
+TEST_CASE("the average's standard error allows for correlated windows: it covers the average's error",
+          "[optim][convergence]") {
+  // One coordinate, 400 windows following AR(1) with rho = 0.5, 400 replicates: the average of n
+  // windows has variance (1 + rho) / (1 - rho) / n, three times that of independent windows, so
+  // the spread alone would put average / standard error at sd sqrt(3) = 1.73. With rho allowed
+  // for at its lower bound (0.5 - 2 / sqrt(398) = 0.40 for one series), the ratio's sd is about
+  // sqrt(3 x 0.6 / 1.4) = 1.13; its Monte Carlo error over 400 replicates is 0.04.
+  std::mt19937_64 rng(1129);
+  double sum_z2 = 0;
+  const int replicates = 400;
+  for (int k = 0; k < replicates; ++k) {
+    const auto windows = ar1_windows(rng, 400, 1, 0.5);
+    double average = 0;
+    for (const Moments& w : windows) average += w.mean[0];
+    average /= double(windows.size());
+    const fvi::WindowJudgement j = fvi::judge_windows(windows, 0.05);
+    sum_z2 += (average / j.standard_error) * (average / j.standard_error);
+  }
+  const double sd_z = std::sqrt(sum_z2 / replicates);
+  INFO("sd of average / standard error: " << sd_z);
+  CHECK(sd_z > 0.9);
+  CHECK(sd_z < 1.3);
+}
