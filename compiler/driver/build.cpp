@@ -118,15 +118,19 @@ void sweep_abandoned(const fs::path& base, const std::string& model) {
 // from them (the statement machine, the kernels) that libfvi itself may not, so a header changed
 // without a change to libfvi must rebuild the programs too.
 std::string headers_time() {
-  fs::file_time_type newest{};
-  std::error_code ec;
-  for (const char* dir : {FVIC_RUNTIME_INCLUDE, FVIC_STDLIB_INCLUDE})
-    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code ignored;
-      const fs::file_time_type t = fs::last_write_time(it->path(), ignored);
-      if (!ignored && t > newest) newest = t;
-    }
-  return std::to_string(newest.time_since_epoch().count());
+  // Walked once per fvic process: both cache keys (the programs' and the kernels object's) read it.
+  static const std::string walked = [] {
+    fs::file_time_type newest{};
+    std::error_code ec;
+    for (const char* dir : {FVIC_RUNTIME_INCLUDE, FVIC_STDLIB_INCLUDE})
+      for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code ignored;
+        const fs::file_time_type t = fs::last_write_time(it->path(), ignored);
+        if (!ignored && t > newest) newest = t;
+      }
+    return std::to_string(newest.time_since_epoch().count());
+  }();
+  return walked;
 }
 
 }  // namespace
