@@ -5,6 +5,7 @@
 // The kernel operations libfvi instantiates once (instances.cpp), declared `extern template`:
 // instantiated here again they took this file 153 s to compile, against 41 s.
 #include "fvi/kernel/instances.h"
+#include "fvi/kernel/machine_instances.h"
 #endif
 
 #include <stdexcept>
