@@ -81,9 +81,6 @@ class ConvergenceMonitor {
   long drift_at() const { return drift_at_; }
   bool drift_of_sd() const { return drift_of_sd_; }
   double precision() const { return precision_; }
-  // The windows' lag-1 autocorrelation the last judgement allowed for (window_judgement.h); not
-  // in the state: a restored monitor's next judgement sets it.
-  double autocorrelation() const { return autocorrelation_; }
   // "converged after N iterations (...)" or "NOT converged after N iterations: ..."
   // `moving`, where given, names the coordinate that moved most ("b[6]'s mean") in a verdict of
   // means still moving.
@@ -118,6 +115,8 @@ class ConvergenceMonitor {
   double relative_change_ = -1, drift_ = -1, precision_ = -1;
   long drift_at_ = -1;
   bool drift_of_sd_ = false;
+  // The windows' lag-1 autocorrelation the last judgement allowed for (window_judgement.h), for the
+  // verdict; not in the state: a restored monitor's next judgement sets it.
   double autocorrelation_ = 0;
   std::string held_;  // why the last converged judgement was held (not in a checkpoint: asked again)
 };
