@@ -97,8 +97,8 @@ struct Program {
 };
 
 // An instruction as generated code holds it: plain data, its args a range of one shared array.
-// A table of these compiles at once; an initializer list of Instructions, each with a string and
-// a vector, took GCC 9 s for pk_oral's 900.
+// pk_oral's 782 instructions compile in 1.1 s as rows; as an initializer list of Instructions, each with a
+// string and a vector, they took GCC 10 s.
 struct InstructionRow {
   Opcode op;
   int32_t dst, a, b, c;
