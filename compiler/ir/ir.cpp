@@ -135,7 +135,10 @@ std::string dump(const Module& m) {
   out << "module " << m.model << '\n';
   for (const Group& g : m.groups) {
     out << "  group " << fvi_group_name(g.kind) << " (" << g.size.str() << (g.varies ? ", S draws" : ", point estimate") << "):";
-    for (const Slot& s : g.slots) out << ' ' << s.variable << "@" << s.offset.str();
+    for (const Slot& s : g.slots) {
+      out << ' ' << s.variable << "@" << s.offset.str();
+      if (!s.prior_scale.empty()) out << " [prior scale " << s.prior_scale << "]";
+    }
     out << '\n';
   }
   std::vector<const Factor*> all;

@@ -117,6 +117,10 @@ struct Slot {
   std::string variable;
   SymSize offset;
   SymSize size;
+  // A global whose only prior is `variable ~ normal(a, h)`, h a scalar `real<lower=0>`
+  // hyperparameter: h's name (else ""). The engine measures the log-sds of this global's q from
+  // log h, so that spreads the data barely inform move with their prior's scale in one step.
+  std::string prior_scale = "";
 };
 struct Group {
   fvi_group kind = FVI_GROUP_GLOBAL;  // the kernel ABI's number for it; fvi_group_name(kind) for messages

@@ -1062,6 +1062,35 @@ class FactorBuilder {
   int rng_streams_ = 0;
 };
 
+// The hyperparameter h when the only prior of global `s` is `s ~ normal(a, h)` with h a scalar
+// `real<lower=0>` hyperparameter (then log h is the log of every prior sd of s's elements); "".
+std::string prior_scale_of(const SemanticModel& m, const Symbol& s) {
+  const TypeDecl& type = s.decl->type;
+  if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None ||
+      type.structure != MatrixStructure::None || type.affine())
+    return "";
+  std::string scale;
+  int priors = 0;
+  for (const Term& t : m.terms) {
+    if (t.kind == TermKind::Target && t.taint.has(TaintKind::GlobalParam)) return "";  // more than the prior
+    if (t.kind != TermKind::Prior || t.subject != s.name) continue;
+    ++priors;
+    const Stmt& st = *t.stmt;
+    if (t.conditional || st.kind != StmtKind::Tilde || t.distribution != "normal" || !st.lhs ||
+        st.lhs->kind != ExprKind::Var || st.args.size() != 2 || st.args[1]->kind != ExprKind::Var)
+      return "";
+    const Symbol* h = m.find(st.args[1]->name);
+    if (!h || h->kind != SymbolKind::Hyperparameter || group_of(*h) != FVI_GROUP_HYPER || !h->decl) return "";
+    const TypeDecl& ht = h->decl->type;
+    const Expr* lower = ht.lower.get();
+    const bool zero = lower && ((lower->kind == ExprKind::IntLit && lower->int_value == 0) ||
+                                (lower->kind == ExprKind::RealLit && lower->real_value == 0));
+    if (!zero || ht.upper || !h->shape.dims.empty() || ht.affine()) return "";
+    scale = h->name;
+  }
+  return priors == 1 ? scale : "";
+}
+
 void build_groups(const SemanticModel& m, Module& module) {
   for (fvi_group kind : {FVI_GROUP_GLOBAL, FVI_GROUP_LOCAL, FVI_GROUP_SPLIT, FVI_GROUP_HYPER, FVI_GROUP_LOCAL_HYPER,
                          FVI_GROUP_SPLIT_HYPER}) {
@@ -1071,7 +1100,8 @@ void build_groups(const SemanticModel& m, Module& module) {
     for (const Symbol& s : m.symbols) {
       if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.kind) continue;
       SymSize n = unconstrained_elements(s);
-      g.slots.push_back({s.name, g.size, n});
+      g.slots.push_back({s.name, g.size, n,
+                         kind == FVI_GROUP_GLOBAL && s.kind == SymbolKind::Parameter ? prior_scale_of(m, s) : ""});
       g.size = g.size + n;
     }
     if (!g.slots.empty()) module.groups.push_back(g);

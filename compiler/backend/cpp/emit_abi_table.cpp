@@ -198,6 +198,11 @@ size_t Emitter::variable_table(std::ostringstream& o) {
   std::vector<std::pair<size_t, const Slot*>> slots;
   for (size_t g = 0; g < m_.groups.size(); ++g)
     for (const Slot& slot : m_.groups[g].slots) slots.push_back({g, &slot});
+  auto index_of = [&](const std::string& name) {
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].second->variable == name) return int(i);
+    return -1;
+  };
   o << "const fvi_variable_info kVariables[] = {\n";
   for (const auto& [g, slot] : slots) {
     const Symbol* s = model_.find(slot->variable);
@@ -224,9 +229,10 @@ size_t Emitter::variable_table(std::ostringstream& o) {
                                                                     : "FVI_IDENTITY";
     Bound l = bound(lo), u = bound(hi);
     o << "    {" << quoted(slot->variable) << ", " << g << ", " << transform << ", " << l.literal << ", " << u.literal
-      << ", " << l.data << ", " << u.data << ", " << (structured ? 1 : s ? s->shape.dims.size() : 0) << "},\n";
+      << ", " << l.data << ", " << u.data << ", " << (structured ? 1 : s ? s->shape.dims.size() : 0) << ", "
+      << (slot->prior_scale.empty() ? -1 : index_of(slot->prior_scale)) << "},\n";
   }
-  if (slots.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0},\n";
+  if (slots.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0, -1},\n";
   o << "};\n\n";
   o << "int variable_shape(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error) {\n"
     << "  (void)dims;\n  return guarded(error, [&] {\n    Sizes s(data);\n    (void)s;\n    switch (variable) {\n";

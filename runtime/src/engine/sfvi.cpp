@@ -180,7 +180,8 @@ SfviServer::SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions
       q_(StructuredGlobalGaussian<double>::from_params(initial_global(global_dim_, options), global_dim_,
                                                        options.correlated_global)),
       hyper_(Eigen::VectorXd::Zero(hyper_dim_)),
-      adam_(q_.num_params() + hyper_dim_, AdamOptions{StepSizeSchedule(options.lr)}) {
+      adam_(q_.num_params() + hyper_dim_, AdamOptions{StepSizeSchedule(options.lr)}),
+      prior_scales_(prior_scale_blocks(model, data, global_dim_, q_.num_params(), hyper_dim_)) {
   bind(server_terms_, model, data, FVI_SERVER, FVI_DENSITY);
   bind(server_terms_, model, data, FVI_SERVER, FVI_LIKELIHOOD);  // of public and server data: the server's
   if (global_dim_ == 0) throw ModelError("SFVI needs global parameters; this model has none");
@@ -251,7 +252,9 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   // sd (the Cholesky factor's diagonal), so that a step along a narrow ridge stays on it.
   adam_.set_step_limit(mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
                                                                 : q_.marginal_sd()));
+  to_prior_scale_coordinates(prior_scales_, params, gradient);
   adam_.step(params, gradient);
+  from_prior_scale_coordinates(prior_scales_, params);
   set(params.head(q_.num_params()), params.tail(hyper_dim_));
   return total.elbo_term;
 }
@@ -450,7 +453,10 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
       global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)),
       local_dim_(group_dim(model, FVI_GROUP_LOCAL, data)),
       hyper_dim_(group_dim(model, FVI_GROUP_HYPER, data)),
-      adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
+      adam_(1, AdamOptions{StepSizeSchedule(options.lr)}),
+      prior_scales_(prior_scale_blocks(model, data, global_dim_,
+                                       StructuredGlobalGaussian<double>::num_params_for(global_dim_, options.correlated_global),
+                                       hyper_dim_)) {
   if (global_prior) {
     try {
       bind(prior_, model, data, FVI_SERVER, FVI_DENSITY);
@@ -787,7 +793,9 @@ SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double sc
     params << global.params(), hyper;
     gradient << -d_global, -d_hyper;
     adam.set_step_limit(mean_step_limit(params.size(), global.marginal_sd()));
+    to_prior_scale_coordinates(prior_scales_, params, gradient);
     adam.step(params, gradient);
+    from_prior_scale_coordinates(prior_scales_, params);
     global = StructuredGlobalGaussian<double>::from_params(params.head(np), global_dim_, options_.correlated_global);
     hyper = params.tail(hyper_dim_);
     if (local_dim_ > 0) {

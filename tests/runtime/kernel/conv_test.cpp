@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace conv_test {
+
 using fvi::kernel::ConvGeometry;
 using fvi::kernel::PoolGeometry;
 using fvi::kernel::Tensor;
@@ -135,3 +138,5 @@ TEST_CASE("conv2d and pooling refuse shapes that do not fit", "[conv]") {
   CHECK_THROWS_AS(fvi::kernel::pool2d("max", x, PoolGeometry{1, 4, 4, 3}), fvi::kernel::ShapeError);  // no tiling
   CHECK_THROWS_AS(fvi::kernel::pool2d("sum", x, PoolGeometry{1, 4, 4, 2}), fvi::kernel::ShapeError);
 }
+
+}  // namespace conv_test

@@ -17,6 +17,7 @@
 #include "fvi/engine/bound_factor.h"
 #include "fvi/engine/element_joint.h"
 #include "fvi/engine/mode.h"
+#include "fvi/engine/prior_scale.h"
 #include "fvi/engine/settings.h"
 #include "fvi/family/structured_gaussian.h"
 #include "fvi/optim/adam.h"
@@ -172,6 +173,7 @@ class SfviServer {
   StructuredGlobalGaussian<double> q_;
   Eigen::VectorXd hyper_;
   Adam<double> adam_;
+  std::vector<PriorScaleBlock> prior_scales_;  // Adam's coordinates for the log-sds of prior-scaled globals
 };
 
 class SfviSilo {
@@ -305,6 +307,7 @@ class SfviSilo {
   Eigen::VectorXd local_params_;
   StructuredLocalGaussian<double> q_;
   Adam<double> adam_;
+  std::vector<PriorScaleBlock> prior_scales_;  // the local fits' (SFVI-Avg) as the server's
   ParameterAverage average_;  // the server's stopping rule on eta_L
   StationarityWatch watch_{kSfviRuleWindow};  // and its judgement of q(Z_L | Z_G)
   std::vector<long> batch_order_;

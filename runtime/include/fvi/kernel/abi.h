@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 10
+#define FVI_ABI_VERSION 11
 
 typedef struct fvi_tensor {
   double* data;
@@ -126,6 +126,10 @@ typedef struct fvi_variable_info {
   const char* lower_data;
   const char* upper_data;
   int rank;       /* 0 scalar, 1 vector or row_vector, 2 matrix (arrays count their dimensions) */
+  /* A global whose only prior is `x ~ normal(a, h)`, h a scalar `real<lower=0>` hyperparameter:
+   * h's index in this table, so that an engine may measure the log-sds of x's q from log h (a
+   * change of the optimiser's coordinates, not of the model; FVI_ABI_VERSION 11). -1 otherwise. */
+  int prior_scale;
 } fvi_variable_info;
 
 /* The model's data declarations (docs/kernel-abi.md, "Data declarations"): what the generated

@@ -1,0 +1,43 @@
+#pragma once
+// The optimiser's coordinates for a global whose prior scale is an empirical-Bayes
+// hyperparameter (`W ~ normal(0, sigma_w)`, sigma_w in `hyperparameters`; the compiler marks it,
+// fvi_variable_info.prior_scale).
+//
+// Adam steps q's parameters and log sigma_w one coordinate at a time. A weight the data barely
+// inform has its q sd at sigma_w, so every move of sigma_w must be followed by thousands of
+// log-sds, each at Adam's pace, while sigma_w's own optimum is the average of those sds: a slow
+// coupled mode that held multinomial_eb's averaged q moving after 20,000 iterations. Measured
+// from log sigma_w (rho_i = log s_i - log sigma_w), those sds move with sigma_w in one step, and
+// log sigma_w's gradient becomes its own plus the sum of theirs (the chain rule). The objective,
+// its optimum and q are unchanged: only the coordinates the optimiser walks in.
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "fvi/kernel/abi.h"
+
+namespace fvi::engine {
+
+// A run of log-sds measured from one hyperparameter, as indices into the optimiser's vector
+// [q's parameters (means, then log-sds, then the Cholesky rows), hyperparameters].
+struct PriorScaleBlock {
+  Eigen::Index log_sd_begin = 0, count = 0;
+  Eigen::Index hyper = 0;
+};
+
+// The blocks of `model` given its data: every global marked with a prior scale, whose scale is a
+// scalar hyperparameter with lower bound 0 (its unconstrained value is the log of the scale).
+// `global_dim` is the global group's size, `q_params` the number of q's parameters (the
+// hyperparameters follow them), `hyper_dim` the hyperparameters'. What lies outside these sizes
+// is ignored.
+std::vector<PriorScaleBlock> prior_scale_blocks(const fvi_model& model, const fvi_data& data,
+                                                Eigen::Index global_dim, Eigen::Index q_params,
+                                                Eigen::Index hyper_dim);
+
+// In place: the optimiser's vector and the gradient of its objective from q's coordinates to the
+// blocks' (rho = log s - theta; d theta += sum of the blocks' d log s), and the vector back.
+void to_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, Eigen::VectorXd& params,
+                                Eigen::VectorXd& gradient);
+void from_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, Eigen::VectorXd& params);
+
+}  // namespace fvi::engine
