@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
 namespace fvic {
 
@@ -22,6 +23,14 @@ SourceFile SourceFile::read(const std::string& path) {
     throw std::runtime_error("'" + path + "' is a directory, not a .fvi file");
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
     throw std::runtime_error("'" + path + "' is not a regular file (a FIFO, a device or a socket)");
+  // Lines, columns and the code generator's tables count in int: a model is held far below 2^31
+  // bytes. Stan's largest programs are some hundred kilobytes.
+  if (!ec && std::filesystem::is_regular_file(st)) {
+    const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (!ec && bytes > kMaxSourceBytes)
+      throw std::runtime_error("'" + path + "' holds " + std::to_string(bytes >> 20) + " MiB; a model file is at most " +
+                               std::to_string(kMaxSourceBytes >> 20) + " MiB (is it a data file?)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open '" + path + "'");
   std::ostringstream buffer;

@@ -1,6 +1,7 @@
 #pragma once
 // A source file held in memory, and a location inside it. Every AST node carries a Loc so a
 // diagnostic can print the line and a caret under the offending text.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@ struct Loc {
 class SourceFile {
  public:
   SourceFile(std::string name, std::string text);
-  static SourceFile read(const std::string& path);  // throws std::runtime_error if unreadable
+  // Throws std::runtime_error if unreadable, or larger than kMaxSourceBytes.
+  static SourceFile read(const std::string& path);
+  static constexpr std::uintmax_t kMaxSourceBytes = std::uintmax_t(16) << 20;
 
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }

@@ -10,7 +10,9 @@
 #include <cctype>
 #include <cmath>
 #include <iomanip>
+#include <climits>
 #include <sstream>
+#include <stdexcept>
 
 namespace fvic::backend {
 namespace emit_detail {
@@ -110,6 +112,9 @@ void Emitter::programs(std::ostringstream& o) {
       << "const Program& program_" << k << "() {\n  static const InstructionRow rows[] = {\n";
     std::vector<int32_t> args;
     for (const fvi::kernel::Instruction& in : p.code) {
+      // InstructionRow holds the range in int32 (a model file's 16 MiB cap keeps it far below).
+      if (in.args.size() > size_t(INT32_MAX) - args.size())
+        throw std::length_error("statement program " + std::to_string(k) + " has over 2^31 argument slots");
       o << "    {Opcode::" << fvi::kernel::opcode_name(in.op) << ", " << in.dst << ", " << in.a << ", " << in.b << ", "
         << in.c << ", " << in.number << ", " << number(in.value) << ", " << quoted(in.name) << ", " << args.size()
         << ", " << in.args.size() << ", " << in.line << "},\n";

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "analysis/plan.h"
@@ -146,4 +147,20 @@ TEST_CASE("a directory or a device given as the model is named for what it is", 
   CHECK_THROWS_WITH(fvic::SourceFile::read(dir), Catch::Contains(dir) && Catch::Contains("is a directory"));
   CHECK_THROWS_WITH(fvic::SourceFile::read("/dev/zero"), Catch::Contains("not a regular file"));
   CHECK_THROWS_WITH(fvic::SourceFile::read(dir + "/fvi-no-such-model.fvi"), Catch::Contains("cannot open"));
+}
+
+// Lines and the code generator's tables count in int: a file over the cap (a data file given as
+// the model, say) is refused by size before it is read; one at the cap is read.
+TEST_CASE("a model file larger than 16 MiB is refused, naming its size", "[semantic][limits]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "fvi-too-large.fvi").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string block(1 << 20, ' ');
+    for (int i = 0; i < 16; ++i) out << block;
+  }
+  CHECK(fvic::SourceFile::read(path).text().size() == fvic::SourceFile::kMaxSourceBytes);
+  std::ofstream(path, std::ios::binary | std::ios::app) << "x";
+  CHECK_THROWS_WITH(fvic::SourceFile::read(path),
+                    Catch::Contains(path) && Catch::Contains("16 MiB") && Catch::Contains("at most 16 MiB"));
+  std::filesystem::remove(path);
 }
