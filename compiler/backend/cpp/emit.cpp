@@ -8,9 +8,9 @@
 #include "backend/cpp/emitter.h"
 
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <iomanip>
-#include <climits>
 #include <sstream>
 #include <stdexcept>
 
