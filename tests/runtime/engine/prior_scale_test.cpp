@@ -7,6 +7,10 @@
 
 using namespace fvi::engine;
 
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names
+// (wasserstein_barycenter_test's `objective`).
+namespace prior_scale_test {
+
 namespace {
 
 // An arbitrary smooth objective of the optimiser's vector in q's coordinates.
@@ -53,3 +57,5 @@ TEST_CASE("prior-scale coordinates: the vector maps back exactly and the gradien
     CHECK(g[i] == Approx((objective(up) - objective(down)) / (2 * h)).margin(1e-8));
   }
 }
+
+}  // namespace prior_scale_test
