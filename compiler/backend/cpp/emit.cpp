@@ -6,6 +6,7 @@
 // table: groups, factors, quantities, variables and their bounds).
 #include "backend/cpp/emit.h"
 #include "backend/cpp/emitter.h"
+#include "backend/abi_description.h"
 
 #include <cctype>
 #include <climits>
@@ -147,9 +148,7 @@ void Emitter::sizes_struct(std::ostringstream& o) {
 }
 
 std::string Emitter::group_index(fvi_group kind) const {
-  for (size_t g = 0; g < m_.groups.size(); ++g)
-    if (m_.groups[g].kind == kind) return std::to_string(g);
-  return "-1";
+  return std::to_string(backend::group_index(m_, kind));
 }
 
 }  // namespace emit_detail

@@ -5,6 +5,7 @@
 
 #include <cctype>
 
+#include "backend/abi_description.h"
 #include "backend/cpp/emit_data_checks.h"
 
 namespace fvic::backend::emit_detail {
@@ -18,23 +19,22 @@ std::string group_constant(fvi_group kind) {
   return "FVI_GROUP_" + name;
 }
 
-const char* owner_code(TermOwner o) {
+const char* owner_name(fvi_owner o) {
   switch (o) {
-    case TermOwner::Server: return "FVI_SERVER";
-    case TermOwner::Silo: return "FVI_SILO";
-    case TermOwner::SplitSilo: return "FVI_SPLIT_SILO";
-    case TermOwner::Coupling: return "FVI_COUPLING";
+    case FVI_SERVER: return "FVI_SERVER";
+    case FVI_SILO: return "FVI_SILO";
+    case FVI_SPLIT_SILO: return "FVI_SPLIT_SILO";
+    case FVI_COUPLING: return "FVI_COUPLING";
   }
   return "FVI_SERVER";
 }
 
-const char* kind_code(ir::FactorKind k) {
+const char* kind_name(fvi_factor_kind k) {
   switch (k) {
-    case ir::FactorKind::Density: return "FVI_DENSITY";
-    case ir::FactorKind::Likelihood: return "FVI_LIKELIHOOD";
-    case ir::FactorKind::Contribution: return "FVI_CONTRIBUTION";
-    case ir::FactorKind::Elements: return "FVI_ELEMENTS";
-    case ir::FactorKind::Quantity: break;  // quantities are not factors: their own table
+    case FVI_DENSITY: return "FVI_DENSITY";
+    case FVI_LIKELIHOOD: return "FVI_LIKELIHOOD";
+    case FVI_CONTRIBUTION: return "FVI_CONTRIBUTION";
+    case FVI_ELEMENTS: return "FVI_ELEMENTS";
   }
   return "FVI_DENSITY";
 }
@@ -61,7 +61,7 @@ void Emitter::abi(std::ostringstream& o) {
   o << "const fvi_factor_info kFactors[] = {\n";
   for (size_t i = 0; i < m_.factors.size(); ++i) {
     const ir::Factor& f = m_.factors[i];
-    o << "    {" << quoted(f.name) << ", " << kind_code(f.kind) << ", " << owner_code(f.owner) << ", "
+    o << "    {" << quoted(f.name) << ", " << kind_name(kind_code(f.kind)) << ", " << owner_name(owner_code(f.owner)) << ", "
       << quoted(f.distribution) << ", " << f.groups.size() << ", kFactor" << i << "Groups, "
       << f.seeds.size() << ", " << quoted(f.local_index) << "},\n";
   }
@@ -140,112 +140,46 @@ void Emitter::abi(std::ostringstream& o) {
     << (m_.sparse_gp ? "&kSparseGp" : "nullptr") << "};\n\n";
 }
 
-Emitter::Bound Emitter::bound(const Expr* e) {
-  Bound b;
-  if (!e) return b;
-  const Expr* x = e;
-  bool negate = false;
-  if (x->kind == ExprKind::Unary && x->name == "-" && !x->args.empty()) negate = true, x = x->args[0].get();
-  if (x->kind == ExprKind::IntLit) b.literal = number((negate ? -1 : 1) * double(x->int_value));
-  else if (x->kind == ExprKind::RealLit) b.literal = number((negate ? -1 : 1) * x->real_value);
-  else if (x->kind == ExprKind::Var && !negate) b.data = quoted(x->name);
-  else b.data = quoted("(expression)");
-  return b;
-}
-
 // fvi_quantity_info for every transformed parameter and generated quantity.
 void Emitter::quantity_table(std::ostringstream& o) {
-  for (size_t i = 0; i < m_.quantities.size(); ++i) {
-    const ir::Factor& q = m_.quantities[i];
+  const std::vector<QuantityDescription> quantities = describe_quantities(m_, model_);
+  for (size_t i = 0; i < quantities.size(); ++i) {
     o << "const int kQuantity" << i << "Groups[] = {";
-    for (size_t g = 0; g < q.groups.size(); ++g) o << (g ? ", " : "") << group_index(q.groups[g]);
-    if (q.groups.empty()) o << "-1";
+    for (size_t g = 0; g < quantities[i].groups.size(); ++g) o << (g ? ", " : "") << quantities[i].groups[g];
+    if (quantities[i].groups.empty()) o << "-1";
     o << "};\n";
   }
   o << "const fvi_quantity_info kQuantities[] = {\n";
-  for (size_t i = 0; i < m_.quantities.size(); ++i) {
-    const ir::Factor& q = m_.quantities[i];
-    const Symbol* s = model_.find(q.variable);
-    const Expr* lo = s->decl->type.lower.get();
-    const Expr* hi = s->decl->type.upper.get();
-    const char* transform = lo && hi ? "FVI_INTERVAL" : lo ? "FVI_LOWER" : hi ? "FVI_UPPER" : "FVI_IDENTITY";
-    // A derived value declared a structured matrix is checked at each draw; a cholesky_factor_corr
-    // parameter's factor is one by construction.
-    if (s->kind == SymbolKind::Transformed) {
-      switch (s->decl->type.structure) {
-        case MatrixStructure::CholeskyCorr: transform = "FVI_CHOLESKY_CORR"; break;
-        case MatrixStructure::CholeskyCov: transform = "FVI_CHOLESKY_COV"; break;
-        case MatrixStructure::Corr: transform = "FVI_CORR_MATRIX"; break;
-        case MatrixStructure::Cov: transform = "FVI_COV_MATRIX"; break;
-        case MatrixStructure::UnitVector: transform = "FVI_UNIT_VECTOR"; break;
-        case MatrixStructure::None: break;
-      }
-    }
-    Bound l = bound(lo), u = bound(hi);
-    o << "    {" << quoted(q.variable) << ", "
-      << (s->block == BlockKind::GeneratedQuantities ? "FVI_GENERATED_QUANTITIES" : "FVI_TRANSFORMED_PARAMETERS")
-      << ", " << owner_code(q.owner) << ", " << m_.factors.size() + i << ", " << q.groups.size() << ", kQuantity" << i
-      << "Groups, " << s->shape.dims.size() << ", " << transform << ", " << l.literal << ", " << u.literal << ", "
-      << l.data << ", " << u.data << ", " << (q.aggregate ? 1 : 0) << "},\n";
+  for (size_t i = 0; i < quantities.size(); ++i) {
+    const QuantityDescription& q = quantities[i];
+    o << "    {" << quoted(q.name) << ", "
+      << (q.block == FVI_GENERATED_QUANTITIES ? "FVI_GENERATED_QUANTITIES" : "FVI_TRANSFORMED_PARAMETERS") << ", "
+      << owner_name(q.owner) << ", " << q.factor << ", " << q.groups.size() << ", kQuantity" << i << "Groups, " << q.rank
+      << ", " << transform_name(q.transform) << ", " << number(q.lower.literal) << ", " << number(q.upper.literal)
+      << ", " << quoted(q.lower.data) << ", " << quoted(q.upper.data) << ", " << (q.aggregate ? 1 : 0) << "},\n";
   }
-  if (m_.quantities.empty()) o << "    {\"\", 0, 0, -1, 0, nullptr, 0, 0, 0, 0, \"\", \"\", 0},\n";
+  if (quantities.empty()) o << "    {\"\", 0, 0, -1, 0, nullptr, 0, 0, 0, 0, \"\", \"\", 0},\n";
   o << "};\n\n";
 }
 
 // fvi_variable_info for every slot of every group, and variable_shape() giving its offset and
 // declared dimensions from the data's sizes. Returns the number of variables.
 size_t Emitter::variable_table(std::ostringstream& o) {
-  std::vector<std::pair<size_t, const Slot*>> slots;
-  for (size_t g = 0; g < m_.groups.size(); ++g)
-    for (const Slot& slot : m_.groups[g].slots) slots.push_back({g, &slot});
-  auto index_of = [&](const std::string& name) {
-    for (size_t i = 0; i < slots.size(); ++i)
-      if (slots[i].second->variable == name) return int(i);
-    return -1;
-  };
+  const std::vector<VariableDescription> variables = describe_variables(m_, model_);
   o << "const fvi_variable_info kVariables[] = {\n";
-  for (const auto& [g, slot] : slots) {
-    const Symbol* s = model_.find(slot->variable);
-    const TypeDecl* t = s && s->decl ? &s->decl->type : nullptr;
-    const Expr* lo = t ? t->lower.get() : nullptr;
-    const Expr* hi = t ? t->upper.get() : nullptr;
-    const Ordering ordering = t ? t->ordering : Ordering::None;
-    const bool simplex = t && t->simplex;
-    const bool structured = t && t->structure != MatrixStructure::None;
-    const char* transform = t && t->affine()                        ? "FVI_AFFINE"
-                            : !structured                           ? nullptr
-                            : t->structure == MatrixStructure::Corr ? "FVI_CORR_MATRIX"
-                            : t->structure == MatrixStructure::Cov  ? "FVI_COV_MATRIX"
-                            : t->structure == MatrixStructure::CholeskyCov ? "FVI_CHOLESKY_COV"
-                            : t->structure == MatrixStructure::UnitVector  ? "FVI_UNIT_VECTOR"
-                                                                    : "FVI_CHOLESKY_CORR";
-    if (!transform)
-      transform = simplex                                 ? "FVI_SOFTMAX_SIMPLEX"
-                            : ordering == Ordering::Ordered         ? "FVI_ORDERED"
-                            : ordering == Ordering::PositiveOrdered ? "FVI_POSITIVE_ORDERED"
-                            : lo && hi                              ? "FVI_INTERVAL"
-                            : lo                                    ? "FVI_LOWER"
-                            : hi                                    ? "FVI_UPPER"
-                                                                    : "FVI_IDENTITY";
-    Bound l = bound(lo), u = bound(hi);
-    o << "    {" << quoted(slot->variable) << ", " << g << ", " << transform << ", " << l.literal << ", " << u.literal
-      << ", " << l.data << ", " << u.data << ", " << (structured ? 1 : s ? s->shape.dims.size() : 0) << ", "
-      << (slot->prior_scale.empty() ? -1 : index_of(slot->prior_scale)) << "},\n";
-  }
-  if (slots.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0, -1},\n";
+  for (const VariableDescription& v : variables)
+    o << "    {" << quoted(v.name) << ", " << v.group << ", " << transform_name(v.transform) << ", "
+      << number(v.lower.literal) << ", " << number(v.upper.literal) << ", " << quoted(v.lower.data) << ", "
+      << quoted(v.upper.data) << ", " << v.rank << ", " << v.prior_scale << "},\n";
+  if (variables.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0, -1},\n";
   o << "};\n\n";
   o << "int variable_shape(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error) {\n"
     << "  (void)dims;\n  return guarded(error, [&] {\n    Sizes s(data);\n    (void)s;\n    switch (variable) {\n";
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const Slot& slot = *slots[i].second;
-    const Symbol* s = model_.find(slot.variable);
+  for (size_t i = 0; i < variables.size(); ++i) {
     SizeSpeller local;
-    std::string off = local(slot.offset);
+    std::string off = local(variables[i].offset);
     std::vector<std::string> dims;
-    if (s && s->decl && s->decl->type.structure != MatrixStructure::None)
-      dims.push_back(local(slot.size));  // its unconstrained values; the matrix is a quantity
-    else if (s)
-      for (const SymSize& d : s->shape.dims) dims.push_back(local(d));
+    for (const SymSize& d : variables[i].dims) dims.push_back(local(d));
     o << "      case " << i << ": {\n";
     for (const std::string& a : local.used) o << "        const int64_t size_" << a << " = s.size_" << a << ";\n";
     o << "        *offset = " << off << ";\n";
@@ -253,7 +187,7 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     o << "        return;\n      }\n";
   }
   o << "      default: throw std::out_of_range(\"no such variable\");\n    }\n  });\n}\n\n";
-  return slots.size();
+  return variables.size();
 }
 
 }  // namespace fvic::backend::emit_detail

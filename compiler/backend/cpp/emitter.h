@@ -66,11 +66,6 @@ class Emitter {
 
   // ---- the ABI tables: emit_abi_table.cpp --------------------------------------------------
   void abi(std::ostringstream& o);
-  // A declared bound as fvi_variable_info spells it: a literal, or the name of a data scalar.
-  struct Bound {
-    std::string literal = "0", data = "\"\"";
-  };
-  static Bound bound(const Expr* e);
   void quantity_table(std::ostringstream& o);
   size_t variable_table(std::ostringstream& o);
 
