@@ -10,20 +10,11 @@
 
 #include <stdexcept>
 
+#include "ir/apply_op.h"
+
 namespace fvic::ir {
 
 namespace k = fvi::kernel;
-
-namespace {
-// A Conv2d's or Pool's geometry, from its ints (ir.h).
-k::ConvGeometry conv_geometry(const Node& n) {
-  return {Eigen::Index(n.ints.at(0)), Eigen::Index(n.ints.at(1)), Eigen::Index(n.ints.at(2)), Eigen::Index(n.ints.at(3)),
-          Eigen::Index(n.ints.at(4))};
-}
-k::PoolGeometry pool_geometry(const Node& n) {
-  return {Eigen::Index(n.ints.at(0)), Eigen::Index(n.ints.at(1)), Eigen::Index(n.ints.at(2)), Eigen::Index(n.ints.at(3))};
-}
-}  // namespace
 
 long long Interpreter::size_of(const SymSize& s, const Bindings& b) const {
   auto v = s.eval([&](const std::string& name) -> std::optional<long long> {
@@ -103,52 +94,6 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
     case Op::Sd:
     case Op::Noise:
       throw std::invalid_argument("the interpreter evaluates factors from draws, not their mean-field variants");
-    case Op::Unary: out = k::unary(n.name, v(0)); return;
-    case Op::Neg: out = k::neg(v(0)); return;
-    case Op::Add: out = k::add(v(0), v(1)); return;
-    case Op::Sub: out = k::sub(v(0), v(1)); return;
-    case Op::Mul: out = k::mul(v(0), v(1)); return;
-    case Op::Div: out = k::div(v(0), v(1)); return;
-    case Op::Pow: out = k::pow(v(0), v(1)); return;
-    case Op::Compare: out = k::compare(n.name, v(0), v(1)); return;
-    case Op::Select: out = k::select(v(0), v(1), v(2)); return;
-    case Op::Reduce: out = k::reduce(n.name, v(0)); return;
-    case Op::MatMul: out = k::matmul(v(0), v(1)); return;
-    case Op::Transpose: out = k::transpose(v(0)); return;
-    case Op::Reshape: out = k::reshape(v(0), size_of(n.rows, b), size_of(n.cols, b)); return;
-    case Op::Sum: out = k::sum(v(0)); return;
-    case Op::RowsDotProduct: out = k::rows_dot_product(v(0), v(1)); return;
-    case Op::Broadcast:
-      if (n.args.size() == 2) out = k::broadcast(v(0), v(1).rows, v(1).cols);
-      else out = k::broadcast(v(0), size_of(n.rows, b), size_of(n.cols, b));
-      return;
-    case Op::LogSoftmax: out = k::log_softmax(v(0)); return;
-    case Op::Softmax: out = k::softmax(v(0)); return;
-    case Op::CumulativeSum: out = k::cumulative_sum(v(0)); return;
-    case Op::Cholesky: out = k::cholesky(v(0)); return;
-    case Op::Inverse: out = k::inverse(v(0)); return;
-    case Op::MatrixConstrain: out = k::matrix_constrain(n.name, v(0), size_of(n.cols, b)); return;
-    case Op::MatrixLogJacobian: out = k::matrix_log_jacobian(n.name, v(0)); return;
-    case Op::SquaredDistances: out = k::squared_distances(v(0)); return;
-    case Op::DiagMatrix: out = k::diag_matrix(v(0)); return;
-    case Op::Diagonal: out = k::diagonal(v(0)); return;
-    case Op::IndexRows: out = k::index_rows(v(0), indices_[n.args[1]]); return;
-    case Op::IndexCols: out = k::index_cols(v(0), indices_[n.args[1]]); return;
-    case Op::ConcatRows: out = k::concat_rows(v(0), v(1)); return;
-    case Op::ConcatCols: out = k::concat_cols(v(0), v(1)); return;
-    case Op::Conv2d: out = k::conv2d(v(0), v(1), conv_geometry(n)); return;
-    case Op::Pool:
-      out = n.args.size() == 2 ? k::max_pool2d_select(v(0), v(1), pool_geometry(n)) : k::pool2d(n.name, v(0), pool_geometry(n));
-      return;
-    case Op::Conv2dGradInput: out = k::conv2d_grad_input(v(0), v(1), v(2).draws, conv_geometry(n)); return;
-    case Op::Conv2dGradWeight: out = k::conv2d_grad_weight(v(0), v(1), v(2).draws, conv_geometry(n)); return;
-    case Op::PoolGrad: out = k::pool2d_grad(n.name, v(0), v(1), pool_geometry(n)); return;
-    case Op::Lpdf: {
-      k::Operands<double> xs;
-      for (int a : n.args) xs.push_back(&values_[a]);
-      out = k::lpdf(n.name, xs);
-      return;
-    }
     case Op::Rng: {
       k::Operands<double> xs;
       for (int a : n.args) xs.push_back(&values_[a]);
@@ -157,19 +102,6 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
       out = k::random_draws<double>(n.name, xs, size_of(n.rows, b), size_of(n.cols, b), draws, b.noise_key, uint32_t(n.k));
       return;
     }
-    case Op::UnaryDerivative: out = k::unary_derivative(n.name, v(0), v(1)); return;
-    case Op::SumTo: out = k::sum_like(v(0), v(1)); return;
-    case Op::MatMulGradLeft: out = k::matmul_grad_left(v(0), v(1), v(2).draws); return;
-    case Op::MatMulGradRight: out = k::matmul_grad_right(v(0), v(1), v(2).draws); return;
-    case Op::ScatterRows: out = k::scatter_rows(v(0), indices_[n.args[1]], v(2).rows); return;
-    case Op::ScatterCols: out = k::scatter_cols(v(0), indices_[n.args[1]], v(2).cols); return;
-    case Op::LogSoftmaxGrad: out = k::log_softmax_grad(v(0), v(1)); return;
-    case Op::SoftmaxGrad: out = k::softmax_grad(v(0), v(1)); return;
-    case Op::CumulativeSumGrad: out = k::cumulative_sum_grad(v(0)); return;
-    case Op::CholeskyGrad: out = k::cholesky_grad(v(0), v(1)); return;
-    case Op::InverseGrad: out = k::inverse_grad(v(0), v(1)); return;
-    case Op::MatrixConstrainGrad: out = k::matrix_constrain_grad(n.name, v(0), v(1)); return;
-    case Op::MatrixLogJacobianGrad: out = k::matrix_log_jacobian_grad(n.name, v(0), v(1)); return;
     case Op::Program: {
       std::vector<const RealTensor*> operands;
       std::vector<bool> active;
@@ -181,12 +113,11 @@ void Interpreter::eval(int i, const Bindings& b, const std::vector<RealTensor>* 
       return;
     }
     case Op::ProgramVjp: out = machines_.at(n.args[1]).operand_gradient(v(0), static_cast<size_t>(n.k)); return;
-    case Op::ConcatRowsPart: out = k::concat_rows_part(v(0), v(1).rows, n.k); return;
-    case Op::ConcatColsPart: out = k::concat_cols_part(v(0), v(1).cols, n.k); return;
-    case Op::LpdfVjp: {
-      k::Operands<double> xs;
-      for (size_t a = 1; a < n.args.size(); ++a) xs.push_back(&values_[n.args[a]]);
-      out = k::lpdf_vjp(n.name, static_cast<size_t>(n.k), v(0), xs);
+    default: {
+      OperandAccess<double> operands{[&](size_t a) -> const RealTensor& { return v(a); },
+                                     [&](size_t a) -> const k::IntVec& { return indices_[n.args[a]]; },
+                                     [&](const SymSize& s) { return size_of(s, b); }};
+      if (!apply_op(n, operands, out)) throw std::logic_error(std::string("the interpreter cannot evaluate ") + op_name(n.op));
       return;
     }
   }

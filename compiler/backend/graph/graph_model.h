@@ -1,0 +1,59 @@
+#pragma once
+// The graph backend: a model's kernel-ABI table (runtime/include/fvi/kernel/abi.h) built in memory
+// from its IR, with no C++ compiler run. Its factors evaluate their IR nodes one at a time on the
+// runtime's kernel operations (graph_factor.h), the calls the C++ backend writes one per line, so
+// the engines, NAME-sim's driver and every output see the same model either way. It is what a
+// generic program (`fvi-sim MODEL.fvi`) runs, and the host a JIT of fused loops plugs into.
+//
+// The ABI's create() takes no model, so each live GraphModel holds one of kSlots slots whose
+// entry points know it; a process may hold that many at once.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/abi_description.h"
+#include "backend/graph/graph_factor.h"
+#include "frontend/semantic.h"
+#include "ir/ir.h"
+
+namespace fvic::backend::graph {
+
+class GraphModel {
+ public:
+  static constexpr int kSlots = 16;
+
+  // Throws std::runtime_error when all slots are taken.
+  GraphModel(ir::Module module, const SemanticModel& model);
+  ~GraphModel();
+  GraphModel(const GraphModel&) = delete;
+  GraphModel& operator=(const GraphModel&) = delete;
+
+  const fvi_model& table() const { return table_; }
+  const ModelShapes& shapes() const { return shapes_; }
+
+ private:
+  void build_table();
+
+  ir::Module module_;
+  ModelShapes shapes_;
+  int slot_ = -1;
+  // What the table points into.
+  std::vector<VariableDescription> variable_descriptions_;
+  std::vector<QuantityDescription> quantity_descriptions_;
+  DataTableDescription data_description_;
+  std::vector<int> group_kinds_, group_varies_;
+  std::vector<std::vector<int>> factor_groups_;
+  std::vector<fvi_factor_info> factors_;
+  std::vector<fvi_variable_info> variables_;
+  std::vector<fvi_quantity_info> quantities_;
+  std::vector<std::vector<const char*>> data_dims_;
+  std::vector<fvi_data_declaration> data_declarations_;
+  std::vector<fvi_size_check> size_checks_;
+  fvi_data_table data_table_{};
+  fvi_sparse_gp sparse_gp_{};
+  fvi_model table_{};
+
+  friend struct SlotAccess;
+};
+
+}  // namespace fvic::backend::graph
