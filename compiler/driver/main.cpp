@@ -18,6 +18,10 @@
 #include "driver/build.h"
 #include "driver/report.h"
 #include "driver/summary.h"
+#ifdef FVIC_GRAPH_BACKEND
+#include "backend/graph/graph_model.h"
+#include "fvi/program/sim.h"
+#endif
 #include <unistd.h>
 
 namespace {
@@ -40,9 +44,12 @@ commands:
                           the generated C++ kernels (docs/kernel-abi.md)
   build FILE -o DIR       emit and compile DIR/NAME-sim (server and silos in one process)
   run FILE --data DIR --output OUT [--set key=value]... [--test FILE [--ood FILE]] [--quiet]
-                          build if needed (cached in $FVIC_CACHE or ~/.cache/fvic) and run
-                          the simulation: posterior.json, draws.csv, metrics.csv in OUT;
-                          --test: held-out metrics each report, --ood: the OOD AUROC
+      [--backend graph|cpp]
+                          run the simulation (server and silos in one process): posterior.json,
+                          draws.csv, metrics.csv in OUT; --test: held-out metrics each report,
+                          --ood: the OOD AUROC. --backend graph (the default) runs the model
+                          from its IR at once, no C++ compile; --backend cpp compiles NAME-sim
+                          first (cached in $FVIC_CACHE or ~/.cache/fvic): the same results
   report OUT [-o FILE]    one self-contained HTML page of the run in OUT (default OUT/report.html):
                           the plan, convergence, posterior marginals and table, traffic per silo
   summary OUT [--silo K]  the posterior table of OUT/draws.csv (silo K's: OUT/silo-K/draws.csv)
@@ -64,6 +71,11 @@ struct Options {
   std::vector<std::string> overrides;
   std::optional<std::string> test, ood;
   std::optional<long> silo;
+#ifdef FVIC_GRAPH_BACKEND
+  std::string backend = "graph";  // run: graph (backend/graph/graph_model.h) or cpp (compile NAME-sim)
+#else
+  std::string backend = "cpp";
+#endif
   bool json = false;
   bool quiet = false;
 };
@@ -125,6 +137,14 @@ std::optional<Options> parse_args(int argc, char** argv, int& status) {
         return std::nullopt;
       }
       o.silo = k;
+    } else if (a == "--backend") {
+      auto v = value("--backend");
+      if (!v) return std::nullopt;
+      if (*v != "cpp" && *v != "graph") {
+        status = usage_error("--backend is cpp or graph, not '" + *v + "'");
+        return std::nullopt;
+      }
+      o.backend = *v;
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (a == "--ast" || a == "--plan" || a == "--ir" || a == "--cpp") {
@@ -176,6 +196,47 @@ bool write_run_files(const std::string& out, const std::string& source, const fv
   if (model_file && plan_file) return true;
   std::cerr << "fvic: cannot write into the output directory '" << out << "'\n";
   return false;
+}
+
+// The arguments NAME-sim takes from `fvic run`'s, after argv[0] = `program`.
+std::vector<std::string> sim_arguments(const Options& o, const std::string& program) {
+  std::vector<std::string> args = {program, "--data", *o.data, "--output", *o.output};
+  for (const std::string& kv : o.overrides) args.insert(args.end(), {"--set", kv});
+  if (o.test) args.insert(args.end(), {"--test", *o.test});
+  if (o.ood) args.insert(args.end(), {"--ood", *o.ood});
+  if (o.quiet) args.push_back("--quiet");
+  return args;
+}
+
+// `fvic run --backend graph`: NAME-sim's driver in this process on the model's graph table.
+int run_graph(const Options& o, const fvic::FrontEnd& c, const fvic::Plan& plan) {
+#ifdef FVIC_GRAPH_BACKEND
+  fvic::ir::Module module;
+  const bool built = fvic::build_ir(*c.model, module, *c.diags);
+  c.diags->print(std::cerr);
+  if (!built) return kModelError;
+  if (!write_run_files(*o.output, c.source->text(), plan, *c.model, *o.data)) return kModelError;
+  const std::string name = c.model->program->name, method = fvic::method_key(plan.method);
+  fvi::program::ModelDescription description{name.c_str(), method.c_str(), {}};
+  if (const fvic::Block* inference = c.program->find(fvic::BlockKind::Inference))
+    for (const fvic::Setting& setting : inference->settings)
+      description.inference.push_back({setting.key, setting.value.str()});
+  std::vector<std::string> args = sim_arguments(o, name + "-sim");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  try {
+    fvic::backend::graph::GraphModel graph(std::move(module), *c.model);
+    return fvi::program::run_sim(graph.table(), description, int(args.size()), argv.data());
+  } catch (const std::exception& e) {
+    std::cerr << "fvic: " << e.what() << '\n';
+    return kModelError;
+  }
+#else
+  (void)c, (void)plan;
+  std::cerr << "fvic: this build has no graph backend (" << o.file << "): use --backend cpp\n";
+  return kUsageError;
+#endif
 }
 
 int run(const Options& o) {
@@ -253,6 +314,7 @@ int run(const Options& o) {
     if (!fvic::build_cpp(*c->model, module, cpp, *c->diags)) return finish(kModelError);
   }
   if (o.command == "check") return finish(kOk);
+  if (o.command == "run" && o.backend == "graph") return run_graph(o, *c, plan);
   if (o.command == "build" || o.command == "run") {
     fvic::ir::Module module;
     fvic::driver::BuildRequest request;
@@ -283,11 +345,7 @@ int run(const Options& o) {
       return kOk;
     }
     if (!write_run_files(*o.output, c->source->text(), plan, *c->model, *o.data)) return kModelError;
-    std::vector<std::string> args = {program, "--data", *o.data, "--output", *o.output};
-    for (const std::string& kv : o.overrides) args.insert(args.end(), {"--set", kv});
-    if (o.test) args.insert(args.end(), {"--test", *o.test});
-    if (o.ood) args.insert(args.end(), {"--ood", *o.ood});
-    if (o.quiet) args.push_back("--quiet");
+    std::vector<std::string> args = sim_arguments(o, program);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -357,10 +357,15 @@ class Deployment:
             self.check(rc == expect, f"{party.name} exited with {rc}, expected {expect}")
         return rc
 
+    def program(self, role):
+        """The command that starts a role: NAME-server, or a generic program and its model."""
+        b = self.bins[role]
+        return list(b) if isinstance(b, (list, tuple)) else [b]
+
     def server(self, out, sets=(), options=(), port=0, name="server"):
         """NAME-server on 127.0.0.1:PORT (0: the server picks a free port, read from its first
         line); returns (party, port) once it listens."""
-        cmd = [self.bins["server"], "--listen", f"127.0.0.1:{port}", "--silos", str(SILOS), "--data", self.data,
+        cmd = self.program("server") + ["--listen", f"127.0.0.1:{port}", "--silos", str(SILOS), "--data", self.data,
                "--output", out, "--join-timeout", "60", "--give-up", "60"]
         for kv in sets:
             cmd += ["--set", kv]
@@ -370,7 +375,7 @@ class Deployment:
         return s, int(listening.search(s.stdout()).group(1))
 
     def client(self, port, k, out, options=(), name=None):
-        cmd = [self.bins["client"], "--server", f"127.0.0.1:{port}", "--silo", str(k), "--data", self.data,
+        cmd = self.program("client") + ["--server", f"127.0.0.1:{port}", "--silo", str(k), "--data", self.data,
                "--output", out]
         return self.start(name or f"client-{k}", cmd + list(options))
 
@@ -1158,7 +1163,93 @@ def case_vfl_exact_equal(fvic, cache, work):
           f"iteration, plus {extra} B of the layout and the stopping rule's questions")
 
 
+def case_generic_programs(fvic, cache, work):
+    """issue 28's generic programs, fvi-server and fvi-client (beside FVIC), given the model file:
+    (1) 1 server and 4 clients, each client with --accept-plan of the plan `fvic plan --json` saved
+    for the model: the posterior equals NAME-sim's (the compiled program from `fvic build`), and the
+    server's first lines give the model's SHA-256 (hashlib's); (2) a client given a model in which
+    hier_logreg's local alpha became a global refuses to join before it dials anyone (exit 3),
+    naming the message its plan would add; (3) a client whose audited model differs from the
+    server's in one prior's constant (same kernels, same plan) joins, is sent the server's text,
+    refuses (exit 3, "another model", both SHA-256s) and keeps the server's text for a diff."""
+    import hashlib
+    bins, data, certs, token_files = setup(fvic, cache, work, model=PVI)
+    binary_dir = os.path.dirname(os.path.abspath(fvic))
+    generic = {role: os.path.join(binary_dir, f"fvi-{role}") for role in ("server", "client")}
+    for path in generic.values():
+        require(os.path.exists(path), f"{path} is not built")
+    sets = ["rounds=4", "local_steps=200", "mc_samples=8"]
+    want = sim(bins, data, os.path.join(work, "sim"), sets)
+
+    def plan_of(model, name):
+        p = subprocess.run([fvic, "plan", "--json", model], capture_output=True, text=True, timeout=60)
+        require(p.returncode == 0, f"fvic plan --json {model} failed:\n{p.stderr}")
+        path = os.path.join(work, name)
+        with open(path, "w") as f:
+            f.write(p.stdout)
+        return path
+
+    agreed = plan_of(PVI.fvi, "agreed-plan.json")
+    with open(PVI.fvi) as f:
+        source = f.read()
+    sha = hashlib.sha256(source.encode()).hexdigest()
+    out, silos = os.path.join(work, "server"), os.path.join(work, "silos")
+    d = Deployment(work, {"server": [generic["server"], PVI.fvi],
+                          "client": [generic["client"], PVI.fvi, "--accept-plan", agreed]}, data)
+    try:
+        server, port = d.server(out, sets, tls_server(certs, work))
+        d.check(f"SHA-256 {sha}" in server.stdout(), f"fvi-server did not print the model's SHA-256 {sha}")
+        clients = [d.client(port, k, silos, tls_client(certs, token_files, k)) for k in range(1, SILOS + 1)]
+        complete(d, server, clients, timeout=120)
+        d.check("the plan agrees with" in clients[0].stdout(), "fvi-client did not say its audit passed")
+        d.check("never leaves this silo" in clients[0].stdout(), "fvi-client did not say what never leaves the silo")
+    finally:
+        d.close()
+    worst = same_posterior(posterior(out), want, "fvi-server and 4 fvi-clients vs NAME-sim")
+
+    # (2) A local variable made global: the plan would send it.
+    hier = os.path.join(EXAMPLES, "hier_logreg", "hier_logreg.fvi")
+    with open(hier) as f:
+        hier_source = f.read()
+    require("local real alpha;" in hier_source, "examples/hier_logreg no longer declares `local real alpha;`")
+    leaky = os.path.join(work, "leaky", "hier_logreg.fvi")
+    os.makedirs(os.path.dirname(leaky))
+    with open(leaky, "w") as f:
+        f.write(hier_source.replace("local real alpha;", "global real alpha;"))
+    hier_agreed = plan_of(hier, "hier-agreed-plan.json")
+    p = subprocess.run([generic["client"], leaky, "--accept-plan", hier_agreed, "--server", "127.0.0.1:9",
+                        "--silo", "1", "--data", os.path.join(EXAMPLES, "hier_logreg", "data"), "--insecure"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    require(p.returncode == 3 and "refusing to join" in p.stderr and "alpha" in p.stderr,
+            f"fvi-client given a model whose plan sends alpha: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    extra = [line.strip() for line in p.stderr.splitlines()[1:]]
+
+    # (3) The server runs another text than the silo audited.
+    changed = os.path.join(work, "changed", "pima_logreg.fvi")
+    os.makedirs(os.path.dirname(changed))
+    edited = re.sub(r"normal\(0, (\d)", lambda m: f"normal(0, {int(m.group(1)) % 9 + 1}", source, count=1)
+    require(edited != source, "pima_logreg has no `normal(0, D` prior to edit")
+    with open(changed, "w") as f:
+        f.write(edited)
+    d = Deployment(work, {"server": [generic["server"], changed],
+                          "client": [generic["client"], PVI.fvi, "--accept-plan", agreed]}, data)
+    try:
+        server, port = d.server(os.path.join(work, "server-changed"), sets, tls_server(certs, work))
+        client = d.client(port, 1, os.path.join(work, "silo-changed"), tls_client(certs, token_files, 1))
+        d.wait(client, 60, expect=3)
+        err = client.stderr()
+        kept = os.path.join(work, "silo-changed", "silo-1", "server-model.fvi")
+        d.check("another model" in err and sha in err and hashlib.sha256(edited.encode()).hexdigest() in err,
+                "fvi-client did not name both SHA-256s")
+        d.check(os.path.exists(kept) and open(kept).read() == edited, "fvi-client did not keep the server's text")
+    finally:
+        d.close()
+    print(f"generic_programs: fvi-server and 4 fvi-clients (plan audited) equal NAME-sim's posterior to {worst:.1e}; "
+          f"a client refused a model whose plan adds {extra}; a client refused a server whose model's SHA-256 differs")
+
+
 CASES = {
+    "generic_programs": case_generic_programs,
     "sparse_gp_equal": equal_case("sparse_gp_equal", SPARSE_GP, ["rounds=3", "local_steps=60"]),
     "pvi_equal": equal_case("pvi_equal", PVI, ["rounds=6", "local_steps=200", "mc_samples=8"], pima_held_out),
     "fedavg_equal": equal_case("fedavg_equal", PVI, ["method=fedavg", "rounds=5", "local_steps=50", "mc_samples=8",

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -151,6 +152,24 @@ struct ReplyCache {
   }
 };
 
+// A silo runs the model it was built from or audited, and no other: the server's text must be
+// the same, byte for byte (its SHA-256). On a difference the server's text is kept beside the
+// silo's outputs, so its operator can see what differs.
+void check_server_model(const program::ModelDescription& description, const fvi::v1::JoinReply& joined,
+                        const std::string& out_dir) {
+  if (!description.source) return;  // a program without the model's text has nothing to compare
+  const std::string mine = model_sha256(description.source);
+  if (joined.model_sha256().empty())
+    throw Refused("the server did not say which model it runs, and this silo runs only the model it has (SHA-256 " +
+                  mine + "); start the server from the same .fvi file");
+  if (joined.model_sha256() == mine && model_sha256(joined.model_source()) == mine) return;
+  std::filesystem::create_directories(out_dir);
+  const std::string kept = out_dir + "/server-model.fvi";
+  std::ofstream(kept, std::ios::binary) << joined.model_source();
+  throw Refused("the server runs another model than this silo's: SHA-256 " + joined.model_sha256() +
+                " against " + mine + " here; the server's text is in " + kept + " (diff it against yours)");
+}
+
 data::DataSet load_silo_data(const fvi_model& model, const std::string& dir, int silo) {
   if (!model.data_table) throw std::runtime_error("these kernels carry no data table; rebuild with fvic build");
   data::DataSet public_data = data::load_party(dir, "data");
@@ -233,6 +252,7 @@ int run_client(const fvi_model& model, const program::ModelDescription& descript
     join.set_description("silo " + std::to_string(silo) + ": joining");
     fvi::v1::JoinReply joined;
     call("join", patience, 10, [&](grpc::ClientContext& c) { return stub->Join(&c, join, &joined); });
+    check_server_model(description, joined, out_dir);
     std::vector<std::string> server_keys;
     for (const auto& s : joined.settings()) server_keys.push_back(s.key() + "=" + s.value());
     engine::Settings settings(description.inference, server_keys);

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 namespace fvi::net {
@@ -31,6 +32,17 @@ uint64_t model_fingerprint(const fvi_model& model) {
     for (int i = 0; i < info.group_count; ++i) mix(h, std::to_string(info.groups[i]));
   }
   return h;
+}
+
+std::string model_sha256(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1 || length != 32)
+    throw std::runtime_error("SHA-256 failed (OpenSSL)");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) out += hex[digest[i] >> 4], out += hex[digest[i] & 15];
+  return out;
 }
 
 std::string read_file(const std::string& path) {

@@ -122,6 +122,7 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
         throw std::runtime_error(args.get("tokens") + ": no token for silo " + std::to_string(k));
     policy.model = description.name;
     policy.fingerprint = model_fingerprint(model);
+    if (description.source) policy.model_source = description.source, policy.model_sha256 = model_sha256(description.source);
     policy.method = method;
     policy.settings = settings.entries();
     policy.quiet = sim.quiet;
@@ -155,8 +156,9 @@ int run_server(const fvi_model& model, const program::ModelDescription& descript
                 silos);
     // The fingerprint a client's programs must have been built with (a hash of the kernels, not
     // a secret): an operator compares it with the client's when a join is refused for the model.
-    std::printf("%s: model %s, kernels fingerprint %016llx\n", name.c_str(), description.name,
-                (unsigned long long)policy.fingerprint);
+    std::printf("%s: model %s, kernels fingerprint %016llx%s%s\n", name.c_str(), description.name,
+                (unsigned long long)policy.fingerprint, policy.model_sha256.empty() ? "" : ", SHA-256 ",
+                policy.model_sha256.c_str());
     std::fflush(stdout);
 
     int exit_status = 0;

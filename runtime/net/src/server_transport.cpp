@@ -168,6 +168,8 @@ grpc::Status ServerTransport::join(const Peer& peer, const fvi::v1::JoinRequest&
   changed_.notify_all();
   reply.set_silos(uint32_t(policy_.silos));
   reply.set_method(policy_.method);
+  reply.set_model_source(policy_.model_source);
+  reply.set_model_sha256(policy_.model_sha256);
   for (const auto& [key, value] : policy_.settings) {
     auto* s = reply.add_settings();
     s->set_key(key);

@@ -10,7 +10,7 @@
 
 namespace fvi::net {
 
-constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kProtocolVersion = 3;
 
 // A reply travels in parts of at most this many values (federation.proto, Submit).
 constexpr size_t kReplyPartValues = 65536;
@@ -21,6 +21,10 @@ constexpr int kMaxUnauthenticatedMessageBytes = 1 << 20;
 // A hash of the model's name, parameter groups and factors: a server and a silo built from
 // different models (or versions of one) refuse each other.
 uint64_t model_fingerprint(const fvi_model& model);
+
+// The SHA-256 of a model's text, 64 hex digits: what a silo audited and what the server runs
+// must be the same text (client_main.cpp), not merely the same kernels (model_fingerprint).
+std::string model_sha256(const std::string& text);
 
 // A tokens file: one line per silo, "K TOKEN" (blank lines and lines starting with '#' skipped).
 // Throws std::runtime_error naming the file and line when it is malformed.

@@ -36,6 +36,7 @@ struct ServerPolicy {
   bool client_certificates = false;   // mutual TLS: silo K presents a certificate for "silo-K"
   std::string model;
   uint64_t fingerprint = 0;
+  std::string model_source, model_sha256;  // sent to every silo at Join ("" when the program has no text)
   std::string method;
   std::vector<std::pair<std::string, std::string>> settings;  // sent to every silo at Join
   size_t max_reply_values = size_t(256) << 17;  // the largest reply a silo may send (--max-message)
