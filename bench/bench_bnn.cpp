@@ -27,6 +27,7 @@
 
 #include "bench_util.h"
 #include "fashion_setting.h"
+#include "kernel_tables.h"
 #include "fvi/kernel/instances.h"
 #include "fvi/loss/likelihood_loss.h"
 #include "fvi/program/allocator.h"
@@ -124,7 +125,8 @@ int main(int argc, char** argv) {
   data.add("H", Eigen::MatrixXd::Constant(1, 1, double(H)));
   const Eigen::VectorXi labels = (data.value("y").col(0).array() - 1).cast<int>();  // y: the loss's 0..K-1
   const fvi_data& view = data.view();
-  const fvi_model* m = fvi_model_bnn_classifier();
+  const bench::KernelTables kernels =
+      bench::kernel_tables(fvi_model_bnn_classifier(), FVI_SOURCE_DIR "/examples/acceptance/bnn_classifier.fvi");
   const fvi::LossSpec gce = fvi::LossSpec::generalized_cross_entropy(0.8);
 
   double dpeak = bench::gemm_peak_gflops<double>(), speak = bench::gemm_peak_gflops<float>();
@@ -133,6 +135,9 @@ int main(int argc, char** argv) {
 
   Eigen::VectorXd mean = 0.03 * Eigen::VectorXd::Random(P), sd = Eigen::VectorXd::Constant(P, std::sqrt(1e-3));
   Eigen::VectorXd d_mean(P), d_sd(P);
+  // Each figure for the generated C++ kernels, then for the graph backend's (issue 28).
+  for (const auto& [backend, m] : kernels.tables) {
+  std::printf("  %s:\n", backend);
   for (bool float32 : {false, true}) {
     Bnn bnn(m, view, float32);
     const double peak = float32 ? speak : dpeak;
@@ -195,6 +200,8 @@ int main(int argc, char** argv) {
                 "alpha_renyi(2.5), Adam): best %.3f s, median %.3f s of %zu (target < 0.5 s); round 4's last objective %.1f\n",
                 float32 ? "float32" : "double ", long(N), client_threads, client_threads > 1 ? "s" : "", long(B), long(S),
                 times.front(), times[times.size() / 2], times.size(), objective);
+  }
+  fvi::program::set_blas_threads(threads);
   }
   return 0;
 }

@@ -15,11 +15,15 @@
 // the mean-field pass (forward_meanfield / backward_meanfield, S = 16 draws) over every row, split
 // the same way.
 //
+// Each figure is measured for the generated C++ kernels and for the graph backend's (issue 28:
+// the graph at least 0.9x as fast), one after the other in the same run.
+//
 //   bench_logreg [N D S]
 #include <cstdlib>
 #include <random>
 
 #include "bench_util.h"
+#include "kernel_tables.h"
 #include "fvi/engine/row_parallel.h"
 #include "fvi/program/threads.h"
 
@@ -65,7 +69,8 @@ int main(int argc, char** argv) {
   data.add("x", x);
   data.add("y", y);
   const fvi_data& view = data.view();
-  const fvi_model* m = fvi_model_robust_logreg();
+  const bench::KernelTables kernels =
+      bench::kernel_tables(fvi_model_robust_logreg(), FVI_SOURCE_DIR "/examples/acceptance/robust_logreg.fvi");
 
   double triad1 = bench::triad_gbs(1), triad2 = bench::triad_gbs(2);
   double triad = std::max(triad1, triad2);
@@ -88,22 +93,27 @@ int main(int argc, char** argv) {
                 "%.2f ms as OpenBLAS runs them at this shape (ceiling %.1f GB/s = %.0f%%)\n",
                 1e3 * floor, 100 * bytes / floor / triad, 1e3 * products, bytes / products, 100 * bytes / products / triad);
   };
-  Result d = run(m, view, N, D, S, false, double(N * D) * 8);
-  report("double ", d, dpeak, products_seconds(0.0), "");
-  Result f = run(m, view, N, D, S, true, double(N * D) * 4);
-  report("float32", f, speak, products_seconds(0.0f), " (x held as float)");
+  for (const auto& [backend, m] : kernels.tables) {
+    std::printf("  %s:\n", backend);
+    Result d = run(m, view, N, D, S, false, double(N * D) * 8);
+    report("double ", d, dpeak, products_seconds(0.0), "");
+    Result f = run(m, view, N, D, S, true, double(N * D) * 4);
+    report("float32", f, speak, products_seconds(0.0f), " (x held as float)");
+  }
 
   const int threads = fvi::program::machine_threads();
   fvi::program::set_blas_threads(1);
   auto pool = std::make_shared<fvi::engine::WorkerPool>(threads);
+  for (const auto& [backend, m] : kernels.tables)
   for (bool float32 : {false, true}) {
     const auto precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
     fvi::engine::RowParallelFactor factor(*m, bench::factor_index(m, FVI_LIKELIHOOD), view, precision, pool);
     const std::vector<Eigen::MatrixXd> theta{0.1 * Eigen::MatrixXd::Random(D + 1, S)};
     double t = bench::best_seconds(10, [&] { factor.loss(fvi::LossSpec::nll(), 0, -1, theta, 1.0, true); });
     double x_bytes = double(N * D) * (float32 ? 4 : 8), gbs = (2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8) / t / 1e9;
-    std::printf("  %s, rows split between %d threads (RowParallelFactor::loss): %.2f ms per forward + backward, "
-                "%.1f GB/s = %.0f%% of the triad\n", float32 ? "float32" : "double ", threads, 1e3 * t, gbs, 100 * gbs / triad);
+    std::printf("  %s, %s, rows split between %d threads (RowParallelFactor::loss): %.2f ms per forward + backward, "
+                "%.1f GB/s = %.0f%% of the triad\n", backend, float32 ? "float32" : "double ", threads, 1e3 * t, gbs,
+                100 * gbs / triad);
     // The mean-field pass (local reparameterisation: x mu and x^2 sd^2, then the noise) over every
     // row, as a full-batch PVI client runs it. Not a target: x^2 is bound once with the data.
     // q as the client keeps it: in float for float32.
@@ -115,8 +125,8 @@ int main(int argc, char** argv) {
       if (float32) factor.loss_meanfield(fvi::LossSpec::nll(), 0, -1, means_f, sds_f, S, key++, 1.0, true);
       else factor.loss_meanfield(fvi::LossSpec::nll(), 0, -1, means, sds, S, key++, 1.0, true);
     });
-    std::printf("  %s, mean-field pass over every row, rows split the same way (RowParallelFactor::loss_meanfield): "
-                "%.2f ms per forward + backward\n", float32 ? "float32" : "double ", 1e3 * tm);
+    std::printf("  %s, %s, mean-field pass over every row, rows split the same way (RowParallelFactor::loss_meanfield): "
+                "%.2f ms per forward + backward\n", backend, float32 ? "float32" : "double ", 1e3 * tm);
   }
   return 0;
 }
