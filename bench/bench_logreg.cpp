@@ -25,6 +25,7 @@
 #include "bench_util.h"
 #include "kernel_tables.h"
 #include "fvi/engine/row_parallel.h"
+#include "fvi/program/allocator.h"
 #include "fvi/program/threads.h"
 
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
@@ -56,6 +57,7 @@ Result run(const fvi_model* m, const fvi_data& data, Eigen::Index N, Eigen::Inde
 }  // namespace
 
 int main(int argc, char** argv) {
+  fvi::program::keep_freed_memory();  // as the programs do
   Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 100000, D = argc > 2 ? std::atol(argv[2]) : 100,
                S = argc > 3 ? std::atol(argv[3]) : 16;
   std::mt19937 rng(1);

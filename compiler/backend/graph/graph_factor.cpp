@@ -1,15 +1,20 @@
 // A graph model's factors: the nodes of a factor (and of its mean-field variant) evaluated in
-// order with the calls the C++ backend writes one per line (backend/cpp/emit_kernels.cpp,
-// emit_meanfield.cpp), so both backends compute the same values. Unlike the generated code it
-// fuses no elementwise chains and hoists no data transforms: that is the JIT's work.
+// the generated code's order with its calls (backend/cpp/emit_kernels.cpp, emit_meanfield.cpp):
+// the C++ backend's fusion plan (fuse.h) run as block loops (fvi/kernel/fused.h) whose body
+// interprets each member per block of 1,024 elements, data transforms hoisted to binding time,
+// minibatches of data read in place by the products. So both backends compute the same values.
 #include "backend/graph/graph_factor.h"
 
 #include <algorithm>
+#include <set>
+#include <unordered_map>
 #include <stdexcept>
 #include <vector>
 
+#include "fvi/kernel/fused.h"
 #include "fvi/kernel/instances.h"
 #include "fvi/kernel/machine_instances.h"
+#include "backend/cpp/fuse.h"
 #include "fvi/kernel/ops.h"
 #include "ir/apply_op.h"
 
@@ -36,6 +41,94 @@ size_t slot_of(const ir::Factor& f, fvi_group group) {
   return size_t(std::find(f.groups.begin(), f.groups.end(), group) - f.groups.begin());
 }
 
+// A fused chain as the block loop runs it: its leaves and the members written to memory, and
+// each member's operation with its operands (a leaf, or an earlier member, by position).
+struct Chain {
+  struct Operand {
+    bool member;
+    int at;
+  };
+  struct Member {
+    Op op;
+    std::string name;
+    k::UnaryFn fn{};
+    int k = 0;
+    std::vector<Operand> operands;
+  };
+  std::vector<int> leaves, outs;  // node numbers: read, and written to memory (escaping members)
+  std::vector<int> out_of_node;   // per member: its place in outs, or -1 (a block of scratch)
+  std::vector<Member> members;
+
+  Chain(const ir::Factor& f, const FusedChain& c) : leaves(c.leaves) {
+    auto position = [](const std::vector<int>& v, int x) { return int(std::find(v.begin(), v.end(), x) - v.begin()); };
+    for (int m : c.nodes) {
+      const Node& n = f.nodes[size_t(m)];
+      Member member{n.op, n.name};
+      if (n.op == Op::Unary || n.op == Op::UnaryDerivative) member.fn = k::unary_fn(n.name);
+      member.k = n.k;
+      for (int a : n.args) {
+        const int at = position(c.nodes, a);
+        member.operands.push_back(at < int(c.nodes.size()) ? Operand{true, at} : Operand{false, position(leaves, a)});
+      }
+      members.push_back(std::move(member));
+      out_of_node.push_back(c.escaping.count(m) ? int(outs.size()) : -1);
+      if (c.escaping.count(m)) outs.push_back(m);
+    }
+  }
+};
+
+struct Section {
+  std::vector<Step> steps;
+  std::vector<Chain> chains;
+  Section() = default;
+  Section(const ir::Factor& f, int begin, int end, const std::set<int>& pinned) {
+    const FusionPlan plan = plan_fusion(f, begin, end, pinned);
+    steps = schedule(plan, begin, end);
+    for (const FusedChain& c : plan.chains) chains.emplace_back(f, c);
+  }
+};
+
+// One block of chain c: each member's values from its operands' (the formulas of the generated
+// code's loops, emit_kernels.cpp fused_chain).
+template <class Real>
+void run_block(const Chain& c, const k::FusedBlock<Real>& b) {
+  for (size_t i = 0; i < c.members.size(); ++i) {
+    const Chain::Member& m = c.members[i];
+    auto pointer = [&](size_t a) -> const Real* {
+      const Chain::Operand& o = m.operands[a];
+      return o.member ? b.node_ptr[size_t(o.at)] : b.leaf_ptr[size_t(o.at)];
+    };
+    auto array = [&](size_t a) {
+      const Chain::Operand& o = m.operands[a];
+      return o.member ? b.value(o.at) : b.leaf(o.at);
+    };
+    Real* out = b.node_ptr[i];
+    switch (m.op) {
+      case Op::Add: b.node(int(i)) = array(0) + array(1); break;
+      case Op::Sub: b.node(int(i)) = array(0) - array(1); break;
+      case Op::Mul: b.node(int(i)) = array(0) * array(1); break;
+      case Op::Div: b.node(int(i)) = array(0) / array(1); break;
+      case Op::Pow: b.node(int(i)) = array(0).pow(array(1)); break;
+      case Op::Neg: b.node(int(i)) = -array(0); break;
+      case Op::Unary: k::unary_block<Real>(m.fn, pointer(0), b.n, out); break;
+      case Op::UnaryDerivative: k::unary_derivative_block<Real>(m.fn, pointer(0), pointer(1), b.n, out); break;
+      case Op::Lpdf: {
+        std::vector<const Real*> xs;
+        for (size_t a = 0; a < m.operands.size(); ++a) xs.push_back(pointer(a));
+        k::lpdf_block<Real>(m.name, xs, b.n, out);
+        break;
+      }
+      case Op::LpdfVjp: {
+        std::vector<const Real*> xs;
+        for (size_t a = 1; a < m.operands.size(); ++a) xs.push_back(pointer(a));
+        k::lpdf_vjp_block<Real>(m.name, size_t(m.k), pointer(0), xs, b.n, out);
+        break;
+      }
+      default: throw std::logic_error(std::string("a fused chain cannot hold ") + ir::op_name(m.op));
+    }
+  }
+}
+
 template <class Real>
 class GraphFactor final : public BoundFactor {
  public:
@@ -58,6 +151,17 @@ class GraphFactor final : public BoundFactor {
     mean_.resize(groups), sd_.resize(groups), has_sd_.assign(groups, false);
     exported_.resize(f_->arguments.size() + 2);
     for (size_t g = 0; g < m.groups.size(); ++g) kind_order_[m.groups[g].kind] = int(g);
+    draw_pass_.plan(*f_);
+    if (mf_) meanfield_pass_.plan(*mf_);
+    // Data transforms computed once, here (fuse.h hoisted_data: square(x) of local
+    // reparameterisation): a call's minibatch of one is a block of its rows.
+    for (const ir::Factor* f : {f_, mf_})
+      for (size_t i = 0; f && i < f->nodes.size(); ++i)
+        if (hoisted_data(*f, int(i))) {
+          const Node& n = f->nodes[i];
+          const std::string& x = f->nodes[size_t(n.args[0])].name;
+          if (!hoisted_.count(n.name + " " + x)) hoisted_[n.name + " " + x] = k::unary(n.name, bound_.at(x));
+        }
   }
 
   void forward(int64_t begin, int64_t count, const fvi_tensor* inputs) override {
@@ -73,7 +177,7 @@ class GraphFactor final : public BoundFactor {
       if (quantity_) draws_ = std::max<int64_t>(draws_, in_[g].draws);
     }
     draw_pass_.reset(*f_);
-    for (int i = 0; i < f_->forward_end; ++i) eval(*f_, draw_pass_, i);
+    run(*f_, draw_pass_, draw_pass_.forward);
   }
 
   fvi_tensor output() override {
@@ -93,7 +197,7 @@ class GraphFactor final : public BoundFactor {
     not_a_quantity();
     if (meanfield_) throw std::logic_error("backward() after forward_meanfield(): call backward_meanfield()");
     seeds_ = seeds;
-    for (int i = f_->forward_end; i < int(f_->nodes.size()); ++i) eval(*f_, draw_pass_, i);
+    run(*f_, draw_pass_, draw_pass_.backward);
     // Each group's gradient written once into the caller's buffer (abi_support.h write_gradient).
     for (size_t g = 0; g < f_->groups.size(); ++g) {
       std::vector<k::GradientPiece<Real>> pieces;
@@ -124,14 +228,14 @@ class GraphFactor final : public BoundFactor {
                           uint32_t(group_index(mf_->groups[g])), ranges(g), theta_[g], eps_[g]);
     }
     meanfield_pass_.reset(*mf_);
-    for (int i = 0; i < mf_->forward_end; ++i) eval(*mf_, meanfield_pass_, i);
+    run(*mf_, meanfield_pass_, meanfield_pass_.forward);
   }
 
   void backward_meanfield(const fvi_tensor* const* seeds, const k::MeanFieldOutputs& d_q) override {
     not_a_quantity();
     if (!meanfield_) throw std::logic_error("backward_meanfield() needs forward_meanfield() first");
     seeds_ = seeds;
-    for (int i = mf_->forward_end; i < int(mf_->nodes.size()); ++i) eval(*mf_, meanfield_pass_, i);
+    run(*mf_, meanfield_pass_, meanfield_pass_.backward);
     for (size_t g = 0; g < mf_->groups.size(); ++g) {
       Tensor d_theta = Tensor::zeros_like(theta_[g]), d_mean, d_sd;
       std::vector<k::GradientPiece<Real>> mean_pieces, sd_pieces;
@@ -159,6 +263,24 @@ class GraphFactor final : public BoundFactor {
     std::vector<Tensor> values;
     std::vector<k::IntVec> indices;
     std::map<int, k::Machine<Real>> machines;  // statement programs' tapes, by node
+    // Per node: a batched data matrix or a hoisted transform of one (its rows bound once), and
+    // whether a minibatch of it is read in place, as a block of those rows, never copied (it
+    // only feeds products: fuse.h only_feeds_products), as the generated code does.
+    std::vector<char> bound_rows, in_place;
+    // The forward nodes, then the backward nodes, in the generated code's order: each step one
+    // node or one fused chain (fuse.h, the C++ backend's plan), run block by block (run_chain).
+    Section forward, backward;
+    void plan(const ir::Factor& f) {
+      for (size_t i = 0; i < f.nodes.size(); ++i) {
+        const Node& n = f.nodes[i];
+        const bool rows = (n.op == Op::Data && n.batched) || hoisted_data(f, int(i));
+        bound_rows.push_back(rows);
+        in_place.push_back(rows && only_feeds_products(f, int(i)));
+      }
+      const std::set<int> pinned = pinned_nodes(f);
+      forward = Section(f, 0, f.forward_end, pinned);
+      backward = Section(f, f.forward_end, int(f.nodes.size()), pinned);
+    }
     void reset(const ir::Factor& f) {
       values.resize(f.nodes.size());
       indices.resize(f.nodes.size());
@@ -172,7 +294,12 @@ class GraphFactor final : public BoundFactor {
     if (quantity_) quantity_only();
   }
 
-  int64_t size(const SymSize& s) const { return evaluate_size(s, data_); }
+  // A size from the bound data's ints: the same at every call, so each node's is computed once.
+  int64_t size(const SymSize& s) const {
+    const auto at = sizes_.find(&s);
+    if (at != sizes_.end()) return at->second;
+    return sizes_[&s] = evaluate_size(s, data_);
+  }
 
   // A group's index in the model: the noise stream of its mean-field sample.
   int group_index(fvi_group kind) const { return kind_order_.at(kind); }
@@ -200,11 +327,38 @@ class GraphFactor final : public BoundFactor {
     return offset;
   }
 
-  // Node k's value: data are read from the bound tensors, a batched one's minibatch copied.
+  // The bound rows of a batched data node or a hoisted transform of one.
+  const Tensor& rows_of(const ir::Factor& f, int node) const {
+    const Node& n = f.nodes[size_t(node)];
+    if (n.op == Op::Data) return bound_.at(n.name);
+    return hoisted_.at(n.name + " " + f.nodes[size_t(n.args[0])].name);
+  }
+
+  // Node k's value: data are read from the bound tensors (a batched one on a call with every
+  // row), a minibatch of them copied unless read in place (eval's products).
   const Tensor& ref(const ir::Factor& f, const Pass& p, int node) const {
-    const Node& n = f.nodes[node];
-    if (n.op == Op::Data && (!n.batched || full_)) return bound_.at(n.name);
-    return p.values[node];
+    const Node& n = f.nodes[size_t(node)];
+    if (n.op == Op::Data && !n.batched) return bound_.at(n.name);
+    if (full_ && p.bound_rows[size_t(node)]) return rows_of(f, node);
+    return p.values[size_t(node)];
+  }
+
+  void run(const ir::Factor& f, Pass& p, const Section& section) {
+    for (const Step& step : section.steps) {
+      if (step.chain >= 0) run_chain(f, p, section.chains[size_t(step.chain)]);
+      else eval(f, p, step.node);
+    }
+  }
+
+  // A fused chain in one loop over blocks (fvi/kernel/fused.h): its members' values computed
+  // block by block while their operands are in cache; only escaping members written to memory,
+  // into the buffers they had last call.
+  void run_chain(const ir::Factor& f, Pass& p, const Chain& c) {
+    std::vector<const Tensor*> leaves;
+    for (int l : c.leaves) leaves.push_back(&ref(f, p, l));
+    std::vector<Tensor*> outs;
+    for (int m : c.outs) outs.push_back(&p.values[size_t(m)]);
+    k::fused<Real>(leaves, outs, c.out_of_node, [&](const k::FusedBlock<Real>& b) { run_block(c, b); });
   }
 
   void eval(const ir::Factor& f, Pass& p, int i) {
@@ -217,7 +371,26 @@ class GraphFactor final : public BoundFactor {
       for (size_t a = first; a < n.args.size(); ++a) xs.push_back(&v(a));
       return xs;
     };
-    Tensor& out = p.values[i];
+    Tensor& out = p.values[size_t(i)];
+    // A minibatch read in place: a block of the bound rows (only products read such a node).
+    auto in_place = [&](size_t a) { return !full_ && p.in_place[size_t(n.args[a])]; };
+    auto block = [&](size_t a) { return k::row_block(rows_of(f, n.args[a]), begin_, count_); };
+    if (n.op == Op::MatMul && in_place(0)) {
+      out = k::matmul(block(0), v(1));
+      return;
+    }
+    if (n.op == Op::MatMulGradRight && in_place(0)) {
+      out = k::matmul_grad_right(block(0), v(1), v(2).draws);
+      return;
+    }
+    if (n.op == Op::MatMulGradLeft && in_place(2)) {  // data: one draw
+      out = k::matmul_grad_left(v(0), v(1), 1);
+      return;
+    }
+    if (p.bound_rows[size_t(i)]) {  // a batched data node or hoisted transform
+      if (!full_ && !p.in_place[size_t(i)]) k::batch_rows_into(rows_of(f, i), begin_, count_, out);
+      return;
+    }
     switch (n.op) {
       case Op::Input: {
         const size_t g = slot_of(f, n.group);
@@ -234,14 +407,13 @@ class GraphFactor final : public BoundFactor {
         out = k::slice<Real>(sd_[slot_of(f, n.group)], size(n.offset), size(n.rows), size(n.cols));
         return;
       case Op::Noise: {
-        const Eigen::Index rows = v(0).rows;
+        const Eigen::Index rows = in_place(0) ? Eigen::Index(count_) : v(0).rows;
         const Eigen::Index first = n.batched ? (count_ < 0 ? 0 : begin_) : 0;
         const Eigen::Index total = n.batched ? size(f.rows) : rows;
         out = k::noise<Real>(rows, size(n.cols), draws_, key_, uint32_t(n.k), first, total);
         return;
       }
-      case Op::Data:
-        if (n.batched && !full_) k::batch_rows_into(bound_.at(n.name), begin_, count_, out);
+      case Op::Data:  // read in place (ref): the bound tensor, or its minibatch (above)
         return;
       case Op::Index:
         if (n.range) p.indices[i] = k::range_index(size(n.first), size(n.last));
@@ -287,7 +459,9 @@ class GraphFactor final : public BoundFactor {
   const std::vector<k::Program>* programs_ = nullptr;
   bool quantity_ = false;
   std::map<fvi_group, int> kind_order_;  // each group's index in the model
+  mutable std::unordered_map<const SymSize*, int64_t> sizes_;  // size(): by the IR's SymSize
   std::map<std::string, Tensor> bound_;  // the data variables the factor reads
+  std::map<std::string, Tensor> hoisted_;  // data transforms of them, by "function data"
   std::vector<Tensor> in_, theta_, eps_;
   std::vector<k::AbiColumn> mean_, sd_;  // the engine's, during forward_meanfield
   std::vector<bool> has_sd_;

@@ -227,8 +227,8 @@ AbiTensor<Scalar> view_of(Matrix<Scalar>& x) {
 }
 
 // The draws passes: forward on all rows (and rows [1, 3) of a likelihood), its arguments, and
-// backward with random seeds.
-void compare_draws(Pair& p, const fvi_factor_info& info, std::vector<RealTensor>& inputs, bool reads_z_sum,
+// backward with random seeds. Returns the output's rows.
+Eigen::Index compare_draws(Pair& p, const fvi_factor_info& info, std::vector<RealTensor>& inputs, bool reads_z_sum,
                    std::mt19937& rng) {
   std::vector<fvi_tensor> in;
   for (RealTensor& t : inputs) in.push_back(view(t));
@@ -271,12 +271,15 @@ void compare_draws(Pair& p, const fvi_factor_info& info, std::vector<RealTensor>
   // (A coupling likelihood's z_sum holds the batch's rows: these inputs are all of them.)
   if (info.kind == FVI_LIKELIHOOD && !reads_z_sum && ee.rows >= 3)
     require_close<double>(run(p.g, p.gs, forward(1, 2)), run(p.e, p.es, forward(1, 2)), "forward on rows 1 and 2");
+  return ee.rows;
 }
 
 // The mean-field passes with q in Scalar: output and the gradients of the means and sds.
+// On rows [begin, begin + count) (count < 0: all): a minibatch of data is read in place by the
+// products and a hoisted square(x) too, as the generated code reads them.
 template <class Scalar>
 void compare_meanfield(Pair& p, const fvi_model& model, const fvi_factor_info& info,
-                       const std::vector<RealTensor>& inputs, std::mt19937& rng) {
+                       const std::vector<RealTensor>& inputs, std::mt19937& rng, int64_t begin = 0, int64_t count = -1) {
   std::normal_distribution<double> normal;
   std::vector<Matrix<Scalar>> means, sds;
   for (int k = 0; k < info.group_count; ++k) {
@@ -295,12 +298,12 @@ void compare_meanfield(Pair& p, const fvi_model& model, const fvi_factor_info& i
   const uint64_t key = 2024;
   auto forward = [&](const fvi_model& m, void* s, fvi_tensor* out, fvi_error* error) {
     if constexpr (std::is_same_v<Scalar, float>)
-      return m.forward_meanfield_f32(s, 0, -1, mv.data(), sv.data(), draws, key, out, error);
+      return m.forward_meanfield_f32(s, begin, count, mv.data(), sv.data(), draws, key, out, error);
     else
-      return m.forward_meanfield(s, 0, -1, mv.data(), sv.data(), draws, key, out, error);
+      return m.forward_meanfield(s, begin, count, mv.data(), sv.data(), draws, key, out, error);
   };
   const RealTensor ge = run(p.g, p.gs, forward), ee = run(p.e, p.es, forward);
-  require_close<Scalar>(ge, ee, "forward_meanfield");
+  require_close<Scalar>(ge, ee, "forward_meanfield on rows from " + std::to_string(begin) + ", " + std::to_string(count));
   RealTensor seed = random_like(ee, rng);
   fvi_tensor seed_view = view(seed);
   std::vector<const fvi_tensor*> seeds(size_t(info.seed_count), nullptr);
@@ -358,19 +361,23 @@ void compare_model(const Case& c) {
     const fvi_factor_info& info = e.factors[fi];
     INFO("factor " << info.name);
     std::vector<RealTensor> inputs = inputs_of(info.group_count, info.groups);
+    bool reads_z_sum = false;
+    for (int k = 0; k < info.group_count; ++k) reads_z_sum |= e.group_kinds[info.groups[k]] == FVI_GROUP_Z_SUM;
+    bool minibatch = false;  // a likelihood of 3 rows or more: rows [1, 3) too
     {
       Pair p(g, e, fi, party.data, false);
       if (!p.bound()) {
         WARN(c.name << "'s factor " << info.name << " binds to no random data in either backend: " << p.error);
         continue;
       }
-      bool reads_z_sum = false;
-      for (int k = 0; k < info.group_count; ++k) reads_z_sum |= e.group_kinds[info.groups[k]] == FVI_GROUP_Z_SUM;
-      compare_draws(p, info, inputs, reads_z_sum, rng);
+      const Eigen::Index rows = compare_draws(p, info, inputs, reads_z_sum, rng);
+      minibatch = info.kind == FVI_LIKELIHOOD && !reads_z_sum && rows >= 3;
       compare_meanfield<double>(p, e, info, inputs, rng);
+      if (minibatch) compare_meanfield<double>(p, e, info, inputs, rng, 1, 2);
     }
     Pair p(g, e, fi, party.data, true);
     compare_meanfield<float>(p, e, info, inputs, rng);
+    if (minibatch) compare_meanfield<float>(p, e, info, inputs, rng, 1, 2);
   }
   for (int qi = 0; qi < e.quantity_count; ++qi) {
     const fvi_quantity_info& info = e.quantities[qi];
