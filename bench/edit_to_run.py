@@ -13,7 +13,9 @@ its first iteration; the run is then stopped. Two backends, each on a fresh edit
 
 beside the floor (`fvic --version`: a process start) and `fvic dump --ir` of the same model (the
 front end, lowering and the adjoints: all the graph backend compiles; building its table from
-the IR is not timed apart). Each figure is the median of --runs runs.
+the IR is not timed apart). Where the example has the comparable Stan program (its reference/
+folder) and R has rstan, rstan's `stan_model` of an edited copy is timed too (Stan's compile, a
+lower bound on its edit to first iteration). Each figure is the median of --runs runs.
 
     bench/edit_to_run.py [--fvic build/bin/fvic] [--runs 3] [--skip-cpp] [--models a,b]
 
@@ -55,9 +57,10 @@ def data_for(model):
     if model == "split_nn":
         return os.path.join(generated("split_nn", ["examples/split_nn/generate.py"]), "fold-1", "train")
     if model in ("vfl_logreg", "vfl_logreg_power"):
-        return generated("vfl_logreg", ["examples/vfl_logreg/generate.py", "--silos", "4"])
+        folder = "power" if model == "vfl_logreg_power" else "augmented"
+        return os.path.join(generated("vfl_logreg", ["examples/vfl_logreg/generate.py", "--silos", "4"]), folder)
     if model == "vfl_poisson_multilevel":
-        return generated("vfl_poisson", ["examples/vfl_poisson_multilevel/generate.py"])
+        return os.path.join(generated("vfl_poisson", ["examples/vfl_poisson_multilevel/generate.py"]), "augmented")
     raise SystemExit(f"no data for {model}")
 
 
@@ -95,6 +98,22 @@ def seconds_to_header(argv, env):
     raise SystemExit("no header from " + " ".join(argv) + ":\n" + "".join(lines[-20:]))
 
 
+STAN_PROGRAMS = {"hier_logreg": "examples/hier_logreg/reference/hier_logreg.stan",
+                 "glmm_sixcities": "examples/glmm_sixcities/reference/glmm.stan"}
+
+
+def rstan_seconds(model, serial, directory):
+    """rstan's stan_model on a copy of the model's Stan program with one prior digit edited, or None."""
+    if model not in STAN_PROGRAMS or shutil.which("Rscript") is None:
+        return None
+    path = edited(os.path.join(ROOT, STAN_PROGRAMS[model]), serial, directory)
+    script = f"suppressMessages(library(rstan)); t <- system.time(stan_model('{path}')); cat(t[['elapsed']])"
+    p = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    return float(p.stdout.strip().split()[-1])
+
+
 def seconds(argv):
     start = time.monotonic()
     subprocess.run(argv, check=True, capture_output=True)
@@ -115,10 +134,11 @@ def main():
         models = [m for m in models if m in args.models.split(",")]
     os.makedirs(WORK, exist_ok=True)
     cache = os.path.join(WORK, "fvic-cache")
+    shutil.rmtree(cache, ignore_errors=True)  # a cache of its own, empty: every cpp run compiles
     env = dict(os.environ, FVIC_CACHE=cache, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
     floor = statistics.median(seconds([args.fvic, "--version"]) for _ in range(5))
     print(f"floor (fvic --version, a process start): {1000 * floor:.0f} ms")
-    print(f"{'model':<24} {'dump --ir':>10} {'graph':>10} {'cpp':>10}  (edit to first iteration; medians)")
+    print(f"{'model':<24} {'dump --ir':>10} {'graph':>10} {'cpp':>10} {'rstan':>10}  (edit to first iteration; medians)")
     serial = 0
     for model in models:
         data = data_for(model)
@@ -136,7 +156,13 @@ def main():
                     times.append(seconds_to_header(argv, env))
             figures[backend] = statistics.median(times)
         cpp = f"{figures['cpp']:.2f} s" if "cpp" in figures else "-"
-        print(f"{model:<24} {1000 * front:>7.0f} ms {figures['graph']:>8.2f} s {cpp:>10}", flush=True)
+        stan = None
+        if not args.skip_cpp:
+            serial += 1
+            with tempfile.TemporaryDirectory(dir=WORK) as d:
+                stan = rstan_seconds(model, serial, d)
+        stan = f"{stan:.2f} s" if stan is not None else "-"
+        print(f"{model:<24} {1000 * front:>7.0f} ms {figures['graph']:>8.2f} s {cpp:>10} {stan:>10}", flush=True)
     shutil.rmtree(cache, ignore_errors=True)
 
 

@@ -1,7 +1,7 @@
 #pragma once
 // One factor or quantity of a graph model (graph_model.h) bound to its party's data: its IR nodes
-// evaluated one at a time on the runtime's kernel operations, in double or float. Private to
-// graph_model.cpp and graph_factor.cpp.
+// evaluated on the runtime's kernel operations as the generated code evaluates them (fused
+// chains included), in double or float. Private to graph_model.cpp and graph_factor.cpp.
 #include <map>
 #include <memory>
 #include <string>

@@ -1,9 +1,10 @@
 #pragma once
 // The graph backend: a model's kernel-ABI table (runtime/include/fvi/kernel/abi.h) built in memory
-// from its IR, with no C++ compiler run. Its factors evaluate their IR nodes one at a time on the
-// runtime's kernel operations (graph_factor.h), the calls the C++ backend writes one per line, so
-// the engines, NAME-sim's driver and every output see the same model either way. It is what a
-// generic program (`fvi-sim MODEL.fvi`) runs, and the host a JIT of fused loops plugs into.
+// from its IR, with no C++ compiler run. Its factors make the calls the C++ backend writes, in its
+// order, on the runtime's kernel operations, and run its fused chains as block loops that
+// interpret their members (graph_factor.h): the same values bit for bit at the same speed, so
+// the engines, NAME-sim's driver and every output see the same model either way. `fvic run` and
+// the generic programs (`fvi-sim MODEL.fvi`, fvi-server, fvi-client) run it.
 //
 // The ABI's create() takes no model, so each live GraphModel holds one of kSlots slots whose
 // entry points know it; a process may hold that many at once.
