@@ -24,11 +24,24 @@ namespace k = fvi::kernel;
 using ir::Node;
 using ir::Op;
 
-int64_t evaluate_size(const SymSize& size, const fvi_data* data) {
+DataInts data_ints(const fvi_data* data) {
+  DataInts out;
+  for (int i = 0; data && i < data->count; ++i) {
+    const fvi_tensor& t = data->values[i];
+    if (t.rows * t.cols * t.draws != 1 || !t.data) continue;
+    const double v = t.data[0];
+    const bool whole = v >= 0 && v < 9.2e18 && v == double(static_cast<long long>(v));
+    out.emplace(data->names[i], whole ? static_cast<long long>(v) : -2);
+  }
+  return out;
+}
+
+int64_t evaluate_size(const SymSize& size, const DataInts& ints) {
   std::optional<long long> v = size.eval([&](const std::string& name) -> std::optional<long long> {
-    for (int i = 0; data && i < data->count; ++i)
-      if (std::string(data->names[i]) == name) return k::data_size(data, name.c_str());
-    return -1;
+    const auto at = ints.find(name);
+    if (at == ints.end()) return -1;
+    if (at->second == -2) throw std::invalid_argument("size '" + name + "' must be a non-negative integer");
+    return at->second;
   });
   if (!v) throw std::invalid_argument("the size " + size.str() + " cannot be computed from the data");
   return *v;
@@ -134,7 +147,7 @@ class GraphFactor final : public BoundFactor {
  public:
   using Tensor = k::Tensor<Real>;
 
-  GraphFactor(const ModelShapes& shapes, int index, const fvi_data* data) : data_(data) {
+  GraphFactor(const ModelShapes& shapes, int index, const fvi_data* data) : ints_(data_ints(data)) {
     const ir::Module& m = *shapes.module;
     const size_t factors = m.factors.size();
     if (index < 0 || size_t(index) >= factors + m.quantities.size()) throw std::out_of_range("no such factor");
@@ -298,7 +311,7 @@ class GraphFactor final : public BoundFactor {
   int64_t size(const SymSize& s) const {
     const auto at = sizes_.find(&s);
     if (at != sizes_.end()) return at->second;
-    return sizes_[&s] = evaluate_size(s, data_);
+    return sizes_[&s] = evaluate_size(s, ints_);
   }
 
   // A group's index in the model: the noise stream of its mean-field sample.
@@ -453,7 +466,7 @@ class GraphFactor final : public BoundFactor {
     }
   }
 
-  const fvi_data* data_;  // the party's data: read in the constructor and for sizes
+  const DataInts ints_;  // the sizes of the data the factor was bound to
   const ir::Factor* f_ = nullptr;
   const ir::Factor* mf_ = nullptr;  // the mean-field variant (none for a quantity)
   const std::vector<k::Program>* programs_ = nullptr;

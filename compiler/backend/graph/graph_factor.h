@@ -38,7 +38,13 @@ class BoundFactor {
 template <class Real>
 std::unique_ptr<BoundFactor> bind_factor(const ModelShapes& shapes, int index, const fvi_data* data);
 
-// A size from the int data scalars in `data` (-1 for one it does not hold, as generated code).
-int64_t evaluate_size(const SymSize& size, const fvi_data* data);
+// The data's scalars that can be sizes, by name: a whole number >= 0, or -2 for any other
+// value (a size that reads it is refused). A factor keeps them from the data it was bound to,
+// as generated code's Sizes does, and needs the caller's fvi_data no longer.
+using DataInts = std::map<std::string, long long>;
+DataInts data_ints(const fvi_data* data);
+
+// A size from those scalars (-1 for one the data does not hold, as generated code).
+int64_t evaluate_size(const SymSize& size, const DataInts& ints);
 
 }  // namespace fvic::backend::graph

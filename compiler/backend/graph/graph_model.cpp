@@ -31,7 +31,7 @@ struct SlotAccess {
     return k::guarded(error, [&] {
       const ir::Module& m = model(Slot).module_;
       if (group < 0 || size_t(group) >= m.groups.size()) throw std::out_of_range("no such group");
-      *size = evaluate_size(m.groups[size_t(group)].size, data);
+      *size = evaluate_size(m.groups[size_t(group)].size, data_ints(data));
     });
   }
   template <int Slot>
@@ -40,8 +40,9 @@ struct SlotAccess {
       const auto& variables = model(Slot).variable_descriptions_;
       if (variable < 0 || size_t(variable) >= variables.size()) throw std::out_of_range("no such variable");
       const VariableDescription& v = variables[size_t(variable)];
-      *offset = evaluate_size(v.offset, data);
-      for (size_t d = 0; d < v.dims.size(); ++d) dims[d] = evaluate_size(v.dims[d], data);
+      const DataInts ints = data_ints(data);
+      *offset = evaluate_size(v.offset, ints);
+      for (size_t d = 0; d < v.dims.size(); ++d) dims[d] = evaluate_size(v.dims[d], ints);
     });
   }
   template <int Slot, class Real>

@@ -422,6 +422,43 @@ TEST_CASE("a graph model's create() names the data variable that is missing", "[
   }
 }
 
+TEST_CASE("a graph factor needs the caller's data only while create() runs", "[graph]") {
+  // The ABI lets a caller free or reuse its fvi_data after create(), as generated code reads its
+  // sizes there: here the sizes are overwritten after binding, and every call still sees the
+  // bound data's.
+  fvic::test::LoadedModel loaded(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/hier_logreg.fvi");
+  REQUIRE(loaded.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*loaded.model, module, loaded.diags));
+  std::mt19937 rng(3);
+  fvic::ir::Bindings b = fvic::test::random_bindings(*loaded.model, module, rng, 2);
+  fvic::backend::graph::GraphModel graph(module, *loaded.model);
+  const fvi_model& g = graph.table();
+  const fvi_model& e = *fvi_model_hier_logreg();
+  Party party(b.data), same(b.data);
+  const int lik = [&] {
+    for (int fi = 0; fi < g.factor_count; ++fi)
+      if (g.factors[fi].kind == FVI_LIKELIHOOD) return fi;
+    return -1;
+  }();
+  REQUIRE(lik >= 0);
+  Pair p(g, e, lik, party.data, false);
+  REQUIRE(p.bound());
+  for (RealTensor& t : party.copies) t.m.setConstant(1.0);  // N = D = 1, x and y all ones
+  std::vector<RealTensor> inputs;
+  for (int k = 0; k < g.factors[lik].group_count; ++k)
+    inputs.push_back(b.inputs.at(fvi_group_name(g.group_kinds[g.factors[lik].groups[k]])));
+  std::vector<fvi_tensor> in;
+  for (RealTensor& t : inputs) in.push_back(view(t));
+  auto forward = [&](const fvi_model& m, void* s, fvi_tensor* out, fvi_error* error) {
+    return m.forward(s, 0, -1, in.data(), out, error);
+  };
+  Pair fresh(g, e, lik, same.data, false);  // bound to an untouched copy
+  const RealTensor got = run(g, p.gs, forward), want = run(e, fresh.es, forward);
+  CHECK(got.rows == b.data.at("N").m(0, 0));
+  require_close<double>(got, want, "forward after the caller's data changed");
+}
+
 TEST_CASE("graph models live side by side, each table evaluating its own model", "[graph]") {
   fvic::test::LoadedModel a(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/hier_logreg.fvi");
   fvic::test::LoadedModel b(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/linreg_conjugate.fvi");
