@@ -2,9 +2,9 @@
 // The kernel tables a kernel benchmark times side by side, in one run: the model's generated C++
 // (linked into the benchmark) and the graph backend's table, built from the same .fvi file at
 // start (compiler/backend/graph/graph_model.h: the same kernel operations, unfused).
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>

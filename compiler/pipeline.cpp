@@ -12,6 +12,13 @@
 
 namespace fvic {
 
+std::vector<std::pair<std::string, std::string>> inference_block(const Program& program) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (const Block* inference = program.find(BlockKind::Inference))
+    for (const Setting& setting : inference->settings) out.push_back({setting.key, setting.value.str()});
+  return out;
+}
+
 std::optional<FrontEnd> run_front_end(const std::string& path, bool check, std::string& error) {
   FrontEnd f;
   try {

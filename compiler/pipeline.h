@@ -11,6 +11,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/plan.h"
 #include "frontend/ast.h"
@@ -32,6 +34,10 @@ struct FrontEnd {
 // Reads FILE (a model's name is its file's stem), parses it and, if `check`, checks it. Returns
 // nothing when the file cannot be read (the reason in `error`).
 std::optional<FrontEnd> run_front_end(const std::string& path, bool check, std::string& error);
+
+// The model's inference block as written, key and value: what its programs are given
+// (fvi::program::ModelDescription), before any --set.
+std::vector<std::pair<std::string, std::string>> inference_block(const Program& program);
 
 // lower → eliminate dead code (factors and quantities) → mean-field variants → adjoints: the IR
 // the backends take. False (with diagnostics) for a construct the code generator does not handle.

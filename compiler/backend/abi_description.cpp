@@ -26,25 +26,6 @@ fvi_factor_kind kind_code(ir::FactorKind kind) {
   return FVI_DENSITY;
 }
 
-const char* transform_name(fvi_transform transform) {
-  switch (transform) {
-    case FVI_IDENTITY: return "FVI_IDENTITY";
-    case FVI_LOWER: return "FVI_LOWER";
-    case FVI_UPPER: return "FVI_UPPER";
-    case FVI_INTERVAL: return "FVI_INTERVAL";
-    case FVI_ORDERED: return "FVI_ORDERED";
-    case FVI_POSITIVE_ORDERED: return "FVI_POSITIVE_ORDERED";
-    case FVI_SOFTMAX_SIMPLEX: return "FVI_SOFTMAX_SIMPLEX";
-    case FVI_CHOLESKY_CORR: return "FVI_CHOLESKY_CORR";
-    case FVI_CHOLESKY_COV: return "FVI_CHOLESKY_COV";
-    case FVI_CORR_MATRIX: return "FVI_CORR_MATRIX";
-    case FVI_COV_MATRIX: return "FVI_COV_MATRIX";
-    case FVI_AFFINE: return "FVI_AFFINE";
-    case FVI_UNIT_VECTOR: return "FVI_UNIT_VECTOR";
-  }
-  return "FVI_IDENTITY";
-}
-
 int group_index(const ir::Module& module, fvi_group kind) {
   for (size_t g = 0; g < module.groups.size(); ++g)
     if (module.groups[g].kind == kind) return int(g);

@@ -15,8 +15,6 @@ namespace fvic::backend {
 
 fvi_owner owner_code(TermOwner owner);
 fvi_factor_kind kind_code(ir::FactorKind kind);
-// "FVI_INTERVAL", as C source spells the enumerator.
-const char* transform_name(fvi_transform transform);
 // The module's index of group `kind`, or -1.
 int group_index(const ir::Module& module, fvi_group kind);
 

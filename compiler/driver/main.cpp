@@ -217,10 +217,7 @@ int run_graph(const Options& o, const fvic::FrontEnd& c, const fvic::Plan& plan)
   if (!built) return kModelError;
   if (!write_run_files(*o.output, c.source->text(), plan, *c.model, *o.data)) return kModelError;
   const std::string name = c.model->program->name, method = fvic::method_key(plan.method);
-  fvi::program::ModelDescription description{name.c_str(), method.c_str(), {}};
-  if (const fvic::Block* inference = c.program->find(fvic::BlockKind::Inference))
-    for (const fvic::Setting& setting : inference->settings)
-      description.inference.push_back({setting.key, setting.value.str()});
+  const fvi::program::ModelDescription description{name.c_str(), method.c_str(), fvic::inference_block(*c.program)};
   std::vector<std::string> args = sim_arguments(o, name + "-sim");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -322,9 +319,7 @@ int run(const Options& o) {
     request.method = fvic::method_key(plan.method);
     if (!fvic::build_cpp(*c->model, module, request.kernels_cpp, *c->diags)) return finish(kModelError);
     // The program gets the inference block as written; run's --set goes to the program itself.
-    if (const fvic::Block* inference = c->program->find(fvic::BlockKind::Inference))
-      for (const fvic::Setting& setting : inference->settings)
-        request.inference.push_back({setting.key, setting.value.str()});
+    request.inference = fvic::inference_block(*c->program);
     request.verbose = !o.quiet;
     request.networked = o.command == "build";
     if (o.command == "build") {

@@ -32,8 +32,7 @@ std::optional<CompiledModel> compile_model(const std::string& path, const std::s
   c.method = method_key(c.plan.method);
   c.source = c.front.source->text();
   c.plan_json = plan_json(c.plan, *c.front.model, nullptr);
-  if (const Block* inference = c.front.program->find(BlockKind::Inference))
-    for (const Setting& setting : inference->settings) c.inference.push_back({setting.key, setting.value.str()});
+  c.inference = inference_block(*c.front.program);
   try {
     c.graph = std::make_unique<backend::graph::GraphModel>(std::move(module), *c.front.model);
   } catch (const std::exception& e) {

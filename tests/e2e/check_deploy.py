@@ -69,6 +69,7 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
 Exit 0 on success, 1 with a message on the first failure, 77 (skip) without openssl.
 """
 import csv
+import hashlib
 import json
 import math
 import os
@@ -1172,7 +1173,6 @@ def case_generic_programs(fvic, cache, work):
     naming the message its plan would add; (3) a client whose audited model differs from the
     server's in one prior's constant (same kernels, same plan) joins, is sent the server's text,
     refuses (exit 3, "another model", both SHA-256s) and keeps the server's text for a diff."""
-    import hashlib
     bins, data, certs, token_files = setup(fvic, cache, work, model=PVI)
     binary_dir = os.path.dirname(os.path.abspath(fvic))
     generic = {role: os.path.join(binary_dir, f"fvi-{role}") for role in ("server", "client")}

@@ -3,43 +3,11 @@
 // with their declared bounds, the data table (emit_data_checks.cpp), and kModel itself.
 #include "backend/cpp/emitter.h"
 
-#include <cctype>
-
 #include "backend/abi_description.h"
+#include "backend/cpp/abi_names.h"
 #include "backend/cpp/emit_data_checks.h"
 
 namespace fvic::backend::emit_detail {
-
-namespace {
-
-// The kernel ABI's name for a group (abi.h enum fvi_group), as C source.
-std::string group_constant(fvi_group kind) {
-  std::string name = fvi_group_name(kind);
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return "FVI_GROUP_" + name;
-}
-
-const char* owner_name(fvi_owner o) {
-  switch (o) {
-    case FVI_SERVER: return "FVI_SERVER";
-    case FVI_SILO: return "FVI_SILO";
-    case FVI_SPLIT_SILO: return "FVI_SPLIT_SILO";
-    case FVI_COUPLING: return "FVI_COUPLING";
-  }
-  return "FVI_SERVER";
-}
-
-const char* kind_name(fvi_factor_kind k) {
-  switch (k) {
-    case FVI_DENSITY: return "FVI_DENSITY";
-    case FVI_LIKELIHOOD: return "FVI_LIKELIHOOD";
-    case FVI_CONTRIBUTION: return "FVI_CONTRIBUTION";
-    case FVI_ELEMENTS: return "FVI_ELEMENTS";
-  }
-  return "FVI_DENSITY";
-}
-
-}  // namespace
 
 // ---- the ABI tables ------------------------------------------------------------------------
 

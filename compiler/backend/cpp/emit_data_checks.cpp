@@ -4,33 +4,10 @@
 #include <vector>
 
 #include "backend/abi_description.h"
+#include "backend/cpp/abi_names.h"
 #include "backend/cpp/c_string.h"
 
 namespace fvic::backend {
-
-namespace {
-
-const char* party_name(fvi_data_party p) {
-  switch (p) {
-    case FVI_DATA_SERVER: return "FVI_DATA_SERVER";
-    case FVI_DATA_SILO: return "FVI_DATA_SILO";
-    case FVI_DATA_SPLIT: return "FVI_DATA_SPLIT";
-    case FVI_DATA_PUBLIC: break;
-  }
-  return "FVI_DATA_PUBLIC";
-}
-
-const char* structure_name(fvi_vector_structure s) {
-  switch (s) {
-    case FVI_SIMPLEX: return "FVI_SIMPLEX";
-    case FVI_ORDERED_VECTOR: return "FVI_ORDERED_VECTOR";
-    case FVI_POSITIVE_ORDERED_VECTOR: return "FVI_POSITIVE_ORDERED_VECTOR";
-    case FVI_PLAIN: break;
-  }
-  return "FVI_PLAIN";
-}
-
-}  // namespace
 
 void emit_data_table(const SemanticModel& model, const std::array<std::string, 3>& transformed_data, std::ostream& o) {
   o << "// The data each party must give, checked before inference starts (fvi/data/validate.h).\n";

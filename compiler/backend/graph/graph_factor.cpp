@@ -7,14 +7,14 @@
 
 #include <algorithm>
 #include <set>
-#include <unordered_map>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
+#include "backend/cpp/fuse.h"
 #include "fvi/kernel/fused.h"
 #include "fvi/kernel/instances.h"
 #include "fvi/kernel/machine_instances.h"
-#include "backend/cpp/fuse.h"
 #include "fvi/kernel/ops.h"
 #include "ir/apply_op.h"
 
@@ -76,9 +76,8 @@ struct Chain {
     auto position = [](const std::vector<int>& v, int x) { return int(std::find(v.begin(), v.end(), x) - v.begin()); };
     for (int m : c.nodes) {
       const Node& n = f.nodes[size_t(m)];
-      Member member{n.op, n.name};
+      Member member{n.op, n.name, {}, n.k, {}};
       if (n.op == Op::Unary || n.op == Op::UnaryDerivative) member.fn = k::unary_fn(n.name);
-      member.k = n.k;
       for (int a : n.args) {
         const int at = position(c.nodes, a);
         member.operands.push_back(at < int(c.nodes.size()) ? Operand{true, at} : Operand{false, position(leaves, a)});
