@@ -15,8 +15,8 @@
 // the mean-field pass (forward_meanfield / backward_meanfield, S = 16 draws) over every row, split
 // the same way.
 //
-// Each figure is measured for the generated C++ kernels and for the graph backend's (issue 28:
-// the graph at least 0.9x as fast), one after the other in the same run.
+// Each figure is measured for the generated C++ kernels, the graph backend's and the LLVM
+// backend's (issue 28: at least 0.9x as fast as the C++), one after the other in the same run.
 //
 //   bench_logreg [N D S]
 #include <cstdlib>

@@ -5,9 +5,11 @@ For every acceptance model, a copy is edited (the first digit of its first `~` s
 arguments becomes another: `normal(0, 2)` -> `normal(0, 3)`), then `fvic run` starts on data of
 the model's shape, and the time is taken when the program prints its header, which it does once
 the data are read and checked, every factor is bound and the server is ready, immediately before
-its first iteration; the run is then stopped. Two backends, each on a fresh edit:
+its first iteration; the run is then stopped. Three backends, each on a fresh edit:
 
-  graph  `fvic run` (the default): the model from its IR, no C++ compile
+  llvm   `fvic run` (the default): the model from its IR, its fused loops compiled by LLVM's
+         JIT in the process (the JIT's own time, which fvic prints, in its own column)
+  graph  `fvic run --backend graph`: the model from its IR, the loops interpreted
   cpp    `fvic run --backend cpp`: NAME-sim compiled first (its kernels and main; the edit
          changes both, so the cache misses, as it does for a user who edits a model)
 
@@ -82,18 +84,22 @@ def edited(model_path, serial, directory):
 
 
 def seconds_to_header(argv, env):
-    """Seconds from starting argv to its header line (`NAME: method = ...`); the run is then stopped."""
+    """Seconds from starting argv to its header line (`NAME: method = ...`), and the JIT's own
+    seconds if it printed them (`llvm: ... compiled in N ms`); the run is then stopped."""
     start = time.monotonic()
     p = subprocess.Popen(["stdbuf", "-oL"] + argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=env)
-    lines = []
+    lines, jit = [], None
     for line in p.stdout:
         lines.append(line)
+        m = re.match(r"^llvm: .* compiled in (\d+) ms", line)
+        if m:
+            jit = int(m.group(1)) / 1000
         if re.match(r"^\S+: .*method = ", line):
             elapsed = time.monotonic() - start
             p.kill()
             p.wait()
-            return elapsed
+            return elapsed, jit
     p.wait()
     raise SystemExit("no header from " + " ".join(argv) + ":\n" + "".join(lines[-20:]))
 
@@ -138,22 +144,26 @@ def main():
     env = dict(os.environ, FVIC_CACHE=cache, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
     floor = statistics.median(seconds([args.fvic, "--version"]) for _ in range(5))
     print(f"floor (fvic --version, a process start): {1000 * floor:.0f} ms")
-    print(f"{'model':<24} {'dump --ir':>10} {'graph':>10} {'cpp':>10} {'rstan':>10}  (edit to first iteration; medians)")
+    print(f"{'model':<24} {'dump --ir':>10} {'llvm':>10} {'its JIT':>10} {'graph':>10} {'cpp':>10} {'rstan':>10}"
+          "  (edit to first iteration; medians)")
     serial = 0
     for model in models:
         data = data_for(model)
         source = os.path.join(acceptance, model + ".fvi")
         front = statistics.median(seconds([args.fvic, "dump", "--ir", source]) for _ in range(args.runs))
-        figures = {}
-        for backend in ["graph"] + ([] if args.skip_cpp else ["cpp"]):
+        figures, jit = {}, []
+        for backend in ["llvm", "graph"] + ([] if args.skip_cpp else ["cpp"]):
             times = []
-            for _ in range(args.runs if backend == "graph" else args.cpp_runs):
+            for _ in range(args.runs if backend != "cpp" else args.cpp_runs):
                 serial += 1
                 with tempfile.TemporaryDirectory(dir=WORK) as d:
                     path = edited(source, serial, d)
                     argv = [args.fvic, "run", path, "--data", data, "--output", os.path.join(d, "out"),
                             "--backend", backend]
-                    times.append(seconds_to_header(argv, env))
+                    elapsed, compiled = seconds_to_header(argv, env)
+                    times.append(elapsed)
+                    if backend == "llvm":
+                        jit.append(compiled or 0.0)  # no line: no fused loop to compile
             figures[backend] = statistics.median(times)
         cpp = f"{figures['cpp']:.2f} s" if "cpp" in figures else "-"
         stan = None
@@ -162,7 +172,8 @@ def main():
             with tempfile.TemporaryDirectory(dir=WORK) as d:
                 stan = rstan_seconds(model, serial, d)
         stan = f"{stan:.2f} s" if stan is not None else "-"
-        print(f"{model:<24} {1000 * front:>7.0f} ms {figures['graph']:>8.2f} s {cpp:>10} {stan:>10}", flush=True)
+        print(f"{model:<24} {1000 * front:>7.0f} ms {figures['llvm']:>8.2f} s {1000 * statistics.median(jit):>7.0f} ms "
+              f"{figures['graph']:>8.2f} s {cpp:>10} {stan:>10}", flush=True)
     shutil.rmtree(cache, ignore_errors=True)
 
 

@@ -10,6 +10,7 @@ packages=(
   antlr4 default-jre-headless            # the parser generator (runs on Java)
   libantlr4-runtime-dev                  # ANTLR's C++ runtime
   libeigen3-dev libopenblas-dev          # linear algebra for the runtime and generated kernels
+  llvm-15-dev                            # the LLVM backend: fused loops compiled by ORC's JIT
   nlohmann-json3-dev                     # data, plan and output files
   libgrpc++-dev libprotobuf-dev          # NAME-server and NAME-client: gRPC over TLS
   protobuf-compiler protobuf-compiler-grpc pkg-config

@@ -1,6 +1,7 @@
 // The fvic command line: check, plan, dump, build, run, summary, report (DESIGN.md §5).
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "driver/summary.h"
 #ifdef FVIC_GRAPH_BACKEND
 #include "backend/graph/graph_model.h"
+#include "backend/llvm/chain_jit.h"
 #include "fvi/program/sim.h"
 #endif
 #include <unistd.h>
@@ -44,12 +46,14 @@ commands:
                           the generated C++ kernels (docs/kernel-abi.md)
   build FILE -o DIR       emit and compile DIR/NAME-sim (server and silos in one process)
   run FILE --data DIR --output OUT [--set key=value]... [--test FILE [--ood FILE]] [--quiet]
-      [--backend graph|cpp]
+      [--backend llvm|graph|cpp]
                           run the simulation (server and silos in one process): posterior.json,
                           draws.csv, metrics.csv in OUT; --test: held-out metrics each report,
-                          --ood: the OOD AUROC. --backend graph (the default) runs the model
-                          from its IR at once, no C++ compile; --backend cpp compiles NAME-sim
-                          first (cached in $FVIC_CACHE or ~/.cache/fvic): the same results
+                          --ood: the OOD AUROC. --backend llvm (the default) runs the model
+                          from its IR, its elementwise loops compiled by LLVM's JIT in this
+                          process; --backend graph interprets those loops; --backend cpp
+                          compiles NAME-sim with the C++ compiler first (cached in $FVIC_CACHE
+                          or ~/.cache/fvic): the same results to rounding
   report OUT [-o FILE]    one self-contained HTML page of the run in OUT (default OUT/report.html):
                           the plan, convergence, posterior marginals and table, traffic per silo
   summary OUT [--silo K]  the posterior table of OUT/draws.csv (silo K's: OUT/silo-K/draws.csv)
@@ -72,7 +76,8 @@ struct Options {
   std::optional<std::string> test, ood;
   std::optional<long> silo;
 #ifdef FVIC_GRAPH_BACKEND
-  std::string backend = "graph";  // run: graph (backend/graph/graph_model.h) or cpp (compile NAME-sim)
+  // run: llvm (backend/llvm/chain_jit.h), graph (backend/graph/graph_model.h) or cpp (compile NAME-sim)
+  std::string backend = "llvm";
 #else
   std::string backend = "cpp";
 #endif
@@ -140,8 +145,8 @@ std::optional<Options> parse_args(int argc, char** argv, int& status) {
     } else if (a == "--backend") {
       auto v = value("--backend");
       if (!v) return std::nullopt;
-      if (*v != "cpp" && *v != "graph") {
-        status = usage_error("--backend is cpp or graph, not '" + *v + "'");
+      if (*v != "cpp" && *v != "graph" && *v != "llvm") {
+        status = usage_error("--backend is llvm, graph or cpp, not '" + *v + "'");
         return std::nullopt;
       }
       o.backend = *v;
@@ -208,7 +213,17 @@ std::vector<std::string> sim_arguments(const Options& o, const std::string& prog
   return args;
 }
 
-// `fvic run --backend graph`: NAME-sim's driver in this process on the model's graph table.
+#ifdef FVIC_GRAPH_BACKEND
+// What the JIT compiled, before the run's header.
+void print_jit_statistics(const fvic::backend::llvm_jit::JitStatistics& s) {
+  if (s.chains == 0) return;
+  std::printf("llvm: %d fused loop%s compiled in %.0f ms (%d operations inline, %d through the runtime)\n", s.chains,
+              s.chains == 1 ? "" : "s", 1000 * s.seconds, s.inline_members, s.runtime_members);
+}
+#endif
+
+// `fvic run --backend graph` (or llvm): NAME-sim's driver in this process on the model's graph
+// table, its chains compiled by the LLVM backend for llvm.
 int run_graph(const Options& o, const fvic::FrontEnd& c, const fvic::Plan& plan) {
 #ifdef FVIC_GRAPH_BACKEND
   fvic::ir::Module module;
@@ -223,7 +238,9 @@ int run_graph(const Options& o, const fvic::FrontEnd& c, const fvic::Plan& plan)
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   try {
-    fvic::backend::graph::GraphModel graph(std::move(module), *c.model);
+    fvic::backend::llvm_jit::LlvmChainCompiler jit;
+    fvic::backend::graph::GraphModel graph(std::move(module), *c.model, o.backend == "llvm" ? &jit : nullptr);
+    if (o.backend == "llvm" && !o.quiet) print_jit_statistics(jit.statistics());
     return fvi::program::run_sim(graph.table(), description, int(args.size()), argv.data());
   } catch (const std::exception& e) {
     std::cerr << "fvic: " << e.what() << '\n';
@@ -311,7 +328,7 @@ int run(const Options& o) {
     if (!fvic::build_cpp(*c->model, module, cpp, *c->diags)) return finish(kModelError);
   }
   if (o.command == "check") return finish(kOk);
-  if (o.command == "run" && o.backend == "graph") return run_graph(o, *c, plan);
+  if (o.command == "run" && o.backend != "cpp") return run_graph(o, *c, plan);
   if (o.command == "build" || o.command == "run") {
     fvic::ir::Module module;
     fvic::driver::BuildRequest request;

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "backend/llvm/chain_jit.h"
 #include "generic/program_arguments.h"
 
 namespace fvic::generic {
@@ -13,7 +14,8 @@ fvi::program::ModelDescription CompiledModel::description() const {
   return d;
 }
 
-std::optional<CompiledModel> compile_model(const std::string& path, const std::string& program, std::ostream& err) {
+std::optional<CompiledModel> compile_model(const std::string& path, const std::string& program, std::ostream& err,
+                                           bool jit) {
   std::string error;
   std::optional<FrontEnd> front = run_front_end(path, true, error);
   if (!front) {
@@ -34,7 +36,8 @@ std::optional<CompiledModel> compile_model(const std::string& path, const std::s
   c.plan_json = plan_json(c.plan, *c.front.model, nullptr);
   c.inference = inference_block(*c.front.program);
   try {
-    c.graph = std::make_unique<backend::graph::GraphModel>(std::move(module), *c.front.model);
+    const backend::llvm_jit::LlvmChainCompiler compiler;
+    c.graph = std::make_unique<backend::graph::GraphModel>(std::move(module), *c.front.model, jit ? &compiler : nullptr);
   } catch (const std::exception& e) {
     err << program << ": " << e.what() << '\n';
     return std::nullopt;
@@ -49,7 +52,7 @@ int run_role(int argc, char** argv, const std::string& program, RoleMain role) {
     std::cerr << error << '\n';
     return 2;
   }
-  std::optional<CompiledModel> model = compile_model(args.model, program, std::cerr);
+  std::optional<CompiledModel> model = compile_model(args.model, program, std::cerr, args.jit);
   if (!model) return 1;
   std::vector<char*> rest = args.argv();
   return role(model->graph->table(), model->description(), int(args.rest.size()), rest.data());

@@ -25,9 +25,11 @@ struct CompiledModel {
   fvi::program::ModelDescription description() const;
 };
 
-// Compiles the model at `path`; on an error prints the diagnostics (or why the file cannot be
-// read) to `err`, prefixed by `program`, and returns nothing.
-std::optional<CompiledModel> compile_model(const std::string& path, const std::string& program, std::ostream& err);
+// Compiles the model at `path`, its fused chains by the LLVM backend when `jit`; on an error
+// prints the diagnostics (or why the file cannot be read) to `err`, prefixed by `program`, and
+// returns nothing.
+std::optional<CompiledModel> compile_model(const std::string& path, const std::string& program, std::ostream& err,
+                                           bool jit = true);
 
 // The main of a generic program whose role needs no more than the model: `PROGRAM MODEL.fvi
 // [options]` compiles the model, then runs `role` (run_sim, run_server) with the options.

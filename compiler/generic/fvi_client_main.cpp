@@ -61,13 +61,15 @@ int main(int argc, char** argv) {
   const bool help = std::find_if(args.rest.begin(), args.rest.end(), [](const std::string& a) {
                       return a == "--help" || a == "-h";
                     }) != args.rest.end();
-  std::optional<fvic::generic::CompiledModel> model = fvic::generic::compile_model(args.model, "fvi-client", std::cerr);
+  std::optional<fvic::generic::CompiledModel> model =
+      fvic::generic::compile_model(args.model, "fvi-client", std::cerr, args.jit);
   if (!model) return kModel;
   std::vector<char*> rest = args.argv();
   if (help) {
     std::cout << "usage: fvi-client MODEL.fvi --accept-plan FILE [NAME-client's options, below]\n"
               << "  --accept-plan FILE     join only if the model's plan sends nothing that FILE, a plan saved by\n"
-              << "                         `fvic plan --json MODEL.fvi`, does not (without it: confirm on a terminal)\n";
+              << "                         `fvic plan --json MODEL.fvi`, does not (without it: confirm on a terminal)\n"
+              << "  --backend llvm|graph   the model's elementwise loops compiled by LLVM (the default) or interpreted\n";
     return fvi::net::run_client(model->graph->table(), model->description(), int(args.rest.size()), rest.data());
   }
   try {

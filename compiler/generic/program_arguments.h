@@ -7,6 +7,7 @@ namespace fvic::generic {
 
 struct ProgramArguments {
   std::string model;               // the .fvi file
+  bool jit = true;                 // --backend llvm (the default) or graph: chains compiled or interpreted
   std::vector<std::string> rest;   // argv for the runtime's main: the program's name, then the options
   std::vector<char*> argv() {
     std::vector<char*> out;
@@ -16,7 +17,8 @@ struct ProgramArguments {
   }
 };
 
-// Splits argv; false (with `error`) when no model file comes first.
+// Splits argv, taking `--backend llvm|graph` for itself; false (with `error`) when no model file
+// comes first or the backend is another.
 inline bool split_arguments(int argc, char** argv, const std::string& program, ProgramArguments& out,
                             std::string& error) {
   if (argc < 2 || argv[1][0] == '-') {
@@ -25,7 +27,19 @@ inline bool split_arguments(int argc, char** argv, const std::string& program, P
   }
   out.model = argv[1];
   out.rest = {program};
-  for (int i = 2; i < argc; ++i) out.rest.push_back(argv[i]);
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a != "--backend") {
+      out.rest.push_back(a);
+      continue;
+    }
+    const std::string value = i + 1 < argc ? argv[++i] : "";
+    if (value != "llvm" && value != "graph") {
+      error = program + ": --backend is llvm or graph, not '" + value + "'";
+      return false;
+    }
+    out.jit = value == "llvm";
+  }
   return true;
 }
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "backend/cpp/fuse.h"
+#include "backend/fuse.h"
 #include "fvi/kernel/ops.h"
 
 namespace fvic::backend::emit_detail {

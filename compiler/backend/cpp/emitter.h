@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpp/fuse.h"
+#include "backend/fuse.h"
 #include "ir/ir.h"
 
 namespace fvic::backend::emit_detail {

@@ -1,6 +1,6 @@
 // A graph model's factors: the nodes of a factor (and of its mean-field variant) evaluated in
 // the generated code's order with its calls (backend/cpp/emit_kernels.cpp, emit_meanfield.cpp):
-// the C++ backend's fusion plan (fuse.h) run as block loops (fvi/kernel/fused.h) whose body
+// the fusion plan (backend/fuse.h) run as block loops (fvi/kernel/fused.h) whose body
 // interprets each member per block of 1,024 elements, data transforms hoisted to binding time,
 // minibatches of data read in place by the products. So both backends compute the same values.
 #include "backend/graph/graph_factor.h"
@@ -11,7 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/cpp/fuse.h"
+#include "backend/fuse.h"
+#include "backend/graph/chain.h"
 #include "fvi/kernel/fused.h"
 #include "fvi/kernel/instances.h"
 #include "fvi/kernel/machine_instances.h"
@@ -54,52 +55,6 @@ size_t slot_of(const ir::Factor& f, fvi_group group) {
   return size_t(std::find(f.groups.begin(), f.groups.end(), group) - f.groups.begin());
 }
 
-// A fused chain as the block loop runs it: its leaves and the members written to memory, and
-// each member's operation with its operands (a leaf, or an earlier member, by position).
-struct Chain {
-  struct Operand {
-    bool member;
-    int at;
-  };
-  struct Member {
-    Op op;
-    std::string name;
-    k::UnaryFn fn{};
-    int k = 0;
-    std::vector<Operand> operands;
-  };
-  std::vector<int> leaves, outs;  // node numbers: read, and written to memory (escaping members)
-  std::vector<int> out_of_node;   // per member: its place in outs, or -1 (a block of scratch)
-  std::vector<Member> members;
-
-  Chain(const ir::Factor& f, const FusedChain& c) : leaves(c.leaves) {
-    auto position = [](const std::vector<int>& v, int x) { return int(std::find(v.begin(), v.end(), x) - v.begin()); };
-    for (int m : c.nodes) {
-      const Node& n = f.nodes[size_t(m)];
-      Member member{n.op, n.name, {}, n.k, {}};
-      if (n.op == Op::Unary || n.op == Op::UnaryDerivative) member.fn = k::unary_fn(n.name);
-      for (int a : n.args) {
-        const int at = position(c.nodes, a);
-        member.operands.push_back(at < int(c.nodes.size()) ? Operand{true, at} : Operand{false, position(leaves, a)});
-      }
-      members.push_back(std::move(member));
-      out_of_node.push_back(c.escaping.count(m) ? int(outs.size()) : -1);
-      if (c.escaping.count(m)) outs.push_back(m);
-    }
-  }
-};
-
-struct Section {
-  std::vector<Step> steps;
-  std::vector<Chain> chains;
-  Section() = default;
-  Section(const ir::Factor& f, int begin, int end, const std::set<int>& pinned) {
-    const FusionPlan plan = plan_fusion(f, begin, end, pinned);
-    steps = schedule(plan, begin, end);
-    for (const FusedChain& c : plan.chains) chains.emplace_back(f, c);
-  }
-};
-
 // One block of chain c: each member's values from its operands' (the formulas of the generated
 // code's loops, emit_kernels.cpp fused_chain).
 template <class Real>
@@ -141,6 +96,13 @@ void run_block(const Chain& c, const k::FusedBlock<Real>& b) {
   }
 }
 
+// The chain's machine code for Real, if the JIT compiled it.
+template <class Real>
+auto compiled(const Chain& c) {
+  if constexpr (std::is_same_v<Real, double>) return c.code_double;
+  else return c.code_float;
+}
+
 template <class Real>
 class GraphFactor final : public BoundFactor {
  public:
@@ -163,8 +125,9 @@ class GraphFactor final : public BoundFactor {
     mean_.resize(groups), sd_.resize(groups), has_sd_.assign(groups, false);
     exported_.resize(f_->arguments.size() + 2);
     for (size_t g = 0; g < m.groups.size(); ++g) kind_order_[m.groups[g].kind] = int(g);
-    draw_pass_.plan(*f_);
-    if (mf_) meanfield_pass_.plan(*mf_);
+    const FactorPlan& planned = shapes.plans.at(size_t(index));
+    draw_pass_.plan(*f_, planned.draws);
+    if (mf_) meanfield_pass_.plan(*mf_, planned.meanfield);
     // Data transforms computed once, here (fuse.h hoisted_data: square(x) of local
     // reparameterisation): a call's minibatch of one is a block of its rows.
     for (const ir::Factor* f : {f_, mf_})
@@ -189,7 +152,7 @@ class GraphFactor final : public BoundFactor {
       if (quantity_) draws_ = std::max<int64_t>(draws_, in_[g].draws);
     }
     draw_pass_.reset(*f_);
-    run(*f_, draw_pass_, draw_pass_.forward);
+    run(*f_, draw_pass_, draw_pass_.steps->forward);
   }
 
   fvi_tensor output() override {
@@ -209,7 +172,7 @@ class GraphFactor final : public BoundFactor {
     not_a_quantity();
     if (meanfield_) throw std::logic_error("backward() after forward_meanfield(): call backward_meanfield()");
     seeds_ = seeds;
-    run(*f_, draw_pass_, draw_pass_.backward);
+    run(*f_, draw_pass_, draw_pass_.steps->backward);
     // Each group's gradient written once into the caller's buffer (abi_support.h write_gradient).
     for (size_t g = 0; g < f_->groups.size(); ++g) {
       std::vector<k::GradientPiece<Real>> pieces;
@@ -240,14 +203,14 @@ class GraphFactor final : public BoundFactor {
                           uint32_t(group_index(mf_->groups[g])), ranges(g), theta_[g], eps_[g]);
     }
     meanfield_pass_.reset(*mf_);
-    run(*mf_, meanfield_pass_, meanfield_pass_.forward);
+    run(*mf_, meanfield_pass_, meanfield_pass_.steps->forward);
   }
 
   void backward_meanfield(const fvi_tensor* const* seeds, const k::MeanFieldOutputs& d_q) override {
     not_a_quantity();
     if (!meanfield_) throw std::logic_error("backward_meanfield() needs forward_meanfield() first");
     seeds_ = seeds;
-    run(*mf_, meanfield_pass_, meanfield_pass_.backward);
+    run(*mf_, meanfield_pass_, meanfield_pass_.steps->backward);
     for (size_t g = 0; g < mf_->groups.size(); ++g) {
       Tensor d_theta = Tensor::zeros_like(theta_[g]), d_mean, d_sd;
       std::vector<k::GradientPiece<Real>> mean_pieces, sd_pieces;
@@ -280,18 +243,16 @@ class GraphFactor final : public BoundFactor {
     // only feeds products: fuse.h only_feeds_products), as the generated code does.
     std::vector<char> bound_rows, in_place;
     // The forward nodes, then the backward nodes, in the generated code's order: each step one
-    // node or one fused chain (fuse.h, the C++ backend's plan), run block by block (run_chain).
-    Section forward, backward;
-    void plan(const ir::Factor& f) {
+    // node or one fused chain (backend/fuse.h), run block by block (run_chain).
+    const PassPlan* steps = nullptr;
+    void plan(const ir::Factor& f, const PassPlan& planned) {
       for (size_t i = 0; i < f.nodes.size(); ++i) {
         const Node& n = f.nodes[i];
         const bool rows = (n.op == Op::Data && n.batched) || hoisted_data(f, int(i));
         bound_rows.push_back(rows);
         in_place.push_back(rows && only_feeds_products(f, int(i)));
       }
-      const std::set<int> pinned = pinned_nodes(f);
-      forward = Section(f, 0, f.forward_end, pinned);
-      backward = Section(f, f.forward_end, int(f.nodes.size()), pinned);
+      steps = &planned;
     }
     void reset(const ir::Factor& f) {
       values.resize(f.nodes.size());
@@ -370,7 +331,12 @@ class GraphFactor final : public BoundFactor {
     for (int l : c.leaves) leaves.push_back(&ref(f, p, l));
     std::vector<Tensor*> outs;
     for (int m : c.outs) outs.push_back(&p.values[size_t(m)]);
-    k::fused<Real>(leaves, outs, c.out_of_node, [&](const k::FusedBlock<Real>& b) { run_block(c, b); });
+    const auto code = compiled<Real>(c);
+    if (code)
+      k::fused<Real>(leaves, outs, c.out_of_node,
+                     [&](const k::FusedBlock<Real>& b) { code(b.n, b.leaf_ptr.data(), b.node_ptr.data()); });
+    else
+      k::fused<Real>(leaves, outs, c.out_of_node, [&](const k::FusedBlock<Real>& b) { run_block(c, b); });
   }
 
   void eval(const ir::Factor& f, Pass& p, int i) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "backend/graph/chain.h"
 #include "fvi/kernel/abi_support.h"
 #include "ir/ir.h"
 
@@ -18,6 +19,8 @@ struct ModelShapes {
   const ir::Module* module = nullptr;
   // Each data variable's tensor shape (rows, cols) as the kernels bind it.
   std::map<std::string, std::pair<SymSize, SymSize>> data_shapes;
+  // Each factor's steps (plan_factors), their chains compiled or not.
+  std::vector<FactorPlan> plans;
 };
 
 // The interface behind the ABI's state pointer, as the generated classes have it.

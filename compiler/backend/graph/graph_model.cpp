@@ -131,8 +131,11 @@ fvi_gp_argument gp_argument(const SparseGpArgument& a) {
 
 }  // namespace
 
-GraphModel::GraphModel(ir::Module module, const SemanticModel& model) : module_(std::move(module)) {
+GraphModel::GraphModel(ir::Module module, const SemanticModel& model, const ChainCompiler* compiler)
+    : module_(std::move(module)) {
   shapes_.module = &module_;
+  shapes_.plans = plan_factors(module_);
+  if (compiler) code_ = compiler->compile(shapes_.plans);
   // Each data variable as the kernels bind it (emit_kernels.cpp bind_data): a row_vector is 1 x n.
   for (const Symbol& s : model.symbols) {
     if (shapes_.data_shapes.count(s.name)) continue;  // SemanticModel::find's: the first of a name

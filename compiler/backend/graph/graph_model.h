@@ -23,8 +23,9 @@ class GraphModel {
  public:
   static constexpr int kSlots = 16;
 
-  // Throws std::runtime_error when all slots are taken.
-  GraphModel(ir::Module module, const SemanticModel& model);
+  // Throws std::runtime_error when all slots are taken. With a compiler (the LLVM backend), every
+  // fused chain runs as machine code; without, its members are interpreted block by block.
+  GraphModel(ir::Module module, const SemanticModel& model, const ChainCompiler* compiler = nullptr);
   ~GraphModel();
   GraphModel(const GraphModel&) = delete;
   GraphModel& operator=(const GraphModel&) = delete;
@@ -37,6 +38,7 @@ class GraphModel {
 
   ir::Module module_;
   ModelShapes shapes_;
+  std::shared_ptr<void> code_;  // the compiler's, while the chains' code is in use
   int slot_ = -1;
   // What the table points into.
   std::vector<VariableDescription> variable_descriptions_;

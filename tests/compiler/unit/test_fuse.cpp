@@ -1,4 +1,4 @@
-// The emitter's fusion plan (backend/cpp/fuse.h) on every factor of every acceptance model, and
+// The emitter's fusion plan (backend/fuse.h) on every factor of every acceptance model, and
 // its mean-field variant: chains hold fusable nodes of one shape, the schedule emits every node
 // once and after everything it reads, and a member is written to memory exactly when something
 // outside its chain reads it. The numbers fused code computes are checked in
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "backend/cpp/fuse.h"
+#include "backend/fuse.h"
 #include "test_models.h"
 #include "pipeline.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// Fused elementwise loops: the C++ emitter (compiler/backend/cpp/fuse.h) turns a chain of
+// Fused elementwise loops: the fusion plan (compiler/backend/fuse.h) turns a chain of
 // elementwise nodes of one shape (arithmetic, unary functions and their derivatives, scalar log
 // densities and their partials) into one `fused` call. The chain runs block by block (kBlock
 // elements of one column of one draw): every node's block is computed from the blocks of its

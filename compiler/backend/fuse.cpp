@@ -1,4 +1,4 @@
-#include "backend/cpp/fuse.h"
+#include "backend/fuse.h"
 
 #include "builtins.h"
 

@@ -1,6 +1,7 @@
 #pragma once
-// Fusion planning for the C++ emitter: which elementwise nodes of a factor's pass are computed
-// together in one generated loop (runtime/include/fvi/kernel/fused.h).
+// Fusion planning, for every backend: which elementwise nodes of a factor's pass are computed
+// together in one loop (runtime/include/fvi/kernel/fused.h): a generated loop in the C++ backend,
+// an interpreted one in the graph backend, a compiled one in the LLVM backend.
 //
 // A chain is a set of elementwise nodes of one shape (rows, cols and draws as the IR knows them)
 // in one pass (forward or backward). Each member after the first reads at least one earlier
