@@ -23,6 +23,7 @@
 //   bench_bnn [rows]
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <random>
 
 #include "bench_util.h"
@@ -135,18 +136,29 @@ int main(int argc, char** argv) {
 
   Eigen::VectorXd mean = 0.03 * Eigen::VectorXd::Random(P), sd = Eigen::VectorXd::Constant(P, std::sqrt(1e-3));
   Eigen::VectorXd d_mean(P), d_sd(P);
-  // Each figure for the generated C++ kernels, the graph backend's and the LLVM backend's (issue 28).
-  for (const auto& [backend, m] : kernels.tables) {
-  std::printf("  %s:\n", backend);
+  // Each figure for the generated C++ kernels, the graph backend's and the LLVM backend's
+  // (issue 28), the three timed in turn.
+  std::vector<const char*> names;
+  std::vector<const fvi_model*> tables;
+  for (const auto& [backend, m] : kernels.tables) names.push_back(backend), tables.push_back(m);
   for (bool float32 : {false, true}) {
-    Bnn bnn(m, view, float32);
-    const double peak = float32 ? speak : dpeak;
+    std::vector<std::unique_ptr<Bnn>> nets;
+    std::vector<std::function<void()>> steps;
     uint64_t key = 1;
-    double t = bench::best_seconds(10, [&] { bnn.step(0, B, mean, sd, key++, gce, labels, d_mean, d_sd); });
-    double gflops = flops_per_batch(B) / t / 1e9;
-    std::printf("  (b) %s batch of %ld rows, S = %ld: %.2f ms forward + backward, %.1f GFLOP/s = %.0f%% of the best %s\n",
-                float32 ? "float32" : "double ", long(B), long(S), 1e3 * t, gflops, 100 * gflops / peak,
-                float32 ? "sgemm" : "dgemm");
+    for (const fvi_model* m : tables) {
+      nets.push_back(std::make_unique<Bnn>(m, view, float32));
+      Bnn* net = nets.back().get();
+      steps.push_back([&, net] { net->step(0, B, mean, sd, key++, gce, labels, d_mean, d_sd); });
+    }
+    const std::vector<double> t = bench::best_seconds_interleaved(10, steps);
+    const double peak = float32 ? speak : dpeak;
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const double gflops = flops_per_batch(B) / t[i] / 1e9;
+      std::printf("  (b) %s, %s batch of %ld rows, S = %ld: %.2f ms forward + backward, %.1f GFLOP/s = %.0f%% of the "
+                  "best %s\n", names[i], float32 ? "float32" : "double ", long(B), long(S), 1e3 * t[i], gflops,
+                  100 * gflops / peak, float32 ? "sgemm" : "dgemm");
+    }
+    std::printf("  speed against the generated C++ (timed in turn): %s\n", bench::speeds_against_first(names, t).c_str());
   }
 
   // (b) again as the engine runs it: the rows split between kernel states, one per thread.
@@ -155,56 +167,77 @@ int main(int argc, char** argv) {
   auto pool = std::make_shared<fvi::engine::WorkerPool>(threads);
   for (bool float32 : {false, true}) {
     const auto precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
-    fvi::engine::RowParallelFactor factor(*m, bench::factor_index(m, FVI_LIKELIHOOD), view, precision, pool);
     const double peak = float32 ? speak : dpeak;
     uint64_t key = 1;
     // q as the engine keeps it (not copied per call): in float for float32 (MeanFieldShards<float>).
     const fvi::engine::GroupVectors<double> means{mean}, sds{sd};
     const fvi::engine::GroupVectors<float> means_f{mean.cast<float>()}, sds_f{sd.cast<float>()};
-    double t = bench::best_seconds(10, [&] {
-      if (float32) factor.loss_meanfield(gce, 0, B, means_f, sds_f, S, key++, 1.0, true);
-      else factor.loss_meanfield(gce, 0, B, means, sds, S, key++, 1.0, true);
-    });
-    double gflops = flops_per_batch(B) / t / 1e9;
-    std::printf("  (b) %s batch, rows split between %d threads: %.2f ms forward + backward, %.1f GFLOP/s = %.0f%% of the best %s\n",
-                float32 ? "float32" : "double ", threads, 1e3 * t, gflops, 100 * gflops / peak,
-                float32 ? "sgemm" : "dgemm");
+    std::vector<std::unique_ptr<fvi::engine::RowParallelFactor>> factors;
+    std::vector<std::function<void()>> passes;
+    for (const fvi_model* m : tables) {
+      factors.push_back(std::make_unique<fvi::engine::RowParallelFactor>(*m, bench::factor_index(m, FVI_LIKELIHOOD),
+                                                                         view, precision, pool));
+      fvi::engine::RowParallelFactor* factor = factors.back().get();
+      passes.push_back([&, factor] {
+        if (float32) factor->loss_meanfield(gce, 0, B, means_f, sds_f, S, key++, 1.0, true);
+        else factor->loss_meanfield(gce, 0, B, means, sds, S, key++, 1.0, true);
+      });
+    }
+    const std::vector<double> t = bench::best_seconds_interleaved(10, passes);
     const double alone = float32 ? products_alone_seconds<float>(*pool) : products_alone_seconds<double>(*pool);
-    std::printf("      its products alone, split the same way: %.2f ms = ceiling %.0f%% of the best %s; the rest of "
-                "(b) takes %.2f ms\n",
-                1e3 * alone, 100 * flops_per_batch(B) / alone / 1e9 / peak, float32 ? "sgemm" : "dgemm",
-                1e3 * (t - alone));
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const double gflops = flops_per_batch(B) / t[i] / 1e9;
+      std::printf("  (b) %s, %s batch, rows split between %d threads: %.2f ms forward + backward, %.1f GFLOP/s = "
+                  "%.0f%% of the best %s; the rest beside its products alone takes %.2f ms\n",
+                  names[i], float32 ? "float32" : "double ", threads, 1e3 * t[i], gflops, 100 * gflops / peak,
+                  float32 ? "sgemm" : "dgemm", 1e3 * (t[i] - alone));
+    }
+    std::printf("      its products alone, split the same way: %.2f ms = ceiling %.0f%% of the best %s\n", 1e3 * alone,
+                100 * flops_per_batch(B) / alone / 1e9 / peak, float32 ? "sgemm" : "dgemm");
+    std::printf("  speed against the generated C++ (timed in turn): %s\n", bench::speeds_against_first(names, t).c_str());
   }
 
   // (c) one client epoch through the engine. The server only holds the prior and applies each
   // delta, so that every update after the first starts from a proper cavity, as in a real round.
+  // The tables' clients take their rounds in turn.
   for (int client_threads : {1, threads})
   for (bool float32 : {false, true}) {
     fvi::program::set_blas_threads(client_threads == 1 ? threads : 1);
     fvi::engine::PviOptions options = bench::fashion_pvi_options(B, S, 1.0 / 3, float32);
     options.threads = client_threads;
     using Q = fvi::MeanFieldGaussian<double>;
-    fvi::engine::PviServer<Q> server(*m, view, options.seed);
-    fvi::engine::PviClient<Q> client(*m, view, 1, options);
-    double objective = 0;
-    std::vector<double> times;
-    for (uint32_t round = 1; round <= 8; ++round) {
-      fvi::engine::PviClient<Q>::Update update;
-      const double t = bench::seconds([&] { update = client.update(server.posterior(), round); });
-      if (round > 1) times.push_back(t);
-      server.apply(update.delta, 1);
-      if (round == 4) objective = update.objective;
+    std::vector<std::unique_ptr<fvi::engine::PviServer<Q>>> servers;
+    std::vector<std::unique_ptr<fvi::engine::PviClient<Q>>> clients;
+    for (const fvi_model* m : tables) {
+      servers.push_back(std::make_unique<fvi::engine::PviServer<Q>>(*m, view, options.seed));
+      clients.push_back(std::make_unique<fvi::engine::PviClient<Q>>(*m, view, 1, options));
     }
-    std::sort(times.begin(), times.end());
+    std::vector<double> objective(tables.size(), 0);
+    std::vector<std::vector<double>> times(tables.size());
+    for (uint32_t round = 1; round <= 8; ++round)
+      for (size_t i = 0; i < tables.size(); ++i) {
+        fvi::engine::PviClient<Q>::Update update;
+        const double t = bench::seconds([&] { update = clients[i]->update(servers[i]->posterior(), round); });
+        if (round > 1) times[i].push_back(t);
+        servers[i]->apply(update.delta, 1);
+        if (round == 4) objective[i] = update.objective;
+      }
     // The machine's floor: the epoch's counted products alone at the best gemm rate of this run.
     const double floor = flops_per_batch(B) * double((N + B - 1) / B) / ((float32 ? speak : dpeak) * 1e9);
-    std::printf("  (c) %s client epoch of %ld rows, %d thread%s (PviClient::update: batch %ld, %ld draws, gce(0.8), "
-                "alpha_renyi(2.5), Adam): best %.3f s, median %.3f s of %zu (target < 0.5 s; its products alone take "
-                ">= %.3f s at the best %s rate); round 4's last objective %.1f\n",
-                float32 ? "float32" : "double ", long(N), client_threads, client_threads > 1 ? "s" : "", long(B), long(S),
-                times.front(), times[times.size() / 2], times.size(), floor, float32 ? "sgemm" : "dgemm", objective);
+    std::vector<double> medians;
+    for (size_t i = 0; i < tables.size(); ++i) {
+      std::sort(times[i].begin(), times[i].end());
+      medians.push_back(times[i][times[i].size() / 2]);
+      std::printf("  (c) %s, %s client epoch of %ld rows, %d thread%s (PviClient::update: batch %ld, %ld draws, "
+                  "gce(0.8), alpha_renyi(2.5), Adam): best %.3f s, median %.3f s of %zu (target < 0.5 s); round 4's "
+                  "last objective %.1f\n",
+                  names[i], float32 ? "float32" : "double ", long(N), client_threads, client_threads > 1 ? "s" : "",
+                  long(B), long(S), times[i].front(), medians.back(), times[i].size(), objective[i]);
+    }
+    std::printf("      the epoch's products alone take >= %.3f s at the best %s rate; speed of the medians against the "
+                "generated C++ (timed in turn): %s\n", floor, float32 ? "sgemm" : "dgemm",
+                bench::speeds_against_first(names, medians).c_str());
   }
   fvi::program::set_blas_threads(threads);
-  }
   return 0;
 }

@@ -16,10 +16,12 @@
 // the same way.
 //
 // Each figure is measured for the generated C++ kernels, the graph backend's and the LLVM
-// backend's (issue 28: at least 0.9x as fast as the C++), one after the other in the same run.
+// backend's (issue 28: at least 0.9x as fast as the C++), in the same run, the three timed in
+// turn, and their speeds against the C++'s printed.
 //
 //   bench_logreg [N D S]
 #include <cstdlib>
+#include <memory>
 #include <random>
 
 #include "bench_util.h"
@@ -36,22 +38,54 @@ struct Result {
   double seconds, forward, gbs;
 };
 
-Result run(const fvi_model* m, const fvi_data& data, Eigen::Index N, Eigen::Index D, Eigen::Index S, bool float32,
-           double x_bytes) {
-  fvi_error error{};
-  int lik = bench::factor_index(m, FVI_LIKELIHOOD);
-  void* state = float32 ? m->create_float32(lik, &data, &error) : m->create(lik, &data, &error);
-  if (!state) bench::check(1, error, "create");
-  Eigen::MatrixXd theta = 0.1 * Eigen::MatrixXd::Random(D + 1, S), grad(D + 1, S), seed = Eigen::MatrixXd::Ones(N, S);
-  fvi_tensor in{theta.data(), D + 1, 1, S}, g{grad.data(), D + 1, 1, S}, sd{seed.data(), N, 1, S};
-  const fvi_tensor* seeds[2] = {&sd, nullptr};
-  fvi_tensor out{};
-  double forward = bench::best_seconds(10, [&] { bench::check(m->forward(state, 0, -1, &in, &out, &error), error, "forward"); });
-  double backward = bench::best_seconds(10, [&] { bench::check(m->backward(state, seeds, &g, &error), error, "backward"); });
-  m->destroy(state);
-  double t = forward + backward;
-  double bytes = 2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8;
-  return {t, forward, bytes / t / 1e9};
+// One likelihood state of a table, bound to the data, with its inputs and outputs.
+struct Likelihood {
+  Likelihood(const fvi_model* model, const fvi_data& data, Eigen::Index N, Eigen::Index D, Eigen::Index S, bool float32)
+      : m(model), theta(0.1 * Eigen::MatrixXd::Random(D + 1, S)), grad(D + 1, S), seed(Eigen::MatrixXd::Ones(N, S)) {
+    fvi_error error{};
+    const int lik = bench::factor_index(m, FVI_LIKELIHOOD);
+    state = float32 ? m->create_float32(lik, &data, &error) : m->create(lik, &data, &error);
+    if (!state) bench::check(1, error, "create");
+  }
+  ~Likelihood() { m->destroy(state); }
+  Likelihood(const Likelihood&) = delete;
+  Likelihood& operator=(const Likelihood&) = delete;
+  void forward() {
+    fvi_tensor in{theta.data(), theta.rows(), 1, theta.cols()}, out{};
+    fvi_error error{};
+    bench::check(m->forward(state, 0, -1, &in, &out, &error), error, "forward");
+  }
+  void backward() {
+    fvi_tensor g{grad.data(), grad.rows(), 1, grad.cols()}, sd{seed.data(), seed.rows(), 1, seed.cols()};
+    const fvi_tensor* seeds[2] = {&sd, nullptr};
+    fvi_error error{};
+    bench::check(m->backward(state, seeds, &g, &error), error, "backward");
+  }
+  const fvi_model* m;
+  void* state = nullptr;
+  Eigen::MatrixXd theta, grad, seed;
+};
+
+// One forward and one backward over all rows for every table, the tables timed in turn.
+std::vector<Result> run(const std::vector<const fvi_model*>& tables, const fvi_data& data, Eigen::Index N,
+                        Eigen::Index D, Eigen::Index S, bool float32, double x_bytes) {
+  std::vector<std::unique_ptr<Likelihood>> states;
+  std::vector<std::function<void()>> forwards, backwards;
+  for (const fvi_model* m : tables) {
+    states.push_back(std::make_unique<Likelihood>(m, data, N, D, S, float32));
+    Likelihood* l = states.back().get();
+    forwards.push_back([l] { l->forward(); });
+    backwards.push_back([l] { l->backward(); });
+  }
+  const std::vector<double> forward = bench::best_seconds_interleaved(10, forwards);
+  const std::vector<double> backward = bench::best_seconds_interleaved(10, backwards);
+  std::vector<Result> out;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const double t = forward[i] + backward[i];
+    const double bytes = 2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8;
+    out.push_back({t, forward[i], bytes / t / 1e9});
+  }
+  return out;
 }
 
 }  // namespace
@@ -89,33 +123,38 @@ int main(int argc, char** argv) {
   };
   auto report = [&](const char* what, const Result& r, double peak, double products, const char* note) {
     double floor = product_flops / (peak * 1e9), bytes = r.gbs * r.seconds;  // GB moved
-    std::printf("  %s: %.2f ms per forward + backward (forward %.2f ms), %.1f GB/s = %.0f%% of the triad%s\n", what,
+    std::printf("%s: %.2f ms per forward + backward (forward %.2f ms), %.1f GB/s = %.0f%% of the triad%s\n", what,
                 1e3 * r.seconds, 1e3 * r.forward, r.gbs, 100 * r.gbs / triad, note);
     std::printf("           the products alone take >= %.2f ms at the best gemm rate (ceiling %.0f%% of the triad), "
                 "%.2f ms as OpenBLAS runs them at this shape (ceiling %.1f GB/s = %.0f%%)\n",
                 1e3 * floor, 100 * bytes / floor / triad, 1e3 * products, bytes / products, 100 * bytes / products / triad);
   };
-  for (const auto& [backend, m] : kernels.tables) {
-    std::printf("  %s:\n", backend);
-    Result d = run(m, view, N, D, S, false, double(N * D) * 8);
-    report("double ", d, dpeak, products_seconds(0.0), "");
-    Result f = run(m, view, N, D, S, true, double(N * D) * 4);
-    report("float32", f, speak, products_seconds(0.0f), " (x held as float)");
+  std::vector<const char*> names;
+  std::vector<const fvi_model*> tables;
+  for (const auto& [backend, m] : kernels.tables) names.push_back(backend), tables.push_back(m);
+  for (bool float32 : {false, true}) {
+    const std::vector<Result> results = run(tables, view, N, D, S, float32, double(N * D) * (float32 ? 4 : 8));
+    const double products = float32 ? products_seconds(0.0f) : products_seconds(0.0);
+    std::vector<double> times;
+    for (size_t i = 0; i < tables.size(); ++i) {
+      std::printf("  %s, %s", names[i], float32 ? "float32" : "double");
+      report("", results[i], float32 ? speak : dpeak, products, float32 ? " (x held as float)" : "");
+      times.push_back(results[i].seconds);
+    }
+    std::printf("  speed against the generated C++ (timed in turn): %s\n",
+                bench::speeds_against_first(names, times).c_str());
   }
 
   const int threads = fvi::program::machine_threads();
   fvi::program::set_blas_threads(1);
   auto pool = std::make_shared<fvi::engine::WorkerPool>(threads);
-  for (const auto& [backend, m] : kernels.tables)
   for (bool float32 : {false, true}) {
     const auto precision = float32 ? fvi::engine::Precision::kFloat32 : fvi::engine::Precision::kFloat64;
-    fvi::engine::RowParallelFactor factor(*m, bench::factor_index(m, FVI_LIKELIHOOD), view, precision, pool);
+    std::vector<std::unique_ptr<fvi::engine::RowParallelFactor>> factors;
+    for (const fvi_model* m : tables)
+      factors.push_back(std::make_unique<fvi::engine::RowParallelFactor>(*m, bench::factor_index(m, FVI_LIKELIHOOD),
+                                                                         view, precision, pool));
     const std::vector<Eigen::MatrixXd> theta{0.1 * Eigen::MatrixXd::Random(D + 1, S)};
-    double t = bench::best_seconds(10, [&] { factor.loss(fvi::LossSpec::nll(), 0, -1, theta, 1.0, true); });
-    double x_bytes = double(N * D) * (float32 ? 4 : 8), gbs = (2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8) / t / 1e9;
-    std::printf("  %s, %s, rows split between %d threads (RowParallelFactor::loss): %.2f ms per forward + backward, "
-                "%.1f GB/s = %.0f%% of the triad\n", backend, float32 ? "float32" : "double ", threads, 1e3 * t, gbs,
-                100 * gbs / triad);
     // The mean-field pass (local reparameterisation: x mu and x^2 sd^2, then the noise) over every
     // row, as a full-batch PVI client runs it. Not a target: x^2 is bound once with the data.
     // q as the client keeps it: in float for float32.
@@ -123,12 +162,30 @@ int main(int argc, char** argv) {
     const fvi::engine::GroupVectors<double> sds{Eigen::VectorXd::Constant(D + 1, 0.05)};
     const fvi::engine::GroupVectors<float> means_f{means[0].cast<float>()}, sds_f{sds[0].cast<float>()};
     uint64_t key = 1;
-    double tm = bench::best_seconds(10, [&] {
-      if (float32) factor.loss_meanfield(fvi::LossSpec::nll(), 0, -1, means_f, sds_f, S, key++, 1.0, true);
-      else factor.loss_meanfield(fvi::LossSpec::nll(), 0, -1, means, sds, S, key++, 1.0, true);
-    });
-    std::printf("  %s, %s, mean-field pass over every row, rows split the same way (RowParallelFactor::loss_meanfield): "
-                "%.2f ms per forward + backward\n", backend, float32 ? "float32" : "double ", 1e3 * tm);
+    std::vector<std::function<void()>> losses, meanfield;
+    for (auto& factor : factors) {
+      fvi::engine::RowParallelFactor* f = factor.get();
+      losses.push_back([&theta, f] { f->loss(fvi::LossSpec::nll(), 0, -1, theta, 1.0, true); });
+      meanfield.push_back([&, f] {
+        if (float32) f->loss_meanfield(fvi::LossSpec::nll(), 0, -1, means_f, sds_f, S, key++, 1.0, true);
+        else f->loss_meanfield(fvi::LossSpec::nll(), 0, -1, means, sds, S, key++, 1.0, true);
+      });
+    }
+    const std::vector<double> t = bench::best_seconds_interleaved(10, losses);
+    const std::vector<double> tm = bench::best_seconds_interleaved(10, meanfield);
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const double x_bytes = double(N * D) * (float32 ? 4 : 8);
+      const double gbs = (2 * x_bytes + double(N) * 8 + 2.0 * double(N * S) * 8) / t[i] / 1e9;
+      std::printf("  %s, %s, rows split between %d threads (RowParallelFactor::loss): %.2f ms per forward + backward, "
+                  "%.1f GB/s = %.0f%% of the triad\n", names[i], float32 ? "float32" : "double ", threads, 1e3 * t[i],
+                  gbs, 100 * gbs / triad);
+    }
+    std::printf("  speed against the generated C++ (timed in turn): %s\n", bench::speeds_against_first(names, t).c_str());
+    for (size_t i = 0; i < tables.size(); ++i)
+      std::printf("  %s, %s, mean-field pass over every row, rows split the same way "
+                  "(RowParallelFactor::loss_meanfield): %.2f ms per forward + backward\n",
+                  names[i], float32 ? "float32" : "double ", 1e3 * tm[i]);
+    std::printf("  speed against the generated C++ (timed in turn): %s\n", bench::speeds_against_first(names, tm).c_str());
   }
   return 0;
 }

@@ -33,6 +33,29 @@ inline double best_seconds(int repeats, const std::function<void()>& f) {
   return best;
 }
 
+// The best timing of each of `fs` over `repeats` rounds, each round running them in turn (after one
+// warm-up of each): a machine whose speed drifts during the call slows them alike, so their ratios
+// hold where figures taken one after the other would not (the backends' side-by-side figures).
+inline std::vector<double> best_seconds_interleaved(int repeats, const std::vector<std::function<void()>>& fs) {
+  for (const auto& f : fs) f();
+  std::vector<double> best(fs.size(), 1e300);
+  for (int r = 0; r < repeats; ++r)
+    for (size_t i = 0; i < fs.size(); ++i) best[i] = std::min(best[i], seconds(fs[i]));
+  return best;
+}
+
+// "graph 0.98x, LLVM 1.05x": each table's speed against the first's (the generated C++), from
+// their seconds.
+inline std::string speeds_against_first(const std::vector<const char*>& names, const std::vector<double>& seconds) {
+  std::string out;
+  for (size_t i = 1; i < names.size(); ++i) {
+    char figure[96];
+    std::snprintf(figure, sizeof figure, "%s%s %.2fx", i > 1 ? ", " : "", names[i], seconds[0] / seconds[i]);
+    out += figure;
+  }
+  return out;
+}
+
 // STREAM triad a = b + s c over arrays far larger than the last-level cache, on `threads`
 // threads (each its own contiguous part): bytes moved / time, counting 3 x 8 bytes per element
 // as STREAM does. Returns GB/s.
