@@ -240,7 +240,8 @@ int run_graph(const Options& o, const fvic::FrontEnd& c, const fvic::Plan& plan)
   try {
     fvic::backend::llvm_jit::LlvmChainCompiler jit;
     fvic::backend::graph::GraphModel graph(std::move(module), *c.model, o.backend == "llvm" ? &jit : nullptr);
-    if (o.backend == "llvm" && !o.quiet) print_jit_statistics(jit.statistics());
+    if (!graph.jit_error().empty()) std::cerr << fvic::backend::llvm_jit::interpreted_warning(graph.jit_error());
+    else if (o.backend == "llvm" && !o.quiet) print_jit_statistics(jit.statistics());
     return fvi::program::run_sim(graph.table(), description, int(args.size()), argv.data());
   } catch (const std::exception& e) {
     std::cerr << "fvic: " << e.what() << '\n';

@@ -38,6 +38,7 @@ std::optional<CompiledModel> compile_model(const std::string& path, const std::s
   try {
     const backend::llvm_jit::LlvmChainCompiler compiler;
     c.graph = std::make_unique<backend::graph::GraphModel>(std::move(module), *c.front.model, jit ? &compiler : nullptr);
+    if (!c.graph->jit_error().empty()) err << program << ": " << backend::llvm_jit::interpreted_warning(c.graph->jit_error());
   } catch (const std::exception& e) {
     err << program << ": " << e.what() << '\n';
     return std::nullopt;

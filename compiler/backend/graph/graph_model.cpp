@@ -135,7 +135,17 @@ GraphModel::GraphModel(ir::Module module, const SemanticModel& model, const Chai
     : module_(std::move(module)) {
   shapes_.module = &module_;
   shapes_.plans = plan_factors(module_);
-  if (compiler) code_ = compiler->compile(shapes_.plans);
+  if (compiler) {
+    try {
+      code_ = compiler->compile(shapes_.plans);
+    } catch (const std::exception& e) {
+      jit_error_ = e.what();
+      for (FactorPlan& p : shapes_.plans)  // interpreted, every chain
+        for (PassPlan* pass : {&p.draws, &p.meanfield})
+          for (Section* s : {&pass->forward, &pass->backward})
+            for (Chain& c : s->chains) c.code_double = nullptr, c.code_float = nullptr;
+    }
+  }
   // Each data variable as the kernels bind it (emit_kernels.cpp bind_data): a row_vector is 1 x n.
   for (const Symbol& s : model.symbols) {
     if (shapes_.data_shapes.count(s.name)) continue;  // SemanticModel::find's: the first of a name

@@ -24,7 +24,8 @@ class GraphModel {
   static constexpr int kSlots = 16;
 
   // Throws std::runtime_error when all slots are taken. With a compiler (the LLVM backend), every
-  // fused chain runs as machine code; without, its members are interpreted block by block.
+  // fused chain runs as machine code; without, or when the compiler fails (jit_error() says why),
+  // its members are interpreted block by block: the same model either way.
   GraphModel(ir::Module module, const SemanticModel& model, const ChainCompiler* compiler = nullptr);
   ~GraphModel();
   GraphModel(const GraphModel&) = delete;
@@ -32,6 +33,8 @@ class GraphModel {
 
   const fvi_model& table() const { return table_; }
   const ModelShapes& shapes() const { return shapes_; }
+  // Why the compiler given could not compile the chains ("" when it did, or none was given).
+  const std::string& jit_error() const { return jit_error_; }
 
  private:
   void build_table();
@@ -39,6 +42,7 @@ class GraphModel {
   ir::Module module_;
   ModelShapes shapes_;
   std::shared_ptr<void> code_;  // the compiler's, while the chains' code is in use
+  std::string jit_error_;
   int slot_ = -1;
   // What the table points into.
   std::vector<VariableDescription> variable_descriptions_;

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "backend/llvm/runtime_calls.h"
 #include "fvi/kernel/distributions.h"
@@ -39,15 +40,18 @@ T unwrap(llvm::Expected<T> v, const char* what) {
   return std::move(*v);
 }
 
-void initialise_llvm() {
+// Initialises LLVM's native target once; returns whether glibc's vector math (exp, log, sin, cos,
+// pow on SIMD registers) is loaded, for the loop vectoriser to call (optimise()). Without it the
+// loops call the scalar functions.
+bool initialise_llvm() {
   static std::once_flag once;
+  static bool vector_math = false;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    // glibc's vector math (exp, log, sin, cos, pow on SIMD registers): the loop vectoriser calls it
-    // for the intrinsics when it is loaded (declared to LLVM in optimise()).
-    llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+    vector_math = !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");  // false: loaded
   });
+  return vector_math;
 }
 
 // Whether member m is computed inline in the generated loop (else it calls the runtime).
@@ -376,10 +380,10 @@ class ChainEmitter {
   std::vector<bool> stored_;
 };
 
-// LLVM's O2 pipeline for the host's CPU, glibc's vector math declared.
-void optimise(llvm::Module& module, llvm::TargetMachine& machine) {
+// LLVM's O2 pipeline for the host's CPU, glibc's vector math declared when it is loaded.
+void optimise(llvm::Module& module, llvm::TargetMachine& machine, bool vector_math) {
   llvm::TargetLibraryInfoImpl library(machine.getTargetTriple());
-  library.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86);
+  if (vector_math) library.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86);
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
@@ -402,7 +406,7 @@ void optimise(llvm::Module& module, llvm::TargetMachine& machine) {
 std::shared_ptr<void> LlvmChainCompiler::compile(std::vector<graph::FactorPlan>& plans) const {
   const auto start = std::chrono::steady_clock::now();
   statistics_ = {};
-  initialise_llvm();
+  const bool vector_math = initialise_llvm();
   std::vector<Chain*> chains;
   for (graph::FactorPlan& p : plans)
     for (graph::PassPlan* pass : {&p.draws, &p.meanfield})
@@ -430,7 +434,7 @@ std::shared_ptr<void> LlvmChainCompiler::compile(std::vector<graph::FactorPlan>&
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(*module, &problem_stream))
     throw std::logic_error("the LLVM backend generated an invalid module: " + problem_stream.str());
-  optimise(*module, *machine);
+  optimise(*module, *machine, vector_math);
 
   std::unique_ptr<llvm::orc::LLJIT> jit =
       unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(target)).create(), "the JIT");
@@ -445,11 +449,14 @@ std::shared_ptr<void> LlvmChainCompiler::compile(std::vector<graph::FactorPlan>&
     throw std::runtime_error("the LLVM backend: " + message(std::move(e)));
   if (llvm::Error e = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     throw std::runtime_error("the LLVM backend: " + message(std::move(e)));
+  // Every chain's code found before any is set: a failure leaves the plans as they were.
+  std::vector<std::pair<Chain::BlockDouble, Chain::BlockFloat>> code;
   for (size_t i = 0; i < chains.size(); ++i) {
     const std::string name = "chain" + std::to_string(i);
-    chains[i]->code_double = unwrap(jit->lookup(name + "_d"), "a chain").toPtr<Chain::BlockDouble>();
-    chains[i]->code_float = unwrap(jit->lookup(name + "_f"), "a chain").toPtr<Chain::BlockFloat>();
+    code.emplace_back(unwrap(jit->lookup(name + "_d"), "a chain").toPtr<Chain::BlockDouble>(),
+                      unwrap(jit->lookup(name + "_f"), "a chain").toPtr<Chain::BlockFloat>());
   }
+  for (size_t i = 0; i < chains.size(); ++i) std::tie(chains[i]->code_double, chains[i]->code_float) = code[i];
   statistics_.chains = int(chains.size());
   statistics_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::shared_ptr<llvm::orc::LLJIT>(std::move(jit));

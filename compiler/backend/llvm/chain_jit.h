@@ -7,6 +7,7 @@
 // Members with no inline form (lgamma, digamma, most log densities) call the runtime's block
 // functions, the graph backend's own.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/graph/chain.h"
@@ -29,5 +30,12 @@ class LlvmChainCompiler final : public graph::ChainCompiler {
  private:
   mutable JitStatistics statistics_;
 };
+
+// What a program prints when a graph model's compiler failed (GraphModel::jit_error): the model
+// still runs, its loops interpreted.
+inline std::string interpreted_warning(const std::string& why) {
+  return "warning: the LLVM backend could not compile the model's loops (" + why +
+         "); they run interpreted, as with --backend graph\n";
+}
 
 }  // namespace fvic::backend::llvm_jit

@@ -2,16 +2,20 @@
 // chain_jit.cpp) against the runtime's block functions, which the graph backend interprets and
 // the generated C++ calls: every inline unary function and derivative, the inline log densities
 // and their partials, a member that calls the runtime between inline ones, in double and float,
-// on a block whose length is no multiple of a vector's.
+// on a block whose length is no multiple of a vector's; and a model whose compiler fails runs
+// interpreted.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <type_traits>
 
+#include "backend/graph/graph_model.h"
 #include "backend/llvm/chain_jit.h"
 #include "fvi/kernel/fused.h"
 #include "fvi/kernel/instances.h"
+#include "test_models.h"
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 namespace chain_jit_test {
@@ -187,6 +191,74 @@ TEST_CASE("a model with no fused chains compiles nothing", "[llvm]") {
   fvic::backend::llvm_jit::LlvmChainCompiler jit;
   CHECK(jit.compile(plans) == nullptr);
   CHECK(jit.statistics().chains == 0);
+}
+
+}  // namespace chain_jit_test
+
+namespace chain_jit_test {
+
+namespace {
+
+// A compiler that sets one chain's code, then fails, as a JIT that cannot finish might.
+class FailingCompiler final : public fvic::backend::graph::ChainCompiler {
+ public:
+  std::shared_ptr<void> compile(std::vector<FactorPlan>& plans) const override {
+    for (FactorPlan& p : plans)
+      for (Chain& c : p.draws.forward.chains) c.code_double = reinterpret_cast<Chain::BlockDouble>(&abort_block);
+    throw std::runtime_error("no machine code today");
+  }
+  static void abort_block(long long, const double* const*, double* const*) { std::abort(); }
+};
+
+}  // namespace
+
+TEST_CASE("a graph model whose chain compiler fails runs its chains interpreted and says why", "[llvm]") {
+  fvic::test::LoadedModel loaded(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance/hier_logreg.fvi");
+  REQUIRE(loaded.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*loaded.model, module, loaded.diags));
+  std::mt19937 rng(3);
+  fvic::ir::Bindings b = fvic::test::random_bindings(*loaded.model, module, rng, 2);
+  FailingCompiler failing;
+  fvic::backend::graph::GraphModel failed(module, *loaded.model, &failing);
+  fvic::backend::graph::GraphModel interpreted(module, *loaded.model);
+  CHECK(failed.jit_error() == "no machine code today");
+  CHECK(interpreted.jit_error().empty());
+  int chains = 0;
+  for (const FactorPlan& p : failed.shapes().plans)
+    for (const Chain& c : p.draws.forward.chains) {
+      ++chains;
+      CHECK(c.code_double == nullptr);
+    }
+  REQUIRE(chains > 0);  // the model has chains the failing compiler touched
+  // Every factor's forward on all rows: the same values as the interpreted model's (abort_block
+  // would end the test if a chain still pointed at it).
+  std::vector<std::string> names;
+  std::vector<fvi_tensor> values;
+  for (auto& [name, value] : b.data) names.push_back(name), values.push_back({value.m.data(), value.rows, value.cols, value.draws});
+  std::vector<const char*> pointers;
+  for (const std::string& n : names) pointers.push_back(n.c_str());
+  const fvi_data data{int(names.size()), pointers.data(), values.data()};
+  for (int fi = 0; fi < failed.table().factor_count; ++fi) {
+    const fvi_factor_info& info = failed.table().factors[fi];
+    std::vector<fvi_tensor> in;
+    for (int k = 0; k < info.group_count; ++k) {
+      fvic::ir::RealTensor& t = b.inputs.at(fvi_group_name(failed.table().group_kinds[info.groups[k]]));
+      in.push_back({t.m.data(), t.rows, t.cols, t.draws});
+    }
+    fvi_error error{};
+    void* a = failed.table().create(fi, &data, &error);
+    void* c = interpreted.table().create(fi, &data, &error);
+    REQUIRE(a != nullptr);
+    REQUIRE(c != nullptr);
+    fvi_tensor out_a{}, out_c{};
+    REQUIRE(failed.table().forward(a, 0, -1, in.data(), &out_a, &error) == 0);
+    REQUIRE(interpreted.table().forward(c, 0, -1, in.data(), &out_c, &error) == 0);
+    REQUIRE(out_a.rows * out_a.cols * out_a.draws == out_c.rows * out_c.cols * out_c.draws);
+    for (int64_t i = 0; i < out_a.rows * out_a.cols * out_a.draws; ++i) CHECK(out_a.data[i] == out_c.data[i]);
+    failed.table().destroy(a);
+    interpreted.table().destroy(c);
+  }
 }
 
 }  // namespace chain_jit_test
