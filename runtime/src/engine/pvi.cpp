@@ -153,8 +153,8 @@ PviClient<Q>::PviClient(const fvi_model& model, const fvi_data& data, int silo, 
   // family and D + 2 for the full-rank one, so the latter only for moderate D.
   const bool kl = options_.divergence.kind == DivergenceKind::kKl || options_.divergence.kind == DivergenceKind::kWeightedKl;
   const Natural* tag = nullptr;
-  if (options_.loss.kind == LossKind::kNegativeLogLikelihood && kl && (kDiagonal(tag) || dim_ <= 2000) &&
-      !likelihoods_.empty()) {
+  if (options_.probe_closed_form && options_.loss.kind == LossKind::kNegativeLogLikelihood && kl &&
+      (kDiagonal(tag) || dim_ <= 2000) && !likelihoods_.empty()) {
     auto gradient = [&](const Eigen::MatrixXd& theta) {
       Eigen::MatrixXd g = Eigen::MatrixXd::Zero(theta.rows(), theta.cols());
       for (auto& f : likelihoods_) {

@@ -332,40 +332,56 @@ void PviRounds<Q>::restore(const Message& m) {
 template <class Q>
 Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& request) {
   using Natural = typename Client::Natural;
-  const Eigen::Index d = client_.dim();
+  const Eigen::Index d = dim_;
   const size_t P = natural_size<Natural>(d);
-  if (phase == Phase::kPviEvaluate) {
-    const std::string bad = check_reply(request, P);
-    if (!bad.empty()) throw std::invalid_argument("the server's q_s has " + bad);
-    return {client_.evaluate(natural_message<Natural>(request, d, "the server's q_s"), round)};
-  }
-  if (phase == Phase::kPviFinish) {
+  if (phase == Phase::kPviFinish) {  // no client needed
     const std::string bad = check_reply(request, P);
     if (!bad.empty()) throw std::invalid_argument("the server's final q has " + bad);
     final_ = natural_message<Natural>(request, d, "the server's final q");
     if (!engine::GaussianFamily<Q>::proper(*final_)) throw std::invalid_argument("the server's final q is not a proper Gaussian");
     return {};
   }
+  if (phase != Phase::kPviEvaluate && phase != Phase::kPviLogJoint && phase != Phase::kPviUpdate)
+    throw std::invalid_argument(std::string("a PVI silo cannot do ") + phase_name(phase));
+  struct Release {  // after the answer, or when it throws
+    const std::function<void(Phase)>& release;
+    Phase phase;
+    ~Release() {
+      if (release) release(phase);
+    }
+  } release{release_, phase};
+  return answer(acquire_(), round, phase, request);
+}
+
+template <class Q>
+Message PviSiloEndpoint<Q>::answer(Client& client, uint32_t round, Phase phase, const Message& request) {
+  using Natural = typename Client::Natural;
+  const Eigen::Index d = dim_;
+  const size_t P = natural_size<Natural>(d);
+  if (phase == Phase::kPviEvaluate) {
+    const std::string bad = check_reply(request, P);
+    if (!bad.empty()) throw std::invalid_argument("the server's q_s has " + bad);
+    return {client.evaluate(natural_message<Natural>(request, d, "the server's q_s"), round)};
+  }
   if (phase == Phase::kPviLogJoint) {
     const DrawsRequest r = check_draws_request(request, long(d));
     const Eigen::Map<const Eigen::MatrixXd> u(request.data(), r.rows, r.draws);
-    const Eigen::VectorXd lp = client_.log_likelihood(u);
+    const Eigen::VectorXd lp = client.log_likelihood(u);
     Message reply(lp.data(), lp.data() + lp.size());
     // Then its parts of the silo_sum quantities, row by row (closing messages of the plan).
     if (parts_) append_parts(parts_(u), reply);
     return reply;
   }
-  if (phase != Phase::kPviUpdate) throw std::invalid_argument(std::string("a PVI silo cannot do ") + phase_name(phase));
   const std::string bad = check_reply(request, message::pvi_update_request_size(P));
   if (!bad.empty()) throw std::invalid_argument("the server's request has " + bad);
   message::Reader in(request, "the server's request");
-  client_.set_first_update(in.value("first update?") != 0);
+  client.set_first_update(in.value("first update?") != 0);
   const Natural q = read_natural<Natural>(in, d, "q_s");
-  client_.set_factor(read_natural<Natural>(in, d, "t_k"));
+  client.set_factor(read_natural<Natural>(in, d, "t_k"));
   in.finish();
-  Message reply = natural_message(client_.update(q, round).delta);
+  Message reply = natural_message(client.update(q, round).delta);
   // FedAvg weights each silo's result by its rows (seed 001 Alg. 1 line 9).
-  if (client_.options().aggregation == "fedavg") reply.push_back(double(client_.observations()));
+  if (client.options().aggregation == "fedavg") reply.push_back(double(client.observations()));
   return reply;
 }
 

@@ -22,23 +22,44 @@ namespace {
 template <class Q>
 class PviSiloHost : public SiloHost {
  public:
+  // The client is made here, so that data it refuses are refused before the run starts. A silo
+  // that is asked in some rounds only (clients_per_round below the silos) drops it until it is
+  // asked (PviSiloEndpoint): memory for the kernels' states of the round's silos alone. It keeps
+  // it from its update to the round's evaluation, which follows, and remakes it without probing
+  // for a closed form it has not got.
   PviSiloHost(const fvi_model& model, const engine::Settings& settings, data::DataSet data, int silo, int silos,
               int threads, const std::string& method)
       : model_(model),
         settings_(settings),
         seed_(uint64_t(settings.integer("seed", 1))),
         data_(std::move(data)),
-        client_(model, data_.view(), silo, options(settings, silos, threads, method)),
-        endpoint_(client_,
-                  [this](const Eigen::MatrixXd& u) {
-                    return silo_sum_parts(model_, data_.view(), silo_, {{FVI_GROUP_GLOBAL, u}}, seed_, u.cols());
-                  }),
-        silo_(silo) {}
-  SiloEndpoint& endpoint() override { return endpoint_; }
+        options_(options(settings, silos, threads, method)),
+        client_(std::make_unique<engine::PviClient<Q>>(model, data_.view(), silo, options_)),
+        observations_(client_->observations()),
+        closed_form_(client_->closed_form()),
+        keep_client_(options_.clients_per_round <= 0 || options_.clients_per_round >= silos),
+        silo_(silo) {
+    const Eigen::Index dim = client_->dim();
+    endpoint_ = std::make_unique<PviSiloEndpoint<Q>>(
+        dim,
+        [this]() -> engine::PviClient<Q>& {
+          if (!client_) client_ = std::make_unique<engine::PviClient<Q>>(model_, data_.view(), silo_, options_);
+          return *client_;
+        },
+        [this](Phase phase) {
+          if (!keep_client_ && phase != Phase::kPviUpdate) client_.reset();
+        },
+        [this](const Eigen::MatrixXd& u) {
+          return silo_sum_parts(model_, data_.view(), silo_, {{FVI_GROUP_GLOBAL, u}}, seed_, u.cols());
+        });
+    options_.probe_closed_form = closed_form_;
+    if (!keep_client_) client_.reset();
+  }
+  SiloEndpoint& endpoint() override { return *endpoint_; }
   // OUT/silo-K/draws.csv: the silo's draws of the final global posterior (it has no locals).
   void finish(const std::string& dir) override {
-    if (!endpoint_.final_posterior()) return;
-    const Q q = engine::GaussianFamily<Q>::distribution(*endpoint_.final_posterior());
+    if (!endpoint_->final_posterior()) return;
+    const Q q = engine::GaussianFamily<Q>::distribution(*endpoint_->final_posterior());
     CounterRng rng(RngKey{seed_, uint32_t(silo_), 0, rng_stream::kUserStream + 3});
     const Eigen::MatrixXd u = q.sample(rng.normal(q.dim(), output_draws(settings_, q.dim())));
     DrawsFile file;
@@ -65,7 +86,7 @@ class PviSiloHost : public SiloHost {
       for (VariableLayout& v : own) v.offset -= globals;
       PosteriorSummary summary;
       summary.model = model_.name;
-      summary.method = client_.options().aggregation;
+      summary.method = options_.aggregation;
       write_posterior_json(dir + "/posterior.json", summary, own, own_draws, Eigen::VectorXd(), Eigen::VectorXd());
     }
     write_draws_csv(dir + "/draws.csv", file);
@@ -76,8 +97,8 @@ class PviSiloHost : public SiloHost {
     return o;
   }
   std::string describe() const override {
-    return "silo " + std::to_string(silo_) + ": " + std::to_string(client_.observations()) + " observations, " +
-           (client_.closed_form() ? "closed-form update" : "stochastic optimisation");
+    return "silo " + std::to_string(silo_) + ": " + std::to_string(observations_) + " observations, " +
+           (closed_form_ ? "closed-form update" : "stochastic optimisation");
   }
 
  private:
@@ -85,9 +106,13 @@ class PviSiloHost : public SiloHost {
   engine::Settings settings_;
   uint64_t seed_;
   data::DataSet data_;
-  engine::PviClient<Q> client_;
-  PviSiloEndpoint<Q> endpoint_;
+  engine::PviOptions options_;
+  std::unique_ptr<engine::PviClient<Q>> client_;  // null between requests when not kept
+  int64_t observations_;
+  bool closed_form_;
+  bool keep_client_;  // every silo asked every round: the client lives for the run
   int silo_;
+  std::unique_ptr<PviSiloEndpoint<Q>> endpoint_;
 };
 
 // PVI / FedGVI's rounds (spec 000 Algorithm 1) as the server loop's coordinator.

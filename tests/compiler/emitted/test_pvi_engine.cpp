@@ -389,3 +389,37 @@ TEST_CASE("an adaptive client update over a large silo minibatches by default an
   CHECK(steps_minibatch < 5000);  // both stopped by the rule, not at the cap
   CHECK(steps_all < 5000);
 }
+
+TEST_CASE("a PVI client made anew for each update computes what one kept for the run computes", "[engine]") {
+  // A silo asked in some rounds only (clients_per_round) remakes its client when asked and drops
+  // it after (program/pvi_run.cpp): the server sends the silo's factor t_k and whether the update
+  // is its first with each request, and nothing else carries over. Three rounds of robust_logreg
+  // (stochastic updates, mean-field): the kept client's delta each round, and a fresh client's
+  // given the kept one's factor and first-update flag, made without the closed-form probe (as the
+  // host remakes a client that had no closed form), are equal bit for bit.
+  using Q = fvi::MeanFieldGaussian<double>;
+  const fvi_model& model = *fvi_model_robust_logreg();
+  std::mt19937_64 rng(17);
+  Data data = logreg_data(60, 3, rng);
+  fvi::engine::PviOptions options;
+  options.damping = 0.5;
+  options.batch_size = 16;
+  fvi::engine::PviServer<Q> server(model, data.abi(), 1);
+  fvi::engine::PviClient<Q> kept(model, data.abi(), 1, options);
+  REQUIRE_FALSE(kept.closed_form());
+  fvi::engine::PviOptions remade = options;
+  remade.probe_closed_form = false;
+  for (uint32_t round = 1; round <= 3; ++round) {
+    INFO("round " << round);
+    fvi::engine::PviClient<Q> fresh(model, data.abi(), 1, remade);
+    fresh.set_factor(kept.factor());
+    fresh.set_first_update(kept.first_update());
+    const auto want = kept.update(server.posterior(), round);
+    const auto got = fresh.update(server.posterior(), round);
+    CHECK(got.steps == want.steps);
+    CHECK(got.delta.eta1 == want.delta.eta1);
+    CHECK(got.delta.eta2 == want.delta.eta2);
+    CHECK(got.delta.eta1.cwiseAbs().maxCoeff() > 0);  // an update that moved q
+    server.apply(want.delta, 1);
+  }
+}

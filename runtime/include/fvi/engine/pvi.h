@@ -43,6 +43,9 @@ struct PviOptions {
   static constexpr double kFunctionSpaceJitter = 1e-8;  // on both covariances' diagonals
   // Silos asked per synchronous round, drawn from `seed` and the round (FedAvg's protocol); 0: all.
   long clients_per_round = 0;
+  // Whether the client probes its likelihood for a closed-form update (spec 000 §2.6) when it is
+  // made: a silo host that remakes its client for each round it is asked knows the answer.
+  bool probe_closed_form = true;
   LossSpec loss;
   // The generalised-Bayes learning rate (seed 000 Eq. 2): the loss is multiplied by it. With KL,
   // loss_weight = w is divergence = weighted_kl(w), i.e. (1/w) KL (seed 000 Lemma B.1).

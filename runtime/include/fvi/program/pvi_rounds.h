@@ -82,8 +82,11 @@ class PviRounds {
   std::optional<engine::ServerOptimiser> optimiser_;  // fedavg and fedvem
 };
 
-// A silo of PVI / FedGVI: owns its PviClient (and so its data) and answers kPviUpdate and
-// kPviEvaluate.
+// A silo of PVI / FedGVI: answers kPviUpdate, kPviEvaluate, kPviLogJoint and kPviFinish with its
+// PviClient. The client keeps nothing between requests that the server does not send (its
+// factor t_k and whether the update is its first come with each update), so a silo asked in
+// some rounds only (clients_per_round) may make its client for each request and drop it after:
+// the kernels' states, which hold the silo's rows, then live for the asked silos alone.
 template <class Q>
 class PviSiloEndpoint : public SiloEndpoint {
  public:
@@ -91,13 +94,24 @@ class PviSiloEndpoint : public SiloEndpoint {
   // The silo's parts of the model's silo_sum quantities at draws of the globals (rows: one per
   // quantity), sent with its log likelihood at the closing draws (none when not given).
   using SiloSumParts = std::function<Eigen::MatrixXd(const Eigen::MatrixXd& globals)>;
-  explicit PviSiloEndpoint(Client& client, SiloSumParts parts = {}) : client_(client), parts_(std::move(parts)) {}
+  // A client kept for the run.
+  explicit PviSiloEndpoint(Client& client, SiloSumParts parts = {})
+      : dim_(client.dim()), acquire_([&client]() -> Client& { return client; }), parts_(std::move(parts)) {}
+  // A client from `acquire` for each request, `release` called with the request's phase after it
+  // (also when it throws); `dim`: the global group's size, as the client's.
+  PviSiloEndpoint(Eigen::Index dim, std::function<Client&()> acquire, std::function<void(Phase)> release,
+                  SiloSumParts parts = {})
+      : dim_(dim), acquire_(std::move(acquire)), release_(std::move(release)), parts_(std::move(parts)) {}
   Message handle(uint32_t round, Phase phase, const Message& request) override;
   // The final global posterior the server sent at the end (kPviFinish), if it did.
   const std::optional<typename Client::Natural>& final_posterior() const { return final_; }
 
  private:
-  Client& client_;
+  Message answer(Client& client, uint32_t round, Phase phase, const Message& request);
+
+  Eigen::Index dim_;
+  std::function<Client&()> acquire_;
+  std::function<void(Phase)> release_;
   SiloSumParts parts_;
   std::optional<typename Client::Natural> final_;
 };
