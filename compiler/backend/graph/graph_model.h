@@ -3,8 +3,10 @@
 // from its IR, with no C++ compiler run. Its factors make the calls the C++ backend writes, in its
 // order, on the runtime's kernel operations, and run its fused chains as block loops that
 // interpret their members (graph_factor.h): the same values bit for bit at the same speed, so
-// the engines, NAME-sim's driver and every output see the same model either way. `fvic run` and
-// the generic programs (`fvi-sim MODEL.fvi`, fvi-server, fvi-client) run it.
+// the engines, NAME-sim's driver and every output see the same model either way. Given a
+// ChainCompiler (the LLVM backend, backend/llvm/chain_jit.h) its chains run as machine code
+// instead, to rounding. `fvic run` and the generic programs (`fvi-sim MODEL.fvi`, fvi-server,
+// fvi-client) run it, compiled by default.
 //
 // The ABI's create() takes no model, so each live GraphModel holds one of kSlots slots whose
 // entry points know it; a process may hold that many at once.
