@@ -1,6 +1,6 @@
 #pragma once
 // The runtime's block functions the LLVM backend's chains call for members with no inline form
-// (chain_jit.cpp emit_call): the graph backend's own (fvi/kernel/fused.h), behind C signatures.
+// (chain_codegen.cpp emit_call): the graph backend's own (fvi/kernel/fused.h), behind C signatures.
 // Each name takes the suffix _d (double) or _f (float).
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 // The LLVM backend's code for each operation a fused chain can hold (compiler/backend/llvm/
-// chain_jit.cpp) against the runtime's block functions, which the graph backend interprets and
+// chain_codegen.cpp) against the runtime's block functions, which the graph backend interprets and
 // the generated C++ calls: every inline unary function and derivative, the inline log densities
 // and their partials, a member that calls the runtime between inline ones, in double and float,
 // on a block whose length is no multiple of a vector's; and a model whose compiler fails runs
