@@ -39,4 +39,13 @@ std::vector<FactorPlan> plan_factors(const ir::Module& m) {
   return plans;
 }
 
+std::vector<Chain*> all_chains(std::vector<FactorPlan>& plans) {
+  std::vector<Chain*> chains;
+  for (FactorPlan& p : plans)
+    for (PassPlan* pass : {&p.draws, &p.meanfield})
+      for (Section* s : {&pass->forward, &pass->backward})
+        for (Chain& c : s->chains) chains.push_back(&c);
+  return chains;
+}
+
 }  // namespace fvic::backend::graph

@@ -64,6 +64,9 @@ struct FactorPlan {
 };
 std::vector<FactorPlan> plan_factors(const ir::Module& m);
 
+// Every chain of the plans (each factor's passes, forward and backward), in one fixed order.
+std::vector<Chain*> all_chains(std::vector<FactorPlan>& plans);
+
 // What turns the chains' members into machine code (backend/llvm/chain_jit.h). compile() sets
 // every chain's code_double and code_float, and returns what must live as long as that code.
 class ChainCompiler {

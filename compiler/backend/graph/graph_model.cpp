@@ -140,10 +140,7 @@ GraphModel::GraphModel(ir::Module module, const SemanticModel& model, const Chai
       code_ = compiler->compile(shapes_.plans);
     } catch (const std::exception& e) {
       jit_error_ = e.what();
-      for (FactorPlan& p : shapes_.plans)  // interpreted, every chain
-        for (PassPlan* pass : {&p.draws, &p.meanfield})
-          for (Section* s : {&pass->forward, &pass->backward})
-            for (Chain& c : s->chains) c.code_double = nullptr, c.code_float = nullptr;
+      for (Chain* c : all_chains(shapes_.plans)) c->code_double = nullptr, c->code_float = nullptr;  // interpreted
     }
   }
   // Each data variable as the kernels bind it (emit_kernels.cpp bind_data): a row_vector is 1 x n.

@@ -303,7 +303,8 @@ class ChainEmitter {
         b_.CreateStore(operand_pointer(m.operands[a]), b_.CreateConstInBoundsGEP1_64(ptr, array, a - first));
       return std::pair<llvm::Value*, llvm::Value*>{array, b_.getInt64(count)};
     };
-    llvm::Value* member = b_.CreateIntToPtr(b_.getInt64(reinterpret_cast<uint64_t>(&m)), ptr);
+    // The distribution's calls read the member (its name, its operand differentiated).
+    auto member = [&] { return b_.CreateIntToPtr(b_.getInt64(reinterpret_cast<uint64_t>(&m)), ptr); };
     switch (m.op) {
       case Op::Unary: {
         auto f = module_.getOrInsertFunction(kUnaryBlock + suffix, b_.getVoidTy(), i32, ptr, i64, ptr);
@@ -318,13 +319,13 @@ class ChainEmitter {
       case Op::Lpdf: {
         auto [xs, count] = pointers(0);
         auto f = module_.getOrInsertFunction(kLpdfBlock + suffix, b_.getVoidTy(), ptr, ptr, i64, i64, ptr);
-        b_.CreateCall(f, {member, xs, count, n_, out});
+        b_.CreateCall(f, {member(), xs, count, n_, out});
         break;
       }
       case Op::LpdfVjp: {
         auto [xs, count] = pointers(1);
         auto f = module_.getOrInsertFunction(kLpdfVjpBlock + suffix, b_.getVoidTy(), ptr, ptr, ptr, i64, i64, ptr);
-        b_.CreateCall(f, {member, operand_pointer(m.operands[0]), xs, count, n_, out});
+        b_.CreateCall(f, {member(), operand_pointer(m.operands[0]), xs, count, n_, out});
         break;
       }
       default:

@@ -77,11 +77,7 @@ std::shared_ptr<void> LlvmChainCompiler::compile(std::vector<graph::FactorPlan>&
   const auto start = std::chrono::steady_clock::now();
   statistics_ = {};
   const bool vector_math = initialise_llvm();
-  std::vector<Chain*> chains;
-  for (graph::FactorPlan& p : plans)
-    for (graph::PassPlan* pass : {&p.draws, &p.meanfield})
-      for (graph::Section* s : {&pass->forward, &pass->backward})
-        for (Chain& c : s->chains) chains.push_back(&c);
+  const std::vector<Chain*> chains = graph::all_chains(plans);
   if (chains.empty()) return nullptr;
 
   llvm::orc::JITTargetMachineBuilder target = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "the host");

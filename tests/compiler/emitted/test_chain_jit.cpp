@@ -15,6 +15,7 @@
 #include "backend/llvm/chain_jit.h"
 #include "fvi/kernel/fused.h"
 #include "fvi/kernel/instances.h"
+#include "party.h"
 #include "test_models.h"
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
@@ -233,22 +234,15 @@ TEST_CASE("a graph model whose chain compiler fails runs its chains interpreted 
   REQUIRE(chains > 0);  // the model has chains the failing compiler touched
   // Every factor's forward on all rows: the same values as the interpreted model's (abort_block
   // would end the test if a chain still pointed at it).
-  std::vector<std::string> names;
-  std::vector<fvi_tensor> values;
-  for (auto& [name, value] : b.data) names.push_back(name), values.push_back({value.m.data(), value.rows, value.cols, value.draws});
-  std::vector<const char*> pointers;
-  for (const std::string& n : names) pointers.push_back(n.c_str());
-  const fvi_data data{int(names.size()), pointers.data(), values.data()};
+  const fvic::test::Party party(b.data);
   for (int fi = 0; fi < failed.table().factor_count; ++fi) {
     const fvi_factor_info& info = failed.table().factors[fi];
     std::vector<fvi_tensor> in;
-    for (int k = 0; k < info.group_count; ++k) {
-      fvic::ir::RealTensor& t = b.inputs.at(fvi_group_name(failed.table().group_kinds[info.groups[k]]));
-      in.push_back({t.m.data(), t.rows, t.cols, t.draws});
-    }
+    for (int k = 0; k < info.group_count; ++k)
+      in.push_back(fvic::test::view(b.inputs.at(fvi_group_name(failed.table().group_kinds[info.groups[k]]))));
     fvi_error error{};
-    void* a = failed.table().create(fi, &data, &error);
-    void* c = interpreted.table().create(fi, &data, &error);
+    void* a = failed.table().create(fi, &party.data, &error);
+    void* c = interpreted.table().create(fi, &party.data, &error);
     REQUIRE(a != nullptr);
     REQUIRE(c != nullptr);
     fvi_tensor out_a{}, out_c{};

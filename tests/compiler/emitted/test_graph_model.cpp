@@ -15,6 +15,7 @@
 #include "backend/graph/graph_model.h"
 #include "backend/llvm/chain_jit.h"
 #include "generated_models.h"
+#include "party.h"
 
 extern "C" const fvi_model* fvi_model_conv_classifier(void);
 extern "C" const fvi_model* fvi_model_eb_normal_means(void);
@@ -48,7 +49,8 @@ std::vector<Case> cases() {
   return out;
 }
 
-fvi_tensor view(RealTensor& t) { return fvi_tensor{t.m.data(), t.rows, t.cols, t.draws}; }
+using fvic::test::Party;
+using fvic::test::view;
 
 RealTensor copy(const fvi_tensor& t) {
   RealTensor out(t.rows, t.cols, t.draws);
@@ -71,20 +73,6 @@ void require_close(const RealTensor& a, const RealTensor& b, const std::string& 
 }
 
 std::string text(const char* s) { return s ? s : ""; }
-
-// One party's data as the ABI takes it: names and views into owned copies.
-struct Party {
-  explicit Party(const std::map<std::string, RealTensor>& values) {
-    for (const auto& [name, value] : values) names.push_back(name), copies.push_back(value);
-    for (size_t i = 0; i < names.size(); ++i) pointers.push_back(names[i].c_str()), views.push_back(view(copies[i]));
-    data = fvi_data{int(names.size()), pointers.data(), views.data()};
-  }
-  std::vector<std::string> names;
-  std::vector<RealTensor> copies;
-  std::vector<const char*> pointers;
-  std::vector<fvi_tensor> views;
-  fvi_data data{};
-};
 
 void compare_tables(const fvi_model& g, const fvi_model& e, const fvi_data& data) {
   CHECK(g.abi_version == e.abi_version);
