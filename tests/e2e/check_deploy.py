@@ -73,6 +73,7 @@ import hashlib
 import json
 import math
 import os
+import pty
 import random
 import re
 import secrets
@@ -1172,7 +1173,9 @@ def case_generic_programs(fvic, cache, work):
     hier_logreg's local alpha became a global refuses to join before it dials anyone (exit 3),
     naming the message its plan would add; (3) a client whose audited model differs from the
     server's in one prior's constant (same kernels, same plan) joins, is sent the server's text,
-    refuses (exit 3, "another model", both SHA-256s) and keeps the server's text for a diff."""
+    refuses (exit 3, "another model", both SHA-256s) and keeps the server's text for a diff; (4) a
+    client without --accept-plan whose stdin is a terminal (a pseudo-terminal) asks, refuses on
+    Enter and on "n" (exit 3) and goes on to dial the server on "y"."""
     bins, data, certs, token_files = setup(fvic, cache, work, model=PVI)
     binary_dir = os.path.dirname(os.path.abspath(fvic))
     generic = {role: os.path.join(binary_dir, f"fvi-{role}") for role in ("server", "client")}
@@ -1244,8 +1247,35 @@ def case_generic_programs(fvic, cache, work):
         d.check(os.path.exists(kept) and open(kept).read() == edited, "fvi-client did not keep the server's text")
     finally:
         d.close()
+    # (4) No --accept-plan, on a terminal: the client asks. Enter (the default, N) or "n" refuses
+    # before it dials anyone; "y" joins (it dials the address given, where nothing answers).
+    def confirm(answer):
+        master, terminal = pty.openpty()
+        try:
+            p = subprocess.Popen([generic["client"], PVI.fvi, "--server", "127.0.0.1:9", "--silo", "1", "--data", data,
+                                  "--insecure", "--reconnect-timeout", "1"],
+                                 stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            os.close(terminal)
+            terminal = None
+            os.write(master, answer.encode())
+            out, err = p.communicate(timeout=60)
+        finally:
+            if terminal is not None:
+                os.close(terminal)
+            os.close(master)
+        require("join the run and send these? [y/N]" in out, f"fvi-client on a terminal did not ask:\n{out}\n{err}")
+        return p.returncode, err
+
+    for answer in ("\n", "n\n"):
+        code, err = confirm(answer)
+        require(code == 3 and "not joining (not confirmed)" in err and "join:" not in err,
+                f"fvi-client answered {answer!r} on a terminal: exit {code}\n{err}")
+    code, err = confirm("y\n")
+    require(code != 3 and "join: no answer from the server" in err,
+            f"fvi-client answered 'y' on a terminal did not go on to join: exit {code}\n{err}")
     print(f"generic_programs: fvi-server and 4 fvi-clients (plan audited) equal NAME-sim's posterior to {worst:.1e}; "
-          f"a client refused a model whose plan adds {extra}; a client refused a server whose model's SHA-256 differs")
+          f"a client refused a model whose plan adds {extra}; a client refused a server whose model's SHA-256 differs; "
+          f"on a terminal a client asked, refused on Enter and 'n', and dialled the server on 'y'")
 
 
 CASES = {
