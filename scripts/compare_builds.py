@@ -42,7 +42,7 @@ SIM_CASES = {
     "vfl_poisson_multilevel": ("vfl_poisson_multilevel/vfl_poisson_multilevel.fvi", "@poisson/augmented",
                                ["rounds=300"]),
     "split_nn": ("split_nn/split_nn.fvi", "@split_nn/fold-1/train", ["rounds=200"]),
-    "bnn_classifier": ("fashion_bnn/fashion_bnn.fvi", "@fashion", ["rounds=2", "local_steps=20"]),
+    "bnn_classifier": ("acceptance/bnn_classifier.fvi", "@fashion", ["rounds=2", "local_steps=20"]),
     "multinomial_eb": ("multinomial_eb/multinomial_eb.fvi", "@multinomial", ["rounds=5"]),
     "regression_ppc": ("stan_programs/regression_ppc/regression_ppc.fvi", "stan_programs/regression_ppc/data",
                        ["rounds=300"]),
