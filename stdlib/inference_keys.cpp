@@ -428,11 +428,6 @@ const std::vector<KeySpec>& inference_keys() {
        "rounds / 20"},
       {"estimator", "stl, standard", "gradient estimator (sticking-the-landing or standard)",
        "stl"},
-      {"sd_step", "newton, adam",
-       "SFVI, a mean-field q of the globals: how its sds step; newton: each precision 1/sigma^2 moves a step of "
-       "lr toward the expected curvature -E_q[d^2 log p], estimated from the log-sd gradient (variational online "
-       "Newton), which settles where the data barely inform a parameter; adam: Adam's steps on log sigma",
-       "newton"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
       {"q_z", "meanfield, amortized, none",
        "the variational family of the auxiliary variables z; none: no auxiliary variables, each silo "

@@ -626,7 +626,6 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("q_z_depth", vfl);
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
-  unused("sd_step", plan.method == Method::SFVI);
   unused("local_samples", plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent);
   for (const char* key : {"factors", "pseudo_cap", "auxiliary_weight", "jitter"}) unused(key, plan.sparse_gp.has_value());
   if (plan.sparse_gp)

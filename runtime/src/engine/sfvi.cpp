@@ -10,7 +10,6 @@
 
 #include "fvi/divergence/wasserstein_barycenter.h"
 #include "fvi/message/codec.h"
-#include "fvi/optim/precision_step.h"
 #include "fvi/optim/step_limit.h"
 #include "fvi/rng.h"
 
@@ -32,9 +31,6 @@ SfviOptions SfviOptions::from(const Settings& s, Eigen::Index global_dim) {
   o.batch_size = s.integer("batch_size", 0);
   o.avg_steps = s.integer("avg_steps", 10);
   o.init_sd = s.number("init_sd", std::exp(-2.0));
-  o.sd_step = s.name("sd_step", "newton");
-  if (o.sd_step != "newton" && o.sd_step != "adam")
-    throw std::invalid_argument("sd_step = " + o.sd_step + " is not newton or adam");
   o.seed = static_cast<uint64_t>(s.integer("seed", 1));
   return o;
 }
@@ -256,33 +252,16 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   // sd (the Cholesky factor's diagonal), so that a step along a narrow ridge stays on it.
   adam_.set_step_limit(mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
                                                                 : q_.marginal_sd()));
-  const Eigen::VectorXd hyper_before = hyper_;
   to_prior_scale_coordinates(prior_scales_, params, gradient);
   adam_.step(params, gradient);
   from_prior_scale_coordinates(prior_scales_, params);
-  if (precision_steps()) {
-    // The means and theta by Adam, the sds by the precision step. A prior-scaled block's sds
-    // still move with their scale in the step (prior_scale.h), their precisions' average with it.
-    Eigen::VectorXd log_sd = precision_step(precision_, q_.log_sd(), total.d_global.segment(global_dim_, global_dim_),
-                                            std::min(0.5, options_.lr) * step_scale_);
-    for (const PriorScaleBlock& b : prior_scales_) {
-      const Eigen::Index h = b.hyper - q_.num_params(), begin = b.log_sd_begin - global_dim_;
-      const double moved = params[b.hyper] - hyper_before[h];
-      log_sd.segment(begin, b.count).array() += moved;
-      precision_.segment(begin, b.count) *= std::exp(-2 * moved);
-    }
-    params.segment(global_dim_, global_dim_) = log_sd;
-  }
-  Eigen::VectorXd precision = std::move(precision_);
   set(params.head(q_.num_params()), params.tail(hyper_dim_));
-  precision_ = std::move(precision);
   return total.elbo_term;
 }
 
 void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper) {
   q_ = StructuredGlobalGaussian<double>::from_params(global_params, global_dim_, options_.correlated_global);
   hyper_ = hyper;
-  precision_.resize(0);  // the precision steps start again from the sds set
 }
 
 Modes SfviServer::start_at_mode() {
@@ -352,25 +331,19 @@ Modes SfviServer::start_at_mode() {
     q_ = StructuredGlobalGaussian<double>(m.at, -0.5 * m.curvature.diagonal().array().log().matrix());
   }
   at_mode_ = true;
-  precision_.resize(0);
   return modes;
 }
 
-// [q's parameters, theta, with the precision steps the average of the curvature estimates (0s
-// before the first step), Adam's state].
 Eigen::VectorXd SfviServer::checkpoint() const {
-  const Eigen::Index averaged = precision_steps() ? global_dim_ : 0;
-  Eigen::VectorXd values(q_.num_params() + hyper_dim_ + averaged);
-  values << q_.params(), hyper_, (precision_.size() ? precision_ : Eigen::VectorXd::Zero(averaged));
+  Eigen::VectorXd values(q_.num_params() + hyper_dim_);
+  values << q_.params(), hyper_;
   return with_adam(values, adam_);
 }
 
 void SfviServer::restore(const Eigen::VectorXd& state) {
-  const Eigen::Index np = q_.num_params(), averaged = precision_steps() ? global_dim_ : 0;
-  const Eigen::VectorXd values = restore_adam(state, np + hyper_dim_ + averaged, 0, adam_);
-  set(values.head(np), values.segment(np, hyper_dim_));
-  const Eigen::VectorXd precision = values.tail(averaged);
-  if (averaged > 0 && !precision.isZero(0)) precision_ = precision;
+  const Eigen::Index np = q_.num_params();
+  const Eigen::VectorXd values = restore_adam(state, np + hyper_dim_, 0, adam_);
+  set(values.head(np), values.tail(hyper_dim_));
 }
 
 // [eta_L with Adam's state, the averaging schedule, the draws per gradient]. The draws are the

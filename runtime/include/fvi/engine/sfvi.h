@@ -48,9 +48,6 @@ struct SfviOptions {
   std::string family = "meanfield";  // as resolved by from(): meanfield, structured or fullrank
   long avg_steps = 10;     // SFVI-Avg: local steps between averagings
   double init_sd = 0.135;  // initial sd of every variational block (sigma = exp(-2), as the authors' code)
-  // A mean-field global block's sds: "newton", the precision step (fvi/optim/precision_step.h,
-  // step size lr), or "adam", Adam's step on log sigma like the means'.
-  std::string sd_step = "newton";
   uint64_t seed = 1;
 
   // `global_dim`: the model's global parameters. Without a `family` key the family is structured
@@ -157,7 +154,7 @@ class SfviServer {
   // The extra random starts of the mode search are made up to this many global parameters.
   static constexpr Eigen::Index kMultiStartLimit = 50;
   // Multiplies the step size of later steps (the stopping rule's decay).
-  void set_step_scale(double scale) { adam_.set_scale(scale), step_scale_ = scale; }
+  void set_step_scale(double scale) { adam_.set_scale(scale); }
   // Draws per gradient from the next step on (the stopping rule's mc_factor times the setting).
   void set_mc_samples(long draws) { options_.mc_samples = draws; }
   // Everything the server's steps depend on (eta_G, theta, Adam's state), for a checkpoint.
@@ -177,10 +174,6 @@ class SfviServer {
   Eigen::VectorXd hyper_;
   Adam<double> adam_;
   std::vector<PriorScaleBlock> prior_scales_;  // Adam's coordinates for the log-sds of prior-scaled globals
-  double step_scale_ = 1;  // set_step_scale's, for the precision step
-  // The precision steps' running average of the curvature estimates (empty: from q's sds).
-  Eigen::VectorXd precision_;
-  bool precision_steps() const { return options_.sd_step == "newton" && !options_.correlated_global; }
 };
 
 class SfviSilo {
