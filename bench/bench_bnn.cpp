@@ -121,7 +121,7 @@ double products_alone_seconds(fvi::engine::WorkerPool& pool) {
 
 int main(int argc, char** argv) {
   fvi::program::keep_freed_memory();  // as the generated programs do
-  const Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 20000;
+  const Eigen::Index N = bench::size_argument(argc, argv, 1, 20000, 10'000'000, "[rows, default 20000]");
   bench::Data data = bench::random_images(N, D, K, 2);
   data.add("H", Eigen::MatrixXd::Constant(1, 1, double(H)));
   const Eigen::VectorXi labels = (data.value("y").col(0).array() - 1).cast<int>();  // y: the loss's 0..K-1

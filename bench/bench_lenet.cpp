@@ -40,7 +40,7 @@ double flops_per_batch(Eigen::Index rows) {
 
 int main(int argc, char** argv) {
   fvi::program::keep_freed_memory();  // as the generated programs do
-  const Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 20000;
+  const Eigen::Index N = bench::size_argument(argc, argv, 1, 20000, 10'000'000, "[rows, default 20000]");
   bench::Data data = bench::random_images(N, D, K, 3);
   const fvi_data& view = data.view();
   const fvi_model* m = fvi_model_lenet5();

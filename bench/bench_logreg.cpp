@@ -92,8 +92,14 @@ std::vector<Result> run(const std::vector<const fvi_model*>& tables, const fvi_d
 
 int main(int argc, char** argv) {
   fvi::program::keep_freed_memory();  // as the programs do
-  Eigen::Index N = argc > 1 ? std::atol(argv[1]) : 100000, D = argc > 2 ? std::atol(argv[2]) : 100,
-               S = argc > 3 ? std::atol(argv[3]) : 16;
+  const char* usage = "[rows, default 100000] [columns, default 100] [draws, default 16]";
+  Eigen::Index N = bench::size_argument(argc, argv, 1, 100000, 100'000'000, usage),
+               D = bench::size_argument(argc, argv, 2, 100, 100'000, usage),
+               S = bench::size_argument(argc, argv, 3, 16, 100'000, usage);
+  if (N > 1'000'000'000 / D) {
+    std::fprintf(stderr, "%s: rows x columns above 10^9 values\n", argv[0]);
+    return 2;
+  }
   std::mt19937 rng(1);
   std::normal_distribution<double> normal;
   Eigen::MatrixXd x(N, D), y(N, 1);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <stdexcept>
@@ -135,6 +136,28 @@ inline Data random_images(Eigen::Index N, Eigen::Index D, Eigen::Index K, unsign
   data.add("x", std::move(x));
   data.add("y", std::move(y));
   return data;
+}
+
+// Argument `i` (from 1) of the command line as a size in [1, limit], or `fallback` when it is not
+// given; anything else (--help included) prints `usage` and exits.
+inline Eigen::Index size_argument(int argc, char** argv, int i, Eigen::Index fallback, Eigen::Index limit,
+                                  const char* usage) {
+  if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("usage: %s %s\n", argv[0], usage);
+    std::exit(0);
+  }
+  if (argc <= i) return fallback;
+  const std::string text = argv[i];
+  long long value = 0;
+  const bool digits = !text.empty() && text.size() <= 12 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) value = std::stoll(text);
+  if (!digits || value < 1 || value > limit) {
+    std::fprintf(stderr, "%s: argument %d, '%s', is not a whole number from 1 to %lld\nusage: %s %s\n", argv[0], i,
+                 text.c_str(), static_cast<long long>(limit), argv[0], usage);
+    std::exit(2);
+  }
+  return Eigen::Index(value);
 }
 
 inline void check(int status, const fvi_error& error, const char* what) {
