@@ -495,6 +495,21 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
   if (pvi_engine(plan.method)) {
     plan.reasons.push_back("only global parameters (" + join(names(g.globals), ", ") +
                            "); each silo holds its own rows (silo data)");
+    if (plan.method == Method::PVI) {
+      // FedGVI (seed 000): a loss, divergence or weight other than Bayes's fits a generalised
+      // posterior by design; say so, as for every surrogate.
+      auto written = [&](const char* key) { return m.settings.values.at(key).str(); };
+      std::vector<std::string> chosen;
+      if (m.settings.has("loss") && m.settings.name("loss", "nll") != "nll") chosen.push_back("loss " + written("loss"));
+      if (m.settings.has("divergence") && m.settings.name("divergence", "kl") != "kl")
+        chosen.push_back("divergence " + written("divergence"));
+      if (m.settings.has("loss_weight") && m.settings.values.at("loss_weight").number != 1)
+        chosen.push_back("loss_weight " + written("loss_weight"));
+      if (!chosen.empty())
+        plan.reasons.push_back("requested: a generalised posterior (FedGVI, seed 000), " + join(chosen) +
+                               " in place of the log likelihood and KL: by design not the written model's posterior "
+                               "(k-hat at the end measures the difference where the draws are few enough to send)");
+    }
     if (plan.method == Method::FedAvg)
       plan.reasons.push_back(
           "requested: each silo fits E_q[its log likelihood] - KL(q : prior) / S from the server's q, and the server "
