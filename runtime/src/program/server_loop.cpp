@@ -368,6 +368,10 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       khat_line = text + coordinator.target_note();
     } else {
       khat_line = "Pareto k-hat: " + why;
+      // A surrogate target is still named where its cost cannot be measured.
+      if (!coordinator.target_note().empty())
+        khat_line += "; this run fitted a surrogate of the written model (`fvic plan` names it), whose cost is "
+                     "therefore not measured";
     }
     file.fvic = {{"method", method},
                  {"iterations", std::to_string(last)},
