@@ -506,9 +506,10 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
       if (m.settings.has("loss_weight") && m.settings.values.at("loss_weight").number != 1)
         chosen.push_back("loss_weight " + written("loss_weight"));
       if (!chosen.empty())
-        plan.reasons.push_back("requested: a generalised posterior (FedGVI, seed 000), " + join(chosen) +
-                               " in place of the log likelihood and KL: by design not the written model's posterior "
-                               "(k-hat at the end measures the difference where the draws are few enough to send)");
+        plan.reasons.push_back("requested: a generalised posterior (FedGVI, seed 000) with " + join(chosen) +
+                               " (Bayes's: loss nll, divergence kl, loss_weight 1): by design not the written model's "
+                               "posterior (k-hat at the end measures the difference where the draws are few enough to "
+                               "send)");
     }
     if (plan.method == Method::FedAvg)
       plan.reasons.push_back(
