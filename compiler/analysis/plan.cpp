@@ -646,7 +646,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   for (const char* key : {"factors", "pseudo_cap", "auxiliary_weight", "jitter"}) unused(key, plan.sparse_gp.has_value());
   if (plan.sparse_gp)
     for (const char* key : {"loss", "divergence", "server_damping", "local_samples", "precision", "epochs", "patience",
-                            "init_sd", "loss_weight", "lr_schedule"})
+                            "init_sd", "loss_weight", "lr_schedule", "refresh"})
       if (m.settings.has(key)) plan.notes.push_back(std::string("'") + key + "' has no effect with a sparse GP");
 }
 

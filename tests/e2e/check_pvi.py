@@ -554,6 +554,17 @@ def case_outputs(fvic, cache, work):
     # 1000 draws: the sample mean is within 4 standard errors of q's mean.
     require(abs(mean_w1 - w["mean"][0]) < 4 * sd_w1 / math.sqrt(1000), "draws.csv does not match posterior.json")
     print(f"outputs: {rounds} rounds, test accuracy {acc:.3f}, draws.csv {len(draws)} x {len(header)}")
+    # refresh = 2 over 5 rounds: a row, and a held-out evaluation, at rounds 2 and 4 and the last.
+    sparse = os.path.join(work, "pima-refresh")
+    run_fvic(fvic, cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(ex, "data"), sparse,
+             ["rounds=5", "refresh=2", "local_steps=200", "mc_samples=8"], test=os.path.join(ex, "data", "test.json"))
+    with open(os.path.join(sparse, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    got = [(int(r["round"]), int(float(r["iteration"]))) for r in rows]
+    require(got == [(1, 2), (2, 4), (3, 5)], f"refresh = 2 over 5 rounds wrote rows (report, round) {got}")
+    require(all(0.6 < float(r["test_accuracy"]) <= 1 for r in rows), "a refresh row lacks its held-out accuracy")
+    require(len(posterior(sparse)["elbo"]) == 3 and posterior(sparse)["iterations"] == 5,
+            "posterior.json of refresh = 2 over 5 rounds: not 3 reports of 5 rounds")
     # A second run into the same folder that fails in round 1 (a step size that overflows) leaves
     # none of the first run's results beside its own metrics (issue 27 item 10); one that fails on
     # its data, before it starts, leaves them all.

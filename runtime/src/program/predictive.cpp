@@ -14,7 +14,14 @@ namespace fvi::program {
 
 namespace {
 
-// The metrics of `f` with the inputs of rows [begin, begin + count) given by `inputs`.
+// Rows x draws evaluated in one call at most: a network's layers hold every row's activations at
+// every draw at once (LeNet-5: tens of kilobytes a row and draw), so 2,000 test rows at 200 draws
+// in one call would need tens of gigabytes. Blocks of rows, and of draws within them, keep a
+// call's working set to this many row-draws, with row blocks long enough for efficient products.
+constexpr int64_t kRowDrawsPerCall = 16384;
+
+// The metrics of `f` with the inputs of rows [begin, begin + count) and draws [first, first +
+// draws) given by `inputs`.
 template <typename Inputs>
 PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t block, const Inputs& inputs) {
   PredictiveMetrics m;
@@ -25,67 +32,80 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
   // class is right; or the predictive mean's error (its sd is m.uncertainty).
   std::vector<double> confidence, error;
   std::vector<bool> right;
+  block = std::max<int64_t>(1, std::min(block, kRowDrawsPerCall));
   for (int64_t begin = 0; begin < n; begin += block) {
     const int64_t count = std::min(block, n - begin);
-    // Kept alive to the end of the block: an argument the kernel passes through unchanged (a
-    // logit that is the z_sum input itself) is a view of its input.
-    const std::vector<Eigen::MatrixXd> in = inputs(begin, count);
-    const auto& lp = f.forward(begin, count, in);  // count x S
-    for (int64_t i = 0; i < count; ++i) {
-      const double top = lp.row(i).maxCoeff();
-      log_density += top + std::log((lp.row(i).array() - top).exp().sum() / double(S));
+    const Eigen::Index chunk = std::max<Eigen::Index>(1, Eigen::Index(kRowDrawsPerCall / count));
+    // Per row, summed over the draws: log p(y_i | theta_s) (all S kept), and the predictive's
+    // class probabilities, success probability, or mean, second moment and noise variance.
+    Eigen::MatrixXd lp_all(count, S), prob;
+    Eigen::VectorXd y, p_sum = Eigen::VectorXd::Zero(count), mean = p_sum, second = p_sum, noise = p_sum;
+    for (Eigen::Index first = 0; first < S; first += chunk) {
+      const Eigen::Index draws = std::min(chunk, S - first);
+      // Kept alive to the end of the chunk: an argument the kernel passes through unchanged (a
+      // logit that is the z_sum input itself) is a view of its input.
+      const std::vector<Eigen::MatrixXd> in = inputs(begin, count, first, draws);
+      lp_all.middleCols(first, draws) = f.forward(begin, count, in);  // count x draws
+      auto args = f.arguments();
+      if (first == 0) y = args[0].values.col(0);
+      if (dist == "bernoulli_logit") {
+        const auto& eta = args[1];
+        for (int64_t i = 0; i < count; ++i)
+          for (Eigen::Index s = 0; s < draws; ++s)
+            p_sum[i] += 1 / (1 + std::exp(-eta.values(eta.rows == 1 ? 0 : i, eta.draws == 1 ? 0 : s)));
+      } else if (dist == "categorical_logit") {
+        const auto& logits = args[1];
+        const Eigen::Index K = logits.cols;
+        if (first == 0) prob = Eigen::MatrixXd::Zero(K, count);
+        for (int64_t i = 0; i < count; ++i)
+          for (Eigen::Index s = 0; s < draws; ++s) {
+            Eigen::VectorXd a = logits.values.block(i, (logits.draws == 1 ? 0 : s) * K, 1, K).transpose();
+            a = (a.array() - a.maxCoeff()).exp();
+            prob.col(i) += a / a.sum();
+          }
+      } else if (dist == "normal") {
+        const auto& mu = args[1];
+        const auto& sigma = args[2];
+        for (int64_t i = 0; i < count; ++i)
+          for (Eigen::Index s = 0; s < draws; ++s) {
+            const double m_s = mu.values(mu.rows == 1 ? 0 : i, mu.draws == 1 ? 0 : s);
+            const double sd_s = sigma.values(sigma.rows == 1 ? 0 : i, sigma.draws == 1 ? 0 : s);
+            mean[i] += m_s, second[i] += m_s * m_s, noise[i] += sd_s * sd_s;
+          }
+      }
     }
-    auto args = f.arguments();
-    const Eigen::VectorXd y = args[0].values.col(0);
+    for (int64_t i = 0; i < count; ++i) {
+      const double top = lp_all.row(i).maxCoeff();
+      log_density += top + std::log((lp_all.row(i).array() - top).exp().sum() / double(S));
+    }
     if (dist == "bernoulli_logit") {
-      const auto& eta = args[1];
       for (int64_t i = 0; i < count; ++i) {
-        double p = 0;
-        for (Eigen::Index s = 0; s < S; ++s) {
-          const double e = eta.values(eta.rows == 1 ? 0 : i, eta.draws == 1 ? 0 : s);
-          p += 1 / (1 + std::exp(-e));
-        }
-        p /= double(S);
+        const double p = p_sum[i] / double(S);
         const bool hit = (p > 0.5) == (y[i] > 0.5);
         correct += hit;
         confidence.push_back(std::max(p, 1 - p)), right.push_back(hit);
         m.uncertainty.push_back(-(p > 0 ? p * std::log(p) : 0) - (p < 1 ? (1 - p) * std::log(1 - p) : 0));
       }
     } else if (dist == "categorical_logit") {
-      const auto& logits = args[1];
-      const Eigen::Index K = logits.cols;
       for (int64_t i = 0; i < count; ++i) {
-        Eigen::VectorXd prob = Eigen::VectorXd::Zero(K);
-        for (Eigen::Index s = 0; s < S; ++s) {
-          Eigen::VectorXd a = logits.values.block(i, (logits.draws == 1 ? 0 : s) * K, 1, K).transpose();
-          a = (a.array() - a.maxCoeff()).exp();
-          prob += a / a.sum();
-        }
+        const Eigen::VectorXd p = prob.col(i) / double(S);
         Eigen::Index best = 0;
-        const double top = prob.maxCoeff(&best) / double(S);
+        const double top = p.maxCoeff(&best);
         double entropy = 0;
-        for (Eigen::Index c = 0; c < K; ++c)
-          if (prob[c] > 0) entropy -= prob[c] / double(S) * std::log(prob[c] / double(S));
+        for (Eigen::Index c = 0; c < p.size(); ++c)
+          if (p[c] > 0) entropy -= p[c] * std::log(p[c]);
         m.uncertainty.push_back(entropy);
         const bool hit = double(best + 1) == y[i];
         correct += hit;
         confidence.push_back(top), right.push_back(hit);
       }
     } else if (dist == "normal") {
-      const auto& mu = args[1];
-      const auto& sigma = args[2];
       for (int64_t i = 0; i < count; ++i) {
         // The predictive's mean and variance: E_s[mu_s] and E_s[sigma_s^2] + Var_s[mu_s].
-        double mean = 0, second = 0, noise = 0;
-        for (Eigen::Index s = 0; s < S; ++s) {
-          const double m_s = mu.values(mu.rows == 1 ? 0 : i, mu.draws == 1 ? 0 : s);
-          const double sd_s = sigma.values(sigma.rows == 1 ? 0 : i, sigma.draws == 1 ? 0 : s);
-          mean += m_s, second += m_s * m_s, noise += sd_s * sd_s;
-        }
-        mean /= double(S);
-        const double variance = noise / double(S) + std::max(0.0, second / double(S) - mean * mean);
-        squared += std::pow(mean - y[i], 2);
-        m.uncertainty.push_back(std::sqrt(variance)), error.push_back(y[i] - mean);
+        const double mu = mean[i] / double(S);
+        const double variance = noise[i] / double(S) + std::max(0.0, second[i] / double(S) - mu * mu);
+        squared += std::pow(mu - y[i], 2);
+        m.uncertainty.push_back(std::sqrt(variance)), error.push_back(y[i] - mu);
       }
     }
   }
@@ -107,17 +127,19 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
 }  // namespace
 
 PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::MatrixXd& draws, int64_t block) {
-  return metrics_of(f, draws.cols(), block, [&](int64_t, int64_t) { return std::vector<Eigen::MatrixXd>{draws}; });
+  return metrics_of(f, draws.cols(), block, [&](int64_t, int64_t, Eigen::Index first, Eigen::Index count) {
+    return std::vector<Eigen::MatrixXd>{draws.middleCols(first, count)};
+  });
 }
 
 PredictiveMetrics predictive_metrics(engine::BoundFactor& f, const Eigen::MatrixXd& globals, const Eigen::MatrixXd& z_sum,
                                      int64_t block) {
-  return metrics_of(f, z_sum.cols(), block, [&](int64_t begin, int64_t count) {
+  return metrics_of(f, z_sum.cols(), block, [&](int64_t begin, int64_t count, Eigen::Index first, Eigen::Index draws) {
     std::vector<Eigen::MatrixXd> inputs;
     for (int g = 0; g < f.info().group_count; ++g) {
       const int group = f.group(g);
-      if (group == FVI_GROUP_GLOBAL) inputs.push_back(globals);
-      else if (group == FVI_GROUP_Z_SUM) inputs.push_back(z_sum.middleRows(begin, count));
+      if (group == FVI_GROUP_GLOBAL) inputs.push_back(globals.middleCols(first, draws));
+      else if (group == FVI_GROUP_Z_SUM) inputs.push_back(z_sum.block(begin, first, count, draws));
       else throw engine::ModelError(f.name() + ": reads the " + fvi_group_name(group) + " group, which a held-out vertical row does not have");
     }
     return inputs;

@@ -266,6 +266,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       extra.push_back({"rule_relative_change", figure(monitor.relative_change())});
       extra.push_back({"rule_drift_sd", figure(monitor.drift())});
       extra.push_back({"rule_standard_error_sd", figure(monitor.precision())});
+      extra.push_back({"iteration", double(t)});  // `round` counts the reports (one every `refresh` steps)
       const double seconds = seconds_now();
       const long long sent = run.transport.total_sent(), received = run.transport.total_received();
       metrics.row(int(++reports), elbo, seconds, sent, received, extra);
