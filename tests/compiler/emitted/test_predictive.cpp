@@ -45,6 +45,27 @@ void check_metrics(const PredictiveMetrics& m, const Direct& d, bool classificat
   for (size_t i = 0; i < d.uncertainty.size(); ++i) CHECK(m.uncertainty[i] == Approx(d.uncertainty[i]).epsilon(1e-10));
 }
 
+// The logistic regression's metrics at draws theta = (w, b) of x's rows, directly.
+Direct direct_logistic(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y, const Eigen::MatrixXd& theta) {
+  const Eigen::Index n = x.rows(), d = x.cols(), S = theta.cols();
+  Direct direct;
+  double right = 0;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    Eigen::VectorXd log_p(S);
+    double p = 0;
+    for (Eigen::Index s = 0; s < S; ++s) {
+      const double eta = x.row(i).dot(theta.col(s).head(d)) + theta(d, s);
+      log_p[s] = y(i, 0) > 0.5 ? -std::log1p(std::exp(-eta)) : -std::log1p(std::exp(eta));
+      p += 1 / (1 + std::exp(-eta)) / double(S);
+    }
+    direct.lpd += log_mean_exp(log_p) / double(n);
+    right += (p > 0.5) == (y(i, 0) > 0.5);
+    direct.uncertainty.push_back(-p * std::log(p) - (1 - p) * std::log(1 - p));
+  }
+  direct.score = right / double(n);
+  return direct;
+}
+
 }  // namespace predictive_test
 
 TEST_CASE("held-out metrics of a logistic regression equal the direct computation, in any cut of rows and draws",
@@ -61,41 +82,10 @@ TEST_CASE("held-out metrics of a logistic regression equal the direct computatio
   for (Eigen::Index i = 0; i < theta.size(); ++i) theta.data()[i] = normal(rng);
   const Eigen::MatrixXd& x = data.values[2];
   const Eigen::MatrixXd& y = data.values[3];
-  Direct direct;
-  double right = 0;
-  for (int i = 0; i < n; ++i) {
-    Eigen::VectorXd log_p(S);
-    double p = 0;
-    for (long s = 0; s < S; ++s) {
-      const double eta = x.row(i).dot(theta.col(s).head(d)) + theta(d, s);
-      log_p[s] = y(i, 0) > 0.5 ? -std::log1p(std::exp(-eta)) : -std::log1p(std::exp(eta));
-      p += 1 / (1 + std::exp(-eta)) / double(S);
-    }
-    direct.lpd += log_mean_exp(log_p) / n;
-    right += (p > 0.5) == (y(i, 0) > 0.5);
-    direct.uncertainty.push_back(-p * std::log(p) - (1 - p) * std::log(1 - p));
-  }
-  direct.score = right / n;
+  const Direct direct = direct_logistic(x, y, theta);
   check_metrics(predictive_metrics(f, theta), direct, true);     // one block of rows, draws in calls of 163
   check_metrics(predictive_metrics(f, theta, 7), direct, true);  // blocks of 7 rows, draws in calls of 2,340
-  check_metrics(predictive_metrics(f, theta.leftCols(5), 1), [&] {
-    Direct few;  // 5 draws, one row a call: nothing cut
-    double hits = 0;
-    for (int i = 0; i < n; ++i) {
-      Eigen::VectorXd log_p(5);
-      double p = 0;
-      for (long s = 0; s < 5; ++s) {
-        const double eta = x.row(i).dot(theta.col(s).head(d)) + theta(d, s);
-        log_p[s] = y(i, 0) > 0.5 ? -std::log1p(std::exp(-eta)) : -std::log1p(std::exp(eta));
-        p += 1 / (1 + std::exp(-eta)) / 5.0;
-      }
-      few.lpd += log_mean_exp(log_p) / n;
-      hits += (p > 0.5) == (y(i, 0) > 0.5);
-      few.uncertainty.push_back(-p * std::log(p) - (1 - p) * std::log(1 - p));
-    }
-    few.score = hits / n;
-    return few;
-  }(), true);
+  check_metrics(predictive_metrics(f, theta.leftCols(5), 1), direct_logistic(x, y, theta.leftCols(5)), true);  // uncut
 }
 
 TEST_CASE("held-out metrics of a softmax regression equal the direct computation when draws are cut into calls",
