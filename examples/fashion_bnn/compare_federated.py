@@ -37,13 +37,14 @@ METHODS = {
 # fashion_bnn.fvi's inference block is FedGVI's 3-silo budget (README): every key it sets that these
 # runs read is set here.
 COMMON = ["loss=nll", "loss_weight=1", "clients_per_round=10", "epochs=1", "batch_size=64", "precision=float32", "init_sd=0.0316",
-          "init_mean_sd=0.1", "mc_samples=2", "lr=0.001", "output_draws=10"]
+          "init_mean_sd=0.1", "mc_samples=2", "output_draws=10"]
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=["mlp", "lenet5"], default="mlp")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--lr", type=float, default=0.001, help="the silos' Adam step (lenet5.fvi's own: 0.005)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--data", default=os.path.join(ROOT, "build", "fashion_bnn", "data-dirichlet100"))
@@ -64,7 +65,7 @@ def main():
             cmd = [fvic, "run", model, "--data", args.data,
                    "--output", out, "--quiet", "--test", os.path.join(args.data, "test.json"), "--ood",
                    os.path.join(args.data, "ood-noise.json")]
-            for kv in COMMON + METHODS[method] + [f"rounds={args.rounds}", f"refresh={args.rounds}", f"seed={seed}"]:
+            for kv in COMMON + METHODS[method] + [f"rounds={args.rounds}", f"refresh={args.rounds}", f"lr={args.lr}", f"seed={seed}"]:
                 cmd += ["--set", kv]
             subprocess.run(cmd, check=True)
             with open(os.path.join(out, "metrics.csv")) as f:
@@ -74,7 +75,7 @@ def main():
             results.setdefault(method, []).append(row)
             print(f"{method} seed {seed}: accuracy {row[0]:.4f}  nll {row[1]:.4f}  ece {row[2]:.4f}  "
                   f"ood-auroc {row[3]:.4f}  ({row[4]:.0f} s)", flush=True)
-    print(f"\n{args.model}, {args.rounds} rounds, seeds {args.seeds}: mean +- standard error")
+    print(f"\n{args.model}, {args.rounds} rounds, lr {args.lr}, seeds {args.seeds}: mean +- standard error")
     print("| method | accuracy (%) | NLL | ECE (%) | OOD-AUROC (%) | seconds |")
     print("|---|---|---|---|---|---|")
     for method, rows in results.items():

@@ -15,10 +15,11 @@ namespace fvi::program {
 namespace {
 
 // Rows x draws evaluated in one call at most: a network's layers hold every row's activations at
-// every draw at once (LeNet-5: tens of kilobytes a row and draw), so 2,000 test rows at 200 draws
-// in one call would need tens of gigabytes. Blocks of rows, and of draws within them, keep a
-// call's working set to this many row-draws, with row blocks long enough for efficient products.
-constexpr int64_t kRowDrawsPerCall = 16384;
+// every draw at once (LeNet-5: about 200 kB a row and draw), so 2,000 test rows at 200 draws in
+// one call would need some 80 GB. Blocks of rows, and of draws within them, keep a call's working
+// set to this many row-draws (LeNet-5: under 1 GB), with row blocks long enough for efficient
+// products (2,000 rows at 2 draws a call).
+constexpr int64_t kRowDrawsPerCall = 4096;
 
 // The metrics of `f` with the inputs of rows [begin, begin + count) and draws [first, first +
 // draws) given by `inputs`.
