@@ -310,6 +310,10 @@ void add_rule_messages(Plan& plan, const Groups& g) {
 
 void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   const SymSize T = output_draws(m), G = total(g.globals);
+  // Fewer than 100 draws give no k-hat, and no exchange unless silo_sum quantities need one
+  // (runtime/src/program/server_loop.cpp, kMinKhatDraws).
+  const bool sums = std::any_of(m.symbols.begin(), m.symbols.end(), [](const Symbol& s) { return s.aggregate; });
+  if (const auto t = T.constant_value(); t && *t < 100 && !sums) return;
   const std::string qg = "q(" + join(names(g.globals), ", ") + ")";
   switch (plan.method) {
     case Method::PVI:

@@ -565,6 +565,22 @@ def case_outputs(fvic, cache, work):
     require(all(0.6 < float(r["test_accuracy"]) <= 1 for r in rows), "a refresh row lacks its held-out accuracy")
     require(len(posterior(sparse)["elbo"]) == 3 and posterior(sparse)["iterations"] == 5,
             "posterior.json of refresh = 2 over 5 rounds: not 3 reports of 5 rounds")
+    # 50 draws are too few for k-hat (PSIS's tail would be 10 draws; it needs 100 or more draws):
+    # none is computed, none of the draws are sent for it, and the plan lists no closing exchange.
+    few = os.path.join(work, "pima-few")
+    p = run_fvic(fvic, cache, os.path.join(ex, "pima_logreg.fvi"), os.path.join(ex, "data"), few,
+                 ["rounds=3", "output_draws=50", "local_steps=200"])
+    said = p.stdout + p.stderr
+    require("Pareto k-hat: not computed (50 draws of q; k-hat needs 100 or more" in said and "closing exchange" not in said,
+            f"50 output draws: {said[-600:]}")
+    require("khat" not in posterior(few), "posterior.json of 50 draws has a k-hat")
+    def closing(draws):
+        p = subprocess.run([fvic, "plan", os.path.join(ex, "pima_logreg.fvi"), "--json", "--set", f"output_draws={draws}"],
+                           capture_output=True, text=True, timeout=120)
+        require(p.returncode == 0, f"fvic plan: {p.stderr}")
+        return json.loads(p.stdout)["closing_messages"]
+    require(closing(50) == [] and len(closing(100)) == 2,
+            f"fvic plan's closing exchange: {closing(50)} with 50 draws, {closing(100)} with 100")
     # A second run into the same folder that fails in round 1 (a step size that overflows) leaves
     # none of the first run's results beside its own metrics (issue 27 item 10); one that fails on
     # its data, before it starts, leaves them all.

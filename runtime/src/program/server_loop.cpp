@@ -336,12 +336,24 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     std::string why;
     Coordinator::Closing closing;
     const long long sent_before = run.transport.total_sent(), received_before = run.transport.total_received();
-    const bool closed = coordinator.closing(*d, closing, why);
+    // PSIS fits the largest M = min(0.2 S, 3 sqrt S) ratios and needs M >= 5, and below 100 draws
+    // k-hat is itself unreliable (its threshold 1 - 1/log10 S is 0.5 at S = 100: Vehtari et al.
+    // 2024): from fewer draws no k-hat, and no exchange for it, only for silo_sum quantities.
+    const Eigen::Index draws = d->unconstrained.cols();
+    const bool too_few = draws < kMinKhatDraws;
+    const bool closed = too_few && silo_sum_count(run.model) == 0 ? false : coordinator.closing(*d, closing, why);
+    if (too_few)
+      why = "not computed (" + std::to_string(draws) + " draws of q; k-hat needs " + std::to_string(kMinKhatDraws) +
+            " or more: set output_draws)";
     // What the closing exchange cost on the wire, beside the per-round bytes in metrics.csv.
     if (!args.quiet && run.transport.total_sent() > sent_before)
       std::printf("closing exchange: sent %lld bytes, received %lld bytes\n", run.transport.total_sent() - sent_before,
                   run.transport.total_received() - received_before);
-    if (closed) {
+    if (closed && too_few) {  // the silo_sum parts only
+      file.log_p = closing.log_p;
+      file.log_g = closing.log_g;
+    }
+    if (closed && !too_few) {
       const Eigen::VectorXd& log_p = closing.log_p;
       const Eigen::VectorXd& log_g = closing.log_g;
       // Yao et al. 2018: k-hat of the importance ratios p / q at draws of q.

@@ -127,6 +127,8 @@ bool fixed_steps(const engine::Settings& settings);
 // The quality diagnostic asks the silos for their part at the output draws only while the
 // request stays under this many values (a network's draws would be hundreds of megabytes).
 constexpr long kMaxLogJointRequest = 1000000;
+// ... and only from this many draws of q or more (fewer give no k-hat: server_loop.cpp).
+constexpr long kMinKhatDraws = 100;
 
 // Runs `coordinator` to the end and writes the outputs; returns the program's exit status.
 int run_server(ServerRun& run, Coordinator& coordinator, const std::string& method);
