@@ -48,6 +48,22 @@ inline Data logreg_data(int n, int d, std::mt19937_64& rng) {
   return data;
 }
 
+// Linear regression data (linreg_conjugate's declarations, known noise sd `sigma`): x and y
+// standard normal.
+inline Data linreg_data(int n, int d, double sigma, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Data data;
+  Eigen::MatrixXd x(n, d), y(n, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  for (int i = 0; i < n; ++i) y(i, 0) = normal(rng);
+  data.add("D", scalar(d));
+  data.add("sigma", scalar(sigma));
+  data.add("N", scalar(n));
+  data.add("x", x);
+  data.add("y", y);
+  return data;
+}
+
 inline int factor_named(const fvi_model& m, const std::string& name) {
   for (int f = 0; f < m.factor_count; ++f)
     if (name == m.factors[f].name) return f;

@@ -138,16 +138,10 @@ TEST_CASE("held-out metrics of a normal regression equal the direct computation 
   const int n = 50, d = 2;
   const double sigma = 0.7;
   const long S = 1000;  // calls of 81 draws (3 rows: 1,365)
+  Data data = fvic::test::linreg_data(n, d, sigma, rng);
+  const Eigen::MatrixXd& x = data.values[3];
+  const Eigen::MatrixXd& y = data.values[4];
   std::normal_distribution<double> normal;
-  Data data;
-  Eigen::MatrixXd x(n, d), y(n, 1);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-  for (int i = 0; i < n; ++i) y(i, 0) = normal(rng);
-  data.add("D", scalar(d));
-  data.add("sigma", scalar(sigma));
-  data.add("N", scalar(n));
-  data.add("x", x);
-  data.add("y", y);
   const fvi_model& model = *fvi_model_linreg_conjugate();
   BoundFactor f(model, factor_named(model, "likelihood_y"), data.abi());
   Eigen::MatrixXd theta(d, S);

@@ -175,18 +175,11 @@ TEST_CASE("natural parameters survive the message format", "[engine]") {
 TEST_CASE("a closed-form client update on linreg_conjugate is the Gaussian posterior computed by hand",
           "[engine]") {
   std::mt19937_64 rng(5);
-  std::normal_distribution<double> normal;
   const int n = 9, d = 3;
   const double sigma = 0.7;
-  Eigen::MatrixXd x(n, d), y(n, 1);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-  for (int i = 0; i < n; ++i) y(i, 0) = normal(rng);
-  Data data;
-  data.add("D", scalar(d));
-  data.add("sigma", scalar(sigma));
-  data.add("N", scalar(n));
-  data.add("x", x);
-  data.add("y", y);
+  Data data = fvic::test::linreg_data(n, d, sigma, rng);
+  const Eigen::MatrixXd& x = data.values[3];
+  const Eigen::MatrixXd& y = data.values[4];
   const fvi_model& model = *fvi_model_linreg_conjugate();
   using Q = fvi::FullRankGaussian<double>;
   fvi::engine::PviOptions options;
