@@ -181,6 +181,7 @@ const std::vector<Choice>& choices() {
       {"q_z", {"meanfield", "amortized", "none"}},
       {"precision", {"float64", "float32"}},
       {"estimator", {"stl", "standard"}},
+      {"local_reparam", {"on", "off"}},
       {"lr_schedule", {"cosine", "constant"}},
       {"factors", {"dpo", "cpo"}},
   };
@@ -429,6 +430,12 @@ const std::vector<KeySpec>& inference_keys() {
        "SFVI, SFVI-Avg and VFL: rounds / 20; PVI, fedavg and fedvem: 1"},
       {"estimator", "stl, standard", "gradient estimator (sticking-the-landing or standard)",
        "stl"},
+      {"local_reparam", "on, off",
+       "SFVI, SFVI-Avg and independent, with a mean-field q and no local parameters: each silo samples the product "
+       "of its data and the globals as its Gaussian row by row, from its own noise (local reparameterisation: the "
+       "same gradient in expectation, its noise falling with the rows); off: every silo at the server's shared "
+       "draws eps_G, as seed 002's Algorithm 1",
+       "on"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
       {"q_z", "meanfield, amortized, none",
        "the variational family of the auxiliary variables z; none: no auxiliary variables, each silo "

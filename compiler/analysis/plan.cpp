@@ -173,6 +173,12 @@ SymSize draws(const SemanticModel& m) {
   return SymSize::constant(1);
 }
 
+// SFVI's silos take the local reparameterisation where q is mean-field and there are no locals
+// (SfviSilo::local_reparam; `local_reparam = off` keeps seed 002's shared draws).
+bool local_reparam(const SemanticModel& m, const Plan& plan, const Groups& g) {
+  return plan.family == "meanfield" && g.locals.empty() && m.settings.name("local_reparam", "on") == "on";
+}
+
 void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   SymSize G = total(g.globals), H = total(g.global_hypers), S = draws(m);
   std::string qg = "q(" + join(names(g.globals), ", ") + ")";
@@ -219,7 +225,11 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
     case Method::SFVI: {
       std::string down = qg + ": " + family_words(plan.family);
       if (!g.global_hypers.empty()) down += "; hyperparameters " + hyper_names;
-      down += "; the round, from which each silo makes the shared draws eps_G";
+      if (local_reparam(m, plan, g))
+        down += "; the round, from which each silo draws its own noise (local reparameterisation: the products of "
+                "its data and the globals sampled as their Gaussians, row by row)";
+      else
+        down += "; the round, from which each silo makes the shared draws eps_G";
       if (!m.settings.has("mc_samples"))  // fvi/optim/convergence.h: max_mc_factor 16 for SFVI
         down += " (one draw; the stopping rule may double the draws, up to 16, late in the run)";
       down += "; the stopping rule's step scale, averaging epoch and draws per gradient";
@@ -646,6 +656,8 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("q_z_depth", vfl);
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
+  unused("local_reparam", (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
+                           plan.method == Method::Independent) && plan.family == "meanfield");
   unused("local_samples", plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent);
   for (const char* key : {"factors", "pseudo_cap", "auxiliary_weight", "jitter"}) unused(key, plan.sparse_gp.has_value());
   if (plan.sparse_gp)

@@ -20,8 +20,9 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
   fedavg_equal, fedvem_equal, fedavg_fsvi_equal
                the same for method = fedavg (server Adam, 3 of the 4 silos asked each round, drawn
                from the seed), fedvem and fedavg_fsvi (two context points per step) on pima_logreg.
-  sfvi_equal, vfl_equal, vfl_exact_equal
-               the same for SFVI and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
+  sfvi_equal, sfvi_lrt_equal, vfl_equal, vfl_exact_equal
+               the same for SFVI (sfvi_lrt_equal: pima, mean-field, each silo's gradient through the
+               local reparameterisation) and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
                block) equals the one NAME-sim wrote for it.
   stan_statements
@@ -1290,6 +1291,10 @@ CASES = {
     "fedavg_fsvi_equal": equal_case("fedavg_fsvi_equal", PVI, ["method=fedavg_fsvi", "rounds=3", "local_steps=50",
                                                                "mc_samples=8", "context_points=2"]),
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
+    # A mean-field q and no locals: each silo's gradient through the local reparameterisation,
+    # from the silo's own noise stream.
+    "sfvi_lrt_equal": equal_case("sfvi_lrt_equal", PVI, ["method=sfvi", "family=meanfield", "rounds=300",
+                                                         "refresh=10"]),
     "vfl_equal": equal_case("vfl_equal", VFL, ["rounds=300", "refresh=10"]),
     "vfl_exact_equal": case_vfl_exact_equal,
     "sfvi_rule": case_sfvi_rule,

@@ -24,6 +24,7 @@ SfviOptions SfviOptions::from(const Settings& s, Eigen::Index global_dim) {
   if (family != "meanfield" && family != "structured" && family != "fullrank")
     throw std::invalid_argument("family = " + family + " is not an SFVI family (meanfield, structured, fullrank)");
   o.stl = s.name("estimator", "stl") == "stl";
+  o.local_reparam = s.name("local_reparam", "on") == "on";
   o.lr = s.number("lr", 0.01);
   o.mc_samples = s.integer("mc_samples", 1);
   o.local_samples = s.integer("local_samples", 1);
@@ -138,6 +139,51 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
       else {
         out.d_hyper += d[g].rowwise().sum();
         if (out.d_hyper_draws.cols() == d[g].cols()) out.d_hyper_draws += d[g];
+      }
+    }
+  }
+  return out;
+}
+
+LogDensity::Value LogDensity::evaluate_meanfield(const Eigen::VectorXd& global_mean, const Eigen::VectorXd& global_sd,
+                                                 const Eigen::VectorXd& hyper, long draws, uint64_t noise_key,
+                                                 int64_t begin, int64_t count, double likelihood_scale,
+                                                 double density_scale) {
+  Value out;
+  out.per_draw = Eigen::VectorXd::Zero(draws);
+  out.d_global_mean = Eigen::VectorXd::Zero(global_mean.size());
+  out.d_global_sd = Eigen::VectorXd::Zero(global_mean.size());
+  out.d_hyper = Eigen::VectorXd::Zero(hyper.size());
+  for (auto& f : factors_) {
+    const bool likelihood = f->info().kind == FVI_LIKELIHOOD;
+    const double scale = likelihood ? likelihood_scale : density_scale;
+    GroupVectors<double> means, sds;
+    for (int g = 0; g < f->info().group_count; ++g) {
+      const int group = f->group(g);
+      if (group == FVI_GROUP_GLOBAL) {
+        means.push_back(global_mean);
+        sds.push_back(global_sd);
+      } else if (group == FVI_GROUP_HYPER) {
+        means.push_back(hyper);  // point-estimated: no sd
+        sds.emplace_back();
+      } else {
+        throw ModelError(f->name() + ": reads the " + fvi_group_name(group) +
+                         " group, which a locally reparameterised SFVI gradient does not provide");
+      }
+    }
+    const auto& lp = likelihood ? f->forward_meanfield(begin, count, means, sds, draws, noise_key)
+                                : f->forward_meanfield(0, -1, means, sds, draws, noise_key);
+    // A factor that samples nothing returns one column: it is the same at every draw.
+    if (lp.cols() == draws) out.per_draw += scale * lp.colwise().sum().transpose();
+    else out.per_draw.array() += scale * lp.sum();
+    const Eigen::MatrixXd seed = Eigen::MatrixXd::Constant(lp.rows(), lp.cols(), scale);
+    const MeanFieldGradient<double> d = f->backward_meanfield<double>({&seed});
+    for (int g = 0; g < f->info().group_count; ++g) {
+      if (f->group(g) == FVI_GROUP_GLOBAL) {
+        out.d_global_mean += d.d_means[g];
+        out.d_global_sd += d.d_sds[g];
+      } else {
+        out.d_hyper += d.d_means[g];
       }
     }
   }
@@ -484,6 +530,7 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
                        options.batch_size == 0;
     options.local_samples = options_.local_samples = bound ? 16 : 1;
   }
+  local_reparam_ = options.local_reparam && !options.correlated_global && local_dim_ == 0 && options.local_samples == 1;
   if (options.local_samples > 1) {
     const std::string why = "local_samples = " + std::to_string(options.local_samples) + " (an importance-weighted bound) ";
     if (local_dim_ == 0) throw ModelError(why + "needs local parameters; this model has none");
@@ -553,6 +600,23 @@ SfviContribution SfviSilo::gradient(const StructuredGlobalGaussian<double>& glob
                                     const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local, double scale,
                                     Eigen::VectorXd* d_local) {
   return gradient_at(global, hyper, eps_global, eps_local, 0, -1, scale, scale, d_local);
+}
+
+SfviContribution SfviSilo::meanfield_gradient_at(const StructuredGlobalGaussian<double>& global,
+                                                 const Eigen::VectorXd& hyper, long draws, uint64_t noise_key,
+                                                 int64_t begin, int64_t count, double likelihood_scale) {
+  const Eigen::VectorXd sd = global.log_sd().array().exp();
+  const LogDensity::Value lp =
+      joint_.evaluate_meanfield(global.mean(), sd, hyper, draws, noise_key, begin, count, likelihood_scale, 1);
+  SfviContribution out;
+  // params = (mu, rho = log sigma): d rho = d sigma .* sigma. The silo's term has no log q (no
+  // locals), so STL and the standard estimator agree here.
+  out.d_global.resize(global.num_params());
+  out.d_global << lp.d_global_mean, lp.d_global_sd.cwiseProduct(sd);
+  out.d_global /= double(draws);
+  out.d_hyper = lp.d_hyper / double(draws);
+  out.elbo_term = lp.per_draw.mean();
+  return out;
 }
 
 SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
@@ -737,10 +801,16 @@ Eigen::MatrixXd SfviSilo::weights_of(const ImportanceDraws& d, long s, long K) c
 SfviContribution SfviSilo::contribute(const SfviBroadcast& m, uint32_t iteration) {
   const StructuredGlobalGaussian<double> global =
       StructuredGlobalGaussian<double>::from_params(m.global_params, global_dim_, options_.correlated_global);
-  const Eigen::MatrixXd eps_global = global_noise(options_.seed, m.round, global_dim_, options_.mc_samples);
   int64_t begin = 0, count = -1;
   double scale = 1;
   minibatch(iteration, begin, count, scale);
+  if (local_reparam_) {
+    // The silo's own noise (it has no locals, so the local stream is free): the kernels draw it.
+    CounterRng rng(RngKey{options_.seed, uint32_t(silo_), iteration, rng_stream::kLocalNoise});
+    const uint64_t key = (uint64_t(rng()) << 32) | rng();
+    return meanfield_gradient_at(global, m.hyper, options_.mc_samples, key, begin, count, scale);
+  }
+  const Eigen::MatrixXd eps_global = global_noise(options_.seed, m.round, global_dim_, options_.mc_samples);
   Eigen::VectorXd d_local;
   SfviContribution out = gradient_at(global, m.hyper, eps_global, local_noise(iteration, options_.mc_samples), begin,
                                      count, scale, 1, &d_local);
@@ -777,7 +847,13 @@ SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double sc
     minibatch(iteration, begin, count, batch_scale);
     Eigen::VectorXd d_local;
     // Alg. 2: log p(y_j, Z_L | Z_G) scaled by n / n_j; the global prior and entropies are not.
-    SfviContribution g = gradient_at(global, hyper, eps_global, eps_local, begin, count, scale * batch_scale, scale, &d_local);
+    SfviContribution g;
+    if (local_reparam_) {
+      const uint64_t key = (uint64_t(rng()) << 32) | rng();
+      g = meanfield_gradient_at(global, hyper, options_.mc_samples, key, begin, count, scale * batch_scale);
+    } else {
+      g = gradient_at(global, hyper, eps_global, eps_local, begin, count, scale * batch_scale, scale, &d_local);
+    }
     // The server's terms, computed here: log p(Z_G) - log q(Z_G).
     const Eigen::MatrixXd z = global.sample(eps_global);
     const Eigen::MatrixXd theta = hyper;

@@ -37,6 +37,9 @@ struct SfviOptions {
   // local blocks (L_j).
   bool correlated_global = false, coupled = false, correlated_local = false;
   bool stl = true;         // estimator: sticking-the-landing (true) or standard (closed-form entropy)
+  // A mean-field q(Z_G) and no locals: each silo's gradient through the kernels' local
+  // reparameterisation (SfviSilo::local_reparam) rather than at the shared draws eps_G.
+  bool local_reparam = true;
   double lr = 0.01;        // Adam, server and silos alike
   long mc_samples = 1;     // draws per gradient estimate
   // K > 1: each silo maximises the importance-weighted bound with K draws of its locals per draw
@@ -109,12 +112,20 @@ class LogDensity {
     Eigen::MatrixXd d_global, d_local;  // n x S, m x S (empty if the group is absent)
     Eigen::VectorXd d_hyper;            // h, summed over the draws
     Eigen::MatrixXd d_hyper_draws = {};  // h x S, each draw's, when the hyperparameters came h x S (else empty)
+    // evaluate_meanfield: the gradient with respect to q(Z_G)'s means and sds, summed over the draws.
+    Eigen::VectorXd d_global_mean = {}, d_global_sd = {};
   };
   // Likelihood rows [begin, begin + count) (count < 0: all), scaled by `likelihood_scale`;
   // densities (priors) scaled by `density_scale`.
   Value evaluate(const GroupValues& values, long draws, Eigen::Index global_dim, Eigen::Index local_dim,
                  Eigen::Index hyper_dim, int64_t begin, int64_t count, double likelihood_scale,
                  double density_scale, bool with_gradient);
+  // The same for a mean-field q(Z_G) given by its means and sds: `draws` draws made by the kernels
+  // from `noise_key` (kernel ABI forward_meanfield: each data product's Gaussian sampled row by
+  // row), the hyperparameters at their values. No factor may read the locals.
+  Value evaluate_meanfield(const Eigen::VectorXd& global_mean, const Eigen::VectorXd& global_sd,
+                           const Eigen::VectorXd& hyper, long draws, uint64_t noise_key, int64_t begin,
+                           int64_t count, double likelihood_scale, double density_scale);
 
  private:
   std::vector<std::unique_ptr<BoundFactor>> factors_;
@@ -191,6 +202,14 @@ class SfviSilo {
   // SFVI, Alg. 1 steps 3-8: draws eps_L, computes g_j^eta and g_j^theta, steps its own Adam on
   // eta_{L_j} (Eq. 11), and returns the gradients. `iteration` picks the minibatch and the noise.
   SfviContribution contribute(const SfviBroadcast& message, uint32_t iteration);
+
+  // Whether the silo's gradient goes through the kernels' local reparameterisation (Kingma,
+  // Salimans & Welling 2015): with a mean-field q(Z_G) and no locals, each silo samples every
+  // data product x * W as its Gaussian N(x mu, x^2 sigma^2) row by row, from its own noise, instead
+  // of at the shared draws eps_G. Both are unbiased for the same gradient; this one's variance
+  // falls with the rows (one draw of W moves every row's logits together), which is what a
+  // softmax regression's 7,850 sds need to settle (examples/multinomial_eb).
+  bool local_reparam() const { return local_reparam_; }
 
   // SFVI-Avg (Alg. 2): `steps` local steps on (eta_G, theta, eta_{L_j}) from the broadcast
   // values, with log p(y_j, Z_L | Z_G) scaled by `scale` (n / n_j; 1 for the independent fit).
@@ -290,6 +309,11 @@ class SfviSilo {
   SfviContribution importance_gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                           const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
                                           double scale, Eigen::VectorXd* d_local);
+  // gradient_at through local reparameterisation (local_reparam()): `draws` draws made by the
+  // kernels from `noise_key`.
+  SfviContribution meanfield_gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                         long draws, uint64_t noise_key, int64_t begin, int64_t count,
+                                         double likelihood_scale);
   // The silo's gradients with the likelihood rows [begin, begin + count) scaled by
   // likelihood_scale and the local prior by density_scale.
   SfviContribution gradient_at(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
@@ -302,6 +326,7 @@ class SfviSilo {
   LogDensity prior_;   // log p(Z_G), when bound (global_prior)
   std::unique_ptr<ElementJoint> elements_;  // the joint by local element (local_samples > 1)
   bool whole_block_ = false;  // local_samples > 1 over the whole block: joint_ weighed per draw
+  bool local_reparam_ = false;
   Eigen::Index global_dim_ = 0, local_dim_ = 0, hyper_dim_ = 0;
   int64_t likelihood_rows_ = 0;
   Eigen::VectorXd local_params_;
