@@ -230,7 +230,7 @@ bool Checker::random_call(Expr& e) {
                  "exponential, gamma, inv_gamma, chi_square, inv_chi_square, scaled_inv_chi_square, beta, "
                  "beta_proportion, weibull, frechet, gumbel, pareto, pareto_type_2, rayleigh, uniform, bernoulli, "
                  "bernoulli_logit, poisson, poisson_log, binomial, binomial_logit, neg_binomial, neg_binomial_2, "
-                 "neg_binomial_2_log, beta_binomial, categorical, categorical_logit, multi_normal and "
+                 "neg_binomial_2_log, beta_binomial, categorical, categorical_logit, ordered_logistic, multi_normal and "
                  "multi_normal_cholesky");
     return true;
   }
@@ -261,6 +261,17 @@ bool Checker::random_call(Expr& e) {
     if (!(t.array_dims == 0 && t.base == Base::Vector)) {
       diags_.error(e.args[0]->loc, e.name + " takes one vector of logits, not " + to_string(t),
                    "draw one category from a vector: `categorical_logit_rng(beta)`, `categorical_rng(theta)`");
+      return true;
+    }
+    e.type = Type{Base::Int, 0};
+    return true;
+  }
+  if (base == "ordered_logistic") {  // one eta and a vector of cutpoints: one category
+    const Type &eta = e.args[0]->type, &c = e.args[1]->type;
+    if (!eta.is_scalar() || !(c.array_dims == 0 && c.base == Base::Vector)) {
+      diags_.error(e.loc, e.name + " takes a real eta and a vector of cutpoints, not (" + to_string(eta) + ", " +
+                              to_string(c) + ")",
+                   "draw one category: `ordered_logistic_rng(x[n] * beta, c)`");
       return true;
     }
     e.type = Type{Base::Int, 0};

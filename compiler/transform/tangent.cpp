@@ -10,8 +10,11 @@ using ir::Op;
 namespace {
 
 // Distributions whose kernel is not elementwise (fvi/kernel/distributions.h lpdf_vjp): the
-// vector-Jacobian product of arguments that are rows of a matrix (one log density per row).
-bool row_density(const std::string& dist) { return dist == "categorical_logit" || dist == "multinomial_logit"; }
+// vector-Jacobian product of arguments that are rows of a matrix (one log density per row), or one
+// value per outcome beside arguments shared by every outcome (ordered_logistic's eta and cutpoints).
+bool row_density(const std::string& dist) {
+  return dist == "categorical_logit" || dist == "multinomial_logit" || dist == "ordered_logistic";
+}
 bool elementwise_density(const std::string& dist) {
   return !row_density(dist) && dist != "dirichlet" && dist != "multi_normal_cholesky" && dist != "lkj_corr_cholesky" &&
          dist != "lkj_corr" && dist != "wishart" && dist != "inv_wishart";

@@ -47,8 +47,11 @@ The case pk_oral checks an ODE solve (examples/stan_programs/pk_oral: ode_rk45 o
 function in a transformed parameter that each hospital's likelihood reads) against the exact
 posterior of the model's closed form on a grid: within 0.25 posterior sd, sds within 20%.
 
+ordinal_regression (examples/stan_programs/ordinal_regression) is the generic case for
+ordered_logistic and `ordered` cutpoints.
+
 Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum, hyperparameters,
-capture_recapture, pk_oral. Exit 0 on
+capture_recapture, pk_oral, ordinal_regression. Exit 0 on
 success, 1 with a message on the first failure.
 """
 import csv

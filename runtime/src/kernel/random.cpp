@@ -166,6 +166,26 @@ Tensor<double> categorical_draws(const Tensor<double>& logits, Eigen::Index draw
   return out;
 }
 
+// ordered_logistic_rng(eta, c): one category per posterior draw, the first k with
+// u <= P(y <= k) = inv_logit(c_k - eta) (K = size(c) + 1 past the last cutpoint), u the draw's
+// first uniform (element s of the stream).
+Tensor<double> ordered_logistic_draws(const Tensor<double>& eta, const Tensor<double>& c, Eigen::Index draws,
+                                      uint64_t key, uint32_t stream) {
+  if (eta.size() != 1)
+    throw std::domain_error("ordered_logistic_rng: eta has " + std::to_string(eta.size()) + " values, not one");
+  const Eigen::Index S = joint_draws(joint_draws(draws, eta.draws), c.draws), cuts = c.size();
+  Tensor<double> out(1, 1, S);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const double e = eta.flat()(0, eta.draws == 1 ? 0 : s);
+    const auto cut = c.flat().col(c.draws == 1 ? 0 : s);
+    const double u = uniforms(key, stream, uint64_t(s)).u1;
+    Eigen::Index k = 0;
+    while (k < cuts && u > 1 / (1 + std::exp(e - cut(k)))) ++k;
+    out.m(0, s) = double(k + 1);
+  }
+  return out;
+}
+
 // multi_normal_rng(mu, Sigma) and multi_normal_cholesky_rng(mu, L): mu + L z per posterior draw,
 // L Sigma's lower Cholesky factor (or L itself), z standard normals by Box-Muller, element
 // (s N + n) K + k of the stream. A K-vector mu (K x 1) gives one K x 1 draw; N vectors (an
@@ -210,6 +230,7 @@ template <>
 Tensor<double> random_draws<double>(const std::string& dist, const Operands<double>& args, Eigen::Index rows,
                                     Eigen::Index cols, Eigen::Index draws, uint64_t key, uint32_t stream) {
   if (dist == "categorical_logit") return categorical_draws(*args.at(0), draws, key, stream);
+  if (dist == "ordered_logistic") return ordered_logistic_draws(*args.at(0), *args.at(1), draws, key, stream);
   if (dist == "multi_normal" || dist == "multi_normal_cholesky")
     return multi_normal_draws(dist, *args.at(0), *args.at(1), draws, key, stream);
   Eigen::Index r = rows, c = cols, S = draws;

@@ -12,6 +12,7 @@
 #include "pipeline.h"
 
 extern "C" const fvi_model* fvi_model_conv_classifier(void);
+extern "C" const fvi_model* fvi_model_ordinal_regression(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 namespace emitted_kernels_test {
@@ -185,6 +186,43 @@ TEST_CASE("generated kernels equal the interpreter and the hand-written log join
 TEST_CASE("generated convolution and pooling kernels equal the interpreter", "[emitted][conv]") {
   check_against_interpreter(fvi_model_conv_classifier(),
                             std::string(FVIC_SOURCE_DIR) + "/tests/compiler/emitted/models/conv_classifier.fvi");
+}
+
+TEST_CASE("generated ordered_logistic and ordered kernels equal the interpreter and a hand-written log joint",
+          "[emitted]") {
+  // tests/compiler/emitted/models/ordinal_regression.fvi, written out from its text: beta ~ N(0,
+  // 2.5); c = (u_1, u_1 + exp(u_2), ...) with log-Jacobian sum_{k>1} u_k, c ~ N(0, 5); y ~
+  // ordered_logistic(x beta, c), P(y = k) = inv_logit(eta - c_{k-1}) - inv_logit(eta - c_k) taken
+  // directly (the random data keep every eta within a few units of the cutpoints).
+  const Checked checked = check_against_interpreter(
+      fvi_model_ordinal_regression(), std::string(FVIC_SOURCE_DIR) + "/tests/compiler/emitted/models/ordinal_regression.fvi");
+  for (Eigen::Index s = 0; s < 3; ++s) {
+    const ref::Draw v(checked.bindings.data, checked.bindings.inputs, s);
+    const long long D = v.n("D"), K = v.n("K"), N = v.n("N");
+    ref::LogJoint lp;
+    std::vector<double> beta(static_cast<size_t>(D)), c(static_cast<size_t>(K - 1));
+    for (long long j = 0; j < D; ++j) {
+      beta[size_t(j)] = v.u("global", j);
+      ref::normal(lp, beta[size_t(j)], 0, 2.5);
+    }
+    for (long long k = 0; k < K - 1; ++k) {
+      const double u = v.u("global", D + k);
+      c[size_t(k)] = k == 0 ? u : c[size_t(k - 1)] + std::exp(u);
+      if (k > 0) lp.add(u);
+      ref::normal(lp, c[size_t(k)], 0, 5);
+    }
+    auto inv_logit = [](double x) { return 1 / (1 + std::exp(-x)); };
+    for (long long i = 0; i < N; ++i) {
+      double eta = 0;
+      for (long long j = 0; j < D; ++j) eta += v.d("x", i, j) * beta[size_t(j)];
+      const long long k = v.n("y", i);
+      const double upper = k == 1 ? 1.0 : inv_logit(eta - c[size_t(k - 2)]);
+      const double lower = k == K ? 0.0 : inv_logit(eta - c[size_t(k - 1)]);
+      lp.add(std::log(upper - lower));
+    }
+    INFO("draw " << s << ": generated " << checked.total[s] << ", hand-written " << lp.value);
+    CHECK(std::abs(checked.total[s] - lp.value) <= 1e-10 * lp.scale);
+  }
 }
 
 TEST_CASE("a data variable of the wrong shape is refused with its name", "[emitted]") {

@@ -96,6 +96,38 @@ TEST_CASE("each density is normalised over its support", "[kernel][distributions
   }
 }
 
+TEST_CASE("ordered_logistic: P(y = k) = inv_logit(eta - c_{k-1}) - inv_logit(eta - c_k), summing to one",
+          "[kernel][distributions]") {
+  // The direct difference of the two logistic CDFs (c_0 = -inf, c_K = +inf) at moderate values,
+  // and the sum over k at values where the direct form loses every digit (eta 40 from a cutpoint,
+  // two cutpoints 1e-6 apart).
+  auto inv_logit = [](double x) { return 1 / (1 + std::exp(-x)); };
+  const std::vector<std::vector<double>> cutpoints = {{-1.3, 0.2, 0.25, 2.0}, {-1e-6, 0.0, 40.0}};
+  for (const std::vector<double>& cut : cutpoints) {
+    const int K = int(cut.size()) + 1;
+    T c(int(cut.size()), 1, 1);
+    for (size_t j = 0; j < cut.size(); ++j) c.m(Eigen::Index(j), 0) = cut[j];
+    for (double eta_value : {-2.0, 0.1, 0.7, 45.0, -40.0}) {
+      T eta = scalar(eta_value);
+      double total = 0;
+      for (int k = 1; k <= K; ++k) {
+        T y = scalar(k);
+        const double p = std::exp(fvi::kernel::lpdf<double>("ordered_logistic", {&y, &eta, &c}).m(0, 0));
+        total += p;
+        const double upper = k == 1 ? 1.0 : inv_logit(eta_value - cut[size_t(k - 2)]);
+        const double lower = k == K ? 0.0 : inv_logit(eta_value - cut[size_t(k - 1)]);
+        INFO("eta " << eta_value << ", k " << k);
+        if (std::abs(eta_value) < 10 && cut.back() < 10) CHECK(p == Approx(upper - lower).epsilon(1e-12));
+      }
+      CHECK_THAT(total, Catch::Matchers::WithinAbs(1.0, 1e-12));
+    }
+  }
+  // Cutpoints out of order: no probability (NaN), for the engines to drop.
+  T y = scalar(2), eta = scalar(0.0), c(2, 1, 1);
+  c.m << 0.5, -0.5;
+  CHECK(std::isnan(fvi::kernel::lpdf<double>("ordered_logistic", {&y, &eta, &c}).m(0, 0)));
+}
+
 TEST_CASE("categorical_logit, multinomial_logit and dirichlet are normalised", "[kernel][distributions]") {
   T logits(1, 4, 1);
   logits.m << 0.3, -1.2, 2.0, 0.1;
@@ -255,6 +287,15 @@ TEST_CASE("vector-Jacobian products of the densities match finite differences", 
   check_vjp("categorical_logit", {y, logits}, 1);
   check_vjp("categorical_logit", {y, vec({0.3, -1.2, 2.0, 0.1, 0.5, -0.5}, 2)}, 1);
   check_vjp("multinomial_logit", {vec({2, 0, 3}), vec({0.3, -1.2, 2.0, 0.1, 0.5, -0.5}, 2)}, 1);
+  // ordered_logistic: every category (first, middle, last), eta per outcome or one for all, the
+  // cutpoints one vector for every outcome, each over 2 draws; eta far beyond a cutpoint too.
+  const T ordinal = vec({1, 2, 3, 4, 2, 4});
+  const T cutpoints = vec({-1.0, 0.3, 0.4, -0.8, 0.5, 2.5}, 2);
+  for (size_t k : {1, 2}) {
+    check_vjp("ordered_logistic", {ordinal, vec({0.2, -0.4, 1.5, 0.3, 25.0, -0.1, 0.7, 0.0, -1.1, 2.2, 0.4, -30.0}, 2),
+                                   cutpoints}, k);
+    check_vjp("ordered_logistic", {ordinal, vec({0.2, -0.4}, 2), cutpoints}, k);
+  }
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 0);
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 1);
 

@@ -101,24 +101,47 @@ TEST_CASE("random draws: a value depends on its key, stream and element only", "
   CHECK(three.draw(1)(0, 0) == a(3));  // draw 1, element 0: j = (1 * 1 + 0) * 3 + 0
 }
 
-TEST_CASE("random draws: categorical_logit's category frequencies are softmax(beta)", "[random]") {
-  // 200,000 draws: each category's frequency within 5 binomial standard errors of its probability.
-  Tensor<double> beta(4, 1, 1);
-  beta.m << 0.5, -1.0, 2.0, 0.0;
-  const Eigen::ArrayXd p = (beta.m.array() - 2.0).exp() / (beta.m.array() - 2.0).exp().sum();
-  const Tensor<double> out = fvi::kernel::random_draws<double>("categorical_logit", {&beta}, 1, 1, kDraws, 20261127, 3);
+namespace {
+
+// Each category's frequency among a call's draws (one category per draw) within 5 binomial
+// standard errors of its probability p(k), k = 1..K.
+void check_category_frequencies(const Tensor<double>& out, const Eigen::ArrayXd& p) {
   REQUIRE(out.rows == 1);
   REQUIRE(out.draws == kDraws);
-  Eigen::ArrayXd count = Eigen::ArrayXd::Zero(4);
+  const Eigen::Index K = p.size();
+  Eigen::ArrayXd count = Eigen::ArrayXd::Zero(K);
   for (Eigen::Index s = 0; s < kDraws; ++s) {
     const double k = out.m(0, s);
-    REQUIRE((k >= 1 && k <= 4 && k == std::floor(k)));
+    REQUIRE((k >= 1 && k <= double(K) && k == std::floor(k)));
     count(static_cast<Eigen::Index>(k) - 1) += 1;
   }
-  for (Eigen::Index k = 0; k < 4; ++k) {
+  for (Eigen::Index k = 0; k < K; ++k) {
     INFO("category " << k + 1 << ": frequency " << count(k) / kDraws << ", probability " << p(k));
     CHECK(std::fabs(count(k) / kDraws - p(k)) < 5 * std::sqrt(p(k) * (1 - p(k)) / kDraws));
   }
+}
+
+}  // namespace
+
+TEST_CASE("random draws: categorical_logit's category frequencies are softmax(beta)", "[random]") {
+  Tensor<double> beta(4, 1, 1);
+  beta.m << 0.5, -1.0, 2.0, 0.0;
+  const Eigen::ArrayXd p = (beta.m.array() - 2.0).exp() / (beta.m.array() - 2.0).exp().sum();
+  check_category_frequencies(
+      fvi::kernel::random_draws<double>("categorical_logit", {&beta}, 1, 1, kDraws, 20261127, 3), p);
+}
+
+TEST_CASE("random draws: ordered_logistic's category frequencies are the differences of logistic CDFs",
+          "[random]") {
+  // P(y = k) = P(y <= k) - P(y <= k - 1), P(y <= k) = inv_logit(c_k - eta), computed here.
+  Tensor<double> eta(1, 1, 1), c(3, 1, 1);
+  eta.m << 0.4;
+  c.m.col(0) << -1.0, 0.2, 1.5;
+  Eigen::ArrayXd cdf(5), p(4);
+  cdf << 0, 1 / (1 + std::exp(0.4 + 1.0)), 1 / (1 + std::exp(0.4 - 0.2)), 1 / (1 + std::exp(0.4 - 1.5)), 1;
+  for (int k = 0; k < 4; ++k) p(k) = cdf(k + 1) - cdf(k);
+  check_category_frequencies(
+      fvi::kernel::random_draws<double>("ordered_logistic", {&eta, &c}, 1, 1, kDraws, 20261130, 3), p);
 }
 
 TEST_CASE("random draws: multi_normal's and multi_normal_cholesky's means and covariances", "[random]") {

@@ -5,7 +5,8 @@
 //
 //   lpdf(dist, {y, a1, a2, ...})          one log density per outcome element: the shape of y
 //                                         broadcast with the arguments (per row of logits for
-//                                         categorical_logit; one value for multinomial_logit
+//                                         categorical_logit; one per outcome for
+//                                         ordered_logistic; one value for multinomial_logit
 //                                         and dirichlet; one per draw for multi_normal_cholesky,
 //                                         ops_cholesky.h)
 //   lpdf_vjp(dist, k, g, {y, a1, ...})    d(sum of g .* lpdf)/d(operand k), in operand k's shape
@@ -15,6 +16,7 @@
 // checked against finite differences in tests/runtime/kernel/.
 #include <Eigen/LU>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -400,6 +402,74 @@ Tensor<T> categorical_logit(const Tensor<T>& y, const Tensor<T>& logits, const T
   return out;
 }
 
+// ordered_logistic (Stan's): y holds categories 1..K, eta one value per outcome (or one for all),
+// c the K - 1 cutpoints in increasing order (one vector for every outcome). With
+// a = eta - c_{k-1} and b = eta - c_k:
+//   log P(y = 1) = log(1 - inv_logit(b)) = -log1p_exp(b)
+//   log P(y = K) = log inv_logit(a) = -log1p_exp(-a)
+//   log P(y = k) = log(inv_logit(a) - inv_logit(b)) = a - log1p_exp(a) + log1m_exp(b - a) - log1p_exp(b)
+// and, D = -expm1(b - a) = 1 - e^(b - a), d/da = (1 - inv_logit(a)) / ((1 - inv_logit(b)) D),
+// d/db = -inv_logit(b) / (inv_logit(a) D) (d/db = -inv_logit(b) for k = 1, d/da = 1 - inv_logit(a)
+// for k = K); eta gets d/da + d/db, c_{k-1} -d/da, c_k -d/db. Cutpoints out of order give NaN
+// (no probability), which the engines drop as a non-finite draw, as Stan rejects them.
+// vjp_operand < 0: the log densities (n x 1 per draw); 1 or 2: the adjoint of eta or c.
+template <class T>
+Tensor<T> ordered_logistic(const Tensor<T>& y, const Tensor<T>& eta, const Tensor<T>& c, const Tensor<T>* g,
+                           int vjp_operand) {
+  const Eigen::Index n = y.size(), cuts = c.rows * c.cols;
+  const bool shared_eta = eta.rows * eta.cols == 1;
+  if (!shared_eta && eta.rows * eta.cols != n)
+    throw ShapeError("ordered_logistic: " + std::to_string(n) + " outcomes, " + std::to_string(eta.rows * eta.cols) +
+                     " values of eta");
+  const Eigen::Index S = std::max(eta.draws, c.draws);
+  Tensor<T> out = vjp_operand == 1   ? Tensor<T>::zeros_like(eta)
+                  : vjp_operand == 2 ? Tensor<T>::zeros_like(c)
+                                     : Tensor<T>(n, 1, S);
+  auto log1p_exp = [](T x) { return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); };
+  auto inv_logit = [](T x) { return x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x)); };
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const Eigen::Index se = eta.draws == 1 ? 0 : s, sc = c.draws == 1 ? 0 : s;
+    const auto cut = c.flat().col(sc);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const auto k = static_cast<Eigen::Index>(y.flat()(i, 0));  // 1..K, K = cuts + 1
+      if (k < 1 || k > cuts + 1)
+        throw std::out_of_range("ordered_logistic outcome " + std::to_string(k) + " outside 1.." +
+                                std::to_string(cuts + 1));
+      const T e = eta.flat()(shared_eta ? 0 : i, se);
+      const bool has_a = k > 1, has_b = k <= cuts;
+      const T a = has_a ? e - cut(k - 2) : T(0), b = has_b ? e - cut(k - 1) : T(0);
+      if (vjp_operand < 0) {
+        T lp;
+        if (!has_a && !has_b) lp = T(0);  // one category: certain
+        else if (!has_a) lp = -log1p_exp(b);
+        else if (!has_b) lp = -log1p_exp(-a);
+        else lp = b < a ? a - log1p_exp(a) + std::log(-std::expm1(b - a)) - log1p_exp(b)
+                        : std::numeric_limits<T>::quiet_NaN();
+        out.m(i, s) = lp;
+        continue;
+      }
+      T da = 0, db = 0;
+      if (has_a && has_b) {
+        const T d = -std::expm1(b - a);
+        da = inv_logit(-a) / (inv_logit(-b) * d);  // 1 - inv_logit(x) as inv_logit(-x): no cancellation
+        db = -inv_logit(b) / (inv_logit(a) * d);
+      } else if (has_a) {
+        da = inv_logit(-a);
+      } else if (has_b) {
+        db = -inv_logit(b);
+      }
+      const T gi = g->flat()(g->size() == 1 ? 0 : i, g->draws == 1 ? 0 : s);
+      if (vjp_operand == 1) {
+        out.flat()(shared_eta ? 0 : i, se) += gi * (da + db);
+      } else {
+        if (has_a) out.flat()(k - 2, sc) -= gi * da;
+        if (has_b) out.flat()(k - 1, sc) -= gi * db;
+      }
+    }
+  }
+  return out;
+}
+
 // multinomial_logit: y is one vector of K counts, gamma K logits: one log density per draw.
 template <class T>
 Tensor<T> multinomial_logit(const Tensor<T>& y, const Tensor<T>& gamma, const Tensor<T>* g, bool vjp) {
@@ -572,6 +642,7 @@ template <class T>
 Tensor<T> lpdf(const std::string& dist, const Operands<T>& xs) {
   if (dist == "categorical_logit") return detail::categorical_logit<T>(*xs[0], *xs[1], nullptr, false);
   if (dist == "multinomial_logit") return detail::multinomial_logit<T>(*xs[0], *xs[1], nullptr, false);
+  if (dist == "ordered_logistic") return detail::ordered_logistic<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], nullptr, -1);
   if (dist == "multi_normal_cholesky") return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
   if (dist == "lkj_corr_cholesky") return detail::lkj_corr_cholesky<T>(*xs[0], *xs[1], nullptr, -1);
@@ -589,6 +660,10 @@ Tensor<T> lpdf_vjp(const std::string& dist, size_t k, const Tensor<T>& g, const 
   if (dist == "multinomial_logit") {
     if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
     return detail::multinomial_logit<T>(*xs[0], *xs[1], &g, true);
+  }
+  if (dist == "ordered_logistic") {
+    if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
+    return detail::ordered_logistic<T>(*xs[0], *xs[1], *xs[2], &g, static_cast<int>(k));
   }
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], &g, static_cast<int>(k));
   if (dist == "multi_normal_cholesky")
