@@ -1,7 +1,8 @@
 // Held-out predictive metrics (fvi/program/predictive.h) through generated kernels: the log
-// predictive density, accuracy or RMSE and the OOD score of each row equal a direct computation
-// from the draws, however the rows and draws are cut into calls (a call holds at most 4,096
-// row-draws, so 2,500 draws of 100 rows take 63 calls of 40 draws or fewer).
+// predictive density, accuracy or RMSE and the OOD score of each row (logistic, softmax, ordinal
+// and normal regressions) equal a direct computation from the draws, however the rows and draws
+// are cut into calls (a call holds at most 4,096 row-draws, so 2,500 draws of 100 rows take 63
+// calls of 40 draws or fewer).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 extern "C" const fvi_model* fvi_model_linreg_conjugate(void);
+extern "C" const fvi_model* fvi_model_ordinal_regression(void);
 
 namespace predictive_test {
 
@@ -66,6 +68,32 @@ Direct direct_logistic(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y, const
   return direct;
 }
 
+// n rows of d standard normal covariates and a class in 1..K, as the models' data (D, K, N, x, y).
+Data class_data(int n, int d, int K, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Eigen::MatrixXd x(n, d), y(n, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  for (int i = 0; i < n; ++i) y(i, 0) = 1 + int(rng() % K);
+  Data data;
+  data.add("D", scalar(d));
+  data.add("K", scalar(K));
+  data.add("N", scalar(n));
+  data.add("x", x);
+  data.add("y", y);
+  return data;
+}
+
+// One row of a classifier into `direct`: its log densities at the draws, its predictive class
+// probabilities p and its class y (1-based); `right` counts the rows whose top class is y.
+void add_class_row(Direct& direct, const Eigen::VectorXd& log_p, const Eigen::VectorXd& p, double y, int n,
+                   double& right) {
+  direct.lpd += log_mean_exp(log_p) / n;
+  Eigen::Index best = 0;
+  p.maxCoeff(&best);
+  right += double(best + 1) == y;
+  direct.uncertainty.push_back(-(p.array() * p.array().log()).sum());
+}
+
 }  // namespace predictive_test
 
 TEST_CASE("held-out metrics of a logistic regression equal the direct computation, in any cut of rows and draws",
@@ -95,15 +123,9 @@ TEST_CASE("held-out metrics of a softmax regression equal the direct computation
   const int n = 60, d = 4, K = 3;
   const long S = 700;  // 60 x 700 = 42,000 row-draws: calls of 68 draws (11 rows: 372)
   std::normal_distribution<double> normal;
-  Data data;
-  Eigen::MatrixXd x(n, d), y(n, 1);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-  for (int i = 0; i < n; ++i) y(i, 0) = 1 + int(rng() % K);
-  data.add("D", scalar(d));
-  data.add("K", scalar(K));
-  data.add("N", scalar(n));
-  data.add("x", x);
-  data.add("y", y);
+  Data data = class_data(n, d, K, rng);
+  const Eigen::MatrixXd& x = data.values[3];
+  const Eigen::MatrixXd& y = data.values[4];
   const fvi_model& model = *fvi_model_multinomial_eb();
   BoundFactor f(model, factor_named(model, "likelihood_y"), data.abi());
   Eigen::MatrixXd theta(d * K + K, S);  // W (D x K, column-major), then b (K)
@@ -120,11 +142,7 @@ TEST_CASE("held-out metrics of a softmax regression equal the direct computation
       log_p[s] = logits[int(y(i, 0)) - 1] - log_z;
       p += (logits.array() - log_z).exp().matrix() / double(S);
     }
-    direct.lpd += log_mean_exp(log_p) / n;
-    Eigen::Index best = 0;
-    p.maxCoeff(&best);
-    right += double(best + 1) == y(i, 0);
-    direct.uncertainty.push_back(-(p.array() * p.array().log()).sum());
+    add_class_row(direct, log_p, p, y(i, 0), n, right);
   }
   direct.score = right / n;
   check_metrics(predictive_metrics(f, theta), direct, true);
@@ -164,4 +182,45 @@ TEST_CASE("held-out metrics of a normal regression equal the direct computation 
   direct.score = std::sqrt(squared / n);
   check_metrics(predictive_metrics(f, theta), direct, false);
   check_metrics(predictive_metrics(f, theta, 3), direct, false);
+}
+
+TEST_CASE("held-out metrics of an ordinal regression equal the direct computation when draws are cut into calls",
+          "[predictive]") {
+  // tests/compiler/emitted/models/ordinal_regression.fvi: the draws are unconstrained, c = (u_1,
+  // u_1 + exp(u_2), ...); P(y = k) = P(y <= k) - P(y <= k - 1), P(y <= k) = inv_logit(c_k - eta).
+  using namespace predictive_test;
+  std::mt19937_64 rng(74);
+  const int n = 40, d = 2, K = 4;
+  const long S = 900;  // 40 x 900 = 36,000 row-draws: calls of 102 draws (6 rows: 682)
+  std::normal_distribution<double> normal;
+  Data data = class_data(n, d, K, rng);
+  const Eigen::MatrixXd& x = data.values[3];
+  const Eigen::MatrixXd& y = data.values[4];
+  const fvi_model& model = *fvi_model_ordinal_regression();
+  BoundFactor f(model, factor_named(model, "likelihood_y"), data.abi());
+  Eigen::MatrixXd theta(d + K - 1, S);  // beta (D), then c unconstrained (K - 1)
+  for (Eigen::Index i = 0; i < theta.size(); ++i) theta.data()[i] = 0.7 * normal(rng);
+  Direct direct;
+  double right = 0;
+  for (int i = 0; i < n; ++i) {
+    Eigen::VectorXd log_p(S), p = Eigen::VectorXd::Zero(K);
+    for (long s = 0; s < S; ++s) {
+      const double eta = x.row(i).dot(theta.col(s).head(d));
+      Eigen::VectorXd cdf(K + 1);
+      double c = 0;
+      cdf[0] = 0, cdf[K] = 1;
+      for (int k = 1; k < K; ++k) {
+        const double u = theta(d + k - 1, s);
+        c = k == 1 ? u : c + std::exp(u);
+        cdf[k] = 1 / (1 + std::exp(eta - c));
+      }
+      for (int k = 0; k < K; ++k) p[k] += (cdf[k + 1] - cdf[k]) / double(S);
+      const int outcome = int(y(i, 0));
+      log_p[s] = std::log(cdf[outcome] - cdf[outcome - 1]);
+    }
+    add_class_row(direct, log_p, p, y(i, 0), n, right);
+  }
+  direct.score = right / n;
+  check_metrics(predictive_metrics(f, theta), direct, true);
+  check_metrics(predictive_metrics(f, theta, 6), direct, true);
 }

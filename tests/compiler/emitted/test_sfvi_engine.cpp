@@ -703,19 +703,11 @@ TEST_CASE("SFVI, local reparameterisation: a mean-field silo's gradient is unbia
   // to these within their Monte Carlo error; the shared-draw estimates (eps_G, local_reparam off)
   // average to them too, with a larger spread.
   std::mt19937_64 rng(11);
-  std::normal_distribution<double> normal;
   const int D = 3, N = 200;
   const double sigma = 0.8;
-  Eigen::MatrixXd x(N, D);
-  Eigen::VectorXd y(N);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-  for (int i = 0; i < N; ++i) y[i] = 0.7 * x(i, 0) - x(i, 1) + sigma * normal(rng);
-  Data data;
-  data.add("D", scalar(D));
-  data.add("sigma", scalar(sigma));
-  data.add("N", scalar(N));
-  data.add("x", x);
-  data.add("y", y);
+  Data data = fvic::test::linreg_data(N, D, sigma, rng);
+  const Eigen::MatrixXd& x = data.values[3];
+  const Eigen::VectorXd y = data.values[4].col(0);
   const fvi_model& model = *fvi_model_linreg_conjugate();
   Eigen::VectorXd mu(D), rho(D);
   mu << 0.5, -0.8, 0.1;
