@@ -61,6 +61,7 @@ const std::vector<Distribution>& distributions() {
       {"multinomial_logit", true, A::Ints, S::NonNegativeInt, {{"gamma", A::Vector, Q::Finite}}},
       // Ordinal outcomes 1..K: eta per outcome (or one for all), c the K - 1 increasing cutpoints.
       {"ordered_logistic", true, A::Ints, S::Category, {{"eta", A::Reals, Q::Finite}, {"c", A::Vector, Q::Finite}}},
+      {"ordered_probit", true, A::Ints, S::Category, {{"eta", A::Reals, Q::Finite}, {"c", A::Vector, Q::Finite}}},
       {"dirichlet", false, A::Vector, S::Simplex, {{"alpha", A::Vector, Q::Positive}}},
       {"multi_normal", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"Sigma", A::Matrix, Q::Any}}},
       {"multi_normal_cholesky", false, A::Vector, S::Real, {{"mu", A::Vector, Q::Finite}, {"L", A::Matrix, Q::Any}}},

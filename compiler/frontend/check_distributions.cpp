@@ -317,19 +317,19 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
     }
     return true;
   }
-  if (name == "ordered_logistic") {
+  if (name == "ordered_logistic" || name == "ordered_probit") {
     // eta one value per outcome, or one for all; the cutpoints one vector of any length.
     const Expr& eta = *args[0];
     if (!eta.type.is_scalar())
       require_equal(outcome.shape.elements(), eta.shape.elements(), eta.loc,
-                    "the outcomes of ordered_logistic and its eta");
+                    "the outcomes of " + name + " and its eta");
     // Cutpoints that are a parameter of their own must be declared increasing: a plain vector's
     // draws are out of order at once, where the density has no value.
     const Expr& c = *args[1];
     if (c.kind == ExprKind::Var)
       if (const Symbol* sym = lookup(c.name);
           sym && sym->kind == SymbolKind::Parameter && sym->decl && sym->decl->type.ordering != Ordering::Ordered) {
-        diags_.error(c.loc, "the cutpoints of ordered_logistic must be increasing, but '" + c.name +
+        diags_.error(c.loc, "the cutpoints of " + name + " must be increasing, but '" + c.name +
                                 "' is not declared ordered",
                      "declare it as `ordered[K - 1] " + c.name + ";`");
         return false;

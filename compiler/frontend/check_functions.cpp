@@ -230,7 +230,8 @@ bool Checker::random_call(Expr& e) {
                  "exponential, gamma, inv_gamma, chi_square, inv_chi_square, scaled_inv_chi_square, beta, "
                  "beta_proportion, weibull, frechet, gumbel, pareto, pareto_type_2, rayleigh, uniform, bernoulli, "
                  "bernoulli_logit, poisson, poisson_log, binomial, binomial_logit, neg_binomial, neg_binomial_2, "
-                 "neg_binomial_2_log, beta_binomial, categorical, categorical_logit, ordered_logistic, multi_normal and "
+                 "neg_binomial_2_log, beta_binomial, categorical, categorical_logit, ordered_logistic, ordered_probit, "
+                 "multi_normal and "
                  "multi_normal_cholesky");
     return true;
   }
@@ -266,12 +267,12 @@ bool Checker::random_call(Expr& e) {
     e.type = Type{Base::Int, 0};
     return true;
   }
-  if (base == "ordered_logistic") {  // one eta and a vector of cutpoints: one category
+  if (base == "ordered_logistic" || base == "ordered_probit") {  // one eta and the cutpoints: one category
     const Type &eta = e.args[0]->type, &c = e.args[1]->type;
     if (!eta.is_scalar() || !(c.array_dims == 0 && c.base == Base::Vector)) {
       diags_.error(e.loc, e.name + " takes a real eta and a vector of cutpoints, not (" + to_string(eta) + ", " +
                               to_string(c) + ")",
-                   "draw one category: `ordered_logistic_rng(x[n] * beta, c)`");
+                   "draw one category: `" + e.name + "(x[n] * beta, c)`");
       return true;
     }
     e.type = Type{Base::Int, 0};

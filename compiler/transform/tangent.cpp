@@ -11,9 +11,11 @@ namespace {
 
 // Distributions whose kernel is not elementwise (fvi/kernel/distributions.h lpdf_vjp): the
 // vector-Jacobian product of arguments that are rows of a matrix (one log density per row), or one
-// value per outcome beside arguments shared by every outcome (ordered_logistic's eta and cutpoints).
+// value per outcome beside arguments shared by every outcome (the ordinal densities' eta and
+// cutpoints).
 bool row_density(const std::string& dist) {
-  return dist == "categorical_logit" || dist == "multinomial_logit" || dist == "ordered_logistic";
+  return dist == "categorical_logit" || dist == "multinomial_logit" || dist == "ordered_logistic" ||
+         dist == "ordered_probit";
 }
 bool elementwise_density(const std::string& dist) {
   return !row_density(dist) && dist != "dirichlet" && dist != "multi_normal_cholesky" && dist != "lkj_corr_cholesky" &&

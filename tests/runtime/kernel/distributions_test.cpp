@@ -96,12 +96,14 @@ TEST_CASE("each density is normalised over its support", "[kernel][distributions
   }
 }
 
-TEST_CASE("ordered_logistic: P(y = k) = inv_logit(eta - c_{k-1}) - inv_logit(eta - c_k), summing to one",
+TEST_CASE("ordered_logistic and ordered_probit: P(y = k) = F(eta - c_{k-1}) - F(eta - c_k), summing to one",
           "[kernel][distributions]") {
-  // The direct difference of the two logistic CDFs (c_0 = -inf, c_K = +inf) at moderate values,
-  // and the sum over k at values where the direct form loses every digit (eta 40 from a cutpoint,
-  // two cutpoints 1e-6 apart).
-  auto inv_logit = [](double x) { return 1 / (1 + std::exp(-x)); };
+  // The direct difference of the two CDFs F (logistic; normal, by std::erfc) with c_0 = -inf,
+  // c_K = +inf at moderate values, and the sum over k at values where the direct form loses every
+  // digit (eta 40 from a cutpoint, two cutpoints 1e-6 apart).
+  for (const std::string dist : {"ordered_logistic", "ordered_probit"}) {
+  INFO(dist);
+  auto inv_logit = [&](double x) { return dist == "ordered_probit" ? 0.5 * std::erfc(-x / M_SQRT2) : 1 / (1 + std::exp(-x)); };
   const std::vector<std::vector<double>> cutpoints = {{-1.3, 0.2, 0.25, 2.0}, {-1e-6, 0.0, 40.0}};
   for (const std::vector<double>& cut : cutpoints) {
     const int K = int(cut.size()) + 1;
@@ -112,7 +114,7 @@ TEST_CASE("ordered_logistic: P(y = k) = inv_logit(eta - c_{k-1}) - inv_logit(eta
       double total = 0;
       for (int k = 1; k <= K; ++k) {
         T y = scalar(k);
-        const double p = std::exp(fvi::kernel::lpdf<double>("ordered_logistic", {&y, &eta, &c}).m(0, 0));
+        const double p = std::exp(fvi::kernel::lpdf<double>(dist, {&y, &eta, &c}).m(0, 0));
         total += p;
         const double upper = k == 1 ? 1.0 : inv_logit(eta_value - cut[size_t(k - 2)]);
         const double lower = k == K ? 0.0 : inv_logit(eta_value - cut[size_t(k - 1)]);
@@ -125,7 +127,15 @@ TEST_CASE("ordered_logistic: P(y = k) = inv_logit(eta - c_{k-1}) - inv_logit(eta
   // Cutpoints out of order: no probability (NaN), for the engines to drop.
   T y = scalar(2), eta = scalar(0.0), c(2, 1, 1);
   c.m << 0.5, -0.5;
-  CHECK(std::isnan(fvi::kernel::lpdf<double>("ordered_logistic", {&y, &eta, &c}).m(0, 0)));
+  CHECK(std::isnan(fvi::kernel::lpdf<double>(dist, {&y, &eta, &c}).m(0, 0)));
+  }
+  // The probit's tails, where Phi differences underflow: P(y = 2 | eta = 40, c = (0, 1)) =
+  // Phi(-39) - Phi(-40) to 1e-10 relative, from log erfc (std::erfc(39 / sqrt 2) is 1e-333: 0).
+  T y = scalar(2), eta = scalar(40.0), c(2, 1, 1);
+  c.m << 0.0, 1.0;
+  const double expected = fvi::math::log_erfc(39 / M_SQRT2) - M_LN2 +
+                          std::log1p(-std::exp(fvi::math::log_erfc(40 / M_SQRT2) - fvi::math::log_erfc(39 / M_SQRT2)));
+  CHECK(fvi::kernel::lpdf<double>("ordered_probit", {&y, &eta, &c}).m(0, 0) == Approx(expected).epsilon(1e-10));
 }
 
 TEST_CASE("categorical_logit, multinomial_logit and dirichlet are normalised", "[kernel][distributions]") {
@@ -291,11 +301,12 @@ TEST_CASE("vector-Jacobian products of the densities match finite differences", 
   // cutpoints one vector for every outcome, each over 2 draws; eta far beyond a cutpoint too.
   const T ordinal = vec({1, 2, 3, 4, 2, 4});
   const T cutpoints = vec({-1.0, 0.3, 0.4, -0.8, 0.5, 2.5}, 2);
-  for (size_t k : {1, 2}) {
-    check_vjp("ordered_logistic", {ordinal, vec({0.2, -0.4, 1.5, 0.3, 25.0, -0.1, 0.7, 0.0, -1.1, 2.2, 0.4, -30.0}, 2),
-                                   cutpoints}, k);
-    check_vjp("ordered_logistic", {ordinal, vec({0.2, -0.4}, 2), cutpoints}, k);
-  }
+  for (const char* dist : {"ordered_logistic", "ordered_probit"})
+    for (size_t k : {1, 2}) {
+      check_vjp(dist, {ordinal, vec({0.2, -0.4, 1.5, 0.3, 25.0, -0.1, 0.7, 0.0, -1.1, 2.2, 0.4, -30.0}, 2), cutpoints},
+                k);
+      check_vjp(dist, {ordinal, vec({0.2, -0.4}, 2), cutpoints}, k);
+    }
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 0);
   check_vjp("dirichlet", {vec({0.2, 0.5, 0.3}), vec({1.5, 2.0, 0.7})}, 1);
 

@@ -144,6 +144,18 @@ TEST_CASE("random draws: ordered_logistic's category frequencies are the differe
       fvi::kernel::random_draws<double>("ordered_logistic", {&eta, &c}, 1, 1, kDraws, 20261130, 3), p);
 }
 
+TEST_CASE("random draws: ordered_probit's category frequencies are the differences of normal CDFs", "[random]") {
+  // P(y <= k) = Phi(c_k - eta), Phi by std::erfc here.
+  Tensor<double> eta(1, 1, 1), c(2, 1, 1);
+  eta.m << -0.3;
+  c.m.col(0) << -0.5, 0.8;
+  auto phi = [](double x) { return 0.5 * std::erfc(-x / M_SQRT2); };
+  Eigen::ArrayXd p(3);
+  p << phi(-0.5 + 0.3), phi(0.8 + 0.3) - phi(-0.5 + 0.3), 1 - phi(0.8 + 0.3);
+  check_category_frequencies(
+      fvi::kernel::random_draws<double>("ordered_probit", {&eta, &c}, 1, 1, kDraws, 20261131, 3), p);
+}
+
 TEST_CASE("random draws: multi_normal's and multi_normal_cholesky's means and covariances", "[random]") {
   // mu + L z: the sample mean within 5 Monte Carlo standard errors of mu, each sample covariance
   // within 5 of its own (the variance of a product of centred normals is Sigma_ii Sigma_jj +

@@ -6,7 +6,8 @@
 //   lpdf(dist, {y, a1, a2, ...})          one log density per outcome element: the shape of y
 //                                         broadcast with the arguments (per row of logits for
 //                                         categorical_logit; one per outcome for
-//                                         ordered_logistic; one value for multinomial_logit
+//                                         ordered_logistic and ordered_probit; one value for
+//                                         multinomial_logit
 //                                         and dirichlet; one per draw for multi_normal_cholesky,
 //                                         ops_cholesky.h)
 //   lpdf_vjp(dist, k, g, {y, a1, ...})    d(sum of g .* lpdf)/d(operand k), in operand k's shape
@@ -402,68 +403,105 @@ Tensor<T> categorical_logit(const Tensor<T>& y, const Tensor<T>& logits, const T
   return out;
 }
 
-// ordered_logistic (Stan's): y holds categories 1..K, eta one value per outcome (or one for all),
-// c the K - 1 cutpoints in increasing order (one vector for every outcome). With
-// a = eta - c_{k-1} and b = eta - c_k:
-//   log P(y = 1) = log(1 - inv_logit(b)) = -log1p_exp(b)
-//   log P(y = K) = log inv_logit(a) = -log1p_exp(-a)
-//   log P(y = k) = log(inv_logit(a) - inv_logit(b)) = a - log1p_exp(a) + log1m_exp(b - a) - log1p_exp(b)
-// and, D = -expm1(b - a) = 1 - e^(b - a), d/da = (1 - inv_logit(a)) / ((1 - inv_logit(b)) D),
-// d/db = -inv_logit(b) / (inv_logit(a) D) (d/db = -inv_logit(b) for k = 1, d/da = 1 - inv_logit(a)
-// for k = K); eta gets d/da + d/db, c_{k-1} -d/da, c_k -d/db. Cutpoints out of order give NaN
-// (no probability), which the engines drop as a non-finite draw, as Stan rejects them.
-// vjp_operand < 0: the log densities (n x 1 per draw); 1 or 2: the adjoint of eta or c.
+// ordered_logistic and ordered_probit (Stan's): y holds categories 1..K, eta one value per outcome
+// (or one for all), c the K - 1 cutpoints in increasing order (one vector for every outcome), and
+// with F the logistic or normal CDF, a = eta - c_{k-1} and b = eta - c_k (c_0 = -inf, c_K = inf):
+//   P(y = k) = F(a) - F(b).
+// Each term's log and its derivatives with respect to a and b, computed where the difference does
+// not cancel; cutpoints out of order give NaN (no probability), which the engines drop as a
+// non-finite draw, as Stan rejects them.
+struct OrderedTerm {
+  double lp = 0, da = 0, db = 0;
+};
+
+inline double log1m_exp_of(double x) { return x > -M_LN2 ? std::log(-std::expm1(x)) : std::log1p(-std::exp(x)); }
+
+// Logistic: log P(1) = -log1p_exp(b), log P(K) = -log1p_exp(-a), else
+// log P(k) = a - log1p_exp(a) + log1m_exp(b - a) - log1p_exp(b); with D = 1 - e^(b - a),
+// d/da = inv_logit(-a) / (inv_logit(-b) D), d/db = -inv_logit(b) / (inv_logit(a) D)
+// (1 - inv_logit(x) taken as inv_logit(-x): no cancellation).
+inline OrderedTerm ordered_logistic_term(bool has_a, double a, bool has_b, double b) {
+  auto log1p_exp = [](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); };
+  auto inv_logit = [](double x) { return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x)); };
+  OrderedTerm t;
+  if (has_a && has_b) {
+    if (!(b < a)) return {std::numeric_limits<double>::quiet_NaN(), 0, 0};
+    const double d = -std::expm1(b - a);
+    t.lp = a - log1p_exp(a) + std::log(d) - log1p_exp(b);
+    t.da = inv_logit(-a) / (inv_logit(-b) * d);
+    t.db = -inv_logit(b) / (inv_logit(a) * d);
+  } else if (has_a) {
+    t.lp = -log1p_exp(-a), t.da = inv_logit(-a);
+  } else if (has_b) {
+    t.lp = -log1p_exp(b), t.db = -inv_logit(b);
+  }
+  return t;
+}
+
+// Probit: log Phi(x) = log erfc(-x / sqrt 2) - log 2 (finite in either tail); the difference of
+// two Phi's in the upper tail as one of survival functions, in the lower tail of Phi's in logs,
+// across 0 by erf (accurate near 0); d/da = phi(a) / P, d/db = -phi(b) / P taken in logs.
+inline OrderedTerm ordered_probit_term(bool has_a, double a, bool has_b, double b) {
+  auto log_phi_cdf = [](double x) { return math::log_erfc(-x / M_SQRT2) - M_LN2; };
+  auto log_phi_pdf = [](double x) { return -0.5 * x * x - 0.5 * std::log(2 * M_PI); };
+  OrderedTerm t;
+  if (has_a && has_b) {
+    if (!(b < a)) return {std::numeric_limits<double>::quiet_NaN(), 0, 0};
+    if (b >= 0) {
+      const double upper = log_phi_cdf(-b);
+      t.lp = upper + log1m_exp_of(log_phi_cdf(-a) - upper);
+    } else if (a <= 0) {
+      const double upper = log_phi_cdf(a);
+      t.lp = upper + log1m_exp_of(log_phi_cdf(b) - upper);
+    } else {
+      t.lp = std::log(0.5 * (std::erf(a / M_SQRT2) - std::erf(b / M_SQRT2)));
+    }
+  } else if (has_a) {
+    t.lp = log_phi_cdf(a);
+  } else if (has_b) {
+    t.lp = log_phi_cdf(-b);
+  }
+  if (has_a) t.da = std::exp(log_phi_pdf(a) - t.lp);
+  if (has_b) t.db = -std::exp(log_phi_pdf(b) - t.lp);
+  return t;
+}
+
+// vjp_operand < 0: the log densities (n x 1 per draw); 1 or 2: the adjoint of eta or c (eta gets
+// d/da + d/db, c_{k-1} -d/da, c_k -d/db).
 template <class T>
-Tensor<T> ordered_logistic(const Tensor<T>& y, const Tensor<T>& eta, const Tensor<T>& c, const Tensor<T>* g,
-                           int vjp_operand) {
+Tensor<T> ordered(const std::string& dist, const Tensor<T>& y, const Tensor<T>& eta, const Tensor<T>& c,
+                  const Tensor<T>* g, int vjp_operand) {
+  const bool probit = dist == "ordered_probit";
   const Eigen::Index n = y.size(), cuts = c.rows * c.cols;
   const bool shared_eta = eta.rows * eta.cols == 1;
   if (!shared_eta && eta.rows * eta.cols != n)
-    throw ShapeError("ordered_logistic: " + std::to_string(n) + " outcomes, " + std::to_string(eta.rows * eta.cols) +
+    throw ShapeError(dist + ": " + std::to_string(n) + " outcomes, " + std::to_string(eta.rows * eta.cols) +
                      " values of eta");
   const Eigen::Index S = std::max(eta.draws, c.draws);
   Tensor<T> out = vjp_operand == 1   ? Tensor<T>::zeros_like(eta)
                   : vjp_operand == 2 ? Tensor<T>::zeros_like(c)
                                      : Tensor<T>(n, 1, S);
-  auto log1p_exp = [](T x) { return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); };
-  auto inv_logit = [](T x) { return x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x)); };
   for (Eigen::Index s = 0; s < S; ++s) {
     const Eigen::Index se = eta.draws == 1 ? 0 : s, sc = c.draws == 1 ? 0 : s;
     const auto cut = c.flat().col(sc);
     for (Eigen::Index i = 0; i < n; ++i) {
       const auto k = static_cast<Eigen::Index>(y.flat()(i, 0));  // 1..K, K = cuts + 1
       if (k < 1 || k > cuts + 1)
-        throw std::out_of_range("ordered_logistic outcome " + std::to_string(k) + " outside 1.." +
-                                std::to_string(cuts + 1));
-      const T e = eta.flat()(shared_eta ? 0 : i, se);
+        throw std::out_of_range(dist + " outcome " + std::to_string(k) + " outside 1.." + std::to_string(cuts + 1));
+      const double e = double(eta.flat()(shared_eta ? 0 : i, se));
       const bool has_a = k > 1, has_b = k <= cuts;
-      const T a = has_a ? e - cut(k - 2) : T(0), b = has_b ? e - cut(k - 1) : T(0);
+      const double a = has_a ? e - double(cut(k - 2)) : 0, b = has_b ? e - double(cut(k - 1)) : 0;
+      const OrderedTerm t = probit ? ordered_probit_term(has_a, a, has_b, b) : ordered_logistic_term(has_a, a, has_b, b);
       if (vjp_operand < 0) {
-        T lp;
-        if (!has_a && !has_b) lp = T(0);  // one category: certain
-        else if (!has_a) lp = -log1p_exp(b);
-        else if (!has_b) lp = -log1p_exp(-a);
-        else lp = b < a ? a - log1p_exp(a) + std::log(-std::expm1(b - a)) - log1p_exp(b)
-                        : std::numeric_limits<T>::quiet_NaN();
-        out.m(i, s) = lp;
+        out.m(i, s) = T(t.lp);
         continue;
-      }
-      T da = 0, db = 0;
-      if (has_a && has_b) {
-        const T d = -std::expm1(b - a);
-        da = inv_logit(-a) / (inv_logit(-b) * d);  // 1 - inv_logit(x) as inv_logit(-x): no cancellation
-        db = -inv_logit(b) / (inv_logit(a) * d);
-      } else if (has_a) {
-        da = inv_logit(-a);
-      } else if (has_b) {
-        db = -inv_logit(b);
       }
       const T gi = g->flat()(g->size() == 1 ? 0 : i, g->draws == 1 ? 0 : s);
       if (vjp_operand == 1) {
-        out.flat()(shared_eta ? 0 : i, se) += gi * (da + db);
+        out.flat()(shared_eta ? 0 : i, se) += gi * T(t.da + t.db);
       } else {
-        if (has_a) out.flat()(k - 2, sc) -= gi * da;
-        if (has_b) out.flat()(k - 1, sc) -= gi * db;
+        if (has_a) out.flat()(k - 2, sc) -= gi * T(t.da);
+        if (has_b) out.flat()(k - 1, sc) -= gi * T(t.db);
       }
     }
   }
@@ -642,7 +680,8 @@ template <class T>
 Tensor<T> lpdf(const std::string& dist, const Operands<T>& xs) {
   if (dist == "categorical_logit") return detail::categorical_logit<T>(*xs[0], *xs[1], nullptr, false);
   if (dist == "multinomial_logit") return detail::multinomial_logit<T>(*xs[0], *xs[1], nullptr, false);
-  if (dist == "ordered_logistic") return detail::ordered_logistic<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
+  if (dist == "ordered_logistic" || dist == "ordered_probit")
+    return detail::ordered<T>(dist, *xs[0], *xs[1], *xs[2], nullptr, -1);
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], nullptr, -1);
   if (dist == "multi_normal_cholesky") return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
   if (dist == "lkj_corr_cholesky") return detail::lkj_corr_cholesky<T>(*xs[0], *xs[1], nullptr, -1);
@@ -661,9 +700,9 @@ Tensor<T> lpdf_vjp(const std::string& dist, size_t k, const Tensor<T>& g, const 
     if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
     return detail::multinomial_logit<T>(*xs[0], *xs[1], &g, true);
   }
-  if (dist == "ordered_logistic") {
+  if (dist == "ordered_logistic" || dist == "ordered_probit") {
     if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
-    return detail::ordered_logistic<T>(*xs[0], *xs[1], *xs[2], &g, static_cast<int>(k));
+    return detail::ordered<T>(dist, *xs[0], *xs[1], *xs[2], &g, static_cast<int>(k));
   }
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], &g, static_cast<int>(k));
   if (dist == "multi_normal_cholesky")

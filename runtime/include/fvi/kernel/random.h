@@ -6,8 +6,8 @@
 //
 // one draw per element of the arguments' broadcast shape (at least rows x cols) and per posterior
 // draw (at least `draws`), in double whatever the kernel's precision; categorical_logit takes one
-// vector of K logits and gives one category in 1..K per posterior draw, ordered_logistic one eta
-// and K - 1 cutpoints one category in 1..K; multi_normal(_cholesky)
+// vector of K logits and gives one category in 1..K per posterior draw, ordered_logistic and
+// ordered_probit one eta and K - 1 cutpoints one category in 1..K; multi_normal(_cholesky)
 // takes a K-vector mu (or N of them, the rows of N x K) and a K x K covariance (or its lower
 // factor) and gives a K-vector (N rows) per posterior draw. Element j (column-major over
 // rows x cols, draw s after draw s - 1) takes Philox block j of (key, stream): one uniform for
@@ -26,7 +26,7 @@ namespace fvi::kernel {
 inline bool has_random_draws(const std::string& d) {
   for (const char* name : {"normal", "lognormal", "cauchy", "logistic", "double_exponential", "exponential", "uniform",
                            "bernoulli", "bernoulli_logit", "poisson", "poisson_log", "binomial", "binomial_logit",
-                           "categorical_logit", "ordered_logistic", "weibull", "frechet", "gumbel", "pareto", "pareto_type_2", "rayleigh",
+                           "categorical_logit", "ordered_logistic", "ordered_probit", "weibull", "frechet", "gumbel", "pareto", "pareto_type_2", "rayleigh",
                            "gamma", "inv_gamma", "chi_square", "inv_chi_square", "scaled_inv_chi_square", "beta",
                            "beta_proportion", "student_t", "neg_binomial_2", "neg_binomial_2_log", "neg_binomial",
                            "beta_binomial", "multi_normal", "multi_normal_cholesky"})
