@@ -156,6 +156,8 @@ bool joint_density(const std::string& name) {
          name == "inv_wishart";
 }
 
+bool ordinal_density(const std::string& name) { return name == "ordered_logistic" || name == "ordered_probit"; }
+
 const Distribution* find_distribution(const std::string& name) {
   for (const Distribution& d : distributions())
     if (name == d.name) return &d;

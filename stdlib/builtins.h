@@ -81,6 +81,8 @@ struct Function {
 // A density of a whole vector or matrix, one value per draw (multinomial_logit, dirichlet,
 // multi_normal, multi_normal_cholesky, lkj_corr_cholesky), not one per element of its outcome.
 bool joint_density(const std::string& name);
+// ordered_logistic, ordered_probit: one density per outcome from eta and cutpoints shared by all.
+bool ordinal_density(const std::string& name);
 
 const Distribution* find_distribution(const std::string& name);
 const Function* find_function(const std::string& name);

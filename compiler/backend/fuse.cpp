@@ -12,7 +12,7 @@ using ir::Op;
 namespace {
 
 bool scalar_distribution(const std::string& d) {
-  return d != "categorical_logit" && d != "ordered_logistic" && d != "ordered_probit" && !stdlib::joint_density(d);
+  return d != "categorical_logit" && !stdlib::ordinal_density(d) && !stdlib::joint_density(d);
 }
 
 bool same_shape(const Node& a, const Node& b) {

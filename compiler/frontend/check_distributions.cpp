@@ -317,7 +317,7 @@ bool Checker::check_distribution_call(const stdlib::Distribution& dist, const Ex
     }
     return true;
   }
-  if (name == "ordered_logistic" || name == "ordered_probit") {
+  if (stdlib::ordinal_density(name)) {
     // eta one value per outcome, or one for all; the cutpoints one vector of any length.
     const Expr& eta = *args[0];
     if (!eta.type.is_scalar())

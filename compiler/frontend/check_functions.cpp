@@ -267,7 +267,7 @@ bool Checker::random_call(Expr& e) {
     e.type = Type{Base::Int, 0};
     return true;
   }
-  if (base == "ordered_logistic" || base == "ordered_probit") {  // one eta and the cutpoints: one category
+  if (stdlib::ordinal_density(base)) {  // one eta and the cutpoints: one category
     const Type &eta = e.args[0]->type, &c = e.args[1]->type;
     if (!eta.is_scalar() || !(c.array_dims == 0 && c.base == Base::Vector)) {
       diags_.error(e.loc, e.name + " takes a real eta and a vector of cutpoints, not (" + to_string(eta) + ", " +

@@ -1,5 +1,7 @@
 #include "transform/tangent.h"
 
+#include "builtins.h"
+
 #include <stdexcept>
 
 namespace fvic::transform {
@@ -14,8 +16,7 @@ namespace {
 // value per outcome beside arguments shared by every outcome (the ordinal densities' eta and
 // cutpoints).
 bool row_density(const std::string& dist) {
-  return dist == "categorical_logit" || dist == "multinomial_logit" || dist == "ordered_logistic" ||
-         dist == "ordered_probit";
+  return dist == "categorical_logit" || dist == "multinomial_logit" || stdlib::ordinal_density(dist);
 }
 bool elementwise_density(const std::string& dist) {
   return !row_density(dist) && dist != "dirichlet" && dist != "multi_normal_cholesky" && dist != "lkj_corr_cholesky" &&

@@ -174,7 +174,6 @@ Tensor<double> ordered_draws(const std::string& dist, const Tensor<double>& eta,
   if (eta.size() != 1)
     throw std::domain_error(dist + "_rng: eta has " + std::to_string(eta.size()) + " values, not one");
   const bool probit = dist == "ordered_probit";
-  auto cdf = [probit](double x) { return probit ? 0.5 * std::erfc(-x / M_SQRT2) : 1 / (1 + std::exp(-x)); };
   const Eigen::Index S = joint_draws(joint_draws(draws, eta.draws), c.draws), cuts = c.size();
   Tensor<double> out(1, 1, S);
   for (Eigen::Index s = 0; s < S; ++s) {
@@ -182,7 +181,7 @@ Tensor<double> ordered_draws(const std::string& dist, const Tensor<double>& eta,
     const auto cut = c.flat().col(c.draws == 1 ? 0 : s);
     const double u = uniforms(key, stream, uint64_t(s)).u1;
     Eigen::Index k = 0;
-    while (k < cuts && u > cdf(cut(k) - e)) ++k;
+    while (k < cuts && u > ordinal_cdf(probit, cut(k) - e)) ++k;
     out.m(0, s) = double(k + 1);
   }
   return out;
@@ -232,8 +231,7 @@ template <>
 Tensor<double> random_draws<double>(const std::string& dist, const Operands<double>& args, Eigen::Index rows,
                                     Eigen::Index cols, Eigen::Index draws, uint64_t key, uint32_t stream) {
   if (dist == "categorical_logit") return categorical_draws(*args.at(0), draws, key, stream);
-  if (dist == "ordered_logistic" || dist == "ordered_probit")
-    return ordered_draws(dist, *args.at(0), *args.at(1), draws, key, stream);
+  if (ordinal_density(dist)) return ordered_draws(dist, *args.at(0), *args.at(1), draws, key, stream);
   if (dist == "multi_normal" || dist == "multi_normal_cholesky")
     return multi_normal_draws(dist, *args.at(0), *args.at(1), draws, key, stream);
   Eigen::Index r = rows, c = cols, S = draws;

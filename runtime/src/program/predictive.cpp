@@ -9,10 +9,16 @@
 #include "fvi/data/validate.h"
 #include "fvi/diagnostics/calibration.h"
 #include "fvi/diagnostics/ood_auroc.h"
+#include "fvi/kernel/distributions.h"
 
 namespace fvi::program {
 
 namespace {
+
+// The likelihoods whose held-out rows have a class: accuracy, calibration and entropy.
+bool classifier(const std::string& dist) {
+  return dist == "bernoulli_logit" || dist == "categorical_logit" || kernel::ordinal_density(dist);
+}
 
 // Rows x draws evaluated in one call at most: a network's layers hold every row's activations at
 // every draw at once (LeNet-5: about 200 kB a row and draw), so 2,000 test rows at 200 draws in
@@ -64,8 +70,8 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
             a = (a.array() - a.maxCoeff()).exp();
             prob.col(i) += a / a.sum();
           }
-      } else if (dist == "ordered_logistic" || dist == "ordered_probit") {
-        // P(y = k) = P(y <= k) - P(y <= k - 1), P(y <= k) = F(c_k - eta), F the logistic or normal CDF.
+      } else if (kernel::ordinal_density(dist)) {
+        // P(y = k) = P(y <= k) - P(y <= k - 1), P(y <= k) = F(c_k - eta).
         const bool probit = dist == "ordered_probit";
         const auto &eta = args[1], &c = args[2];
         const Eigen::Index cuts = c.rows * c.cols;
@@ -75,8 +81,7 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
             const double e = eta.values(eta.rows == 1 ? 0 : i, eta.draws == 1 ? 0 : s);
             double below = 0;
             for (Eigen::Index k = 0; k < cuts; ++k) {
-              const double x = c.values(k, c.draws == 1 ? 0 : s) - e;
-              const double cdf = probit ? 0.5 * std::erfc(-x / M_SQRT2) : 1 / (1 + std::exp(-x));
+              const double cdf = kernel::ordinal_cdf(probit, c.values(k, c.draws == 1 ? 0 : s) - e);
               prob(k, i) += cdf - below;
               below = cdf;
             }
@@ -105,7 +110,7 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
         confidence.push_back(std::max(p, 1 - p)), right.push_back(hit);
         m.uncertainty.push_back(-(p > 0 ? p * std::log(p) : 0) - (p < 1 ? (1 - p) * std::log(1 - p) : 0));
       }
-    } else if (dist == "categorical_logit" || dist == "ordered_logistic" || dist == "ordered_probit") {
+    } else if (dist == "categorical_logit" || kernel::ordinal_density(dist)) {
       for (int64_t i = 0; i < count; ++i) {
         const Eigen::VectorXd p = prob.col(i) / double(S);
         Eigen::Index best = 0;
@@ -130,8 +135,7 @@ PredictiveMetrics metrics_of(engine::BoundFactor& f, Eigen::Index S, int64_t blo
   }
   m.observations = n;
   m.mean_log_density = log_density / double(n);
-  if (dist == "bernoulli_logit" || dist == "categorical_logit" || dist == "ordered_logistic" ||
-      dist == "ordered_probit") {
+  if (classifier(dist)) {
     m.accuracy = correct / double(n);
     const diagnostics::Calibration c = diagnostics::expected_calibration_error(confidence, right);
     m.calibration_error = c.error, m.calibration_if_calibrated = c.if_calibrated;
@@ -219,8 +223,7 @@ HeldOut load_out_of_distribution(const fvi_model& model, const std::string& ood_
   HeldOut ood = load_held_out(model, ood_path, public_data, precision);
   // Refused before the fit, not at its first report: the likelihoods whose rows have a score.
   const std::string dist = ood.likelihood->info().distribution;
-  if (dist != "bernoulli_logit" && dist != "categorical_logit" && dist != "ordered_logistic" &&
-      dist != "ordered_probit" && dist != "normal")
+  if (!classifier(dist) && dist != "normal")
     throw engine::ModelError("--ood scores rows by the predictive's entropy (bernoulli_logit, categorical_logit, "
                              "ordered_logistic, ordered_probit) or "
                              "sd (normal); the likelihood " + dist + " has neither");

@@ -414,6 +414,15 @@ struct OrderedTerm {
   double lp = 0, da = 0, db = 0;
 };
 
+}  // namespace detail
+
+// The ordinal densities, and their link's CDF F (probit: the normal's, else the logistic's): what
+// their random draws and held-out class probabilities read, P(y <= k) = F(c_k - eta).
+inline bool ordinal_density(const std::string& d) { return d == "ordered_logistic" || d == "ordered_probit"; }
+inline double ordinal_cdf(bool probit, double x) { return probit ? 0.5 * std::erfc(-x / M_SQRT2) : 1 / (1 + std::exp(-x)); }
+
+namespace detail {
+
 inline double log1m_exp_of(double x) { return x > -M_LN2 ? std::log(-std::expm1(x)) : std::log1p(-std::exp(x)); }
 
 // Logistic: log P(1) = -log1p_exp(b), log P(K) = -log1p_exp(-a), else
@@ -680,8 +689,7 @@ template <class T>
 Tensor<T> lpdf(const std::string& dist, const Operands<T>& xs) {
   if (dist == "categorical_logit") return detail::categorical_logit<T>(*xs[0], *xs[1], nullptr, false);
   if (dist == "multinomial_logit") return detail::multinomial_logit<T>(*xs[0], *xs[1], nullptr, false);
-  if (dist == "ordered_logistic" || dist == "ordered_probit")
-    return detail::ordered<T>(dist, *xs[0], *xs[1], *xs[2], nullptr, -1);
+  if (ordinal_density(dist)) return detail::ordered<T>(dist, *xs[0], *xs[1], *xs[2], nullptr, -1);
   if (dist == "dirichlet") return detail::dirichlet<T>(*xs[0], *xs[1], nullptr, -1);
   if (dist == "multi_normal_cholesky") return detail::multi_normal_cholesky<T>(*xs[0], *xs[1], *xs[2], nullptr, -1);
   if (dist == "lkj_corr_cholesky") return detail::lkj_corr_cholesky<T>(*xs[0], *xs[1], nullptr, -1);
@@ -700,7 +708,7 @@ Tensor<T> lpdf_vjp(const std::string& dist, size_t k, const Tensor<T>& g, const 
     if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
     return detail::multinomial_logit<T>(*xs[0], *xs[1], &g, true);
   }
-  if (dist == "ordered_logistic" || dist == "ordered_probit") {
+  if (ordinal_density(dist)) {
     if (k == 0) return Tensor<T>::zeros_like(*xs[0]);
     return detail::ordered<T>(dist, *xs[0], *xs[1], *xs[2], &g, static_cast<int>(k));
   }

@@ -26,7 +26,8 @@ namespace fvi::kernel {
 inline bool has_random_draws(const std::string& d) {
   for (const char* name : {"normal", "lognormal", "cauchy", "logistic", "double_exponential", "exponential", "uniform",
                            "bernoulli", "bernoulli_logit", "poisson", "poisson_log", "binomial", "binomial_logit",
-                           "categorical_logit", "ordered_logistic", "ordered_probit", "weibull", "frechet", "gumbel", "pareto", "pareto_type_2", "rayleigh",
+                           "categorical_logit", "ordered_logistic", "ordered_probit", "weibull", "frechet", "gumbel",
+                           "pareto", "pareto_type_2", "rayleigh",
                            "gamma", "inv_gamma", "chi_square", "inv_chi_square", "scaled_inv_chi_square", "beta",
                            "beta_proportion", "student_t", "neg_binomial_2", "neg_binomial_2_log", "neg_binomial",
                            "beta_binomial", "multi_normal", "multi_normal_cholesky"})
