@@ -443,7 +443,7 @@ const std::vector<KeySpec>& inference_keys() {
        "meanfield"},
       {"q_z_width", "an integer >= 1", "hidden units of the amortised q(z) network", "16"},
       {"q_z_depth", "an integer >= 0", "hidden layers of the amortised q(z) network", "1"},
-      {"precision", "float64, float32", "the scalar type of the generated kernels", "float64"},
+      {"precision", "float64, float32", "the scalar type of the generated kernels (the PVI methods; the others compute in double and warn)", "float64"},
       {"server_optimiser", "sgd, adam",
        "fedavg, fedvem: the server's step on the pseudo-gradient (fedavg: the rows-weighted mean of the silos' changes "
        "of q's means and log variances; fedvem: q minus its closed-form match to the silos' q_k); sgd with server_lr "

@@ -633,8 +633,10 @@ bool check_family(const SemanticModel& m, const Groups& g, Diagnostics& diags, P
 
 void add_notes(const SemanticModel& m, Plan& plan) {
   auto unused = [&](const char* key, bool applies) {
-    if (m.settings.has(key) && !applies)
+    if (m.settings.has(key) && !applies) {
       plan.notes.push_back(std::string("'") + key + "' has no effect with " + method_key(plan.method));
+      plan.ignored_settings.push_back(plan.notes.back());
+    }
   };
   bool pvi = plan.method == Method::PVI;
   const bool averaged_method = averaged(plan.method);
@@ -645,6 +647,8 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("schedule", pvi);
   unused("server_damping", pvi);
   unused("init_mean_sd", pvi_engine(plan.method));
+  // Only the PVI engines keep a float q and call the float kernels; the others compute in double.
+  unused("precision", pvi_engine(plan.method));
   unused("server_optimiser", averaged_method);
   unused("server_lr", averaged_method);
   for (const char* key : {"context_points", "context_noise", "function_kl_weight"}) unused(key, function_space(plan.method));
@@ -663,7 +667,10 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   if (plan.sparse_gp)
     for (const char* key : {"loss", "divergence", "server_damping", "local_samples", "precision", "epochs", "patience",
                             "init_sd", "loss_weight", "lr_schedule", "refresh"})
-      if (m.settings.has(key)) plan.notes.push_back(std::string("'") + key + "' has no effect with a sparse GP");
+      if (m.settings.has(key)) {
+        plan.notes.push_back(std::string("'") + key + "' has no effect with a sparse GP");
+        plan.ignored_settings.push_back(plan.notes.back());
+      }
 }
 
 // Who computes a derived value and where it is written (plan text and json).

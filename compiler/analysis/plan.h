@@ -57,6 +57,8 @@ struct Plan {
   std::vector<std::string> never_leaves;  // what stays inside each silo
   std::vector<std::string> server_keeps;  // what stays on the server
   std::vector<std::string> notes;         // settings that have no effect with this method, ...
+  // Of the notes, the settings given that this method ignores: `fvic run` warns of them too.
+  std::vector<std::string> ignored_settings;
   // A split model: each vertical method that could fit it, what it fits and reveals, and its
   // numbers per silo per iteration (from add_messages, as the chosen method's), side by side.
   struct Option {

@@ -329,6 +329,9 @@ int run(const Options& o) {
     if (!fvic::build_cpp(*c->model, module, cpp, *c->diags)) return finish(kModelError);
   }
   if (o.command == "check") return finish(kOk);
+  // A setting the chosen method ignores is the user's mistake to hear of before a long run.
+  if (o.command == "run" || o.command == "build")
+    for (const std::string& ignored : plan.ignored_settings) std::cerr << "fvic: warning: " << ignored << '\n';
   if (o.command == "run" && o.backend != "cpp") return run_graph(o, *c, plan);
   if (o.command == "build" || o.command == "run") {
     fvic::ir::Module module;

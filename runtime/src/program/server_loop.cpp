@@ -316,9 +316,14 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   coordinator.finish(last);
   const std::optional<ServerDraws> d = coordinator.draws();
   // A verdict that is not "converged" names the coordinate that moved most (by the draws' layout).
-  const std::string verdict =
+  std::string verdict =
       monitor.converged() ? monitor.verdict(last, coordinator.unit()) + coordinator.settled_note()
                           : monitor.verdict(last, coordinator.unit(), d ? moving_most(monitor, d->layout, q_mean.size()) : "");
+  // The block's `rounds` written for one method caps another's iterations (`--set method=sfvi` on
+  // a PVI model's 10 rounds): say where the cap came from.
+  if (!monitor.converged() && !fixed && !settings.has("max_rounds") && settings.has("rounds"))
+    verdict += " (The maximum is the inference block's rounds = " + std::to_string(settings.integer("rounds", 0)) +
+               "; --set max_rounds=N raises it.)";
   std::string khat_line;
   Reweighted reweighted;
   TailCheck tail;
