@@ -48,10 +48,11 @@ function in a transformed parameter that each hospital's likelihood reads) again
 posterior of the model's closed form on a grid: within 0.25 posterior sd, sds within 20%.
 
 ordinal_regression (examples/stan_programs/ordinal_regression) is the generic case for
-ordered_logistic and `ordered` cutpoints.
+ordered_logistic and `ordered` cutpoints; negbin_exposure (examples/stan_programs/negbin_exposure)
+for neg_binomial_2_log with an exposure offset and an uncentred covariate.
 
 Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum, hyperparameters,
-capture_recapture, pk_oral, ordinal_regression. Exit 0 on
+capture_recapture, pk_oral, ordinal_regression, negbin_exposure. Exit 0 on
 success, 1 with a message on the first failure.
 """
 import csv
