@@ -1,4 +1,5 @@
 #include "analysis/plan.h"
+#include "analysis/class_shift.h"
 #include "analysis/stated_priors.h"
 #include "inference_keys.h"
 
@@ -649,6 +650,17 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("init_mean_sd", pvi_engine(plan.method));
   // Only the PVI engines keep a float q and call the float kernels; the others compute in double.
   unused("precision", pvi_engine(plan.method));
+  if (plan.method == Method::SFVI) {
+    std::string shifted;
+    for (const Symbol& s : m.symbols)
+      if (s.kind == SymbolKind::Parameter && s.owner == Owner::Global && class_shift_of(m, s))
+        shifted += (shifted.empty() ? "" : ", ") + s.name + (class_shift_of(m, s) == 1 ? "'s rows" : "");
+    if (!shifted.empty())
+      plan.notes.push_back("the likelihood sees " + shifted +
+                           " only up to a shift along the softmax's classes: after each step the server sets "
+                           "q's means there to zero mean across the classes, the prior's optimum (exact; "
+                           "analysis/class_shift.h)");
+  }
   unused("server_optimiser", averaged_method);
   unused("server_lr", averaged_method);
   for (const char* key : {"context_points", "context_noise", "function_kl_weight"}) unused(key, function_space(plan.method));

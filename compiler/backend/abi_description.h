@@ -32,6 +32,7 @@ struct VariableDescription {
   BoundDescription lower, upper;
   int rank = 0;
   int prior_scale = -1;  // the index of its prior-scale hyperparameter in this list, or -1
+  int class_shift = 0;   // fvi_variable_info.class_shift
   SymSize offset;        // in its group
   std::vector<SymSize> dims;
 };

@@ -138,6 +138,7 @@ std::string dump(const Module& m) {
     for (const Slot& s : g.slots) {
       out << ' ' << s.variable << "@" << s.offset.str();
       if (!s.prior_scale.empty()) out << " [prior scale " << s.prior_scale << "]";
+      if (s.class_shift) out << (s.class_shift == 1 ? " [class shift: rows]" : " [class shift: all]");
     }
     out << '\n';
   }

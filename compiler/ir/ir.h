@@ -121,6 +121,9 @@ struct Slot {
   // hyperparameter: h's name (else ""). The engine measures the log-sds of this global's q from
   // log h, so that spreads the data barely inform move with their prior's scale in one step.
   std::string prior_scale = "";
+  // fvi_variable_info.class_shift (analysis/class_shift.h): 1 a matrix's rows, 2 a vector's
+  // elements, that the likelihood sees only up to a shift along a softmax's classes; else 0.
+  int class_shift = 0;
 };
 struct Group {
   fvi_group kind = FVI_GROUP_GLOBAL;  // the kernel ABI's number for it; fvi_group_name(kind) for messages

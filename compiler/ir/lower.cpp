@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 
+#include "analysis/class_shift.h"
 #include "analysis/sparse_gp.h"
 #include "analysis/transformed_data.h"
 #include "builtins.h"
@@ -1100,8 +1101,8 @@ void build_groups(const SemanticModel& m, Module& module) {
     for (const Symbol& s : m.symbols) {
       if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.kind) continue;
       SymSize n = unconstrained_elements(s);
-      g.slots.push_back({s.name, g.size, n,
-                         kind == FVI_GROUP_GLOBAL && s.kind == SymbolKind::Parameter ? prior_scale_of(m, s) : ""});
+      const bool global = kind == FVI_GROUP_GLOBAL && s.kind == SymbolKind::Parameter;
+      g.slots.push_back({s.name, g.size, n, global ? prior_scale_of(m, s) : "", global ? class_shift_of(m, s) : 0});
       g.size = g.size + n;
     }
     if (!g.slots.empty()) module.groups.push_back(g);

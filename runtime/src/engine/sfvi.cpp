@@ -227,7 +227,8 @@ SfviServer::SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions
                                                        options.correlated_global)),
       hyper_(Eigen::VectorXd::Zero(hyper_dim_)),
       adam_(q_.num_params() + hyper_dim_, AdamOptions{StepSizeSchedule(options.lr)}),
-      prior_scales_(prior_scale_blocks(model, data, global_dim_, q_.num_params(), hyper_dim_)) {
+      prior_scales_(prior_scale_blocks(model, data, global_dim_, q_.num_params(), hyper_dim_)),
+      class_shifts_(class_shift_blocks(model, data, global_dim_)) {
   bind(server_terms_, model, data, FVI_SERVER, FVI_DENSITY);
   bind(server_terms_, model, data, FVI_SERVER, FVI_LIKELIHOOD);  // of public and server data: the server's
   if (global_dim_ == 0) throw ModelError("SFVI needs global parameters; this model has none");
@@ -301,6 +302,8 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   to_prior_scale_coordinates(prior_scales_, params, gradient);
   adam_.step(params, gradient);
   from_prior_scale_coordinates(prior_scales_, params);
+  // Along a softmax's shift only the prior moves the objective: its optimum, set exactly.
+  remove_class_means(class_shifts_, params.head(global_dim_));
   set(params.head(q_.num_params()), params.tail(hyper_dim_));
   return total.elbo_term;
 }

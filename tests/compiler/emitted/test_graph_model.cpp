@@ -112,6 +112,7 @@ void compare_tables(const fvi_model& g, const fvi_model& e, const fvi_data& data
     CHECK(text(a.upper_data) == text(b.upper_data));
     CHECK(a.rank == b.rank);
     CHECK(a.prior_scale == b.prior_scale);
+    CHECK(a.class_shift == b.class_shift);
     int64_t go = -2, eo = -3, gd[8] = {}, ed[8] = {};
     fvi_error error{};
     CHECK(g.variable_shape(i, &data, &go, gd, &error) == e.variable_shape(i, &data, &eo, ed, &error));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fvi/engine/bound_factor.h"
+#include "fvi/engine/class_shift.h"
 #include "fvi/engine/element_joint.h"
 #include "fvi/engine/mode.h"
 #include "fvi/engine/prior_scale.h"
@@ -185,6 +186,7 @@ class SfviServer {
   Eigen::VectorXd hyper_;
   Adam<double> adam_;
   std::vector<PriorScaleBlock> prior_scales_;  // Adam's coordinates for the log-sds of prior-scaled globals
+  std::vector<ClassShiftBlock> class_shifts_;  // means set to zero class mean after each step
 };
 
 class SfviSilo {

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 11
+#define FVI_ABI_VERSION 12
 
 typedef struct fvi_tensor {
   double* data;
@@ -130,6 +130,13 @@ typedef struct fvi_variable_info {
    * h's index in this table, so that an engine may measure the log-sds of x's q from log h (a
    * change of the optimiser's coordinates, not of the model; FVI_ABI_VERSION 11). -1 otherwise. */
   int prior_scale;
+  /* 1: a global matrix whose rows the likelihood sees only up to a shift (adding one number to
+   * every element of a row changes only its prior's term: `categorical_logit(x * W + b)`, the
+   * classes W's columns); 2: a vector or row_vector seen only up to one shift of all its
+   * elements (b there); 0 otherwise. Its only prior is `W ~ normal(0, s)`, s one scale that
+   * reads no random parameter, so q's means are best with zero mean across the classes there, and
+   * an engine may put them so (compiler/analysis/class_shift.h; FVI_ABI_VERSION 12). */
+  int class_shift;
 } fvi_variable_info;
 
 /* The model's data declarations (docs/kernel-abi.md, "Data declarations"): what the generated
