@@ -652,9 +652,10 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("precision", pvi_engine(plan.method));
   if (plan.method == Method::SFVI) {
     std::string shifted;
-    for (const Symbol& s : m.symbols)
-      if (s.kind == SymbolKind::Parameter && s.owner == Owner::Global && class_shift_of(m, s))
-        shifted += (shifted.empty() ? "" : ", ") + s.name + (class_shift_of(m, s) == 1 ? "'s rows" : "");
+    for (const Symbol& s : m.symbols) {
+      const int shift = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? class_shift_of(m, s) : 0;
+      if (shift) shifted += (shifted.empty() ? "" : ", ") + s.name + (shift == 1 ? "'s rows" : "");
+    }
     if (!shifted.empty())
       plan.notes.push_back("the likelihood sees " + shifted +
                            " only up to a shift along the softmax's classes: after each step the server sets "

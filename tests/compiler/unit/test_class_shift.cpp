@@ -27,11 +27,7 @@ int mark(const std::string& params, const std::string& model, const std::string&
   REQUIRE(m.ok());
   fvic::ir::Module module;
   REQUIRE(fvic::build_ir(*m.model, module, m.diags));
-  for (const fvic::ir::Group& g : module.groups)
-    for (const fvic::ir::Slot& slot : g.slots)
-      if (slot.variable == name) return slot.class_shift;
-  FAIL("no variable " << name);
-  return -1;
+  return fvic::test::slot_named(module, name).class_shift;
 }
 
 const std::string kParams = "  global matrix[D, K] W;\n  global row_vector[K] b;\n";

@@ -63,6 +63,14 @@ inline const ir::Factor& factor_named(const ir::Module& m, const std::string& na
   throw std::invalid_argument("no factor " + name);
 }
 
+// The slot of variable `name` in `m`'s groups.
+inline const ir::Slot& slot_named(const ir::Module& m, const std::string& name) {
+  for (const ir::Group& g : m.groups)
+    for (const ir::Slot& s : g.slots)
+      if (s.variable == name) return s;
+  throw std::invalid_argument("no variable " + name);
+}
+
 // A model through Stan's forms (log_sum_exp, mean, variance, sd, the GLM), softmax and
 // log_softmax, reductions, cumulative sums, pow, append_row, a loop's locals and a
 // hyperparameter: the adjoint and tangent tests' second case.

@@ -23,11 +23,7 @@ std::string mark(const std::string& hyper, const std::string& params, const std:
   REQUIRE(m.ok());
   fvic::ir::Module module;
   REQUIRE(fvic::build_ir(*m.model, module, m.diags));
-  for (const fvic::ir::Group& g : module.groups)
-    for (const fvic::ir::Slot& s : g.slots)
-      if (s.variable == name) return s.prior_scale;
-  FAIL("no variable " << name);
-  return "?";
+  return fvic::test::slot_named(module, name).prior_scale;
 }
 
 const std::string kTwo = "  real<lower=0> s;\n  real<lower=0> t;\n";
