@@ -182,6 +182,7 @@ const std::vector<Choice>& choices() {
       {"precision", {"float64", "float32"}},
       {"estimator", {"stl", "standard"}},
       {"local_reparam", {"on", "off"}},
+      {"center", {"on", "off"}},
       {"lr_schedule", {"cosine", "constant"}},
       {"factors", {"dpo", "cpo"}},
   };
@@ -435,6 +436,12 @@ const std::vector<KeySpec>& inference_keys() {
        "of its data and the globals as its Gaussian row by row, from its own noise (local reparameterisation: the "
        "same gradient in expectation, its noise falling with the rows); off: every silo at the server's shared "
        "draws eps_G, as seed 002's Algorithm 1",
+       "on"},
+      {"center", "on, off",
+       "SFVI: a global intercept added to silo data x times a global (`alpha + x * beta`, `x * W + b`) is fitted "
+       "at x's pooled column means, as brms centres (the written model's posterior exactly: priors at the "
+       "written intercept, which the outputs report); once, before the first iteration, each silo sends its "
+       "column sums of x and its rows; off: at the raw x",
        "on"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
       {"q_z", "meanfield, amortized, none",

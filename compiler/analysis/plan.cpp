@@ -1,4 +1,5 @@
 #include "analysis/plan.h"
+#include "analysis/centring.h"
 #include "analysis/class_shift.h"
 #include "analysis/stated_priors.h"
 #include "inference_keys.h"
@@ -317,6 +318,37 @@ void add_rule_messages(Plan& plan, const Groups& g) {
                        "whether q of " + own + " has settled over the averaged iterations, its largest drift and "
                        "standard error (the values themselves stay)",
                        SymSize::constant(3)});
+}
+
+// SFVI fits each intercept of `x * W + b` at the silos' centred x (analysis/centring.h;
+// runtime/src/program/sfvi_run.cpp SfviCoordinator::centre): x's column sums and rows up, the
+// pooled means down, once.
+void add_opening_messages(Plan& plan, const SemanticModel& m) {
+  if (plan.method != Method::SFVI || plan.pooled || m.settings.name("center", "on") == "off") return;
+  if (auto w = m.settings.values.find("warm_start"); w != m.settings.values.end() && w->second.number > 0) return;
+  std::vector<std::string> centred;
+  for (const Symbol& s : m.symbols) {
+    const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
+    if (!c) continue;
+    const Symbol* x = m.find(c->data);
+    const SymSize columns = x && x->shape.dims.size() == 2 ? x->shape.dims[1] : SymSize::constant(1);
+    plan.opening.push_back({"silo k", "server", "the column sums of " + c->data + " and its rows (to centre " +
+                                                    s.name + " + " + c->data + " * " + c->coefficient + ")",
+                            columns + SymSize::constant(1)});
+    plan.opening.push_back({"server", "silo k", "the pooled column means of " + c->data, columns});
+    // The silo's rows are sent: their count is no longer private.
+    if (x && !x->shape.dims.empty()) {
+      const std::string rows = x->shape.dims[0].str();
+      plan.never_leaves.erase(std::remove(plan.never_leaves.begin(), plan.never_leaves.end(), rows), plan.never_leaves.end());
+    }
+    centred.push_back(s.name);
+  }
+  if (!centred.empty())
+    plan.notes.push_back("the intercept" + std::string(centred.size() > 1 ? "s " : " ") + join(centred) +
+                         (centred.size() > 1 ? " are" : " is") +
+                         " fitted at the silos' data centred at its pooled column means (as brms centres: the "
+                         "written model's posterior exactly, reported at the written intercept; center = off "
+                         "fits at the raw data; analysis/centring.h)");
 }
 
 void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
@@ -908,7 +940,9 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
       plan.never_leaves.push_back(d.name);
   add_closing_messages(plan, model, g);
   add_rule_messages(plan, g);
+  add_opening_messages(plan, model);
   if (plan.pooled) {  // one party: nothing travels
+    plan.opening.clear();
     plan.messages.clear();
     plan.closing.clear();
     plan.rule.clear();
@@ -1036,6 +1070,10 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
   } else if (plan.messages.empty()) {
     out << "  no messages: each silo works alone\n";
   } else {
+    if (!plan.opening.empty()) out << "  once, before the first iteration\n";
+    for (const Message& m : plan.opening)
+      out << "    " << std::setw(16) << std::left << (m.from + " -> " + m.to) << " : " << m.content << "; "
+          << describe_count(m.doubles, sizes) << '\n';
     out << "  each iteration\n";
     int phases = 1;
     for (const Message& m : plan.messages) phases = std::max(phases, m.phase);
@@ -1137,16 +1175,21 @@ std::string plan_json(const Plan& plan, const SemanticModel& model, const DataSi
     messages.push_back(msg);
   }
   j["messages"] = messages;
-  nlohmann::ordered_json closing = nlohmann::ordered_json::array();
-  for (const Message& m : plan.closing) {
-    nlohmann::ordered_json msg = {{"from", m.from}, {"to", m.to}, {"content", m.content}, {"doubles", m.doubles.str()}};
-    if (sizes) {
-      std::vector<long long> v = evaluate(m.doubles, *sizes);
-      if (!v.empty()) msg["doubles_per_silo"] = v;
+  // Once-only messages: each with its count per silo when the data is known.
+  auto once = [&](const std::vector<Message>& list) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const Message& m : list) {
+      nlohmann::ordered_json msg = {{"from", m.from}, {"to", m.to}, {"content", m.content}, {"doubles", m.doubles.str()}};
+      if (sizes) {
+        std::vector<long long> v = evaluate(m.doubles, *sizes);
+        if (!v.empty()) msg["doubles_per_silo"] = v;
+      }
+      out.push_back(msg);
     }
-    closing.push_back(msg);
-  }
-  j["closing_messages"] = closing;
+    return out;
+  };
+  j["opening_messages"] = once(plan.opening);
+  j["closing_messages"] = once(plan.closing);
   nlohmann::ordered_json rule = nlohmann::ordered_json::array();
   for (const Message& m : plan.rule)
     rule.push_back({{"from", m.from}, {"to", m.to}, {"content", m.content}, {"doubles", m.doubles.str()}});

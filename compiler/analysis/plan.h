@@ -47,6 +47,8 @@ struct Plan {
   std::vector<std::string> reasons;  // why this method, each with a line reference
   std::string family;
   Conjugacy conjugacy;               // meaningful for PVI
+  // Once, before the first iteration: SFVI's centring of the silos' data (analysis/centring.h).
+  std::vector<Message> opening;
   std::vector<Message> messages;     // one iteration
   // Once, after the last iteration: Pareto k-hat scores q's draws by the written model's log
   // joint, each party evaluating its own terms (issue 26).

@@ -186,6 +186,8 @@ std::vector<VariableDescription> describe_variables(const ir::Module& module, co
     v.rank = structured ? 1 : s ? int(s->shape.dims.size()) : 0;
     v.prior_scale = slot->prior_scale.empty() ? -1 : index_of(slot->prior_scale);
     v.class_shift = slot->class_shift;
+    v.centring_data = slot->centring_data;
+    v.centring_coefficient = slot->centring_coefficient.empty() ? -1 : index_of(slot->centring_coefficient);
     v.offset = slot->offset;
     if (structured) v.dims.push_back(slot->size);  // its unconstrained values; the matrix is a quantity
     else if (s) v.dims = s->shape.dims;

@@ -33,6 +33,8 @@ struct VariableDescription {
   int rank = 0;
   int prior_scale = -1;  // the index of its prior-scale hyperparameter in this list, or -1
   int class_shift = 0;   // fvi_variable_info.class_shift
+  std::string centring_data;     // fvi_variable_info.centring_data ("" for none)
+  int centring_coefficient = -1; // fvi_variable_info.centring_coefficient: an index in this list
   SymSize offset;        // in its group
   std::vector<SymSize> dims;
 };

@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 
+#include "analysis/centring.h"
 #include "analysis/class_shift.h"
 #include "analysis/sparse_gp.h"
 #include "analysis/transformed_data.h"
@@ -1102,7 +1103,9 @@ void build_groups(const SemanticModel& m, Module& module) {
       if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.kind) continue;
       SymSize n = unconstrained_elements(s);
       const bool global = kind == FVI_GROUP_GLOBAL && s.kind == SymbolKind::Parameter;
-      g.slots.push_back({s.name, g.size, n, global ? prior_scale_of(m, s) : "", global ? class_shift_of(m, s) : 0});
+      const std::optional<Centring> centring = global ? centring_of(m, s) : std::nullopt;
+      g.slots.push_back({s.name, g.size, n, global ? prior_scale_of(m, s) : "", global ? class_shift_of(m, s) : 0,
+                         centring ? centring->data : "", centring ? centring->coefficient : ""});
       g.size = g.size + n;
     }
     if (!g.slots.empty()) module.groups.push_back(g);

@@ -79,7 +79,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_pvi import EXAMPLES, gvi_location_optimum, posterior, read_all_x, require, run_case  # noqa: E402
+from check_pvi import EXAMPLES, gvi_location_optimum, posterior, read_all_x, require, run_case, solve  # noqa: E402
 
 
 def run_defaults(fvic, cache, model, data, out, sets=()):
@@ -396,6 +396,92 @@ def case_ridge(fvic, cache, work):
         f.write(RIDGE_MODEL)
     data = os.path.join(work, "data")
     regression_accurate_or_flagged(fvic, cache, work, model, data, ridge_reference(ridge_data(data)))
+
+
+CENTRING_MODEL = """\
+// Known noise, three raw covariates far from 0: the posterior is Gaussian, in closed form.
+data {
+  int<lower=1> D;
+  real<lower=0> sigma;
+}
+silo data {
+  int<lower=0> N;
+  matrix[N, D] x;
+  vector[N] y;
+}
+parameters {
+  global real alpha;
+  global vector[D] beta;
+}
+model {
+  alpha ~ normal(0, 10);
+  beta ~ normal(0, 10);
+  y ~ normal(alpha + x * beta, sigma);
+}
+inference {
+  method = sfvi;  // PVI, the plan's choice, has this posterior in closed form
+}
+"""
+
+
+def centring_data(folder, seed, silos=4, rows=40, sigma=2.0):
+    """Silo k's x_d ~ N(mean_d + k, sd_d^2) with means (40, 5, -12): the intercept and the slopes
+    are correlated up to 0.99 in the posterior. Returns the exact posterior's means and sds of
+    alpha, beta[1..3]: prior N(0, 10^2 I), precision I / 100 + Z'Z / sigma^2, Z = [1, x]."""
+    rng = random.Random(seed)
+    os.makedirs(folder)
+    with open(os.path.join(folder, "data.json"), "w") as f:
+        json.dump({"D": 3, "sigma": sigma}, f)
+    z, y = [], []
+    for k in range(1, silos + 1):
+        x = [[rng.gauss(m + k, s) for m, s in ((40.0, 6.0), (5.0, 1.0), (-12.0, 3.0))] for _ in range(rows)]
+        ys = [3.0 + 0.5 * r[0] - 1.0 * r[1] + 0.25 * r[2] + rng.gauss(0, sigma) for r in x]
+        with open(os.path.join(folder, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": rows, "x": x, "y": ys}, f)
+        z += [[1.0] + r for r in x]
+        y += ys
+    p = len(z[0])
+    precision = [[(0.01 if i == j else 0.0) + sum(r[i] * r[j] for r in z) / sigma ** 2 for j in range(p)] for i in range(p)]
+    mean = solve(precision, [sum(r[i] * v for r, v in zip(z, y)) / sigma ** 2 for i in range(p)])
+    sd = [math.sqrt(solve(precision, [1.0 if j == i else 0.0 for j in range(p)])[i]) for i in range(p)]
+    names = ["alpha", "beta[1]", "beta[2]", "beta[3]"]
+    return {n: (m, s) for n, m, s in zip(names, mean, sd)}
+
+
+def case_centring(fvic, cache, work):
+    """A regression on raw covariates with a closed-form posterior, at three seeds: with SFVI's
+    defaults (the model names the method, nothing else) it fits the intercept at the silos' centred data (fvic plan lists the one exchange
+    of column sums and means), converges, and lands on the exact posterior: every mean within
+    0.1 posterior sd and every sd within 5% (q is Gaussian like the posterior, so what is left
+    is the stopping rule's tolerance, 0.05 sd), k-hat under 0.5."""
+    model = os.path.join(work, "centring.fvi")
+    with open(model, "w") as f:
+        f.write(CENTRING_MODEL)
+    for seed in (20261130, 20261131, 20261132):
+        data = os.path.join(work, f"data-{seed}")
+        ref = centring_data(data, seed)
+        if seed == 20261130:
+            plan = subprocess.run([fvic, "plan", model, "--data", data], capture_output=True, text=True).stdout
+            require("once, before the first iteration" in plan and "the column sums of x and its rows" in plan,
+                    "fvic plan does not list the centring's exchange:\n" + plan)
+        out = os.path.join(work, f"out-{seed}")
+        p, _ = run_defaults(fvic, cache, model, data, out)
+        require("centred: alpha + x * beta" in p.stdout, "the run does not say it centred:\n" + p.stdout)
+        require_converged(p, out)
+        post = posterior(out)
+        k = khat(out)
+        print(f"  seed {seed}: {post['method']}, {post['iterations']} iterations, k-hat {k:.3f}")
+        v = post["variables"]
+        fit = {"alpha": (v["alpha"]["mean"][0], v["alpha"]["sd"][0])}
+        for d in range(3):
+            fit[f"beta[{d + 1}]"] = (v["beta"]["mean"][d], v["beta"]["sd"][d])
+        for name, (mean, sd) in fit.items():
+            ref_mean, ref_sd = ref[name]
+            z, ratio = abs(mean - ref_mean) / ref_sd, sd / ref_sd
+            print(f"  {name}: {mean:.5g} (sd {sd:.4g}), exact {ref_mean:.5g} (sd {ref_sd:.4g}): {z:.3f} sd apart, "
+                  f"sd ratio {ratio:.4f}")
+            require(z < 0.1 and abs(ratio - 1) < 0.05, f"seed {seed}: {name} is off the exact posterior")
+        require(k < 0.5, f"seed {seed}: k-hat {k}")
 
 
 def case_flat(fvic, cache, work):
@@ -969,7 +1055,7 @@ def case_funnel(fvic, cache, work):
     require(not off or flagged, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k}, warnings: {warnings})")
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "hier_linreg": case_hier_linreg,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "centring": case_centring, "hier_linreg": case_hier_linreg,
          "vfl_gaussian": case_vfl_gaussian, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson}
 
 

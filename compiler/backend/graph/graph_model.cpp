@@ -185,7 +185,8 @@ void GraphModel::build_table() {
   }
   for (const VariableDescription& v : variable_descriptions_)
     variables_.push_back({v.name.c_str(), v.group, v.transform, v.lower.literal, v.upper.literal, v.lower.data.c_str(),
-                          v.upper.data.c_str(), v.rank, v.prior_scale, v.class_shift});
+                          v.upper.data.c_str(), v.rank, v.prior_scale, v.class_shift,
+                          v.centring_data.c_str(), v.centring_coefficient});
   for (const QuantityDescription& q : quantity_descriptions_)
     quantities_.push_back({q.name.c_str(), q.block, q.owner, q.factor, int(q.groups.size()), q.groups.data(), q.rank,
                            q.transform, q.lower.literal, q.upper.literal, q.lower.data.c_str(), q.upper.data.c_str(),

@@ -240,11 +240,18 @@ SfviContribution SfviServer::server_term(const Eigen::MatrixXd& eps) {
   const long S = eps.cols();
   const Eigen::MatrixXd z = q_.sample(eps);
   const Eigen::MatrixXd theta = hyper_;
-  GroupValues values{&z, nullptr, &theta};
+  // The server's terms read the written globals (centring.h: b = b_c - xbar W).
+  Eigen::MatrixXd written = z;
+  to_written(centring_, written);
+  GroupValues values{&written, nullptr, &theta};
   SfviContribution out;
   LogDensity::Value lp;
-  if (!server_terms_.empty()) lp = server_terms_.evaluate(values, S, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
-  else lp = {Eigen::VectorXd::Zero(S), Eigen::MatrixXd::Zero(global_dim_, S), {}, Eigen::VectorXd::Zero(hyper_dim_)};
+  if (!server_terms_.empty()) {
+    lp = server_terms_.evaluate(values, S, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
+    pull_back(centring_, lp.d_global);
+  } else {
+    lp = {Eigen::VectorXd::Zero(S), Eigen::MatrixXd::Zero(global_dim_, S), {}, Eigen::VectorXd::Zero(hyper_dim_)};
+  }
   // seed 002 Eq. 9, first term; Eq. 12, first term (the hyperparameters' prior and global priors).
   Eigen::MatrixXd cotangent = options_.stl ? Eigen::MatrixXd(lp.d_global - q_.score(z)) : lp.d_global;
   // A draw where the log density or its gradient is not finite (a density underflowing to 0 far
@@ -437,9 +444,11 @@ void SfviSilo::use_average() {
   if (average_.has_average()) set_local_params(average_.average());
 }
 
-Eigen::VectorXd SfviServer::log_server_terms(const Eigen::MatrixXd& z) {
-  if (server_terms_.empty()) return Eigen::VectorXd::Zero(z.cols());
+Eigen::VectorXd SfviServer::log_server_terms(const Eigen::MatrixXd& z_fit) {
+  if (server_terms_.empty()) return Eigen::VectorXd::Zero(z_fit.cols());
   const Eigen::MatrixXd theta = hyper_;
+  Eigen::MatrixXd z = z_fit;
+  to_written(centring_, z);
   GroupValues values{&z, nullptr, &theta};
   return server_terms_.evaluate(values, long(z.cols()), global_dim_, 0, hyper_dim_, 0, -1, 1, 1, false).per_draw;
 }

@@ -21,6 +21,7 @@ const char* phase_name(Phase phase) {
     case Phase::kSfviSizes: return "sfvi sizes";
     case Phase::kSfviLogJoint: return "sfvi log joint";
     case Phase::kSfviSettled: return "sfvi settled";
+    case Phase::kSfviCentring: return "sfvi centring";
     case Phase::kVflPropose: return "vfl propose";
     case Phase::kVflPower: return "vfl power";
     case Phase::kVflUpdate: return "vfl update";

@@ -228,8 +228,10 @@ GroupDraws silo_groups(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z
   return groups;
 }
 
+// `centring`: the fit's globals are centred (fvi/engine/centring.h, which needs a model without
+// locals): the quantities read the written ones.
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
-                           const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
+                           const std::vector<engine::CentringBlock>& centring, const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
                            long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
   std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_LOCAL, data);
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
@@ -239,7 +241,8 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     for (int i = 0; i < model.quantity_count; ++i) any |= model.quantities[i].owner == FVI_SILO;
     if (!any) return;
     std::filesystem::create_directories(dir);
-    const Eigen::MatrixXd z_global = global.offset(rng.normal(global.dim(), draws)).colwise() + global.mean();
+    Eigen::MatrixXd z_global = global.offset(rng.normal(global.dim(), draws)).colwise() + global.mean();
+    engine::to_written(centring, z_global);
     const Eigen::MatrixXd no_locals(0, draws);
     Eigen::MatrixXd values(0, draws);
     add_silo_quantities(model, data, silo.silo(), silo_groups(z_global, no_locals, hyper), seed, layout, values);
@@ -296,8 +299,9 @@ struct GlobalOutput {
   Eigen::VectorXd mean, sd, log_density;
 };
 
+// `centring`: q is over the fit's coordinates (fvi/engine/centring.h); the output is the written globals'.
 GlobalOutput global_output(const fvi_model& model, const fvi_data& data, const Global& q, const Eigen::VectorXd& hyper,
-                           long draws, uint64_t seed) {
+                           long draws, uint64_t seed, const std::vector<engine::CentringBlock>& centring = {}) {
   GlobalOutput out;
   out.layout = variable_layout(model, FVI_GROUP_GLOBAL, data);
   std::vector<VariableLayout> hyper_layout = variable_layout(model, FVI_GROUP_HYPER, data);
@@ -311,13 +315,15 @@ GlobalOutput global_output(const fvi_model& model, const fvi_data& data, const G
   Eigen::MatrixXd u(n + h, draws);
   u.topRows(n) = q.sample(eps);
   u.bottomRows(h) = hyper.replicate(1, draws);
+  out.log_density = q.log_density(u.topRows(n));  // the same at the written draws: the map's Jacobian is 1
+  engine::to_written(centring, u.topRows(n));
   out.draws = constrain(out.layout, u);
   out.unconstrained = u;
   out.mean.resize(n + h);
   out.mean << q.mean(), hyper;
+  engine::to_written(centring, out.mean.head(n));
   out.sd = Eigen::VectorXd::Zero(n + h);
-  out.sd.head(n) = q.marginal_sd();
-  out.log_density = q.log_density(u.topRows(n));
+  out.sd.head(n) = centring.empty() ? q.marginal_sd() : engine::written_sd(centring, q);
   return out;
 }
 
@@ -332,8 +338,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
         options_(engine::SfviOptions::from(settings, engine::group_dim(model, FVI_GROUP_GLOBAL, data.view()))),
         data_(std::move(data)),
         // SFVI-Avg and the independent fit evaluate the global priors in each silo.
-        silo_(model, data_.view(), silo, options_,
-              method != "sfvi" || (method == "sfvi" && settings.integer("warm_start", 0) > 0)),
+        global_prior_(method != "sfvi" || (method == "sfvi" && settings.integer("warm_start", 0) > 0)),
+        silo_(std::make_unique<SfviSilo>(model, data_.view(), silo, options_, global_prior_)),
         summary_{model.name, method, silos, int(max_steps(settings, method == "sfvi" ? 20000 : 2000)), {}},
         draws_(0) {
     draws_ = output_draws(settings, 1);
@@ -341,24 +347,27 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
 
   SiloEndpoint& endpoint() override { return *this; }
   std::string describe() const override {
-    return "silo " + std::to_string(silo_.silo()) + ": " + std::to_string(silo_.observations()) + " observations, " +
-           std::to_string(silo_.local_dim()) + " local parameters (kept in the silo)";
+    return "silo " + std::to_string(silo_->silo()) + ": " + std::to_string(silo_->observations()) + " observations, " +
+           std::to_string(silo_->local_dim()) + " local parameters (kept in the silo)";
   }
 
   Message handle(uint32_t round, Phase phase, const Message& request) override {
-    if (phase == Phase::kSfviSizes) return {double(silo_.observations())};
+    if (phase == Phase::kSfviSizes) return {double(silo_->observations())};
+    if (phase == Phase::kSfviCentring) return centre(round, request);
     if (phase == Phase::kSfviLogJoint) {
       if (!final_) throw std::invalid_argument("a log-joint request before the final posterior");
       const DrawsRequest r = check_draws_request(request, long(silo_global_dim()));
       const Eigen::Map<const Eigen::MatrixXd> z(request.data(), r.rows, r.draws);
-      CounterRng rng(RngKey{options_.seed, uint32_t(silo_.silo()), 0, rng_stream::kUserStream + 12});
-      const Eigen::MatrixXd eps_local = rng.normal(silo_.local_dim(), r.draws * silo_.log_joint_samples());
+      CounterRng rng(RngKey{options_.seed, uint32_t(silo_->silo()), 0, rng_stream::kUserStream + 12});
+      const Eigen::MatrixXd eps_local = rng.normal(silo_->local_dim(), r.draws * silo_->log_joint_samples());
       const SfviSilo::LogJoint lj =
-          silo_.log_joint(global(*final_), final_->hyper, z, eps_local, rng.uniform(silo_.local_dim(), r.draws));
+          silo_->log_joint(global(*final_), final_->hyper, z, eps_local, rng.uniform(silo_->local_dim(), r.draws));
       Message m(lj.log_p.data(), lj.log_p.data() + lj.log_p.size());
       m.insert(m.end(), lj.log_q.data(), lj.log_q.data() + lj.log_q.size());
       // Its parts of the silo_sum quantities at the same joint draws.
-      append_parts(silo_sum_parts(model_, data_.view(), silo_.silo(), silo_groups(z, lj.local, final_->hyper),
+      Eigen::MatrixXd written = z;  // the quantities read the raw data and the written globals
+      engine::to_written(centring_, written);
+      append_parts(silo_sum_parts(model_, data_.view(), silo_->silo(), silo_groups(written, lj.local, final_->hyper),
                                   options_.seed, r.draws), m);
       return m;
     }
@@ -367,8 +376,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       // pins down ever more weakly as K grows (examples/glmm_sixcities: its means still drift 0.2-0.3
       // sd over 6,400 iterations while the globals have settled); the reported locals are the
       // importance-weighted estimate, not q: not judged.
-      if (silo_.local_samples() > 1) return settled_reply(request, std::nullopt);
-      return settled_reply(request, silo_.locals_settled(request.empty() ? 0 : request[0]));
+      if (silo_->local_samples() > 1) return settled_reply(request, std::nullopt);
+      return settled_reply(request, silo_->locals_settled(request.empty() ? 0 : request[0]));
     }
     if (phase == Phase::kSfviFitLocally) {
       if (request.size() < 3) throw std::invalid_argument("a local-fit request needs [steps, scale, independent]");
@@ -380,27 +389,27 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       SfviBroadcast b = broadcast(Message(request.begin() + 3, request.end()));
       if (request[2] != 0) {  // independent: from the silo's own previous fit
         if (own_) b.global_params = own_->global_params, b.hyper = own_->hyper;
-        own_ = silo_.fit_locally(b, steps, 1.0, round);
+        own_ = silo_->fit_locally(b, steps, 1.0, round);
         return engine::pack(*own_);
       }
-      return engine::pack(silo_.fit_locally(b, steps, scale, round));
+      return engine::pack(silo_->fit_locally(b, steps, scale, round));
     }
     if (phase == Phase::kSfviContribute) {
       const SiloSchedule s = read_silo_schedule(request, options_.mc_samples);
-      silo_.set_schedule(s.scale, s.epoch);
-      silo_.set_mc_samples(s.draws);
-      return engine::pack(silo_.contribute(broadcast(Message(request.begin() + kSiloScheduleSize, request.end())), round));
+      silo_->set_schedule(s.scale, s.epoch);
+      silo_->set_mc_samples(s.draws);
+      return engine::pack(silo_->contribute(broadcast(Message(request.begin() + kSiloScheduleSize, request.end())), round));
     }
     const SfviBroadcast b = broadcast(request);
     if (phase == Phase::kSfviEvaluate) {
       const long draws = 16;
       const Eigen::MatrixXd eps = engine::global_noise(kEvaluationSeed, 0, silo_global_dim(), draws);
-      CounterRng rng(RngKey{kEvaluationSeed, uint32_t(silo_.silo()), 0, rng_stream::kUserStream + 11});
-      const Eigen::MatrixXd eps_local = rng.normal(silo_.local_dim(), draws);
-      return {silo_.gradient(global(b), b.hyper, eps, eps_local, 1, nullptr).elbo_term};
+      CounterRng rng(RngKey{kEvaluationSeed, uint32_t(silo_->silo()), 0, rng_stream::kUserStream + 11});
+      const Eigen::MatrixXd eps_local = rng.normal(silo_->local_dim(), draws);
+      return {silo_->gradient(global(b), b.hyper, eps, eps_local, 1, nullptr).elbo_term};
     }
     if (phase == Phase::kSfviFinish) {
-      if (!final_) silo_.use_average();
+      if (!final_) silo_->use_average();
       final_ = b;
       return {};
     }
@@ -408,7 +417,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   }
 
   Message state() const override {
-    const Eigen::VectorXd s = silo_.checkpoint();
+    const Eigen::VectorXd s = silo_->checkpoint();
     Message m(s.data(), s.data() + s.size());
     // The independent fit's own q(Z_G) and theta follow, when there is one.
     if (own_) {
@@ -416,16 +425,31 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       m.insert(m.end(), f.begin(), f.end());
     }
     m.push_back(own_ ? 1.0 : 0.0);
+    // Then the centring's means and their count: a silo restarted from this resumes at the same
+    // centred data (the server sends the means once, before iteration 1).
+    size_t means = 0;
+    for (const engine::CentringBlock& b : centring_) {
+      m.insert(m.end(), b.means.data(), b.means.data() + b.means.size());
+      means += size_t(b.means.size());
+    }
+    m.push_back(double(means));
     return m;
   }
-  void restore(const Message& m) override {
+  void restore(const Message& state) override {
+    if (state.empty()) throw std::invalid_argument("an empty SFVI silo checkpoint");
+    const double count = state.back();
+    if (!(count >= 0 && count <= double(state.size() - 1) && count == std::floor(count)))
+      throw std::invalid_argument("a damaged SFVI silo checkpoint (its centring's means)");
+    const auto means_begin = state.end() - 1 - long(count);
+    if (count > 0) apply_centring(Message(means_begin, state.end() - 1));
+    const Message m(state.begin(), means_begin);
     if (m.empty()) throw std::invalid_argument("an empty SFVI silo checkpoint");
     const size_t fit = own_params_size();
     const bool has_own = m.back() != 0;
     const size_t own_size = has_own ? fit : 0;
     if (m.size() < 1 + own_size) throw std::invalid_argument("a damaged SFVI silo checkpoint");
     const size_t n = m.size() - 1 - own_size;
-    silo_.restore(Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(n)));
+    silo_->restore(Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(n)));
     if (has_own) own_ = engine::unpack_local_fit(Message(m.begin() + long(n), m.end() - 1), global_params_size(), hyper_size());
   }
 
@@ -435,7 +459,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                          ? Global::from_params(own_->global_params, silo_global_dim(), options_.correlated_global)
                          : global(*final_);
     const Eigen::VectorXd& hyper = own_ && method_ == "independent" ? own_->hyper : final_->hyper;
-    write_local_posterior(dir, model_, data_.view(), silo_, q, hyper, summary_, draws_, options_.seed, settings_, options_.family);
+    write_local_posterior(dir, model_, data_.view(), *silo_, centring_, q, hyper, summary_, draws_, options_.seed, settings_, options_.family);
     if (method_ == "independent" && own_) {
       const GlobalOutput g = global_output(model_, data_.view(), q, own_->hyper, draws_, options_.seed);
       std::filesystem::create_directories(dir);
@@ -444,6 +468,59 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   }
 
  private:
+  // Round 0: x's column sums and rows of each block; round 1: the pooled means, after which the
+  // fit's terms read x - xbar (a new SfviSilo over the centred copy, before any step: the
+  // exchange precedes iteration 1, and a second one with the same means changes nothing).
+  Message centre(uint32_t round, const Message& request) {
+    // What leaves the silo is its own settings' to allow (`fvic plan` lists it only for these).
+    if (method_ != "sfvi" || settings_.name("center", "on") == "off")
+      throw std::invalid_argument("this silo does not centre its data (method " + method_ + ", center = " +
+                                  settings_.name("center", "on") + "): its column sums stay here");
+    if (round == 0) {
+      std::vector<engine::CentringBlock> blocks = engine::centring_blocks(model_, data_.view(), silo_global_dim());
+      Message m;
+      for (const engine::CentringBlock& b : blocks) {
+        int64_t rows = 0;
+        const Eigen::VectorXd sums = engine::column_sums(b, data_.view(), rows);
+        m.insert(m.end(), sums.data(), sums.data() + sums.size());
+        m.push_back(double(rows));
+      }
+      return m;
+    }
+    if (round != 1) throw std::invalid_argument("a centring request of round " + std::to_string(round));
+    apply_centring(request);
+    return {};
+  }
+
+  // The fit's terms read x - xbar from now on (`means`: each block's xbar in turn).
+  void apply_centring(const Message& request) {
+    std::vector<engine::CentringBlock> blocks = engine::centring_blocks(model_, data_.view(), silo_global_dim());
+    size_t expected = 0;
+    for (const engine::CentringBlock& b : blocks) expected += size_t(b.columns);
+    if (request.size() != expected)
+      throw std::invalid_argument("a centring request of " + std::to_string(request.size()) +
+                                  " means; this model's x have " + std::to_string(expected) + " columns");
+    for (double v : request)
+      if (!std::isfinite(v)) throw std::invalid_argument("a centring request with a non-finite mean");
+    size_t at = 0;
+    for (engine::CentringBlock& b : blocks) {
+      b.means = Eigen::Map<const Eigen::VectorXd>(request.data() + at, b.columns);
+      at += size_t(b.columns);
+    }
+    bool same = centring_.size() == blocks.size();
+    for (size_t i = 0; same && i < blocks.size(); ++i) same = centring_[i].means == blocks[i].means;
+    if (same) return;
+    data::DataSet centred;
+    for (data::Variable v : data_.variables()) {
+      for (const engine::CentringBlock& b : blocks)
+        if (v.name == b.data) engine::centre_columns(b, v.values.data(), v.rows);
+      centred.add(std::move(v));
+    }
+    centred_ = std::move(centred);
+    centring_ = std::move(blocks);
+    silo_ = std::make_unique<SfviSilo>(model_, centred_.view(), silo_->silo(), options_, global_prior_);
+  }
+
   Eigen::Index silo_global_dim() const { return engine::group_dim(model_, FVI_GROUP_GLOBAL, data_.view()); }
   Eigen::Index global_params_size() const {
     return Global::num_params_for(silo_global_dim(), options_.correlated_global);
@@ -462,7 +539,12 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   engine::Settings settings_;
   engine::SfviOptions options_;
   data::DataSet data_;
-  SfviSilo silo_;
+  bool global_prior_;  // the silo evaluates the global priors (SFVI-Avg, the independent fit, a warm start)
+  // SFVI at the centred data (fvi/engine/centring.h): the blocks with their means, and the copy of
+  // the data whose x is centred, which the fit's terms read (quantities read data_).
+  std::vector<engine::CentringBlock> centring_;
+  data::DataSet centred_;
+  std::unique_ptr<SfviSilo> silo_;
   PosteriorSummary summary_;
   long draws_;
   std::optional<SfviLocalFit> own_;      // the independent fit's own q(Z_G) and theta
@@ -504,6 +586,7 @@ class SfviCoordinator : public Coordinator {
     }
     // The independent baseline: every silo keeps its own copy of q(Z_G) and theta (reported here).
     for (auto& f : own_) f = {server_.q().params(), server_.hyper(), 0};
+    centre();
     // Pooled: the server's terms are the whole log joint, so the fit starts at its Laplace
     // approximation (a resumed run restores its own q after this).
     if (pooled(run.model) && server_.hyper_dim() == 0 && server_.global_dim() <= kModeStartLimit) {
@@ -528,6 +611,52 @@ class SfviCoordinator : public Coordinator {
     }
   }
 
+  // SFVI fits each intercept of `x * W + b` at the silos' centred x (fvi/engine/centring.h): the
+  // silos' column sums and rows, then the pooled means to every silo, once, before iteration 1 (a
+  // resumed run asks again: the same means, which a silo that kept its own already has).
+  void centre() {
+    std::vector<engine::CentringBlock> blocks =
+        engine::centring_blocks(run_.model, run_.server_data.view(), server_.global_dim());
+    if (blocks.empty() || method_ != "sfvi" || warm_start_ > 0 || pooled(run_.model) ||
+        run_.settings.name("center", "on") == "off")
+      return;
+    size_t reply = 0;
+    for (const engine::CentringBlock& b : blocks) reply += size_t(b.columns) + 1;
+    std::vector<Message> replies;
+    if (!ask_every_silo(run_.transport, 0, Phase::kSfviCentring, {}, reply, replies)) {
+      centring_note_ = "  not centred: a silo did not send its column sums (the fit is at the raw data)";
+      return;
+    }
+    Message means;
+    size_t at = 0;
+    for (engine::CentringBlock& b : blocks) {
+      Eigen::VectorXd sum = Eigen::VectorXd::Zero(b.columns);
+      double rows = 0;
+      for (const Message& m : replies) {
+        sum += Eigen::Map<const Eigen::VectorXd>(m.data() + at, b.columns);
+        const double n = m[at + size_t(b.columns)];
+        if (!(n >= 0 && n == std::floor(n))) throw std::runtime_error("centring: a silo sent " + std::to_string(n) + " rows");
+        rows += n;
+      }
+      at += size_t(b.columns) + 1;
+      if (!(rows > 0)) return;  // no rows anywhere: nothing to centre at
+      b.means = sum / rows;
+      means.insert(means.end(), b.means.data(), b.means.data() + b.means.size());
+    }
+    // A silo that misses the means would score its rows at the raw x while the others do not.
+    if (!ask_every_silo(run_.transport, 1, Phase::kSfviCentring, means, 0, replies))
+      throw std::runtime_error("centring: a silo did not take the pooled means of its data (set center = off to "
+                               "fit at the raw data)");
+    std::string names;
+    for (const engine::CentringBlock& b : blocks) {
+      names += (names.empty() ? "" : ", ") + b.intercept_name + " + " + b.data + " * " + b.coefficient_name + " at " +
+               b.data + "'s pooled column means";
+    }
+    centring_note_ = "  centred: " + names + " (the fit's intercept is the written one plus the means times the "
+                     "coefficients; every output reports the written)";
+    server_.set_centring(std::move(blocks));
+  }
+
   const char* checkpoint_kind() const override { return "sfvi-server"; }
   void print_header() const override {
     if (pooled(run_.model))
@@ -540,6 +669,7 @@ class SfviCoordinator : public Coordinator {
     std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
                 (long long)server_.hyper_dim());
     if (!start_note_.empty()) std::printf("%s\n", start_note_.c_str());
+    if (!centring_note_.empty()) std::printf("%s\n", centring_note_.c_str());
   }
   long steps() const override { return avg_rounds_ + sfvi_iterations_; }
   long rounds_setting() const override { return rounds_; }
@@ -600,7 +730,9 @@ class SfviCoordinator : public Coordinator {
         if (ood_.likelihood) pm.ood_auroc += m.ood_auroc / S;
       }
     } else {
-      pm = held_out_metrics(held_out_, ood_, global_draws(server_.q(), options_.seed, stream, predictive_draws));
+      Eigen::MatrixXd draws = global_draws(server_.q(), options_.seed, stream, predictive_draws);
+      engine::to_written(server_.centring(), draws);  // the held-out rows are raw
+      pm = held_out_metrics(held_out_, ood_, draws);
     }
     return report_metrics(pm, extra);
   }
@@ -681,7 +813,7 @@ class SfviCoordinator : public Coordinator {
     if (method_ == "independent") return std::nullopt;
     const long count = output_draws(run_.settings, server_.global_dim());
     const GlobalOutput g = global_output(run_.model, run_.server_data.view(), server_.q(), server_.hyper(), count,
-                                         options_.seed);
+                                         options_.seed, server_.centring());
     ServerDraws d;
     d.layout = g.layout;
     d.unconstrained = g.unconstrained;
@@ -694,7 +826,9 @@ class SfviCoordinator : public Coordinator {
     return d;
   }
   bool closing(const ServerDraws& d, Closing& out, std::string& why) override {
-    const Eigen::MatrixXd z = d.unconstrained.topRows(server_.global_dim());
+    // The draws are the written globals'; the silos' terms read the fit's (centring.h).
+    Eigen::MatrixXd z = d.unconstrained.topRows(server_.global_dim());
+    engine::to_fit(server_.centring(), z);
     if (z.size() > kMaxLogJointRequest) {
       why = "not computed (" + std::to_string(z.size()) + " values of draws to send each silo)";
       return false;
@@ -758,6 +892,7 @@ class SfviCoordinator : public Coordinator {
   std::vector<SfviLocalFit> own_;
   HeldOut held_out_, ood_;
   std::string start_note_;  // how a pooled fit started
+  std::string centring_note_;  // which intercepts are fitted at the centred data
   std::string modes_warning_;  // the mode search found several modes
   std::string settled_note_;  // what the last check of the silos' locals found
   long step_ = 0;  // the last step taken

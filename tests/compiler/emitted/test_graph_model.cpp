@@ -113,6 +113,8 @@ void compare_tables(const fvi_model& g, const fvi_model& e, const fvi_data& data
     CHECK(a.rank == b.rank);
     CHECK(a.prior_scale == b.prior_scale);
     CHECK(a.class_shift == b.class_shift);
+    CHECK(text(a.centring_data) == text(b.centring_data));
+    CHECK(a.centring_coefficient == b.centring_coefficient);
     int64_t go = -2, eo = -3, gd[8] = {}, ed[8] = {};
     fvi_error error{};
     CHECK(g.variable_shape(i, &data, &go, gd, &error) == e.variable_shape(i, &data, &eo, ed, &error));

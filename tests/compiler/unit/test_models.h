@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fvi/data/dataset.h"
 #include "frontend/parser.h"
 #include "frontend/semantic.h"
 #include "ir/interpret.h"
@@ -18,6 +19,16 @@
 #endif
 
 namespace fvic::test {
+
+// A data variable as a reader would make it: `values` column-major over `dims`.
+inline fvi::data::Variable data_variable(const std::string& name, std::vector<int64_t> dims, std::vector<double> values) {
+  fvi::data::Variable v;
+  v.name = name;
+  v.values = std::move(values);
+  v.set_dims(std::move(dims));
+  v.source = "test";
+  return v;
+}
 
 inline std::vector<std::string> acceptance_models() {
   std::vector<std::string> out;

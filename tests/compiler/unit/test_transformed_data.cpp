@@ -12,14 +12,7 @@
 
 namespace {
 
-fvi::data::Variable variable(const std::string& name, std::vector<int64_t> dims, std::vector<double> values) {
-  fvi::data::Variable v;
-  v.name = name;
-  v.values = std::move(values);
-  v.set_dims(std::move(dims));
-  v.source = "test";
-  return v;
-}
+using fvic::test::data_variable;
 
 fvic::ir::RealTensor tensor(const fvi::data::Variable& v) {
   fvic::ir::RealTensor t(v.rows, v.cols, 1);
@@ -72,12 +65,12 @@ model {
   CHECK(module.transformed_data[FVI_DATA_SERVER].empty());
 
   fvi::data::DataSet pub, silo;
-  pub.add(variable("K", {}, {3}));
+  pub.add(data_variable("K", {}, {3}));
   const std::vector<double> X = {1, 0, 2, 2, 5, 1, 4, -1, 0};  // 3 x 3, column-major
   const std::vector<double> y = {0.5, -1.0, 2.0};
-  silo.add(variable("N", {}, {3}));
-  silo.add(variable("X", {3, 3}, X));
-  silo.add(variable("y", {3}, y));
+  silo.add(data_variable("N", {}, {3}));
+  silo.add(data_variable("X", {3, 3}, X));
+  silo.add(data_variable("y", {3}, y));
   fvi::data::compute_transformed_data(module.transformed_data[FVI_DATA_PUBLIC], pub, fvi::data::DataSet());
   fvi::data::compute_transformed_data(module.transformed_data[FVI_DATA_SILO], silo, pub);
   REQUIRE(pub.find("Kc"));

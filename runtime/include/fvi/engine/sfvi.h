@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fvi/engine/bound_factor.h"
+#include "fvi/engine/centring.h"
 #include "fvi/engine/class_shift.h"
 #include "fvi/engine/element_joint.h"
 #include "fvi/engine/mode.h"
@@ -150,9 +151,13 @@ class SfviServer {
   // The server's terms alone (for the tests): gradient with respect to (eta_G, theta) and the
   // ELBO term, at the given eps_G.
   SfviContribution server_term(const Eigen::MatrixXd& eps_global);
-  // The server's part of the log joint at each column of z: log p_theta(Z_G) and the likelihood
-  // of public and server data.
-  Eigen::VectorXd log_server_terms(const Eigen::MatrixXd& z);
+  // The server's part of the log joint at each column of z (the fit's coordinates): log
+  // p_theta(Z_G) and the likelihood of public and server data.
+  Eigen::VectorXd log_server_terms(const Eigen::MatrixXd& z_fit);
+  // Intercepts fitted at the silos' centred data (centring.h), their means set: from now on q is
+  // over the fit's coordinates and the server's terms are evaluated at the written globals.
+  void set_centring(std::vector<CentringBlock> blocks) { centring_ = std::move(blocks); }
+  const std::vector<CentringBlock>& centring() const { return centring_; }
   // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
   void average(const std::vector<SfviLocalFit>& fits);
   void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
@@ -187,6 +192,7 @@ class SfviServer {
   Adam<double> adam_;
   std::vector<PriorScaleBlock> prior_scales_;  // Adam's coordinates for the log-sds of prior-scaled globals
   std::vector<ClassShiftBlock> class_shifts_;  // means set to zero class mean after each step
+  std::vector<CentringBlock> centring_;        // intercepts fitted at the centred data
 };
 
 class SfviSilo {

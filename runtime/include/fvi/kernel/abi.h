@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 12
+#define FVI_ABI_VERSION 13
 
 typedef struct fvi_tensor {
   double* data;
@@ -137,6 +137,13 @@ typedef struct fvi_variable_info {
    * reads no random parameter, so q's means are best with zero mean across the classes there, and
    * an engine may put them so (compiler/analysis/class_shift.h; FVI_ABI_VERSION 12). */
   int class_shift;
+  /* A global intercept b added to `x * W` (x silo data, W the global at index
+   * centring_coefficient), where x and b are read nowhere else in the silos' terms: x's name, so
+   * that an engine may fit b_c = b + xbar W at the silos' x - xbar (xbar its pooled column means)
+   * and evaluate the priors at b = b_c - xbar W, a change of the fit's coordinates with unit
+   * Jacobian (compiler/analysis/centring.h; FVI_ABI_VERSION 13). "" and -1 otherwise. */
+  const char* centring_data;
+  int centring_coefficient;
 } fvi_variable_info;
 
 /* The model's data declarations (docs/kernel-abi.md, "Data declarations"): what the generated

@@ -1,0 +1,98 @@
+#include "analysis/centring.h"
+
+#include <functional>
+
+#include "analysis/occurrences.h"
+
+namespace fvic {
+
+namespace {
+
+bool unconstrained(const Symbol& s) {
+  if (!s.decl) return false;
+  const TypeDecl& t = s.decl->type;
+  return !t.lower && !t.upper && !t.simplex && t.ordering == Ordering::None && t.structure == MatrixStructure::None &&
+         !t.affine() && t.array_sizes.empty();
+}
+
+bool global_parameter(const Symbol* s) {
+  return s && s->kind == SymbolKind::Parameter && s->owner == Owner::Global && unconstrained(*s);
+}
+
+// `x * W` (or `W * x`, W a real and x a vector): the data product an intercept is added to.
+std::optional<Centring> product(const SemanticModel& m, const Expr* e, Base intercept) {
+  if (!e || e->kind != ExprKind::Binary || e->name != "*" || e->args.size() != 2) return std::nullopt;
+  for (int data_side : {0, 1}) {
+    const Expr* x = e->args[data_side].get();
+    const Expr* w = e->args[1 - data_side].get();
+    if (!x || !w || x->kind != ExprKind::Var || w->kind != ExprKind::Var) continue;
+    const Symbol* xs = m.find(x->name);
+    const Symbol* ws = m.find(w->name);
+    if (!xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo || xs->type.array_dims != 0) continue;
+    if (!global_parameter(ws)) continue;
+    const Base xb = xs->type.base, wb = ws->decl->type.base;
+    const bool fits = (xb == Base::Matrix && data_side == 0 && wb == Base::Matrix && intercept == Base::RowVector) ||
+                      (xb == Base::Matrix && data_side == 0 && wb == Base::Vector && intercept == Base::Real) ||
+                      (xb == Base::Vector && wb == Base::Real && intercept == Base::Real);
+    if (fits) return Centring{x->name, w->name};
+  }
+  return std::nullopt;
+}
+
+// Calls `visit` on every expression of the log density's blocks (through inlined functions).
+void each_expr(const SemanticModel& m, const std::function<void(const Expr*)>& visit) {
+  std::function<void(const Expr*)> walk = [&](const Expr* e) {
+    if (!e) return;
+    if (e->inlined) return walk(e->inlined.get());
+    visit(e);
+    for (const ExprPtr& a : e->args) walk(a.get());
+    for (const Index& i : e->indices) walk(i.lower.get()), walk(i.upper.get());
+  };
+  std::function<void(const Stmt&)> walk_stmt = [&](const Stmt& st) {
+    walk(st.lhs.get());
+    for (const ExprPtr& a : st.args) walk(a.get());
+    for (const StmtPtr& b : st.body)
+      if (b) walk_stmt(*b);
+    if (st.decl) walk(st.decl->init.get());
+  };
+  for (BlockKind kind : {BlockKind::TransformedParameters, BlockKind::Model})
+    if (const Block* b = m.program ? m.program->find(kind) : nullptr) {
+      for (const VarDeclPtr& d : b->decls) walk(d->init.get());
+      for (const StmtPtr& st : b->stmts) walk_stmt(*st);
+    }
+}
+
+}  // namespace
+
+std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
+  if (!global_parameter(&b)) return std::nullopt;
+  const Base base = b.decl->type.base;
+  if (base != Base::Real && base != Base::RowVector) return std::nullopt;
+  for (const Symbol& s : m.symbols)
+    if (s.kind == SymbolKind::Parameter && (s.owner == Owner::Silo || s.owner == Owner::Split)) return std::nullopt;
+  // Every `b + x * W` and `x * W + b`, all of one x and W.
+  std::optional<Centring> found;
+  int matches = 0;
+  bool mixed = false;
+  each_expr(m, [&](const Expr* e) {
+    if (e->kind != ExprKind::Binary || e->name != "+" || e->args.size() != 2) return;
+    for (int side : {0, 1}) {
+      if (!is_var(e->args[side].get(), b.name)) continue;
+      const std::optional<Centring> c = product(m, e->args[1 - side].get(), base);
+      if (!c) continue;
+      if (found && (found->data != c->data || found->coefficient != c->coefficient)) mixed = true;
+      found = c;
+      ++matches;
+    }
+  });
+  if (!found || mixed) return std::nullopt;
+  // x is read there alone; b there and in the server's priors alone (evaluated at b = b_c - xbar W).
+  if (uses_in_log_density(m, found->data) != matches) return std::nullopt;
+  int in_priors = 0;
+  for (const Term& t : m.terms)
+    if (t.kind == TermKind::Prior && t.owner == TermOwner::Server && !t.conditional) in_priors += count_in(*t.stmt, b.name);
+  if (uses_in_log_density(m, b.name) != matches + in_priors) return std::nullopt;
+  return found;
+}
+
+}  // namespace fvic

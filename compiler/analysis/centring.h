@@ -1,0 +1,32 @@
+#pragma once
+// Which global intercepts may be fitted at the centred data (brms's `center`, done for the silos).
+//
+// `y ~ bernoulli_logit(alpha + x * beta)` with a raw covariate far from 0 has a posterior in which
+// alpha and beta trade off along a narrow ridge (alpha + mean(x) * beta is what the data pin
+// down); an optimiser crosses it slowly and a mean-field q cannot lie along it. Written at the
+// centred data, `alpha_c + (x - xbar) * beta` with alpha_c = alpha + xbar * beta, the same model
+// has alpha_c and beta nearly independent. The map (alpha, beta) -> (alpha_c, beta) is linear with
+// unit Jacobian, so fitting q over (alpha_c, beta), evaluating every prior at alpha = alpha_c -
+// xbar * beta and reporting alpha fits the posterior of the model as written, exactly: a change
+// of the fit's coordinates, not of the model. xbar is the pooled column means of x, from each
+// silo's column sums and rows (a message the plan lists, once, before the first iteration).
+#include <optional>
+#include <string>
+
+#include "frontend/semantic.h"
+
+namespace fvic {
+
+struct Centring {
+  std::string data;         // x: silo data, a matrix[N, D] (or a vector[N] with a scalar coefficient)
+  std::string coefficient;  // W: a global matrix[D, K] or vector[D] (real with a vector x)
+};
+
+// For global `b`: the data and coefficient it is the intercept of, when every read of x in the
+// transformed parameters and model block is one `b + x * W` or `x * W + b` (`W * x` too, W a
+// real), b is read only there and in priors the server evaluates, b and W are unconstrained, b a
+// real (W a vector or real) or a row_vector (W a matrix), and the model has no local or split
+// parameters. Conservative: nullopt for anything else.
+std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b);
+
+}  // namespace fvic

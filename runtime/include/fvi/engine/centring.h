@@ -1,0 +1,55 @@
+#pragma once
+// A global intercept fitted at the silos' centred data (fvi_variable_info.centring_data;
+// compiler/analysis/centring.h).
+//
+// The model reads silo data x only as `x * W + b`. The fit's coordinates are (W, b_c) with
+// b_c = b + xbar W, xbar x's pooled column means: every silo scores its rows at x - xbar with b_c
+// in b's place (the same value, (x - xbar) W + b_c = x W + b), and every other term (the priors,
+// on the server) is evaluated at the written b = b_c - xbar W. The map has unit Jacobian, so q
+// over (W, b_c) fits the written model's posterior exactly; what a raw x far from 0 makes a ridge
+// (b and W trading off) is then nearly independent. Outputs are mapped back to b.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "fvi/family/structured_gaussian.h"
+#include "fvi/kernel/abi.h"
+
+namespace fvi::engine {
+
+// One intercept b (K values) and its coefficient W (D x K, column-major), within the globals.
+struct CentringBlock {
+  std::string data;               // x's name: N x D silo data (N x 1 with D = 1 when W is a real)
+  std::string intercept_name, coefficient_name;  // b's and W's
+  Eigen::Index intercept = 0;     // b's offset in the global group
+  Eigen::Index coefficient = 0;   // W's offset
+  Eigen::Index columns = 0;       // D
+  Eigen::Index classes = 0;       // K
+  Eigen::VectorXd means;          // xbar (D): empty until the silos' sums are in
+};
+
+// The blocks of `model` given its data (the server's or a silo's: the shapes come from the
+// parameters' declarations); nothing from a model older than FVI_ABI_VERSION 13, and no block
+// whose place or shape is not as the compiler's analysis promises.
+std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim);
+
+// x's column sums in `data` (D values) and its rows: a silo's part of the pooled means. Throws
+// std::invalid_argument, naming x, when `data` holds no x of D columns.
+Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, int64_t& rows);
+
+// x - xbar in place: `values` is x's tensor, rows x D column-major.
+void centre_columns(const CentringBlock& block, double* values, int64_t rows);
+
+// Draws (or means) of the globals, one per column, from the fit's coordinates to the written
+// model's (b = b_c - xbar W) and back. Blocks without means are left alone.
+void to_written(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> z);
+void to_fit(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> z);
+// A gradient with respect to the written globals, one per column, made the gradient with respect
+// to the fit's (the transpose of the map: dW_c = dW - xbar db, db_c = db).
+void pull_back(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> gradient);
+// The marginal sds of q's written globals (q over the fit's coordinates).
+Eigen::VectorXd written_sd(const std::vector<CentringBlock>& blocks, const StructuredGlobalGaussian<double>& q);
+
+}  // namespace fvi::engine

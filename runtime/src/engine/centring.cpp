@@ -1,0 +1,117 @@
+#include "fvi/engine/centring.h"
+
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "fvi/engine/bound_factor.h"
+
+namespace fvi::engine {
+
+namespace {
+
+// A variable's offset and dims, or false when the model cannot say them or they leave the group.
+bool shape_of(const fvi_model& model, const fvi_data& data, int variable, Eigen::Index global_dim, int64_t& offset,
+              int64_t dims[8]) {
+  fvi_error error{};
+  if (model.variable_shape(variable, &data, &offset, dims, &error) != 0) return false;
+  const fvi_variable_info& v = model.variables[variable];
+  if (v.rank < 0 || v.rank > 2 || offset < 0 || offset > global_dim) return false;
+  int64_t size = 1;
+  for (int d = 0; d < v.rank; ++d) {
+    if (dims[d] <= 0 || size > std::numeric_limits<int64_t>::max() / dims[d]) return false;
+    size *= dims[d];
+  }
+  return size <= global_dim - offset;
+}
+
+}  // namespace
+
+std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim) {
+  std::vector<CentringBlock> blocks;
+  if (model.abi_version < 13) return blocks;
+  for (int i = 0; i < model.variable_count; ++i) {
+    const fvi_variable_info& b = model.variables[i];
+    const int w_index = b.centring_coefficient;
+    if (!b.centring_data || !*b.centring_data || w_index < 0 || w_index >= model.variable_count) continue;
+    const fvi_variable_info& w = model.variables[w_index];
+    if (group_kind(model, b.group) != FVI_GROUP_GLOBAL || group_kind(model, w.group) != FVI_GROUP_GLOBAL ||
+        b.transform != FVI_IDENTITY || w.transform != FVI_IDENTITY)
+      continue;
+    int64_t b_offset = 0, w_offset = 0, b_dims[8] = {0}, w_dims[8] = {0};
+    if (!shape_of(model, data, i, global_dim, b_offset, b_dims) ||
+        !shape_of(model, data, w_index, global_dim, w_offset, w_dims))
+      continue;
+    // b a real with W a real or vector[D]; b a row_vector[K] with W a matrix[D, K].
+    const int64_t K = b.rank == 0 ? 1 : b_dims[0];
+    const int64_t D = w.rank == 0 ? 1 : w_dims[0];
+    const int64_t w_cols = w.rank == 2 ? w_dims[1] : 1;
+    if (b.rank > 1 || w_cols != K || (b.rank == 0) != (w.rank < 2)) continue;
+    blocks.push_back({b.centring_data, b.name, w.name, Eigen::Index(b_offset), Eigen::Index(w_offset), Eigen::Index(D),
+                      Eigen::Index(K), {}});
+  }
+  return blocks;
+}
+
+Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, int64_t& rows) {
+  for (int i = 0; i < data.count; ++i) {
+    if (std::strcmp(data.names[i], block.data.c_str()) != 0) continue;
+    const fvi_tensor& x = data.values[i];
+    if (x.cols != block.columns || x.rows < 0)
+      throw std::invalid_argument("centring: '" + block.data + "' has " + std::to_string(x.cols) +
+                                  " columns; its coefficient has " + std::to_string(block.columns) + " rows");
+    rows = x.rows;
+    const Eigen::Map<const Eigen::MatrixXd> m(x.data, x.rows, x.cols);
+    return m.colwise().sum().transpose();
+  }
+  throw std::invalid_argument("centring: this party's data holds no '" + block.data + "'");
+}
+
+void centre_columns(const CentringBlock& block, double* values, int64_t rows) {
+  Eigen::Map<Eigen::MatrixXd> m(values, rows, block.columns);
+  m.rowwise() -= block.means.transpose();
+}
+
+namespace {
+
+// b -= sign * xbar W for every column of z.
+void shift_intercepts(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> z, double sign) {
+  for (const CentringBlock& c : blocks) {
+    if (c.means.size() != c.columns) continue;
+    for (Eigen::Index k = 0; k < c.classes; ++k)
+      z.row(c.intercept + k) -= sign * (c.means.transpose() * z.middleRows(c.coefficient + k * c.columns, c.columns));
+  }
+}
+
+}  // namespace
+
+void to_written(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> z) { shift_intercepts(blocks, z, 1); }
+void to_fit(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> z) { shift_intercepts(blocks, z, -1); }
+
+void pull_back(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> gradient) {
+  for (const CentringBlock& c : blocks) {
+    if (c.means.size() != c.columns) continue;
+    for (Eigen::Index k = 0; k < c.classes; ++k)
+      gradient.middleRows(c.coefficient + k * c.columns, c.columns) -= c.means * gradient.row(c.intercept + k);
+  }
+}
+
+Eigen::VectorXd written_sd(const std::vector<CentringBlock>& blocks, const StructuredGlobalGaussian<double>& q) {
+  if (q.correlated()) {
+    // Sigma = K K^T with K = D_G L_G; the written globals' covariance is (T K)(T K)^T.
+    Eigen::MatrixXd k = q.sd().asDiagonal() * q.unit_lower();
+    to_written(blocks, k);
+    return k.rowwise().norm();
+  }
+  // Mean-field: var b = var b_c + sum_d xbar_d^2 var W_dk (b_c and W independent under q).
+  Eigen::VectorXd var = q.sd().cwiseAbs2();
+  const Eigen::VectorXd fit_var = var;
+  for (const CentringBlock& c : blocks) {
+    if (c.means.size() != c.columns) continue;
+    for (Eigen::Index k = 0; k < c.classes; ++k)
+      var[c.intercept + k] += c.means.cwiseAbs2().dot(fit_var.segment(c.coefficient + k * c.columns, c.columns));
+  }
+  return var.cwiseSqrt();
+}
+
+}  // namespace fvi::engine

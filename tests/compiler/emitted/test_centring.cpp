@@ -1,0 +1,172 @@
+// Intercepts fitted at the silos' centred data (compiler: analysis/centring.h; engine:
+// fvi/engine/centring.h), on the compiled multinomial_eb: a silo's log likelihood at the centred
+// x and the fit's draws equals the written model's at the raw x and the written draws, and the
+// server's term at the written globals has the gradient its estimate has in the fit's coordinates.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "abi_data.h"
+#include "test_models.h"
+#include "fvi/engine/centring.h"
+#include "fvi/engine/sfvi.h"
+#include "fvi/program/federation.h"
+#include "fvi/program/roles.h"
+#include "fvi/program/sfvi_run.h"
+#include "fvi/program/silo_settling.h"
+
+extern "C" const fvi_model* fvi_model_multinomial_eb(void);
+
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace centring_test {
+
+using fvi::engine::CentringBlock;
+using fvi::engine::SfviOptions;
+using fvi::engine::SfviServer;
+using fvi::engine::SfviSilo;
+using fvic::test::Data;
+using fvic::test::scalar;
+using Global = fvi::StructuredGlobalGaussian<double>;
+
+TEST_CASE("centring: multinomial_eb's silo scores the centred data at the fit's draws as the raw data at the "
+          "written draws; the server's gradient is its estimate's",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_multinomial_eb();
+  REQUIRE(model.variable_count >= 2);
+  REQUIRE(std::string(model.variables[1].name) == "b");
+  CHECK(std::string(model.variables[1].centring_data) == "x");
+  CHECK(model.variables[1].centring_coefficient == 0);  // W
+  CHECK(std::string(model.variables[0].centring_data).empty());
+
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> normal;
+  const int D = 3, K = 4, N = 15, S = 5, P = D * K + K;
+  Data raw, centred, public_data;
+  Eigen::MatrixXd x(N, D), y(N, 1);
+  for (int i = 0; i < N; ++i)
+    for (int d = 0; d < D; ++d) x(i, d) = 30 * (d + 1) + 5 * normal(rng);  // far from 0, as raw pixels are not
+  for (int i = 0; i < N; ++i) y(i, 0) = 1 + i % K;
+  for (Data* d : {&raw, &centred, &public_data}) {
+    d->add("D", scalar(D));
+    d->add("K", scalar(K));
+  }
+  std::vector<CentringBlock> blocks = fvi::engine::centring_blocks(model, public_data.abi(), P);
+  REQUIRE(blocks.size() == 1);
+  CHECK(blocks[0].intercept == D * K);
+  CHECK(blocks[0].coefficient == 0);
+  CHECK(blocks[0].columns == D);
+  CHECK(blocks[0].classes == K);
+  blocks[0].means = x.colwise().mean().transpose();  // this one silo's rows are the pool
+  Eigen::MatrixXd xc = x.rowwise() - blocks[0].means.transpose();
+  raw.add("N", scalar(N));
+  raw.add("x", x);
+  raw.add("y", y);
+  centred.add("N", scalar(N));
+  centred.add("x", xc);
+  centred.add("y", y);
+
+  SfviOptions options;
+  options.stl = false;  // the standard estimator: its gradient is the fixed-noise estimate's derivative
+  SfviSilo silo_raw(model, raw.abi(), 1, options, false), silo_centred(model, centred.abi(), 1, options, false);
+  Eigen::VectorXd params(2 * P), hyper(2);
+  for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.3 * normal(rng);
+  hyper << -0.5, 0.3;
+  const Global q = Global::from_params(params, P, false);
+  Eigen::MatrixXd eps(P, S);
+  for (Eigen::Index i = 0; i < eps.size(); ++i) eps.data()[i] = normal(rng);
+  const Eigen::MatrixXd z_fit = q.sample(eps);
+  Eigen::MatrixXd z_written = z_fit;
+  fvi::engine::to_written(blocks, z_written);
+  const Eigen::MatrixXd none(0, S);
+  const Eigen::VectorXd at_fit = silo_centred.log_joint(q, hyper, z_fit, none, none).log_p;
+  const Eigen::VectorXd at_written = silo_raw.log_joint(q, hyper, z_written, none, none).log_p;
+  for (Eigen::Index s = 0; s < S; ++s) CHECK(std::abs(at_fit[s] - at_written[s]) < 1e-10 * std::abs(at_written[s]));
+  // Not by accident: the raw data at the fit's draws scores otherwise.
+  CHECK((silo_raw.log_joint(q, hyper, z_fit, none, none).log_p - at_written).cwiseAbs().maxCoeff() > 1.0);
+
+  // The server's term (priors at the written globals, entropy) against central differences of
+  // its estimate at fixed noise, in the fit's coordinates.
+  SfviServer server(model, public_data.abi(), options);
+  server.set_centring(blocks);
+  auto term = [&](const Eigen::VectorXd& p) {
+    server.set(p, hyper);
+    return server.server_term(eps);
+  };
+  const Eigen::VectorXd gradient = term(params).d_global;
+  const double h = 1e-5;
+  for (Eigen::Index i = 0; i < params.size(); ++i) {
+    Eigen::VectorXd up = params, down = params;
+    up[i] += h;
+    down[i] -= h;
+    const double fd = (term(up).elbo_term - term(down).elbo_term) / (2 * h);
+    INFO("parameter " << i);
+    CHECK(std::abs(gradient[i] - fd) < 1e-6 * std::max(1.0, std::abs(fd)));
+  }
+  // The prior really is read at the written b: without the centring the term differs.
+  server.set_centring({});
+  CHECK(std::abs(term(params).elbo_term - [&] {
+          server.set_centring(blocks);
+          return term(params).elbo_term;
+        }()) > 1e-3);
+}
+
+TEST_CASE("centring: a silo sends its column sums, takes the means, and is centred again when restarted from its "
+          "checkpoint",
+          "[centring]") {
+  using fvi::program::Message;
+  using fvi::program::Phase;
+  const fvi_model& model = *fvi_model_multinomial_eb();
+  const int D = 3, K = 4, N = 10;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  std::vector<double> x(N * D), y(N);
+  for (int i = 0; i < N * D; ++i) x[size_t(i)] = 20 * (1 + i / N) + normal(rng);  // column-major: column d near 20(d + 1)
+  for (int i = 0; i < N; ++i) y[size_t(i)] = 1 + i % K;
+  fvi::data::DataSet data;
+  data.add(fvic::test::data_variable("D", {}, {double(D)}));
+  data.add(fvic::test::data_variable("K", {}, {double(K)}));
+  data.add(fvic::test::data_variable("N", {}, {double(N)}));
+  data.add(fvic::test::data_variable("x", {N, D}, x));
+  data.add(fvic::test::data_variable("y", {N}, y));
+  const fvi::engine::Settings settings({}, {"family=meanfield"});  // q's parameters: 2 per global
+  auto host = [&](const fvi::engine::Settings& s) { return fvi::program::sfvi_silo_host(model, s, "sfvi", data, 1, 2); };
+
+  auto centred = host(settings);
+  const Message sums = centred->endpoint().handle(0, Phase::kSfviCentring, {});
+  REQUIRE(sums.size() == size_t(D + 1));
+  for (int d = 0; d < D; ++d) {
+    double sum = 0;
+    for (int i = 0; i < N; ++i) sum += x[size_t(d * N + i)];
+    CHECK(sums[size_t(d)] == Approx(sum).epsilon(1e-14));
+  }
+  CHECK(sums[size_t(D)] == N);
+  const Message means = {21.0, 39.5, 61.0};  // the pool's, which this silo's rows alone do not give
+  CHECK(centred->endpoint().handle(1, Phase::kSfviCentring, means).empty());
+  const Message checkpoint = centred->endpoint().state();
+
+  Eigen::VectorXd params(2 * (D * K + K)), hyper(2);
+  for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.2 * normal(rng);
+  hyper << -1.0, 0.5;
+  Message request = fvi::program::silo_schedule_message(1, 0, 2);
+  const Message broadcast = fvi::engine::pack(fvi::engine::SfviBroadcast{params, hyper, 3});
+  request.insert(request.end(), broadcast.begin(), broadcast.end());
+  const Message gradient = centred->endpoint().handle(3, Phase::kSfviContribute, request);
+
+  auto restarted = host(settings);
+  restarted->endpoint().restore(checkpoint);
+  CHECK(restarted->endpoint().handle(3, Phase::kSfviContribute, request) == gradient);
+  // Means a second time (a resumed server asks again): nothing changes.
+  CHECK(restarted->endpoint().handle(1, Phase::kSfviCentring, means).empty());
+  CHECK(restarted->endpoint().handle(3, Phase::kSfviContribute, request) == gradient);
+  // Not by accident: at the raw data the silo's gradient is another.
+  auto raw = host(settings);
+  CHECK(raw->endpoint().handle(3, Phase::kSfviContribute, request) != gradient);
+  // A bad message is named; a silo whose settings turn centring off keeps its sums.
+  CHECK_THROWS_WITH(raw->endpoint().handle(1, Phase::kSfviCentring, {1.0, 2.0}), Catch::Contains("2 means"));
+  CHECK_THROWS_WITH(host(fvi::engine::Settings({}, {"family=meanfield", "center=off"}))->endpoint().handle(0, Phase::kSfviCentring, {}),
+                    Catch::Contains("column sums stay here"));
+}
+
+}  // namespace centring_test

@@ -1,0 +1,104 @@
+// Which global intercepts the IR marks to be fitted at the silos' centred data (ir::Slot::
+// centring_data / centring_coefficient, analysis/centring.h): `b + x * W` where x and b are read
+// nowhere else in the silos' terms; nothing else. That the compiled likelihood at the centred data
+// and b_c equals the written one at the raw data and b is checked on the kernels
+// (tests/compiler/emitted/test_centring.cpp).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "pipeline.h"
+#include "test_models.h"
+
+// Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+namespace centring_test {
+
+namespace {
+
+// "x * W" when `name`'s slot is marked centred at data x by coefficient W, else "".
+std::string mark(const std::string& params, const std::string& model, const std::string& name,
+                 const std::string& extra_blocks = "") {
+  const std::string text =
+      "data {\n  int<lower=1> D;\n  int<lower=2> K;\n}\nsilo data {\n  int<lower=0> N;\n  matrix[N, D] x;\n"
+      "  vector[N] v;\n  vector[N] y;\n  array[N] int<lower=1, upper=K> c;\n}\nparameters {\n" +
+      params + "}\nmodel {\n" + model + "}\n" + extra_blocks;
+  fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_centring", text);
+  REQUIRE(m.ok());
+  fvic::ir::Module module;
+  REQUIRE(fvic::build_ir(*m.model, module, m.diags));
+  const fvic::ir::Slot& s = fvic::test::slot_named(module, name);
+  return s.centring_data.empty() ? "" : s.centring_data + " * " + s.centring_coefficient;
+}
+
+const std::string kRegression = "  global real alpha;\n  global vector[D] beta;\n  global real<lower=0> sigma;\n";
+const std::string kPriors = "  alpha ~ normal(0, 10);\n  beta ~ normal(0, 10);\n  sigma ~ normal(0, 1);\n";
+
+}  // namespace
+
+TEST_CASE("centring: an intercept added to silo data times a global", "[centring]") {
+  CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + x * beta, sigma);\n", "alpha") == "x * beta");
+  CHECK(mark(kRegression, kPriors + "  y ~ normal(x * beta + alpha, sigma);\n", "alpha") == "x * beta");
+  // Any prior on the intercept (the server evaluates it at the written value), any likelihood.
+  CHECK(mark(kRegression, "  alpha ~ student_t(3, 0, 2.5);\n  beta ~ normal(0, 10);\n  sigma ~ normal(0, 1);\n"
+                          "  y ~ normal(alpha + x * beta, sigma);\n",
+             "alpha") == "x * beta");
+  // One covariate: a vector times a real, either way round.
+  const std::string one = "  global real a;\n  global real b;\n  global real<lower=0> sigma;\n";
+  const std::string one_priors = "  a ~ normal(0, 10);\n  b ~ normal(0, 10);\n  sigma ~ normal(0, 1);\n";
+  CHECK(mark(one, one_priors + "  y ~ normal(a + b * v, sigma);\n", "a") == "v * b");
+  CHECK(mark(one, one_priors + "  y ~ normal(a + v * b, sigma);\n", "a") == "v * b");
+  // A softmax's intercepts, with x * W a matrix and b a row_vector; a model-block local holding it.
+  const std::string softmax = "  global matrix[D, K] W;\n  global row_vector[K] b;\n";
+  const std::string softmax_priors = "  W ~ normal(0, 1);\n  b ~ normal(0, 1);\n";
+  CHECK(mark(softmax, softmax_priors + "  c ~ categorical_logit(x * W + b);\n", "b") == "x * W");
+  CHECK(mark(kRegression, kPriors + "  vector[N] mu = alpha + x * beta;\n  y ~ normal(mu, sigma);\n", "alpha") ==
+        "x * beta");
+  // A generated quantity reads the written values (the outputs are the written model's).
+  CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + x * beta, sigma);\n", "alpha",
+             "generated quantities {\n  vector[N] fit = alpha + x * beta;\n}\n") == "x * beta");
+  // The coefficient is never the one marked.
+  CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + x * beta, sigma);\n", "beta").empty());
+}
+
+TEST_CASE("centring: not marked where the data or the intercept is read otherwise", "[centring]") {
+  const std::string likelihood = "  y ~ normal(alpha + x * beta, sigma);\n";
+  SECTION("x read outside the sum") {
+    CHECK(mark(kRegression + "  global vector[D] gamma;\n", kPriors + "  gamma ~ normal(0, 1);\n" + likelihood +
+                                                               "  v ~ normal(x * gamma, 1);\n",
+               "alpha")
+              .empty());
+  }
+  SECTION("the intercept read outside the sum in a silo's term") {
+    CHECK(mark(kRegression, kPriors + likelihood + "  v ~ normal(alpha, 1);\n", "alpha").empty());
+  }
+  SECTION("a constrained intercept or coefficient") {
+    CHECK(mark("  global real<lower=0> alpha;\n  global vector[D] beta;\n  global real<lower=0> sigma;\n",
+               kPriors + likelihood, "alpha")
+              .empty());
+    CHECK(mark("  global real alpha;\n  global vector<lower=0>[D] beta;\n  global real<lower=0> sigma;\n",
+               kPriors + likelihood, "alpha")
+              .empty());
+  }
+  SECTION("the intercept scaled, or subtracted") {
+    CHECK(mark(kRegression, kPriors + "  y ~ normal(2 * alpha + x * beta, sigma);\n", "alpha").empty());
+    CHECK(mark(kRegression, kPriors + "  y ~ normal(x * beta - alpha, sigma);\n", "alpha").empty());
+  }
+  SECTION("two data matrices for one intercept") {
+    CHECK(mark(kRegression, kPriors + likelihood + "  v ~ normal(alpha + x * beta, 1);\n", "alpha") == "x * beta");
+    CHECK(mark(kRegression + "  global vector[D] gamma;\n",
+               kPriors + "  gamma ~ normal(0, 1);\n" + likelihood + "  v ~ normal(alpha + x * gamma, 1);\n", "alpha")
+              .empty());
+  }
+  SECTION("a model with local parameters") {
+    CHECK(mark(kRegression + "  local real u;\n", kPriors + "  u ~ normal(0, 1);\n  y ~ normal(alpha + x * beta + u, sigma);\n",
+               "alpha")
+              .empty());
+  }
+  SECTION("a transformed parameter reading the intercept") {
+    CHECK(mark(kRegression + "}\ntransformed parameters {\n  real a2 = alpha;\n",
+               kPriors + "  y ~ normal(a2 + x * beta, sigma);\n", "alpha")
+              .empty());
+  }
+}
+
+}  // namespace centring_test

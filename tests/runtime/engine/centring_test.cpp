@@ -1,0 +1,121 @@
+// The map between the fit's coordinates and the written model's (fvi/engine/centring.h), against
+// the definition written out element by element: b_k = b_c,k - sum_d xbar_d W_dk.
+#include "fvi/engine/centring.h"
+
+#include <random>
+
+#include <catch2/catch.hpp>
+
+using namespace fvi::engine;
+
+namespace {
+
+// Globals laid out as [c, W (D x K column-major), b (K)]: one unrelated value first, so that the
+// offsets are not 0.
+CentringBlock block(Eigen::Index D, Eigen::Index K, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(0, 3);
+  CentringBlock c;
+  c.data = "x";
+  c.coefficient = 1;
+  c.intercept = 1 + D * K;
+  c.columns = D;
+  c.classes = K;
+  c.means.resize(D);
+  for (Eigen::Index d = 0; d < D; ++d) c.means[d] = 40 + normal(rng);
+  return c;
+}
+
+Eigen::MatrixXd random_matrix(Eigen::Index rows, Eigen::Index cols, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Eigen::MatrixXd m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+  return m;
+}
+
+// The map's matrix T (written = T fit), element by element from the definition.
+Eigen::MatrixXd map_matrix(const CentringBlock& c, Eigen::Index n) {
+  Eigen::MatrixXd t = Eigen::MatrixXd::Identity(n, n);
+  for (Eigen::Index k = 0; k < c.classes; ++k)
+    for (Eigen::Index d = 0; d < c.columns; ++d) t(c.intercept + k, c.coefficient + k * c.columns + d) = -c.means[d];
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("centring: the written intercepts, the way back, and the gradient's map", "[centring]") {
+  std::mt19937_64 rng(3);
+  for (auto [D, K] : {std::pair<Eigen::Index, Eigen::Index>{3, 1}, {1, 1}, {4, 5}}) {
+    const CentringBlock c = block(D, K, rng);
+    const Eigen::Index n = 1 + D * K + K, S = 6;
+    const Eigen::MatrixXd fit = random_matrix(n, S, rng);
+    Eigen::MatrixXd written = fit;
+    to_written({c}, written);
+    for (Eigen::Index s = 0; s < S; ++s) {
+      CHECK(written(0, s) == fit(0, s));
+      for (Eigen::Index k = 0; k < c.classes; ++k) {
+        double b = fit(c.intercept + k, s);
+        for (Eigen::Index d = 0; d < D; ++d) b -= c.means[d] * fit(c.coefficient + k * D + d, s);
+        CHECK(written(c.intercept + k, s) == Approx(b).epsilon(1e-13).margin(1e-12));
+        for (Eigen::Index d = 0; d < D; ++d) CHECK(written(c.coefficient + k * D + d, s) == fit(c.coefficient + k * D + d, s));
+      }
+    }
+    Eigen::MatrixXd back = written;
+    to_fit({c}, back);
+    CHECK((back - fit).cwiseAbs().maxCoeff() < 1e-12);
+    // pull_back is T^T: <g, T v> = <T^T g, v> for every g, v.
+    const Eigen::MatrixXd g = random_matrix(n, S, rng);
+    Eigen::MatrixXd pulled = g;
+    pull_back({c}, pulled);
+    CHECK((pulled - map_matrix(c, n).transpose() * g).cwiseAbs().maxCoeff() < 1e-12);
+    // A block whose means are not yet in leaves everything alone.
+    CentringBlock unset = c;
+    unset.means.resize(0);
+    Eigen::MatrixXd same = fit;
+    to_written({unset}, same);
+    pull_back({unset}, same);
+    CHECK(same == fit);
+  }
+}
+
+TEST_CASE("centring: the written globals' sds under q, mean-field and correlated", "[centring]") {
+  std::mt19937_64 rng(4);
+  const CentringBlock c = block(3, 2, rng);
+  const Eigen::Index n = 1 + 3 * 2 + 2;
+  const Eigen::MatrixXd t = map_matrix(c, n);
+  const Eigen::VectorXd mean = random_matrix(n, 1, rng), log_sd = 0.3 * random_matrix(n, 1, rng);
+  Eigen::MatrixXd lower = Eigen::MatrixXd::Identity(n, n);
+  lower.triangularView<Eigen::StrictlyLower>() = 0.4 * random_matrix(n, n, rng);
+  for (bool correlated : {false, true}) {
+    const fvi::StructuredGlobalGaussian<double> q =
+        correlated ? fvi::StructuredGlobalGaussian<double>(mean, log_sd, lower)
+                   : fvi::StructuredGlobalGaussian<double>(mean, log_sd);
+    // T Sigma T^T's diagonal, Sigma formed densely.
+    const Eigen::VectorXd expected = (t * q.covariance() * t.transpose()).diagonal().cwiseSqrt();
+    CHECK((written_sd({c}, q) - expected).cwiseAbs().maxCoeff() < 1e-12 * expected.maxCoeff());
+  }
+}
+
+TEST_CASE("centring: a silo's column sums, and its data centred", "[centring]") {
+  CentringBlock c;
+  c.data = "x";
+  c.columns = 2;
+  c.classes = 1;
+  std::vector<double> x = {1, 2, 3, 10, 20, 40};  // 3 rows x 2 columns, column-major
+  const char* names[] = {"N", "x"};
+  double n_value = 3;
+  const fvi_tensor values[] = {{&n_value, 1, 1, 1}, {x.data(), 3, 2, 1}};
+  const fvi_data data{2, names, values};
+  int64_t rows = 0;
+  const Eigen::VectorXd sums = column_sums(c, data, rows);
+  CHECK(rows == 3);
+  CHECK(sums[0] == 6);
+  CHECK(sums[1] == 70);
+  c.means = Eigen::Vector2d(2, 20);
+  centre_columns(c, x.data(), 3);
+  CHECK(x == std::vector<double>{-1, 0, 1, -10, 0, 20});
+  // x of the wrong width, or absent, is named.
+  c.columns = 3;
+  CHECK_THROWS_WITH(column_sums(c, data, rows), Catch::Contains("'x' has 2 columns"));
+  c.data = "z";
+  CHECK_THROWS_WITH(column_sums(c, data, rows), Catch::Contains("no 'z'"));
+}
