@@ -1,6 +1,7 @@
 #include "analysis/centring.h"
 
 #include <functional>
+#include <vector>
 
 #include "analysis/occurrences.h"
 
@@ -39,12 +40,34 @@ std::optional<Centring> product(const SemanticModel& m, const Expr* e, Base inte
   return std::nullopt;
 }
 
-// Calls `visit` on every expression of the log density's blocks (through inlined functions).
-void each_expr(const SemanticModel& m, const std::function<void(const Expr*)>& visit) {
+bool is_sum(const Expr* e) {
+  return e && !e->inlined && e->kind == ExprKind::Binary && e->args.size() == 2 && (e->name == "+" || e->name == "-");
+}
+
+// The terms of a chain of + and - (`o + a + x * b - c`), each with its sign. The depth is the
+// expression's, which the parser bounds.
+void sum_terms(const Expr* e, bool positive, std::vector<std::pair<const Expr*, bool>>& out) {
+  if (is_sum(e)) {
+    sum_terms(e->args[0].get(), positive, out);
+    sum_terms(e->args[1].get(), e->name == "+" ? positive : !positive, out);
+    return;
+  }
+  out.push_back({e, positive});
+}
+
+// Calls `visit` on the terms of every sum in the log density's blocks (a chain of + and - is one
+// sum, however it associates), through inlined functions.
+void each_sum(const SemanticModel& m, const std::function<void(const std::vector<std::pair<const Expr*, bool>>&)>& visit) {
   std::function<void(const Expr*)> walk = [&](const Expr* e) {
     if (!e) return;
     if (e->inlined) return walk(e->inlined.get());
-    visit(e);
+    if (is_sum(e)) {
+      std::vector<std::pair<const Expr*, bool>> terms;
+      sum_terms(e, true, terms);
+      visit(terms);
+      for (const auto& [t, positive] : terms) walk(t);
+      return;
+    }
     for (const ExprPtr& a : e->args) walk(a.get());
     for (const Index& i : e->indices) walk(i.lower.get()), walk(i.upper.get());
   };
@@ -70,20 +93,21 @@ std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
   if (base != Base::Real && base != Base::RowVector) return std::nullopt;
   for (const Symbol& s : m.symbols)
     if (s.kind == SymbolKind::Parameter && (s.owner == Owner::Silo || s.owner == Owner::Split)) return std::nullopt;
-  // Every `b + x * W` and `x * W + b`, all of one x and W.
+  // Every sum holding +b and +x * W (`b + x * W`, `x * W + b`, `o + b + x * W`), all of one x and W.
   std::optional<Centring> found;
   int matches = 0;
   bool mixed = false;
-  each_expr(m, [&](const Expr* e) {
-    if (e->kind != ExprKind::Binary || e->name != "+" || e->args.size() != 2) return;
-    for (int side : {0, 1}) {
-      if (!is_var(e->args[side].get(), b.name)) continue;
-      const std::optional<Centring> c = product(m, e->args[1 - side].get(), base);
-      if (!c) continue;
-      if (found && (found->data != c->data || found->coefficient != c->coefficient)) mixed = true;
-      found = c;
-      ++matches;
+  each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
+    int intercepts = 0;
+    std::optional<Centring> c;
+    for (const auto& [t, positive] : terms) {
+      if (positive && is_var(t, b.name)) ++intercepts;
+      if (!c && positive) c = product(m, t, base);
     }
+    if (intercepts != 1 || !c) return;
+    if (found && (found->data != c->data || found->coefficient != c->coefficient)) mixed = true;
+    found = c;
+    ++matches;
   });
   if (!found || mixed) return std::nullopt;
   // x is read there alone; b there and in the server's priors alone (evaluated at b = b_c - xbar W).

@@ -23,10 +23,11 @@ struct Centring {
 };
 
 // For global `b`: the data and coefficient it is the intercept of, when every read of x in the
-// transformed parameters and model block is one `b + x * W` or `x * W + b` (`W * x` too, W a
-// real), b is read only there and in priors the server evaluates, b and W are unconstrained, b a
-// real (W a vector or real) or a row_vector (W a matrix), and the model has no local or split
-// parameters. Conservative: nullopt for anything else.
+// transformed parameters and model block is in a sum (a chain of + and -) that adds b once and
+// x * W (`W * x` too, W a real): `b + x * W`, `x * W + b`, `offset + b + x * W - c`; b is read
+// only there and in priors the server evaluates; b and W are unconstrained, b a real (W a vector
+// or real) or a row_vector (W a matrix); and the model has no local or split parameters.
+// Conservative: nullopt for anything else.
 std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b);
 
 }  // namespace fvic

@@ -705,6 +705,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("q_z_depth", vfl);
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
+  unused("center", plan.method == Method::SFVI);
   unused("local_reparam", (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
                            plan.method == Method::Independent) && plan.family == "meanfield");
   unused("local_samples", plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent);

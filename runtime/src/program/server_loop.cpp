@@ -90,7 +90,8 @@ Reweighted reweighted_moments(const ServerDraws& d, const diagnostics::PsisResul
 
 // The coordinate of q that the rule last saw drift most, by name: "b[6]'s mean", "sigma's sd"
 // ("" where it has not judged, or the coordinate is no output's; q's n coordinates unconstrained).
-std::string moving_most(const ConvergenceMonitor& monitor, const std::vector<VariableLayout>& layout, Eigen::Index n) {
+std::string moving_most(const ConvergenceMonitor& monitor, const std::vector<VariableLayout>& layout, Eigen::Index n,
+                        const Coordinator& coordinator) {
   const long i = monitor.drift_at();
   if (i < 0 || i >= n) return "";
   const bool sd = monitor.drift_of_sd();
@@ -99,7 +100,7 @@ std::string moving_most(const ConvergenceMonitor& monitor, const std::vector<Var
     const bool elementwise = v.transform == FVI_IDENTITY || v.transform == FVI_LOWER || v.transform == FVI_UPPER ||
                              v.transform == FVI_INTERVAL || v.transform == FVI_AFFINE;
     if (elementwise && i >= v.offset && i < v.offset + v.elements())
-      return element_names(v)[size_t(i - v.offset)] + (sd ? "'s sd" : "'s mean");
+      return element_names(v)[size_t(i - v.offset)] + (sd ? "'s sd" : "'s mean") + coordinator.fit_coordinate(i);
   }
   return "";
 }
@@ -318,7 +319,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   // A verdict that is not "converged" names the coordinate that moved most (by the draws' layout).
   std::string verdict =
       monitor.converged() ? monitor.verdict(last, coordinator.unit()) + coordinator.settled_note()
-                          : monitor.verdict(last, coordinator.unit(), d ? moving_most(monitor, d->layout, q_mean.size()) : "");
+                          : monitor.verdict(last, coordinator.unit(), d ? moving_most(monitor, d->layout, q_mean.size(), coordinator) : "");
   // The block's `rounds` written for one method caps another's iterations (`--set method=sfvi` on
   // a PVI model's 10 rounds): say where the cap came from.
   if (!monitor.converged() && !fixed && !settings.has("max_rounds") && settings.has("rounds"))

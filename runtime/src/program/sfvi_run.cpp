@@ -745,6 +745,11 @@ class SfviCoordinator : public Coordinator {
     mean << server_.q().mean(), server_.hyper();
     sd << server_.q().marginal_sd(), Eigen::VectorXd::Ones(h);
   }
+  std::string fit_coordinate(Eigen::Index i) const override {
+    for (const engine::CentringBlock& b : server_.centring())
+      if (i >= b.intercept && i < b.intercept + b.classes) return " (fitted at the centred " + b.data + ")";
+    return "";
+  }
   Eigen::VectorXd params() const override {
     if (method_ == "independent") return {};
     Eigen::VectorXd p(server_.q().num_params() + server_.hyper_dim());

@@ -47,6 +47,9 @@ TEST_CASE("centring: an intercept added to silo data times a global", "[centring
   const std::string one_priors = "  a ~ normal(0, 10);\n  b ~ normal(0, 10);\n  sigma ~ normal(0, 1);\n";
   CHECK(mark(one, one_priors + "  y ~ normal(a + b * v, sigma);\n", "a") == "v * b");
   CHECK(mark(one, one_priors + "  y ~ normal(a + v * b, sigma);\n", "a") == "v * b");
+  // A sum of more terms, however it associates: an offset first, a term subtracted.
+  CHECK(mark(kRegression, kPriors + "  y ~ normal(v + alpha + x * beta, sigma);\n", "alpha") == "x * beta");
+  CHECK(mark(kRegression, kPriors + "  y ~ normal(x * beta - v + alpha, sigma);\n", "alpha") == "x * beta");
   // A softmax's intercepts, with x * W a matrix and b a row_vector; a model-block local holding it.
   const std::string softmax = "  global matrix[D, K] W;\n  global row_vector[K] b;\n";
   const std::string softmax_priors = "  W ~ normal(0, 1);\n  b ~ normal(0, 1);\n";
@@ -82,6 +85,8 @@ TEST_CASE("centring: not marked where the data or the intercept is read otherwis
   SECTION("the intercept scaled, or subtracted") {
     CHECK(mark(kRegression, kPriors + "  y ~ normal(2 * alpha + x * beta, sigma);\n", "alpha").empty());
     CHECK(mark(kRegression, kPriors + "  y ~ normal(x * beta - alpha, sigma);\n", "alpha").empty());
+    CHECK(mark(kRegression, kPriors + "  y ~ normal(v - (alpha + x * beta), sigma);\n", "alpha").empty());
+    CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + alpha + x * beta, sigma);\n", "alpha").empty());
   }
   SECTION("two data matrices for one intercept") {
     CHECK(mark(kRegression, kPriors + likelihood + "  v ~ normal(alpha + x * beta, 1);\n", "alpha") == "x * beta");

@@ -70,6 +70,12 @@ class Coordinator {
   // parameters it averages over the last phase (none: the last iterate is the estimate), and the
   // step size's multiplier it sets.
   virtual void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const = 0;
+  // Where coordinate i of those moments is not the written parameter's: how the fit holds it
+  // (SFVI's intercept at the centred data, fvi/engine/centring.h), for the verdict's naming.
+  virtual std::string fit_coordinate(Eigen::Index i) const {
+    (void)i;
+    return "";
+  }
   virtual Eigen::VectorXd params() const { return {}; }
   virtual void set_params(const Eigen::VectorXd& params) { (void)params; }
   // epoch: the rule's averaging_epoch(), for parties that average parameters of their own;
