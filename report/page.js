@@ -79,8 +79,11 @@
     if (plan.terms && plan.terms.length)
       s.append(table(['line', 'term', 'subject', 'distribution', 'evaluated by'],
         plan.terms.map((t) => [t.line, t.kind, t.subject || '', t.distribution || '', t.owner])));
-    const messages = (plan.messages || []).map((m) => ['each step', m.from + ' → ' + m.to, m.content, m.doubles,
-      m.bytes_per_silo ? m.bytes_per_silo.map(bytes).join(', ') : 'with the data\'s sizes']);
+    const messages = (plan.opening_messages || []).map((m) => ['once, before the first step', m.from + ' → ' + m.to,
+      m.content, m.doubles, m.doubles_per_silo ? m.doubles_per_silo.map((d) => bytes(8 * d)).join(', ') : '']);
+    for (const m of plan.messages || [])
+      messages.push(['each step', m.from + ' → ' + m.to, m.content, m.doubles,
+        m.bytes_per_silo ? m.bytes_per_silo.map(bytes).join(', ') : 'with the data\'s sizes']);
     for (const m of plan.closing_messages || [])
       messages.push(['once, at the end', m.from + ' → ' + m.to, m.content, m.doubles,
         m.bytes_per_silo ? m.bytes_per_silo.map(bytes).join(', ') : '']);
