@@ -231,8 +231,8 @@ GroupDraws silo_groups(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z
 // `centring`: the fit's globals are centred (fvi/engine/centring.h, which needs a model without
 // locals): the quantities read the written ones.
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
-                           const std::vector<engine::CentringBlock>& centring, const Global& global, const Eigen::VectorXd& hyper, const PosteriorSummary& summary,
-                           long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
+                           const std::vector<engine::CentringBlock>& centring, const Global& global,
+                           const Eigen::VectorXd& hyper, const PosteriorSummary& summary, long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
   std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_LOCAL, data);
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
   if (silo.q().dim() == 0) {
@@ -459,7 +459,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                          ? Global::from_params(own_->global_params, silo_global_dim(), options_.correlated_global)
                          : global(*final_);
     const Eigen::VectorXd& hyper = own_ && method_ == "independent" ? own_->hyper : final_->hyper;
-    write_local_posterior(dir, model_, data_.view(), *silo_, centring_, q, hyper, summary_, draws_, options_.seed, settings_, options_.family);
+    write_local_posterior(dir, model_, data_.view(), *silo_, centring_, q, hyper, summary_, draws_, options_.seed,
+                          settings_, options_.family);
     if (method_ == "independent" && own_) {
       const GlobalOutput g = global_output(model_, data_.view(), q, own_->hyper, draws_, options_.seed);
       std::filesystem::create_directories(dir);
@@ -492,7 +493,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     return {};
   }
 
-  // The fit's terms read x - xbar from now on (`means`: each block's xbar in turn).
+  // The fit's terms read x - xbar from now on (`request`: each block's xbar in turn).
   void apply_centring(const Message& request) {
     std::vector<engine::CentringBlock> blocks = engine::centring_blocks(model_, data_.view(), silo_global_dim());
     size_t expected = 0;
