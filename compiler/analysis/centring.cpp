@@ -92,7 +92,7 @@ std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
   const Base base = b.decl->type.base;
   if (base != Base::Real && base != Base::RowVector) return std::nullopt;
   for (const Symbol& s : m.symbols)
-    if (s.kind == SymbolKind::Parameter && (s.owner == Owner::Silo || s.owner == Owner::Split)) return std::nullopt;
+    if (s.kind == SymbolKind::Parameter && s.owner == Owner::Split) return std::nullopt;
   // Every sum holding +b and +x * W (`b + x * W`, `x * W + b`, `o + b + x * W`), all of one x and W.
   std::optional<Centring> found;
   int matches = 0;

@@ -26,8 +26,8 @@ struct Centring {
 // transformed parameters and model block is in a sum (a chain of + and -) that adds b once and
 // x * W (`W * x` too, W a real): `b + x * W`, `x * W + b`, `offset + b + x * W - c`; b is read
 // only there and in priors the server evaluates; b and W are unconstrained, b a real (W a vector
-// or real) or a row_vector (W a matrix); and the model has no local or split parameters.
-// Conservative: nullopt for anything else.
+// or real) or a row_vector (W a matrix); and the model has no split parameters (a silo's
+// locals may be added to the sum: `b + x * W + u`). Conservative: nullopt for anything else.
 std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b);
 
 }  // namespace fvic

@@ -192,9 +192,11 @@ Eigen::MatrixXd global_draws(const Global& q, uint64_t seed, uint32_t stream, lo
 // drawn from q(Z_L | Z_G) at those draws. log_g__ is log q of the pair; log_p__ is 0, since the
 // log joint needs every silo's data. With the importance-weighted bound (log_q_local null) the
 // locals are importance-resampled draws, whose density has no closed form: log_g__ is 0 too.
+// `z_global` is in the fit's coordinates; the file holds the written globals (`centring`).
 void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_data& data, const Global& global,
-                      const Eigen::VectorXd& hyper, const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local,
-                      const Eigen::VectorXd* log_q_local, const engine::Settings& settings, const std::string& family) {
+                      const std::vector<engine::CentringBlock>& centring, const Eigen::VectorXd& hyper,
+                      const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local, const Eigen::VectorXd* log_q_local,
+                      const engine::Settings& settings, const std::string& family) {
   const Eigen::Index n = z_global.rows(), h = hyper.size(), m = z_local.rows(), S = z_global.cols();
   DrawsFile file;
   file.model = model.name;
@@ -206,9 +208,11 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
     }
   Eigen::MatrixXd u(n + h + m, S);
   u << z_global, hyper.replicate(1, S), z_local;
+  engine::to_written(centring, u.topRows(n));
   file.draws = constrain(file.layout, u);
   Eigen::VectorXd mean(n + h + m);
   mean << global.mean(), hyper, z_local.rowwise().mean();
+  engine::to_written(centring, mean.head(n));
   file.mean = constrain(file.layout, mean).col(0);
   file.log_g = log_q_local ? Eigen::VectorXd(global.log_density(z_global) + *log_q_local) : Eigen::VectorXd::Zero(S);
   file.log_p = Eigen::VectorXd::Zero(S);
@@ -228,8 +232,8 @@ GroupDraws silo_groups(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z
   return groups;
 }
 
-// `centring`: the fit's globals are centred (fvi/engine/centring.h, which needs a model without
-// locals): the quantities read the written ones.
+// `centring`: the fit's globals are centred (fvi/engine/centring.h): q(Z_L | Z_G) is conditioned
+// on the fit's coordinates, and the quantities and draws.csv read the written ones.
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
                            const std::vector<engine::CentringBlock>& centring, const Global& global,
                            const Eigen::VectorXd& hyper, const PosteriorSummary& summary, long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
@@ -269,24 +273,28 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     const Eigen::VectorXd mean = sum / double(draws);
     const Eigen::VectorXd var = (square / double(draws) - mean.cwiseAbs2()).cwiseMax(0.0);
     Eigen::MatrixXd values = constrain(layout, z);
-    add_silo_quantities(model, data, silo.silo(), silo_groups(z_global, z, hyper), seed, layout, values);
+    Eigen::MatrixXd written = z_global;
+    engine::to_written(centring, written);
+    add_silo_quantities(model, data, silo.silo(), silo_groups(written, z, hyper), seed, layout, values);
     write_posterior_json(dir + "/posterior.json", summary, layout, values, mean, var.cwiseSqrt());
-    write_silo_draws(dir, model, data, global, hyper, z_global, z, nullptr, settings, family);
+    write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, nullptr, settings, family);
     return;
   }
   const Eigen::MatrixXd eps_global = rng.normal(global.dim(), draws);
   const Eigen::MatrixXd u = global.offset(eps_global);
   const Eigen::MatrixXd z = q.sample(u, rng.normal(q.dim(), draws));
   const Eigen::VectorXd log_q_local = q.log_density(z, u);
-  write_silo_draws(dir, model, data, global, hyper, u.colwise() + global.mean(), z, &log_q_local, settings, family);
+  const Eigen::MatrixXd z_global = u.colwise() + global.mean();
+  write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, &log_q_local, settings, family);
   // Marginal sd: diag(C Sigma_GG C^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G.
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
   if (q.coupled()) var += (q.coupling() * k_global).rowwise().squaredNorm();
   Eigen::MatrixXd values = constrain(layout, z);
-  add_silo_quantities(model, data, silo.silo(), silo_groups(u.colwise() + global.mean(), z, hyper), seed, layout,
-                      values);
+  Eigen::MatrixXd written = z_global;
+  engine::to_written(centring, written);
+  add_silo_quantities(model, data, silo.silo(), silo_groups(written, z, hyper), seed, layout, values);
   write_posterior_json(dir + "/posterior.json", summary, layout, values, q.mean(), var.cwiseSqrt());
 }
 

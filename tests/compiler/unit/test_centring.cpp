@@ -59,6 +59,10 @@ TEST_CASE("centring: an intercept added to silo data times a global", "[centring
   // A generated quantity reads the written values (the outputs are the written model's).
   CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + x * beta, sigma);\n", "alpha",
              "generated quantities {\n  vector[N] fit = alpha + x * beta;\n}\n") == "x * beta");
+  // A silo's local effect added to the sum (a non-centred random intercept).
+  CHECK(mark(kRegression + "  global real<lower=0> tau;\n  local real u;\n",
+             kPriors + "  tau ~ normal(0, 1);\n  u ~ normal(0, tau);\n  y ~ normal(alpha + x * beta + u, sigma);\n",
+             "alpha") == "x * beta");
   // The coefficient is never the one marked.
   CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + x * beta, sigma);\n", "beta").empty());
 }
@@ -94,8 +98,8 @@ TEST_CASE("centring: not marked where the data or the intercept is read otherwis
                kPriors + "  gamma ~ normal(0, 1);\n" + likelihood + "  v ~ normal(alpha + x * gamma, 1);\n", "alpha")
               .empty());
   }
-  SECTION("a model with local parameters") {
-    CHECK(mark(kRegression + "  local real u;\n", kPriors + "  u ~ normal(0, 1);\n  y ~ normal(alpha + x * beta + u, sigma);\n",
+  SECTION("a silo's local prior reading the intercept") {
+    CHECK(mark(kRegression + "  local real u;\n", kPriors + "  u ~ normal(alpha, 1);\n  y ~ normal(alpha + x * beta + u, sigma);\n",
                "alpha")
               .empty());
   }
