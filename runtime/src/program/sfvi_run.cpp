@@ -519,6 +519,14 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     bool same = centring_.size() == blocks.size();
     for (size_t i = 0; same && i < blocks.size(); ++i) same = centring_[i].means == blocks[i].means;
     if (same) return;
+    for (const engine::CentringBlock& b : blocks) {
+      const data::Variable* x = data_.find(b.data);
+      const bool shaped = x && x->cols == b.columns && x->rows >= 0 &&
+                          (x->rows == 0 ? x->size() == 0 : x->size() % x->rows == 0 && x->size() / x->rows == x->cols);
+      if (!shaped)
+        throw std::invalid_argument("centring: this silo's '" + b.data + "' is not " + std::to_string(b.columns) +
+                                    " columns wide");
+    }
     data::DataSet centred;
     for (data::Variable v : data_.variables()) {
       for (const engine::CentringBlock& b : blocks)
