@@ -49,7 +49,9 @@ posterior of the model's closed form on a grid: within 0.25 posterior sd, sds wi
 
 ordinal_regression (examples/stan_programs/ordinal_regression) is the generic case for
 ordered_logistic and `ordered` cutpoints; negbin_exposure (examples/stan_programs/negbin_exposure)
-for neg_binomial_2_log with an exposure offset and an uncentred covariate.
+for neg_binomial_2_log with an exposure offset and an uncentred covariate. Those two and
+regression_ppc, whose intercepts are fitted at the centred data, also need every sd within 10% of
+NUTS's.
 
 Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum, hyperparameters,
 capture_recapture, pk_oral, ordinal_regression, negbin_exposure. Exit 0 on
@@ -68,6 +70,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_pvi import EXAMPLES, Failure, require  # noqa: E402
 
 TOLERANCE_SD = 0.25
+# Regressions whose intercept SFVI fits at the centred data (docs/user-guide.md, "Centred data"):
+# their posteriors are near Gaussian, so q's sds must also come within 10% of NUTS's (at the raw
+# age negbin_exposure's were 17% short, a ridge the fit stopped on).
+SD_TOLERANCE = {"negbin_exposure": 0.10, "regression_ppc": 0.10}
 
 
 def written_values(out):
@@ -540,6 +546,9 @@ def run_case(fvic, cache, case):
               f"{off:.2f} NUTS sd  {verdict}")
         require(verdict != "FAIL", f"{case}: {name} is {off:.2f} NUTS sds from the reference and no warning names "
                                    f"it:\n{p.stderr}")
+        if case in SD_TOLERANCE:
+            require(abs(sd / ref["sd"] - 1) <= SD_TOLERANCE[case],
+                    f"{case}: {name}'s sd is {sd / ref['sd']:.3f} of NUTS's (limit {SD_TOLERANCE[case]:.0%})")
     require(len(not_written) < len(nuts), f"{case}: nothing compared")
     if not_written:
         print(f"  not written by the run: {', '.join(not_written)}")
