@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace fvi::engine {
@@ -20,6 +21,22 @@ int64_t group_size(const fvi_model& model, fvi_group group, const fvi_data& data
   if (model.group_size(g, &data, &size, &error) != 0)
     throw ModelError(std::string("the size of the ") + fvi_group_name(group) + " parameters: " + error.message);
   return size;
+}
+
+std::optional<VariablePlace> variable_place(const fvi_model& model, const fvi_data& data, int i, int64_t group_size) {
+  if (i < 0 || i >= model.variable_count) return std::nullopt;
+  const int rank = model.variables[i].rank;
+  int64_t dims[8] = {0};
+  fvi_error error{};
+  VariablePlace p;
+  if (rank < 0 || rank > 8 || model.variable_shape(i, &data, &p.offset, dims, &error) != 0) return std::nullopt;
+  for (int d = 0; d < rank; ++d) {
+    if (dims[d] < 0 || (dims[d] > 0 && p.count > std::numeric_limits<int64_t>::max() / dims[d])) return std::nullopt;
+    p.count *= dims[d];
+    p.dims.push_back(dims[d]);
+  }
+  if (p.offset < 0 || p.offset > group_size || p.count > group_size - p.offset) return std::nullopt;
+  return p;
 }
 
 BoundFactor::BoundFactor(const fvi_model& model, int factor, const fvi_data& data, Precision precision)

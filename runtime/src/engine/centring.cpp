@@ -1,31 +1,11 @@
 #include "fvi/engine/centring.h"
 
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 
 #include "fvi/engine/bound_factor.h"
 
 namespace fvi::engine {
-
-namespace {
-
-// A variable's offset and dims, or false when the model cannot say them or they leave the group.
-bool shape_of(const fvi_model& model, const fvi_data& data, int variable, Eigen::Index global_dim, int64_t& offset,
-              int64_t dims[8]) {
-  fvi_error error{};
-  if (model.variable_shape(variable, &data, &offset, dims, &error) != 0) return false;
-  const fvi_variable_info& v = model.variables[variable];
-  if (v.rank < 0 || v.rank > 2 || offset < 0 || offset > global_dim) return false;
-  int64_t size = 1;
-  for (int d = 0; d < v.rank; ++d) {
-    if (dims[d] <= 0 || size > std::numeric_limits<int64_t>::max() / dims[d]) return false;
-    size *= dims[d];
-  }
-  return size <= global_dim - offset;
-}
-
-}  // namespace
 
 std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim) {
   std::vector<CentringBlock> blocks;
@@ -38,17 +18,15 @@ std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_dat
     if (group_kind(model, b.group) != FVI_GROUP_GLOBAL || group_kind(model, w.group) != FVI_GROUP_GLOBAL ||
         b.transform != FVI_IDENTITY || w.transform != FVI_IDENTITY)
       continue;
-    int64_t b_offset = 0, w_offset = 0, b_dims[8] = {0}, w_dims[8] = {0};
-    if (!shape_of(model, data, i, global_dim, b_offset, b_dims) ||
-        !shape_of(model, data, w_index, global_dim, w_offset, w_dims))
-      continue;
+    const std::optional<VariablePlace> bp = variable_place(model, data, i, global_dim);
+    const std::optional<VariablePlace> wp = variable_place(model, data, w_index, global_dim);
     // b a real with W a real or vector[D]; b a row_vector[K] with W a matrix[D, K].
-    const int64_t K = b.rank == 0 ? 1 : b_dims[0];
-    const int64_t D = w.rank == 0 ? 1 : w_dims[0];
-    const int64_t w_cols = w.rank == 2 ? w_dims[1] : 1;
-    if (b.rank > 1 || w_cols != K || (b.rank == 0) != (w.rank < 2)) continue;
-    blocks.push_back({b.centring_data, b.name, w.name, Eigen::Index(b_offset), Eigen::Index(w_offset), Eigen::Index(D),
-                      Eigen::Index(K), {}});
+    if (!bp || !wp || b.rank > 1 || w.rank > 2 || (b.rank == 0) != (w.rank < 2) || bp->count == 0 || wp->count == 0)
+      continue;
+    const int64_t K = bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
+    if ((w.rank == 2 ? wp->dims[1] : 1) != K) continue;
+    blocks.push_back({b.centring_data, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
+                      Eigen::Index(D), Eigen::Index(K), {}});
   }
   return blocks;
 }

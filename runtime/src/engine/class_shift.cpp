@@ -1,6 +1,5 @@
 #include "fvi/engine/class_shift.h"
 
-#include <limits>
 
 #include "fvi/engine/bound_factor.h"
 
@@ -14,13 +13,10 @@ std::vector<ClassShiftBlock> class_shift_blocks(const fvi_model& model, const fv
     if ((v.class_shift != 1 && v.class_shift != 2) || group_kind(model, v.group) != FVI_GROUP_GLOBAL) continue;
     const bool each_row = v.class_shift == 1;
     if (v.rank != (each_row ? 2 : 1)) continue;
-    int64_t offset = 0, dims[8] = {0};
-    fvi_error error{};
-    if (model.variable_shape(i, &data, &offset, dims, &error) != 0) continue;
-    const int64_t rows = dims[0], cols = each_row ? dims[1] : 1;
-    if (offset < 0 || rows <= 0 || cols <= 0 || rows > std::numeric_limits<int64_t>::max() / cols) continue;
-    if (offset > global_dim || rows * cols > global_dim - offset) continue;
-    blocks.push_back({Eigen::Index(offset), Eigen::Index(rows), Eigen::Index(cols), each_row});
+    const std::optional<VariablePlace> p = variable_place(model, data, i, global_dim);
+    if (!p || p->count == 0) continue;
+    const int64_t rows = p->dims[0], cols = each_row ? p->dims[1] : 1;
+    blocks.push_back({Eigen::Index(p->offset), Eigen::Index(rows), Eigen::Index(cols), each_row});
   }
   return blocks;
 }

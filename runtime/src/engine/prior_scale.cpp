@@ -1,30 +1,10 @@
 #include "fvi/engine/prior_scale.h"
 
-#include <limits>
 #include <string>
 
 #include "fvi/engine/bound_factor.h"
 
 namespace fvi::engine {
-
-namespace {
-
-// Variable `i`'s offset in its group and its number of values; false where the model cannot say.
-bool extent(const fvi_model& model, const fvi_data& data, int i, int64_t& offset, int64_t& count) {
-  int64_t dims[8] = {0};
-  fvi_error error{};
-  if (model.variable_shape(i, &data, &offset, dims, &error) != 0) return false;
-  const int rank = model.variables[i].rank;
-  if (rank < 0 || rank > 8) return false;
-  count = 1;
-  for (int d = 0; d < rank; ++d) {
-    if (dims[d] < 0 || (dims[d] > 0 && count > std::numeric_limits<int64_t>::max() / dims[d])) return false;
-    count *= dims[d];
-  }
-  return offset >= 0;
-}
-
-}  // namespace
 
 std::vector<PriorScaleBlock> prior_scale_blocks(const fvi_model& model, const fvi_data& data,
                                                 Eigen::Index global_dim, Eigen::Index q_params,
@@ -40,12 +20,10 @@ std::vector<PriorScaleBlock> prior_scale_blocks(const fvi_model& model, const fv
     if (group_kind(model, scale.group) != FVI_GROUP_HYPER || scale.rank != 0 || scale.transform != FVI_LOWER ||
         scale.lower != 0 || (scale.lower_data && scale.lower_data[0] != '\0'))
       continue;
-    int64_t offset = 0, count = 0, hyper_offset = 0, hyper_count = 0;
-    if (!extent(model, data, i, offset, count) || !extent(model, data, h, hyper_offset, hyper_count)) continue;
-    if (count == 0 || offset > global_dim || count > global_dim - offset || hyper_count != 1 ||
-        hyper_offset >= hyper_dim)
-      continue;
-    blocks.push_back({global_dim + offset, count, q_params + hyper_offset});
+    const std::optional<VariablePlace> x = variable_place(model, data, i, global_dim);
+    const std::optional<VariablePlace> scale_place = variable_place(model, data, h, hyper_dim);
+    if (!x || !scale_place || x->count == 0 || scale_place->count != 1) continue;
+    blocks.push_back({global_dim + x->offset, x->count, q_params + scale_place->offset});
   }
   return blocks;
 }

@@ -240,10 +240,13 @@ SfviContribution SfviServer::server_term(const Eigen::MatrixXd& eps) {
   const long S = eps.cols();
   const Eigen::MatrixXd z = q_.sample(eps);
   const Eigen::MatrixXd theta = hyper_;
-  // The server's terms read the written globals (centring.h: b = b_c - xbar W).
-  Eigen::MatrixXd written = z;
-  to_written(centring_, written);
-  GroupValues values{&written, nullptr, &theta};
+  // The server's terms read the written globals (centring.h: b = b_c - xbar W); a copy only then.
+  Eigen::MatrixXd written;
+  if (!centring_.empty()) {
+    written = z;
+    to_written(centring_, written);
+  }
+  GroupValues values{centring_.empty() ? &z : &written, nullptr, &theta};
   SfviContribution out;
   LogDensity::Value lp;
   if (!server_terms_.empty()) {

@@ -4,6 +4,7 @@
 // failure is an exception naming the factor.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +27,15 @@ int64_t group_size(const fvi_model& model, fvi_group group, const fvi_data& data
 inline Eigen::Index group_dim(const fvi_model& model, fvi_group group, const fvi_data& data) {
   return std::max<int64_t>(0, group_size(model, group, data));
 }
+// Where variable `i` (fvi_model.variables) lies in its group: its offset, its declared dims (rank
+// of them) and its number of values (their product, overflow-checked). nullopt where the model
+// cannot say them or they do not fit in a group of `group_size` values.
+struct VariablePlace {
+  int64_t offset = 0, count = 1;
+  std::vector<int64_t> dims;
+};
+std::optional<VariablePlace> variable_place(const fvi_model& model, const fvi_data& data, int i, int64_t group_size);
+
 // The model's index of `group` (fvi_model.group_kinds), or -1.
 int group_index(const fvi_model& model, fvi_group group);
 // Which group the model's group `g` is (-1 when g is out of range).
