@@ -441,7 +441,8 @@ const std::vector<KeySpec>& inference_keys() {
        "SFVI: a global intercept added to silo data x times a global (`alpha + x * beta`, `x * W + b`) is fitted "
        "at x's pooled column means, as brms centres (the written model's posterior exactly: priors at the "
        "written intercept, which the outputs report); once, before the first iteration, each silo sends its "
-       "column sums of x and its rows; off: at the raw x",
+       "column sums of x and its rows; vfl_exact: an intercept added to `silo_sum(...)` is fitted at the summed "
+       "partial predictors centred at their mean over the rows (no message); off: at the raw x",
        "on"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
       {"q_z", "meanfield, amortized, none",

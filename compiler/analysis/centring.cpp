@@ -85,6 +85,31 @@ void each_sum(const SemanticModel& m, const std::function<void(const std::vector
     }
 }
 
+// The number of b's reads in the server's own priors (evaluated at the written b).
+int reads_in_server_priors(const SemanticModel& m, const Symbol& b) {
+  int n = 0;
+  for (const Term& t : m.terms)
+    if (t.kind == TermKind::Prior && t.owner == TermOwner::Server && !t.conditional) n += count_in(*t.stmt, b.name);
+  return n;
+}
+
+// A vertical model: b is the intercept of the silos' summed partial predictors when one sum adds
+// +b once and +silo_sum(...) (the call itself), and b is read nowhere else but in server priors.
+std::optional<Centring> vertical_centring_of(const SemanticModel& m, const Symbol& b) {
+  if (b.decl->type.base != Base::Real) return std::nullopt;
+  int matches = 0;
+  each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
+    int intercepts = 0, sums = 0;
+    for (const auto& [t, positive] : terms) {
+      if (positive && is_var(t, b.name)) ++intercepts;
+      if (positive && t->kind == ExprKind::Call && t->name == "silo_sum") ++sums;
+    }
+    if (intercepts == 1 && sums == 1) ++matches;
+  });
+  if (matches != 1 || uses_in_log_density(m, b.name) != 1 + reads_in_server_priors(m, b)) return std::nullopt;
+  return Centring{std::string(kSiloSumCentring), ""};
+}
+
 }  // namespace
 
 std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
@@ -92,7 +117,7 @@ std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
   const Base base = b.decl->type.base;
   if (base != Base::Real && base != Base::RowVector) return std::nullopt;
   for (const Symbol& s : m.symbols)
-    if (s.kind == SymbolKind::Parameter && s.owner == Owner::Split) return std::nullopt;
+    if (s.kind == SymbolKind::Parameter && s.owner == Owner::Split) return vertical_centring_of(m, b);
   // Every sum holding +b and +x * W (`b + x * W`, `x * W + b`, `o + b + x * W`), all of one x and W.
   std::optional<Centring> found;
   int matches = 0;
@@ -112,10 +137,7 @@ std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
   if (!found || mixed) return std::nullopt;
   // x is read there alone; b there and in the server's priors alone (evaluated at b = b_c - xbar W).
   if (uses_in_log_density(m, found->data) != matches) return std::nullopt;
-  int in_priors = 0;
-  for (const Term& t : m.terms)
-    if (t.kind == TermKind::Prior && t.owner == TermOwner::Server && !t.conditional) in_priors += count_in(*t.stmt, b.name);
-  if (uses_in_log_density(m, b.name) != matches + in_priors) return std::nullopt;
+  if (uses_in_log_density(m, b.name) != matches + reads_in_server_priors(m, b)) return std::nullopt;
   return found;
 }
 

@@ -17,6 +17,11 @@
 
 namespace fvic {
 
+// Centring::data of a vertical model's intercept: `b + silo_sum(...)` (a function's name, never a
+// variable's). vfl_exact fits b_c = b + the mean over rows of the silos' summed partial predictors,
+// and evaluates every prior at b = b_c - that mean (runtime/include/fvi/engine/vfl.h).
+inline constexpr const char* kSiloSumCentring = "silo_sum";
+
 struct Centring {
   std::string data;         // x: silo data, a matrix[N, D] (or a vector[N] with a scalar coefficient)
   std::string coefficient;  // W: a global matrix[D, K] or vector[D] (real with a vector x)
@@ -27,7 +32,9 @@ struct Centring {
 // x * W (`W * x` too, W a real): `b + x * W`, `x * W + b`, `offset + b + x * W - c`; b is read
 // only there and in priors the server evaluates; b and W are unconstrained, b a real (W a vector
 // or real) or a row_vector (W a matrix); and the model has no split parameters (a silo's
-// locals may be added to the sum: `b + x * W + u`). Conservative: nullopt for anything else.
+// locals may be added to the sum: `b + x * W + u`). In a model with split parameters: b a real,
+// added once to `silo_sum(...)` in one sum and read nowhere else but in server priors; then data
+// is kSiloSumCentring and coefficient "". Conservative: nullopt for anything else.
 std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b);
 
 }  // namespace fvic

@@ -329,7 +329,7 @@ void add_opening_messages(Plan& plan, const SemanticModel& m) {
   std::vector<std::string> centred;
   for (const Symbol& s : m.symbols) {
     const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
-    if (!c) continue;
+    if (!c || c->data == kSiloSumCentring) continue;
     const Symbol* x = m.find(c->data);
     const SymSize columns = x && x->shape.dims.size() == 2 ? x->shape.dims[1] : SymSize::constant(1);
     plan.opening.push_back({"silo k", "server", "the column sums of " + c->data + " and its rows (to centre " +
@@ -349,6 +349,20 @@ void add_opening_messages(Plan& plan, const SemanticModel& m) {
                          " fitted at the silos' data centred at its pooled column means (as brms centres: the "
                          "written model's posterior exactly, reported at the written intercept; center = off "
                          "fits at the raw data; analysis/centring.h)");
+}
+
+// vfl_exact fits a vertical model's intercept of `b + silo_sum(...)` at the centred sum
+// (analysis/centring.h; runtime/include/fvi/engine/vfl.h): no message, the server already has the
+// silos' partial predictors.
+void add_vertical_centring_note(Plan& plan, const SemanticModel& m) {
+  if (plan.method != Method::VFLExact || m.settings.name("center", "on") == "off") return;
+  for (const Symbol& s : m.symbols) {
+    const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
+    if (c && c->data == kSiloSumCentring)
+      plan.notes.push_back("the intercept " + s.name + " is fitted at the silos' summed partial predictors centred at "
+                           "their mean over the rows (the written model's posterior exactly, reported at the written "
+                           "intercept; center = off fits it as written; analysis/centring.h)");
+  }
 }
 
 void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
@@ -705,7 +719,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("q_z_depth", vfl);
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
-  unused("center", plan.method == Method::SFVI);
+  unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);
   unused("local_reparam", (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
                            plan.method == Method::Independent) && plan.family == "meanfield");
   unused("local_samples", plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent);
@@ -942,6 +956,7 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   add_closing_messages(plan, model, g);
   add_rule_messages(plan, g);
   add_opening_messages(plan, model);
+  add_vertical_centring_note(plan, model);
   if (plan.pooled) {  // one party: nothing travels
     plan.opening.clear();
     plan.messages.clear();

@@ -139,7 +139,8 @@ std::string dump(const Module& m) {
       out << ' ' << s.variable << "@" << s.offset.str();
       if (!s.prior_scale.empty()) out << " [prior scale " << s.prior_scale << "]";
       if (s.class_shift) out << (s.class_shift == 1 ? " [class shift: rows]" : " [class shift: all]");
-      if (!s.centring_data.empty()) out << " [centred: " << s.centring_data << " * " << s.centring_coefficient << "]";
+      if (!s.centring_data.empty())
+        out << " [centred: " << s.centring_data << (s.centring_coefficient.empty() ? "" : " * " + s.centring_coefficient) << "]";
     }
     out << '\n';
   }

@@ -125,7 +125,8 @@ struct Slot {
   // elements, that the likelihood sees only up to a shift along a softmax's classes; else 0.
   int class_shift = 0;
   // fvi_variable_info.centring_data / centring_coefficient (analysis/centring.h): the silo data x
-  // and global W this intercept is added to as `x * W`, when it may be fitted at the centred x.
+  // and global W this intercept is added to as `x * W`, when it may be fitted at the centred x;
+  // "silo_sum" and "" for a vertical model's intercept of the silos' summed partial predictors.
   std::string centring_data = "", centring_coefficient = "";
 };
 struct Group {

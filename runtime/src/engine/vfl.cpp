@@ -1,6 +1,7 @@
 #include "fvi/engine/vfl.h"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +28,7 @@ VflOptions VflOptions::from(const Settings& s, const std::string& method) {
   o.seed = static_cast<uint64_t>(s.integer("seed", 1));
   o.exact = method == "vfl_exact";
   o.family = s.name("family", "auto");
+  o.center = s.name("center", "on") != "off";
   if (o.family != "auto" && o.family != "meanfield" && o.family != "fullrank")
     throw std::invalid_argument("family = " + o.family + ": vertical models take family = auto, meanfield or fullrank "
                                 "for q(theta_k) (q(z) is chosen by q_z)");
@@ -40,6 +42,26 @@ bool use_joint_family(const VflOptions& options, Eigen::Index total) {
   if (!options.exact || options.auxiliary) return false;
   return options.family == "fullrank" || (options.family == "auto" && total <= kJointAutoLimit);
 }
+
+int silo_sum_intercept_variable(const fvi_model& model, const VflOptions& options) {
+  if (!options.exact || !options.center || model.abi_version < 13) return -1;
+  for (int i = 0; i < model.variable_count; ++i) {
+    const fvi_variable_info& b = model.variables[i];
+    if (b.centring_data && std::strcmp(b.centring_data, "silo_sum") == 0 && group_kind(model, b.group) == FVI_GROUP_GLOBAL &&
+        b.transform == FVI_IDENTITY && b.rank == 0)
+      return i;
+  }
+  return -1;
+}
+
+Eigen::Index silo_sum_intercept(const fvi_model& model, const fvi_data& data, const VflOptions& options) {
+  const int i = silo_sum_intercept_variable(model, options);
+  if (i < 0) return -1;
+  const std::optional<VariablePlace> place = variable_place(model, data, i, group_dim(model, FVI_GROUP_GLOBAL, data));
+  if (!place || place->count != 1) throw ModelError(std::string(model.variables[i].name) + ": the centred intercept has no place among the globals");
+  return Eigen::Index(place->offset);
+}
+
 
 Eigen::MatrixXd joint_noise(uint64_t seed, uint32_t round, uint32_t stream, Eigen::Index total, long draws) {
   return CounterRng(RngKey{seed, 0, round, stream}).normal(total, draws);
@@ -94,7 +116,12 @@ Eigen::VectorXd meanfield_params_gradient(const Eigen::MatrixXd& dx, const Eigen
 // ---- server ----------------------------------------------------------------------------------
 
 VflServer::VflServer(const fvi_model& model, const fvi_data& data, VflOptions options, int silos)
-    : options_(options), silos_(silos), global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)), adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
+    : options_(options),
+      silos_(silos),
+      global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)),
+      intercept_(silo_sum_intercept(model, data, options)),
+      adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
+  if (intercept_ >= 0) intercept_name_ = model.variables[silo_sum_intercept_variable(model, options)].name;
   for (int f = 0; f < model.factor_count; ++f)
     if (model.factors[f].owner == FVI_SERVER && model.factors[f].kind == FVI_DENSITY)
       prior_.push_back(std::make_unique<BoundFactor>(model, f, data));
@@ -146,19 +173,33 @@ Eigen::MatrixXd VflServer::global_noise(uint32_t iteration) const {
   return rng.normal(global_dim_, options_.mc_samples);
 }
 
+Eigen::MatrixXd VflServer::written(const Eigen::MatrixXd& fit, const Eigen::MatrixXd& s) const {
+  Eigen::MatrixXd b = fit;
+  if (intercept_ >= 0) b.row(intercept_) -= s.colwise().mean();
+  return b;
+}
+
 double VflServer::augmented_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& z_sum, Eigen::MatrixXd& G,
                                      Eigen::VectorXd& d_params) {
   const long S = z_sum.cols();
-  const Eigen::MatrixXd b = globals(eps);
+  const Eigen::MatrixXd fit = globals(eps);
+  const Eigen::MatrixXd b = written(fit, z_sum);
   const auto inputs = inputs_of(*likelihood_, {{FVI_GROUP_GLOBAL, &b}, {FVI_GROUP_Z_SUM, &z_sum}});
   const auto& lp = likelihood_->forward(0, -1, inputs);
-  const double value = lp.sum() / double(S);
+  const Eigen::VectorXd log_lik = lp.colwise().sum().transpose();
   const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(lp.rows(), lp.cols());
   const auto d = likelihood_->backward({&seed});
   // seed 004 Alg. 1 step 5: G = dL0/dz_j, the same for every silo (additive link).
   G = gradient_of(*likelihood_, d, FVI_GROUP_Z_SUM, z_sum.rows(), S);
-  const Eigen::MatrixXd d_b = gradient_of(*likelihood_, d, FVI_GROUP_GLOBAL, global_dim_, S);
-  return value + prior_gradient(eps, d_b, d_params);
+  Eigen::MatrixXd db = gradient_of(*likelihood_, d, FVI_GROUP_GLOBAL, global_dim_, S);
+  if (global_dim_ == 0) {
+    d_params = Eigen::VectorXd::Zero(params().size());
+    return log_lik.mean();
+  }
+  const Eigen::VectorXd log_prior = add_priors(b, db);
+  // b = b_c - (1/N) sum_n s_n: every row of the summed predictors also moves b (centred intercept).
+  if (intercept_ >= 0) G.rowwise() -= db.row(intercept_) / double(z_sum.rows());
+  return q_gradient(eps, fit, db, log_lik + log_prior, d_params);
 }
 
 bool VflServer::log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, Eigen::VectorXd& log_p) {
@@ -170,28 +211,39 @@ bool VflServer::log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, 
   return true;
 }
 
-double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params) {
-  const long S = eps.cols();
-  d_params = Eigen::VectorXd::Zero(params().size());
-  if (global_dim_ == 0) return 0;
-  const Eigen::MatrixXd b = globals(eps);
-  Eigen::MatrixXd db = d_globals;
-  Eigen::VectorXd per_draw = joint_ ? Eigen::VectorXd::Zero(S) : Eigen::VectorXd(-q_.log_density(b));
+Eigen::VectorXd VflServer::add_priors(const Eigen::MatrixXd& b, Eigen::MatrixXd& db) {
+  const long S = b.cols();
+  Eigen::VectorXd log_p = Eigen::VectorXd::Zero(S);
   for (auto& f : prior_) {
-    const auto inputs = inputs_of(*f, {{FVI_GROUP_GLOBAL, &b}});
-    per_draw += f->forward(0, -1, inputs).transpose();
+    log_p += f->forward(0, -1, inputs_of(*f, {{FVI_GROUP_GLOBAL, &b}})).transpose();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
     db += gradient_of(*f, f->backward({&seed}), FVI_GROUP_GLOBAL, global_dim_, S);
   }
+  return log_p;
+}
+
+double VflServer::q_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& b, Eigen::MatrixXd db,
+                             const Eigen::VectorXd& log_p, Eigen::VectorXd& d_params) {
+  const long S = eps.cols();
   if (joint_) {
     // The joint family's entropy is exact: total/2 log(2 pi e) + log det L, the server's rows'
     // part here (the silos add theirs).
     d_params = joint_q_.path_gradient(db, eps) / double(S) + joint_q_.log_det_gradient();
-    return per_draw.mean() + 0.5 * double(global_dim_) * (kLog2Pi + 1) + joint_q_.log_det();
+    return log_p.mean() + 0.5 * double(global_dim_) * (kLog2Pi + 1) + joint_q_.log_det();
   }
+  const Eigen::VectorXd log_q = q_.log_density(b);
   db -= q_.score(b);  // STL: the entropy term through the draw only (seed 004 Eq. 4)
   d_params = meanfield_params_gradient(db, eps, q_.sd()) / double(S);
-  return per_draw.mean();
+  return (log_p - log_q).mean();
+}
+
+double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params) {
+  d_params = Eigen::VectorXd::Zero(params().size());
+  if (global_dim_ == 0) return 0;
+  const Eigen::MatrixXd b = globals(eps);
+  Eigen::MatrixXd db = d_globals;
+  const Eigen::VectorXd log_prior = add_priors(b, db);
+  return q_gradient(eps, b, db, log_prior, d_params);
 }
 
 void VflServer::step(const Eigen::VectorXd& d_params) {
@@ -211,6 +263,7 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
       split_dim_(group_dim(model, FVI_GROUP_SPLIT, data)),
       hyper_dim_(group_dim(model, FVI_GROUP_SPLIT_HYPER, data)),
       global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)),
+      centred_intercept_(silo_sum_intercept_variable(model, options) >= 0),
       adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   contribution_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
   if (!contribution_) throw ModelError("silo " + std::to_string(silo) + ": the model has no silo_sum contribution");
@@ -556,10 +609,10 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
 }
 
 VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
-  // The joint family's draws are the server's output draws (the same joint noise of `key`).
-  const Eigen::MatrixXd eps = joint_ ? joint_noise(key, 0, rng_stream::kUserStream + 3, joint_total_, draws)
-                                     : CounterRng(RngKey{key, uint32_t(silo_), 0, rng_stream::kUserStream + 13}).normal(split_dim_, draws);
-  const Eigen::MatrixXd theta = theta_draws(eps);
+  // The draws of the silo's draws.csv (write_split_posterior), so that a centred intercept's
+  // draws, b = b_c - sum_k mean(eta_k), pair with them row by row; the joint family's are also the
+  // server's output draws (the same joint noise of `key`).
+  const Eigen::MatrixXd theta = theta_draws(theta_noise(key, rng_stream::kUserStream + 3, draws));
   const Eigen::MatrixXd h = hyper();
   LogJointPart out;
   out.eta = contribution_draws(*contribution_, theta, h);
@@ -643,6 +696,7 @@ Eigen::MatrixXd VflSilo::predictive_z(const fvi_model& model, const fvi_data& te
   const Eigen::MatrixXd theta = theta_draws(eps), h = hyper();
   Eigen::MatrixXd z = contribution_draws(*contribution, theta, h);
   if (options_.auxiliary) z += options_.rho * rng.normal(z.rows(), draws);  // z* ~ N(m*, rho^2)
+  if (centred_intercept_) z.rowwise() -= contribution_draws(*contribution_, theta, h).colwise().mean();
   return z;
 }
 

@@ -375,6 +375,10 @@ class VflCoordinator : public Coordinator {
       std::printf("  fitting the %s model (AXDA, rho = %g): an approximation of the written model, exact only as "
                   "rho -> 0; its cost is measured at the end\n",
                   power_ ? "power-likelihood" : "augmented", options_.rho);
+    if (server_.intercept() >= 0)
+      std::printf("  %s: fitted at the silos' summed partial predictors centred at their mean over the rows (the same "
+                  "posterior; center = off fits it as written)\n",
+                  server_.intercept_name().c_str());
     if (options_.exact && options_.family == "meanfield")
       std::printf("  q: mean-field across the silos (family = meanfield): it ignores the posterior's correlations "
                   "across silos; k-hat says what that costs\n");
@@ -433,9 +437,9 @@ class VflCoordinator : public Coordinator {
     Eigen::VectorXd& log_g = out.log_g;
     const long S = long(d.unconstrained.cols());
     const Eigen::Index N = server_.rows();
-    std::vector<Message> replies;
-    if (!ask_every_silo(run_.transport, uint32_t(rounds_ + 2), Phase::kVflLogJoint, {double(options_.seed), double(S)},
-                        size_t(message::vfl_rows_size<int64_t>(N, S) + 2 * S), replies)) {
+    // A centred intercept's outputs asked for these parts already (draws()).
+    std::vector<Message> replies = std::move(log_joint_parts_);
+    if (replies.empty() && !ask_log_joint_parts(S, replies)) {
       why = "not computed (a silo did not answer)";
       return false;
     }
@@ -536,7 +540,11 @@ class VflCoordinator : public Coordinator {
     d.log_q = server_.marginal_log_q(output_noise_);
     d.what = "the global parameters";
     d.family = server_.joint() ? "fullrank" : "meanfield";
+    if (server_.intercept() >= 0) write_intercept(d);
     return d;
+  }
+  std::string fit_coordinate(Eigen::Index i) const override {
+    return i == server_.intercept() ? " (fitted at the centred sum of the silos' partial predictors)" : "";
   }
   std::string outputs_note() const override { return "; each silo writes its block to silo-K/posterior.json"; }
 
@@ -583,6 +591,37 @@ class VflCoordinator : public Coordinator {
                   (long long)total, (long long)engine::kJointAutoLimit);
   }
 
+  // Each silo's part of the log joint at the output draws: eta_k (rows x S), log p(theta_k), log q.
+  bool ask_log_joint_parts(long S, std::vector<Message>& replies) {
+    return ask_every_silo(run_.transport, uint32_t(rounds_ + 2), Phase::kVflLogJoint, {double(options_.seed), double(S)},
+                          size_t(message::vfl_rows_size<int64_t>(server_.rows(), S) + 2 * S), replies);
+  }
+
+  // The centred intercept's draws at the written b = b_c - mean_n sum_k eta_k, each draw with the
+  // silos' partial predictors at the same draw of their blocks (the rows of their draws.csv). Its
+  // mean: q's mean of b_c less the draws' mean of the predictors' mean; its sd the draws'.
+  void write_intercept(ServerDraws& d) {
+    const long S = long(d.unconstrained.cols());
+    const Eigen::Index N = server_.rows(), i = server_.intercept();
+    std::vector<Message> replies;
+    if (!ask_log_joint_parts(S, replies)) {
+      const char* b = server_.intercept_name().c_str();
+      std::fprintf(stderr, "WARNING: a silo did not send its partial predictors at the output draws: %s's draws and "
+                           "summary are the fit's coordinate, %s + the mean over rows of silo_sum(...), not %s itself\n",
+                   b, b, b);
+      return;
+    }
+    Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(N, S);
+    for (const Message& m : replies) eta += message::Reader(m, "a silo's log-joint part").matrix(N, S, "eta_k");
+    const Eigen::RowVectorXd shift = eta.colwise().mean();
+    d.unconstrained = server_.written(d.unconstrained, eta);
+    d.constrained = constrain(d.layout, d.unconstrained);
+    d.mean(i) -= shift.mean();
+    const Eigen::RowVectorXd b = d.unconstrained.row(i);
+    d.sd(i) = std::sqrt((b.array() - b.mean()).square().sum() / double(std::max(1L, S - 1)));
+    log_joint_parts_ = std::move(replies);
+  }
+
   static Eigen::Index checked_rows(const VflServer& server) {
     if (server.rows() <= 0) throw data::DataError("the server's data gives no rows for the likelihood");
     return server.rows();
@@ -597,6 +636,7 @@ class VflCoordinator : public Coordinator {
   HeldOutRows held_out_;
   bool laid_out_ = false, announced_ = false;
   Eigen::MatrixXd output_noise_;  // behind the output draws (the joint family's log q needs it)
+  std::vector<Message> log_joint_parts_;  // the silos' parts at those draws, when draws() asked for them
   std::string settled_note_;  // what the last check of the silos' split blocks found
 };
 

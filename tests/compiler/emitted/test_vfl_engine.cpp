@@ -86,6 +86,7 @@ std::pair<T, T> network(const std::vector<P>& params, size_t at, const std::vect
 struct Setup {
   bool power = false, amortized = false;
   bool exact = false;  // method = vfl_exact: no z, each silo's partial predictor goes up as it is
+  bool center = false;  // vfl_exact's centred intercept: b = b_c - mean_i sum_k m_ik
   double rho = 0.7;
   long S = 2;
   int width = 3, depth = 2;
@@ -119,8 +120,8 @@ Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, c
   const bool centred = !o.exact && !o.amortized;  // mean-field q(z), its means offsets from m_k(mean)
   Dual total = 0;
   for (long s = 0; s < o.S; ++s) {
-    const Dual b = p[0] + exp(p[1]) * Dual(eps_b(0, s));
-    total = total + normal_lpdf(b, 0, 1) - normal_lpdf(b, fixed[0], std::exp(fixed[1]));
+    const Dual b_fit = p[0] + exp(p[1]) * Dual(eps_b(0, s));
+    total = total - normal_lpdf(b_fit, fixed[0], std::exp(fixed[1]));
     std::vector<std::vector<Dual>> m(J, std::vector<Dual>(N)), z(J, std::vector<Dual>(N));
     for (int k = 0; k < J; ++k) {
       const size_t at = offset[k];
@@ -169,6 +170,13 @@ Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, c
         total = total + normal_lpdf(z[k][i], m[k][i], o.rho) - log_q;
       }
     }
+    // The written b: the fit's, or with the centred intercept b_c less the mean of the summed
+    // partial predictors over the rows; its prior is the written model's.
+    Dual b = b_fit;
+    if (o.exact && o.center)
+      for (int i = 0; i < N; ++i)
+        for (int k = 0; k < J; ++k) b = b - z[k][i] / Dual(double(N));
+    total = total + normal_lpdf(b, 0, 1);
     auto bernoulli_logit = [](double y, Dual eta) { return Dual(y) * eta - log1p_exp(eta); };
     for (int i = 0; i < N; ++i) {
       Dual all = 0;
@@ -194,6 +202,8 @@ void check_exact_decomposition(const Setup& o) {
   opt.power = o.power;
   opt.amortized = o.amortized;
   opt.auxiliary = !o.exact;
+  opt.exact = o.exact;
+  opt.center = o.center;
   opt.rho = o.rho;
   opt.mc_samples = o.S;
   opt.width = o.width;
@@ -271,6 +281,15 @@ TEST_CASE("VFL exact split-predictor decomposition: federated gradient = pooled 
           "[vfl]") {
   Setup o;
   o.exact = true;
+  check_exact_decomposition(o);
+}
+
+TEST_CASE("VFL exact decomposition with the intercept centred: federated gradient = pooled gradient at b = b_c - "
+          "mean(sum_k eta_k)",
+          "[vfl][centring]") {
+  Setup o;
+  o.exact = true;
+  o.center = true;
   check_exact_decomposition(o);
 }
 
@@ -355,6 +374,7 @@ TEST_CASE("VFL exact decomposition, joint family across the silos: federated gra
   VflOptions opt;
   opt.auxiliary = false;
   opt.exact = true;
+  opt.center = false;  // the centred intercept's gradient: check_exact_decomposition
   opt.family = "fullrank";
   opt.mc_samples = S;
   opt.seed = 9;
@@ -467,6 +487,7 @@ TEST_CASE("VFL exact decomposition with a network per silo (split_nn), joint fam
   VflOptions opt;
   opt.auxiliary = false;
   opt.exact = true;
+  opt.center = false;  // the centred intercept's gradient: check_exact_decomposition
   opt.family = "auto";
   opt.mc_samples = S;
   opt.seed = 13;
@@ -520,8 +541,11 @@ TEST_CASE("VFL exact decomposition with a network per silo (split_nn), joint fam
 // J rho^2)) or, with exact = true (vfl_exact), the written model y ~ N(b + sum_k x_k beta_k,
 // sigma^2).
 // With joint = true (vfl_exact's joint family) silo 2's column is correlated 0.8 with silo 1's
-// first, and the fit must reach the exact posterior's sds, not mean-field's.
-static void check_gaussian_posterior(bool exact, bool joint = false) {
+// first, and the fit must reach the exact posterior's sds, not mean-field's. With center = true
+// (vfl_exact) the columns are raw, their means `shift`, and the fit's coordinates are (b_c, beta),
+// b_c = b + xbar . beta: the same posterior, mapped.
+static void check_gaussian_posterior(bool exact, bool joint = false, bool center = false,
+                                     const Eigen::Vector3d& shift = Eigen::Vector3d::Zero()) {
   std::mt19937_64 rng(20261123);
   std::normal_distribution<double> normal;
   const int N = 40, J = 2;
@@ -529,6 +553,7 @@ static void check_gaussian_posterior(bool exact, bool joint = false) {
   Split d{N, {2, 1}, Eigen::MatrixXd(N, 3), Eigen::VectorXd(N)};
   for (Eigen::Index i = 0; i < d.X.size(); ++i) d.X.data()[i] = normal(rng);
   if (joint) d.X.col(2) = 0.8 * d.X.col(0) + 0.6 * d.X.col(2);
+  d.X.rowwise() += shift.transpose();
   const Eigen::Vector3d beta_true(0.8, -0.5, 0.3);
   for (int i = 0; i < N; ++i) d.y[i] = 0.4 + d.X.row(i).dot(beta_true) + std::hypot(sigma, rho) * normal(rng);
 
@@ -536,8 +561,12 @@ static void check_gaussian_posterior(bool exact, bool joint = false) {
   Eigen::MatrixXd A(N, 4);
   A << Eigen::VectorXd::Ones(N), d.X;
   const double v = sigma * sigma + (exact ? 0.0 : J * rho * rho);
-  const Eigen::MatrixXd precision = Eigen::MatrixXd::Identity(4, 4) + A.transpose() * A / v;
-  const Eigen::VectorXd exact_mean = precision.ldlt().solve(A.transpose() * d.y / v);
+  const Eigen::MatrixXd written_precision = Eigen::MatrixXd::Identity(4, 4) + A.transpose() * A / v;
+  // The fit's coordinates T w: (b_c, beta) with the centred intercept, else w itself.
+  Eigen::MatrixXd T = Eigen::MatrixXd::Identity(4, 4);
+  if (exact && center) T.block(0, 1, 1, 3) = d.X.colwise().mean();
+  const Eigen::VectorXd exact_mean = T * written_precision.ldlt().solve(A.transpose() * d.y / v);
+  const Eigen::MatrixXd precision = (T * written_precision.inverse() * T.transpose()).inverse();
   // Mean-field VI of a Gaussian target: sd_i = 1 / sqrt(Lambda_ii). For the written model Lambda
   // is the precision above; for the joint over (b, beta, z) of the augmented model,
   // Lambda_bb = 1 + N / sigma^2 and Lambda_(beta_c) = 1 + sum_i x_ic^2 / rho^2.
@@ -554,6 +583,7 @@ static void check_gaussian_posterior(bool exact, bool joint = false) {
   VflOptions opt;
   opt.auxiliary = !exact;
   opt.exact = exact;
+  opt.center = center;
   opt.family = joint ? "fullrank" : "meanfield";
   opt.rho = rho;
   opt.mc_samples = 8;
@@ -654,6 +684,13 @@ TEST_CASE("VFL exact decomposition, joint family: a Gaussian regression with col
           "reaches the exact posterior's means and sds",
           "[vfl]") {
   check_gaussian_posterior(true, true);
+}
+
+TEST_CASE("VFL exact decomposition, centred intercept: raw columns (means 3, -2, 5) reach the exact posterior in "
+          "the fit's coordinates",
+          "[vfl][centring]") {
+  check_gaussian_posterior(true, false, true, Eigen::Vector3d(3, -2, 5));
+  check_gaussian_posterior(true, true, true, Eigen::Vector3d(3, -2, 5));
 }
 
 TEST_CASE("A vertical silo's checkpoint keeps the draws per gradient the stopping rule gave it", "[vfl]") {

@@ -15,19 +15,24 @@ namespace centring_test {
 
 namespace {
 
-// "x * W" when `name`'s slot is marked centred at data x by coefficient W, else "".
-std::string mark(const std::string& params, const std::string& model, const std::string& name,
-                 const std::string& extra_blocks = "") {
-  const std::string text =
-      "data {\n  int<lower=1> D;\n  int<lower=2> K;\n}\nsilo data {\n  int<lower=0> N;\n  matrix[N, D] x;\n"
-      "  vector[N] v;\n  vector[N] y;\n  array[N] int<lower=1, upper=K> c;\n}\nparameters {\n" +
-      params + "}\nmodel {\n" + model + "}\n" + extra_blocks;
+// The model text's slot `name`: "x * W" when it is marked centred at data x by coefficient W,
+// "silo_sum" for a vertical model's intercept, else "".
+std::string mark_in(const std::string& text, const std::string& name) {
   fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_centring", text);
   REQUIRE(m.ok());
   fvic::ir::Module module;
   REQUIRE(fvic::build_ir(*m.model, module, m.diags));
   const fvic::ir::Slot& s = fvic::test::slot_named(module, name);
-  return s.centring_data.empty() ? "" : s.centring_data + " * " + s.centring_coefficient;
+  return s.centring_data + (s.centring_coefficient.empty() ? "" : " * " + s.centring_coefficient);
+}
+
+// mark_in of a model over silo data x (matrix), v, y (vectors) and c (classes).
+std::string mark(const std::string& params, const std::string& model, const std::string& name,
+                 const std::string& extra_blocks = "") {
+  return mark_in("data {\n  int<lower=1> D;\n  int<lower=2> K;\n}\nsilo data {\n  int<lower=0> N;\n  matrix[N, D] x;\n"
+                 "  vector[N] v;\n  vector[N] y;\n  array[N] int<lower=1, upper=K> c;\n}\nparameters {\n" +
+                     params + "}\nmodel {\n" + model + "}\n" + extra_blocks,
+                 name);
 }
 
 const std::string kRegression = "  global real alpha;\n  global vector[D] beta;\n  global real<lower=0> sigma;\n";
@@ -108,6 +113,46 @@ TEST_CASE("centring: not marked where the data or the intercept is read otherwis
                kPriors + "  y ~ normal(a2 + x * beta, sigma);\n", "alpha")
               .empty());
   }
+}
+
+namespace {
+
+// mark_in of a vertical model: split data x, server data y (and c), public offset.
+std::string vertical_mark(const std::string& params, const std::string& model, const std::string& name,
+                          const std::string& extra_blocks = "") {
+  return mark_in("data {\n  int<lower=0> N;\n  vector[N] offset;\n}\nserver data {\n  vector[N] y;\n  array[N] int<lower=0, "
+                 "upper=1> c;\n}\nsplit data {\n  int<lower=1> P;\n  matrix[N, P] x;\n}\nparameters {\n" +
+                     params + "}\nmodel {\n" + model + "}\n" + extra_blocks,
+                 name);
+}
+
+const std::string kVertical = "  global real b;\n  global real<lower=0> sigma;\n  split vector[P] beta;\n";
+const std::string kVerticalPriors = "  b ~ normal(0, 1);\n  sigma ~ normal(0, 1);\n  beta ~ normal(0, 1);\n";
+
+}  // namespace
+
+TEST_CASE("centring: a vertical model's intercept of the silos' summed predictors", "[centring]") {
+  CHECK(vertical_mark(kVertical, kVerticalPriors + "  y ~ normal(b + silo_sum(x * beta), sigma);\n", "b") == "silo_sum");
+  CHECK(vertical_mark(kVertical, kVerticalPriors + "  y ~ normal(silo_sum(x * beta) + b, sigma);\n", "b") == "silo_sum");
+  CHECK(vertical_mark(kVertical, kVerticalPriors + "  c ~ bernoulli_logit(offset + b + silo_sum(x * beta));\n", "b") ==
+        "silo_sum");
+  // Any prior on b; a generated quantity reading it (the outputs are the written b's).
+  CHECK(vertical_mark(kVertical, "  b ~ student_t(3, 0, 2.5);\n  sigma ~ normal(0, 1);\n  beta ~ normal(0, 1);\n"
+                                 "  y ~ normal(b + silo_sum(x * beta), sigma);\n",
+                      "b", "generated quantities {\n  real b2 = 2 * b;\n}\n") == "silo_sum");
+  const std::string likelihood = "  y ~ normal(b + silo_sum(x * beta), sigma);\n";
+  // Not marked: the sum scaled or subtracted, b read again, b scaled, b constrained.
+  CHECK(vertical_mark(kVertical, kVerticalPriors + "  y ~ normal(b + 2 * silo_sum(x * beta), sigma);\n", "b").empty());
+  CHECK(vertical_mark(kVertical, kVerticalPriors + "  y ~ normal(b - silo_sum(x * beta), sigma);\n", "b").empty());
+  CHECK(vertical_mark(kVertical, kVerticalPriors + "  y ~ normal(2 * b + silo_sum(x * beta), sigma);\n", "b").empty());
+  CHECK(vertical_mark(kVertical, kVerticalPriors + likelihood + "  y ~ normal(b, 10);\n", "b").empty());
+  CHECK(vertical_mark(kVertical, kVerticalPriors + "  y ~ normal(b + silo_sum(x * beta), sigma * exp(b));\n", "b").empty());
+  CHECK(vertical_mark("  global real<lower=0> b;\n  global real<lower=0> sigma;\n  split vector[P] beta;\n",
+                      kVerticalPriors + likelihood, "b")
+            .empty());
+  // Neither the scale nor a split parameter is ever marked.
+  CHECK(vertical_mark(kVertical, kVerticalPriors + likelihood, "sigma").empty());
+  CHECK(vertical_mark(kVertical, kVerticalPriors + likelihood, "beta").empty());
 }
 
 }  // namespace centring_test

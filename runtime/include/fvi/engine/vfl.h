@@ -27,6 +27,7 @@
 // across banks) that mean-field drops. set_layout() switches a party to it before the first step.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fvi/engine/bound_factor.h"
@@ -58,6 +59,9 @@ struct VflOptions {
   // q(theta): "meanfield", "fullrank" (one joint Gaussian across the parties; vfl_exact only) or
   // "auto" (fullrank for vfl_exact up to kJointAutoLimit parameters in all, else meanfield).
   std::string family = "auto";
+  // center = on: vfl_exact fits a marked intercept of `b + silo_sum(...)` at the centred sum
+  // (silo_sum_intercept).
+  bool center = true;
 
   // `method`: vfl_exact, vfl_augmented or vfl_power.
   static VflOptions from(const Settings& settings, const std::string& method);
@@ -68,6 +72,16 @@ struct VflOptions {
 constexpr Eigen::Index kJointAutoLimit = 200;
 // Whether the parties fit the joint family, given the method's options and the total dimension.
 bool use_joint_family(const VflOptions& options, Eigen::Index total);
+
+// vfl_exact with center = on: the offset among the globals of the real b the compiler marked as
+// added to `silo_sum(...)` alone (fvi_variable_info.centring_data "silo_sum"), else -1. The
+// server then fits b_c = b + mean_n s_n, s = the silos' summed partial predictors, and evaluates
+// the written model at b = b_c - mean_n s_n: a change of the fit's coordinates with unit
+// Jacobian, so the same posterior, with b_c nearly independent of the silos' blocks where b
+// alone trades off against them along a ridge (raw covariates far from 0).
+Eigen::Index silo_sum_intercept(const fvi_model& model, const fvi_data& data, const VflOptions& options);
+// The model's index of that intercept's variable (what a silo needs to know: predictive_z), or -1.
+int silo_sum_intercept_variable(const fvi_model& model, const VflOptions& options);
 
 // The noise every party of the joint family draws in `round` of `stream` (total x draws): the
 // same numbers on every party, each reading its first offset + p rows.
@@ -86,6 +100,12 @@ class VflServer {
 
   Eigen::Index global_dim() const { return global_dim_; }
   int64_t rows() const { return rows_; }
+  // The centred intercept's offset among the globals (silo_sum_intercept), or -1.
+  Eigen::Index intercept() const { return intercept_; }
+  const std::string& intercept_name() const { return intercept_name_; }
+  // The written globals at draws of the fit's (global x S), given the summed partial predictors
+  // s (rows x S) of the same draws: b = b_c - mean_n s_n; the fit's own where nothing is centred.
+  Eigen::MatrixXd written(const Eigen::MatrixXd& fit, const Eigen::MatrixXd& s) const;
   // The joint family (every party's rows, `total` parameters in all), before the first step.
   void set_layout(bool joint, Eigen::Index total);
   bool joint() const { return joint_; }
@@ -130,9 +150,18 @@ class VflServer {
   void restore(const Eigen::VectorXd& state);
 
  private:
+  // log p(globals) of the server's priors at draws b (global x S), per draw; adds their gradient
+  // with respect to b to db.
+  Eigen::VectorXd add_priors(const Eigen::MatrixXd& b, Eigen::MatrixXd& db);
+  // The gradient with respect to q(globals)'s parameters, from the adjoint db of the fit's draws
+  // (eps, draws b) and the log densities log_p per draw; returns the estimate of E[log_p - log q].
+  double q_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& b, Eigen::MatrixXd db,
+                    const Eigen::VectorXd& log_p, Eigen::VectorXd& d_params);
+
   VflOptions options_;
   int silos_;
-  Eigen::Index global_dim_ = 0;
+  Eigen::Index global_dim_ = 0, intercept_ = -1;
+  std::string intercept_name_;
   int64_t rows_ = 0;
   std::vector<std::unique_ptr<BoundFactor>> prior_;  // server_density
   std::unique_ptr<BoundFactor> likelihood_;  // the written likelihood: the augmented model's coupling; the power model's, for log_joint only
@@ -196,7 +225,9 @@ class VflSilo {
   double update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration);
 
   // For held-out rows (`test`: this silo's columns of them): S draws of z_k* ~ N(m_k*, rho^2),
-  // theta_k ~ q (the coupling's prior for rows never fitted; m_k* itself with q_z = none).
+  // theta_k ~ q (the coupling's prior for rows never fitted; m_k* itself with q_z = none). With a
+  // centred intercept (silo_sum_intercept_variable), m_k* minus the mean of m_k over the silo's training rows
+  // at the same draw: the server adds them to the fit's b_c, and b_c - sum_k mean(m_k) = b.
   Eigen::MatrixXd predictive_z(const fvi_model& model, const fvi_data& test, long draws, uint64_t key) const;
 
   // The silo's part of the written model's log joint at `draws` draws of theta_k ~ q (noise from
@@ -241,6 +272,7 @@ class VflSilo {
 
   int silo_, silos_;
   VflOptions options_;
+  bool centred_intercept_ = false;  // silo_sum_intercept_variable >= 0
   Eigen::Index split_dim_ = 0, hyper_dim_ = 0, global_dim_ = 0, z_params_ = 0;
   int64_t rows_ = 0;
   std::unique_ptr<BoundFactor> contribution_, density_, likelihood_;

@@ -141,7 +141,9 @@ typedef struct fvi_variable_info {
    * centring_coefficient), where x and b are read nowhere else in the silos' terms: x's name, so
    * that an engine may fit b_c = b + xbar W at the silos' x - xbar (xbar its pooled column means)
    * and evaluate the priors at b = b_c - xbar W, a change of the fit's coordinates with unit
-   * Jacobian (compiler/analysis/centring.h; FVI_ABI_VERSION 13). "" and -1 otherwise. */
+   * Jacobian (compiler/analysis/centring.h; FVI_ABI_VERSION 13). In a vertical model,
+   * "silo_sum" and -1: a real b added to `silo_sum(...)` alone, which an engine may fit as
+   * b_c = b + the mean over rows of the silos' summed partial predictors. "" and -1 otherwise. */
   const char* centring_data;
   int centring_coefficient;
 } fvi_variable_info;
