@@ -69,6 +69,7 @@ program prints about itself:
 Each case prints its figures and the run's wall time. Exit 0 on success, 1 with a message on
 the first failure, 77 (skipped) when a NUTS reference file is absent.
 """
+import csv
 import json
 import math
 import operator
@@ -82,10 +83,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_pvi import EXAMPLES, gvi_location_optimum, posterior, read_all_x, require, run_case, solve  # noqa: E402
 
 
-def run_defaults(fvic, cache, model, data, out, sets=()):
-    """`fvic run MODEL --data DIR --output OUT`, nothing set (or `sets`, each `--set KEY=VALUE`);
-    the finished process and its wall time (a cold cache includes compiling the program)."""
-    cmd = [fvic, "run", model, "--data", data, "--output", out] + [a for kv in sets for a in ("--set", kv)]
+def run_defaults(fvic, cache, model, data, out, sets=(), extra=()):
+    """`fvic run MODEL --data DIR --output OUT`, nothing set (or `sets`, each `--set KEY=VALUE`,
+    and `extra` arguments); the finished process and its wall time (a cold cache includes
+    compiling the program)."""
+    cmd = [fvic, "run", model, "--data", data, "--output", out] + [a for kv in sets for a in ("--set", kv)] + list(extra)
     start = time.monotonic()
     p = subprocess.run(cmd, env=dict(os.environ, FVIC_CACHE=cache), capture_output=True, text=True, timeout=1200)
     seconds = time.monotonic() - start
@@ -642,7 +644,20 @@ def vfl_exact(x, y, sigma=VFL_SIGMA):
     low = cholesky(prec)
     cov = cholesky_inverse(low)
     return {"mean": backward(low, forward(low, rhs)), "sd": [math.sqrt(cov[i][i]) for i in range(d)],
-            "method": "exact Gaussian posterior"}
+            "cov": cov, "method": "exact Gaussian posterior"}
+
+
+def vfl_predictive(ref, x, y, sigma=VFL_SIGMA):
+    """The exact posterior predictive's log density per row and RMSE of the Gaussian case at rows
+    (x, y): y_i ~ N(a_i' m, sigma^2 + a_i' C a_i), a_i = (1, x_i)."""
+    lpd, sq = 0.0, 0.0
+    for r, yi in zip(x, y):
+        a = (1.0, *r)
+        mean = sum(ai * mi for ai, mi in zip(a, ref["mean"]))
+        var = sigma ** 2 + sum(a[i] * ref["cov"][i][j] * a[j] for i in range(len(a)) for j in range(len(a)))
+        lpd += -0.5 * math.log(2 * math.pi * var) - 0.5 * (yi - mean) ** 2 / var
+        sq += (yi - mean) ** 2
+    return lpd / len(y), math.sqrt(sq / len(y))
 
 
 def vfl_log_density(family, theta, rows, y, sigma=VFL_SIGMA):
@@ -765,10 +780,25 @@ def vfl_case(family, limit, fvic, cache, work, means=VFL_MEANS):
         require(z < 0.08 and ratio < 0.06, "the importance-sampling reference does not reproduce the exact "
                 f"Gaussian posterior (means {z:.3f} sd apart, sds {100 * ratio:.1f}% off)")
     out = os.path.join(work, "out")
-    p, _ = run_defaults(fvic, cache, model, data, out)
+    # The raw case also scores held-out rows (`--test`: the training rows again), whose predictive
+    # needs the written b at each draw: each silo's partial predictor less its mean over its rows.
+    raw = means != VFL_MEANS
+    p, _ = run_defaults(fvic, cache, model, data, out, extra=("--test", data) if raw else ())
     post = posterior(out)
     print(f"  {post.get('method')}, {post.get('iterations')} iterations, converged {post.get('converged')}, "
           f"k-hat {post.get('khat', 'not finite or absent')}")
+    if raw:
+        with open(os.path.join(out, "metrics.csv")) as f:
+            last = list(csv.DictReader(f))[-1]
+        lpd, rmse = vfl_predictive(ref, x, y)
+        fit_lpd, fit_rmse = float(last["test_log_density"]), float(last["test_rmse"])
+        print(f"  --test: log density per row {fit_lpd:.4f} (exact predictive {lpd:.4f}), RMSE {fit_rmse:.4f} "
+              f"({rmse:.4f})")
+        # 200 draws: the mixture's log density per row is within about 0.011 of the exact
+        # predictive's (each draw's density varies about 15% across draws here); 3 times that.
+        require(abs(fit_lpd - lpd) < 0.03 and abs(fit_rmse - rmse) < 0.03,
+                f"--test: log density {fit_lpd:.4f} and RMSE {fit_rmse:.4f}, the exact predictive's {lpd:.4f} and "
+                f"{rmse:.4f}")
     fit = [(post["variables"]["b"]["mean"][0], post["variables"]["b"]["sd"][0])]
     for k in range(1, VFL_SILOS + 1):
         beta = posterior(os.path.join(out, f"silo-{k}"))["variables"]["beta"]
