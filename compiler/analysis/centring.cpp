@@ -1,5 +1,6 @@
 #include "analysis/centring.h"
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -18,6 +19,11 @@ bool unconstrained(const Symbol& s) {
 
 bool global_parameter(const Symbol* s) {
   return s && s->kind == SymbolKind::Parameter && s->owner == Owner::Global && unconstrained(*s);
+}
+
+bool split_model(const SemanticModel& m) {
+  return std::any_of(m.symbols.begin(), m.symbols.end(),
+                     [](const Symbol& s) { return s.kind == SymbolKind::Parameter && s.owner == Owner::Split; });
 }
 
 // `x * W` (or `W * x`, W a real and x a vector): the data product an intercept is added to.
@@ -110,14 +116,75 @@ std::optional<Centring> vertical_centring_of(const SemanticModel& m, const Symbo
   return Centring{std::string(kSiloSumCentring), ""};
 }
 
-}  // namespace
+// A silo's local a that is the intercept of x * W and whose prior's location is a global mu
+// (`a ~ normal(mu, tau)`, `a + x * W`): a's data product and mu.
+struct LocalIntercept {
+  Centring centring;
+  const Symbol* location = nullptr;
+};
 
-std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
+// Distributions whose density reads the variate and the location only through their difference,
+// and the location's place among the arguments: shifting both by xbar W leaves the term as it is.
+int location_argument(const std::string& distribution) {
+  if (distribution == "normal" || distribution == "cauchy" || distribution == "double_exponential" ||
+      distribution == "logistic")
+    return 0;
+  if (distribution == "student_t") return 1;
+  return -1;
+}
+
+// a (a silo's local, a real or a row_vector) when every sum adding +a once holds +x * W (one x and
+// W) and no other parameter's intercept; x is read only there; a only there and in its one prior
+// statement `a ~ D(mu, ...)`, D a location family (location_argument), mu a global of a's type.
+std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symbol& a) {
+  if (a.kind != SymbolKind::Parameter || a.owner != Owner::Silo || !unconstrained(a) || split_model(m))
+    return std::nullopt;
+  const Base base = a.decl->type.base;
+  if (base != Base::Real && base != Base::RowVector) return std::nullopt;
+  std::optional<Centring> found;
+  int matches = 0;
+  bool refused = false;
+  each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
+    int intercepts = 0, others = 0;
+    std::optional<Centring> c;
+    for (const auto& [t, positive] : terms) {
+      if (positive && is_var(t, a.name)) ++intercepts;
+      if (!c && positive) c = product(m, t, base);
+      if (t->kind == ExprKind::Var && t->name != a.name)
+        if (const Symbol* s = m.find(t->name); s && s->kind == SymbolKind::Parameter) ++others;
+    }
+    if (intercepts == 0) return;
+    if (intercepts != 1 || !c || others > 0 || (found && (found->data != c->data || found->coefficient != c->coefficient)))
+      refused = true;
+    found = c;
+    ++matches;
+  });
+  if (!found || refused || uses_in_log_density(m, found->data) != matches) return std::nullopt;
+  const Term* prior = nullptr;
+  for (const Term& t : m.terms)
+    if (t.kind == TermKind::Prior && t.subject == a.name) {
+      if (prior) return std::nullopt;
+      prior = &t;
+    }
+  if (!prior || prior->conditional || !prior->stmt || prior->stmt->kind != StmtKind::Tilde ||
+      !is_var(prior->stmt->lhs.get(), a.name))
+    return std::nullopt;
+  const int at = location_argument(prior->stmt->name);
+  if (at < 0 || size_t(at) >= prior->stmt->args.size()) return std::nullopt;
+  const Expr* location = prior->stmt->args[size_t(at)].get();
+  const Symbol* mu = location && location->kind == ExprKind::Var ? m.find(location->name) : nullptr;
+  if (!global_parameter(mu) || mu->decl->type.base != base) return std::nullopt;
+  if (uses_in_log_density(m, a.name) != matches + 1 || count_in(*prior->stmt, a.name) != 1) return std::nullopt;
+  if (count_in(*prior->stmt, mu->name) != 1 || uses_in_log_density(m, mu->name) != 1 + reads_in_server_priors(m, *mu))
+    return std::nullopt;
+  return LocalIntercept{*found, mu};
+}
+
+std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol& b) {
   if (!global_parameter(&b)) return std::nullopt;
   const Base base = b.decl->type.base;
   if (base != Base::Real && base != Base::RowVector) return std::nullopt;
-  for (const Symbol& s : m.symbols)
-    if (s.kind == SymbolKind::Parameter && s.owner == Owner::Split) return vertical_centring_of(m, b);
+  if (split_model(m)) return vertical_centring_of(m, b);
   // Every sum holding +b and +x * W (`b + x * W`, `x * W + b`, `o + b + x * W`), all of one x and W.
   std::optional<Centring> found;
   int matches = 0;
@@ -139,6 +206,31 @@ std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
   if (uses_in_log_density(m, found->data) != matches) return std::nullopt;
   if (uses_in_log_density(m, b.name) != matches + reads_in_server_priors(m, b)) return std::nullopt;
   return found;
+}
+
+}  // namespace
+
+std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
+  if (std::optional<Centring> c = direct_centring_of(m, b)) return c;
+  if (!global_parameter(&b) || split_model(m)) return std::nullopt;
+  // The location of one silo local intercept's prior: mu_c = mu + xbar W, shifted with a.
+  std::optional<Centring> found;
+  int locals = 0;
+  for (const Symbol& a : m.symbols)
+    if (std::optional<LocalIntercept> li = local_intercept(m, a); li && li->location == &b) {
+      found = li->centring;
+      ++locals;
+    }
+  if (locals != 1) return std::nullopt;
+  return found;
+}
+
+std::optional<Centring> local_centring_of(const SemanticModel& m, const Symbol& a) {
+  const std::optional<LocalIntercept> li = local_intercept(m, a);
+  if (!li) return std::nullopt;
+  const std::optional<Centring> c = centring_of(m, *li->location);
+  if (!c || c->data != li->centring.data || c->coefficient != li->centring.coefficient) return std::nullopt;
+  return li->centring;
 }
 
 }  // namespace fvic

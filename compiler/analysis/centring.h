@@ -37,4 +37,15 @@ struct Centring {
 // is kSiloSumCentring and coefficient "". Conservative: nullopt for anything else.
 std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b);
 
+// A hierarchy's intercept: `a ~ normal(mu, tau)` and `a + x * W`, a a silo's local (a real, or a
+// row_vector with a matrix W) whose every sum adding +a once holds +x * W and no other
+// parameter, x read only there, a only there and in that one prior (normal, student_t, cauchy,
+// double_exponential or logistic: the density reads a - mu alone), mu a global of a's type read
+// only there and in server priors. centring_of marks mu (x, W) and local_centring_of marks a:
+// SFVI fits mu_c = mu + xbar W and a_c = a + xbar W at the pooled centred x, the silo's terms
+// then read (a_c - mu_c) and a_c + (x - xbar) W, the written values exactly; the server's
+// priors read mu = mu_c - xbar W, the silo's outputs a = a_c - xbar W. The ridge a raw x makes
+// (mu, a and W trading off) is gone.
+std::optional<Centring> local_centring_of(const SemanticModel& model, const Symbol& a);
+
 }  // namespace fvic

@@ -342,6 +342,9 @@ void add_opening_messages(Plan& plan, const SemanticModel& m) {
       plan.never_leaves.erase(std::remove(plan.never_leaves.begin(), plan.never_leaves.end(), rows), plan.never_leaves.end());
     }
     centred.push_back(s.name);
+    for (const Symbol& a : m.symbols)  // a silo's local intercept whose prior's location is s
+      if (const std::optional<Centring> lc = local_centring_of(m, a); lc && lc->data == c->data && lc->coefficient == c->coefficient)
+        centred.push_back("each silo's " + a.name);
   }
   if (!centred.empty())
     plan.notes.push_back("the intercept" + std::string(centred.size() > 1 ? "s " : " ") + join(centred) +

@@ -1103,7 +1103,9 @@ void build_groups(const SemanticModel& m, Module& module) {
       if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.kind) continue;
       SymSize n = unconstrained_elements(s);
       const bool global = kind == FVI_GROUP_GLOBAL && s.kind == SymbolKind::Parameter;
-      const std::optional<Centring> centring = global ? centring_of(m, s) : std::nullopt;
+      const std::optional<Centring> centring = global                                                     ? centring_of(m, s)
+                                               : kind == FVI_GROUP_LOCAL && s.kind == SymbolKind::Parameter ? local_centring_of(m, s)
+                                                                                                            : std::nullopt;
       g.slots.push_back({s.name, g.size, n, global ? prior_scale_of(m, s) : "", global ? class_shift_of(m, s) : 0,
                          centring ? centring->data : "", centring ? centring->coefficient : ""});
       g.size = g.size + n;

@@ -977,6 +977,18 @@ def hier_reference(silos, points=(120, 80)):
     return ref
 
 
+def hier_fit(out):
+    """HIER_MODEL's fit in OUT: {name: (mean, sd)} for mu, beta, tau, sigma and each silo's alpha."""
+    post = posterior(out)
+    print(f"  {post['method']}, {post['iterations']} iterations, k-hat {khat(out):.3f}")
+    fit = {name: (post["variables"][name]["mean"][0], post["variables"][name]["sd"][0])
+           for name in ("mu", "beta", "tau", "sigma")}
+    for k in range(1, 7):
+        alpha = posterior(os.path.join(out, f"silo-{k}"))["variables"]["alpha"]
+        fit[f"alpha[{k}]"] = (alpha["mean"][0], alpha["sd"][0])
+    return fit
+
+
 def case_hier_linreg(fvic, cache, work):
     model = os.path.join(work, "hier_linreg.fvi")
     with open(model, "w") as f:
@@ -985,13 +997,7 @@ def case_hier_linreg(fvic, cache, work):
     ref = hier_reference(hier_data(data))
     out = os.path.join(work, "out")
     p, _ = run_defaults(fvic, cache, model, data, out)
-    post = posterior(out)
-    print(f"  {post['method']}, {post['iterations']} iterations, k-hat {khat(out):.3f}")
-    fit = {name: (post["variables"][name]["mean"][0], post["variables"][name]["sd"][0])
-           for name in ("mu", "beta", "tau", "sigma")}
-    for k in range(1, 7):
-        alpha = posterior(os.path.join(out, f"silo-{k}"))["variables"]["alpha"]
-        fit[f"alpha[{k}]"] = (alpha["mean"][0], alpha["sd"][0])
+    fit = hier_fit(out)
     # tau is printed, not checked: a scale of 6 groups is skewed (as hier_logreg's tau).
     failures = off_reference(fit, ref, unchecked=("tau",))
     require_converged(p, out)
@@ -1021,6 +1027,30 @@ def case_centring_hier(fvic, cache, work):
     off_reference(fit, ref, unchecked=("tau",))
     require_converged(p, out)
     for name in ("mu", "beta", "sigma"):
+        (mean, sd), (ref_mean, ref_sd) = fit[name], ref[name]
+        require(abs(mean - ref_mean) < 0.1 * ref_sd and abs(sd / ref_sd - 1) < 0.1, f"{name} is off the posterior")
+
+
+def case_centring_local(fvic, cache, work, sets=()):
+    """hier_linreg's model as written (`alpha + beta * x`, alpha a silo's local ~ N(mu, tau)) with x
+    20 sds from 0: alpha's location mu is fitted at the centred x, and each silo's alpha with it.
+    Against the grid
+    reference: mu, beta, sigma and every alpha within 0.1 sd with sds within 10% (at the raw x,
+    `center = off`, the sds are 11-15% short: inside the issue's 20%, a silent loss all the same);
+    tau printed, as there."""
+    model = os.path.join(work, "hier_linreg.fvi")
+    with open(model, "w") as f:
+        f.write(HIER_MODEL)
+    data = os.path.join(work, "data")
+    ref = hier_reference(hier_data(data, x_mean=20.0))
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out, sets)
+    require("with each silo's alpha" in p.stdout or "center=off" in sets,
+            "the run does not say the silos' alpha is centred:\n" + p.stdout)
+    fit = hier_fit(out)
+    off_reference(fit, ref, unchecked=("tau",))
+    require_converged(p, out)
+    for name in ["mu", "beta", "sigma"] + [f"alpha[{k}]" for k in range(1, 7)]:
         (mean, sd), (ref_mean, ref_sd) = fit[name], ref[name]
         require(abs(mean - ref_mean) < 0.1 * ref_sd and abs(sd / ref_sd - 1) < 0.1, f"{name} is off the posterior")
 
@@ -1119,7 +1149,7 @@ def case_funnel(fvic, cache, work):
     require(not off or flagged, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k}, warnings: {warnings})")
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "centring": case_centring, "centring_hier": case_centring_hier, "hier_linreg": case_hier_linreg,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "centring": case_centring, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "hier_linreg": case_hier_linreg,
          "vfl_gaussian": case_vfl_gaussian, "vfl_raw": case_vfl_raw, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson}
 
 

@@ -7,7 +7,12 @@
 
 namespace fvi::engine {
 
-std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim) {
+namespace {
+
+// The marked intercepts of `intercept_group` (its values `intercept_dim`) whose coefficient is a
+// global: b a real with W a real or vector[D]; b a row_vector[K] with W a matrix[D, K].
+std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data& data, fvi_group intercept_group,
+                                         Eigen::Index intercept_dim, Eigen::Index global_dim) {
   std::vector<CentringBlock> blocks;
   if (model.abi_version < 13) return blocks;
   for (int i = 0; i < model.variable_count; ++i) {
@@ -15,12 +20,11 @@ std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_dat
     const int w_index = b.centring_coefficient;
     if (!b.centring_data || !*b.centring_data || w_index < 0 || w_index >= model.variable_count) continue;
     const fvi_variable_info& w = model.variables[w_index];
-    if (group_kind(model, b.group) != FVI_GROUP_GLOBAL || group_kind(model, w.group) != FVI_GROUP_GLOBAL ||
+    if (group_kind(model, b.group) != intercept_group || group_kind(model, w.group) != FVI_GROUP_GLOBAL ||
         b.transform != FVI_IDENTITY || w.transform != FVI_IDENTITY)
       continue;
-    const std::optional<VariablePlace> bp = variable_place(model, data, i, global_dim);
+    const std::optional<VariablePlace> bp = variable_place(model, data, i, intercept_dim);
     const std::optional<VariablePlace> wp = variable_place(model, data, w_index, global_dim);
-    // b a real with W a real or vector[D]; b a row_vector[K] with W a matrix[D, K].
     if (!bp || !wp || b.rank > 1 || w.rank > 2 || (b.rank == 0) != (w.rank < 2) || bp->count == 0 || wp->count == 0)
       continue;
     const int64_t K = bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
@@ -28,6 +32,26 @@ std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_dat
     blocks.push_back({b.centring_data, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
                       Eigen::Index(D), Eigen::Index(K), {}});
   }
+  return blocks;
+}
+
+}  // namespace
+
+std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim) {
+  return marked_blocks(model, data, FVI_GROUP_GLOBAL, global_dim, global_dim);
+}
+
+std::vector<CentringBlock> local_centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim,
+                                                 Eigen::Index local_dim, const std::vector<CentringBlock>& pooled) {
+  std::vector<CentringBlock> blocks;
+  for (CentringBlock& b : marked_blocks(model, data, FVI_GROUP_LOCAL, local_dim, global_dim))
+    for (const CentringBlock& g : pooled)
+      if (g.data == b.data && g.coefficient_name == b.coefficient_name && g.columns == b.columns &&
+          g.means.size() == g.columns) {
+        b.means = g.means;
+        blocks.push_back(std::move(b));
+        break;
+      }
   return blocks;
 }
 
@@ -90,6 +114,30 @@ Eigen::VectorXd written_sd(const std::vector<CentringBlock>& blocks, const Struc
       var[c.intercept + k] += c.means.cwiseAbs2().dot(fit_var.segment(c.coefficient + k * c.columns, c.columns));
   }
   return var.cwiseSqrt();
+}
+
+void locals_to_written(const std::vector<CentringBlock>& blocks, const Eigen::MatrixXd& z_global,
+                       Eigen::Ref<Eigen::MatrixXd> z_local) {
+  if (blocks.empty() || z_local.cols() == 0) return;
+  if (z_global.cols() == 0 || z_local.cols() % z_global.cols() != 0)
+    throw std::invalid_argument("locals_to_written: " + std::to_string(z_local.cols()) + " local draws for " +
+                                std::to_string(z_global.cols()) + " global draws");
+  const Eigen::Index K = z_local.cols() / z_global.cols();
+  for (const CentringBlock& c : blocks)
+    for (Eigen::Index k = 0; k < c.classes; ++k) {
+      // a_k = a_c,k - xbar_j W_k at each global draw, repeated for its K local draws.
+      const Eigen::RowVectorXd shift = c.means.transpose() * z_global.middleRows(c.coefficient + k * c.columns, c.columns);
+      for (Eigen::Index s = 0; s < z_local.cols(); ++s) z_local(c.intercept + k, s) -= shift[s / K];
+    }
+}
+
+Eigen::MatrixXd written_local_coupling(const std::vector<CentringBlock>& blocks, const Eigen::MatrixXd& coupling,
+                                       Eigen::Index local_dim, Eigen::Index global_dim) {
+  Eigen::MatrixXd t = coupling.size() > 0 ? coupling : Eigen::MatrixXd::Zero(local_dim, global_dim);
+  for (const CentringBlock& c : blocks)
+    for (Eigen::Index k = 0; k < c.classes; ++k)
+      t.row(c.intercept + k).segment(c.coefficient + k * c.columns, c.columns) -= c.means.transpose();
+  return t;
 }
 
 }  // namespace fvi::engine

@@ -486,8 +486,8 @@ SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& g
     GroupValues values{&z, &local, &theta};
     out.log_p.segment(first, n) =
         joint_.evaluate(values, long(n), global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, false).per_draw;
-    out.log_q.segment(first, n) = q_.log_density(local, u);
-    out.local.middleCols(first, n) = local;
+    out.log_q.segment(first, n) = q_.log_density(local, u);  // unit Jacobian: the written locals' density too
+    out.local.middleCols(first, n) = written_locals(z, local);
   }
   return out;
 }
@@ -699,6 +699,7 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
   for (long s = 0; s < S; ++s) d.u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
   const Eigen::MatrixXd z_global = d.u_each.colwise() + global.mean();
   d.z_local = q_.sample(d.u_each, eps_local);
+  d.z_written = written_locals(z_global, d.z_local);
   const Eigen::MatrixXd theta = hyper;
   if (whole_block_) {
     // The hyperparameters one column per draw, so that their gradient comes per draw to be weighed.
@@ -773,6 +774,12 @@ SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian
   return out;
 }
 
+Eigen::MatrixXd SfviSilo::written_locals(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local) const {
+  Eigen::MatrixXd written = z_local;
+  locals_to_written(local_centring_, z_global, written);
+  return written;
+}
+
 SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGaussian<double>& global,
                                                          const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
                                                          const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms) {
@@ -783,7 +790,7 @@ SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGa
   out.weighted_square = Eigen::VectorXd::Zero(local_dim_);
   for (long s = 0; s < S; ++s) {
     const Eigen::MatrixXd w = weights_of(d, s, K);
-    const auto b = d.z_local.middleCols(s * K, K);
+    const auto b = d.z_written.middleCols(s * K, K);
     out.weighted_sum += w.cwiseProduct(b).rowwise().sum();
     out.weighted_square += w.cwiseProduct(b.cwiseAbs2()).rowwise().sum();
   }
@@ -796,7 +803,7 @@ Eigen::MatrixXd SfviSilo::resample(const ImportanceDraws& d, long K, const Eigen
   Eigen::MatrixXd draws(local_dim_, S);
   for (Eigen::Index s = 0; s < S; ++s) {
     const auto w = d.weights.middleCols(s * K, K);
-    const auto b = d.z_local.middleCols(s * K, K);
+    const auto b = d.z_written.middleCols(s * K, K);
     for (Eigen::Index i = 0; i < local_dim_; ++i) {  // one of the K draws, with probability its weight
       const Eigen::Index unit = whole_block_ ? 0 : i;  // a whole block's elements are drawn together
       long k = 0;

@@ -282,20 +282,30 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   }
   const Eigen::MatrixXd eps_global = rng.normal(global.dim(), draws);
   const Eigen::MatrixXd u = global.offset(eps_global);
-  const Eigen::MatrixXd z = q.sample(u, rng.normal(q.dim(), draws));
-  const Eigen::VectorXd log_q_local = q.log_density(z, u);
+  const Eigen::MatrixXd z_fit = q.sample(u, rng.normal(q.dim(), draws));
+  const Eigen::VectorXd log_q_local = q.log_density(z_fit, u);  // unit Jacobian: the written locals' too
   const Eigen::MatrixXd z_global = u.colwise() + global.mean();
+  const Eigen::MatrixXd z = silo.written_locals(z_global, z_fit);
   write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, &log_q_local, settings, family);
-  // Marginal sd: diag(C Sigma_GG C^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G.
+  // Marginal sd: diag(T Sigma_GG T^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G, T = C_j
+  // less the local centring's xbar_j at each intercept's coefficient (the written a = a_c - xbar_j W).
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
-  if (q.coupled()) var += (q.coupling() * k_global).rowwise().squaredNorm();
+  Eigen::VectorXd mean = q.mean();
+  if (!silo.local_centring().empty()) {
+    const Eigen::MatrixXd t = engine::written_local_coupling(silo.local_centring(), q.coupled() ? q.coupling() : Eigen::MatrixXd(),
+                                                             q.dim(), global.dim());
+    var += (t * k_global).rowwise().squaredNorm();
+    mean = silo.written_locals(global.mean(), q.mean()).col(0);  // q's mean given Z_G's mean, mapped
+  } else if (q.coupled()) {
+    var += (q.coupling() * k_global).rowwise().squaredNorm();
+  }
   Eigen::MatrixXd values = constrain(layout, z);
   Eigen::MatrixXd written = z_global;
   engine::to_written(centring, written);
   add_silo_quantities(model, data, silo.silo(), silo_groups(written, z, hyper), seed, layout, values);
-  write_posterior_json(dir + "/posterior.json", summary, layout, values, q.mean(), var.cwiseSqrt());
+  write_posterior_json(dir + "/posterior.json", summary, layout, values, mean, var.cwiseSqrt());
 }
 
 // The global parameters and the hyperparameters as one layout (hyperparameters after the
@@ -536,6 +546,9 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     centred_ = std::move(centred);
     centring_ = std::move(blocks);
     silo_ = std::make_unique<SfviSilo>(model_, centred_.view(), silo_->silo(), options_, global_prior_);
+    // A hierarchy's local intercepts move with their prior's centred location (centring.h).
+    silo_->set_local_centring(engine::local_centring_blocks(model_, data_.view(), silo_global_dim(),
+                                                            silo_->local_dim(), centring_));
   }
 
   Eigen::Index silo_global_dim() const { return engine::group_dim(model_, FVI_GROUP_GLOBAL, data_.view()); }
@@ -668,6 +681,12 @@ class SfviCoordinator : public Coordinator {
     for (const engine::CentringBlock& b : blocks) {
       names += (names.empty() ? "" : ", ") + b.intercept_name + " + " + b.data + " * " + b.coefficient_name + " at " +
                b.data + "'s pooled column means";
+    }
+    // A hierarchy's local intercepts, shifted with their prior's location in each silo.
+    for (int i = 0; i < run_.model.variable_count; ++i) {
+      const fvi_variable_info& a = run_.model.variables[i];
+      if (engine::group_kind(run_.model, a.group) == FVI_GROUP_LOCAL && a.centring_data && *a.centring_data)
+        names += std::string(", with each silo's ") + a.name;
     }
     centring_note_ = "  centred: " + names + " (the fit's intercept is the written one plus the means times the "
                      "coefficients; every output reports the written)";

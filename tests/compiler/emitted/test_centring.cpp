@@ -18,6 +18,7 @@
 #include "fvi/program/silo_settling.h"
 
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
+extern "C" const fvi_model* fvi_model_hier_intercepts(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 namespace centring_test {
@@ -167,6 +168,96 @@ TEST_CASE("centring: a silo sends its column sums, takes the means, and is centr
   CHECK_THROWS_WITH(raw->endpoint().handle(1, Phase::kSfviCentring, {1.0, 2.0}), Catch::Contains("2 means"));
   CHECK_THROWS_WITH(host(fvi::engine::Settings({}, {"family=meanfield", "center=off"}))->endpoint().handle(0, Phase::kSfviCentring, {}),
                     Catch::Contains("column sums stay here"));
+}
+
+TEST_CASE("centring: a hierarchy's silo scores the centred data at mu_c and a_c as the raw data at the written "
+          "mu and a, and reports the written a",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_hier_intercepts();
+  REQUIRE(model.variable_count == 5);
+  const int beta = 1;
+  REQUIRE(std::string(model.variables[beta].name) == "beta");
+  for (int i : {0, 4}) {  // mu, alpha
+    INFO(model.variables[i].name);
+    CHECK(std::string(model.variables[i].centring_data) == "x");
+    CHECK(model.variables[i].centring_coefficient == beta);
+  }
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> normal;
+  const int D = 2, N = 9, S = 6, P = 1 + D + 2;  // globals: mu, beta[D], tau, sigma
+  Eigen::MatrixXd x(N, D), y(N, 1);
+  for (int i = 0; i < N; ++i) {
+    for (int d = 0; d < D; ++d) x(i, d) = 25 * (d + 1) + 3 * normal(rng);
+    y(i, 0) = 2 + normal(rng);
+  }
+  Data public_data, raw, centred;
+  for (Data* d : {&public_data, &raw, &centred}) d->add("D", scalar(D));
+  std::vector<CentringBlock> blocks = fvi::engine::centring_blocks(model, public_data.abi(), P);
+  REQUIRE(blocks.size() == 1);
+  CHECK(blocks[0].intercept == 0);
+  const Eigen::Vector2d pooled(24.0, 51.5);  // the pool's means, not this silo's alone
+  blocks[0].means = pooled;
+  raw.add("N", scalar(N));
+  raw.add("x", x);
+  raw.add("y", y);
+  centred.add("N", scalar(N));
+  centred.add("x", Eigen::MatrixXd(x.rowwise() - pooled.transpose()));
+  centred.add("y", y);
+
+  SfviOptions options;
+  options.correlated_global = options.coupled = true;  // structured: q(alpha | Z_G) has its C
+  SfviSilo silo_raw(model, raw.abi(), 1, options, false), silo_centred(model, centred.abi(), 1, options, false);
+  const std::vector<CentringBlock> locals = fvi::engine::local_centring_blocks(model, raw.abi(), P, 1, blocks);
+  REQUIRE(locals.size() == 1);
+  CHECK(locals[0].intercept == 0);
+  CHECK(locals[0].coefficient == 1);
+  CHECK(locals[0].means == pooled);
+  silo_centred.set_local_centring(locals);
+
+  Eigen::VectorXd params(Global::num_params_for(P, true));
+  for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.3 * normal(rng);
+  const Global q = Global::from_params(params, P, true);
+  Eigen::MatrixXd eps(P, S);
+  for (Eigen::Index i = 0; i < eps.size(); ++i) eps.data()[i] = normal(rng);
+  const Eigen::MatrixXd z_fit = q.sample(eps);
+  Eigen::MatrixXd z_written = z_fit;
+  fvi::engine::to_written(blocks, z_written);
+  // The centred silo's q(a_c | Z_G) = N(m + C u, s^2), u = Z_G - E Z_G in the fit's coordinates;
+  // the raw silo's is over u' = T u (written), u_mu = u'_mu + xbar' u'_beta: N(m - xbar' E beta +
+  // C' u', s^2) with C' = C except at beta, C_beta + (C_mu - 1) xbar'. At the same noise it draws
+  // the written a = a_c - xbar' beta.
+  const Eigen::VectorXd mean = Eigen::VectorXd::Constant(1, 3.0), log_sd = Eigen::VectorXd::Constant(1, -0.5);
+  Eigen::MatrixXd coupling(1, P);
+  for (Eigen::Index j = 0; j < P; ++j) coupling(0, j) = 0.2 * normal(rng);
+  Eigen::MatrixXd raw_coupling = coupling;
+  raw_coupling.block(0, 1, 1, D) += (coupling(0, 0) - 1) * pooled.transpose();
+  const Eigen::VectorXd raw_mean = mean - pooled.transpose() * q.mean().segment(1, D);
+  const Eigen::MatrixXd one = Eigen::MatrixXd::Identity(1, 1);
+  silo_centred.set_local_params(fvi::StructuredLocalGaussian<double>(mean, coupling, log_sd, one, P).params());
+  silo_raw.set_local_params(fvi::StructuredLocalGaussian<double>(raw_mean, raw_coupling, log_sd, one, P).params());
+  Eigen::MatrixXd eps_local(1, S);
+  for (Eigen::Index i = 0; i < eps_local.size(); ++i) eps_local.data()[i] = normal(rng);
+  const Eigen::MatrixXd uniforms = Eigen::MatrixXd::Constant(1, S, 0.5);
+  const Global q_written = [&] {
+    Eigen::MatrixXd written_mean = q.mean();
+    fvi::engine::to_written(blocks, written_mean);
+    return Global(written_mean.col(0), q.log_sd(), q.unit_lower());
+  }();
+  const SfviSilo::LogJoint fit = silo_centred.log_joint(q, Eigen::VectorXd(), z_fit, eps_local, uniforms);
+  const SfviSilo::LogJoint written = silo_raw.log_joint(q_written, Eigen::VectorXd(), z_written, eps_local, uniforms);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    CHECK(std::abs(fit.log_p[s] - written.log_p[s]) < 1e-10 * std::abs(written.log_p[s]));
+    CHECK(fit.log_q[s] == Approx(written.log_q[s]).epsilon(1e-12));
+    CHECK(fit.local(0, s) == Approx(written.local(0, s)).epsilon(1e-12));
+  }
+  // Not by accident: without the local map the silo reports a_c = a + xbar' beta.
+  silo_centred.set_local_centring({});
+  const SfviSilo::LogJoint unmapped = silo_centred.log_joint(q, Eigen::VectorXd(), z_fit, eps_local, uniforms);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    const double shift = pooled.dot(z_fit.col(s).segment(1, D));
+    CHECK(std::abs(shift) > 0.1);
+    CHECK(unmapped.local(0, s) - written.local(0, s) == Approx(shift).epsilon(1e-10));
+  }
 }
 
 }  // namespace centring_test

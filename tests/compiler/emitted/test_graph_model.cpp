@@ -19,6 +19,7 @@
 
 extern "C" const fvi_model* fvi_model_conv_classifier(void);
 extern "C" const fvi_model* fvi_model_eb_normal_means(void);
+extern "C" const fvi_model* fvi_model_hier_intercepts(void);
 extern "C" const fvi_model* fvi_model_scaled_intercepts(void);
 extern "C" const fvi_model* fvi_model_stan_blocks(void);
 extern "C" const fvi_model* fvi_model_vfl_linreg(void);
@@ -44,7 +45,7 @@ std::vector<Case> cases() {
   std::vector<Case> out = {FVI_MODELS(ENTRY)};
 #undef ENTRY
 #define ENGINE(name) out.push_back({#name, fvi_model_##name, engine + #name ".fvi"});
-  ENGINE(conv_classifier) ENGINE(eb_normal_means) ENGINE(scaled_intercepts) ENGINE(stan_blocks) ENGINE(vfl_linreg)
+  ENGINE(conv_classifier) ENGINE(eb_normal_means) ENGINE(hier_intercepts) ENGINE(scaled_intercepts) ENGINE(stan_blocks) ENGINE(vfl_linreg)
 #undef ENGINE
   return out;
 }

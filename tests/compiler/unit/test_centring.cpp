@@ -155,4 +155,45 @@ TEST_CASE("centring: a vertical model's intercept of the silos' summed predictor
   CHECK(vertical_mark(kVertical, kVerticalPriors + likelihood, "beta").empty());
 }
 
+TEST_CASE("centring: a hierarchy's intercepts, a silo's local and its prior's location", "[centring]") {
+  const std::string hier = "  global real mu;\n  global vector[D] beta;\n  global real<lower=0> tau;\n"
+                           "  global real<lower=0> sigma;\n  local real a;\n";
+  const std::string priors = "  mu ~ normal(0, 10);\n  beta ~ normal(0, 10);\n  tau ~ normal(0, 1);\n"
+                             "  sigma ~ normal(0, 1);\n";
+  const std::string likelihood = "  y ~ normal(a + x * beta, sigma);\n";
+  CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood, "a") == "x * beta");
+  CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood, "mu") == "x * beta");
+  CHECK(mark(hier, priors + "  a ~ student_t(4, mu, tau);\n  y ~ normal(v + x * beta + a, sigma);\n", "a") == "x * beta");
+  CHECK(mark(hier, priors + "  a ~ cauchy(mu, tau);\n" + likelihood, "mu") == "x * beta");
+  // Class intercepts: a local row_vector about a global row_vector.
+  const std::string softmax = "  global matrix[D, K] W;\n  global row_vector[K] m;\n  local row_vector[K] b;\n";
+  CHECK(mark(softmax, "  W ~ normal(0, 1);\n  m ~ normal(0, 1);\n  b ~ normal(m, 1);\n  c ~ categorical_logit(x * W + b);\n",
+             "b") == "x * W");
+  SECTION("not marked") {
+    // No global location: the prior would read a's shift.
+    CHECK(mark(hier, priors + "  a ~ normal(0, tau);\n" + likelihood, "a").empty());
+    // The location not mu itself; mu not the location; mu read again; a read again; a scaled;
+    // x read again.
+    CHECK(mark(hier, priors + "  a ~ normal(2 * mu, tau);\n" + likelihood, "a").empty());
+    CHECK(mark(hier, priors + "  a ~ normal(0, exp(mu));\n" + likelihood, "mu").empty());
+    CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood + "  v ~ normal(mu, 10);\n", "mu").empty());
+    CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood + "  v ~ normal(a, 10);\n", "a").empty());
+    CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n  y ~ normal(2 * a + x * beta, sigma);\n", "a").empty());
+    CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood + "  v ~ normal(x * beta, 10);\n", "mu").empty());
+    // Another parameter in the sum: the shift would count twice.
+    CHECK(mark(hier + "  global real g;\n", priors + "  g ~ normal(0, 1);\n  a ~ normal(mu, tau);\n"
+                                             "  y ~ normal(g + a + x * beta, sigma);\n",
+               "a").empty());
+    // The scale or the coefficient, never; a constrained a; the non-centred form marks mu alone.
+    CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood, "tau").empty());
+    CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood, "beta").empty());
+    CHECK(mark("  global real mu;\n  global vector[D] beta;\n  local real<lower=0> a;\n",
+               "  mu ~ normal(0, 1);\n  beta ~ normal(0, 1);\n  a ~ normal(mu, 1);\n  y ~ normal(a + x * beta, 1);\n", "a")
+              .empty());
+    const std::string noncentred = priors + "  a ~ normal(0, tau);\n  y ~ normal(mu + x * beta + a, sigma);\n";
+    CHECK(mark(hier, noncentred, "a").empty());
+    CHECK(mark(hier, noncentred, "mu") == "x * beta");
+  }
+}
+
 }  // namespace centring_test

@@ -95,6 +95,60 @@ TEST_CASE("centring: the written globals' sds under q, mean-field and correlated
   }
 }
 
+// A hierarchy's local intercepts (a_c = a + xbar W, locals_to_written / written_local_coupling):
+// locals laid out as [v, a (K)], globals as block() has them.
+TEST_CASE("centring: a silo's local intercepts, written per draw, and their sds under q", "[centring]") {
+  std::mt19937_64 rng(5);
+  const Eigen::Index D = 3, K = 2, n = 1 + D * K + K, m = 1 + K, S = 4, R = 3;  // R local draws per global
+  CentringBlock c = block(D, K, rng);
+  c.intercept = 1;  // among the locals
+  const Eigen::MatrixXd z_global = random_matrix(n, S, rng), fit = random_matrix(m, S * R, rng);
+  Eigen::MatrixXd written = fit;
+  locals_to_written({c}, z_global, written);
+  for (Eigen::Index j = 0; j < S * R; ++j) {
+    CHECK(written(0, j) == fit(0, j));
+    for (Eigen::Index k = 0; k < K; ++k) {
+      double a = fit(1 + k, j);
+      for (Eigen::Index d = 0; d < D; ++d) a -= c.means[d] * z_global(c.coefficient + k * D + d, j / R);
+      CHECK(written(1 + k, j) == Approx(a).epsilon(1e-13).margin(1e-12));
+    }
+  }
+  Eigen::MatrixXd five(m, 5);
+  CHECK_THROWS_WITH(locals_to_written({c}, z_global.leftCols(2), five), Catch::Contains("5 local draws for 2"));
+
+  // q(Z_G) correlated, q(a_c | Z_G) = N(mu_L + C u, diag(s^2)): the written a = a_c - xbar W has
+  // variance diag(A Sigma A^T), Sigma the dense covariance of (u, a_c) and A = [-E, I], E holding
+  // xbar at each a's coefficient.
+  Eigen::MatrixXd lower = Eigen::MatrixXd::Identity(n, n);
+  lower.triangularView<Eigen::StrictlyLower>() = 0.4 * random_matrix(n, n, rng);
+  const fvi::StructuredGlobalGaussian<double> q(random_matrix(n, 1, rng), 0.3 * random_matrix(n, 1, rng), lower);
+  const Eigen::MatrixXd coupling = random_matrix(m, n, rng);
+  const Eigen::VectorXd s = (0.2 * random_matrix(m, 1, rng)).array().exp();
+  Eigen::MatrixXd joint(n + m, n + m);
+  const Eigen::MatrixXd sigma_g = q.covariance();
+  joint << sigma_g, sigma_g * coupling.transpose(), coupling * sigma_g,
+      coupling * sigma_g * coupling.transpose() + Eigen::MatrixXd(s.cwiseAbs2().asDiagonal());
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(m, n + m);
+  a.rightCols(m).setIdentity();
+  for (Eigen::Index k = 0; k < K; ++k)
+    for (Eigen::Index d = 0; d < D; ++d) a(1 + k, c.coefficient + k * D + d) = -c.means[d];
+  const Eigen::VectorXd expected = (a * joint * a.transpose()).diagonal();
+  for (bool coupled : {true, false}) {
+    const Eigen::MatrixXd t = written_local_coupling({c}, coupled ? coupling : Eigen::MatrixXd(), m, n);
+    const Eigen::MatrixXd k_global = q.sd().asDiagonal() * q.unit_lower();
+    const Eigen::VectorXd var = (t * k_global).rowwise().squaredNorm() + s.cwiseAbs2();
+    if (coupled) {
+      CHECK((var - expected).cwiseAbs().maxCoeff() < 1e-12 * expected.maxCoeff());
+    } else {  // C = 0: v's variance is its own alone; a's gains xbar' Sigma_WW xbar
+      CHECK(var[0] == Approx(s[0] * s[0]).epsilon(1e-13));
+      for (Eigen::Index k = 0; k < K; ++k) {
+        const Eigen::MatrixXd w = sigma_g.block(c.coefficient + k * D, c.coefficient + k * D, D, D);
+        CHECK(var[1 + k] == Approx(s[1 + k] * s[1 + k] + c.means.dot(w * c.means)).epsilon(1e-12));
+      }
+    }
+  }
+}
+
 TEST_CASE("centring: a silo's column sums, and its data centred", "[centring]") {
   CentringBlock c;
   c.data = "x";

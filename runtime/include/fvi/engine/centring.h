@@ -52,4 +52,24 @@ void pull_back(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::Matri
 // The marginal sds of q's written globals (q over the fit's coordinates).
 Eigen::VectorXd written_sd(const std::vector<CentringBlock>& blocks, const StructuredGlobalGaussian<double>& q);
 
+// ---- a hierarchy's local intercept (compiler/analysis/centring.h local_centring_of) -----------
+//
+// `a ~ normal(mu, tau)`, `a + x * W`, a a silo's local: mu is a centred global (mu_c = mu + xbar
+// W) and a is shifted with it, a_c = a + xbar W, so that the silo's factors at the centred x read
+// a_c - mu_c = a - mu and a_c + (x - xbar) W = a + x W: the written model's, with no map at all.
+// Only the silo's outputs map a_c back. Here a CentringBlock's `intercept` is a's offset among
+// the locals, `coefficient` W's among the globals.
+
+// The silo's blocks, each with the means of the global block (`pooled`, means set) of its x and W;
+// a local block without one is left out (its data was not centred).
+std::vector<CentringBlock> local_centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim,
+                                                 Eigen::Index local_dim, const std::vector<CentringBlock>& pooled);
+// Local draws (m x KS, K per column of z_global's n x S) from the fit's coordinates to the written.
+void locals_to_written(const std::vector<CentringBlock>& blocks, const Eigen::MatrixXd& z_global,
+                       Eigen::Ref<Eigen::MatrixXd> z_local);
+// The written locals' coupling to the globals' offsets (m x n): q's C_j (empty: none) less xbar
+// at each a's coefficient, so a - E a = T u + (the locals' own noise).
+Eigen::MatrixXd written_local_coupling(const std::vector<CentringBlock>& blocks, const Eigen::MatrixXd& coupling,
+                                       Eigen::Index local_dim, Eigen::Index global_dim);
+
 }  // namespace fvi::engine

@@ -271,6 +271,13 @@ class SfviSilo {
   LogJoint log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                      const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms);
   void set_local_params(const Eigen::VectorXd& params);
+  // The silo's local intercepts shifted with the centred data (local_centring_blocks,
+  // fvi/engine/centring.h): q(Z_L | Z_G) and the factors are in the fit's coordinates, and
+  // importance_posterior and log_joint return the written locals.
+  void set_local_centring(std::vector<CentringBlock> blocks) { local_centring_ = std::move(blocks); }
+  const std::vector<CentringBlock>& local_centring() const { return local_centring_; }
+  // Draws of q(Z_L | Z_G) (m x KS, K per column of z_global) made the written model's.
+  Eigen::MatrixXd written_locals(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local) const;
   // The server's stopping rule, carried out on eta_{L_j}: the step size's multiplier for later
   // steps, and at a new averaging epoch a new Polyak-Ruppert average of eta_{L_j} from the next
   // step on (fvi/optim/parameter_average.h).
@@ -295,8 +302,9 @@ class SfviSilo {
   // The local draws b_ik of the bound (K per column of eps_global), their weights normalised over
   // k, the bound's value summed over the elements and draws of Z_G, and the shared terms.
   struct ImportanceDraws {
-    // weights: local_dim x KS per element, or 1 x KS over the whole block (whole_block_)
-    Eigen::MatrixXd u_each, z_local, weights;
+    // weights: local_dim x KS per element, or 1 x KS over the whole block (whole_block_);
+    // z_written: z_local at the written locals (local_centring_), what the outputs report.
+    Eigen::MatrixXd u_each, z_local, z_written, weights;
     LogDensity::Value joint;  // whole_block_: the joint at the KS draws (with its gradient if asked)
     Eigen::VectorXd shared;
     double bound = 0;
@@ -341,6 +349,7 @@ class SfviSilo {
   StructuredLocalGaussian<double> q_;
   Adam<double> adam_;
   std::vector<PriorScaleBlock> prior_scales_;  // the local fits' (SFVI-Avg) as the server's
+  std::vector<CentringBlock> local_centring_;  // local intercepts shifted with the centred data
   ParameterAverage average_;  // the server's stopping rule on eta_L
   StationarityWatch watch_{kSfviRuleWindow};  // and its judgement of q(Z_L | Z_G)
   std::vector<long> batch_order_;
