@@ -62,7 +62,6 @@ Eigen::Index silo_sum_intercept(const fvi_model& model, const fvi_data& data, co
   return Eigen::Index(place->offset);
 }
 
-
 Eigen::MatrixXd joint_noise(uint64_t seed, uint32_t round, uint32_t stream, Eigen::Index total, long draws) {
   return CounterRng(RngKey{seed, 0, round, stream}).normal(total, draws);
 }
