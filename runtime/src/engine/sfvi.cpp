@@ -699,7 +699,7 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
   for (long s = 0; s < S; ++s) d.u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
   const Eigen::MatrixXd z_global = d.u_each.colwise() + global.mean();
   d.z_local = q_.sample(d.u_each, eps_local);
-  d.z_written = written_locals(z_global, d.z_local);
+  if (!local_centring_.empty()) d.z_written = written_locals(z_global, d.z_local);
   const Eigen::MatrixXd theta = hyper;
   if (whole_block_) {
     // The hyperparameters one column per draw, so that their gradient comes per draw to be weighed.
@@ -790,7 +790,7 @@ SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGa
   out.weighted_square = Eigen::VectorXd::Zero(local_dim_);
   for (long s = 0; s < S; ++s) {
     const Eigen::MatrixXd w = weights_of(d, s, K);
-    const auto b = d.z_written.middleCols(s * K, K);
+    const auto b = d.written().middleCols(s * K, K);
     out.weighted_sum += w.cwiseProduct(b).rowwise().sum();
     out.weighted_square += w.cwiseProduct(b.cwiseAbs2()).rowwise().sum();
   }
@@ -803,7 +803,7 @@ Eigen::MatrixXd SfviSilo::resample(const ImportanceDraws& d, long K, const Eigen
   Eigen::MatrixXd draws(local_dim_, S);
   for (Eigen::Index s = 0; s < S; ++s) {
     const auto w = d.weights.middleCols(s * K, K);
-    const auto b = d.z_written.middleCols(s * K, K);
+    const auto b = d.written().middleCols(s * K, K);
     for (Eigen::Index i = 0; i < local_dim_; ++i) {  // one of the K draws, with probability its weight
       const Eigen::Index unit = whole_block_ ? 0 : i;  // a whole block's elements are drawn together
       long k = 0;

@@ -303,8 +303,10 @@ class SfviSilo {
   // k, the bound's value summed over the elements and draws of Z_G, and the shared terms.
   struct ImportanceDraws {
     // weights: local_dim x KS per element, or 1 x KS over the whole block (whole_block_);
-    // z_written: z_local at the written locals (local_centring_), what the outputs report.
+    // z_written: z_local at the written locals when local_centring_ maps them (else empty).
     Eigen::MatrixXd u_each, z_local, z_written, weights;
+    // The draws the outputs report: the written locals.
+    const Eigen::MatrixXd& written() const { return z_written.size() > 0 ? z_written : z_local; }
     LogDensity::Value joint;  // whole_block_: the joint at the KS draws (with its gradient if asked)
     Eigen::VectorXd shared;
     double bound = 0;
