@@ -440,8 +440,9 @@ const std::vector<KeySpec>& inference_keys() {
       {"center", "on, off",
        "SFVI: a global intercept added to silo data x times a global (`alpha + x * beta`, `x * W + b`) is fitted "
        "at x's pooled column means, as brms centres (the written model's posterior exactly: priors at the "
-       "written intercept, which the outputs report); once, before the first iteration, each silo sends its "
-       "column sums of x and its rows; vfl_exact: an intercept added to `silo_sum(...)` is fitted at the summed "
+       "written intercept, which the outputs report), and so is a centred hierarchy's location with each silo's "
+       "intercept (`alpha ~ normal(mu, tau)`, `alpha + x * beta`); once, before the first iteration, each silo "
+       "sends its column sums of x and its rows; vfl_exact: an intercept added to `silo_sum(...)` is fitted at the summed "
        "partial predictors centred at their mean over the rows (no message); off: at the raw x",
        "on"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
