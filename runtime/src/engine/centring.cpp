@@ -125,7 +125,7 @@ void locals_to_written(const std::vector<CentringBlock>& blocks, const Eigen::Ma
   const Eigen::Index K = z_local.cols() / z_global.cols();
   for (const CentringBlock& c : blocks)
     for (Eigen::Index k = 0; k < c.classes; ++k) {
-      // a_k = a_c,k - xbar_j W_k at each global draw, repeated for its K local draws.
+      // a_k = a_c,k - xbar W_k at each global draw, repeated for its K local draws.
       const Eigen::RowVectorXd shift = c.means.transpose() * z_global.middleRows(c.coefficient + k * c.columns, c.columns);
       for (Eigen::Index s = 0; s < z_local.cols(); ++s) z_local(c.intercept + k, s) -= shift[s / K];
     }

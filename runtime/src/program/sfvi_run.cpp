@@ -288,7 +288,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::MatrixXd z = silo.written_locals(z_global, z_fit);
   write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, &log_q_local, settings, family);
   // Marginal sd: diag(T Sigma_GG T^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G, T = C_j
-  // less the local centring's xbar_j at each intercept's coefficient (the written a = a_c - xbar_j W).
+  // less the pooled xbar at each centred local intercept's coefficient (the written a = a_c - xbar W).
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
