@@ -74,7 +74,9 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
         trial_lp = NAN;
       }
       ++m.evaluations;
-      if (std::isfinite(trial_lp) && trial_g.allFinite() && trial_lp >= lp) {
+      // Strictly higher: under heavy damping the step shrinks to nothing, and a log p merely equal
+      // (an ODE solve's rounding floor) would count as progress until max_steps ran out.
+      if (std::isfinite(trial_lp) && trial_g.allFinite() && trial_lp > lp) {
         m.at = trial;
         lp = m.log_p = trial_lp;
         g = trial_g;

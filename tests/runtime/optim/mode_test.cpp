@@ -54,6 +54,26 @@ TEST_CASE("find_mode: a non-Gaussian density's mode and curvature", "[mode]") {
   CHECK(std::fabs(m.curvature(0, 1)) <= 1e-6);
 }
 
+TEST_CASE("find_mode: at a log density's rounding floor it stops at the mode, not at max_steps", "[mode]") {
+  // A standard Gaussian at (1, -2) whose log p is rounded to 1e-8 and whose gradient carries an
+  // error of 1e-5 that flips sign at the mode (piecewise constant, as an adaptive ODE solve's
+  // error): the Newton step stays near 1e-5 sd, never the 1e-6 of convergence, and a step of that
+  // size leaves log p the same. Counting such a step as progress ran out the steps
+  // (posteriordb's lotka_volterra); the search must end at the mode.
+  const Eigen::Vector2d mean(1.0, -2.0);
+  const auto log_p = [&](const Eigen::VectorXd& z, Eigen::VectorXd& g) {
+    const Eigen::VectorXd d = z - mean;
+    g = -d;
+    for (Eigen::Index i = 0; i < 2; ++i) g[i] += z[i] < mean[i] ? 1e-5 : -1e-5;  // never 0 near the mode
+    return std::round(-0.5 * d.squaredNorm() * 1e8) / 1e8;
+  };
+  const fvi::engine::Mode m = find_mode(log_p, Eigen::VectorXd::Zero(2), 200);
+  INFO(m.why);
+  REQUIRE(m.found);
+  CHECK((m.at - mean).cwiseAbs().maxCoeff() <= 1e-3);  // 1e-3 sd: the mode for any purpose
+  CHECK(m.evaluations < 200 * 5);  // it stopped well before max_steps' (2n + 1) evaluations a step
+}
+
 TEST_CASE("find_mode: an unbounded log density has no mode, and says why", "[mode]") {
   const auto log_p = [](const Eigen::VectorXd& z, Eigen::VectorXd& g) {
     g = Eigen::VectorXd::Constant(z.size(), 1.0);  // log p = sum(z): increases without bound
