@@ -1109,7 +1109,7 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
                 ? "; the silos' parts of each silo_sum at the same draws"
                 : "")
         << (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || pvi_engine(plan.method)
-                ? "; with at most 50 parameters in q, the same again at T draws of a heavier-tailed proposal, "
+                ? "; with at most 50 parameters in q, the same again at max(T, 4000) draws of a heavier-tailed proposal, "
                   "the tail check"
                 : "")
         << ")\n";

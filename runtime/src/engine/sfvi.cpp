@@ -450,10 +450,19 @@ void SfviSilo::use_average() {
 Eigen::VectorXd SfviServer::log_server_terms(const Eigen::MatrixXd& z_fit) {
   if (server_terms_.empty()) return Eigen::VectorXd::Zero(z_fit.cols());
   const Eigen::MatrixXd theta = hyper_;
-  Eigen::MatrixXd z = z_fit;
-  to_written(centring_, z);
-  GroupValues values{&z, nullptr, &theta};
-  return server_terms_.evaluate(values, long(z.cols()), global_dim_, 0, hyper_dim_, 0, -1, 1, 1, false).per_draw;
+  Eigen::MatrixXd z_all = z_fit;
+  to_written(centring_, z_all);
+  // 64 draws per call, as the silos' log_joint: a statement program's values grow with the draws
+  // (an ODE solve's, at the tail check's 4,000 draws, past the machine's 2^30 bound).
+  Eigen::VectorXd out(z_all.cols());
+  const Eigen::Index chunk = 64;
+  for (Eigen::Index first = 0; first < z_all.cols(); first += chunk) {
+    const Eigen::Index n = std::min(chunk, z_all.cols() - first);
+    const Eigen::MatrixXd z = z_all.middleCols(first, n);
+    GroupValues values{&z, nullptr, &theta};
+    out.segment(first, n) = server_terms_.evaluate(values, long(n), global_dim_, 0, hyper_dim_, 0, -1, 1, 1, false).per_draw;
+  }
+  return out;
 }
 
 SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,

@@ -27,9 +27,11 @@ struct TailCheck {
 // The check at g's draws, their log p (and each silo's log q of its locals) from `coordinator`'s
 // closing exchange. Made when the method takes the server's draws in its closing exchange, and
 // q's varying parameters are at most kTailCheckMaxParameters, with 20 draws per parameter (so
-// that the covariance of q's draws is q's within about 20% in every direction).
+// that the covariance of q's draws is q's within about 20% in every direction). g's draws are as
+// many as q's, and at least kTailCheckMinDraws.
 TailCheck tail_check(const ServerDraws& q_draws, Coordinator& coordinator, uint64_t seed);
 
 constexpr long kTailCheckMaxParameters = 50;
+constexpr long kTailCheckMinDraws = 4000;
 
 }  // namespace fvi::program
