@@ -913,22 +913,20 @@ def hier_data(folder, seed=11, x_mean=2.0):
     return silos
 
 
-def hier_reference(silos, points=(120, 80), location=True):
-    """The posterior of HIER_MODEL (or, location=False, of RAW_HIER_MODEL: no mu, alpha ~ N(0,
-    tau)): given (tau, sigma) the model is linear-Gaussian in (mu, beta, alpha_1..J), so its
-    conditional posterior and the marginal likelihood p(y | tau, sigma) are closed-form; (log tau,
-    log sigma) is integrated on a grid (half-normal priors, the log's Jacobian). Returns {name:
-    (mean, sd)} for mu (with a location), beta, tau, sigma and alpha[k]."""
-    J = len(silos)
-    first = 1 if location else 0  # beta's index; mu's is 0 where there is one
-    D = first + 1 + J
+def grid_reference(silos, names, row, prior, tau_range, sigma_range, points=(120, 80)):
+    """The posterior of a regression y ~ N(v . theta, sigma) with a Gaussian prior on theta whose
+    precision depends on a scale tau (row(k, x): silo k's design row v at x; prior(tau^2): the
+    prior precision matrix and its log determinant): given (tau, sigma) theta's posterior and the
+    marginal likelihood p(y | tau, sigma) are closed-form, and (log tau, log sigma) is integrated on
+    a grid over tau_range x sigma_range (half-normal(0, 5) priors on both, the log's Jacobian).
+    Returns {name: (mean, sd)} for names (theta's elements), tau and sigma."""
+    D = len(names)
     xtx = [[0.0] * D for _ in range(D)]
     xty = [0.0] * D
     yy, n = 0.0, 0
     for k, (xs, ys) in enumerate(silos):
         for x, y in zip(xs, ys):
-            v = [0.0] * D
-            v[first], v[first + 1 + k] = x, 1.0
+            v = row(k, x)
             for i in range(D):
                 xty[i] += v[i] * y
                 for j in range(D):
@@ -937,24 +935,16 @@ def hier_reference(silos, points=(120, 80), location=True):
             n += 1
     grid = []
     for a in range(points[0]):
-        lt = math.log(0.01) + a * (math.log(20) - math.log(0.01)) / (points[0] - 1)
+        lt = math.log(tau_range[0]) + a * (math.log(tau_range[1]) - math.log(tau_range[0])) / (points[0] - 1)
         for b in range(points[1]):
-            ls = math.log(0.5) + b * (math.log(3) - math.log(0.5)) / (points[1] - 1)
+            ls = math.log(sigma_range[0]) + b * (math.log(sigma_range[1]) - math.log(sigma_range[0])) / (points[1] - 1)
             t2, s2 = math.exp(2 * lt), math.exp(2 * ls)
-            prec = [[xtx[i][j] / s2 for j in range(D)] for i in range(D)]
-            prec[first][first] += 1 / 100
-            for k in range(J):
-                prec[first + 1 + k][first + 1 + k] += 1 / t2
-            if location:
-                prec[0][0] += 1 / 100 + J / t2
-                for k in range(J):
-                    prec[0][2 + k] -= 1 / t2
-                    prec[2 + k][0] -= 1 / t2
+            prior_prec, prior_log_det = prior(t2)
+            prec = [[xtx[i][j] / s2 + prior_prec[i][j] for j in range(D)] for i in range(D)]
             r = [v / s2 for v in xty]
             low = cholesky(prec)
             m = backward(low, forward(low, r))
             log_det = 2 * sum(math.log(low[i][i]) for i in range(D))
-            prior_log_det = -(first + 1) * math.log(100) - J * math.log(t2)  # the prior precision's
             log_ml = (-0.5 * n * math.log(2 * math.pi * s2) - 0.5 * yy / s2 + 0.5 * sum(p * q for p, q in zip(m, r))
                       - 0.5 * log_det + 0.5 * prior_log_det)
             t, s = math.exp(lt), math.exp(ls)
@@ -966,10 +956,11 @@ def hier_reference(silos, points=(120, 80), location=True):
     total = sum(weights)
     weights = [w / total for w in weights]
     require(max(weights[i * points[1] + points[1] - 1] for i in range(points[0])) < 1e-6 and
-            max(weights[(points[0] - 1) * points[1] + j] for j in range(points[1])) < 1e-6,
+            max(weights[(points[0] - 1) * points[1] + j] for j in range(points[1])) < 1e-6 and
+            max(weights[j] for j in range(points[1])) < 1e-4 and
+            max(weights[i * points[1]] for i in range(points[0])) < 1e-6,
             "the reference grid cuts off posterior mass")
     ref = {}
-    names = ["mu"] * first + ["beta"] + [f"alpha[{k + 1}]" for k in range(J)]
     for i, name in enumerate(names):
         mean = sum(w * g[1][i] for w, g in zip(weights, grid))
         second = sum(w * (g[2][i] + g[1][i] ** 2) for w, g in zip(weights, grid))
@@ -979,6 +970,34 @@ def hier_reference(silos, points=(120, 80), location=True):
         second = sum(w * g[at] ** 2 for w, g in zip(weights, grid))
         ref[name] = (mean, math.sqrt(second - mean * mean))
     return ref
+
+
+def hier_reference(silos, location=True):
+    """The posterior of HIER_MODEL (or, location=False, of RAW_HIER_MODEL: no mu, alpha ~ N(0,
+    tau)) by grid_reference: theta = (mu, beta, alpha_1..J), mu ~ N(0, 10^2), beta ~ N(0, 10^2),
+    alpha_j ~ N(mu, tau^2)."""
+    J = len(silos)
+    first = 1 if location else 0  # beta's index; mu's is 0 where there is one
+    D = first + 1 + J
+
+    def row(k, x):
+        v = [0.0] * D
+        v[first], v[first + 1 + k] = x, 1.0
+        return v
+
+    def prior(t2):
+        prec = [[0.0] * D for _ in range(D)]
+        prec[first][first] = 1 / 100
+        for k in range(J):
+            prec[first + 1 + k][first + 1 + k] = 1 / t2
+        if location:  # alpha_j - mu ~ N(0, tau^2)
+            prec[0][0] = 1 / 100 + J / t2
+            for k in range(J):
+                prec[0][2 + k] = prec[2 + k][0] = -1 / t2
+        return prec, -(first + 1) * math.log(100) - J * math.log(t2)
+
+    names = ["mu"] * first + ["beta"] + [f"alpha[{k + 1}]" for k in range(J)]
+    return grid_reference(silos, names, row, prior, (0.01, 20), (0.5, 3))
 
 
 def hier_fit(out):
@@ -1134,65 +1153,27 @@ def slopes_data(folder, seed=5, x_mean=5.0):
     return silos
 
 
-def slopes_reference(silos, points=(120, 80)):
-    """SLOPES_MODEL's posterior as hier_reference computes HIER_MODEL's: linear-Gaussian in (alpha,
-    mu_b, b_1..J) given (tau, sigma), whose logs are integrated on a grid."""
+def slopes_reference(silos):
+    """SLOPES_MODEL's posterior by grid_reference: theta = (alpha, mu_b, b_1..J), alpha and mu_b ~
+    N(0, 10^2), b_j ~ N(mu_b, tau^2)."""
     J = len(silos)
     D = 2 + J
-    xtx = [[0.0] * D for _ in range(D)]
-    xty = [0.0] * D
-    yy, n = 0.0, 0
-    for k, (xs, ys) in enumerate(silos):
-        for x, y in zip(xs, ys):
-            v = [0.0] * D
-            v[0], v[2 + k] = 1.0, x
-            for i in range(D):
-                xty[i] += v[i] * y
-                for j in range(D):
-                    xtx[i][j] += v[i] * v[j]
-            yy += y * y
-            n += 1
-    grid = []
-    for a in range(points[0]):
-        lt = math.log(0.005) + a * (math.log(20) - math.log(0.005)) / (points[0] - 1)
-        for c in range(points[1]):
-            ls = math.log(0.4) + c * (math.log(4) - math.log(0.4)) / (points[1] - 1)
-            t2, s2 = math.exp(2 * lt), math.exp(2 * ls)
-            prec = [[xtx[i][j] / s2 for j in range(D)] for i in range(D)]
-            prec[0][0] += 1 / 100
-            prec[1][1] += 1 / 100 + J / t2
-            for k in range(J):
-                prec[2 + k][2 + k] += 1 / t2
-                prec[1][2 + k] -= 1 / t2
-                prec[2 + k][1] -= 1 / t2
-            r = [v / s2 for v in xty]
-            low = cholesky(prec)
-            m = backward(low, forward(low, r))
-            log_det = 2 * sum(math.log(low[i][i]) for i in range(D))
-            prior_log_det = -2 * math.log(100) - J * math.log(t2)
-            log_ml = (-0.5 * n * math.log(2 * math.pi * s2) - 0.5 * yy / s2 + 0.5 * sum(p * q for p, q in zip(m, r))
-                      - 0.5 * log_det + 0.5 * prior_log_det)
-            t, s = math.exp(lt), math.exp(ls)
-            inverse = cholesky_inverse(low)
-            grid.append((log_ml - 0.5 * (t / 5) ** 2 - 0.5 * (s / 5) ** 2 + lt + ls, m,
-                         [inverse[i][i] for i in range(D)], t, s))
-    top = max(g[0] for g in grid)
-    weights = [math.exp(g[0] - top) for g in grid]
-    total = sum(weights)
-    weights = [w / total for w in weights]
-    edges = ([i * points[1] + j for i in (0, points[0] - 1) for j in range(points[1])] +
-             [i * points[1] + j for i in range(points[0]) for j in (0, points[1] - 1)])
-    require(max(weights[e] for e in edges) < 1e-4, "the reference grid cuts off posterior mass")
-    ref = {}
-    for i, name in enumerate(["alpha", "mu_b"] + [f"b[{k + 1}]" for k in range(J)]):
-        mean = sum(w * g[1][i] for w, g in zip(weights, grid))
-        second = sum(w * (g[2][i] + g[1][i] ** 2) for w, g in zip(weights, grid))
-        ref[name] = (mean, math.sqrt(second - mean * mean))
-    for name, at in (("tau", 3), ("sigma", 4)):
-        mean = sum(w * g[at] for w, g in zip(weights, grid))
-        second = sum(w * g[at] ** 2 for w, g in zip(weights, grid))
-        ref[name] = (mean, math.sqrt(second - mean * mean))
-    return ref
+
+    def row(k, x):
+        v = [0.0] * D
+        v[0], v[2 + k] = 1.0, x
+        return v
+
+    def prior(t2):
+        prec = [[0.0] * D for _ in range(D)]
+        prec[0][0] = 1 / 100
+        prec[1][1] = 1 / 100 + J / t2
+        for k in range(J):
+            prec[2 + k][2 + k] = 1 / t2
+            prec[1][2 + k] = prec[2 + k][1] = -1 / t2
+        return prec, -2 * math.log(100) - J * math.log(t2)
+
+    return grid_reference(silos, ["alpha", "mu_b"] + [f"b[{k + 1}]" for k in range(J)], row, prior, (0.005, 20), (0.4, 4))
 
 
 def case_random_slopes(fvic, cache, work):
