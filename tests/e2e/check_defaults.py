@@ -895,8 +895,9 @@ model {
 """
 
 
-def hier_data(folder, seed=11, x_mean=2.0):
-    """6 silos of 8-30 rows: alpha_k ~ N(1, 0.5^2), x ~ N(x_mean, 1), y = alpha_k + 0.7 x + N(0, 1.2^2)."""
+def grouped_data(folder, seed, x_mean, effect, y_of):
+    """6 silos of 8-30 rows, each with its own effect c_k ~ N(effect[0], effect[1]^2), x ~ N(x_mean,
+    1) and y = y_of(c_k, x) + N(0, 1.2^2); data.json empty. Returns [(x, y)] per silo."""
     rng = random.Random(seed)
     os.makedirs(folder)
     with open(os.path.join(folder, "data.json"), "w") as f:
@@ -904,13 +905,18 @@ def hier_data(folder, seed=11, x_mean=2.0):
     silos = []
     for k in range(6):
         n = rng.choice([8, 12, 20, 30, 15, 10])
-        a = rng.gauss(1.0, 0.5)
+        c = rng.gauss(*effect)
         x = [round(rng.gauss(x_mean, 1), 4) for _ in range(n)]
-        y = [round(a + 0.7 * xi + rng.gauss(0, 1.2), 4) for xi in x]
+        y = [round(y_of(c, xi) + rng.gauss(0, 1.2), 4) for xi in x]
         with open(os.path.join(folder, f"silo-{k + 1}.json"), "w") as f:
             json.dump({"N": n, "x": x, "y": y}, f)
         silos.append((x, y))
     return silos
+
+
+def hier_data(folder, seed=11, x_mean=2.0):
+    """grouped_data with intercepts alpha_k ~ N(1, 0.5^2): y = alpha_k + 0.7 x + N(0, 1.2^2)."""
+    return grouped_data(folder, seed, x_mean, (1.0, 0.5), lambda a, x: a + 0.7 * x)
 
 
 def grid_reference(silos, names, row, prior, tau_range, sigma_range, points=(120, 80)):
@@ -1136,21 +1142,8 @@ model {
 
 
 def slopes_data(folder, seed=5, x_mean=5.0):
-    """6 silos of 8-30 rows: b_k ~ N(0.7, 0.4^2), x ~ N(x_mean, 1), y = 1 + b_k x + N(0, 1.2^2)."""
-    rng = random.Random(seed)
-    os.makedirs(folder)
-    with open(os.path.join(folder, "data.json"), "w") as f:
-        json.dump({}, f)
-    silos = []
-    for k in range(6):
-        n = rng.choice([8, 12, 20, 30, 15, 10])
-        b = rng.gauss(0.7, 0.4)
-        x = [round(rng.gauss(x_mean, 1), 4) for _ in range(n)]
-        y = [round(1.0 + b * xi + rng.gauss(0, 1.2), 4) for xi in x]
-        with open(os.path.join(folder, f"silo-{k + 1}.json"), "w") as f:
-            json.dump({"N": n, "x": x, "y": y}, f)
-        silos.append((x, y))
-    return silos
+    """grouped_data with slopes b_k ~ N(0.7, 0.4^2): y = 1 + b_k x + N(0, 1.2^2)."""
+    return grouped_data(folder, seed, x_mean, (0.7, 0.4), lambda b, x: 1.0 + b * x)
 
 
 def slopes_reference(silos):
