@@ -723,6 +723,8 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
   unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);
+  unused("correct_moments", !plan.closing.empty() && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
+                                                      pvi_engine(plan.method)) && !plan.sparse_gp);
   unused("local_reparam", (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
                            plan.method == Method::Independent) && plan.family == "meanfield");
   unused("local_samples", plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent);
@@ -1110,7 +1112,8 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
                 : "")
         << (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || pvi_engine(plan.method)
                 ? "; with at most 50 parameters in q, the same again at max(T, 4000) draws of a heavier-tailed proposal, "
-                  "the tail check"
+                  "the tail check; where it finds q's moments off, up to 4 times more around the moments it estimates, "
+                  "and q moved to them and sent to the silos again (correct_moments)"
                 : "")
         << ")\n";
     for (const Message& m : plan.closing)

@@ -134,6 +134,7 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
   }
   if (std::isfinite(summary.khat)) j["khat"] = summary.khat;
   if (!summary.khat_reading.empty()) j["khat_reading"] = summary.khat_reading;
+  if (summary.moments_corrected) j["moments_corrected"] = true;
   if (!summary.notes.empty()) {
     nlohmann::ordered_json notes = nlohmann::ordered_json::array();
     for (const auto& [level, text] : summary.notes) notes.push_back({{"level", level}, {"text", text}});

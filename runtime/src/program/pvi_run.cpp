@@ -215,7 +215,7 @@ class PviCoordinator : public Coordinator {
                    message::Writer().natural(server_.posterior()).done(), 0, none);
   }
   std::optional<ServerDraws> draws() override {
-    const Q q = server_.distribution();
+    const Q q = adopted_ ? *adopted_ : server_.distribution();
     CounterRng rng(RngKey{options_.seed, 0, 0, rng_stream::kUserStream + 3});
     ServerDraws d;
     d.layout = layout_;
@@ -256,6 +256,20 @@ class PviCoordinator : public Coordinator {
     return true;
   }
   bool closing_takes_draws() const override { return true; }
+  // q becomes the moments' Gaussian (mean-field: the diagonal, that family's moment-matching
+  // member), and every silo is sent it as the final q it writes its draws of.
+  bool adopt_moments(const ServerDraws& d, const std::vector<Eigen::Index>& varying, const Eigen::VectorXd& mean,
+                     const Eigen::MatrixXd& covariance) override {
+    const Eigen::Index n = d.unconstrained.rows();
+    if (Eigen::Index(varying.size()) != n) return false;
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (varying[size_t(i)] != i) return false;
+    adopted_ = engine::GaussianFamily<Q>::from_mean_covariance(mean, 0.5 * (covariance + covariance.transpose()));
+    std::vector<Message> none;
+    ask_every_silo(run_.transport, uint32_t(rounds_ + 1 + closing_exchanges_++), Phase::kPviFinish,
+                   message::Writer().natural(to_natural(*adopted_)).done(), 0, none);
+    return true;
+  }
   std::string surrogate_advice() const override {
     if (options_.function_space)
       return "The function-space KL is taken at a few context points per step, about a linearisation; a weight-space "
@@ -287,6 +301,7 @@ class PviCoordinator : public Coordinator {
   engine::PviOptions options_;
   long rounds_, refresh_;
   long closing_exchanges_ = 0;
+  std::optional<Q> adopted_;  // q moved to the posterior's moments (adopt_moments)
   std::string schedule_;
   Server server_;
   std::vector<VariableLayout> layout_;

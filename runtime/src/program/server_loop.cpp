@@ -1,4 +1,5 @@
 #include "fvi/program/server_loop.h"
+#include "fvi/program/moment_correction.h"
 #include "fvi/program/tail_check.h"
 
 #include <chrono>
@@ -315,7 +316,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   summary.tol = monitor.tol();
   summary.tol_param = monitor.tol_param();
   coordinator.finish(last);
-  const std::optional<ServerDraws> d = coordinator.draws();
+  std::optional<ServerDraws> d = coordinator.draws();
   // A verdict that is not "converged" names the coordinate that moved most (by the draws' layout).
   std::string verdict =
       monitor.converged() ? monitor.verdict(last, coordinator.unit()) + coordinator.settled_note()
@@ -328,10 +329,30 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   std::string khat_line;
   Reweighted reweighted;
   TailCheck tail;
+  MomentCorrection correction;
   std::vector<std::string> violations;  // declared bounds of quantities broken at some draw
   DrawsFile file;
   std::vector<VariableLayout> layout;
   Eigen::MatrixXd constrained;
+  // PSIS fits the largest M = min(0.2 S, 3 sqrt S) ratios and needs M >= 5, and below 100 draws
+  // k-hat is itself unreliable (its threshold 1 - 1/log10 S is 0.5 at S = 100: Vehtari et al.
+  // 2024): from fewer draws no k-hat, and no exchange for it, only for silo_sum quantities.
+  const bool too_few = d && d->unconstrained.cols() < kMinKhatDraws;
+  // The tail check first (a surrogate target is measured by k-hat already; the check is about
+  // q's shape), then, where it finds q's moments off, q moved to the posterior's: the outputs and
+  // k-hat below are the corrected q's.
+  if (d && !too_few && coordinator.target_note().empty()) {
+    const long long sent = run.transport.total_sent(), received = run.transport.total_received();
+    correction = correct_moments(*d, coordinator, uint64_t(settings.integer("seed", 1)),
+                                 settings.name("correct_moments", "on") != "off");
+    tail = correction.check;
+    if (!args.quiet && run.transport.total_sent() > sent)
+      std::printf("tail check exchange%s: sent %lld bytes, received %lld bytes\n",
+                  correction.passes > 0 ? "s" : "", run.transport.total_sent() - sent,
+                  run.transport.total_received() - received);
+    if (correction.adopted) d = coordinator.draws();
+    summary.moments_corrected = correction.adopted;
+  }
   if (d) {
     file.model = run.description.name;
     file.layout = d->layout;
@@ -342,11 +363,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
     std::string why;
     Coordinator::Closing closing;
     const long long sent_before = run.transport.total_sent(), received_before = run.transport.total_received();
-    // PSIS fits the largest M = min(0.2 S, 3 sqrt S) ratios and needs M >= 5, and below 100 draws
-    // k-hat is itself unreliable (its threshold 1 - 1/log10 S is 0.5 at S = 100: Vehtari et al.
-    // 2024): from fewer draws no k-hat, and no exchange for it, only for silo_sum quantities.
     const Eigen::Index draws = d->unconstrained.cols();
-    const bool too_few = draws < kMinKhatDraws;
     const bool closed = too_few && silo_sum_count(run.model) == 0 ? false : coordinator.closing(*d, closing, why);
     if (too_few)
       why = "not computed (" + std::to_string(draws) + " draws of q; k-hat needs " + std::to_string(kMinKhatDraws) +
@@ -367,14 +384,6 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
       summary.khat = smoothed.khat;
       reweighted = reweighted_moments(*d, smoothed);
-      // A surrogate target is measured by k-hat already; the tail check is about q's shape.
-      if (coordinator.target_note().empty()) {
-        const long long sent = run.transport.total_sent(), received = run.transport.total_received();
-        tail = tail_check(*d, coordinator, uint64_t(settings.integer("seed", 1)));
-        if (!args.quiet && run.transport.total_sent() > sent)
-          std::printf("tail check exchange: sent %lld bytes, received %lld bytes\n", run.transport.total_sent() - sent,
-                      run.transport.total_received() - received);
-      }
       file.log_p = log_p;
       file.log_g = log_g;
       char text[256];
@@ -396,6 +405,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
                  {"iterations", std::to_string(last)},
                  {"converged", summary.converged ? "1" : "0"},
                  {"khat", r_number(summary.khat)}};
+    if (correction.adopted) file.fvic.push_back({"moments_corrected", "1"});
     if (!d->family.empty()) file.fvic.push_back({"family", d->family});
     // The server's transformed parameters and generated quantities, beside the parameters.
     layout = d->layout;
@@ -448,6 +458,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
                                                  coordinator.target_note(), coordinator.surrogate_advice(), family,
                                                  tail);
+  if (!correction.line.empty()) lines.push_back({true, false, correction.line});
   if (!tail.line.empty()) lines.push_back({true, false, tail.line});
   if (!tail.warning.empty()) lines.push_back({false, true, tail.warning});
   for (const std::string& w : coordinator.closing_warnings()) lines.push_back({true, true, w});

@@ -896,6 +896,29 @@ class SfviCoordinator : public Coordinator {
     return true;
   }
   bool closing_takes_draws() const override { return true; }
+  // The draws are the written globals then the hyperparameters' constant rows: q(Z_G) becomes the
+  // moments' Gaussian in the fit's coordinates (to_fit is affine: z_fit = A z + b), mean-field
+  // where q(Z_G) is (the diagonal: the moment-matching member of that family), and each silo's
+  // q(Z_L | Z_G) keeps its fitted coupling and scale.
+  bool adopt_moments(const ServerDraws&, const std::vector<Eigen::Index>& varying, const Eigen::VectorXd& mean,
+                     const Eigen::MatrixXd& covariance) override {
+    const Eigen::Index n = server_.global_dim();
+    if (method_ == "independent" || Eigen::Index(varying.size()) != n) return false;
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (varying[size_t(i)] != i) return false;
+    Eigen::MatrixXd b = Eigen::MatrixXd::Zero(n, 1), a = Eigen::MatrixXd::Identity(n, n), m = mean;
+    engine::to_fit(server_.centring(), b);
+    engine::to_fit(server_.centring(), a);
+    engine::to_fit(server_.centring(), m);
+    a.colwise() -= b.col(0);
+    const Eigen::MatrixXd c = a * covariance * a.transpose();
+    const Global q = server_.q().correlated()
+                         ? Global::from_mean_covariance(m.col(0), 0.5 * (c + c.transpose()))
+                         : Global(m.col(0), Eigen::VectorXd(c.diagonal().cwiseSqrt().array().log()));
+    server_.set(q.params(), server_.hyper());
+    federation_.finish(uint32_t(steps() + 2 + closing_exchanges_++), true);
+    return true;
+  }
   std::vector<std::string> closing_warnings() const override {
     std::vector<std::string> out;
     if (!modes_warning_.empty()) out.push_back(modes_warning_);

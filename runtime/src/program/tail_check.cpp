@@ -36,7 +36,7 @@ Eigen::VectorXd log_mixture(const Eigen::MatrixXd& z, const Eigen::VectorXd& m, 
 
 }  // namespace
 
-TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t seed) {
+TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t seed, const Moments* around) {
   TailCheck out;
   if (!coordinator.closing_takes_draws()) return out;
   const Eigen::MatrixXd& u = d.unconstrained;
@@ -47,11 +47,13 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
     if (u.row(i).maxCoeff() > u.row(i).minCoeff()) varying.push_back(i);
   const Eigen::Index k = Eigen::Index(varying.size());
   if (k == 0 || k > kTailCheckMaxParameters || S < 20 * k) return out;
+  if (around && around->varying != varying) return out;
   Eigen::MatrixXd v(k, S);
   for (Eigen::Index i = 0; i < k; ++i) v.row(i) = u.row(varying[size_t(i)]);
-  const Eigen::VectorXd m = v.rowwise().mean();
+  Eigen::VectorXd m = v.rowwise().mean();
   const Eigen::MatrixXd centred = v.colwise() - m;
-  const Eigen::MatrixXd cov = centred * centred.transpose() / double(S - 1);
+  Eigen::MatrixXd cov = centred * centred.transpose() / double(S - 1);
+  if (around) m = around->mean, cov = around->covariance;
   const Eigen::LLT<Eigen::MatrixXd> llt(cov);
   if (llt.info() != Eigen::Success) return out;
   const Eigen::MatrixXd L = llt.matrixL();
@@ -83,6 +85,7 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   const Eigen::VectorXd ratio = closing.log_p - closing.log_g;
   const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
   char text[512];
+  out.khat = smoothed.khat;
   if (!(smoothed.khat <= 0.7)) {
     // g's ratios are p / g <= 2 p / N(m, S): bounded wherever q's Gaussian covers the posterior,
     // whatever the dimension. Heavy ones mean posterior mass beyond q's tails, even t_3's.
@@ -126,6 +129,15 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
                 smoothed.khat, ess, worst_mean, mean_name.c_str(), 100 * worst_sd, sd_name.c_str());
   out.line = text;
   out.khat = smoothed.khat, out.ess = ess, out.worst_mean = worst_mean, out.worst_sd = worst_sd, out.sd_name = sd_name;
+  out.reliable = ess >= 200;
+  // The posterior's mean and covariance on the unconstrained scale, over the varying rows.
+  Eigen::VectorXd w(G);
+  for (Eigen::Index s = 0; s < G; ++s) w[s] = std::exp(smoothed.log_weights[size_t(s)]);
+  w /= w.sum();
+  out.posterior.varying = varying;
+  out.posterior.mean = z * w;
+  const Eigen::MatrixXd zc = z.colwise() - out.posterior.mean;
+  out.posterior.covariance = zc * w.asDiagonal() * zc.transpose();
   // A verdict only from enough effective draws: an sd's relative Monte Carlo error is then about
   // 1 / sqrt(2 ESS), under 5% at 200.
   out.moments_hold = ess >= 200 && worst_mean <= 0.25 && std::abs(worst_sd) <= 0.2;

@@ -24,6 +24,10 @@ struct GaussianFamily<MeanFieldGaussian<double>> {
   using Natural = DiagGaussianNatural<double>;
   static const char* name() { return "meanfield"; }
   static Q from_params(const Eigen::VectorXd& p) { return Q::from_params(p); }
+  // The family's member with these marginal moments (a covariance's off-diagonal is dropped).
+  static Q from_mean_covariance(const Eigen::VectorXd& mean, const Eigen::MatrixXd& covariance) {
+    return Q::from_mean_sd(mean, covariance.diagonal().cwiseSqrt());
+  }
   static Q with_mean(const Q& q, const Eigen::VectorXd& mean) { return Q::from_mean_sd(mean, q.sd()); }
   // q moved to `mean`, no sd wider than `sd`.
   static Q narrowed(const Q& q, const Eigen::VectorXd& mean, double sd) {
@@ -73,6 +77,9 @@ struct GaussianFamily<FullRankGaussian<double>> {
   using Natural = GaussianNatural<double>;
   static const char* name() { return "fullrank"; }
   static Q from_params(const Eigen::VectorXd& p) { return Q::from_params(p); }
+  static Q from_mean_covariance(const Eigen::VectorXd& mean, const Eigen::MatrixXd& covariance) {
+    return Q::from_mean_covariance(mean, covariance);
+  }
   static Q with_mean(const Q& q, const Eigen::VectorXd& mean) { return Q(mean, q.chol()); }
   // q moved to `mean` and shrunk so that no sd is wider than `sd`.
   static Q narrowed(const Q& q, const Eigen::VectorXd& mean, double sd) {

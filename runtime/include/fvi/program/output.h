@@ -55,6 +55,8 @@ struct PosteriorSummary {
   // k-hat's reading for the report ("" to read it by its value alone): where the tail check finds
   // q's moments close despite a k-hat over 0.7, it says so rather than "poor".
   std::string khat_reading = {};
+  // q is the ELBO's q moved to the posterior's moments (fvi/program/moment_correction.h).
+  bool moments_corrected = false;
   // The lines the run ended with ({"warning" or "info", text}): the verdict, k-hat, the
   // reweighted moments, the warnings.
   std::vector<std::pair<std::string, std::string>> notes = {};

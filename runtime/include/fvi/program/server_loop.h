@@ -120,6 +120,15 @@ class Coordinator {
     return "Use the written model's own likelihood (loss = nll, divergence = kl, or a vertical method that fits "
            "it) to fit it.";
   }
+  // The final q replaced by N(mean, covariance) in the draws' unconstrained rows `varying`
+  // (fvi/program/moment_correction.h), and every silo sent it as the final q it writes its outputs
+  // from; draws() then draws it. `draws` are the draws the moments were taken against (their
+  // layout, their constant rows). False where the method cannot: its q is then unchanged.
+  virtual bool adopt_moments(const ServerDraws& draws, const std::vector<Eigen::Index>& varying,
+                             const Eigen::VectorXd& mean, const Eigen::MatrixXd& covariance) {
+    (void)draws, (void)varying, (void)mean, (void)covariance;
+    return false;
+  }
   // Warnings the method found on the way (several modes), for the run's closing lines.
   virtual std::vector<std::string> closing_warnings() const { return {}; }
 };

@@ -8,10 +8,21 @@
 // Zhou 2000; Hesterberg 1995), and set against q's: a Gaussian posterior gives q's moments back
 // within Monte Carlo error, a heavier one a larger sd, or ratios p / g heavy even for g.
 #include <string>
+#include <vector>
+
+#include <Eigen/Dense>
 
 #include "fvi/program/server_loop.h"
 
 namespace fvi::program {
+
+// A Gaussian over some rows of ServerDraws::unconstrained (the parameters q varies): a proposal's
+// centre and scale, or the posterior's mean and covariance as importance sampling estimates them.
+struct Moments {
+  std::vector<Eigen::Index> varying;  // the rows, in order
+  Eigen::VectorXd mean;
+  Eigen::MatrixXd covariance;
+};
 
 struct TailCheck {
   std::string line;     // what the check found, for stdout ("" when it was not made)
@@ -22,6 +33,10 @@ struct TailCheck {
   bool moments_hold = false;
   double khat = 0, ess = 0, worst_mean = 0, worst_sd = 0;
   std::string sd_name;  // whose sd changes most
+  // The check's importance sampling holds (k-hat <= 0.7, ESS >= 200), so `posterior` estimates the
+  // posterior's moments on the unconstrained scale within Monte Carlo error.
+  bool reliable = false;
+  Moments posterior;
 };
 
 // The check at g's draws, their log p (and each silo's log q of its locals) from `coordinator`'s
@@ -29,7 +44,10 @@ struct TailCheck {
 // q's varying parameters are at most kTailCheckMaxParameters, with 20 draws per parameter (so
 // that the covariance of q's draws is q's within about 20% in every direction). g's draws are as
 // many as q's, and at least kTailCheckMinDraws.
-TailCheck tail_check(const ServerDraws& q_draws, Coordinator& coordinator, uint64_t seed);
+// `around`: g is built around these moments rather than q's draws' own (moment_correction.h: the
+// check of a corrected q); q_draws are then draws of N(around).
+TailCheck tail_check(const ServerDraws& q_draws, Coordinator& coordinator, uint64_t seed,
+                     const Moments* around = nullptr);
 
 constexpr long kTailCheckMaxParameters = 50;
 constexpr long kTailCheckMinDraws = 4000;
