@@ -60,6 +60,9 @@
     facts.push(['Pareto k̂', run.khat !== undefined ? figure(run.khat) +
       (run.khat_reading ? ' (' + run.khat_reading + ')'
         : run.khat < 0.5 ? ' (good)' : run.khat <= 0.7 ? ' (usable)' : ' (poor: q is not to be trusted)') : 'not computed']);
+    if (run.moments_corrected)
+      facts.push(['q', 'moved from the ELBO\'s optimum to the posterior\'s mean and covariance as importance sampling ' +
+        'estimates them (the moment correction: the notes below)']);
     if (data.draws !== undefined) facts.push(['draws from q', data.draws]);
     if (data.facts && data.facts.family) facts.push(['family', data.facts.family]);
     root.append(table(null, facts, 'facts'));

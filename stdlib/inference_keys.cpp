@@ -431,10 +431,12 @@ const std::vector<KeySpec>& inference_keys() {
        "iterations (rounds) between progress lines, metrics rows and --test evaluations (not for a sparse GP)",
        "SFVI, SFVI-Avg and VFL: rounds / 20; PVI, fedavg and fedvem: 1"},
       {"correct_moments", "on, off",
-       "PVI and SFVI against the written model: where the tail check's importance sampling holds and finds q's "
-       "means over 0.25 sd or its sds over 20% from the posterior's, q is replaced by the Gaussian of the "
+       "PVI and SFVI against the written model: where the tail check's importance sampling holds and finds a "
+       "mean of q over 0.25 sd or an sd over 20% from the posterior's (its warning), q is replaced by the Gaussian "
+       "of the "
        "posterior's mean and covariance as that sampling estimates them (the moment-matching projection), "
-       "checked again around it up to 4 times, and the outputs are that Gaussian's; off: the ELBO's q, with "
+       "checked again around it up to 4 times; of q and the Gaussians checked, the outputs are the one the "
+       "check finds closest to the posterior on the declared scale; off: the ELBO's q, with "
        "the check's warning",
        "on"},
       {"estimator", "stl, standard", "gradient estimator (sticking-the-landing or standard)",

@@ -8,7 +8,7 @@
 // narrow one pass finds only part of the missing spread; the next pass is built around the
 // corrected Gaussian, as adaptive importance sampling does (Cappe et al. 2004, population Monte
 // Carlo), until a pass finds the moments it was built around (means within 0.1 sd, sds
-// within 10%) or the sampling no longer holds.
+// within 10%, or three Monte Carlo standard errors where wider) or the sampling no longer holds.
 #include <string>
 
 #include "fvi/program/tail_check.h"
@@ -16,18 +16,20 @@
 namespace fvi::program {
 
 struct MomentCorrection {
-  TailCheck check;        // the last check made: around q, or around the adopted Gaussian
+  TailCheck check;        // the check of the final q: around q, or around the adopted Gaussian
   bool adopted = false;   // the coordinator now holds N(moments) as its final q
-  bool settled = false;   // adopted, and the last check found its moments close
+  bool settled = false;   // adopted, and its check found the moments it was built around
   int passes = 0;         // checks after the first, each one exchange of max(T, 4000) draws
   std::string line;       // what the correction did, for stdout ("" when it did nothing)
   double largest_change = 0;  // of an sd, against q's (constrained scale)
   std::string changed;        // whose
 };
 
-// The tail check at q's draws `q_draws`, then, where `enabled`, its moments are reliable and
-// differ from q's, up to kMaxMomentPasses more checks around the corrected Gaussian; the last
-// reliable moments are handed to coordinator.adopt_moments.
+// The tail check at q's draws `q_draws`; then, where `enabled`, its sampling holds and it finds q
+// off by more than issue 26's limits on the declared scale, up to kMaxMomentPasses more checks,
+// each around the Gaussian of the last check's moments. Of q and the Gaussians so checked, the one
+// its check finds closest to the posterior on the declared scale is kept: a Gaussian that no check
+// confirms (its sampling failed) is not. coordinator.adopt_moments makes it the run's q.
 MomentCorrection correct_moments(const ServerDraws& q_draws, Coordinator& coordinator, uint64_t seed, bool enabled);
 
 // S draws of N(m.mean, m.covariance) in q_draws' rows m.varying, the other rows as q_draws' first
