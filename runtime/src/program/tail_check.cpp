@@ -141,23 +141,20 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   // A verdict only from enough effective draws: an sd's relative Monte Carlo error is then about
   // 1 / sqrt(2 ESS), under 5% at 200.
   out.moments_hold = ess >= 200 && worst_mean <= 0.25 && std::abs(worst_sd) <= 0.2;
-  if (ess >= 200 && std::abs(worst_sd) > 0.2 && worst_sd < 0) {
-    // Wider than the posterior: a Gaussian on a log-scale skewed toward 0 (its right tail too long).
+  if (ess >= 200 && (worst_mean > 0.25 || std::abs(worst_sd) > 0.2)) {
+    // An sd too wide is a Gaussian on a log-scale skewed toward 0 (its right tail too long); one
+    // too narrow, tails lighter than the posterior's.
+    const bool wider = std::abs(worst_sd) > 0.2 && worst_sd < 0;
     std::snprintf(text, sizeof text,
-                  "q is wider than the posterior in places: importance sampling from a heavier-tailed proposal "
-                  "puts %s's sd at %.3g against q's %.3g (%+.0f%%) and moves a mean by %.2f q sds (%s): q's "
-                  "Gaussian shape (on the unconstrained scale) misses the posterior's skew there; read its "
-                  "intervals as too wide by that margin.",
-                  sd_name.c_str(), sd_to, sd_from, 100 * worst_sd, worst_mean, mean_name.c_str());
-    out.warning = text;
-  } else if (ess >= 200 && (worst_mean > 0.25 || std::abs(worst_sd) > 0.2)) {
-    std::snprintf(text, sizeof text,
-                  "q's tails are lighter than the posterior's: importance sampling from a heavier-tailed "
-                  "proposal puts %s's sd at %.3g against q's %.3g (%+.0f%%) and moves a mean by %.2f q sds (%s), "
-                  "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified "
-                  "direction, a heavy-tailed prior); read the intervals with that margin, or give the model a "
-                  "tighter prior or a parameterisation that identifies it.",
-                  sd_name.c_str(), sd_to, sd_from, 100 * worst_sd, worst_mean, mean_name.c_str());
+                  "%s: importance sampling from a heavier-tailed proposal puts %s's sd at %.3g against q's %.3g "
+                  "(%+.0f%%) and moves a mean by %.2f q sds (%s), %s",
+                  wider ? "q is wider than the posterior in places" : "q's tails are lighter than the posterior's",
+                  sd_name.c_str(), sd_to, sd_from, 100 * worst_sd, worst_mean, mean_name.c_str(),
+                  wider ? "where q's Gaussian shape (on the unconstrained scale) misses the posterior's skew: read "
+                          "its intervals as too wide by that margin."
+                        : "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified "
+                          "direction, a heavy-tailed prior); read the intervals with that margin, or give the model "
+                          "a tighter prior or a parameterisation that identifies it.");
     out.warning = text;
   }
   return out;
