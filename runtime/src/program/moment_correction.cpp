@@ -1,9 +1,10 @@
 #include "fvi/program/moment_correction.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
+#include <stdexcept>
 
 #include "fvi/program/output.h"
 #include "fvi/rng.h"
@@ -90,6 +91,7 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
   // carry a few percent of error of their own (posteriordb's hmm_drive_1: a simplex's sd, 12% wide
   // by NUTS's, corrected toward the check's figure became 20% wide).
   if (out.check.moments_hold) return out;
+  const TailCheck first = out.check;
   const Eigen::Index S = d.unconstrained.cols();
   // Each pass checks the Gaussian it was built around. A Gaussian with the posterior's moments on
   // the unconstrained scale can miss them on the declared one (a log-scale skewed toward 0, as
@@ -111,10 +113,10 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
     if (settled || !positive_definite(next.posterior.covariance)) break;
     current = next.posterior;
   }
-  if (!best || !coordinator.adopt_moments(d, best->varying, best->mean, best->covariance)) return out;
-  current = *best;
-  out.adopted = true;
-  largest_sd_change(d, gaussian_draws(d, current, S, seed + 100), out.largest_change, out.changed);
+  if (!best) return out;
+  // What the correction changes, worked out before the coordinator adopts it: nothing after
+  // adoption may throw, or the run's outputs and its silos' final q would part.
+  largest_sd_change(d, gaussian_draws(d, *best, S, seed + 100), out.largest_change, out.changed);
   char text[768];
   std::snprintf(text, sizeof text,
                 "moments corrected: q (the ELBO's optimum) is replaced by the Gaussian of the posterior's mean and "
@@ -125,7 +127,9 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
                 out.passes, out.passes == 1 ? "" : "es",
                 out.settled ? ", its check finding the moments it was built around" : "", 100 * out.largest_change,
                 out.changed.c_str());
+  if (!coordinator.adopt_moments(d, best->varying, best->mean, best->covariance)) return MomentCorrection{first};
   out.line = text;
+  out.adopted = true;
   return out;
 }
 
