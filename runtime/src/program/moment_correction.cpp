@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "fvi/program/output.h"
+#include "fvi/program/summary.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -41,11 +42,7 @@ bool positive_definite(const Eigen::MatrixXd& c) {
 
 // The largest relative change of a marginal sd from `from`'s draws to `to`'s, written scale.
 void largest_sd_change(const ServerDraws& from, const ServerDraws& to, double& change, std::string& name) {
-  auto sd = [](const Eigen::MatrixXd& c) {
-    const Eigen::VectorXd mean = c.rowwise().mean();
-    return Eigen::VectorXd(((c.colwise() - mean).array().square().rowwise().sum() / double(c.cols() - 1)).sqrt());
-  };
-  const Eigen::VectorXd a = sd(from.constrained), b = sd(to.constrained);
+  const Eigen::VectorXd a = row_sds(from.constrained), b = row_sds(to.constrained);
   for (const VariableLayout& layout : from.layout) {
     const std::vector<std::string> names = element_names(layout);
     for (Eigen::Index j = 0; j < layout.elements() && size_t(j) < names.size(); ++j) {
@@ -99,15 +96,16 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
   // the one its check finds closest to the posterior on the declared scale.
   Moments current = out.check.posterior;
   std::optional<Moments> best;
+  std::optional<ServerDraws> best_draws;  // the draws its check was made at
   double best_distance = declared_distance(out.check);
   for (int pass = 1; pass <= kMaxMomentPasses; ++pass) {
-    const ServerDraws around = gaussian_draws(d, current, S, seed + uint64_t(pass));
+    ServerDraws around = gaussian_draws(d, current, S, seed + uint64_t(pass));
     TailCheck next = tail_check(around, coordinator, seed + uint64_t(pass), &current);
     out.passes = pass;
     if (!next.reliable) break;
     const bool settled = agrees(current.mean, Eigen::VectorXd(current.covariance.diagonal().cwiseSqrt()), next);
     if (declared_distance(next) < best_distance) {
-      best = current, best_distance = declared_distance(next);
+      best = current, best_draws = std::move(around), best_distance = declared_distance(next);
       out.check = next, out.settled = settled;
     }
     if (settled || !positive_definite(next.posterior.covariance)) break;
@@ -116,7 +114,7 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
   if (!best) return out;
   // What the correction changes, worked out before the coordinator adopts it: nothing after
   // adoption may throw, or the run's outputs and its silos' final q would part.
-  largest_sd_change(d, gaussian_draws(d, *best, S, seed + 100), out.largest_change, out.changed);
+  largest_sd_change(d, *best_draws, out.largest_change, out.changed);
   char text[768];
   std::snprintf(text, sizeof text,
                 "moments corrected: q (the ELBO's optimum) is replaced by the Gaussian of the posterior's mean and "
@@ -127,7 +125,11 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
                 out.passes, out.passes == 1 ? "" : "es",
                 out.settled ? ", its check finding the moments it was built around" : "", 100 * out.largest_change,
                 out.changed.c_str());
-  if (!coordinator.adopt_moments(d, best->varying, best->mean, best->covariance)) return MomentCorrection{first};
+  if (!coordinator.adopt_moments(d, best->varying, best->mean, best->covariance)) {
+    MomentCorrection kept;  // the method cannot: q stays, and so does its check
+    kept.check = first;
+    return kept;
+  }
   out.line = text;
   out.adopted = true;
   return out;

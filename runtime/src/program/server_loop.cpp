@@ -58,8 +58,7 @@ Reweighted reweighted_moments(const ServerDraws& d, const diagnostics::PsisResul
   const std::vector<double> mean_w = diagnostics::weighted_means(d.constrained, smoothed.log_weights);
   const std::vector<double> sd_w = diagnostics::weighted_sds(d.constrained, smoothed.log_weights);
   const Eigen::VectorXd mean = d.constrained.rowwise().mean();
-  const Eigen::VectorXd sd =
-      ((d.constrained.colwise() - mean).array().square().rowwise().sum() / double(d.constrained.cols() - 1)).sqrt();
+  const Eigen::VectorXd sd = row_sds(d.constrained);
   const auto name_of = [&](Eigen::Index at) {
     for (const VariableLayout& v : d.layout)
       if (at >= v.offset && at < v.offset + v.elements()) return element_names(v)[size_t(at - v.offset)];

@@ -50,6 +50,11 @@ double r_mean(const std::vector<double>& x) {
   return double(s);
 }
 
+Eigen::VectorXd row_sds(const Eigen::MatrixXd& draws) {
+  const Eigen::VectorXd mean = draws.rowwise().mean();
+  return ((draws.colwise() - mean).array().square().rowwise().sum() / double(draws.cols() - 1)).sqrt();
+}
+
 double r_sd(const std::vector<double>& x) {
   if (x.size() < 2) return r_na();
   // stats::var's mean (the same two passes), then the squared deviations summed in long double.

@@ -9,6 +9,7 @@
 
 #include "fvi/diagnostics/psis.h"
 #include "fvi/program/output.h"
+#include "fvi/program/summary.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -48,12 +49,17 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   const Eigen::Index k = Eigen::Index(varying.size());
   if (k == 0 || k > kTailCheckMaxParameters || S < 20 * k) return out;
   if (around && around->varying != varying) return out;
-  Eigen::MatrixXd v(k, S);
-  for (Eigen::Index i = 0; i < k; ++i) v.row(i) = u.row(varying[size_t(i)]);
-  Eigen::VectorXd m = v.rowwise().mean();
-  const Eigen::MatrixXd centred = v.colwise() - m;
-  Eigen::MatrixXd cov = centred * centred.transpose() / double(S - 1);
-  if (around) m = around->mean, cov = around->covariance;
+  Eigen::VectorXd m;
+  Eigen::MatrixXd cov;
+  if (around) {
+    m = around->mean, cov = around->covariance;
+  } else {
+    Eigen::MatrixXd v(k, S);
+    for (Eigen::Index i = 0; i < k; ++i) v.row(i) = u.row(varying[size_t(i)]);
+    m = v.rowwise().mean();
+    const Eigen::MatrixXd centred = v.colwise() - m;
+    cov = centred * centred.transpose() / double(S - 1);
+  }
   const Eigen::LLT<Eigen::MatrixXd> llt(cov);
   if (llt.info() != Eigen::Success) return out;
   const Eigen::MatrixXd L = llt.matrixL();
@@ -106,7 +112,7 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   const std::vector<double> sd_w = diagnostics::weighted_sds(g.constrained, smoothed.log_weights);
   const Eigen::MatrixXd& c = d.constrained;
   const Eigen::VectorXd mean = c.rowwise().mean();
-  const Eigen::VectorXd sd = ((c.colwise() - mean).array().square().rowwise().sum() / double(S - 1)).sqrt();
+  const Eigen::VectorXd sd = row_sds(c);
   double ess = 0;
   for (double lw : smoothed.log_weights) ess += std::exp(2 * lw);
   ess = ess > 0 ? 1 / ess : 0;

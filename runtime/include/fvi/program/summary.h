@@ -30,6 +30,10 @@ SummaryRow summarise(const std::string& variable, std::vector<double> draws);
 std::vector<SummaryRow> summarise(const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& draws,
                                   long per_variable = -1);
 
+// The sd of each row of `draws` (size x S, S >= 2; divisor S - 1): the moments the closing checks
+// set against their reweighted ones.
+Eigen::VectorXd row_sds(const Eigen::MatrixXd& draws);
+
 // The statistics one at a time, for the tests: R's mean, sd, median, mad, quantile(type = 7).
 double r_mean(const std::vector<double>& x);
 double r_sd(const std::vector<double>& x);
