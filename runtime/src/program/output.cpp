@@ -41,6 +41,17 @@ std::vector<std::string> element_names(const VariableLayout& v) {
   return names;
 }
 
+std::string coordinate_name(const std::vector<VariableLayout>& layout, int64_t i, bool sd) {
+  for (const VariableLayout& v : layout) {
+    // Elementwise transforms only: a structured type's unconstrained values are not its elements.
+    const bool elementwise = v.transform == FVI_IDENTITY || v.transform == FVI_LOWER || v.transform == FVI_UPPER ||
+                             v.transform == FVI_INTERVAL || v.transform == FVI_AFFINE;
+    if (elementwise && i >= v.offset && i < v.offset + v.elements())
+      return element_names(v)[size_t(i - v.offset)] + (sd ? "'s sd" : "'s mean");
+  }
+  return "";
+}
+
 std::vector<VariableLayout> variable_layout(const fvi_model& model, fvi_group group, const fvi_data& data) {
   std::vector<VariableLayout> out;
   for (int i = 0; i < model.variable_count; ++i) {

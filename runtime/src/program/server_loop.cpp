@@ -94,15 +94,8 @@ std::string moving_most(const ConvergenceMonitor& monitor, const std::vector<Var
                         const Coordinator& coordinator) {
   const long i = monitor.drift_at();
   if (i < 0 || i >= n) return "";
-  const bool sd = monitor.drift_of_sd();
-  for (const VariableLayout& v : layout) {
-    // Elementwise transforms only: a structured type's unconstrained values are not its elements.
-    const bool elementwise = v.transform == FVI_IDENTITY || v.transform == FVI_LOWER || v.transform == FVI_UPPER ||
-                             v.transform == FVI_INTERVAL || v.transform == FVI_AFFINE;
-    if (elementwise && i >= v.offset && i < v.offset + v.elements())
-      return element_names(v)[size_t(i - v.offset)] + (sd ? "'s sd" : "'s mean") + coordinator.fit_coordinate(i);
-  }
-  return "";
+  const std::string name = coordinate_name(layout, i, monitor.drift_of_sd());
+  return name.empty() ? name : name + coordinator.fit_coordinate(i);
 }
 
 // The lines a run ends with, in order: the stopping rule's verdict, k-hat and the reweighted

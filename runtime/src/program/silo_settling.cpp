@@ -14,6 +14,20 @@ namespace {
 constexpr double kSettled = 1, kMoving = 0, kNotJudged = 2;
 }  // namespace
 
+bool judged_settled(const WindowJudgement& judged, double tol_param) {
+  return judged.standard_error < tol_param && !judged.drifting;
+}
+
+std::string still_moving_line(int silo, const char* what, const std::optional<WindowJudgement>& last,
+                              double tol_param, const std::vector<VariableLayout>& layout) {
+  if (!last || judged_settled(*last, tol_param) || last->drift_at < 0) return "";
+  const std::string name = coordinate_name(layout, last->drift_at, last->drift_of_sd);
+  if (name.empty()) return "";
+  char figure[64];
+  std::snprintf(figure, sizeof figure, " (%.3g %s)", last->drift, last->drift_of_sd ? "relative" : "q sds");
+  return "silo " + std::to_string(silo) + ": its " + what + " still moved when the run ended: most " + name + figure;
+}
+
 Message settled_reply(const Message& request, const std::optional<WindowJudgement>& judged) {
   if (request.size() != 1 || !(request[0] > 0 && request[0] < 1))
     throw std::invalid_argument("a settled request needs [tol_param], in (0, 1)");
@@ -22,7 +36,7 @@ Message settled_reply(const Message& request, const std::optional<WindowJudgemen
   // silo's block has many, the bound's max over them grows with their number, and at the decayed
   // step over the rule's 64 windows it held a settled block of 10 values (drifts 0.04-0.09 against
   // 0.035 of noise per coordinate) for 18,000 iterations. The server's q has passed that bound.
-  const bool settled = judged->standard_error < request[0] && !judged->drifting;
+  const bool settled = judged_settled(*judged, request[0]);
   return {settled ? kSettled : kMoving, std::min(judged->drift, 1e300), std::min(judged->standard_error, 1e300)};
 }
 

@@ -70,3 +70,25 @@ TEST_CASE("a silo's settled reply carries its verdict and two figures only", "[p
   CHECK_THROWS_AS(settled_reply(Message{}, still), std::invalid_argument);
   CHECK_THROWS_AS(settled_reply(Message{1.5}, still), std::invalid_argument);
 }
+
+TEST_CASE("a silo still moving at the end names the coordinate that drifted most, on the silo", "[program][rule]") {
+  using fvi::program::VariableLayout;
+  VariableLayout mu{"mu", 0, {}}, beta{"beta", 1, {2, 2}}, sigma{"sigma", 5, {}};
+  sigma.transform = FVI_LOWER;
+  const std::vector<VariableLayout> layout{mu, beta, sigma};
+  fvi::WindowJudgement moving;
+  moving.drifting = true, moving.drift = 2.74, moving.standard_error = 0.5;
+  moving.drift_at = 3;  // column-major: offsets 1..4 are beta.1.1, beta.2.1, beta.1.2, beta.2.2
+  CHECK(fvi::program::still_moving_line(1, "split block", moving, 0.05, layout) ==
+        "silo 1: its split block still moved when the run ended: most beta.1.2's mean (2.74 q sds)");
+  moving.drift_at = 5, moving.drift_of_sd = true, moving.drift = 0.3;
+  CHECK(fvi::program::still_moving_line(2, "locals", moving, 0.05, layout) ==
+        "silo 2: its locals still moved when the run ended: most sigma's sd (0.3 relative)");
+  // Nothing to say: settled, never judged, or a coordinate no variable holds.
+  fvi::WindowJudgement settled;
+  settled.drift = 0.01, settled.standard_error = 0.02, settled.drift_at = 3;
+  CHECK(fvi::program::still_moving_line(1, "locals", settled, 0.05, layout).empty());
+  CHECK(fvi::program::still_moving_line(1, "locals", std::nullopt, 0.05, layout).empty());
+  moving.drift_at = 6;
+  CHECK(fvi::program::still_moving_line(1, "locals", moving, 0.05, layout).empty());
+}

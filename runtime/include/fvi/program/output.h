@@ -35,6 +35,11 @@ double bound_value(const char* data_name, double literal, const fvi_data& data, 
 // matrices column-major.
 std::vector<std::string> element_names(const VariableLayout& v);
 
+// Coordinate i of the unconstrained vector `layout` lays out, by name, with the series the
+// stopping rule judged: "beta.3.2's mean", "sigma's sd" ("" where i is no variable's, or one
+// whose unconstrained values are not its elements).
+std::string coordinate_name(const std::vector<VariableLayout>& layout, int64_t i, bool sd);
+
 // The variables of `group` (FVI_GROUP_GLOBAL, ...) in declaration order.
 std::vector<VariableLayout> variable_layout(const fvi_model& model, fvi_group group, const fvi_data& data);
 

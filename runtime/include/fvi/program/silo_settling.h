@@ -8,9 +8,11 @@
 // `drifting`). Only these three numbers leave a silo.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fvi/optim/window_judgement.h"
 #include "fvi/program/federation.h"
+#include "fvi/program/output.h"
 
 namespace fvi::program {
 
@@ -22,6 +24,16 @@ struct Settling {
   std::string unsettled;  // "" when every silo that answered is settled, else who still moves
   std::string note;       // for a converged verdict: "; every silo's split block settled too (...)"
 };
+
+// Whether a silo's judgement counts as settled at tol_param (what settled_reply sends).
+bool judged_settled(const WindowJudgement& judged, double tol_param);
+
+// The line a silo prints when its run ends and the last judgement it sent found its parameters
+// moving: the coordinate that drifted most, by name, which the server's verdict cannot give (only
+// three numbers leave the silo). `layout` lays out the judged vector; "" where nothing moved.
+// "silo 2: its split block still moved when the run ended: most beta.3.2's mean (2.74 q sds)"
+std::string still_moving_line(int silo, const char* what, const std::optional<WindowJudgement>& last,
+                              double tol_param, const std::vector<VariableLayout>& layout);
 
 // Asks every silo; `what` names their parameters in the verdict ("locals", "split block").
 Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, double tol_param, const char* what);
