@@ -179,6 +179,7 @@ const std::vector<Choice>& choices() {
       {"schedule", {"synchronous", "sequential", "asynchronous"}},
       {"server_damping", {"on", "off"}},
       {"q_z", {"meanfield", "amortized", "none"}},
+      {"q_z_offset", {"residual", "free"}},
       {"precision", {"float64", "float32"}},
       {"estimator", {"stl", "standard"}},
       {"local_reparam", {"on", "off"}},
@@ -462,6 +463,11 @@ const std::vector<KeySpec>& inference_keys() {
        "meanfield"},
       {"q_z_width", "an integer >= 1", "hidden units of the amortised q(z) network", "16"},
       {"q_z_depth", "an integer >= 0", "hidden layers of the amortised q(z) network", "1"},
+      {"q_z_offset", "residual, free",
+       "the amortised q(z) network's mean offsets from m_ik: residual, less their least-squares fit on (1, m_ik) over "
+       "the silo's rows at each draw, so that z's level and scale are b's and theta's alone; free: as the network "
+       "gives them (seed 004)",
+       "residual"},
       {"precision", "float64, float32", "the scalar type of the generated kernels (the PVI methods; the others compute in double and warn)", "float64"},
       {"server_optimiser", "sgd, adam",
        "fedavg, fedvem: the server's step on the pseudo-gradient (fedavg: the rows-weighted mean of the silos' changes "

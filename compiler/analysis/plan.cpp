@@ -720,6 +720,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("q_z", vfl);
   unused("q_z_width", vfl);
   unused("q_z_depth", vfl);
+  unused("q_z_offset", vfl && m.settings.name("q_z", "meanfield") == "amortized");
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
   unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);

@@ -380,7 +380,10 @@ class VflCoordinator : public Coordinator {
                   run_.description.name, run_.transport.silos(), rounds_);
     else
       std::printf("%s: method = %s, q_z = %s, rho = %g, silos = %d, rounds = %ld\n", run_.description.name,
-                  run_.method.c_str(), !options_.auxiliary ? "none" : options_.amortized ? "amortized" : "meanfield",
+                  run_.method.c_str(), !options_.auxiliary         ? "none"
+                  : !options_.amortized       ? "meanfield"
+                  : options_.residual_offset ? "amortized (q_z_offset = residual)"
+                                             : "amortized (q_z_offset = free)",
                   options_.rho, run_.transport.silos(), rounds_);
     if (options_.auxiliary)
       std::printf("  fitting the %s model (AXDA, rho = %g): an approximation of the written model, exact only as "

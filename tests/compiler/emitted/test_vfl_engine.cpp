@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <tuple>
 
 #include "abi_data.h"
 #include "dual.h"
@@ -87,6 +88,7 @@ struct Setup {
   bool power = false, amortized = false;
   bool exact = false;  // method = vfl_exact: no z, each silo's partial predictor goes up as it is
   bool center = false;  // vfl_exact's centred intercept: b = b_c - mean_i sum_k m_ik
+  bool residual = false;  // q_z_offset = residual: the network's offsets less their fit on (1, m)
   double rho = 0.7;
   long S = 2;
   int width = 3, depth = 2;
@@ -136,20 +138,39 @@ Dual pooled_elbo(const std::vector<Dual>& p, const std::vector<double>& fixed, c
           total = total - normal_lpdf(theta[c], fixed[at + c], std::exp(fixed[at + P + c]));
       }
       const size_t zat = at + 2 * size_t(P);
-      for (int i = 0; i < N; ++i) {
+      for (int i = 0; i < N; ++i)
         for (int c = 0; c < P; ++c) m[k][i] = m[k][i] + Dual(d.X(i, d.first(k) + c)) * theta[c];
+      // The amortised network's outputs at every row: offsets a (psi live), a0 (psi fixed, m live).
+      std::vector<Dual> a(N), sv(N), a0(N), s0(N);
+      if (o.amortized && !o.exact) {
+        for (int i = 0; i < N; ++i) {
+          std::vector<Dual> u{m[k][i]};
+          if (o.power) u.push_back(Dual(d.y[i]));
+          std::tie(a[i], sv[i]) = network(p, zat, u, o.width, o.depth);
+          std::tie(a0[i], s0[i]) = network(fixed, zat, u, o.width, o.depth);
+        }
+        if (o.residual) {  // each less its least-squares line on m over the rows, written out
+          for (std::vector<Dual>* offsets : {&a, &a0}) {
+            Dual m_bar = 0, a_bar = 0;
+            for (int i = 0; i < N; ++i) m_bar = m_bar + m[k][i] / Dual(N), a_bar = a_bar + (*offsets)[i] / Dual(N);
+            Dual cross = 0, square = 0;
+            for (int i = 0; i < N; ++i) {
+              cross = cross + ((*offsets)[i] - a_bar) * (m[k][i] - m_bar);
+              square = square + (m[k][i] - m_bar) * (m[k][i] - m_bar);
+            }
+            for (int i = 0; i < N; ++i) (*offsets)[i] = (*offsets)[i] - a_bar - cross / square * (m[k][i] - m_bar);
+          }
+        }
+      }
+      for (int i = 0; i < N; ++i) {
         if (o.exact) {  // the written model: no auxiliary variable, no coupling term
           z[k][i] = m[k][i];
           continue;
         }
         Dual log_q;
         if (o.amortized) {
-          std::vector<Dual> u{m[k][i]};
-          if (o.power) u.push_back(Dual(d.y[i]));
-          const auto [a, sv] = network(p, zat, u, o.width, o.depth);
-          z[k][i] = m[k][i] + a + exp(sv) * Dual(tau[k](i, s));
-          const auto [a0, s0] = network(fixed, zat, u, o.width, o.depth);  // psi held fixed, m not
-          log_q = normal_lpdf(z[k][i], m[k][i] + a0, exp(s0));
+          z[k][i] = m[k][i] + a[i] + exp(sv[i]) * Dual(tau[k](i, s));
+          log_q = normal_lpdf(z[k][i], m[k][i] + a0[i], exp(s0[i]));  // psi held fixed, m not
         } else {
           // z's mean: the offset plus x_i . (q(theta_k)'s mean), with theta's mean a parameter too.
           Dual centre = 0;
@@ -204,6 +225,7 @@ void check_exact_decomposition(const Setup& o) {
   opt.auxiliary = !o.exact;
   opt.exact = o.exact;
   opt.center = o.center;
+  opt.residual_offset = o.residual;
   opt.rho = o.rho;
   opt.mc_samples = o.S;
   opt.width = o.width;
@@ -301,12 +323,24 @@ TEST_CASE("VFL augmented model: federated gradient = pooled gradient (amortised 
   check_exact_decomposition({false, true});
 }
 
+TEST_CASE("VFL augmented model: federated gradient = pooled gradient (amortised q(z), residual offsets)", "[vfl]") {
+  Setup o{false, true};
+  o.residual = true;
+  check_exact_decomposition(o);
+}
+
 TEST_CASE("VFL power model: federated gradient = pooled gradient (mean-field q(z))", "[vfl]") {
   check_exact_decomposition({true, false});
 }
 
 TEST_CASE("VFL power model: federated gradient = pooled gradient (amortised q(z))", "[vfl]") {
   check_exact_decomposition({true, true});
+}
+
+TEST_CASE("VFL power model: federated gradient = pooled gradient (amortised q(z), residual offsets)", "[vfl]") {
+  Setup o{true, true};
+  o.residual = true;
+  check_exact_decomposition(o);
 }
 
 // ---- the joint family ------------------------------------------------------------------------

@@ -50,6 +50,9 @@ struct VflOptions {
   bool auxiliary = true;
   bool exact = false;       // method = vfl_exact
   long width = 16, depth = 1;
+  // q_z_offset = residual (the default): the amortised network's mean offsets are taken off their
+  // least-squares fit on (1, m_k) over the silo's rows, so z's level and scale stay b's and theta's.
+  bool residual_offset = true;
   double lr = 0.01;
   long mc_samples = 1;
   long local_steps = 1;     // silo steps per iteration; steps after the first hold z fixed
@@ -287,6 +290,7 @@ class VflSilo {
   StationarityWatch watch_;   // and its judgement of q(theta_k), in the rule's windows
   // The kept draw (from propose): noise, and what it produced.
   Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
+  Eigen::MatrixXd offset_;  // z's mean less m: the network's a, or its residual on (1, m)
   Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)
   double own_likelihood_ = 0;
   Eigen::VectorXd y_;  // power model with an amortised q(z): the outcome rows (a network input)
