@@ -371,7 +371,7 @@ const std::vector<KeySpec>& inference_keys() {
        ""},
       {"max_rounds", "an integer >= 1",
        "without rounds: the most rounds (iterations) the stopping rule may take",
-       "PVI 100, SFVI-Avg and independent 2000, SFVI and VFL 20000"},
+       "PVI 100, SFVI-Avg and independent 2000, SFVI 20000, VFL 40000"},
       {"window", "an integer >= 1", "rounds (iterations) per window of the stopping rule",
        "PVI 1, SFVI-Avg 5, SFVI and VFL 100"},
       {"tol", "a number > 0",

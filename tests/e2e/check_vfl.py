@@ -230,9 +230,10 @@ def case_poisson(fvic, cache, work):
     # mu_1 is learnt from the 5 level slopes beta_1[r] (~400 areas of ~300 counts each pin every
     # slope to +-0.003), so its posterior in both models is essentially that of the mean of 5 draws
     # from N(mu_1, sigma_1), sigma_1 ~ 0.36: sd ~ 0.13, 40 times a slope's. The augmented model
-    # moves the slopes by up to 8 %, their mean by < 0.01 (under 0.1 sd); the rest is the jitter of
+    # moves the slopes by under 1 % (up to 8 % with a free offset), their mean by < 0.01 (under 0.1 sd); the rest is the jitter of
     # each fit's last Adam iterate (lr 0.01; mu_1 moves by ~0.02 between seeds and run lengths).
-    # Observed |difference|: 0.13-0.21 sd at this budget (seeds 1-3), up to 0.35 sd after 20,000
+    # Observed |difference|: 0.05 sd (q_z_offset = residual); with a free offset 0.13-0.21 sd at
+    # this budget (seeds 1-3), up to 0.35 sd after 20,000
     # iterations. 0.5 sd keeps a margin over those and still fails the sign-flipped local optimum
     # the amortised fit falls into when it starts far from the rate (mu_1 ~ 0.01, 1.1 sd away;
     # README.md, "b = log 0.01").
@@ -241,14 +242,19 @@ def case_poisson(fvic, cache, work):
             % (m_fit, abs(m_fit - m_ref) / s_ref, m_ref))
     require(0.5 < s_fit / s_ref < 2, "mu_1: augmented sd %.4f against centralised %.4f" % (s_fit, s_ref))
     P = ref["beta1"]["shape"][1]
-    for r, (b_fit, b_ref) in enumerate(zip(fit["beta"]["mean"][0::P], ref["beta1"]["mean"][0::P])):
-        print("beta_1[%d]: augmented %.4f, centralised %.4f" % (r + 1, b_fit, b_ref))
-        # each |beta_1[r]| >= 0.085 here and each slope's sd is ~0.003, so 15 % is over 4 sd; the
-        # augmented model's slopes sit -1.5 % .. +8.2 % off the centralised ones at rho = 1 (the
-        # network's mean offset a(m) and the slopes share the scale of z; seeds 1-3, 6,000 and
-        # 20,000 iterations), and a flipped or collapsed slope is off by 100 % or more.
-        require(abs(b_fit - b_ref) < 0.15 * abs(b_ref),
-                "beta_1[%d]: augmented %.4f, centralised %.4f" % (r + 1, b_fit, b_ref))
+    for r, (b_fit, b_ref, s_ref) in enumerate(zip(fit["beta"]["mean"][0::P], ref["beta1"]["mean"][0::P],
+                                                  ref["beta1"]["sd"][0::P])):
+        print("beta_1[%d]: augmented %.4f, centralised %.4f (sd %.4f): %.2f sd"
+              % (r + 1, b_fit, b_ref, s_ref, abs(b_fit - b_ref) / s_ref))
+        # With q_z_offset = residual (the default) z's scale is the slopes' alone and q(z | theta)
+        # follows m with unit slope: both fits then estimate the counts' slopes, and differ by the
+        # two stochastic fits' error at this budget (under 1 sd each). 3 sd allows that and fails
+        # the ridge of a free offset, where the network's slope in m and the slopes share z's
+        # scale (level 4 +3.5 %, 7 sd; -1.5 .. +8.2 % over the levels and seeds 1-3), and a
+        # flipped or collapsed slope (100 %, hundreds of sds).
+        require(abs(b_fit - b_ref) < 3 * s_ref,
+                "beta_1[%d]: augmented %.4f, centralised %.4f: %.2f centralised sd apart"
+                % (r + 1, b_fit, b_ref, abs(b_fit - b_ref) / s_ref))
 
 
 def case_heldout(fvic, cache, work):

@@ -25,6 +25,10 @@
 
 namespace fvi::program {
 
+// The stopping rule's safety net for VFL iterations (max_rounds' default): the acceptance model
+// examples/vfl_poisson_multilevel converges by the rule after 25,600 with its own inference block.
+constexpr long kVflMaxIterations = 40000;
+
 namespace {
 
 using engine::VflServer;
@@ -246,7 +250,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         options_(engine::VflOptions::from(settings, method)),
         data_(std::move(data)),
         silo_(model, data_.view(), silo, silos, options_),
-        summary_{model.name, method, silos, int(max_steps(settings, 20000)), {}},
+        summary_{model.name, method, silos, int(max_steps(settings, kVflMaxIterations)), {}},
         draws_(output_draws(settings, 1)) {}
 
   SiloEndpoint& endpoint() override { return *this; }
@@ -361,7 +365,7 @@ class VflCoordinator : public Coordinator {
       : run_(run),
         power_(run.method == "vfl_power"),
         options_(engine::VflOptions::from(run.settings, run.method)),
-        rounds_(max_steps(run.settings, 20000)),
+        rounds_(max_steps(run.settings, kVflMaxIterations)),
         refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
         server_(run.model, run.server_data.view(), options_, run.transport.silos()),
         federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples) {
