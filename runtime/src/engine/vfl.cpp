@@ -260,10 +260,10 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
     : silo_(silo),
       silos_(silos),
       options_(options),
+      centred_intercept_(silo_sum_intercept_variable(model, options) >= 0),
       split_dim_(group_dim(model, FVI_GROUP_SPLIT, data)),
       hyper_dim_(group_dim(model, FVI_GROUP_SPLIT_HYPER, data)),
       global_dim_(group_dim(model, FVI_GROUP_GLOBAL, data)),
-      centred_intercept_(silo_sum_intercept_variable(model, options) >= 0),
       adam_(1, AdamOptions{StepSizeSchedule(options.lr)}) {
   contribution_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
   if (!contribution_) throw ModelError("silo " + std::to_string(silo) + ": the model has no silo_sum contribution");
@@ -508,8 +508,8 @@ void VflSilo::evaluate_kept() {
     const Eigen::MatrixXd& out = net_.forward(z_params, u);
     a_ = Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(out.row(0)).data(), rows_, S);
     s_ = Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(out.row(1)).data(), rows_, S);
-    offset_ = options_.residual_offset ? residual_on_level_and_scale(a_, m_) : a_;
-    z_ = m_ + offset_ + (s_.array().exp() * tau_.array()).matrix();
+    const Eigen::MatrixXd offset = options_.residual_offset ? residual_on_level_and_scale(a_, m_) : a_;
+    z_ = m_ + offset + (s_.array().exp() * tau_.array()).matrix();
   } else {
     // seed 004 Eq. 10: z = mu_z + sigma_z tau, independent of theta's draw; mu_z = m_k(mean) + offset.
     Eigen::VectorXd mu = z_params.head(rows_);

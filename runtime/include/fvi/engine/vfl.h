@@ -290,7 +290,6 @@ class VflSilo {
   StationarityWatch watch_;   // and its judgement of q(theta_k), in the rule's windows
   // The kept draw (from propose): noise, and what it produced.
   Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
-  Eigen::MatrixXd offset_;  // z's mean less m: the network's a, or its residual on (1, m)
   Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)
   double own_likelihood_ = 0;
   Eigen::VectorXd y_;  // power model with an amortised q(z): the outcome rows (a network input)
