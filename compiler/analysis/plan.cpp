@@ -720,7 +720,13 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("q_z", vfl);
   unused("q_z_width", vfl);
   unused("q_z_depth", vfl);
-  unused("q_z_offset", vfl && m.settings.name("q_z", "meanfield") == "amortized");
+  if (vfl && m.settings.has("q_z_offset") && m.settings.name("q_z", "meanfield") != "amortized") {
+    plan.notes.push_back("'q_z_offset' has no effect with q_z = " + m.settings.name("q_z", "meanfield") +
+                         " (it shapes the amortised network's offsets)");
+    plan.ignored_settings.push_back(plan.notes.back());
+  } else {
+    unused("q_z_offset", vfl);
+  }
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
   unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);
