@@ -395,10 +395,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       // sd over 6,400 iterations while the globals have settled); the reported locals are the
       // importance-weighted estimate, not q: not judged.
       if (silo_->local_samples() > 1) return settled_reply(request, std::nullopt);
-      const WindowJudgement judged = silo_->locals_settled(request.empty() ? 0 : request[0]);
-      Message reply = settled_reply(request, judged);  // throws on a malformed request
-      last_judged_ = judged, judged_at_ = request[0];
-      return reply;
+      return settled_.answer(request, silo_->locals_settled(request.empty() ? 0 : request[0]));
     }
     if (phase == Phase::kSfviFitLocally) {
       if (request.size() < 3) throw std::invalid_argument("a local-fit request needs [steps, scale, independent]");
@@ -475,9 +472,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   }
 
   void finish(const std::string& dir) override {
-    const std::string moving = still_moving_line(silo_->silo(), "locals", last_judged_, judged_at_,
-                                                 variable_layout(model_, FVI_GROUP_LOCAL, data_.view()));
-    if (!moving.empty()) std::printf("%s\n", moving.c_str());
+    settled_.report(silo_->silo(), "locals", variable_layout(model_, FVI_GROUP_LOCAL, data_.view()));
     if (!final_) return;
     const Global q = own_ && method_ == "independent"
                          ? Global::from_params(own_->global_params, silo_global_dim(), options_.correlated_global)
@@ -585,10 +580,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   long draws_;
   std::optional<SfviLocalFit> own_;      // the independent fit's own q(Z_G) and theta
   std::optional<SfviBroadcast> final_;   // the final global posterior, for the local one
-  // The last judgement of the locals the server asked for, at its tol_param: locals still moving
-  // are named at the end (still_moving_line).
-  std::optional<WindowJudgement> last_judged_;
-  double judged_at_ = 0;
+  SettledAnswers settled_;  // locals still moving at the end are named
 };
 
 // SFVI, SFVI-Avg and the independent baseline (seed 002 Algs. 1-2) as the server loop's

@@ -28,6 +28,11 @@ std::string still_moving_line(int silo, const char* what, const std::optional<Wi
   return "silo " + std::to_string(silo) + ": its " + what + " still moved when the run ended: most " + name + figure;
 }
 
+void SettledAnswers::report(int silo, const char* what, const std::vector<VariableLayout>& layout) const {
+  const std::string line = still_moving_line(silo, what, last_, tol_param_, layout);
+  if (!line.empty()) std::printf("%s\n", line.c_str());
+}
+
 Message settled_reply(const Message& request, const std::optional<WindowJudgement>& judged) {
   if (request.size() != 1 || !(request[0] > 0 && request[0] < 1))
     throw std::invalid_argument("a settled request needs [tol_param], in (0, 1)");

@@ -316,10 +316,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         return {};
       }
       case Phase::kVflSettled: {
-        const WindowJudgement judged = silo_.block_settled(request.empty() ? 0 : request[0]);
-        Message reply = settled_reply(request, judged);  // throws on a malformed request
-        last_judged_ = judged, judged_at_ = request[0];
-        return reply;
+        return settled_.answer(request, silo_.block_settled(request.empty() ? 0 : request[0]));
       }
       case Phase::kVflFinish:
         if (!finished_) silo_.use_average();
@@ -336,9 +333,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   void restore(const Message& m) override { silo_.restore(Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()))); }
 
   void finish(const std::string& dir) override {
-    const std::string moving = still_moving_line(silo_.silo(), "split block", last_judged_, judged_at_,
-                                                 variable_layout(model_, FVI_GROUP_SPLIT, data_.view()));
-    if (!moving.empty()) std::printf("%s\n", moving.c_str());
+    settled_.report(silo_.silo(), "split block", variable_layout(model_, FVI_GROUP_SPLIT, data_.view()));
     if (finished_) write_split_posterior(dir, model_, data_.view(), silo_, summary_, draws_, options_.seed, settings_);
   }
 
@@ -352,10 +347,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   long draws_;
   std::unique_ptr<data::DataSet> test_;
   bool finished_ = false;
-  // The last judgement of the split block the server asked for, at its tol_param: a block still
-  // moving is named at the end (still_moving_line).
-  std::optional<WindowJudgement> last_judged_;
-  double judged_at_ = 0;
+  SettledAnswers settled_;  // a block still moving at the end is named
 };
 
 // The vertical methods (seed 004 Algs. 1-2) as the server loop's coordinator.

@@ -35,6 +35,23 @@ bool judged_settled(const WindowJudgement& judged, double tol_param);
 std::string still_moving_line(int silo, const char* what, const std::optional<WindowJudgement>& last,
                               double tol_param, const std::vector<VariableLayout>& layout);
 
+// A silo host's side of the settled exchange: answers the request (settled_reply) and keeps the
+// judgement it sent, so that the run's end can name what still moved (still_moving_line).
+class SettledAnswers {
+ public:
+  Message answer(const Message& request, const WindowJudgement& judged) {
+    Message reply = settled_reply(request, judged);  // throws on a malformed request
+    last_ = judged, tol_param_ = request[0];
+    return reply;
+  }
+  // Prints the still-moving line, if any.
+  void report(int silo, const char* what, const std::vector<VariableLayout>& layout) const;
+
+ private:
+  std::optional<WindowJudgement> last_;
+  double tol_param_ = 0;
+};
+
 // Asks every silo; `what` names their parameters in the verdict ("locals", "split block").
 Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, double tol_param, const char* what);
 
