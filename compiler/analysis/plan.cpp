@@ -682,9 +682,10 @@ bool check_family(const SemanticModel& m, const Groups& g, Diagnostics& diags, P
 }
 
 void add_notes(const SemanticModel& m, Plan& plan) {
-  auto unused = [&](const char* key, bool applies) {
+  // `with`: what the key has no effect with, if not the method.
+  auto unused = [&](const char* key, bool applies, const std::string& with = "") {
     if (m.settings.has(key) && !applies) {
-      plan.notes.push_back(std::string("'") + key + "' has no effect with " + method_key(plan.method));
+      plan.notes.push_back(std::string("'") + key + "' has no effect with " + (with.empty() ? method_key(plan.method) : with));
       plan.ignored_settings.push_back(plan.notes.back());
     }
   };
@@ -720,13 +721,9 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("q_z", vfl);
   unused("q_z_width", vfl);
   unused("q_z_depth", vfl);
-  if (vfl && m.settings.has("q_z_offset") && m.settings.name("q_z", "meanfield") != "amortized") {
-    plan.notes.push_back("'q_z_offset' has no effect with q_z = " + m.settings.name("q_z", "meanfield") +
-                         " (it shapes the amortised network's offsets)");
-    plan.ignored_settings.push_back(plan.notes.back());
-  } else {
-    unused("q_z_offset", vfl);
-  }
+  const std::string q_z = m.settings.name("q_z", "meanfield");
+  unused("q_z_offset", vfl && q_z == "amortized",
+         vfl ? "q_z = " + q_z + " (it shapes the amortised network's offsets)" : std::string());
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
   unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);

@@ -395,7 +395,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
       // sd over 6,400 iterations while the globals have settled); the reported locals are the
       // importance-weighted estimate, not q: not judged.
       if (silo_->local_samples() > 1) return settled_reply(request, std::nullopt);
-      return settled_.answer(request, silo_->locals_settled(request.empty() ? 0 : request[0]));
+      return settled_.answer(request, [&](double tol) { return silo_->locals_settled(tol); });
     }
     if (phase == Phase::kSfviFitLocally) {
       if (request.size() < 3) throw std::invalid_argument("a local-fit request needs [steps, scale, independent]");

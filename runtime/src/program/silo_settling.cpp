@@ -33,15 +33,20 @@ void SettledAnswers::report(int silo, const char* what, const std::vector<Variab
   if (!line.empty()) std::printf("%s\n", line.c_str());
 }
 
-Message settled_reply(const Message& request, const std::optional<WindowJudgement>& judged) {
+double settled_request_tol(const Message& request) {
   if (request.size() != 1 || !(request[0] > 0 && request[0] < 1))
     throw std::invalid_argument("a settled request needs [tol_param], in (0, 1)");
+  return request[0];
+}
+
+Message settled_reply(const Message& request, const std::optional<WindowJudgement>& judged) {
+  const double tol_param = settled_request_tol(request);
   if (!judged) return {kNotJudged, 0.0, 0.0};
   // Precise, and no coordinate trends significantly. Not step 3's bound on every coordinate: a
   // silo's block has many, the bound's max over them grows with their number, and at the decayed
   // step over the rule's 64 windows it held a settled block of 10 values (drifts 0.04-0.09 against
   // 0.035 of noise per coordinate) for 18,000 iterations. The server's q has passed that bound.
-  const bool settled = judged_settled(*judged, request[0]);
+  const bool settled = judged_settled(*judged, tol_param);
   return {settled ? kSettled : kMoving, std::min(judged->drift, 1e300), std::min(judged->standard_error, 1e300)};
 }
 

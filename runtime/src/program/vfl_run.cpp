@@ -316,7 +316,7 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         return {};
       }
       case Phase::kVflSettled: {
-        return settled_.answer(request, silo_.block_settled(request.empty() ? 0 : request[0]));
+        return settled_.answer(request, [&](double tol) { return silo_.block_settled(tol); });
       }
       case Phase::kVflFinish:
         if (!finished_) silo_.use_average();

@@ -16,6 +16,9 @@
 
 namespace fvi::program {
 
+// The tol_param of a settled request; throws on a request that is not [tol_param] in (0, 1).
+double settled_request_tol(const Message& request);
+
 // A silo's reply to the request (throws on a request that is not [tol_param] in (0, 1));
 // nullopt: its parameters are not judged.
 Message settled_reply(const Message& request, const std::optional<WindowJudgement>& judged);
@@ -39,10 +42,12 @@ std::string still_moving_line(int silo, const char* what, const std::optional<Wi
 // judgement it sent, so that the run's end can name what still moved (still_moving_line).
 class SettledAnswers {
  public:
-  Message answer(const Message& request, const WindowJudgement& judged) {
-    Message reply = settled_reply(request, judged);  // throws on a malformed request
-    last_ = judged, tol_param_ = request[0];
-    return reply;
+  // `judge(tol_param)` gives the judgement; it is asked only once the request is well formed.
+  template <class Judge>
+  Message answer(const Message& request, Judge judge) {
+    tol_param_ = settled_request_tol(request);  // throws on a malformed request
+    last_ = judge(tol_param_);
+    return settled_reply(request, last_);
   }
   // Prints the still-moving line, if any.
   void report(int silo, const char* what, const std::vector<VariableLayout>& layout) const;
