@@ -193,6 +193,8 @@ const std::vector<CdfEntry>& cdf_table() {
   static const std::vector<CdfEntry> table = {
       {"normal", {}},   {"student_t", {0}}, {"cauchy", {}},      {"logistic", {}},
       {"double_exponential", {}}, {"lognormal", {}}, {"exponential", {}},
+      {"weibull", {}},  {"frechet", {}},    {"rayleigh", {}},    {"pareto", {}},
+      {"pareto_type_2", {}},      {"gumbel", {}},
   };
   return table;
 }

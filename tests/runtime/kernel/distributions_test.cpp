@@ -379,6 +379,13 @@ TEST_CASE("each log CDF is the log of its density's integral, both tails", "[ker
       {"double_exponential", {1.0, 0.5}, {-8.0, 0.7, 1.0, 1.3, 9.0}, -INFINITY},
       {"lognormal", {0.2, 0.5}, {0.1, 1.0, 1.22, 4.0, 20.0}, 0},
       {"exponential", {1.7}, {0.01, 0.5, 2.0, 9.0}, 0},
+      {"weibull", {1.6, 2.0}, {0.05, 1.0, 2.0, 4.5, 9.0}, 0},
+      {"weibull", {0.7, 0.5}, {0.01, 0.3, 2.0, 12.0}, 0},
+      {"frechet", {2.5, 1.5}, {0.4, 1.0, 1.5, 4.0, 30.0}, 0},
+      {"rayleigh", {0.8}, {0.02, 0.5, 1.0, 3.5}, 0},
+      {"pareto", {0.5, 3.0}, {0.51, 0.7, 2.0, 40.0}, 0.5},
+      {"pareto_type_2", {-1.0, 2.0, 2.5}, {-0.9, 0.0, 3.0, 60.0}, -1.0},
+      {"gumbel", {0.4, 1.2}, {-3.0, 0.0, 0.4, 3.0, 15.0}, -INFINITY},
   };
   for (const CdfCase& c : cases)
     for (double y : c.at) {
@@ -429,6 +436,20 @@ TEST_CASE("log CDFs against closed forms and far in the tails", "[kernel][distri
   // Outside the support of a positive distribution.
   CHECK(log_cdf("lognormal_lcdf", -1.0, {0.0, 1.0}) == -INFINITY);
   CHECK(log_cdf("exponential_lccdf", 0.0, {2.0}) == 0.0);
+  CHECK(log_cdf("weibull_lcdf", 0.0, {1.5, 2.0}) == -INFINITY);
+  CHECK(log_cdf("weibull_lccdf", -1.0, {1.5, 2.0}) == 0.0);
+  CHECK(log_cdf("pareto_lcdf", 0.4, {0.5, 3.0}) == -INFINITY);
+  CHECK(log_cdf("pareto_type_2_lccdf", -2.0, {-1.0, 2.0, 2.5}) == 0.0);
+  CHECK(log_cdf("frechet_lcdf", 0.0, {2.5, 1.5}) == -INFINITY);
+  // The closed tails exactly: weibull's log P(Y > y) = -(y / sigma)^alpha; with alpha = 1 it is
+  // the exponential of rate 1 / sigma, and rayleigh's is the weibull with alpha = 2, sigma sqrt 2.
+  CHECK_THAT(log_cdf("weibull_lccdf", 3.0, {2.0, 1.5}), Catch::Matchers::WithinRel(-4.0, 1e-15));
+  CHECK_THAT(log_cdf("weibull_lcdf", 0.7, {1.0, 2.0}), Catch::Matchers::WithinRel(log_cdf("exponential_lcdf", 0.7, {0.5}), 1e-14));
+  CHECK_THAT(log_cdf("rayleigh_lcdf", 1e-5, {0.8}),
+             Catch::Matchers::WithinRel(log_cdf("weibull_lcdf", 1e-5, {2.0, 0.8 * std::sqrt(2.0)}), 1e-12));
+  // Far in the upper tail log(1 - exp(-w)) keeps its precision: gumbel at z = 40 is -e^-40.
+  CHECK_THAT(log_cdf("gumbel_lccdf", 40.0, {0.0, 1.0}), Catch::Matchers::WithinRel(std::log(-std::expm1(-std::exp(-40.0))), 1e-14));
+  CHECK_THAT(log_cdf("gumbel_lcdf", 40.0, {0.0, 1.0}), Catch::Matchers::WithinRel(-std::exp(-40.0), 1e-14));
 }
 
 TEST_CASE("vector-Jacobian products of the log CDFs match finite differences", "[kernel][distributions]") {
@@ -443,5 +464,13 @@ TEST_CASE("vector-Jacobian products of the log CDFs match finite differences", "
       for (size_t k : {0, 1, 2})
         check_vjp(d + t, {vec({0.5, 1.2, 2.0}), vec({0.1, 0.3, -0.25, 0.4, 0.0, 1.0}, 2), scalar(0.7)}, k);
     for (size_t k : {0, 1}) check_vjp("exponential" + t, {vec({0.5, 1.2, 2.0}), vec({1.1, 0.3, 2.2, 0.4, 0.9, 1.0}, 2)}, k);
+    for (const char* d : {"weibull", "frechet"})
+      for (size_t k : {0, 1, 2})
+        check_vjp(d + t, {vec({0.5, 1.2, 2.0}), vec({1.1, 0.6, 2.2, 0.4, 0.9, 3.0}, 2), scalar(0.9)}, k);
+    for (size_t k : {0, 1}) check_vjp("rayleigh" + t, {vec({0.5, 1.2, 2.0}), vec({1.1, 0.6, 2.2, 0.4, 0.9, 3.0}, 2)}, k);
+    for (size_t k : {0, 1, 2}) check_vjp("pareto" + t, {vec({0.5, 1.2, 2.0}), scalar(0.3), vec({1.1, 0.6, 2.2, 0.4, 0.9, 3.0}, 2)}, k);
+    for (size_t k : {0, 1, 2, 3})
+      check_vjp("pareto_type_2" + t, {vec({0.5, 1.2, 2.0}), scalar(-0.4), vec({1.1, 0.6, 2.2, 0.4, 0.9, 3.0}, 2), scalar(1.7)}, k);
+    for (size_t k : {0, 1, 2}) check_vjp("gumbel" + t, {vec({0.5, -1.2, 2.0}), vec({0.1, 0.3, -0.25, 0.4, 0.0, 1.0}, 2), scalar(0.7)}, k);
   }
 }

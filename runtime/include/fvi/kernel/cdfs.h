@@ -7,10 +7,16 @@
 // symmetric, so P(Y > y) = F(-z) with z = (y - mu) / sigma; each derivative is the density over
 // the probability: d/dy log F(z) = f(y) / F(z), d/dmu = -f(y) / F(z), d/dsigma = -z f(y) / F(z).
 // student_t's nu has no derivative here (the checker keeps parameters out of it).
+//
+// The extreme-value and power-law families have one tail in closed form, exp(-w) with w >= 0 an
+// elementary function of y and the parameters (tail_exponent below): P(Y > y) = exp(-w) for
+// weibull, rayleigh, pareto and pareto_type_2, P(Y <= y) = exp(-w) for frechet and gumbel. That
+// tail's log is -w; the other's is log(1 - exp(-w)), whose derivative is w' / expm1(w).
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -57,7 +63,10 @@ inline double log_normal_cdf(double z) {
   return -0.5 * z * z - std::log(-z) - kHalfLogTwoPi + std::log1p(w * (-1 + w * (3 - 15 * w)));
 }
 
-enum class CdfFamily { Normal, StudentT, Cauchy, Logistic, DoubleExponential, Lognormal, Exponential };
+enum class CdfFamily {
+  Normal, StudentT, Cauchy, Logistic, DoubleExponential, Lognormal, Exponential,
+  Weibull, Frechet, Rayleigh, Pareto, ParetoType2, Gumbel,  // one tail exp(-w) in closed form
+};
 
 struct CdfName {
   CdfFamily family;
@@ -75,13 +84,17 @@ inline bool is_cdf_name(const std::string& d) {
 inline CdfName parse_cdf_name(const std::string& d) {
   const bool upper = d.size() > 6 && d.compare(d.size() - 6, 6, "_lccdf") == 0;
   const std::string base = d.substr(0, d.rfind('_'));
-  if (base == "normal") return {CdfFamily::Normal, upper};
-  if (base == "student_t") return {CdfFamily::StudentT, upper};
-  if (base == "cauchy") return {CdfFamily::Cauchy, upper};
-  if (base == "logistic") return {CdfFamily::Logistic, upper};
-  if (base == "double_exponential") return {CdfFamily::DoubleExponential, upper};
-  if (base == "lognormal") return {CdfFamily::Lognormal, upper};
-  if (base == "exponential") return {CdfFamily::Exponential, upper};
+  static const std::pair<const char*, CdfFamily> families[] = {
+      {"normal", CdfFamily::Normal},       {"student_t", CdfFamily::StudentT},
+      {"cauchy", CdfFamily::Cauchy},       {"logistic", CdfFamily::Logistic},
+      {"double_exponential", CdfFamily::DoubleExponential},
+      {"lognormal", CdfFamily::Lognormal}, {"exponential", CdfFamily::Exponential},
+      {"weibull", CdfFamily::Weibull},     {"frechet", CdfFamily::Frechet},
+      {"rayleigh", CdfFamily::Rayleigh},   {"pareto", CdfFamily::Pareto},
+      {"pareto_type_2", CdfFamily::ParetoType2}, {"gumbel", CdfFamily::Gumbel},
+  };
+  for (const auto& [name, family] : families)
+    if (base == name) return {family, upper};
   throw std::invalid_argument("no cumulative distribution function '" + d + "'");
 }
 
@@ -102,7 +115,7 @@ inline double log_standard_cdf(CdfFamily f, double z, double nu) {
       return z < 0 ? std::log(std::atan(-1 / z) / M_PI) : std::log1p(-std::atan(1 / z) / M_PI);
     case CdfFamily::Logistic: return z < 0 ? z - std::log1p(std::exp(z)) : -std::log1p(std::exp(-z));
     case CdfFamily::DoubleExponential: return z < 0 ? kLogHalf + z : std::log1p(-0.5 * std::exp(-z));
-    case CdfFamily::Exponential: break;
+    default: break;
   }
   throw std::logic_error("log_standard_cdf: not a symmetric family");
 }
@@ -118,15 +131,87 @@ inline double log_standard_pdf(CdfFamily f, double z, double nu) {
     case CdfFamily::Cauchy: return -std::log(M_PI) - std::log1p(z * z);
     case CdfFamily::Logistic: return -std::abs(z) - 2 * std::log1p(std::exp(-std::abs(z)));
     case CdfFamily::DoubleExponential: return kLogHalf - std::abs(z);
-    case CdfFamily::Exponential: break;
+    default: break;
   }
   throw std::logic_error("log_standard_pdf: not a symmetric family");
 }
 
+// w of a closed-tail family at y and its partial derivative in operand k (k < 0: w itself;
+// 0 is y, then the parameters in Stan's order). `below` is set where y lies under the support,
+// where the lower tail is empty. Parameters as in distributions.h: weibull and frechet (alpha,
+// sigma), rayleigh (sigma), pareto (y_min, alpha), pareto_type_2 (mu, lambda, alpha), gumbel
+// (mu, beta).
+struct TailExponent {
+  double w;         // the exponent, or its derivative in operand k
+  bool below;       // y is below the support: P(Y <= y) = 0
+};
+inline TailExponent tail_exponent(CdfFamily f, int k, double y, const double* a) {
+  switch (f) {
+    case CdfFamily::Weibull: {  // P(Y > y) = exp(-(y / sigma)^alpha), y >= 0
+      const double alpha = a[0], sigma = a[1];
+      if (y <= 0) return {0, true};
+      const double w = std::pow(y / sigma, alpha);
+      return {k < 0 ? w : k == 0 ? alpha * w / y : k == 1 ? w * std::log(y / sigma) : -alpha * w / sigma, false};
+    }
+    case CdfFamily::Frechet: {  // P(Y <= y) = exp(-(y / sigma)^-alpha), y > 0
+      const double alpha = a[0], sigma = a[1];
+      if (y <= 0) return {0, true};
+      const double w = std::pow(sigma / y, alpha);
+      return {k < 0 ? w : k == 0 ? -alpha * w / y : k == 1 ? w * std::log(sigma / y) : alpha * w / sigma, false};
+    }
+    case CdfFamily::Rayleigh: {  // P(Y > y) = exp(-y^2 / (2 sigma^2)), y >= 0
+      const double sigma = a[0];
+      if (y <= 0) return {0, true};
+      const double w = y * y / (2 * sigma * sigma);
+      return {k < 0 ? w : k == 0 ? y / (sigma * sigma) : -2 * w / sigma, false};
+    }
+    case CdfFamily::Pareto: {  // P(Y > y) = (y_min / y)^alpha, y >= y_min
+      const double y_min = a[0], alpha = a[1];
+      if (y <= y_min) return {0, true};
+      const double log_ratio = std::log(y / y_min);
+      return {k < 0 ? alpha * log_ratio : k == 0 ? alpha / y : k == 1 ? -alpha / y_min : log_ratio, false};
+    }
+    case CdfFamily::ParetoType2: {  // P(Y > y) = (1 + (y - mu) / lambda)^-alpha, y >= mu
+      const double mu = a[0], lambda = a[1], alpha = a[2];
+      if (y <= mu) return {0, true};
+      const double span = lambda + y - mu, log1p_u = std::log1p((y - mu) / lambda);
+      switch (k) {
+        case 0: return {alpha / span, false};
+        case 1: return {-alpha / span, false};
+        case 2: return {-alpha * (y - mu) / (lambda * span), false};
+        case 3: return {log1p_u, false};
+        default: return {alpha * log1p_u, false};
+      }
+    }
+    case CdfFamily::Gumbel: {  // P(Y <= y) = exp(-exp(-(y - mu) / beta))
+      const double mu = a[0], beta = a[1], z = (y - mu) / beta, w = std::exp(-z);
+      return {k < 0 ? w : k == 0 ? -w / beta : k == 1 ? w / beta : w * z / beta, false};
+    }
+    default: break;
+  }
+  throw std::logic_error("tail_exponent: not a closed-tail family");
+}
+
+inline bool has_closed_tail(CdfFamily f) { return f >= CdfFamily::Weibull; }
+// Which tail is exp(-w): the upper one, except for frechet and gumbel.
+inline bool closed_tail_is_upper(CdfFamily f) { return f != CdfFamily::Frechet && f != CdfFamily::Gumbel; }
+
 // One element: the value (k < 0) or the partial derivative in operand k of log P(Y <= y) or
-// log P(Y > y). `a` holds the operands after y: (mu, sigma), (nu, mu, sigma) or (beta).
+// log P(Y > y). `a` holds the operands after y: (mu, sigma), (nu, mu, sigma) or (beta), or a
+// closed-tail family's parameters (tail_exponent).
 inline double cdf_element(const CdfName& n, int k, double y, const double* a) {
   constexpr double inf = std::numeric_limits<double>::infinity();
+  if (has_closed_tail(n.family)) {
+    const TailExponent at = tail_exponent(n.family, -1, y, a);
+    // Below the support (or at its lower end, w = 0 there for the upper-tail families) the
+    // lower tail is empty and the upper one certain, and neither moves with the operands.
+    if (at.below) return k < 0 ? (n.upper ? 0 : -inf) : 0;
+    const bool closed = n.upper == closed_tail_is_upper(n.family);
+    if (k < 0) return closed ? -at.w : std::log(-std::expm1(-at.w));  // log(1 - exp(-w))
+    const double dw = tail_exponent(n.family, k, y, a).w;
+    const double expm1_w = std::expm1(at.w);  // past w = 709 dw / expm1(w) ~ dw e^-w is 0
+    return closed ? -dw : std::isinf(expm1_w) ? 0.0 : dw / expm1_w;
+  }
   if (n.family == CdfFamily::Exponential) {
     const double beta = a[0];
     if (y <= 0) return k < 0 ? (n.upper ? 0 : -inf) : 0;
