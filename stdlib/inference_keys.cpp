@@ -452,8 +452,10 @@ const std::vector<KeySpec>& inference_keys() {
        "SFVI: a global intercept added to silo data x times a global (`alpha + x * beta`, `x * W + b`) is fitted "
        "at x's pooled column means, as brms centres (the written model's posterior exactly: priors at the "
        "written intercept, which the outputs report), and so is a centred hierarchy's location with each silo's "
-       "intercept (`alpha ~ normal(mu, tau)`, `alpha + x * beta`); once, before the first iteration, each silo "
-       "sends its column sums of x and its rows; vfl_exact: an intercept added to `silo_sum(...)` is fitted at the summed "
+       "intercept (`alpha ~ normal(mu, tau)`, `alpha + x * beta`, also one row at a time, `x[n] * beta`); once, before "
+       "the first iteration, each silo sends its column sums of x and its rows, then its sums of squares about the "
+       "pooled means, and a coefficient of a column whose pooled sd exceeds 1 takes Adam's steps and its starting sd "
+       "as of the standardised column's; vfl_exact: an intercept added to `silo_sum(...)` is fitted at the summed "
        "partial predictors centred at their mean over the rows (no message); off: at the raw x",
        "on"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},

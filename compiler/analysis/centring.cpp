@@ -26,13 +26,26 @@ bool split_model(const SemanticModel& m) {
                      [](const Symbol& s) { return s.kind == SymbolKind::Parameter && s.owner == Owner::Split; });
 }
 
-// `x * W` (or `W * x`, W a real and x a vector): the data product an intercept is added to.
+// x itself, or one row of it, `x[n]` (a loop over the rows): centring every row of x centres
+// whichever the index selects, so (x[n] - xbar) W + b_c = x[n] W + b as for the whole of x.
+const Expr* data_or_row(const Expr* e) {
+  if (!e) return nullptr;
+  if (e->kind == ExprKind::Var) return e;
+  if (e->kind != ExprKind::Index || e->args.size() != 1 || e->indices.size() != 1) return nullptr;
+  const Index& i = e->indices[0];
+  if (i.kind != IndexKind::Single || !i.lower || !i.lower->type.is_int()) return nullptr;
+  const Expr* x = e->args[0].get();
+  return x && x->kind == ExprKind::Var ? x : nullptr;
+}
+
+// `x * W` (or `W * x`, W a real and x a vector), x possibly one row `x[n]`: the data product an
+// intercept is added to.
 std::optional<Centring> product(const SemanticModel& m, const Expr* e, Base intercept) {
   if (!e || e->kind != ExprKind::Binary || e->name != "*" || e->args.size() != 2) return std::nullopt;
   for (int data_side : {0, 1}) {
-    const Expr* x = e->args[data_side].get();
+    const Expr* x = data_or_row(e->args[data_side].get());
     const Expr* w = e->args[1 - data_side].get();
-    if (!x || !w || x->kind != ExprKind::Var || w->kind != ExprKind::Var) continue;
+    if (!x || !w || w->kind != ExprKind::Var) continue;
     const Symbol* xs = m.find(x->name);
     const Symbol* ws = m.find(w->name);
     if (!xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo || xs->type.array_dims != 0) continue;

@@ -29,7 +29,8 @@ struct Centring {
 
 // For global `b`: the data and coefficient it is the intercept of, when every read of x in the
 // transformed parameters and model block is in a sum (a chain of + and -) that adds b once and
-// x * W (`W * x` too, W a real): `b + x * W`, `x * W + b`, `offset + b + x * W - c`; b is read
+// x * W (`W * x` too, W a real; x or one row of it, `x[n] * W` in a loop over the rows): `b + x * W`,
+// `x * W + b`, `offset + b + x * W - c`, `exp(-(b + x[n] * W) / k)`; b is read
 // only there and in priors the server evaluates; b and W are unconstrained, b a real (W a vector
 // or real) or a row_vector (W a matrix); and the model has no split parameters (a silo's
 // locals may be added to the sum: `b + x * W + u`). In a model with split parameters: b a real,

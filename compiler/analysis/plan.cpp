@@ -322,7 +322,7 @@ void add_rule_messages(Plan& plan, const Groups& g) {
 
 // SFVI fits each intercept of `x * W + b` at the silos' centred x (analysis/centring.h;
 // runtime/src/program/sfvi_run.cpp SfviCoordinator::centre): x's column sums and rows up, the
-// pooled means down, once.
+// pooled means down, the sums of squares about them up, once.
 void add_opening_messages(Plan& plan, const SemanticModel& m) {
   if (plan.method != Method::SFVI || plan.pooled || m.settings.name("center", "on") == "off") return;
   if (auto w = m.settings.values.find("warm_start"); w != m.settings.values.end() && w->second.number > 0) return;
@@ -336,6 +336,9 @@ void add_opening_messages(Plan& plan, const SemanticModel& m) {
                                                     s.name + " + " + c->data + " * " + c->coefficient + ")",
                             columns + SymSize::constant(1)});
     plan.opening.push_back({"server", "silo k", "the pooled column means of " + c->data, columns});
+    plan.opening.push_back({"silo k", "server", "the column sums of squares of " + c->data + " less those means (to scale " +
+                                                    c->coefficient + "'s steps by " + c->data + "'s pooled sds)",
+                            columns});
     // The silo's rows are sent: their count is no longer private.
     if (x && !x->shape.dims.empty()) {
       const std::string rows = x->shape.dims[0].str();

@@ -1,5 +1,6 @@
 #include "fvi/engine/centring.h"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -30,7 +31,7 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
     const int64_t K = bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
     if ((w.rank == 2 ? wp->dims[1] : 1) != K) continue;
     blocks.push_back({b.centring_data, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
-                      Eigen::Index(D), Eigen::Index(K), {}});
+                      Eigen::Index(D), Eigen::Index(K), {}, {}});
   }
   return blocks;
 }
@@ -72,6 +73,58 @@ Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, in
 void centre_columns(const CentringBlock& block, double* values, int64_t rows) {
   Eigen::Map<Eigen::MatrixXd> m(values, rows, block.columns);
   m.rowwise() -= block.means.transpose();
+}
+
+Eigen::VectorXd column_sums_of_squares(const CentringBlock& block, const fvi_data& data) {
+  int64_t rows = 0;
+  column_sums(block, data, rows);  // x's place and shape checked
+  for (int i = 0; i < data.count; ++i)
+    if (std::strcmp(data.names[i], block.data.c_str()) == 0) {
+      const fvi_tensor& x = data.values[i];
+      return Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().squaredNorm().transpose();
+    }
+  return {};
+}
+
+Eigen::VectorXd pooled_scales(const Eigen::VectorXd& sums_of_squares, double rows) {
+  Eigen::VectorXd s = Eigen::VectorXd::Ones(sums_of_squares.size());
+  if (!(rows > 0)) return s;
+  for (Eigen::Index j = 0; j < s.size(); ++j) {
+    const double sd = std::sqrt(sums_of_squares[j] / rows);
+    if (std::isfinite(sd) && sd > 1) s[j] = sd;
+  }
+  return s;
+}
+
+namespace {
+
+// f(index of W_jk among the globals, s_j) for every coefficient of a block with scales.
+template <typename F>
+void each_scaled_coefficient(const std::vector<CentringBlock>& blocks, F f) {
+  for (const CentringBlock& c : blocks) {
+    if (c.scales.size() != c.columns) continue;
+    for (Eigen::Index k = 0; k < c.classes; ++k)
+      for (Eigen::Index j = 0; j < c.columns; ++j) f(c.coefficient + k * c.columns + j, c.scales[j]);
+  }
+}
+
+}  // namespace
+
+void to_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params, Eigen::VectorXd& gradient,
+                         Eigen::VectorXd& limit) {
+  each_scaled_coefficient(blocks, [&](Eigen::Index i, double s) {
+    params[i] *= s;
+    gradient[i] /= s;  // d/d(s W) = (d/dW) / s
+    if (limit.size() > 0) limit[i] *= s;
+  });
+}
+
+void from_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params) {
+  each_scaled_coefficient(blocks, [&](Eigen::Index i, double s) { params[i] /= s; });
+}
+
+void scale_starting_sds(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::VectorXd> log_sd) {
+  each_scaled_coefficient(blocks, [&](Eigen::Index i, double s) { log_sd[i] -= std::log(s); });
 }
 
 namespace {

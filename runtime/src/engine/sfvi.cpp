@@ -307,15 +307,25 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   if (std::isfinite(total.elbo_term)) last_elbo_ = total.elbo_term;
   // Started at the mode, q is where it should be: its means step by at most half a conditional
   // sd (the Cholesky factor's diagonal), so that a step along a narrow ridge stays on it.
-  adam_.set_step_limit(mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
-                                                                : q_.marginal_sd()));
+  Eigen::VectorXd limit = mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
+                                                                    : q_.marginal_sd());
+  to_step_coordinates(centring_, params, gradient, limit);
+  adam_.set_step_limit(limit);
   to_prior_scale_coordinates(prior_scales_, params, gradient);
   adam_.step(params, gradient);
   from_prior_scale_coordinates(prior_scales_, params);
+  from_step_coordinates(centring_, params);
   // Along a softmax's shift only the prior moves the objective: its optimum, set exactly.
   remove_class_means(class_shifts_, params.head(global_dim_));
   set(params.head(q_.num_params()), params.tail(hyper_dim_));
   return total.elbo_term;
+}
+
+void SfviServer::set_centring(std::vector<CentringBlock> blocks) {
+  centring_ = std::move(blocks);
+  Eigen::VectorXd params = q_.params();
+  scale_starting_sds(centring_, params.segment(global_dim_, global_dim_));  // the log-sds follow the means
+  q_ = StructuredGlobalGaussian<double>::from_params(params, global_dim_, options_.correlated_global);
 }
 
 void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper) {

@@ -490,7 +490,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
  private:
   // Round 0: x's column sums and rows of each block; round 1: the pooled means, after which the
   // fit's terms read x - xbar (a new SfviSilo over the centred copy, before any step: the
-  // exchange precedes iteration 1, and a second one with the same means changes nothing).
+  // exchange precedes iteration 1, and a second one with the same means changes nothing), and
+  // the reply is x - xbar's column sums of squares.
   Message centre(uint32_t round, const Message& request) {
     // What leaves the silo is its own settings' to allow (`fvic plan` lists it only for these).
     if (method_ != "sfvi" || settings_.name("center", "on") == "off")
@@ -509,7 +510,13 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     }
     if (round != 1) throw std::invalid_argument("a centring request of round " + std::to_string(round));
     apply_centring(request);
-    return {};
+    // x - xbar's column sums of squares: the pooled sds that scale the server's steps.
+    Message m;
+    for (const engine::CentringBlock& b : centring_) {
+      const Eigen::VectorXd squares = engine::column_sums_of_squares(b, centred_.view());
+      m.insert(m.end(), squares.data(), squares.data() + squares.size());
+    }
+    return m;
   }
 
   // The fit's terms read x - xbar from now on (`request`: each block's xbar in turn).
@@ -661,6 +668,7 @@ class SfviCoordinator : public Coordinator {
     }
     Message means;
     size_t at = 0;
+    std::vector<double> block_rows;
     for (engine::CentringBlock& b : blocks) {
       Eigen::VectorXd sum = Eigen::VectorXd::Zero(b.columns);
       double rows = 0;
@@ -672,17 +680,39 @@ class SfviCoordinator : public Coordinator {
       }
       at += size_t(b.columns) + 1;
       if (!(rows > 0)) return;  // no rows anywhere: nothing to centre at
+      block_rows.push_back(rows);
       b.means = sum / rows;
       means.insert(means.end(), b.means.data(), b.means.data() + b.means.size());
     }
     // A silo that misses the means would score its rows at the raw x while the others do not.
-    if (!ask_every_silo(run_.transport, 1, Phase::kSfviCentring, means, 0, replies))
+    size_t columns = 0;
+    for (const engine::CentringBlock& b : blocks) columns += size_t(b.columns);
+    if (!ask_every_silo(run_.transport, 1, Phase::kSfviCentring, means, columns, replies))
       throw std::runtime_error("centring: a silo did not take the pooled means of its data (set center = off to "
                                "fit at the raw data)");
-    std::string names;
+    // Their sums of squares about the means: the pooled sds, Adam's step coordinates (centring.h).
+    at = 0;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      engine::CentringBlock& b = blocks[i];
+      Eigen::VectorXd squares = Eigen::VectorXd::Zero(b.columns);
+      for (const Message& m : replies) {
+        const Eigen::Map<const Eigen::VectorXd> silo_squares(m.data() + at, b.columns);
+        if (!(silo_squares.array() >= 0).all())  // NaN too
+          throw std::runtime_error("centring: a silo sent a sum of squares that is negative or not a number");
+        squares += silo_squares;
+      }
+      at += size_t(b.columns);
+      b.scales = engine::pooled_scales(squares, block_rows[i]);
+    }
+    std::string names, scales;
     for (const engine::CentringBlock& b : blocks) {
       names += (names.empty() ? "" : ", ") + b.intercept_name + " + " + b.data + " * " + b.coefficient_name + " at " +
                b.data + "'s pooled column means";
+      char range[96];
+      if (b.columns == 1) std::snprintf(range, sizeof range, "%.3g", b.scales[0]);
+      else std::snprintf(range, sizeof range, "%.3g to %.3g", b.scales.minCoeff(), b.scales.maxCoeff());
+      if ((b.scales.array() != 1.0).any())
+        scales += (scales.empty() ? "" : "; ") + b.coefficient_name + " by " + range + " (" + b.data + "'s pooled column sds)";
     }
     // A hierarchy's local intercepts, shifted with their prior's location in each silo.
     for (int i = 0; i < run_.model.variable_count; ++i) {
@@ -692,6 +722,9 @@ class SfviCoordinator : public Coordinator {
     }
     centring_note_ = "  centred: " + names + " (the fit's intercept is the written one plus the means times the "
                      "coefficients; every output reports the written)";
+    if (!scales.empty())
+      centring_note_ += "\n  steps scaled: " + scales + ": where a column's sd exceeds 1, Adam's steps and q's starting "
+                        "sd of its coefficient are a standardised column's";
     server_.set_centring(std::move(blocks));
   }
 

@@ -113,6 +113,74 @@ TEST_CASE("centring: multinomial_eb's silo scores the centred data at the fit's 
         }()) > 1e-3);
 }
 
+TEST_CASE("centring: a column wider than 1 has its coefficient's Adam steps and starting sd divided by its sd",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_multinomial_eb();
+  const int D = 3, K = 4, P = D * K + K;
+  Data public_data;
+  public_data.add("D", scalar(D));
+  public_data.add("K", scalar(K));
+  std::vector<CentringBlock> blocks = fvi::engine::centring_blocks(model, public_data.abi(), P);
+  REQUIRE(blocks.size() == 1);
+  blocks[0].means = Eigen::VectorXd::Zero(D);  // no shift: W's prior gradient is -W / sigma_w^2 alone
+  // Pooled sds 10, 0.5 and 3 from 20 rows' sums of squares: a scale where the sd exceeds 1.
+  const Eigen::VectorXd scales = fvi::engine::pooled_scales(Eigen::Vector3d(20 * 100.0, 20 * 0.25, 20 * 9.0), 20);
+  CHECK(scales[0] == Approx(10).epsilon(1e-14));
+  CHECK(scales[1] == 1);
+  CHECK(scales[2] == Approx(3).epsilon(1e-14));
+  CHECK(fvi::engine::pooled_scales(Eigen::Vector2d(0.0, 5.0), 0) == Eigen::Vector2d::Ones());  // no rows
+  std::vector<CentringBlock> scaled = blocks;
+  scaled[0].scales = scales;
+
+  SfviOptions options;
+  options.stl = false;  // the means' gradient is E[d log p / dz], whose sign does not depend on q's sd
+  SfviServer plain(model, public_data.abi(), options), steps(model, public_data.abi(), options);
+  plain.set_centring(blocks);
+  steps.set_centring(scaled);
+  // q starts with W_jk's sd init_sd / s_j, every other at init_sd.
+  for (int k = 0; k < K; ++k)
+    for (int d = 0; d < D; ++d)
+      CHECK(steps.q().sd()[k * D + d] == Approx(options.init_sd / scales[d]).epsilon(1e-14));
+  for (int k = 0; k < K; ++k) CHECK(steps.q().sd()[D * K + k] == Approx(options.init_sd).epsilon(1e-14));
+  CHECK(plain.q().sd().isApprox(Eigen::VectorXd::Constant(P, options.init_sd), 1e-14));
+  // Adam's first step from the means' gradient g (of the ELBO, at the step's noise): its bias-
+  // corrected moments are g and g^2, so the step is lr g / (|g| + 1e-8). In step coordinates the
+  // gradient is g / s_j and the step lr / s_j of that in W_jk's own. Then a softmax's shift is
+  // removed (class_shift.h): each row of W and b less its mean over the classes. To 1e-6: the
+  // ratio of Adam's epsilon to gradients of 1e-2, which its arithmetic (PyTorch's) applies a
+  // little differently.
+  const Eigen::MatrixXd noise = fvi::engine::global_noise(options.seed, 1, P, options.mc_samples);
+  const Eigen::VectorXd g_plain = plain.server_term(noise).d_global, g_steps = steps.server_term(noise).d_global;
+  auto adam_first = [&](double g) { return options.lr * g / (std::abs(g) + 1e-8); };
+  Eigen::MatrixXd w_plain(D, K), w_steps(D, K);
+  Eigen::VectorXd b_expected(K);
+  for (int k = 0; k < K; ++k) {
+    for (int d = 0; d < D; ++d) {
+      w_plain(d, k) = adam_first(g_plain[k * D + d]);
+      w_steps(d, k) = adam_first(g_steps[k * D + d] / scales[d]) / scales[d];
+    }
+    b_expected[k] = adam_first(g_plain[D * K + k]);
+  }
+  w_plain.colwise() -= w_plain.rowwise().mean();
+  w_steps.colwise() -= w_steps.rowwise().mean();
+  b_expected.array() -= b_expected.mean();
+  plain.step({}, 1);
+  steps.step({}, 1);
+  for (int k = 0; k < K; ++k) {
+    for (int d = 0; d < D; ++d) {
+      const Eigen::Index i = k * D + d;
+      INFO("W[" << d + 1 << ", " << k + 1 << "]");
+      CHECK(plain.q().mean()[i] == Approx(w_plain(d, k)).epsilon(1e-6));
+      CHECK(steps.q().mean()[i] == Approx(w_steps(d, k)).epsilon(1e-6));
+    }
+    CHECK(plain.q().mean()[D * K + k] == Approx(b_expected[k]).epsilon(1e-6));
+    CHECK(steps.q().mean()[D * K + k] == Approx(b_expected[k]).epsilon(1e-6));
+  }
+  // Not by accident: the widest column's coefficient moved a tenth of the plain step.
+  CHECK(w_steps.row(0).cwiseAbs().maxCoeff() < 0.21 * options.lr);
+  CHECK(w_plain.row(0).cwiseAbs().maxCoeff() > 0.5 * options.lr);
+}
+
 TEST_CASE("centring: a silo sends its column sums, takes the means, and is centred again when restarted from its "
           "checkpoint",
           "[centring]") {
@@ -144,7 +212,14 @@ TEST_CASE("centring: a silo sends its column sums, takes the means, and is centr
   }
   CHECK(sums[size_t(D)] == N);
   const Message means = {21.0, 39.5, 61.0};  // the pool's, which this silo's rows alone do not give
-  CHECK(centred->endpoint().handle(1, Phase::kSfviCentring, means).empty());
+  // The reply: the column sums of squares about those means, summed here from x directly.
+  const Message squares = centred->endpoint().handle(1, Phase::kSfviCentring, means);
+  REQUIRE(squares.size() == size_t(D));
+  for (int d = 0; d < D; ++d) {
+    double sum = 0;
+    for (int i = 0; i < N; ++i) sum += (x[size_t(d * N + i)] - means[size_t(d)]) * (x[size_t(d * N + i)] - means[size_t(d)]);
+    CHECK(squares[size_t(d)] == Approx(sum).epsilon(1e-12));
+  }
   const Message checkpoint = centred->endpoint().state();
 
   Eigen::VectorXd params(2 * (D * K + K)), hyper(2);
@@ -158,8 +233,8 @@ TEST_CASE("centring: a silo sends its column sums, takes the means, and is centr
   auto restarted = host(settings);
   restarted->endpoint().restore(checkpoint);
   CHECK(restarted->endpoint().handle(3, Phase::kSfviContribute, request) == gradient);
-  // Means a second time (a resumed server asks again): nothing changes.
-  CHECK(restarted->endpoint().handle(1, Phase::kSfviCentring, means).empty());
+  // Means a second time (a resumed server asks again): nothing changes, the same sums of squares.
+  CHECK(restarted->endpoint().handle(1, Phase::kSfviCentring, means) == squares);
   CHECK(restarted->endpoint().handle(3, Phase::kSfviContribute, request) == gradient);
   // Not by accident: at the raw data the silo's gradient is another.
   auto raw = host(settings);

@@ -70,6 +70,15 @@ TEST_CASE("centring: an intercept added to silo data times a global", "[centring
              "alpha") == "x * beta");
   // The coefficient is never the one marked.
   CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + x * beta, sigma);\n", "beta").empty());
+  // One row at a time in a loop, the sum deep inside a link and in both branches of a
+  // conditional (a censored likelihood): every row of x is centred, so is the one read.
+  CHECK(mark(kRegression, kPriors + "  for (n in 1:N)\n    y[n] ~ normal(alpha + x[n] * beta, sigma);\n", "alpha") ==
+        "x * beta");
+  CHECK(mark(kRegression,
+             kPriors + "  for (n in 1:N) {\n    if (c[n] == 1)\n      y[n] ~ lognormal(-(alpha + x[n] * beta) / sigma, 1);\n"
+                       "    else\n      target += lognormal_lccdf(y[n] | exp(x[n] * beta + alpha), 1);\n  }\n",
+             "alpha") == "x * beta");
+  CHECK(mark(one, one_priors + "  for (n in 1:N)\n    y[n] ~ normal(a + b * v[n], sigma);\n", "a") == "v * b");
 }
 
 TEST_CASE("centring: not marked where the data or the intercept is read otherwise", "[centring]") {
@@ -105,6 +114,17 @@ TEST_CASE("centring: not marked where the data or the intercept is read otherwis
   }
   SECTION("a silo's local prior reading the intercept") {
     CHECK(mark(kRegression + "  local real u;\n", kPriors + "  u ~ normal(alpha, 1);\n  y ~ normal(alpha + x * beta + u, sigma);\n",
+               "alpha")
+              .empty());
+  }
+  SECTION("x read by a column, a range of rows, twice in a sum or outside it") {
+    CHECK(mark(kRegression, kPriors + "  y ~ normal(alpha + col(x, 1) * beta[1], sigma);\n", "alpha").empty());
+    CHECK(mark(kRegression, kPriors + "  for (n in 1:N)\n    y[n] ~ normal(alpha + x[n] * beta + x[n] * beta, sigma);\n",
+               "alpha")
+              .empty());
+    CHECK(mark(kRegression, kPriors + "  y[2:N] ~ normal(alpha + x[2:N] * beta, sigma);\n", "alpha").empty());
+    CHECK(mark(kRegression, kPriors + "  for (n in 1:N)\n    y[n] ~ normal(alpha + x[n] * beta, sigma);\n"
+                                      "  v ~ normal(x[1] * beta, 1);\n",
                "alpha")
               .empty());
   }
@@ -165,6 +185,12 @@ TEST_CASE("centring: a hierarchy's intercepts, a silo's local and its prior's lo
   CHECK(mark(hier, priors + "  a ~ normal(mu, tau);\n" + likelihood, "mu") == "x * beta");
   CHECK(mark(hier, priors + "  a ~ student_t(4, mu, tau);\n  y ~ normal(v + x * beta + a, sigma);\n", "a") == "x * beta");
   CHECK(mark(hier, priors + "  a ~ cauchy(mu, tau);\n" + likelihood, "mu") == "x * beta");
+  // A frailty model's loop over the rows, censored: a and mu both marked.
+  const std::string censored = priors + "  a ~ normal(mu, tau);\n  for (n in 1:N) {\n    if (c[n] == 1)\n"
+                               "      y[n] ~ weibull(sigma, exp(-(a + x[n] * beta) / sigma));\n    else\n"
+                               "      target += weibull_lccdf(y[n] | sigma, exp(-(a + x[n] * beta) / sigma));\n  }\n";
+  CHECK(mark(hier, censored, "a") == "x * beta");
+  CHECK(mark(hier, censored, "mu") == "x * beta");
   // Class intercepts: a local row_vector about a global row_vector.
   const std::string softmax = "  global matrix[D, K] W;\n  global row_vector[K] m;\n  local row_vector[K] b;\n";
   CHECK(mark(softmax, "  W ~ normal(0, 1);\n  m ~ normal(0, 1);\n  b ~ normal(m, 1);\n  c ~ categorical_logit(x * W + b);\n",

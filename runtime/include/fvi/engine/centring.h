@@ -28,6 +28,7 @@ struct CentringBlock {
   Eigen::Index columns = 0;       // D
   Eigen::Index classes = 0;       // K
   Eigen::VectorXd means;          // xbar (D): empty until the silos' sums are in
+  Eigen::VectorXd scales;         // pooled_scales of x (D), the server's alone: empty, none (to_step_coordinates)
 };
 
 // The blocks of `model` given its data (the server's or a silo's: the shapes come from the
@@ -41,6 +42,33 @@ Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, in
 
 // x - xbar in place: `values` is x's tensor, rows x D column-major.
 void centre_columns(const CentringBlock& block, double* values, int64_t rows);
+
+// The column sums of squares of x in `data` (D values), a silo's part of the pooled variances once
+// x is centred (two passes: no cancellation at a column's mean far from 0, as age in years).
+Eigen::VectorXd column_sums_of_squares(const CentringBlock& block, const fvi_data& data);
+
+// Each column's step scale from the silos' summed squares of x - xbar and their rows: its pooled
+// sd where that exceeds 1, else 1. Only a wide column's coefficient is walked in smaller steps: a
+// narrow one's (pixels in [0, 1]) is slow to move, never unstable, and its prior, on the written
+// coefficient, is what bounds it (a constant column, sd 0, and no rows keep 1 too).
+Eigen::VectorXd pooled_scales(const Eigen::VectorXd& sums_of_squares, double rows);
+
+// ---- the optimiser's steps at the data's scale -------------------------------------------------
+//
+// Adam steps every coordinate by about its learning rate whatever the gradient's size, so the
+// coefficient of a column with sd s (age in years: s = 10) is walked in steps s times too large for
+// its posterior and its q sd starts s times too wide: x * W moves by s times what a standardised
+// column's would (brms and rstanarm standardise for the same reason). In step coordinates q's mean
+// of each W_jk is s_j W_jk (s_j from pooled_scales: the sd of a column wider than 1): the
+// coefficient of the standardised column, in which Adam takes its steps (and the mean's step limit, half q's sd, is scaled with it); log-sds and the unit-lower
+// factor are unchanged by a scaling, so nothing else moves. The objective, its optimum and q are
+// the same: only the coordinates Adam walks in. `params` is the optimiser's vector with q's means
+// first, `limit` Adam's per-coordinate step limit (empty: none).
+void to_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params, Eigen::VectorXd& gradient,
+                         Eigen::VectorXd& limit);
+void from_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params);
+// q's starting log-sds of the coefficients, init_sd in step coordinates: log s_j less at each W_jk.
+void scale_starting_sds(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::VectorXd> log_sd);
 
 // Draws (or means) of the globals, one per column, from the fit's coordinates to the written
 // model's (b = b_c - xbar W) and back. Blocks without means are left alone.

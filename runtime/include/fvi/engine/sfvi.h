@@ -155,8 +155,10 @@ class SfviServer {
   // p_theta(Z_G) and the likelihood of public and server data.
   Eigen::VectorXd log_server_terms(const Eigen::MatrixXd& z_fit);
   // Intercepts fitted at the silos' centred data (centring.h), their means set: from now on q is
-  // over the fit's coordinates and the server's terms are evaluated at the written globals.
-  void set_centring(std::vector<CentringBlock> blocks) { centring_ = std::move(blocks); }
+  // over the fit's coordinates and the server's terms are evaluated at the written globals. Blocks
+  // with scales also set Adam's step coordinates and q's starting sds of their coefficients
+  // (centring.h to_step_coordinates): called before iteration 1 (a resumed run restores q after).
+  void set_centring(std::vector<CentringBlock> blocks);
   const std::vector<CentringBlock>& centring() const { return centring_; }
   // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
   void average(const std::vector<SfviLocalFit>& fits);

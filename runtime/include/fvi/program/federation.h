@@ -32,7 +32,7 @@ enum class Phase : uint32_t {
   // 15: retired (the rule's schedule on its own; it now opens every kSfviContribute request).
   kSfviLogJoint = 16,    // after finish: draws of Z_G (n x S) -> [log p(y_j, Z_Lj | Z_G) (S), log q(Z_Lj | Z_G) (S)]
   kSfviSettled = 17,     // [tol_param] -> [status, drift, standard error] of the silo's locals (fvi/program/silo_settling.h)
-  kSfviCentring = 18,    // round 0: nothing -> [x's column sums, rows] per block; round 1: [xbar per block] -> nothing
+  kSfviCentring = 18,    // round 0: nothing -> [x's column sums, rows] per block; round 1: [xbar per block] -> [(x - xbar)'s column sums of squares per block]
                          // (once, before iteration 1: fvi/engine/centring.h)
   kVflPropose = 20,      // the rule's schedule (3) -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
