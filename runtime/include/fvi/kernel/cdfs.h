@@ -8,9 +8,10 @@
 // the probability: d/dy log F(z) = f(y) / F(z), d/dmu = -f(y) / F(z), d/dsigma = -z f(y) / F(z).
 // student_t's nu has no derivative here (the checker keeps parameters out of it).
 //
-// The extreme-value and power-law families have one tail in closed form, exp(-w) with w >= 0 an
-// elementary function of y and the parameters (tail_exponent below): P(Y > y) = exp(-w) for
-// weibull, rayleigh, pareto and pareto_type_2, P(Y <= y) = exp(-w) for frechet and gumbel. That
+// The exponential, extreme-value and power-law families have one tail in closed form, exp(-w)
+// with w >= 0 an elementary function of y and the parameters (tail_exponent below): P(Y > y) =
+// exp(-w) for exponential, weibull, rayleigh, pareto and pareto_type_2, P(Y <= y) = exp(-w) for
+// frechet and gumbel. That
 // tail's log is -w; the other's is log(1 - exp(-w)), whose derivative is w' / expm1(w).
 #include <cmath>
 #include <limits>
@@ -64,8 +65,8 @@ inline double log_normal_cdf(double z) {
 }
 
 enum class CdfFamily {
-  Normal, StudentT, Cauchy, Logistic, DoubleExponential, Lognormal, Exponential,
-  Weibull, Frechet, Rayleigh, Pareto, ParetoType2, Gumbel,  // one tail exp(-w) in closed form
+  Normal, StudentT, Cauchy, Logistic, DoubleExponential, Lognormal,
+  Exponential, Weibull, Frechet, Rayleigh, Pareto, ParetoType2, Gumbel,  // one tail exp(-w) in closed form
 };
 
 struct CdfName {
@@ -140,13 +141,18 @@ inline double log_standard_pdf(CdfFamily f, double z, double nu) {
 // 0 is y, then the parameters in Stan's order). `below` is set where y lies under the support,
 // where the lower tail is empty. Parameters as in distributions.h: weibull and frechet (alpha,
 // sigma), rayleigh (sigma), pareto (y_min, alpha), pareto_type_2 (mu, lambda, alpha), gumbel
-// (mu, beta).
+// (mu, beta), exponential (beta).
 struct TailExponent {
   double w;         // the exponent, or its derivative in operand k
   bool below;       // y is below the support: P(Y <= y) = 0
 };
 inline TailExponent tail_exponent(CdfFamily f, int k, double y, const double* a) {
   switch (f) {
+    case CdfFamily::Exponential: {  // P(Y > y) = exp(-beta y), y >= 0
+      const double beta = a[0];
+      if (y <= 0) return {0, true};
+      return {k < 0 ? beta * y : k == 0 ? beta : y, false};
+    }
     case CdfFamily::Weibull: {  // P(Y > y) = exp(-(y / sigma)^alpha), y >= 0
       const double alpha = a[0], sigma = a[1];
       if (y <= 0) return {0, true};
@@ -192,13 +198,13 @@ inline TailExponent tail_exponent(CdfFamily f, int k, double y, const double* a)
   throw std::logic_error("tail_exponent: not a closed-tail family");
 }
 
-inline bool has_closed_tail(CdfFamily f) { return f >= CdfFamily::Weibull; }
+inline bool has_closed_tail(CdfFamily f) { return f >= CdfFamily::Exponential; }
 // Which tail is exp(-w): the upper one, except for frechet and gumbel.
 inline bool closed_tail_is_upper(CdfFamily f) { return f != CdfFamily::Frechet && f != CdfFamily::Gumbel; }
 
 // One element: the value (k < 0) or the partial derivative in operand k of log P(Y <= y) or
-// log P(Y > y). `a` holds the operands after y: (mu, sigma), (nu, mu, sigma) or (beta), or a
-// closed-tail family's parameters (tail_exponent).
+// log P(Y > y). `a` holds the operands after y: (mu, sigma) or (nu, mu, sigma), or a closed-tail
+// family's parameters (tail_exponent).
 inline double cdf_element(const CdfName& n, int k, double y, const double* a) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   if (has_closed_tail(n.family)) {
@@ -211,13 +217,6 @@ inline double cdf_element(const CdfName& n, int k, double y, const double* a) {
     const double dw = tail_exponent(n.family, k, y, a).w;
     const double expm1_w = std::expm1(at.w);  // past w = 709 dw / expm1(w) ~ dw e^-w is 0
     return closed ? -dw : std::isinf(expm1_w) ? 0.0 : dw / expm1_w;
-  }
-  if (n.family == CdfFamily::Exponential) {
-    const double beta = a[0];
-    if (y <= 0) return k < 0 ? (n.upper ? 0 : -inf) : 0;
-    if (n.upper) return k < 0 ? -beta * y : k == 0 ? -beta : -y;  // log P(Y > y) = -beta y
-    const double em1 = std::expm1(beta * y);
-    return k < 0 ? std::log(-std::expm1(-beta * y)) : k == 0 ? beta / em1 : y / em1;
   }
   const bool t = n.family == CdfFamily::StudentT;
   const double nu = t ? a[0] : 0, mu = a[t ? 1 : 0], sigma = a[t ? 2 : 1];
