@@ -204,6 +204,9 @@ def run_all(pdb, fvic, work, passed, timeout, only):
             rows.append((name, f"timed out after {timeout} s"))
             continue
         seconds = time.time() - began
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "run.log"), "w") as log:  # the run's own lines, to read afterwards
+            log.write(p.stdout + p.stderr)
         if p.returncode != 0 or not os.path.exists(os.path.join(out, "posterior.json")):
             rows.append((name, "run failed: " + first_error(p.stderr)[:100]))
             continue

@@ -56,18 +56,27 @@ std::vector<CentringBlock> local_centring_blocks(const fvi_model& model, const f
   return blocks;
 }
 
-Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, int64_t& rows) {
+namespace {
+
+// x in `data`, checked to have the block's D columns.
+const fvi_tensor& centred_data(const CentringBlock& block, const fvi_data& data) {
   for (int i = 0; i < data.count; ++i) {
     if (std::strcmp(data.names[i], block.data.c_str()) != 0) continue;
     const fvi_tensor& x = data.values[i];
     if (x.cols != block.columns || x.rows < 0)
       throw std::invalid_argument("centring: '" + block.data + "' has " + std::to_string(x.cols) +
                                   " columns; its coefficient has " + std::to_string(block.columns) + " rows");
-    rows = x.rows;
-    const Eigen::Map<const Eigen::MatrixXd> m(x.data, x.rows, x.cols);
-    return m.colwise().sum().transpose();
+    return x;
   }
   throw std::invalid_argument("centring: this party's data holds no '" + block.data + "'");
+}
+
+}  // namespace
+
+Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, int64_t& rows) {
+  const fvi_tensor& x = centred_data(block, data);
+  rows = x.rows;
+  return Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().sum().transpose();
 }
 
 void centre_columns(const CentringBlock& block, double* values, int64_t rows) {
@@ -76,14 +85,8 @@ void centre_columns(const CentringBlock& block, double* values, int64_t rows) {
 }
 
 Eigen::VectorXd column_sums_of_squares(const CentringBlock& block, const fvi_data& data) {
-  int64_t rows = 0;
-  column_sums(block, data, rows);  // x's place and shape checked
-  for (int i = 0; i < data.count; ++i)
-    if (std::strcmp(data.names[i], block.data.c_str()) == 0) {
-      const fvi_tensor& x = data.values[i];
-      return Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().squaredNorm().transpose();
-    }
-  return {};
+  const fvi_tensor& x = centred_data(block, data);
+  return Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().squaredNorm().transpose();
 }
 
 Eigen::VectorXd pooled_scales(const Eigen::VectorXd& sums_of_squares, double rows) {
@@ -123,8 +126,8 @@ void from_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::Vect
   each_scaled_coefficient(blocks, [&](Eigen::Index i, double s) { params[i] /= s; });
 }
 
-void scale_starting_sds(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::VectorXd> log_sd) {
-  each_scaled_coefficient(blocks, [&](Eigen::Index i, double s) { log_sd[i] -= std::log(s); });
+void set_starting_sds(const std::vector<CentringBlock>& blocks, double init_sd, Eigen::Ref<Eigen::VectorXd> log_sd) {
+  each_scaled_coefficient(blocks, [&](Eigen::Index i, double s) { log_sd[i] = std::log(init_sd / s); });
 }
 
 namespace {

@@ -324,7 +324,7 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
 void SfviServer::set_centring(std::vector<CentringBlock> blocks) {
   centring_ = std::move(blocks);
   Eigen::VectorXd params = q_.params();
-  scale_starting_sds(centring_, params.segment(global_dim_, global_dim_));  // the log-sds follow the means
+  set_starting_sds(centring_, options_.init_sd, params.segment(global_dim_, global_dim_));  // as the means
   q_ = StructuredGlobalGaussian<double>::from_params(params, global_dim_, options_.correlated_global);
 }
 

@@ -1,5 +1,6 @@
 #include "fvi/program/sfvi_run.h"
 
+#include <algorithm>
 #include <limits>
 #include <cmath>
 #include <cstdio>
@@ -345,6 +346,20 @@ GlobalOutput global_output(const fvi_model& model, const fvi_data& data, const G
   return out;
 }
 
+// A silo's observations for SFVI-Avg's n / n_j and the run's header: its likelihoods' rows, or,
+// where the likelihood is written as statements (a loop of `target +=`, which has no rows), the
+// most rows of any of its own data values (`silo vector[N] t` gives N).
+int64_t silo_rows(const fvi_model& model, const data::DataSet& data, int64_t likelihood_rows) {
+  if (likelihood_rows > 0 || !model.data_table) return likelihood_rows;
+  int64_t rows = 0;
+  for (int i = 0; i < model.data_table->declaration_count; ++i) {
+    const fvi_data_declaration& d = model.data_table->declarations[i];
+    if (d.party != FVI_DATA_SILO || d.rank < 1 || d.row_vector) continue;
+    if (const data::Variable* v = data.find(d.name)) rows = std::max(rows, v->rows);
+  }
+  return rows;
+}
+
 // A silo of SFVI: its data, its SfviSilo, and the answers to the server's requests.
 class SfviSiloHost : public SiloHost, public SiloEndpoint {
  public:
@@ -365,12 +380,14 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
 
   SiloEndpoint& endpoint() override { return *this; }
   std::string describe() const override {
-    return "silo " + std::to_string(silo_->silo()) + ": " + std::to_string(silo_->observations()) + " observations, " +
+    const int64_t rows = silo_rows(model_, data_, silo_->observations());
+    return "silo " + std::to_string(silo_->silo()) + ": " + std::to_string(rows) + " observations" +
+           (silo_->observations() == 0 && rows > 0 ? " (its data's rows: the likelihood is statements)" : "") + ", " +
            std::to_string(silo_->local_dim()) + " local parameters (kept in the silo)";
   }
 
   Message handle(uint32_t round, Phase phase, const Message& request) override {
-    if (phase == Phase::kSfviSizes) return {double(silo_->observations())};
+    if (phase == Phase::kSfviSizes) return {double(silo_rows(model_, data_, silo_->observations()))};
     if (phase == Phase::kSfviCentring) return centre(round, request);
     if (phase == Phase::kSfviLogJoint) {
       if (!final_) throw std::invalid_argument("a log-joint request before the final posterior");

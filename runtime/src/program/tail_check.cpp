@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "fvi/diagnostics/psis.h"
+#include "fvi/program/declared_moments.h"
 #include "fvi/program/output.h"
-#include "fvi/program/summary.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -107,12 +107,14 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
     out.warning = text;
     return out;
   }
-  // The posterior's moments from g against q's own, over the written parameters.
+  // The posterior's moments from g against q's own (not its draws': declared_moments.h), over the
+  // written parameters.
   const std::vector<double> mean_w = diagnostics::weighted_means(g.constrained, smoothed.log_weights);
   const std::vector<double> sd_w = diagnostics::weighted_sds(g.constrained, smoothed.log_weights);
   const Eigen::MatrixXd& c = d.constrained;
-  const Eigen::VectorXd mean = c.rowwise().mean();
-  const Eigen::VectorXd sd = row_sds(c);
+  const DeclaredMoments q_moments = declared_moments(d);
+  const Eigen::VectorXd& mean = q_moments.mean;
+  const Eigen::VectorXd& sd = q_moments.sd;
   double ess = 0;
   for (double lw : smoothed.log_weights) ess += std::exp(2 * lw);
   ess = ess > 0 ? 1 / ess : 0;

@@ -143,6 +143,10 @@ TEST_CASE("centring: a column wider than 1 has its coefficient's Adam steps and 
       CHECK(steps.q().sd()[k * D + d] == Approx(options.init_sd / scales[d]).epsilon(1e-14));
   for (int k = 0; k < K; ++k) CHECK(steps.q().sd()[D * K + k] == Approx(options.init_sd).epsilon(1e-14));
   CHECK(plain.q().sd().isApprox(Eigen::VectorXd::Constant(P, options.init_sd), 1e-14));
+  // Set, not shifted: a second call leaves q's starting sds as the first did.
+  const Eigen::VectorXd once = steps.q().sd();
+  steps.set_centring(scaled);
+  CHECK(steps.q().sd().isApprox(once, 1e-14));
   // Adam's first step from the means' gradient g (of the ELBO, at the step's noise): its bias-
   // corrected moments are g and g^2, so the step is lr g / (|g| + 1e-8). In step coordinates the
   // gradient is g / s_j and the step lr / s_j of that in W_jk's own. Then a softmax's shift is

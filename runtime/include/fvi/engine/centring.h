@@ -60,15 +60,17 @@ Eigen::VectorXd pooled_scales(const Eigen::VectorXd& sums_of_squares, double row
 // its posterior and its q sd starts s times too wide: x * W moves by s times what a standardised
 // column's would (brms and rstanarm standardise for the same reason). In step coordinates q's mean
 // of each W_jk is s_j W_jk (s_j from pooled_scales: the sd of a column wider than 1): the
-// coefficient of the standardised column, in which Adam takes its steps (and the mean's step limit, half q's sd, is scaled with it); log-sds and the unit-lower
-// factor are unchanged by a scaling, so nothing else moves. The objective, its optimum and q are
+// coefficient of the standardised column, in which Adam takes its steps (and the mean's step
+// limit, half q's sd, is scaled with it); log-sds and the unit-lower factor are unchanged by a
+// scaling, so nothing else moves. The objective, its optimum and q are
 // the same: only the coordinates Adam walks in. `params` is the optimiser's vector with q's means
 // first, `limit` Adam's per-coordinate step limit (empty: none).
 void to_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params, Eigen::VectorXd& gradient,
                          Eigen::VectorXd& limit);
 void from_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params);
-// q's starting log-sds of the coefficients, init_sd in step coordinates: log s_j less at each W_jk.
-void scale_starting_sds(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::VectorXd> log_sd);
+// q's starting log-sds of the coefficients, init_sd in step coordinates: log(init_sd / s_j) at each
+// W_jk of a block with scales (set, not shifted: a second call leaves them as the first did).
+void set_starting_sds(const std::vector<CentringBlock>& blocks, double init_sd, Eigen::Ref<Eigen::VectorXd> log_sd);
 
 // Draws (or means) of the globals, one per column, from the fit's coordinates to the written
 // model's (b = b_c - xbar W) and back. Blocks without means are left alone.
