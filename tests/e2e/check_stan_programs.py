@@ -512,6 +512,17 @@ def case_pk_oral(fvic, cache):
     compare_with_exact(exact, fitted)
 
 
+def check_observations(stdout, data):
+    """The header's `silo k: n observations` is each silo's N, also where the likelihood is written
+    as statements (weibull_frailty's loop of `target +=`, which has no rows of its own)."""
+    for k, s in enumerate(silo_files(data), 1):
+        if "N" not in s:
+            continue
+        m = re.search(rf"^  silo {k}: (\d+) observations", stdout, re.M)
+        require(m is not None and int(m.group(1)) == s["N"],
+                f"silo {k} holds {s['N']} rows; the header says {m.group(0) if m else 'nothing'}")
+
+
 def run_case(fvic, cache, case):
     if case == "capture_recapture":
         return case_capture_recapture(fvic, cache)
@@ -531,6 +542,7 @@ def run_case(fvic, cache, case):
     with tempfile.TemporaryDirectory() as out:
         p = run(fvic, cache, model, os.path.join(root, "data"), out)
         require("converged after" in p.stdout, f"{case}: the run did not converge:\n{p.stdout}")
+        check_observations(p.stdout, os.path.join(root, "data"))
         fitted = written_values(out)
         check_derived_placement(fvic, model, out)
     warnings = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
