@@ -143,6 +143,17 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
                   "correlations, a funnel, heavy tails). Try %sa non-centred parameterisation, or standardised "
                   "predictors.",
                   khat, family.c_str(), richer);
+  } else if (!reweighted.line.empty() && target_note.empty() && reweighted.mean_shift > 0.25 &&
+             reweighted.sd_change <= 0.2) {
+    // A mean off with every sd close: q short of the optimum along a ridge, not a shape q lacks.
+    std::snprintf(text, sizeof text,
+                  "reweighting q's draws toward the written model's posterior (k-hat %.2f, %s: the reweighted "
+                  "moments hold) moves a mean by %.2f q sds (%s) while no sd changes by more than %.0f%% (%s): q's "
+                  "mean is off the posterior's, short of the optimum along a direction the data barely identify (a "
+                  "ridge: predictors far from 0 or strongly correlated), or the posterior is skewed there. Read the "
+                  "means with that margin, or try standardised or centred predictors.",
+                  khat, diagnostics::khat_reading(khat), reweighted.mean_shift, reweighted.mean_name.c_str(),
+                  100 * reweighted.sd_change, reweighted.sd_name.c_str());
   } else if (!reweighted.line.empty() && target_note.empty() &&
              (reweighted.mean_shift > 0.25 || reweighted.sd_change > 0.2)) {
     // k-hat usable, so the reweighted moments are to be trusted, and they say q is off by more

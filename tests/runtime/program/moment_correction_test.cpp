@@ -124,6 +124,20 @@ TEST_CASE("the moment correction is off when asked", "[program][moments]") {
   CHECK(c.exchanges == 1);
 }
 
+TEST_CASE("the tail check names a mean off the posterior's with every sd right", "[program][moments]") {
+  // q has the target's sds but z1's mean 0.6 sd off (q short of the optimum along a ridge): not a
+  // tail or a skew q lacks, and the warning says so.
+  TargetCoordinator c;
+  c.target = [](double z1, double z2) { return -0.5 * (z1 * z1 / 4 + z2 * z2); };  // N(0, diag(4, 1))
+  const ServerDraws d = q_draws({1.2, 0}, {2, 1}, 4000);
+  const MomentCorrection m = correct_moments(d, c, 11, false);
+  CHECK_THAT(m.check.worst_mean, WithinAbs(0.6, 0.1));  // ESS in the thousands: a few hundredths of error
+  CHECK(std::abs(m.check.worst_sd) < 0.1);
+  CHECK(m.check.warning.find("q's mean is off the posterior's") != std::string::npos);
+  CHECK(m.check.warning.find("z1's mean") != std::string::npos);
+  CHECK(m.check.warning.find("lighter") == std::string::npos);
+}
+
 TEST_CASE("gaussian_draws: N(m, C) in the varying rows, its log density, the other rows as given", "[program][moments]") {
   ServerDraws d = q_draws({0, 0}, {1, 1}, 10);
   d.unconstrained.row(1).setConstant(3.5);  // a point estimate's constant row
