@@ -143,29 +143,25 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
                   "correlations, a funnel, heavy tails). Try %sa non-centred parameterisation, or standardised "
                   "predictors.",
                   khat, family.c_str(), richer);
-  } else if (!reweighted.line.empty() && target_note.empty() && reweighted.mean_shift > 0.25 &&
-             reweighted.sd_change <= 0.2) {
-    // A mean off with every sd close: q short of the optimum along a ridge, not a shape q lacks.
-    std::snprintf(text, sizeof text,
-                  "reweighting q's draws toward the written model's posterior (k-hat %.2f, %s: the reweighted "
-                  "moments hold) moves a mean by %.2f q sds (%s) while no sd changes by more than %.0f%% (%s): q's "
-                  "mean is off the posterior's, short of the optimum along a direction the data barely identify (a "
-                  "ridge: predictors far from 0 or strongly correlated), or the posterior is skewed there. Read the "
-                  "means with that margin, or try standardised or centred predictors.",
-                  khat, diagnostics::khat_reading(khat), reweighted.mean_shift, reweighted.mean_name.c_str(),
-                  100 * reweighted.sd_change, reweighted.sd_name.c_str());
   } else if (!reweighted.line.empty() && target_note.empty() &&
              (reweighted.mean_shift > 0.25 || reweighted.sd_change > 0.2)) {
     // k-hat usable, so the reweighted moments are to be trusted, and they say q is off by more
-    // than a user would accept (issue 26: 0.25 sd, 20%).
+    // than a user would accept (issue 26: 0.25 sd, 20%). A mean off with every sd close is q short
+    // of the optimum along a ridge, not a shape q lacks.
+    const bool mean_only = reweighted.sd_change <= 0.2;
     std::snprintf(text, sizeof text,
-                  "reweighting q's draws toward the written model's posterior (k-hat %.2f, %s: the "
-                  "reweighted moments hold) moves a mean by %.2f q sds (%s) and changes an sd by %.0f%% (%s): q's "
-                  "Gaussian shape misses "
-                  "the posterior's skew or tails (few rows per parameter, a scale parameter). Read the "
-                  "uncertainty with that margin, or try a richer family or more data per parameter.",
+                  "reweighting q's draws toward the written model's posterior (k-hat %.2f, %s: the reweighted "
+                  "moments hold) moves a mean by %.2f q sds (%s) %s %.0f%% (%s): %s",
                   khat, diagnostics::khat_reading(khat), reweighted.mean_shift, reweighted.mean_name.c_str(),
-                  100 * reweighted.sd_change, reweighted.sd_name.c_str());
+                  mean_only ? "while no sd changes by more than" : "and changes an sd by", 100 * reweighted.sd_change,
+                  reweighted.sd_name.c_str(),
+                  mean_only ? "q's mean is off the posterior's, short of the optimum along a direction the data barely "
+                              "identify (a ridge: predictors far from 0 or strongly correlated), or the posterior is "
+                              "skewed there. Read the means with that margin, or try standardised or centred "
+                              "predictors."
+                            : "q's Gaussian shape misses the posterior's skew or tails (few rows per parameter, a scale "
+                              "parameter). Read the uncertainty with that margin, or try a richer family or more data "
+                              "per parameter.");
   } else {
     return lines;
   }
