@@ -90,7 +90,7 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   }
   const Eigen::VectorXd ratio = closing.log_p - closing.log_g;
   const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
-  char text[512];
+  char text[768];
   out.khat = smoothed.khat;
   if (!(smoothed.khat <= 0.7)) {
     // g's ratios are p / g <= 2 p / N(m, S): bounded wherever q's Gaussian covers the posterior,
