@@ -877,6 +877,20 @@ class FactorBuilder {
         return op(Op::IndexRows, {x, rows}, loop_->rows, one());
       }
     }
+    // x[i, j] of a matrix, j the same for every element: all of x's column j (col(x, j)).
+    if (e.indices.size() == 2 && e.indices[0].kind == IndexKind::Single && e.indices[0].lower &&
+        e.indices[0].lower->kind == ExprKind::Var && e.indices[0].lower->name == loop_->var &&
+        e.indices[1].kind == IndexKind::Single && e.indices[1].lower && !per_element(*e.indices[1].lower) &&
+        !per_element(base) && base.type.array_dims == 0 && base.type.base == Base::Matrix) {
+      int x = expr(base);
+      if (!node(x).rows.equals(loop_->rows)) {
+        unsupported(e.loc, "a loop over 1:" + loop_->rows.str() + " reading '" + to_source(base) + "' of " +
+                               node(x).rows.str() + " rows (the loop must run over all of them)");
+        return constant(0);
+      }
+      const int column = index(e.indices[1], node(x).cols, e.loc);
+      return op(Op::IndexCols, {x, column}, loop_->rows, one());
+    }
     const bool simple = e.indices.size() == 1 && e.indices[0].kind == IndexKind::Single && e.indices[0].lower &&
                         e.indices[0].lower->kind == ExprKind::Var && e.indices[0].lower->name == loop_->var &&
                         !per_element(base) && base.type.array_dims + base.type.base_dims() >= 1 &&
