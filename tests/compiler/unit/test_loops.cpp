@@ -71,18 +71,33 @@ void check_same_factor(const fvic::ir::Module& a, const fvic::ir::Module& b, con
   CHECK((u.m - v.m).cwiseAbs().maxCoeff() <= 1e-12 * (1 + v.m.cwiseAbs().maxCoeff()));
 }
 
-}  // namespace
+// The IR of a program written with loops and of the same program written with vectors, and
+// random data and draws (3) for both.
+struct LoopsAndVectors {
+  fvic::ir::Module loops, vectors;
+  fvic::ir::Bindings data;
+};
 
-TEST_CASE("loops: a loop over elements computes what the vectorised statement computes", "[loops]") {
-  fvic::test::LoadedModel loops = fvic::test::load_text("fvic_test_loops", kLoops), vectors = fvic::test::load_text("fvic_test_vectors", kVectors);
+LoopsAndVectors build_both(const std::string& loops_text, const std::string& vectors_text, unsigned seed) {
+  fvic::test::LoadedModel loops = fvic::test::load_text("fvic_test_loops", loops_text);
+  fvic::test::LoadedModel vectors = fvic::test::load_text("fvic_test_vectors", vectors_text);
   INFO(loops.errors() << vectors.errors());
   REQUIRE(loops.ok());
   REQUIRE(vectors.ok());
-  fvic::ir::Module a, b;
-  REQUIRE(fvic::build_ir(*loops.model, a, loops.diags));
-  REQUIRE(fvic::build_ir(*vectors.model, b, vectors.diags));
-  std::mt19937 rng(5);
-  const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
+  LoopsAndVectors out;
+  REQUIRE(fvic::build_ir(*loops.model, out.loops, loops.diags));
+  REQUIRE(fvic::build_ir(*vectors.model, out.vectors, vectors.diags));
+  std::mt19937 rng(seed);
+  out.data = fvic::test::random_bindings(*loops.model, out.loops, rng, /*draws=*/3);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("loops: a loop over elements computes what the vectorised statement computes", "[loops]") {
+  const LoopsAndVectors both = build_both(kLoops, kVectors, 5);
+  const fvic::ir::Module &a = both.loops, &b = both.vectors;
+  const fvic::ir::Bindings& data = both.data;
   for (const char* name : {"server_density", "silo_density", "likelihood_y"}) check_same_factor(a, b, data, name);
   // log_lik[n]: each row's normal log density, written out here.
   fvic::ir::Interpreter q(a, fvic::test::factor_named(a, "quantity_log_lik"));
@@ -108,20 +123,11 @@ TEST_CASE("loops: x[n, j] of a matrix in a loop is column j of x", "[loops]") {
                            "parameters {\n  global real alpha;\n  global vector[3] beta;\n"
                            "  global real<lower=0> sigma;\n}\nmodel {\n  alpha ~ normal(0, 5);\n"
                            "  beta ~ normal(0, 2);\n  sigma ~ normal(0, 2);\n";
-  fvic::test::LoadedModel loops = fvic::test::load_text(
-      "fvic_test_loop_columns",
-      head + "  for (n in 1:N)\n    y[n] ~ normal(alpha + beta[1] * x[n, 1] + x[n, 3] * beta[3], sigma);\n}\n");
-  fvic::test::LoadedModel vectors = fvic::test::load_text(
-      "fvic_test_vector_columns",
-      head + "  y ~ normal(alpha + beta[1] * col(x, 1) + col(x, 3) * beta[3], sigma);\n}\n");
-  INFO(loops.errors() << vectors.errors());
-  REQUIRE(loops.ok());
-  REQUIRE(vectors.ok());
-  fvic::ir::Module a, b;
-  REQUIRE(fvic::build_ir(*loops.model, a, loops.diags));
-  REQUIRE(fvic::build_ir(*vectors.model, b, vectors.diags));
-  std::mt19937 rng(7);
-  const fvic::ir::Bindings data = fvic::test::random_bindings(*loops.model, a, rng, /*draws=*/3);
+  const LoopsAndVectors both =
+      build_both(head + "  for (n in 1:N)\n    y[n] ~ normal(alpha + beta[1] * x[n, 1] + x[n, 3] * beta[3], sigma);\n}\n",
+                 head + "  y ~ normal(alpha + beta[1] * col(x, 1) + col(x, 3) * beta[3], sigma);\n}\n", 7);
+  const fvic::ir::Module &a = both.loops, &b = both.vectors;
+  const fvic::ir::Bindings& data = both.data;
   check_same_factor(a, b, data, "likelihood_y");
   // And against the normal log density written out here.
   fvic::ir::Interpreter q(a, fvic::test::factor_named(a, "likelihood_y"));
