@@ -155,10 +155,7 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
                   khat, diagnostics::khat_reading(khat), reweighted.mean_shift, reweighted.mean_name.c_str(),
                   mean_only ? "while no sd changes by more than" : "and changes an sd by", 100 * reweighted.sd_change,
                   reweighted.sd_name.c_str(),
-                  mean_only ? "q's mean is off the posterior's, short of the optimum along a direction the data barely "
-                              "identify (a ridge: predictors far from 0 or strongly correlated), or the posterior is "
-                              "skewed there. Read the means with that margin, or try standardised or centred "
-                              "predictors."
+                  mean_only ? kMeanOffCause
                             : "q's Gaussian shape misses the posterior's skew or tails (few rows per parameter, a scale "
                               "parameter). Read the uncertainty with that margin, or try a richer family or more data "
                               "per parameter.");

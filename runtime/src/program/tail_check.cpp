@@ -153,18 +153,15 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
     // An sd too wide is a Gaussian on a log-scale skewed toward 0 (its right tail too long); one
     // too narrow, tails lighter than the posterior's; a mean off with every sd close, q short of
     // the optimum along a ridge (PVI at raw, correlated predictors: 0.67 q sds, sds within 2%).
-    const bool wider = std::abs(worst_sd) > 0.2 && worst_sd < 0;
     if (std::abs(worst_sd) <= 0.2) {
       std::snprintf(text, sizeof text,
-                    "q's mean is off the posterior's: importance sampling from a heavier-tailed proposal moves %s's "
-                    "mean by %.2f q sds while no sd changes by more than %.0f%% (%s). q stopped short along a "
-                    "direction the data barely identify (a ridge: predictors far from 0 or strongly correlated), or "
-                    "the posterior is skewed there: read the means with that margin, or try standardised or "
-                    "centred predictors.",
-                    mean_name.c_str(), worst_mean, 100 * std::abs(worst_sd), sd_name.c_str());
+                    "importance sampling from a heavier-tailed proposal moves %s's mean by %.2f q sds while no sd "
+                    "changes by more than %.0f%% (%s): %s",
+                    mean_name.c_str(), worst_mean, 100 * std::abs(worst_sd), sd_name.c_str(), kMeanOffCause);
       out.warning = text;
       return out;
     }
+    const bool wider = worst_sd < 0;
     std::snprintf(text, sizeof text,
                   "%s: importance sampling from a heavier-tailed proposal puts %s's sd at %.3g against q's %.3g "
                   "(%+.0f%%) and moves a mean by %.2f q sds (%s), %s",

@@ -62,9 +62,9 @@ Eigen::VectorXd pooled_scales(const Eigen::VectorXd& sums_of_squares, double row
 // of each W_jk is s_j W_jk (s_j from pooled_scales: the sd of a column wider than 1): the
 // coefficient of the standardised column, in which Adam takes its steps (and the mean's step
 // limit, half q's sd, is scaled with it); log-sds and the unit-lower factor are unchanged by a
-// scaling, so nothing else moves. The objective, its optimum and q are
-// the same: only the coordinates Adam walks in. `params` is the optimiser's vector with q's means
-// first, `limit` Adam's per-coordinate step limit (empty: none).
+// scaling, so nothing else moves. The objective, its optimum and q are the same: only the
+// coordinates Adam walks in. `params` is the optimiser's vector with q's means first, `limit`
+// Adam's per-coordinate step limit (empty: none).
 void to_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params, Eigen::VectorXd& gradient,
                          Eigen::VectorXd& limit);
 void from_step_coordinates(const std::vector<CentringBlock>& blocks, Eigen::VectorXd& params);

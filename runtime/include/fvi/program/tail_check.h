@@ -49,6 +49,13 @@ struct TailCheck {
 TailCheck tail_check(const ServerDraws& q_draws, Coordinator& coordinator, uint64_t seed,
                      const Moments* around = nullptr);
 
+// What a mean off the posterior's with every sd close means, and what to try: the tail check's
+// warning and the PSIS reweighting's (server_loop.cpp) both end with it.
+constexpr const char* kMeanOffCause =
+    "q's mean is off the posterior's, short of the optimum along a direction the data barely identify (a ridge: "
+    "predictors far from 0 or strongly correlated), or the posterior is skewed there. Read the means with that "
+    "margin, or try standardised or centred predictors.";
+
 constexpr long kTailCheckMaxParameters = 50;
 constexpr long kTailCheckMinDraws = 4000;
 
