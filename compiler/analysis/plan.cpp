@@ -959,13 +959,13 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
            total});
     }
   }
-  add_notes(model, plan);
   add_privacy(g, plan);
   // Derived values a silo computes stay with it like its data (a vertical silo's: split).
   for (const Symbol& d : model.symbols)
     if (d.kind == SymbolKind::Transformed && (d.owner == Owner::Silo || d.owner == Owner::Split))
       plan.never_leaves.push_back(d.name);
   add_closing_messages(plan, model, g);
+  add_notes(model, plan);  // after the closing messages: correct_moments applies where they exist
   add_rule_messages(plan, g);
   add_opening_messages(plan, model);
   add_vertical_centring_note(plan, model);

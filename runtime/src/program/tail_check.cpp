@@ -149,6 +149,18 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   // A verdict only from enough effective draws: an sd's relative Monte Carlo error is then about
   // 1 / sqrt(2 ESS), under 5% at 200.
   out.moments_hold = ess >= 200 && worst_mean <= 0.25 && std::abs(worst_sd) <= 0.2;
+  if (out.moments_hold && worst_sd > std::max(kNarrowerWarning, 3 / std::sqrt(2 * ess))) {
+    // Within the limits by this check, but a check from a proposal around a too-narrow q finds only
+    // part of the spread q misses (weibull_frailty at seed 2: tau's sd +18% from 4,000 draws, +25%
+    // from 16,000, NUTS's +28%): said, unless a corrected q replaces this one (moment_correction.h).
+    std::snprintf(text, sizeof text,
+                  "q's tails are lighter than the posterior's: importance sampling from a heavier-tailed proposal "
+                  "puts %s's sd at %.3g against q's %.3g (%+.0f%%), and a check around a q too narrow finds only "
+                  "part of what q misses: read %s's intervals as at least that much too narrow (a scale fitted "
+                  "from few groups, a weakly identified direction).",
+                  sd_name.c_str(), sd_to, sd_from, 100 * worst_sd, sd_name.c_str());
+    out.warning = text;
+  }
   if (ess >= 200 && (worst_mean > 0.25 || std::abs(worst_sd) > 0.2)) {
     // An sd too wide is a Gaussian on a log-scale skewed toward 0 (its right tail too long); one
     // too narrow, tails lighter than the posterior's; a mean off with every sd close, q short of

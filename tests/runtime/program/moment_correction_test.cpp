@@ -108,6 +108,7 @@ TEST_CASE("the moment correction leaves a q that is the posterior alone", "[prog
   const ServerDraws d = q_draws({0, 0}, {2, 1}, 4000);
   const MomentCorrection m = correct_moments(d, c, 11, true);
   CHECK(m.check.moments_hold);
+  CHECK(m.check.warning.empty());
   CHECK_FALSE(m.adopted);
   CHECK(m.passes == 0);
   CHECK(c.exchanges == 1);
@@ -155,4 +156,23 @@ TEST_CASE("gaussian_draws: N(m, C) in the varying rows, its log density, the oth
   const double mean = g.unconstrained.row(0).mean();
   CHECK_THAT(mean, WithinAbs(-1.0, 5 * 0.5 / std::sqrt(5000.0)));
   CHECK_THAT(g.sd[0], WithinAbs(0.5, 1e-15));
+}
+
+TEST_CASE("a q narrower than the posterior within the limits is warned of, and corrected", "[program][moments]") {
+  // z1's sd 0.85 of the target's: the check reads about +18%, inside issue 26's 20% but over
+  // kNarrowerWarning, where a check around a too-narrow q may understate the shortfall.
+  TargetCoordinator c;
+  c.target = [](double z1, double z2) { return -0.5 * (z1 * z1 / 4 + z2 * z2); };  // N(0, diag(4, 1))
+  const ServerDraws d = q_draws({0, 0}, {0.85 * 2, 1}, 4000);
+  const MomentCorrection off = correct_moments(d, c, 11, false);
+  CHECK(off.check.moments_hold);
+  // ESS in the thousands: an sd's relative error about 2%.
+  CHECK_THAT(off.check.worst_sd, WithinAbs(1 / 0.85 - 1, 0.05));
+  CHECK(off.check.warning.find("z1's sd") != std::string::npos);
+  CHECK(off.check.warning.find("at least that much too narrow") != std::string::npos);
+  const MomentCorrection on = correct_moments(d, c, 11, true);
+  REQUIRE(on.adopted);
+  CHECK_THAT(std::sqrt(c.covariance(0, 0)) / 2, WithinAbs(1.0, 0.05));
+  CHECK_THAT(std::sqrt(c.covariance(1, 1)), WithinAbs(1.0, 0.05));
+  CHECK(on.check.warning.empty());  // the corrected q's own check: nothing left to warn of
 }

@@ -26,7 +26,8 @@ struct MomentCorrection {
 };
 
 // The tail check at q's draws `q_draws`; then, where `enabled`, its sampling holds and it finds q
-// off by more than issue 26's limits on the declared scale, up to kMaxMomentPasses more checks,
+// off by more than issue 26's limits on the declared scale, or warns of an sd narrower than the
+// posterior's within them (kNarrowerWarning), up to kMaxMomentPasses more checks,
 // each around the Gaussian of the last check's moments. Of q and the Gaussians so checked, the one
 // its check finds closest to the posterior on the declared scale is kept: a Gaussian that no check
 // confirms (its sampling failed) is not. coordinator.adopt_moments makes it the run's q.
