@@ -294,6 +294,8 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   params_.resize(2 * split_dim_ + hyper_dim_ + z_params_);
   params_ << Eigen::VectorXd::Zero(split_dim_), Eigen::VectorXd::Constant(split_dim_, std::log(options.init_sd)),
       options.hyper_init_sd * init.normal(hyper_dim_, 1), z_params;
+  step_scales_ = contribution_scales();
+  params_.segment(split_dim_, split_dim_) -= step_scales_.array().log().matrix();
   adam_ = Adam<double>(params_.size(), AdamOptions{StepSizeSchedule(options.lr)});
   if (options.power && options.amortized && options.auxiliary) {
     // The network reads y_i: take the outcome rows from the likelihood (one evaluation at zero).
@@ -330,6 +332,13 @@ void VflSilo::set_layout(bool joint, Eigen::Index offset, Eigen::Index total) {
   joint_q_ = JointGaussianRows(offset, split_dim_, options_.init_sd);
   joint_ = true;
   joint_total_ = total;
+  Eigen::VectorXd start = joint_q_.params();  // L_k's diagonal at init_sd / step_scales_ (a log)
+  Eigen::Index at = split_dim_;
+  for (Eigen::Index r = 0; r < split_dim_; ++r) {
+    at += offset + r;
+    start[at++] -= std::log(step_scales_[r]);
+  }
+  joint_q_.set_params(start);
   params_.resize(joint_q_.params().size() + rest.size());
   params_ << joint_q_.params(), rest;
   adam_ = Adam<double>(params_.size(), AdamOptions{StepSizeSchedule(options_.lr)});
@@ -676,8 +685,49 @@ WindowJudgement VflSilo::block_settled(double tol_param) const {
   return watch_.judge(tol_param);
 }
 
-void VflSilo::limit_theta_steps() {
-  adam_.set_step_limit(joint_ ? joint_rows_step_limit(params_.size(), joint_q()) : mean_step_limit(params_.size(), theta_sd()));
+Eigen::VectorXd VflSilo::contribution_scales() {
+  Eigen::VectorXd ones = Eigen::VectorXd::Ones(split_dim_);
+  if (split_dim_ == 0 || rows_ == 0 || hyper_dim_ > 0) return ones;
+  // 64 projections give each sd within about 9% (1 / sqrt(128)): a step scale needs no more.
+  const long draws = 64;
+  if (rows_ > (int64_t(1) << 24) / draws) return ones;  // rows x draws values at each call
+  CounterRng rng(RngKey{options_.seed, uint32_t(silo_), 0, rng_stream::kUserStream + 40});
+  Eigen::MatrixXd a = rng.normal(rows_, draws);
+  if (centred_intercept_) a.rowwise() -= a.colwise().mean();
+  const Eigen::MatrixXd h = hyper();
+  auto projected = [&](const Eigen::MatrixXd& theta) {
+    contribution_draws(*contribution_, theta, h);
+    return gradient_of(*contribution_, contribution_backward(*contribution_, a), FVI_GROUP_SPLIT, split_dim_, draws);
+  };
+  const Eigen::MatrixXd at_zero = projected(Eigen::MatrixXd::Zero(split_dim_, draws));
+  const Eigen::MatrixXd at_draw = projected(rng.normal(split_dim_, draws));
+  if (!at_zero.allFinite() || !((at_zero - at_draw).norm() <= 1e-9 * at_zero.norm())) return ones;
+  const Eigen::VectorXd sd = (at_zero.rowwise().squaredNorm() / double(draws * rows_)).cwiseSqrt();
+  return sd.cwiseMax(1.0);
+}
+
+Eigen::VectorXd VflSilo::step_multipliers() const {
+  Eigen::VectorXd f = Eigen::VectorXd::Ones(params_.size());
+  f.head(split_dim_) = step_scales_;
+  if (!joint_) return f;
+  Eigen::Index at = split_dim_;
+  for (Eigen::Index r = 0; r < split_dim_; ++r) {  // row r of L_k: its entries left of the diagonal
+    const Eigen::Index left = joint_q_.offset() + r;
+    f.segment(at, left).setConstant(step_scales_[r]);
+    at += left + 1;
+  }
+  return f;
+}
+
+void VflSilo::adam_step(const Eigen::VectorXd& descent) {
+  // A log-diagonal or log-sd moves by a constant in step coordinates: Adam's steps are the same.
+  const Eigen::VectorXd f = step_multipliers();
+  const Eigen::VectorXd limit =
+      joint_ ? joint_rows_step_limit(params_.size(), joint_q()) : mean_step_limit(params_.size(), theta_sd());
+  adam_.set_step_limit(limit.cwiseProduct(f));
+  Eigen::VectorXd p = params_.cwiseProduct(f);
+  adam_.step(p, Eigen::VectorXd(descent.cwiseQuotient(f)));
+  params_ = p.cwiseQuotient(f);
 }
 
 void VflSilo::use_average() {
@@ -687,8 +737,7 @@ void VflSilo::use_average() {
 double VflSilo::update(const Eigen::MatrixXd& z_adjoint, uint32_t iteration) {
   Eigen::VectorXd d;
   const double value = gradient(z_adjoint, d);
-  limit_theta_steps();
-  adam_.step(params_, Eigen::VectorXd(-d));
+  adam_step(-d);
   for (long step = 1; step < options_.local_steps; ++step) local_only_step(iteration, step);
   average_.add(params_);
   if (average_.averaging() && split_dim_ > 0) watch_.observe(theta_mean(), theta_sd());
@@ -723,8 +772,7 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   Eigen::VectorXd d = Eigen::VectorXd::Zero(params_.size());
   d.head(2 * split_dim_) = meanfield_params_gradient(d_theta, eps, q.sd());
   d.segment(2 * split_dim_, hyper_dim_) = d_h;
-  limit_theta_steps();
-  adam_.step(params_, Eigen::VectorXd(-d / double(S)));
+  adam_step(-d / double(S));
   return value / double(S);
 }
 

@@ -257,7 +257,16 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   std::string describe() const override {
     return "silo " + std::to_string(silo_.silo()) + ": " + std::to_string(silo_.rows()) + " rows, " +
            std::to_string(silo_.split_dim()) + " split parameters, " + std::to_string(silo_.hyper_dim()) +
-           " split hyperparameters (kept in the silo)";
+           " split hyperparameters (kept in the silo)" + steps_scaled();
+  }
+  // What contribution_scales found, where a scale exceeds 1 (as SFVI's header says it).
+  std::string steps_scaled() const {
+    const Eigen::VectorXd& s = silo_.step_scales();
+    if (s.size() == 0 || !(s.maxCoeff() > 1)) return "";
+    char text[160];
+    std::snprintf(text, sizeof text, "; steps scaled by 1 to %.3g (the sds of its columns: Adam walks each coefficient "
+                                     "as a standardised column's)", s.maxCoeff());
+    return text;
   }
   void set_test_data(data::DataSet data) override { test_ = std::make_unique<data::DataSet>(std::move(data)); }
 

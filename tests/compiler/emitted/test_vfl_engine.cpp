@@ -579,7 +579,8 @@ TEST_CASE("VFL exact decomposition with a network per silo (split_nn), joint fam
 // (vfl_exact) the columns are raw, their means `shift`, and the fit's coordinates are (b_c, beta),
 // b_c = b + xbar . beta: the same posterior, mapped.
 static void check_gaussian_posterior(bool exact, bool joint = false, bool center = false,
-                                     const Eigen::Vector3d& shift = Eigen::Vector3d::Zero()) {
+                                     const Eigen::Vector3d& shift = Eigen::Vector3d::Zero(),
+                                     const Eigen::Vector3d& scale = Eigen::Vector3d::Ones()) {
   std::mt19937_64 rng(20261123);
   std::normal_distribution<double> normal;
   const int N = 40, J = 2;
@@ -587,8 +588,15 @@ static void check_gaussian_posterior(bool exact, bool joint = false, bool center
   Split d{N, {2, 1}, Eigen::MatrixXd(N, 3), Eigen::VectorXd(N)};
   for (Eigen::Index i = 0; i < d.X.size(); ++i) d.X.data()[i] = normal(rng);
   if (joint) d.X.col(2) = 0.8 * d.X.col(0) + 0.6 * d.X.col(2);
+  if (scale != Eigen::Vector3d::Ones()) {
+    // Columns at means `shift` exactly, so that the centred intercept b_c = b + shift . beta stays
+    // near its prior at any scale: what is tested is the coefficients' steps.
+    d.X.rowwise() -= d.X.colwise().mean();
+    d.X = d.X * scale.asDiagonal();
+  }
   d.X.rowwise() += shift.transpose();
-  const Eigen::Vector3d beta_true(0.8, -0.5, 0.3);
+  // Each column's effect on y the same at any scale: a standardised column's coefficient.
+  const Eigen::Vector3d beta_true = Eigen::Vector3d(0.8, -0.5, 0.3).cwiseQuotient(scale);
   for (int i = 0; i < N; ++i) d.y[i] = 0.4 + d.X.row(i).dot(beta_true) + std::hypot(sigma, rho) * normal(rng);
 
   // The exact posterior of w = (b, beta) under the collapsed model, prior N(0, I).
@@ -725,6 +733,46 @@ TEST_CASE("VFL exact decomposition, centred intercept: raw columns (means 3, -2,
           "[vfl][centring]") {
   check_gaussian_posterior(true, false, true, Eigen::Vector3d(3, -2, 5));
   check_gaussian_posterior(true, true, true, Eigen::Vector3d(3, -2, 5));
+}
+
+TEST_CASE("VFL exact decomposition: columns of sds 800, 0.5 and 80 reach the exact posterior, Adam stepping each "
+          "coefficient as a standardised column's",
+          "[vfl][centring]") {
+  // Without the step scales the coefficient of the widest column is walked in steps 800 times too
+  // large for its posterior sd, and its q sd starts 800 times too wide: 6,000 iterations do not
+  // settle its sd (measured: this case then fails on two sds).
+  check_gaussian_posterior(true, true, true, Eigen::Vector3d(3, -2, 5), Eigen::Vector3d(800, 0.5, 80));
+}
+
+TEST_CASE("A vertical silo's step scales are its columns' sds (over 1), and q starts at init_sd over them", "[vfl]") {
+  std::mt19937_64 rng(43);
+  std::normal_distribution<double> normal;
+  const int N = 200;
+  Eigen::MatrixXd x(N, 3);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  x = x * Eigen::Vector3d(10, 0.5, 3).asDiagonal();
+  x.col(0).array() += 1000;  // centred about its mean: the intercept is (center = on)
+  Data data;
+  data.add("N", scalar(N));
+  data.add("P", scalar(3));
+  data.add("x", x);
+  VflOptions opt;
+  opt.exact = true;
+  opt.auxiliary = false;
+  opt.center = true;
+  opt.init_sd = 0.1;
+  VflSilo silo(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
+  Eigen::VectorXd sd(3);
+  for (int c = 0; c < 3; ++c) sd[c] = std::sqrt((x.col(c).array() - x.col(c).mean()).square().sum() / N);
+  // 64 random projections: each sd's relative Monte Carlo error about 1 / sqrt(128) = 9%; 4 times that.
+  const Eigen::VectorXd& s = silo.step_scales();
+  REQUIRE(s.size() == 3);
+  CHECK(std::abs(s[0] / sd[0] - 1) < 0.35);
+  CHECK(s[1] == 1.0);  // a narrow column keeps Adam's own steps
+  CHECK(std::abs(s[2] / sd[2] - 1) < 0.35);
+  for (int c = 0; c < 3; ++c) CHECK(silo.theta_sd()[c] == Approx(0.1 / s[c]).epsilon(1e-12));
+  silo.set_layout(true, 1, 4);  // the joint family starts its rows of L at the same sds
+  for (int c = 0; c < 3; ++c) CHECK(silo.theta_sd()[c] == Approx(0.1 / s[c]).epsilon(1e-12));
 }
 
 TEST_CASE("A vertical silo's checkpoint keeps the draws per gradient the stopping rule gave it", "[vfl]") {

@@ -185,6 +185,7 @@ class VflSilo {
   int64_t rows() const { return rows_; }
   Eigen::Index split_dim() const { return split_dim_; }
   Eigen::Index hyper_dim() const { return hyper_dim_; }
+  const Eigen::VectorXd& step_scales() const { return step_scales_; }  // contribution_scales()
   // [q(theta) params; h; q(z) params (mean-field mu, log sd, or the network)]
   const Eigen::VectorXd& params() const { return params_; }
   void set_params(const Eigen::VectorXd& params);
@@ -262,8 +263,19 @@ class VflSilo {
   // Rebinds the kept draws' derived values (theta, m, q(z) outputs, z) from the kept noise.
   void evaluate_kept();
   double local_only_step(uint32_t iteration, long step);
-  // Bounds the next steps of q(theta_k)'s means by their sds (fvi/optim/step_limit.h).
-  void limit_theta_steps();
+  // One Adam step along -descent, taken in step coordinates (step_scales_): q(theta_k)'s means,
+  // and in the joint family each row of L_k, times its parameter's scale; the step limits (means
+  // and L_k's entries left of the diagonal by their row's sd: fvi/optim/step_limit.h) with them.
+  void adam_step(const Eigen::VectorXd& descent);
+  // Each split parameter's scale in this silo's rows: the sd over the rows of d m_i / d theta_j
+  // (about its mean where the intercept is centred; the root mean square otherwise), x's column
+  // sd for x * beta, where m is linear in theta and the silo has no split hyperparameters; 1
+  // where it is under 1 or m is not linear. Estimated from J^T a at random a (E (J^T a)_j^2 =
+  // sum_i J_ij^2), at two theta to see that J does not move.
+  Eigen::VectorXd contribution_scales();
+  // Multipliers of params_ into step coordinates (1 but at the means and the joint rows of a
+  // parameter whose scale exceeds 1), for the current family.
+  Eigen::VectorXd step_multipliers() const;
   // The theta_k and h_k parts of the gradient given the adjoint of m_k (N x S).
   double theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_params);
   // Mean-field q(z) with mean-field q(theta_k): z's means are offsets from m_k at q's mean.
@@ -284,6 +296,10 @@ class VflSilo {
   bool joint_ = false;
   Eigen::Index joint_total_ = 0;
   JointGaussianRows joint_q_;  // the joint family's layout (its parameters live in params_' head)
+  // contribution_scales(): Adam walks theta_j as step_scales_[j] theta_j, the coefficient of a
+  // standardised column, as SFVI's centring does (fvi/engine/centring.h), and q starts its sd at
+  // init_sd / step_scales_[j]. The silo's own columns: nothing is sent.
+  Eigen::VectorXd step_scales_;
   Adam<double> adam_;
   uint32_t proposed_ = 0;  // the iteration of the kept draw (0: none yet)
   ParameterAverage average_;  // the server's stopping rule on params_
