@@ -263,9 +263,11 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
   std::string steps_scaled() const {
     const Eigen::VectorXd& s = silo_.step_scales();
     if (s.size() == 0 || !(s.maxCoeff() > 1)) return "";
-    char text[160];
-    std::snprintf(text, sizeof text, "; steps scaled by 1 to %.3g (the sds of its columns: Adam walks each coefficient "
-                                     "as a standardised column's)", s.maxCoeff());
+    char range[64], text[192];
+    if (s.size() == 1) std::snprintf(range, sizeof range, "%.3g", s[0]);
+    else std::snprintf(range, sizeof range, "%.3g to %.3g", s.minCoeff(), s.maxCoeff());
+    std::snprintf(text, sizeof text, "; steps scaled by %s (the sds of its columns: Adam walks each coefficient as a "
+                                     "standardised column's)", range);
     return text;
   }
   void set_test_data(data::DataSet data) override { test_ = std::make_unique<data::DataSet>(std::move(data)); }
