@@ -184,6 +184,7 @@ const std::vector<Choice>& choices() {
       {"estimator", {"stl", "standard"}},
       {"local_reparam", {"on", "off"}},
       {"center", {"on", "off"}},
+      {"mode_start", {"on", "off"}},
       {"correct_moments", {"on", "off"}},
       {"lr_schedule", {"cosine", "constant"}},
       {"factors", {"dpo", "cpo"}},
@@ -457,6 +458,13 @@ const std::vector<KeySpec>& inference_keys() {
        "pooled means, and a coefficient of a column whose pooled sd exceeds 1 takes Adam's steps and its starting sd "
        "as of the standardised column's; vfl_exact: an intercept added to `silo_sum(...)` is fitted at the summed "
        "partial predictors centred at their mean over the rows (no message); off: at the raw x",
+       "on"},
+      {"mode_start", "on, off",
+       "SFVI without local parameters or hyperparameters, up to 50 globals: q starts at the Laplace approximation of "
+       "the log joint's mode, found by Newton's method from four points (q's default and three of Stan's random "
+       "inits); each step asks every silo for its log likelihood and gradient at a batch of points (fvic plan lists "
+       "the exchange), about two exchanges per step. A pooled fit (up to 200 globals) always starts there. off: at "
+       "q's default (means 0, sds init_sd)",
        "on"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
       {"q_z", "meanfield, amortized, none",

@@ -320,12 +320,30 @@ void add_rule_messages(Plan& plan, const Groups& g) {
                        SymSize::constant(3)});
 }
 
+// SFVI without locals or hyperparameters starts at the log joint's mode (runtime/src/program/
+// sfvi_run.cpp SfviCoordinator::silo_likelihoods; fvi/engine/mode.h): Newton's method, each
+// step's curvature from the gradients at 2n points around it asked of every silo at once, and
+// each trial point one more exchange. Up to 50 globals (kFederatedModeStartLimit); after the
+// centring, whose coordinates the points are in.
+void add_mode_search_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
+  if (!g.locals.empty() || !g.global_hypers.empty() || m.settings.name("mode_start", "on") == "off") return;
+  const SymSize G = total(g.globals);
+  if (const std::optional<long long> n = G.constant_value(); n && *n > 50) return;
+  const SymSize points = G * SymSize::constant(2);
+  const std::string where = G.constant_value() ? "" : " where the globals number at most 50";
+  plan.opening.push_back({"server", "silo k",
+                          "points of the global parameters, up to 2n per exchange, for the mode search" + where +
+                              " (about two exchanges per Newton step; the run's header counts them)",
+                          G * points});
+  plan.opening.push_back({"silo k", "server",
+                          "its log likelihood and its gradient at each point, and whether it is defined there",
+                          (G + SymSize::constant(2)) * points});
+}
+
 // SFVI fits each intercept of `x * W + b` at the silos' centred x (analysis/centring.h;
 // runtime/src/program/sfvi_run.cpp SfviCoordinator::centre): x's column sums and rows up, the
 // pooled means down, the sums of squares about them up, once.
-void add_opening_messages(Plan& plan, const SemanticModel& m) {
-  if (plan.method != Method::SFVI || plan.pooled || m.settings.name("center", "on") == "off") return;
-  if (auto w = m.settings.values.find("warm_start"); w != m.settings.values.end() && w->second.number > 0) return;
+void add_centring_messages(Plan& plan, const SemanticModel& m) {
   std::vector<std::string> centred;
   for (const Symbol& s : m.symbols) {
     const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
@@ -355,6 +373,14 @@ void add_opening_messages(Plan& plan, const SemanticModel& m) {
                          " fitted at the silos' data centred at its pooled column means (as brms centres: the "
                          "written model's posterior exactly, reported at the written intercept; center = off "
                          "fits at the raw data; analysis/centring.h)");
+}
+
+// What SFVI's server and silos exchange before the first iteration.
+void add_opening_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
+  if (plan.method != Method::SFVI || plan.pooled) return;
+  if (auto w = m.settings.values.find("warm_start"); w != m.settings.values.end() && w->second.number > 0) return;
+  if (m.settings.name("center", "on") != "off") add_centring_messages(plan, m);
+  add_mode_search_messages(plan, m, g);  // after the centring, whose coordinates its points are in
 }
 
 // vfl_exact fits a vertical model's intercept of `b + silo_sum(...)` at the centred sum
@@ -730,6 +756,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
   unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);
+  unused("mode_start", plan.method == Method::SFVI);
   unused("correct_moments", !plan.closing.empty() && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
                                                       pvi_engine(plan.method)) && !plan.sparse_gp);
   unused("local_reparam", (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
@@ -967,7 +994,7 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
   add_closing_messages(plan, model, g);
   add_notes(model, plan);  // after the closing messages: correct_moments applies where they exist
   add_rule_messages(plan, g);
-  add_opening_messages(plan, model);
+  add_opening_messages(plan, model, g);
   add_vertical_centring_note(plan, model);
   if (plan.pooled) {  // one party: nothing travels
     plan.opening.clear();
@@ -1098,7 +1125,7 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
   } else if (plan.messages.empty()) {
     out << "  no messages: each silo works alone\n";
   } else {
-    if (!plan.opening.empty()) out << "  once, before the first iteration\n";
+    if (!plan.opening.empty()) out << "  before the first iteration\n";
     for (const Message& m : plan.opening)
       out << "    " << std::setw(16) << std::left << (m.from + " -> " + m.to) << " : " << m.content << "; "
           << describe_count(m.doubles, sizes) << '\n';

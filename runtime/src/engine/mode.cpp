@@ -3,37 +3,71 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <string>
 
 namespace fvi::engine {
 namespace {
 
-// -Hessian by central differences of the gradient, symmetrised.
-Eigen::MatrixXd curvature_at(const LogDensityFn& log_p, const Eigen::VectorXd& z, long& evaluations) {
+// log p and its gradient at every column of z: one call of f, its answer's shape checked.
+void evaluate(const LogDensityBatchFn& f, const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g, Mode& m) {
+  f(z, lp, g);
+  ++m.batches;
+  m.evaluations += z.cols();
+  if (lp.size() != z.cols() || g.rows() != z.rows() || g.cols() != z.cols())
+    throw std::logic_error("a log density's batch answered " + std::to_string(lp.size()) + " values for " +
+                           std::to_string(z.cols()) + " points");
+}
+
+// -Hessian by central differences of the gradient, symmetrised: the 2n points in one batch.
+Eigen::MatrixXd curvature_at(const LogDensityBatchFn& log_p, const Eigen::VectorXd& z, Mode& m) {
   const Eigen::Index n = z.size();
-  Eigen::MatrixXd h(n, n);
-  Eigen::VectorXd up(n), down(n);
+  Eigen::MatrixXd points = z.replicate(1, 2 * n);
+  Eigen::VectorXd steps(n);
   for (Eigen::Index i = 0; i < n; ++i) {
-    const double step = 1e-5 * (1 + std::fabs(z[i]));
-    Eigen::VectorXd a = z, b = z;
-    a[i] += step;
-    b[i] -= step;
-    log_p(a, up);
-    log_p(b, down);
-    evaluations += 2;
-    h.col(i) = -(up - down) / (2 * step);
+    steps[i] = 1e-5 * (1 + std::fabs(z[i]));
+    points(i, 2 * i) += steps[i];
+    points(i, 2 * i + 1) -= steps[i];
   }
+  Eigen::VectorXd lp;
+  Eigen::MatrixXd g;
+  evaluate(log_p, points, lp, g, m);
+  Eigen::MatrixXd h(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) h.col(i) = -(g.col(2 * i) - g.col(2 * i + 1)) / (2 * steps[i]);
   return 0.5 * (h + h.transpose());
+}
+
+LogDensityBatchFn batched(const LogDensityFn& f) {
+  return [&f](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g) {
+    lp.resize(z.cols());
+    g.resize(z.rows(), z.cols());
+    Eigen::VectorXd gi(z.rows());
+    for (Eigen::Index c = 0; c < z.cols(); ++c) {
+      lp[c] = f(z.col(c), gi);
+      g.col(c) = gi;
+    }
+  };
 }
 
 }  // namespace
 
 Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max_steps) {
+  return find_mode(batched(log_p), start, max_steps);
+}
+
+Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps) {
+  return find_modes(batched(log_p), starts, max_steps);
+}
+
+Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, long max_steps) {
   Mode m;
   m.at = start;
   Eigen::VectorXd g(start.size()), trial_g(start.size());
-  double lp = log_p(m.at, g);
+  Eigen::VectorXd lps;
+  Eigen::MatrixXd gs;
+  evaluate(log_p, start, lps, gs, m);
+  double lp = lps[0];
+  g = gs.col(0);
   m.log_p = lp;
-  ++m.evaluations;
   if (!std::isfinite(lp) || !g.allFinite()) {
     m.why = "log p or its gradient is not finite at the start";
     m.finite_start = false;
@@ -42,7 +76,7 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
   double damping = 0;  // Levenberg: solve (C + damping I) d = g
   const Eigen::Index n = start.size();
   for (long step = 0; step < max_steps; ++step) {
-    m.curvature = curvature_at(log_p, m.at, m.evaluations);
+    m.curvature = curvature_at(log_p, m.at, m);
     // Converged: the gradient is negligible against the curvature's scale (the Newton step is
     // under 1e-6 of a Laplace sd in every direction).
     double newton_in_sds = INFINITY;
@@ -69,11 +103,15 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
       // definite at an extreme length scale) is a step refused, as one of log p -inf is.
       double trial_lp;
       try {
-        trial_lp = log_p(trial, trial_g);
+        evaluate(log_p, trial, lps, gs, m);
+        trial_lp = lps[0];
+        trial_g = gs.col(0);
+      } catch (const ModeSearchAborted&) {
+        throw;
       } catch (const std::exception&) {
         trial_lp = NAN;
+        ++m.evaluations;
       }
-      ++m.evaluations;
       // Strictly higher: under heavy damping the step shrinks to nothing, and a log p merely equal
       // (an ODE solve's rounding floor) would count as progress until max_steps ran out.
       if (std::isfinite(trial_lp) && trial_g.allFinite() && trial_lp > lp) {
@@ -93,18 +131,19 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
       return m;
     }
   }
-  m.curvature = curvature_at(log_p, m.at, m.evaluations);
+  m.curvature = curvature_at(log_p, m.at, m);
   m.why = "not converged in " + std::to_string(max_steps) + " Newton steps";
   return m;
 }
 
-Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps) {
+Modes find_modes(const LogDensityBatchFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps) {
   Modes out;
   std::vector<Mode> found;
   for (const Eigen::VectorXd& start : starts) {
     Mode m = find_mode(log_p, start, max_steps);
     ++out.starts;
     out.best.evaluations += m.evaluations;
+    out.best.batches += m.batches;
     if (m.found) found.push_back(std::move(m));
     else if (found.empty() && out.starts == 1) out.best.why = m.why, out.best.finite_start = m.finite_start;
   }
@@ -125,9 +164,10 @@ Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& 
     }
     if (!same) separate.push_back(&m);
   }
-  const long evaluations = out.best.evaluations;
+  const long evaluations = out.best.evaluations, batches = out.best.batches;
   out.best = found.front();
   out.best.evaluations = evaluations;
+  out.best.batches = batches;
   for (const Mode* m : separate) out.separate_log_p.push_back(m->log_p);
   return out;
 }

@@ -333,14 +333,39 @@ void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd
   hyper_ = hyper;
 }
 
-Modes SfviServer::start_at_mode() {
+Modes SfviServer::start_at_mode(const LogDensityBatchFn* silos) {
   const Eigen::MatrixXd theta = hyper_;
-  const LogDensityFn log_p = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
-    const Eigen::MatrixXd at = z;
-    GroupValues values{&at, nullptr, &theta};
-    const LogDensity::Value v = server_terms_.evaluate(values, 1, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
-    gradient = v.d_global.col(0);
-    return v.per_draw(0);
+  // The server's terms at the written globals (centring.h), their gradient pulled back to the
+  // fit's coordinates, plus the silos' likelihoods at the fit's (their data centred) when asked.
+  const LogDensityBatchFn log_p = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
+    const long P = long(z.cols());
+    if (server_terms_.empty()) {
+      lp = Eigen::VectorXd::Zero(P);
+      gradient = Eigen::MatrixXd::Zero(global_dim_, P);
+    } else {
+      Eigen::MatrixXd written = z;
+      to_written(centring_, written);
+      lp.resize(P);
+      gradient.resize(global_dim_, P);
+      // 64 points per call, as log_server_terms: a statement program's values grow with them.
+      for (long first = 0; first < P; first += 64) {
+        const long count = std::min(64L, P - first);
+        const Eigen::MatrixXd at = written.middleCols(first, count);
+        GroupValues values{&at, nullptr, &theta};
+        const LogDensity::Value v =
+            server_terms_.evaluate(values, count, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
+        lp.segment(first, count) = v.per_draw;
+        gradient.middleCols(first, count) = v.d_global;
+      }
+      pull_back(centring_, gradient);
+    }
+    if (silos) {
+      Eigen::VectorXd silo_lp;
+      Eigen::MatrixXd silo_gradient;
+      (*silos)(z, silo_lp, silo_gradient);
+      lp += silo_lp;
+      gradient += silo_gradient;
+    }
   };
   // From q's mean and, where each search is cheap, from three of Stan's random inits (uniform on
   // (-2, 2) in every unconstrained coordinate): a search that ends in a poor local mode (an HMM
@@ -362,19 +387,22 @@ Modes SfviServer::start_at_mode() {
     // at the default length scale), Stan's rule: up to 100 random inits on (-2, 2), the first
     // finite one the start of the search, or of q when no mode is found from it.
     std::mt19937_64 rng(options_.seed ^ 0x696e697473ULL);
-    Eigen::VectorXd gradient(global_dim_);
     for (int attempt = 0; attempt < 100; ++attempt) {
       const Eigen::VectorXd z = random_init(rng);
-      double lp;
+      Eigen::VectorXd lp;
+      Eigen::MatrixXd gradient;
       try {
-        lp = log_p(z, gradient);
+        log_p(z, lp, gradient);
+      } catch (const ModeSearchAborted&) {
+        throw;
       } catch (const std::exception&) {
         continue;
       }
-      if (!std::isfinite(lp) || !gradient.allFinite()) continue;
-      const long evaluations = modes.best.evaluations;
+      if (!std::isfinite(lp[0]) || !gradient.allFinite()) continue;
+      const long evaluations = modes.best.evaluations, batches = modes.best.batches;
       modes = find_modes(log_p, {z});
       modes.best.evaluations += evaluations;
+      modes.best.batches += batches;
       if (!modes.best.found) {
         q_ = StructuredGlobalGaussian<double>::from_params(
             [&] {
@@ -628,6 +656,24 @@ void SfviSilo::minibatch(uint32_t iteration, int64_t& begin, int64_t& count, dou
   begin = b * options_.batch_size;
   count = std::min<int64_t>(options_.batch_size, n - begin);
   scale = double(n) / double(count);
+}
+
+SfviSilo::PointValues SfviSilo::log_likelihood_at(const Eigen::MatrixXd& z_global) {
+  if (local_dim_ > 0 || hyper_dim_ > 0)
+    throw ModelError("a point of the globals alone does not fix this silo's term (it has locals or hyperparameters)");
+  check_size("SfviSilo::log_likelihood_at", "parameters", z_global.rows(), global_dim_);
+  const long P = long(z_global.cols());
+  PointValues out{Eigen::VectorXd(P), Eigen::MatrixXd(global_dim_, P)};
+  const Eigen::MatrixXd theta(0, 1);
+  for (long first = 0; first < P; first += 64) {  // 64 points per call, as log_joint
+    const long count = std::min(64L, P - first);
+    const Eigen::MatrixXd at = z_global.middleCols(first, count);
+    GroupValues values{&at, nullptr, &theta};
+    const LogDensity::Value v = joint_.evaluate(values, count, global_dim_, 0, 0, 0, -1, 1, 1, true);
+    out.log_p.segment(first, count) = v.per_draw;
+    out.gradient.middleCols(first, count) = v.d_global;
+  }
+  return out;
 }
 
 SfviContribution SfviSilo::gradient(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,

@@ -22,6 +22,7 @@ const char* phase_name(Phase phase) {
     case Phase::kSfviLogJoint: return "sfvi log joint";
     case Phase::kSfviSettled: return "sfvi settled";
     case Phase::kSfviCentring: return "sfvi centring";
+    case Phase::kSfviMode: return "sfvi mode";
     case Phase::kVflPropose: return "vfl propose";
     case Phase::kVflPower: return "vfl power";
     case Phase::kVflUpdate: return "vfl update";

@@ -27,6 +27,22 @@ namespace {
 
 // A pooled fit starts at the mode up to this many parameters (the Hessian costs 2n gradients).
 constexpr Eigen::Index kModeStartLimit = 200;
+// Federated, each Newton step costs two exchanges or more with every silo, and each of the
+// curvature's 2n points a likelihood evaluation in every silo: up to 50 globals.
+constexpr Eigen::Index kFederatedModeStartLimit = 50;
+
+// Whether the settings let the server search the log joint's mode with the silos' likelihoods
+// (the silo asks its own settings the same before it answers).
+bool mode_start_applies(const std::string& method, const engine::Settings& settings) {
+  return method == "sfvi" && settings.name("mode_start", "on") != "off" && settings.integer("warm_start", 0) == 0;
+}
+
+// Whether any parameter is a silo's own: then a point of the globals does not fix a silo's term.
+bool has_locals(const fvi_model& model) {
+  for (int i = 0; i < model.variable_count; ++i)
+    if (engine::group_kind(model, model.variables[i].group) == FVI_GROUP_LOCAL) return true;
+  return false;
+}
 
 using engine::SfviBroadcast;
 using engine::SfviContribution;
@@ -389,6 +405,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   Message handle(uint32_t round, Phase phase, const Message& request) override {
     if (phase == Phase::kSfviSizes) return {double(silo_rows(model_, data_, silo_->observations()))};
     if (phase == Phase::kSfviCentring) return centre(round, request);
+    if (phase == Phase::kSfviMode) return likelihood_at(request);
     if (phase == Phase::kSfviLogJoint) {
       if (!final_) throw std::invalid_argument("a log-joint request before the final posterior");
       const DrawsRequest r = check_draws_request(request, long(silo_global_dim()));
@@ -536,6 +553,49 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     return m;
   }
 
+  // The server's mode search (SfviCoordinator::start_at_federated_mode): this silo's log
+  // likelihood and its gradient at each point asked, [defined (P), log p (P), gradient (n x P)]; a
+  // point where either is not finite is answered `defined` 0 and zeros (nothing non-finite is sent).
+  Message likelihood_at(const Message& request) {
+    if (!mode_start_applies(method_, settings_))
+      throw std::invalid_argument("this silo does not answer a mode search (method " + method_ + ", mode_start = " +
+                                  settings_.name("mode_start", "on") + ", warm_start " +
+                                  std::to_string(settings_.integer("warm_start", 0)) + "): its likelihood stays here");
+    const long n = long(silo_global_dim());
+    const DrawsRequest r = check_draws_request(request, n);
+    if (r.draws > 2 * n + 1)  // a Newton step's curvature asks 2n points at once, never more
+      throw std::invalid_argument("a mode-search request of " + std::to_string(r.draws) + " points (at most " +
+                                  std::to_string(2 * n + 1) + ")");
+    const Eigen::Map<const Eigen::MatrixXd> z(request.data(), n, r.draws);
+    engine::SfviSilo::PointValues v;
+    try {
+      v = silo_->log_likelihood_at(z);
+    } catch (const engine::ModelError&) {
+      throw;  // a silo with locals: the server should not have asked
+    } catch (const std::exception&) {  // a point outside the model's domain: each alone
+      v = {Eigen::VectorXd(r.draws), Eigen::MatrixXd(n, r.draws)};
+      for (long p = 0; p < r.draws; ++p) {
+        try {
+          const engine::SfviSilo::PointValues one = silo_->log_likelihood_at(z.col(p));
+          v.log_p[p] = one.log_p[0];
+          v.gradient.col(p) = one.gradient.col(0);
+        } catch (const engine::ModelError&) {
+          throw;
+        } catch (const std::exception&) {
+          v.log_p[p] = NAN;
+        }
+      }
+    }
+    Message m(size_t(r.draws) * size_t(n + 2), 0.0);
+    for (long p = 0; p < r.draws; ++p) {
+      if (!std::isfinite(v.log_p[p]) || !v.gradient.col(p).allFinite()) continue;
+      m[size_t(p)] = 1;
+      m[size_t(r.draws + p)] = v.log_p[p];
+      for (long i = 0; i < n; ++i) m[size_t(2 * r.draws + p * n + i)] = v.gradient(i, p);
+    }
+    return m;
+  }
+
   // The fit's terms read x - xbar from now on (`request`: each block's xbar in turn).
   void apply_centring(const Message& request) {
     std::vector<engine::CentringBlock> blocks = engine::centring_blocks(model_, data_.view(), silo_global_dim());
@@ -643,28 +703,71 @@ class SfviCoordinator : public Coordinator {
     // The independent baseline: every silo keeps its own copy of q(Z_G) and theta (reported here).
     for (auto& f : own_) f = {server_.q().params(), server_.hyper(), 0};
     centre();
-    // Pooled: the server's terms are the whole log joint, so the fit starts at its Laplace
-    // approximation (a resumed run restores its own q after this).
-    if (pooled(run.model) && server_.hyper_dim() == 0 && server_.global_dim() <= kModeStartLimit) {
-      const engine::Modes modes = server_.start_at_mode();
-      const engine::Mode& m = modes.best;
-      start_note_ = m.found ? "  started at the mode's Laplace approximation (Newton from " +
-                                  std::to_string(modes.starts) + " starting points, " +
-                                  std::to_string(m.evaluations) + " gradients)"
-                            : "  started at q's default (no mode found: " + m.why + ")";
-      if (modes.separate_log_p.size() > 1) {
-        std::string values;
-        for (double lp : modes.separate_log_p) {
-          char v[32];
-          std::snprintf(v, sizeof v, "%s%.1f", values.empty() ? "" : ", ", lp);
-          values += v;
-        }
-        modes_warning_ = "the mode search from " + std::to_string(modes.starts) + " starting points found " +
-                         std::to_string(modes.separate_log_p.size()) + " separate modes (log p " + values +
-                         "): the posterior is multimodal, and q describes the neighbourhood of the highest "
-                         "alone; its means and sds leave the others out";
+    // The fit starts at the Laplace approximation of the log joint's mode where the search is
+    // cheap: pooled, the server's terms are the whole log joint; federated, without locals, the
+    // silos' likelihoods at the search's points are one exchange per batch (a resumed run
+    // restores its own q after this).
+    if (server_.hyper_dim() == 0) {
+      if (pooled(run.model)) {
+        if (server_.global_dim() <= kModeStartLimit) start_at_mode(nullptr);
+      } else if (mode_start_applies(method_, run.settings) && !has_locals(run.model) &&
+                 server_.global_dim() <= kFederatedModeStartLimit) {
+        const engine::LogDensityBatchFn silos = silo_likelihoods();
+        start_at_mode(&silos);
       }
     }
+  }
+
+  // q set to the mode's Laplace approximation (SfviServer::start_at_mode), the header's note and,
+  // where the searches found separate modes, the run's closing warning.
+  void start_at_mode(const engine::LogDensityBatchFn* silos) {
+    engine::Modes modes;
+    try {
+      modes = server_.start_at_mode(silos);
+    } catch (const engine::ModeSearchAborted& e) {
+      start_note_ = std::string("  started at q's default (the mode search stopped: ") + e.what() + ")";
+      return;
+    }
+    const engine::Mode& m = modes.best;
+    const std::string cost = silos ? std::to_string(m.evaluations) + " points in " + std::to_string(m.batches) +
+                                         " exchanges with the silos"
+                                   : std::to_string(m.evaluations) + " gradients";
+    start_note_ = m.found ? "  started at the mode's Laplace approximation (Newton from " +
+                                std::to_string(modes.starts) + " starting points, " + cost + ")"
+                          : "  started at q's default (no mode found: " + m.why + ")";
+    if (modes.separate_log_p.size() > 1) {
+      std::string values;
+      for (double lp : modes.separate_log_p) {
+        char v[32];
+        std::snprintf(v, sizeof v, "%s%.1f", values.empty() ? "" : ", ", lp);
+        values += v;
+      }
+      modes_warning_ = "the mode search from " + std::to_string(modes.starts) + " starting points found " +
+                       std::to_string(modes.separate_log_p.size()) + " separate modes (log p " + values +
+                       "): the posterior is multimodal, and q describes the neighbourhood of the highest "
+                       "alone; its means and sds leave the others out";
+    }
+  }
+
+  // The silos' log likelihoods at a batch of points of the globals (the fit's coordinates): one
+  // exchange, Phase::kSfviMode, each silo's [defined, log p, gradient] summed. A point any silo
+  // cannot score has log p NaN (the search refuses it); a silo that does not answer ends the search.
+  engine::LogDensityBatchFn silo_likelihoods() {
+    return [this](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
+      const Eigen::Index n = z.rows(), P = z.cols();
+      std::vector<Message> replies;
+      if (!ask_every_silo(run_.transport, mode_exchanges_++, Phase::kSfviMode, Message(z.data(), z.data() + z.size()),
+                          size_t(P) * size_t(n + 2), replies))
+        throw engine::ModeSearchAborted("a silo did not answer it");
+      lp = Eigen::VectorXd::Zero(P);
+      gradient = Eigen::MatrixXd::Zero(n, P);
+      for (const Message& m : replies) {
+        for (Eigen::Index p = 0; p < P; ++p)
+          if (m[size_t(p)] != 1) lp[p] = NAN;
+        lp += Eigen::Map<const Eigen::VectorXd>(m.data() + P, P);
+        gradient += Eigen::Map<const Eigen::MatrixXd>(m.data() + 2 * P, n, P);
+      }
+    };
   }
 
   // SFVI fits each intercept of `x * W + b` at the silos' centred x (fvi/engine/centring.h): the
@@ -756,8 +859,8 @@ class SfviCoordinator : public Coordinator {
                   warm_start_ ? (", after " + std::to_string(warm_start_) + " SFVI-Avg rounds").c_str() : "");
     std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
                 (long long)server_.hyper_dim());
-    if (!start_note_.empty()) std::printf("%s\n", start_note_.c_str());
     if (!centring_note_.empty()) std::printf("%s\n", centring_note_.c_str());
+    if (!start_note_.empty()) std::printf("%s\n", start_note_.c_str());
   }
   long steps() const override { return avg_rounds_ + sfvi_iterations_; }
   long rounds_setting() const override { return rounds_; }
@@ -1007,7 +1110,8 @@ class SfviCoordinator : public Coordinator {
   std::vector<double> weights_;
   std::vector<SfviLocalFit> own_;
   HeldOut held_out_, ood_;
-  std::string start_note_;  // how a pooled fit started
+  uint32_t mode_exchanges_ = 0;  // the mode search's exchanges so far (each its own round)
+  std::string start_note_;  // how the fit started (at the mode's Laplace approximation)
   std::string centring_note_;  // which intercepts are fitted at the centred data
   std::string modes_warning_;  // the mode search found several modes
   std::string settled_note_;  // what the last check of the silos' locals found

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "fvi/engine/mode.h"
 
@@ -110,4 +111,67 @@ TEST_CASE("find_modes: starts in two basins find both modes and keep the higher"
   // Starts in one basin: one mode.
   const fvi::engine::Modes one = fvi::engine::find_modes(log_p, {Eigen::Vector2d(2.0, 0.5), Eigen::Vector2d(4.0, -0.5)});
   CHECK(one.separate_log_p.size() == 1);
+}
+
+TEST_CASE("find_mode: a batch density (a federated one) gives the point search's mode, a step's curvature in one call",
+          "[mode]") {
+  // The ridge above, answered a batch of points per call: the search must ask the curvature's 2n
+  // points at once, so its calls are about two per Newton step, and land where the point search does.
+  Eigen::Matrix2d precision;
+  precision << 50.0, 50.0 * 2000.0, 50.0 * 2000.0, 50.0 * (2000.0 * 2000.0 + 100.0);
+  const Eigen::Vector2d mean(-60.0, 0.0176);
+  long calls = 0, points = 0;
+  const fvi::engine::LogDensityBatchFn batch = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g) {
+    ++calls;
+    points += z.cols();
+    const Eigen::MatrixXd d = z.colwise() - mean;
+    g = -precision * d;
+    lp = -0.5 * (d.array() * (precision * d).array()).colwise().sum().transpose();
+  };
+  const auto point = [&](const Eigen::VectorXd& z, Eigen::VectorXd& g) {
+    const Eigen::VectorXd d = z - mean;
+    g = -precision * d;
+    return -0.5 * d.dot(precision * d);
+  };
+  const fvi::engine::Mode b = find_mode(batch, Eigen::VectorXd::Zero(2));
+  const fvi::engine::Mode p = find_mode(point, Eigen::VectorXd::Zero(2));
+  INFO(b.why);
+  REQUIRE(b.found);
+  REQUIRE(p.found);
+  CHECK(b.at.isApprox(p.at, 1e-12));
+  CHECK(b.evaluations == p.evaluations);  // the same points, asked in batches
+  CHECK(b.batches == calls);
+  CHECK(b.evaluations == points);
+  // Calls: the start (1 point), each curvature (2n = 4 points in one call), each trial (1 point).
+  // Asked one point per call, points - calls would be 0.
+  CHECK(points - calls >= 3);
+  CHECK((points - calls) % 3 == 0);
+  CHECK(2 * calls <= points);
+}
+
+TEST_CASE("find_mode: ModeSearchAborted from the density ends the search; other errors only refuse a point",
+          "[mode]") {
+  long calls = 0;
+  const fvi::engine::LogDensityBatchFn gone = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g) {
+    if (++calls > 3) throw fvi::engine::ModeSearchAborted("a silo did not answer");
+    g = -z;
+    lp = -0.5 * z.array().square().colwise().sum().transpose();
+  };
+  CHECK_THROWS_AS(find_mode(gone, Eigen::VectorXd::Constant(2, 5.0)), fvi::engine::ModeSearchAborted);
+  // log z - z, defined for z > 0 alone (it throws elsewhere), mode 1: from 3 the first Newton step
+  // lands at -3, which must be refused as a point, not end the search.
+  long refused = 0;
+  const fvi::engine::LogDensityBatchFn positive = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g) {
+    if ((z.array() <= 0).any()) {
+      ++refused;
+      throw std::domain_error("outside the support");
+    }
+    g = (1 / z.array() - 1).matrix();
+    lp = (z.array().log() - z.array()).colwise().sum().transpose();
+  };
+  const fvi::engine::Mode m = find_mode(positive, Eigen::VectorXd::Constant(1, 3.0));
+  INFO(m.why);
+  REQUIRE(m.found);
+  CHECK(refused >= 1);
+  CHECK(m.at[0] == Approx(1.0).margin(1e-6));
 }

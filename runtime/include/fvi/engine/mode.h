@@ -6,6 +6,7 @@
 // own sds from the origin along a ridge of condition 10^7, which first-order steps cross in
 // millions of iterations (posteriordb's earnings, kilpisjarvi).
 #include <functional>
+#include <stdexcept>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -16,12 +17,23 @@ namespace fvi::engine {
 
 // log p(z), and its gradient into `gradient`.
 using LogDensityFn = std::function<double(const Eigen::VectorXd& z, Eigen::VectorXd& gradient)>;
+// log p and its gradient at every column of z at once (n x P into P and n x P): a federated log
+// density answers a batch in one exchange, so a Newton step's finite-difference curvature (2n
+// points) costs one round trip, not 2n. A point where the density is undefined gives a log p that
+// is not finite; throwing ModeSearchAborted ends the whole search (a silo gone), any other
+// exception only refuses the points asked.
+using LogDensityBatchFn =
+    std::function<void(const Eigen::MatrixXd& z, Eigen::VectorXd& log_p, Eigen::MatrixXd& gradient)>;
+struct ModeSearchAborted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct Mode {
   Eigen::VectorXd at;
   Eigen::MatrixXd curvature;  // -Hessian of log p at the mode (positive definite when found)
   bool found = false;         // the gradient vanished (relatively) and the curvature is positive definite
   long evaluations = 0;       // of log p and its gradient
+  long batches = 0;           // calls of the batch function (a federated density's exchanges)
   std::string why;            // when not found
   double log_p = -INFINITY;   // log p at `at`
   bool finite_start = true;   // log p and its gradient were finite at the start
@@ -36,8 +48,11 @@ struct Modes {
   std::vector<double> separate_log_p;  // highest first
 };
 Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps = 200);
+Modes find_modes(const LogDensityBatchFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps = 200);
 
-// Starts at `start`; at most `max_steps` Newton steps, each costing 2n + 1 evaluations or more.
+// Starts at `start`; at most `max_steps` Newton steps, each costing 2n + 1 evaluations or more
+// (two batches or more).
 Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max_steps = 200);
+Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, long max_steps = 200);
 
 }  // namespace fvi::engine

@@ -163,10 +163,12 @@ class SfviServer {
   // Alg. 2: theta <- mean theta_j; q(Z_G) <- the 2-Wasserstein barycenter (seed 002 Eqs. 14-15).
   void average(const std::vector<SfviLocalFit>& fits);
   void set(const Eigen::VectorXd& global_params, const Eigen::VectorXd& hyper);
-  // q(Z_G) set to the Laplace approximation of the server's own terms at their mode (fvi/engine/
-  // mode.h), when found: the start of a pooled fit, where the server's terms are the whole log
-  // joint. Returns the search's outcome (q unchanged when no mode was found).
-  Modes start_at_mode();
+  // q(Z_G) set to the Laplace approximation of the log joint at its mode (fvi/engine/mode.h), when
+  // found: the server's own terms, plus `silos` (the silos' likelihoods at a batch of points of
+  // the fit's coordinates; nullptr in a pooled fit, where the server's terms are the whole log
+  // joint). Returns the search's outcome (q unchanged when no mode was found); a ModeSearchAborted
+  // from `silos` ends it (q unchanged).
+  Modes start_at_mode(const LogDensityBatchFn* silos = nullptr);
   // Draws of q the server's terms dropped so far because their log density or its gradient was
   // not finite there (the others' average is the step's estimate, as Stan's ADVI has it).
   long dropped_draws() const { return dropped_draws_; }
@@ -224,6 +226,15 @@ class SfviSilo {
   // SFVI-Avg (Alg. 2): `steps` local steps on (eta_G, theta, eta_{L_j}) from the broadcast
   // values, with log p(y_j, Z_L | Z_G) scaled by `scale` (n / n_j; 1 for the independent fit).
   SfviLocalFit fit_locally(const SfviBroadcast& message, long steps, double scale, uint32_t round);
+
+  // log p(y_j | Z_G) and its gradient at each column of z_global (n x P, the fit's coordinates):
+  // the silo's part of the server's mode search (SfviServer::start_at_mode). Only a silo without
+  // locals or hyperparameters, whose term is then a function of Z_G alone; ModelError otherwise.
+  struct PointValues {
+    Eigen::VectorXd log_p;     // P
+    Eigen::MatrixXd gradient;  // n x P
+  };
+  PointValues log_likelihood_at(const Eigen::MatrixXd& z_global);
 
   // The gradients of this silo's ELBO term at given noise (no step; for the tests).
   SfviContribution gradient(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,

@@ -34,6 +34,8 @@ enum class Phase : uint32_t {
   kSfviSettled = 17,     // [tol_param] -> [status, drift, standard error] of the silo's locals (fvi/program/silo_settling.h)
   kSfviCentring = 18,    // round 0: nothing -> [x's column sums, rows] per block; round 1: [xbar per block] -> [(x - xbar)'s column sums of squares per block]
                          // (once, before iteration 1: fvi/engine/centring.h)
+  kSfviMode = 19,        // points of Z_G (n x P) -> [defined (P), log p(y_j | Z_G) (P), its gradient (n x P)]
+                         // (the mode search before iteration 1, a silo without locals: fvi/engine/mode.h)
   kVflPropose = 20,      // the rule's schedule (3) -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
