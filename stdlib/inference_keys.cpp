@@ -463,8 +463,11 @@ const std::vector<KeySpec>& inference_keys() {
        "SFVI without local parameters or hyperparameters, up to 50 globals: q starts at the Laplace approximation of "
        "the log joint's mode, found by Newton's method from four points (q's default and three of Stan's random "
        "inits); each step asks every silo for its log likelihood and gradient at a batch of points (fvic plan lists "
-       "the exchange), about two exchanges per step. A pooled fit (up to 200 globals) always starts there. off: at "
-       "q's default (means 0, sds init_sd)",
+       "the exchange), about two exchanges per step. A pooled fit (up to 200 globals) always starts there. "
+       "vfl_exact: the server's globals start at the mode of its own terms with the silos' predictors at 0, and "
+       "where the linear predictor's scale there (1 / sqrt of the likelihood's mean curvature) exceeds 10, each "
+       "silo's coefficients step at it over 10 (one number to each silo, once). off: at q's default (means 0, sds "
+       "init_sd)",
        "on"},
       {"rho", "a number > 0", "AXDA coupling scale of the auxiliary variables z", "1"},
       {"q_z", "meanfield, amortized, none",

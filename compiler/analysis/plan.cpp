@@ -375,8 +375,20 @@ void add_centring_messages(Plan& plan, const SemanticModel& m) {
                          "fits at the raw data; analysis/centring.h)");
 }
 
+// vfl_exact starts the server's globals at the mode of its own terms with the silos' predictors
+// at 0 and, where the linear predictor's scale there exceeds 10, sends it to every silo, whose
+// coefficients step at it (runtime/src/program/vfl_run.cpp VflCoordinator::start).
+void add_vertical_scale_message(Plan& plan, const SemanticModel& m) {
+  if (plan.method != Method::VFLExact || m.settings.name("mode_start", "on") == "off") return;
+  plan.opening.push_back({"server", "silo k",
+                          "the linear predictor's scale at the server's start (1 / sqrt of its likelihood's mean "
+                          "curvature there), once, where it exceeds 10: the silo's coefficients step at it",
+                          SymSize::constant(1)});
+}
+
 // What SFVI's server and silos exchange before the first iteration.
 void add_opening_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
+  add_vertical_scale_message(plan, m);
   if (plan.method != Method::SFVI || plan.pooled) return;
   if (auto w = m.settings.values.find("warm_start"); w != m.settings.values.end() && w->second.number > 0) return;
   if (m.settings.name("center", "on") != "off") add_centring_messages(plan, m);
@@ -756,7 +768,7 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("avg_steps", plan.method == Method::SFVIAvg || plan.method == Method::SFVI);
   unused("warm_start", plan.method == Method::SFVI);
   unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);
-  unused("mode_start", plan.method == Method::SFVI);
+  unused("mode_start", plan.method == Method::SFVI || plan.method == Method::VFLExact);
   unused("correct_moments", !plan.closing.empty() && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
                                                       pvi_engine(plan.method)) && !plan.sparse_gp);
   unused("local_reparam", (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||

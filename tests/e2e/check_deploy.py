@@ -25,6 +25,12 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                local reparameterisation) and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
                block) equals the one NAME-sim wrote for it.
+  vfl_scale_equal
+               vfl_exact on a vertical Gaussian regression with its outcome 100 times larger (6 columns
+               in 4 silos): the server starts b at the mode of its own terms and sends every client
+               the linear predictor's scale (Phase::kVflScale), at which its coefficients step; the
+               equal case's checks (NAME-sim sent it too, or the fits would differ), and the server
+               says so.
   stan_statements
                examples/stan_programs/capture_recapture (360 histories dealt into 4 sites), SFVI:
                each client computes its transformed data (loops, ifs) when it reads its data, and
@@ -86,6 +92,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_pvi import EXAMPLES, Failure, posterior, require, run_case  # noqa: E402
 from check_stan_programs import check_silo_sums, regression_log_lik, silo_rows, with_silo_sums  # noqa: E402
+from check_defaults import vfl_generate, vfl_model  # noqa: E402
 
 SILOS = 4
 # The server and NAME-sim run the same engines and the same rounds in the same order; only how
@@ -1166,6 +1173,44 @@ def case_vfl_exact_equal(fvic, cache, work):
           f"iteration, plus {extra} B of the layout and the stopping rule's questions")
 
 
+# The vertical Gaussian regression of check_defaults.py's vfl_outcome_scale (its outcome 100 times
+# larger), written beside the cache's programs by case_vfl_scale_equal; its columns dealt below.
+SCALED = Model("vfl_scaled", None)
+
+
+def four_scaled_blocks(work):
+    """check_defaults.vfl_generate's 300 Gaussian rows, y and sigma 100 times larger, columns 1-2,
+    3-4, 5 and 6 in silos 1-4, y and sigma on the server."""
+    x, y = vfl_generate("gaussian")
+    out = os.path.join(work, "data")
+    os.makedirs(out)
+    with open(os.path.join(out, "data.json"), "w") as f:
+        json.dump({"N": len(x)}, f)
+    with open(os.path.join(out, "server.json"), "w") as f:
+        json.dump({"y": [round(100 * v, 4) for v in y], "sigma": 100.0}, f)
+    for k, (first, last) in enumerate(((0, 2), (2, 4), (4, 5), (5, 6))):
+        with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
+            json.dump({"P": last - first, "x": [row[first:last] for row in x]}, f)
+    return out
+
+
+SCALED.deal = four_scaled_blocks
+
+
+def case_vfl_scale_equal(fvic, cache, work):
+    source = vfl_model("gaussian").replace("b ~ normal(0, 2);", "b ~ normal(0, 1000);").replace(
+        "beta ~ normal(0, 1);", "beta ~ normal(0, 100);")
+    os.makedirs(cache, exist_ok=True)
+    SCALED.fvi = os.path.join(cache, "vfl_scaled.fvi")
+    if not os.path.exists(SCALED.fvi) or open(SCALED.fvi).read() != source:
+        with open(SCALED.fvi, "w") as f:
+            f.write(source)
+    server_stdout = equal_case("vfl_scale_equal", SCALED, ["rounds=300", "refresh=10"])(fvic, cache, work)
+    require("linear predictor's scale 100" in server_stdout,
+            "the server did not send the linear predictor's scale:\n" + server_stdout)
+    print("vfl_scale_equal: the server sent the linear predictor's scale, 100, and its fit is NAME-sim's")
+
+
 def case_generic_programs(fvic, cache, work):
     """issue 28's generic programs, fvi-server and fvi-client (beside FVIC), given the model file:
     (1) 1 server and 4 clients, each client with --accept-plan of the plan `fvic plan --json` saved
@@ -1299,6 +1344,7 @@ CASES = {
     "vfl_exact_equal": case_vfl_exact_equal,
     "sfvi_rule": case_sfvi_rule,
     "stan_quantities": case_stan_quantities,
+    "vfl_scale_equal": case_vfl_scale_equal,
     "stan_statements": equal_case("stan_statements", CAPTURE, ["rounds=300", "refresh=10"]),
     "mtls": case_mtls,
     "wrong_token": case_wrong_token,

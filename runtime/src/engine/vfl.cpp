@@ -173,6 +173,54 @@ Eigen::MatrixXd VflServer::global_noise(uint32_t iteration) const {
   return rng.normal(global_dim_, options_.mc_samples);
 }
 
+Mode VflServer::start_at_mode() {
+  if (!likelihood_ || options_.power || global_dim_ == 0) return Mode{};
+  // The predictors at their start: eta = 0, so the written globals are the fit's (b = b_c - 0).
+  const Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(rows_, 1);
+  const LogDensityFn log_p = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
+    const Eigen::MatrixXd b = z;
+    const auto& lp = likelihood_->forward(0, -1, inputs_of(*likelihood_, {{FVI_GROUP_GLOBAL, &b}, {FVI_GROUP_Z_SUM, &eta}}));
+    const double log_lik = lp.sum();
+    const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(lp.rows(), lp.cols());
+    Eigen::MatrixXd db = gradient_of(*likelihood_, likelihood_->backward({&seed}), FVI_GROUP_GLOBAL, global_dim_, 1);
+    const double log_prior = add_priors(b, db)[0];
+    gradient = db.col(0);
+    return log_lik + log_prior;
+  };
+  Mode m = find_mode(log_p, mean());
+  if (!m.found) return m;
+  // The joint family starts at the Laplace marginal sds (its rows' off-diagonals 0); a mean-field q
+  // at the KL-optimal diagonal of a Gaussian target, C_ii^-1/2 (as SFVI's start_at_mode).
+  const Eigen::LLT<Eigen::MatrixXd> llt(m.curvature);
+  const Eigen::VectorXd log_sd =
+      joint_ ? Eigen::VectorXd(0.5 * llt.solve(Eigen::MatrixXd::Identity(global_dim_, global_dim_)).diagonal().array().log())
+             : Eigen::VectorXd(-0.5 * m.curvature.diagonal().array().log());
+  if (joint_) {
+    JointGaussianRows start(0, global_dim_, options_.init_sd);
+    Eigen::VectorXd p = start.params();
+    p.head(global_dim_) = m.at;
+    for (Eigen::Index r = 0; r < global_dim_; ++r) p[start.diagonal_at(r)] = log_sd[r];
+    joint_q_.set_params(p);
+  } else {
+    q_ = MeanFieldGaussian<double>(m.at, log_sd);
+  }
+  return m;
+}
+
+double VflServer::outcome_scale() {
+  if (!likelihood_ || rows_ == 0) return 1;
+  const Eigen::MatrixXd b = mean();
+  const double h = 1e-4;
+  auto adjoint = [&](double at) {
+    const Eigen::MatrixXd eta = Eigen::MatrixXd::Constant(rows_, 1, at);
+    const auto& lp = likelihood_->forward(0, -1, inputs_of(*likelihood_, {{FVI_GROUP_GLOBAL, &b}, {FVI_GROUP_Z_SUM, &eta}}));
+    const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(lp.rows(), lp.cols());
+    return Eigen::MatrixXd(gradient_of(*likelihood_, likelihood_->backward({&seed}), FVI_GROUP_Z_SUM, rows_, 1));
+  };
+  const double curvature = -(adjoint(h) - adjoint(-h)).mean() / (2 * h);
+  return std::isfinite(curvature) && curvature > 0 ? 1 / std::sqrt(curvature) : 1.0;
+}
+
 Eigen::MatrixXd VflServer::written(const Eigen::MatrixXd& fit, const Eigen::MatrixXd& s) const {
   Eigen::MatrixXd b = fit;
   if (intercept_ >= 0) b.row(intercept_) -= s.colwise().mean();
@@ -294,7 +342,7 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   params_.resize(2 * split_dim_ + hyper_dim_ + z_params_);
   params_ << Eigen::VectorXd::Zero(split_dim_), Eigen::VectorXd::Constant(split_dim_, std::log(options.init_sd)),
       options.hyper_init_sd * init.normal(hyper_dim_, 1), z_params;
-  step_scales_ = contribution_scales();
+  step_scales_ = column_scales_ = contribution_scales();
   params_.segment(split_dim_, split_dim_) -= step_scales_.array().log().matrix();
   adam_ = Adam<double>(params_.size(), AdamOptions{StepSizeSchedule(options.lr)});
   if (options.power && options.amortized && options.auxiliary) {
@@ -462,12 +510,12 @@ void VflServer::restore(const Eigen::VectorXd& state) {
 }
 
 // [joint?, offset, total, params with Adam's state, the averaging schedule, the iteration of the
-// kept proposal, the draws per gradient].
+// kept proposal, the draws per gradient, the outcome factor].
 Eigen::VectorXd VflSilo::checkpoint() const {
   const Eigen::VectorXd core = with_adam(params_, adam_), schedule = average_.state(params_.size());
-  Eigen::VectorXd state(3 + core.size() + schedule.size() + 2);
+  Eigen::VectorXd state(3 + core.size() + schedule.size() + 3);
   state << double(joint_), double(joint_ ? joint_q_.offset() : 0), double(joint_total_), core, schedule, double(proposed_),
-      double(options_.mc_samples);
+      double(options_.mc_samples), outcome_factor_;
   return state;
 }
 
@@ -477,9 +525,11 @@ void VflSilo::restore(const Eigen::VectorXd& saved) {
     set_layout(true, checkpoint_count(saved[1], "the silo's offset"), checkpoint_count(saved[2], "the joint family's size"));
   const Eigen::VectorXd state = saved.tail(saved.size() - 3);
   const Eigen::Index p = params_.size(), schedule = ParameterAverage::state_size(p);
-  if (state.size() < schedule + 2) throw std::invalid_argument("a damaged vertical silo checkpoint");
-  const Eigen::Index core = state.size() - schedule - 2;
-  const double proposed = state[state.size() - 2], draws = state[state.size() - 1];
+  if (state.size() < schedule + 3) throw std::invalid_argument("a damaged vertical silo checkpoint");
+  const Eigen::Index core = state.size() - schedule - 3;
+  const double proposed = state[state.size() - 3], draws = state[state.size() - 2], factor = state[state.size() - 1];
+  if (!(factor >= 1 && factor <= 1e150 && (linear_ || factor == 1)))
+    throw std::invalid_argument("a damaged vertical silo checkpoint (its outcome factor)");
   if (!(proposed >= 0 && proposed <= 4294967295.0 && proposed == std::floor(proposed)))
     throw std::invalid_argument("a damaged vertical silo checkpoint");
   if (!(draws >= 1 && draws <= 1e6 && draws == std::floor(draws)))
@@ -488,6 +538,8 @@ void VflSilo::restore(const Eigen::VectorXd& saved) {
   average_.restore(state.segment(core, schedule));
   adam_.set_scale(average_.step_scale());
   options_.mc_samples = long(draws);
+  outcome_factor_ = factor;  // the restored q is already in these coordinates
+  step_scales_ = column_scales_ / factor;
   if (proposed > 0) propose(uint32_t(proposed));
 }
 
@@ -703,7 +755,30 @@ Eigen::VectorXd VflSilo::contribution_scales() {
   const Eigen::MatrixXd at_draw = projected(rng.normal(split_dim_, draws));
   if (!at_zero.allFinite() || !((at_zero - at_draw).norm() <= 1e-9 * at_zero.norm())) return ones;
   const Eigen::VectorXd sd = (at_zero.rowwise().squaredNorm() / double(draws * rows_)).cwiseSqrt();
+  linear_ = true;
   return sd.cwiseMax(1.0);
+}
+
+void VflSilo::set_outcome_scale(double scale) {
+  if (!(std::isfinite(scale) && scale > 0 && scale <= 1e150))
+    throw std::invalid_argument("an outcome scale of " + std::to_string(scale));
+  const double factor = linear_ ? std::max(1.0, scale / kOutcomeScaleUnit) : 1.0;
+  if (factor == outcome_factor_) return;
+  // Before the first step q's starting sds move with the coordinates (init_sd in step
+  // coordinates); after it (a resumed silo's restored q) only the coordinates do.
+  if (adam_.iteration() == 0) {
+    const double shift = std::log(factor / outcome_factor_);
+    if (joint_) {
+      Eigen::VectorXd p = joint_q_.params();
+      for (Eigen::Index r = 0; r < split_dim_; ++r) p[joint_q_.diagonal_at(r)] += shift;
+      joint_q_.set_params(p);
+      params_.head(p.size()) = p;
+    } else {
+      params_.segment(split_dim_, split_dim_).array() += shift;
+    }
+  }
+  outcome_factor_ = factor;
+  step_scales_ = column_scales_ / factor;
 }
 
 Eigen::VectorXd VflSilo::step_multipliers() const {

@@ -31,6 +31,7 @@ const char* phase_name(Phase phase) {
     case Phase::kVflLogJoint: return "vfl log joint";
     case Phase::kVflLayout: return "vfl layout";
     case Phase::kVflSettled: return "vfl settled";
+    case Phase::kVflScale: return "vfl scale";
     case Phase::kSgpUpdate: return "sparse gp update";
     case Phase::kSgpEvaluate: return "sparse gp evaluate";
   }

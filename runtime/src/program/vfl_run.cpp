@@ -326,6 +326,16 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         silo_.set_layout(request[0] != 0, Eigen::Index(offset), Eigen::Index(total));
         return {};
       }
+      case Phase::kVflScale: {
+        expect(1);
+        // What the silo takes is its own settings' to allow, as the server's start is.
+        if (!options_.exact || settings_.name("mode_start", "on") == "off")
+          throw std::invalid_argument("this silo does not take an outcome scale (method " +
+                                      std::string(options_.exact ? "vfl_exact" : "not vfl_exact") + ", mode_start = " +
+                                      settings_.name("mode_start", "on") + ")");
+        silo_.set_outcome_scale(request[0]);
+        return {};
+      }
       case Phase::kVflSettled: {
         return settled_.answer(request, [&](double tol) { return silo_.block_settled(tol); });
       }
@@ -409,7 +419,10 @@ class VflCoordinator : public Coordinator {
   long steps() const override { return rounds_; }
   bool reports(long t) const override { return t % refresh_ == 0; }
   double step(long t) override {
-    if (!laid_out_) lay_out();
+    if (!laid_out_) {
+      lay_out();
+      if (!restored_) start();
+    }
     return federation_.iteration(uint32_t(t));
   }
   std::string position(long t) const override {
@@ -527,6 +540,7 @@ class VflCoordinator : public Coordinator {
     return m;
   }
   void restore(const std::vector<double>& m) override {
+    restored_ = true;
     const int J = run_.transport.silos();
     const Eigen::Index state_size = server_.checkpoint().size();
     const double stored = m.size() > size_t(state_size) ? m[size_t(state_size)] : 0;
@@ -612,6 +626,31 @@ class VflCoordinator : public Coordinator {
                   (long long)total, (long long)engine::kJointAutoLimit);
   }
 
+  // vfl_exact, a fresh run, before the first iteration (after the layout): q(globals) at the mode
+  // of the server's own terms with the silos' predictors at 0 (VflServer::start_at_mode), and the
+  // linear predictor's scale there, where it exceeds kOutcomeScaleUnit, to every silo (Phase::kVflScale, one
+  // number; fvic plan lists it), whose coefficients then step at it.
+  void start() {
+    if (!options_.exact || run_.settings.name("mode_start", "on") == "off") return;
+    const engine::Mode m = server_.start_at_mode();
+    const double scale = server_.outcome_scale();
+    std::vector<Message> replies;
+    const bool scaled = scale > engine::VflSilo::kOutcomeScaleUnit;
+    if (scaled && !ask_every_silo(run_.transport, 0, Phase::kVflScale, {scale}, 0, replies))
+      throw std::runtime_error("a silo did not take the linear predictor's scale (mode_start = off fits without it)");
+    if (run_.args.quiet) return;
+    if (m.found)
+      std::printf("  started the globals at the mode of the server's terms with the silos' predictors at 0 (Newton, "
+                  "%ld gradients)\n",
+                  m.evaluations);
+    else if (server_.global_dim() > 0)
+      std::printf("  started the globals at q's default (no mode of the server's terms found: %s)\n", m.why.c_str());
+    if (scaled)
+      std::printf("  linear predictor's scale %.3g (1 / sqrt of the likelihood's mean curvature there): each silo's "
+                  "coefficients step %.3g times larger (the scale over %g), their starting sds with them\n",
+                  scale, scale / engine::VflSilo::kOutcomeScaleUnit, engine::VflSilo::kOutcomeScaleUnit);
+  }
+
   // Each silo's part of the log joint at the output draws: eta_k (rows x S), log p(theta_k), log q.
   bool ask_log_joint_parts(long S, std::vector<Message>& replies) {
     return ask_every_silo(run_.transport, uint32_t(rounds_ + 2), Phase::kVflLogJoint, {double(options_.seed), double(S)},
@@ -656,6 +695,7 @@ class VflCoordinator : public Coordinator {
   VerticalFederation federation_;
   HeldOutRows held_out_;
   bool laid_out_ = false, announced_ = false;
+  bool restored_ = false;  // resumed from a checkpoint: q and the silos' scales are restored, not started
   Eigen::MatrixXd output_noise_;  // behind the output draws (the joint family's log q needs it)
   std::vector<Message> log_joint_parts_;  // the silos' parts at those draws, when draws() asked for them
   std::string settled_note_;  // what the last check of the silos' split blocks found

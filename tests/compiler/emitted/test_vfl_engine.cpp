@@ -797,9 +797,83 @@ TEST_CASE("A vertical silo's checkpoint keeps the draws per gradient the stoppin
   CHECK(again.mc_samples() == 8);
   CHECK(again.propose(5) == z);
   Eigen::VectorXd damaged = saved;
-  damaged[damaged.size() - 1] = 2.5;  // not a count of draws
+  damaged[damaged.size() - 2] = 2.5;  // not a count of draws (the outcome factor is last)
   VflSilo third(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
   CHECK_THROWS_AS(third.restore(damaged), std::invalid_argument);
+  damaged = saved;
+  damaged[damaged.size() - 1] = 0.5;  // an outcome factor below 1
+  VflSilo fourth(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
+  CHECK_THROWS_AS(fourth.restore(damaged), std::invalid_argument);
+}
+
+TEST_CASE("A vertical server starts b at the mode of its own terms with the predictors at 0, and measures the linear "
+          "predictor's scale there", "[vfl]") {
+  // vfl_linreg: b ~ normal(0, 1), y ~ normal(b + 0, sigma), sigma = 30 known: the mode is the
+  // conjugate posterior mean sum(y) / sigma^2 / (N / sigma^2 + 1), its Laplace sd (N / sigma^2 +
+  // 1)^-1/2, and -d^2 log p / d eta_n^2 = 1 / sigma^2 in every row, so the scale is sigma.
+  std::mt19937_64 rng(45);
+  std::normal_distribution<double> normal;
+  const int N = 50;
+  const double sigma = 30;
+  Eigen::VectorXd y(N);
+  for (int i = 0; i < N; ++i) y[i] = 400 + sigma * normal(rng);
+  Data server_data;
+  server_data.add("N", scalar(N));
+  server_data.add("sigma", scalar(sigma));
+  server_data.add("y", y);
+  for (const bool joint : {false, true}) {
+    VflOptions opt;
+    opt.exact = true;
+    opt.auxiliary = false;
+    opt.family = joint ? "fullrank" : "meanfield";
+    VflServer server(*fvi_model_vfl_linreg(), server_data.abi(), opt, 1);
+    server.set_layout(joint, 3);
+    const fvi::engine::Mode m = server.start_at_mode();
+    REQUIRE(m.found);
+    const double precision = N / (sigma * sigma) + 1;
+    CHECK(server.mean()[0] == Approx(y.sum() / (sigma * sigma) / precision).epsilon(1e-9));
+    CHECK(server.sd()[0] == Approx(1 / std::sqrt(precision)).epsilon(1e-6));
+    CHECK(server.outcome_scale() == Approx(sigma).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("A vertical silo steps its coefficients at the outcome's scale over 10, and starts their sds with it",
+          "[vfl]") {
+  std::mt19937_64 rng(47);
+  std::normal_distribution<double> normal;
+  const int N = 100;
+  Eigen::MatrixXd x(N, 2);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  x.col(0) *= 20;
+  Data data;
+  data.add("N", scalar(N));
+  data.add("P", scalar(2));
+  data.add("x", x);
+  VflOptions opt;
+  opt.exact = true;
+  opt.auxiliary = false;
+  opt.init_sd = 0.1;
+  for (const bool joint : {false, true}) {
+    VflSilo silo(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
+    if (joint) silo.set_layout(true, 1, 3);
+    const Eigen::VectorXd columns = silo.step_scales(), sd = silo.theta_sd();
+    silo.set_outcome_scale(7);  // up to 10: nothing changes
+    CHECK(silo.step_scales() == columns);
+    CHECK(silo.theta_sd() == sd);
+    silo.set_outcome_scale(250);  // steps 25 times larger, starting sds 25 times wider
+    CHECK(silo.outcome_factor() == 25);
+    for (int c = 0; c < 2; ++c) {
+      CHECK(silo.step_scales()[c] == Approx(columns[c] / 25).epsilon(1e-12));
+      CHECK(silo.theta_sd()[c] == Approx(25 * sd[c]).epsilon(1e-12));
+    }
+    // A restored silo keeps the factor and its q as saved.
+    VflSilo again(*fvi_model_vfl_logreg(), data.abi(), 1, 1, opt);
+    again.restore(silo.checkpoint());
+    CHECK(again.outcome_factor() == 25);
+    CHECK(again.step_scales() == silo.step_scales());
+    CHECK(again.theta_sd().isApprox(silo.theta_sd(), 1e-12));
+    CHECK_THROWS_AS(silo.set_outcome_scale(std::nan("")), std::invalid_argument);
+  }
 }
 
 }  // namespace vfl_engine_test

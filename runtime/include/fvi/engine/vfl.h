@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "fvi/engine/bound_factor.h"
+#include "fvi/engine/mode.h"
 #include "fvi/engine/settings.h"
 #include "fvi/family/amortized_gaussian.h"
 #include "fvi/family/joint_gaussian_rows.h"
@@ -134,6 +135,18 @@ class VflServer {
   // likelihood (it reads data only the silos hold).
   bool log_joint(const Eigen::MatrixXd& b, const Eigen::MatrixXd& eta, Eigen::VectorXd& log_p);
 
+  // vfl_exact, before the first iteration: q(globals) set at the mode of the server's own terms (its
+  // priors and the likelihood) with the silos' partial predictors at their start, 0 (every split
+  // mean starts at 0), and the Laplace sds there, when a mode is found (fvi/engine/mode.h). The
+  // likelihood's location and scale (an intercept at y's mean, a residual sd at y's) then need no
+  // travel. Returns the search's outcome; q is unchanged when it found none.
+  Mode start_at_mode();
+  // The linear predictor's scale at q's mean with the predictors at 0: 1 / sqrt(the mean over the
+  // rows of -d^2 log p(y_n | b, eta_n) / d eta_n^2) (sigma for a normal likelihood, 2 for a logit
+  // at p = 1/2), by central differences of the likelihood's adjoint; 1 where the curvature is not
+  // positive and finite. The silos' split coefficients step at this scale (VflSilo::set_outcome_scale).
+  double outcome_scale();
+
   // The global draws of `iteration` (n_G x S, from the server's noise stream).
   Eigen::MatrixXd global_noise(uint32_t iteration) const;
   Eigen::MatrixXd globals(const Eigen::MatrixXd& eps) const { return joint_ ? joint_q_.sample(eps) : q_.sample(eps); }
@@ -185,7 +198,19 @@ class VflSilo {
   int64_t rows() const { return rows_; }
   Eigen::Index split_dim() const { return split_dim_; }
   Eigen::Index hyper_dim() const { return hyper_dim_; }
-  const Eigen::VectorXd& step_scales() const { return step_scales_; }  // contribution_scales()
+  const Eigen::VectorXd& step_scales() const { return step_scales_; }  // contribution_scales() / outcome factor
+  // The server's outcome_scale(): where the silo's partial predictor is linear in its coefficients
+  // (contribution_scales applied), each coefficient steps max(1, scale / kOutcomeScaleUnit) times
+  // larger in Adam's coordinates (step_scales_ divided by it), and before the first step q's
+  // starting sds grow with it: an outcome of sd 270 puts standardised coefficients in the
+  // hundreds, which steps of 0.01 would take tens of thousands of iterations to reach. Nothing
+  // else moves.
+  void set_outcome_scale(double scale);
+  // Up to this scale the steps stay as they are: Adam's default steps of 0.01 cross a predictor's
+  // range of 10 in about a thousand iterations, and larger steps add jitter the stopping rule
+  // must average away (a scale of 2, steps doubled: 12,100 iterations where 4,600 did).
+  static constexpr double kOutcomeScaleUnit = 10;
+  double outcome_factor() const { return outcome_factor_; }
   // [q(theta) params; h; q(z) params (mean-field mu, log sd, or the network)]
   const Eigen::VectorXd& params() const { return params_; }
   void set_params(const Eigen::VectorXd& params);
@@ -300,6 +325,9 @@ class VflSilo {
   // standardised column, as SFVI's centring does (fvi/engine/centring.h), and q starts its sd at
   // init_sd / step_scales_[j]. The silo's own columns: nothing is sent.
   Eigen::VectorXd step_scales_;
+  Eigen::VectorXd column_scales_;  // contribution_scales() as found, before the outcome factor
+  bool linear_ = false;            // contribution_scales found the partial predictor linear
+  double outcome_factor_ = 1;      // max(1, the server's outcome_scale()), once set
   Adam<double> adam_;
   uint32_t proposed_ = 0;  // the iteration of the kept draw (0: none yet)
   ParameterAverage average_;  // the server's stopping rule on params_

@@ -93,12 +93,11 @@ class JointGaussianRows {
     const double log_det_cov = 2 * Eigen::MatrixXd(chol.matrixL()).diagonal().array().log().sum();
     return (-0.5 * u.colwise().squaredNorm().array() - 0.5 * (double(dim_) * kLog2Pi + log_det_cov)).matrix().transpose();
   }
+  // Where row r's log-diagonal is in params(): m, then rows 0..r-1 (offset + i + 1 entries each),
+  // then row r's offset + r off-diagonals.
+  Eigen::Index diagonal_at(Eigen::Index r) const { return dim_ + r * offset_ + r * (r + 1) / 2 + offset_ + r; }
 
  private:
-  Eigen::Index diagonal_at(Eigen::Index r) const {
-    // m, then rows 0..r-1 (offset + i + 1 entries each), then row r's offset + r off-diagonals.
-    return dim_ + r * offset_ + r * (r + 1) / 2 + offset_ + r;
-  }
   void unpack() {
     mean_ = params_.head(dim_);
     factor_ = Eigen::MatrixXd::Zero(dim_, width());

@@ -45,6 +45,7 @@ enum class Phase : uint32_t {
   // 26: retired (the rule's schedule on its own; it is now every kVflPropose request).
   kVflLayout = 27,       // round 0: nothing -> [p_k]; round 1: [joint?, offset_k, total] -> nothing (once, before iteration 1)
   kVflSettled = 28,      // [tol_param] -> [status, drift, standard error] of the silo's split block (silo_settling.h)
+  kVflScale = 29,        // [the linear predictor's scale at the server's start] -> nothing (once, before iteration 1)
   kSgpUpdate = 30,       // [q, t_k, the silo's factor over u, the others', Z] -> [t_k, factor over u, Z, objective] (seed 003 Alg. 2)
   kSgpEvaluate = 31,     // [q, every factor over u, Z] -> [expected log-likelihood, predictive log density]
 };
