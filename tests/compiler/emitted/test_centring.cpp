@@ -21,6 +21,8 @@ extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 extern "C" const fvi_model* fvi_model_hier_intercepts(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
+extern "C" const fvi_model* fvi_model_robust_logreg(void);
+
 namespace centring_test {
 
 using fvi::engine::CentringBlock;
@@ -337,6 +339,62 @@ TEST_CASE("centring: a hierarchy's silo scores the centred data at mu_c and a_c 
     CHECK(std::abs(shift) > 0.1);
     CHECK(unmapped.local(0, s) - written.local(0, s) == Approx(shift).epsilon(1e-10));
   }
+}
+
+TEST_CASE("mode search: a silo answers its log likelihood and gradient at each point asked, and refuses what its "
+          "settings or the request's size do not allow",
+          "[centring]") {
+  using fvi::program::Message;
+  using fvi::program::Phase;
+  // robust_logreg run by SFVI: globals (w[1..D], b), y ~ bernoulli_logit(x * w + b), no locals.
+  const fvi_model& model = *fvi_model_robust_logreg();
+  const int D = 2, N = 15, P = 3, n = D + 1;
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> normal;
+  std::vector<double> x(N * D), y(N);
+  for (double& v : x) v = normal(rng);
+  for (int i = 0; i < N; ++i) y[size_t(i)] = double(i % 3 == 0);
+  fvi::data::DataSet data;
+  data.add(fvic::test::data_variable("D", {}, {double(D)}));
+  data.add(fvic::test::data_variable("N", {}, {double(N)}));
+  data.add(fvic::test::data_variable("x", {N, D}, x));
+  data.add(fvic::test::data_variable("y", {N}, y));
+  auto host = [&](std::vector<std::string> keys) {
+    keys.push_back("method=sfvi");
+    return fvi::program::sfvi_silo_host(model, fvi::engine::Settings({}, keys), "sfvi", data, 1, 2);
+  };
+  Eigen::MatrixXd z(n, P);
+  for (Eigen::Index i = 0; i < z.size(); ++i) z.data()[i] = normal(rng);
+  z(0, 2) = 40;  // a point far out: log p still finite
+  const Message request(z.data(), z.data() + z.size());
+  const Message reply = host({})->endpoint().handle(0, Phase::kSfviMode, request);
+  REQUIRE(reply.size() == size_t(P * (n + 2)));
+  for (int p = 0; p < P; ++p) {
+    // log p = sum_i y_i eta_i - log(1 + e^eta_i); d/dw = x' (y - sigmoid(eta)), d/db = sum (y - sigmoid(eta)).
+    double lp = 0;
+    Eigen::VectorXd g = Eigen::VectorXd::Zero(n);
+    for (int i = 0; i < N; ++i) {
+      double eta = z(D, p);
+      for (int d = 0; d < D; ++d) eta += x[size_t(d * N + i)] * z(d, p);
+      const double log1p_exp = eta > 0 ? eta + std::log1p(std::exp(-eta)) : std::log1p(std::exp(eta));
+      lp += y[size_t(i)] * eta - log1p_exp;
+      const double r = y[size_t(i)] - 1 / (1 + std::exp(-eta));
+      for (int d = 0; d < D; ++d) g[d] += x[size_t(d * N + i)] * r;
+      g[D] += r;
+    }
+    CHECK(reply[size_t(p)] == 1);
+    CHECK(reply[size_t(P + p)] == Approx(lp).epsilon(1e-10));
+    for (int i = 0; i < n; ++i) CHECK(reply[size_t(2 * P + p * n + i)] == Approx(g[i]).epsilon(1e-10).margin(1e-12));
+  }
+  // More points than a Newton step's curvature asks (2n), a non-finite point, a silo whose
+  // settings keep its likelihood: each refused, named.
+  CHECK_THROWS_WITH(host({})->endpoint().handle(1, Phase::kSfviMode, Message(size_t(n * (2 * n + 2)), 0.0)),
+                    Catch::Contains("mode-search request of 8 points"));
+  Message bad = request;
+  bad[1] = NAN;
+  CHECK_THROWS_WITH(host({})->endpoint().handle(2, Phase::kSfviMode, bad), Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(host({"mode_start=off"})->endpoint().handle(0, Phase::kSfviMode, request),
+                    Catch::Contains("its likelihood stays here"));
 }
 
 }  // namespace centring_test
