@@ -1101,6 +1101,41 @@ def case_hier_linreg(fvic, cache, work):
     require(not failures, "not the posterior (0.25 sd, 20%): " + "; ".join(failures))
 
 
+def case_hier_outcome_scale(fvic, cache, work):
+    """hier_linreg's model and data with y 100 times larger and every prior's scale with it, so the
+    posterior is exactly 100 times hier_linreg's (the reference's). SFVI with locals starts at q's
+    default (the mode search needs a model without them), and Adam's steps of 0.01 cannot walk mu
+    to 200 and tau to 44 in 20,000 iterations. Either the fit is within the limits, or it is flagged
+    (NOT converged or k-hat > 0.7) with the warning that names the cause, data far from the unit
+    scale, and says to rescale them: never a silent wrong answer, nor the ridge's advice alone."""
+    scaled = HIER_MODEL.replace("mu ~ normal(0, 10)", "mu ~ normal(0, 1000)").replace(
+        "beta ~ normal(0, 10)", "beta ~ normal(0, 1000)").replace("tau ~ normal(0, 5)", "tau ~ normal(0, 500)").replace(
+        "sigma ~ normal(0, 5)", "sigma ~ normal(0, 500)")
+    model = os.path.join(work, "hier_outcome_scale.fvi")
+    with open(model, "w") as f:
+        f.write(scaled)
+    data = os.path.join(work, "data")
+    ref = {name: (100 * m, 100 * sd) for name, (m, sd) in hier_reference(hier_data(data)).items()}
+    for k in range(1, 7):
+        path = os.path.join(data, f"silo-{k}.json")
+        with open(path) as f:
+            silo = json.load(f)
+        silo["y"] = [round(100 * v, 4) for v in silo["y"]]
+        with open(path, "w") as f:
+            json.dump(silo, f)
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out)
+    failures = off_reference(hier_fit(out), ref, unchecked=("tau",))
+    post = posterior(out)
+    k = khat(out)
+    warned = [w for w in p.stderr.splitlines() if w.startswith("warning:")]
+    named = any("Data on a scale far from 1" in w and "rescale" in w for w in warned)
+    print(f"  converged {post.get('converged')}, k-hat {k:.2f}; off the reference: {failures}; the scale named: {named}")
+    require(not failures or ((post.get("converged") is not True or k > 0.7) and named),
+            "off the posterior (" + "; ".join(failures) + ") and not flagged with the scale's warning: " +
+            " | ".join(warned))
+
+
 def case_centring_hier(fvic, cache, work):
     """hier_linreg's model written with a non-centred random intercept (`mu + beta * x + u`, u a
     silo's local ~ N(0, tau)) and x 20 sds from 0: the global intercept mu is fitted at the centred
@@ -1380,7 +1415,7 @@ def case_funnel(fvic, cache, work):
     require(not off or flagged, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k}, warnings: {warnings})")
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "hier_linreg": case_hier_linreg,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes,
          "vfl_gaussian": case_vfl_gaussian, "vfl_raw": case_vfl_raw, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson}
 
