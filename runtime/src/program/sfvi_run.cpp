@@ -553,7 +553,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     return m;
   }
 
-  // The server's mode search (SfviCoordinator::start_at_federated_mode): this silo's log
+  // The server's mode search (SfviCoordinator::silo_likelihoods): this silo's log
   // likelihood and its gradient at each point asked, [defined (P), log p (P), gradient (n x P)]; a
   // point where either is not finite is answered `defined` 0 and zeros (nothing non-finite is sent).
   Message likelihood_at(const Message& request) {
