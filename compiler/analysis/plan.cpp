@@ -320,24 +320,35 @@ void add_rule_messages(Plan& plan, const Groups& g) {
                        SymSize::constant(3)});
 }
 
-// SFVI without locals or hyperparameters starts at the log joint's mode (runtime/src/program/
-// sfvi_run.cpp SfviCoordinator::silo_likelihoods; fvi/engine/mode.h): Newton's method, each
-// step's curvature from the gradients at 2n points around it asked of every silo at once, and
-// each trial point one more exchange. Up to 50 globals (kFederatedModeStartLimit); after the
-// centring, whose coordinates the points are in.
+// SFVI without hyperparameters starts at the log joint's mode (runtime/src/program/sfvi_run.cpp
+// SfviCoordinator::silo_likelihoods; fvi/engine/mode.h): Newton's method, each step's curvature
+// from the gradients at 2n points around it asked of every silo at once, and each trial point one
+// more exchange. Up to 50 globals (kFederatedModeStartLimit); after the centring, whose
+// coordinates the points are in. With locals, each silo's answer is its term's maximum over its
+// locals, and where the start moves (SfviServer::start_at_locations) the point is sent once more.
 void add_mode_search_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
-  if (!g.locals.empty() || !g.global_hypers.empty() || m.settings.name("mode_start", "on") == "off") return;
+  if (!g.global_hypers.empty() || m.settings.name("mode_start", "on") == "off") return;
   const SymSize G = total(g.globals);
   if (const std::optional<long long> n = G.constant_value(); n && *n > 50) return;
   const SymSize points = G * SymSize::constant(2);
   const std::string where = G.constant_value() ? "" : " where the globals number at most 50";
+  const bool locals = !g.locals.empty();
   plan.opening.push_back({"server", "silo k",
-                          "points of the global parameters, up to 2n per exchange, for the mode search" + where +
-                              " (about two exchanges per Newton step; the run's header counts them)",
+                          std::string("points of the global parameters, up to 2n per exchange, for the mode search") +
+                              (locals ? " of the globals declared without bounds, the others at q's start," : "") +
+                              where + " (about two exchanges per Newton step; the run's header counts them)",
                           G * points});
   plan.opening.push_back({"silo k", "server",
-                          "its log likelihood and its gradient at each point, and whether it is defined there",
+                          locals ? "its log joint maximised over its locals (which stay) less half the log determinant "
+                                   "of their curvature there, the maximum's gradient in the globals, at each point, and "
+                                   "whether it is defined there"
+                                 : "its log likelihood and its gradient at each point, and whether it is defined there",
                           (G + SymSize::constant(2)) * points});
+  if (locals)
+    plan.opening.push_back({"server", "silo k",
+                            "the mode found, once, where it lies over 500 of Adam's steps from q's start: the silo's "
+                            "locals start at their conditional mode there",
+                            G});
 }
 
 // SFVI fits each intercept of `x * W + b` at the silos' centred x (analysis/centring.h;

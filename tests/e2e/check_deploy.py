@@ -31,6 +31,11 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                the linear predictor's scale (Phase::kVflScale), at which its coefficients step; the
                equal case's checks (NAME-sim sent it too, or the fits would differ), and the server
                says so.
+  sfvi_locations_equal
+               SFVI on a hierarchical regression with its outcome 100 times larger (4 silos, a local
+               intercept each): the server starts mu and beta at the locations' mode, each silo
+               answering its profile over its intercept, and sends the point to every client
+               (Phase::kSfviModeLocals); the equal case's checks, and the server says so.
   stan_statements
                examples/stan_programs/capture_recapture (360 histories dealt into 4 sites), SFVI:
                each client computes its transformed data (loops, ifs) when it reads its data, and
@@ -92,7 +97,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_pvi import EXAMPLES, Failure, posterior, require, run_case  # noqa: E402
 from check_stan_programs import check_silo_sums, regression_log_lik, silo_rows, with_silo_sums  # noqa: E402
-from check_defaults import vfl_generate, vfl_model  # noqa: E402
+from check_defaults import hier_scaled_model, vfl_generate, vfl_model  # noqa: E402
 
 SILOS = 4
 # The server and NAME-sim run the same engines and the same rounds in the same order; only how
@@ -1197,18 +1202,58 @@ def four_scaled_blocks(work):
 SCALED.deal = four_scaled_blocks
 
 
-def case_vfl_scale_equal(fvic, cache, work):
-    source = vfl_model("gaussian").replace("b ~ normal(0, 2);", "b ~ normal(0, 1000);").replace(
-        "beta ~ normal(0, 1);", "beta ~ normal(0, 100);")
+def write_model(model, cache, name, source):
+    """model.fvi = CACHE/NAME.fvi holding `source`, rewritten only when it differs (the cache's
+    programs are built from it)."""
     os.makedirs(cache, exist_ok=True)
-    SCALED.fvi = os.path.join(cache, "vfl_scaled.fvi")
-    if not os.path.exists(SCALED.fvi) or open(SCALED.fvi).read() != source:
-        with open(SCALED.fvi, "w") as f:
+    model.fvi = os.path.join(cache, name + ".fvi")
+    if not os.path.exists(model.fvi) or open(model.fvi).read() != source:
+        with open(model.fvi, "w") as f:
             f.write(source)
+
+
+def case_vfl_scale_equal(fvic, cache, work):
+    write_model(SCALED, cache, "vfl_scaled", vfl_model("gaussian").replace("b ~ normal(0, 2);", "b ~ normal(0, 1000);")
+                .replace("beta ~ normal(0, 1);", "beta ~ normal(0, 100);"))
     server_stdout = equal_case("vfl_scale_equal", SCALED, ["rounds=300", "refresh=10"])(fvic, cache, work)
     require("linear predictor's scale 100" in server_stdout,
             "the server did not send the linear predictor's scale:\n" + server_stdout)
     print("vfl_scale_equal: the server sent the linear predictor's scale, 100, and its fit is NAME-sim's")
+
+
+HIER_SCALED = Model("hier_scaled", None)
+
+
+def four_scaled_groups(work):
+    """4 silos of 10-25 rows: y = 100 (a_k + 0.7 x + N(0, 1.2^2)), a_k ~ N(1, 0.5^2), x ~ N(2, 1)."""
+    rng = random.Random(17)
+    out = os.path.join(work, "data")
+    os.makedirs(out)
+    with open(os.path.join(out, "data.json"), "w") as f:
+        json.dump({}, f)
+    for k in range(1, SILOS + 1):
+        a, n = rng.gauss(1, 0.5), 10 + 5 * (k - 1)
+        x = [rng.gauss(2, 1) for _ in range(n)]
+        y = [round(100 * (a + 0.7 * v + rng.gauss(0, 1.2)), 4) for v in x]
+        with open(os.path.join(out, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": n, "x": x, "y": y}, f)
+    return out
+
+
+HIER_SCALED.deal = four_scaled_groups
+
+
+def case_sfvi_locations_equal(fvic, cache, work):
+    """check_defaults.case_hier_outcome_scale's model over 4 silos: the server starts mu and beta at
+    the locations' mode (each silo answering with alpha integrated out, Phase::kSfviMode) and sends
+    the point to every silo (Phase::kSfviModeLocals), whose alpha starts at its conditional mode;
+    the deployed posteriors, the server's and each silo's, equal NAME-sim's."""
+    write_model(HIER_SCALED, cache, "hier_scaled", hier_scaled_model())
+    server_stdout = equal_case("sfvi_locations_equal", HIER_SCALED, ["rounds=300", "refresh=10"])(fvic, cache, work)
+    require("started the unbounded globals' means at the mode" in server_stdout and
+            "each silo's locals start at their conditional mode" in server_stdout,
+            "the server did not start at the locations' mode:\n" + server_stdout)
+    print("sfvi_locations_equal: the server started at the locations' mode, every silo's locals at theirs")
 
 
 def case_generic_programs(fvic, cache, work):
@@ -1345,6 +1390,7 @@ CASES = {
     "sfvi_rule": case_sfvi_rule,
     "stan_quantities": case_stan_quantities,
     "vfl_scale_equal": case_vfl_scale_equal,
+    "sfvi_locations_equal": case_sfvi_locations_equal,
     "stan_statements": equal_case("stan_statements", CAPTURE, ["rounds=300", "refresh=10"]),
     "mtls": case_mtls,
     "wrong_token": case_wrong_token,

@@ -5,7 +5,8 @@
                silo's local intercept is in silo-K/posterior.json alone; the bytes counted are
                exactly the messages of seed 002 Alg. 1 (eta_G and the round down, with the
                stopping rule's schedule, 3 numbers; g_eta and the ELBO term up: no eps_G, no
-               local value), computed here from the sizes.
+               local value), computed here from the sizes, and before them the mode search's
+               points and answers (n globals each way, n + 2 numbers back per point).
   methods      sfvi_avg, independent and a warm-started sfvi run and write their files; the
                independent fit sends nothing and writes each silo's own global posterior.
 
@@ -51,10 +52,26 @@ def case_privacy(fvic, cache, work):
     n_params = 2 * (d + 1) + (d + 1) * d // 2
     per_message = 8 * (n_params + 1)  # eta_G + round down; g_eta + ELBO term up
     schedule = 8 * 3  # the rule's step scale, averaging epoch and draws, at the head of each request
-    last = metrics_rows(out)[-1]
-    sent, received = rounds * len(silos) * (schedule + per_message), rounds * len(silos) * per_message
-    require(int(last["bytes_sent"]) == sent and int(last["bytes_received"]) == received,
-            "bytes sent/received %s/%s, expected %d/%d" % (last["bytes_sent"], last["bytes_received"], sent, received))
+    rows = metrics_rows(out)
+    steps = rounds - int(rows[0]["iteration"])
+    sent = int(rows[-1]["bytes_sent"]) - int(rows[0]["bytes_sent"])
+    received = int(rows[-1]["bytes_received"]) - int(rows[0]["bytes_received"])
+    want_sent, want_received = steps * len(silos) * (schedule + per_message), steps * len(silos) * per_message
+    require(sent == want_sent and received == want_received,
+            "bytes sent/received over iterations %s-%d: %d/%d, expected %d/%d"
+            % (rows[0]["iteration"], rounds, sent, received, want_sent, want_received))
+    # Before iteration 1, the locations' mode search (fvic plan's "before the first iteration"):
+    # P points of the n = D + 1 globals to every silo, n + 2 numbers back per point (whether its
+    # term is defined there, its maximum over the silo's alpha, that maximum's gradient): no local
+    # value. Its start lies near q's default here, so no point follows.
+    n = d + 1
+    opening_sent = int(rows[0]["bytes_sent"]) - int(rows[0]["iteration"]) * len(silos) * (schedule + per_message)
+    opening_received = int(rows[0]["bytes_received"]) - int(rows[0]["iteration"]) * len(silos) * per_message
+    points = opening_sent // (8 * n * len(silos))
+    require(points > 0 and opening_sent == points * 8 * n * len(silos) and
+            opening_received == points * 8 * (n + 2) * len(silos),
+            "the opening exchanges: sent %d, received %d bytes; not P points of %d globals to each of %d silos and "
+            "%d numbers back for each" % (opening_sent, opening_received, n, len(silos), n + 2))
 
 
 def case_methods(fvic, cache, work):

@@ -232,6 +232,13 @@ SfviServer::SfviServer(const fvi_model& model, const fvi_data& data, SfviOptions
   bind(server_terms_, model, data, FVI_SERVER, FVI_DENSITY);
   bind(server_terms_, model, data, FVI_SERVER, FVI_LIKELIHOOD);  // of public and server data: the server's
   if (global_dim_ == 0) throw ModelError("SFVI needs global parameters; this model has none");
+  for (int i = 0; i < model.variable_count; ++i) {
+    const fvi_variable_info& v = model.variables[i];
+    if (group_kind(model, v.group) != FVI_GROUP_GLOBAL || (v.transform != FVI_IDENTITY && v.transform != FVI_AFFINE))
+      continue;
+    if (const std::optional<VariablePlace> place = variable_place(model, data, i, global_dim_))
+      for (int64_t k = 0; k < place->count; ++k) unbounded_.push_back(Eigen::Index(place->offset + k));
+  }
 }
 
 SfviBroadcast SfviServer::broadcast(uint32_t round) const { return {q_.params(), hyper_, round}; }
@@ -333,11 +340,11 @@ void SfviServer::set(const Eigen::VectorXd& global_params, const Eigen::VectorXd
   hyper_ = hyper;
 }
 
-Modes SfviServer::start_at_mode(const LogDensityBatchFn* silos) {
-  const Eigen::MatrixXd theta = hyper_;
+LogDensityBatchFn SfviServer::log_joint(const LogDensityBatchFn* silos) {
   // The server's terms at the written globals (centring.h), their gradient pulled back to the
   // fit's coordinates, plus the silos' likelihoods at the fit's (their data centred) when asked.
-  const LogDensityBatchFn log_p = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
+  return [this, silos, theta = Eigen::MatrixXd(hyper_)](const Eigen::MatrixXd& z, Eigen::VectorXd& lp,
+                                                        Eigen::MatrixXd& gradient) {
     const long P = long(z.cols());
     if (server_terms_.empty()) {
       lp = Eigen::VectorXd::Zero(P);
@@ -367,6 +374,41 @@ Modes SfviServer::start_at_mode(const LogDensityBatchFn* silos) {
       gradient += silo_gradient;
     }
   };
+}
+
+SfviServer::LocationStart SfviServer::start_at_locations(const LogDensityBatchFn& silos) {
+  LocationStart out;
+  const Eigen::Index k = Eigen::Index(unbounded_.size());
+  if (k == 0) {
+    out.mode.why = "no global is declared without bounds";
+    return out;
+  }
+  const LogDensityBatchFn full = log_joint(&silos);
+  const Eigen::VectorXd start = q_.mean();
+  // The searched coordinates alone: the others held at q's means.
+  const LogDensityBatchFn searched = [&](const Eigen::MatrixXd& s, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
+    Eigen::MatrixXd z = start.replicate(1, s.cols());
+    for (Eigen::Index i = 0; i < k; ++i) z.row(unbounded_[size_t(i)]) = s.row(i);
+    Eigen::MatrixXd g;
+    full(z, lp, g);
+    gradient.resize(k, s.cols());
+    for (Eigen::Index i = 0; i < k; ++i) gradient.row(i) = g.row(unbounded_[size_t(i)]);
+  };
+  Eigen::VectorXd from(k);
+  for (Eigen::Index i = 0; i < k; ++i) from[i] = start[unbounded_[size_t(i)]];
+  out.mode = find_mode(searched, from);
+  if (!out.mode.found) return out;
+  out.travel = (out.mode.at - from).cwiseAbs().maxCoeff();
+  if (out.travel <= kLongTravelSteps * options_.lr) return out;
+  Eigen::VectorXd params = q_.params();
+  for (Eigen::Index i = 0; i < k; ++i) params[unbounded_[size_t(i)]] = out.mode.at[i];  // the means come first
+  q_ = StructuredGlobalGaussian<double>::from_params(params, global_dim_, options_.correlated_global);
+  out.moved = true;
+  return out;
+}
+
+Modes SfviServer::start_at_mode(const LogDensityBatchFn* silos) {
+  const LogDensityBatchFn log_p = log_joint(silos);
   // From q's mean and, where each search is cheap, from three of Stan's random inits (uniform on
   // (-2, 2) in every unconstrained coordinate): a search that ends in a poor local mode (an HMM
   // whose second state is never visited) is then found out by the others.
@@ -658,11 +700,164 @@ void SfviSilo::minibatch(uint32_t iteration, int64_t& begin, int64_t& count, dou
   scale = double(n) / double(count);
 }
 
+bool SfviSilo::profile_applies() const {
+  return hyper_dim_ == 0 && local_dim_ > 0 && (elements_ || local_dim_ <= kProfileLocalLimit);
+}
+
+SfviSilo::LocalMode SfviSilo::local_mode_by_element(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start) {
+  // Each element's term log p(y_i, b_i | Z_G) is a function of b_i alone: the Hessian is
+  // diagonal, found from the gradients at b + h and b - h, and each element's Newton step is
+  // taken or damped by its own term (Levenberg, per element).
+  const Eigen::Index m = local_dim_;
+  const Eigen::MatrixXd globals1 = z_global, globals2 = z_global.replicate(1, 2);
+  const Eigen::MatrixXd ones = Eigen::MatrixXd::Ones(m, 1), ones2 = Eigen::MatrixXd::Ones(m, 2);
+  const Eigen::VectorXd shared1 = Eigen::VectorXd::Ones(1), shared2 = Eigen::VectorXd::Ones(2);
+  auto at = [&](const Eigen::VectorXd& b, Eigen::VectorXd& terms, Eigen::VectorXd& gradient) {
+    const ElementJoint::Value v = elements_->evaluate(globals1, b, nullptr);
+    terms = v.per_element.col(0);
+    gradient = elements_->backward(ones, shared1).d_local.col(0);
+    return v.shared[0];
+  };
+  Eigen::VectorXd b = start, terms, gradient, trial_terms, trial_gradient;
+  at(b, terms, gradient);
+  Eigen::VectorXd damping = Eigen::VectorXd::Zero(m), curvature(m);
+  LocalMode out;
+  for (int step = 0; step < 200; ++step) {
+    if (!terms.allFinite() || !gradient.allFinite()) return out;
+    const Eigen::VectorXd h = 1e-5 * (1 + b.array().abs());
+    Eigen::MatrixXd pair(m, 2);
+    pair << b + h, b - h;
+    elements_->evaluate(globals2, pair, nullptr);
+    const Eigen::MatrixXd g = elements_->backward(ones2, shared2).d_local;
+    curvature = -(g.col(0) - g.col(1)).cwiseQuotient(2 * h);
+    // Converged: every element's Newton step under 1e-6 of its conditional sd.
+    const bool concave = (curvature.array() > 0).all();
+    if (concave && (gradient.cwiseAbs().array() / curvature.array().sqrt() <= 1e-6).all()) {
+      out.found = true;
+      break;
+    }
+    const Eigen::VectorXd floor = 1e-8 * (1 + curvature.cwiseAbs().array());
+    const Eigen::VectorXd c = curvature.cwiseMax(floor) + damping;
+    const Eigen::VectorXd trial = b + gradient.cwiseQuotient(c);
+    at(trial, trial_terms, trial_gradient);
+    bool moved = false;
+    for (Eigen::Index i = 0; i < m; ++i) {
+      if (std::isfinite(trial_terms[i]) && std::isfinite(trial_gradient[i]) && trial_terms[i] > terms[i]) {
+        b[i] = trial[i];
+        terms[i] = trial_terms[i];
+        gradient[i] = trial_gradient[i];
+        damping[i] /= 10;
+        moved = true;
+      } else {
+        damping[i] = std::max(floor[i], 10 * damping[i]);
+      }
+    }
+    // The elements' terms were scored at the trial's other elements: gradients of the kept ones
+    // are theirs alone (separable), so b, terms and gradient agree.
+    if (!moved && (damping.array() > 1e12 * (1 + curvature.cwiseAbs().array())).all()) return out;
+  }
+  if (!out.found) return out;
+  // The last Newton step (as local_mode_at), then the joint and its gradient in Z_G there.
+  Eigen::VectorXd polished = b + gradient.cwiseQuotient(curvature);
+  at(polished, trial_terms, trial_gradient);
+  for (Eigen::Index i = 0; i < m; ++i)
+    if (std::isfinite(trial_terms[i]) && trial_terms[i] >= terms[i]) b[i] = polished[i];
+  const ElementJoint::Value v = elements_->evaluate(globals1, b, nullptr);
+  out.at = b;
+  out.log_p = v.per_element.col(0).sum() + v.shared[0];
+  out.d_global = elements_->backward(ones, shared1).d_global.col(0);
+  out.log_det = curvature.array().log().sum();
+  out.found = std::isfinite(out.log_p) && out.d_global.allFinite() && std::isfinite(out.log_det);
+  return out;
+}
+
+SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start) {
+  if (elements_) return local_mode_by_element(z_global, start);
+  LogDensity& joint = joint_;
+  const Eigen::MatrixXd theta(0, 1);
+  auto evaluate = [&](const Eigen::MatrixXd& z_local, bool d_global) {
+    const Eigen::MatrixXd globals = z_global.replicate(1, z_local.cols());
+    GroupValues values{&globals, &z_local, &theta};
+    LogDensity::Value v = joint.evaluate(values, long(z_local.cols()), global_dim_, local_dim_, 0, 0, -1, 1, 1, true);
+    if (v.d_local.size() == 0) v.d_local = Eigen::MatrixXd::Zero(local_dim_, z_local.cols());
+    if (d_global && v.d_global.size() == 0) v.d_global = Eigen::MatrixXd::Zero(global_dim_, z_local.cols());
+    return v;
+  };
+  const LogDensityBatchFn log_p = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
+    lp.resize(z.cols());
+    gradient.resize(local_dim_, z.cols());
+    for (Eigen::Index first = 0; first < z.cols(); first += 64) {  // 64 points per call, as log_joint
+      const Eigen::Index count = std::min<Eigen::Index>(64, z.cols() - first);
+      const LogDensity::Value v = evaluate(z.middleCols(first, count), false);
+      lp.segment(first, count) = v.per_draw;
+      gradient.middleCols(first, count) = v.d_local;
+    }
+  };
+  const Mode mode = find_mode(log_p, start, 100);
+  LocalMode out;
+  if (!mode.found) return out;
+  // find_mode stops within 1e-6 of a conditional sd, before its last Newton step: taking it makes
+  // the error quadratic, so that the server's finite differences of the envelope gradient (steps
+  // of 1e-5) see the profile's curvature and not the inner search's tolerance.
+  LogDensity::Value v = evaluate(mode.at, true);
+  out.at = mode.at;
+  const Eigen::LLT<Eigen::MatrixXd> llt(mode.curvature);
+  if (llt.info() == Eigen::Success) {
+    const Eigen::VectorXd polished = mode.at + llt.solve(v.d_local.col(0));
+    const LogDensity::Value w = evaluate(polished, true);
+    if (std::isfinite(w.per_draw[0]) && w.per_draw[0] >= v.per_draw[0]) {
+      out.at = polished;
+      v = w;
+    }
+  }
+  out.log_p = v.per_draw[0];
+  out.d_global = v.d_global.col(0);
+  if (llt.info() == Eigen::Success) out.log_det = 2 * llt.matrixL().toDenseMatrix().diagonal().array().log().sum();
+  out.found = std::isfinite(out.log_p) && out.d_global.allFinite() && std::isfinite(out.log_det);
+  return out;
+}
+
+bool SfviSilo::start_locals_at_mode(const Eigen::VectorXd& z_global) {
+  check_size("SfviSilo::start_locals_at_mode", "parameters", z_global.size(), global_dim_);
+  if (!profile_applies() || adam_.iteration() > 0) return false;
+  LocalMode mode;
+  try {
+    mode = local_mode_at(z_global, profile_start_.size() == local_dim_ ? profile_start_ : q_.mean());
+  } catch (const std::exception&) {
+    return false;  // outside the model's domain (a kernel's error): the locals keep q's default
+  }
+  if (!mode.found) return false;
+  Eigen::VectorXd params = local_params_;
+  params.head(local_dim_) = mode.at;  // the means come first
+  set_local_params(params);
+  return true;
+}
+
 SfviSilo::PointValues SfviSilo::log_likelihood_at(const Eigen::MatrixXd& z_global) {
-  if (local_dim_ > 0 || hyper_dim_ > 0)
-    throw ModelError("a point of the globals alone does not fix this silo's term (it has locals or hyperparameters)");
+  if (hyper_dim_ > 0)
+    throw ModelError("a point of the globals alone does not fix this silo's term (it has hyperparameters)");
   check_size("SfviSilo::log_likelihood_at", "parameters", z_global.rows(), global_dim_);
   const long P = long(z_global.cols());
+  if (local_dim_ > 0) {  // the profile over the locals, each point's mode from the last request's first
+    PointValues out{Eigen::VectorXd::Constant(P, NAN), Eigen::MatrixXd::Zero(global_dim_, P),
+                    Eigen::VectorXd::Constant(P, NAN)};
+    if (!profile_applies()) return out;
+    if (profile_start_.size() != local_dim_) profile_start_ = q_.mean();
+    Eigen::VectorXd next_start = profile_start_;
+    for (long p = 0; p < P; ++p) {
+      try {
+        const LocalMode mode = local_mode_at(z_global.col(p), profile_start_);
+        if (!mode.found) continue;
+        out.half_log_det[p] = 0.5 * mode.log_det;
+        out.log_p[p] = mode.log_p - out.half_log_det[p];
+        out.gradient.col(p) = mode.d_global;
+        if (p == 0) next_start = mode.at;
+      } catch (const std::exception&) {  // a point outside the model's domain (a kernel's error)
+      }
+    }
+    profile_start_ = next_start;
+    return out;
+  }
   PointValues out{Eigen::VectorXd(P), Eigen::MatrixXd(global_dim_, P)};
   const Eigen::MatrixXd theta(0, 1);
   for (long first = 0; first < P; first += 64) {  // 64 points per call, as log_joint

@@ -23,6 +23,7 @@ const char* phase_name(Phase phase) {
     case Phase::kSfviSettled: return "sfvi settled";
     case Phase::kSfviCentring: return "sfvi centring";
     case Phase::kSfviMode: return "sfvi mode";
+    case Phase::kSfviModeLocals: return "sfvi mode locals";
     case Phase::kVflPropose: return "vfl propose";
     case Phase::kVflPower: return "vfl power";
     case Phase::kVflUpdate: return "vfl update";

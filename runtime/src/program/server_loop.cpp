@@ -109,7 +109,8 @@ std::string far_from_start(const Eigen::VectorXd& mean, double lr, long iteratio
   Eigen::Index i = 0;
   const double farthest = mean.cwiseAbs().maxCoeff(&i);
   const double steps = farthest / lr;
-  if (!(steps > 0.25 * double(iterations))) return "";
+  // A mean within 5 of 0 is no sign of data far from the unit scale, however short the run.
+  if (!(steps > 0.25 * double(iterations)) || farthest < 5) return "";
   std::string name = coordinate_name(layout, int64_t(i), false);
   if (name.empty()) return "";
   name += coordinator.fit_coordinate(i);

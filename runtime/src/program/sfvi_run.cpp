@@ -406,6 +406,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     if (phase == Phase::kSfviSizes) return {double(silo_rows(model_, data_, silo_->observations()))};
     if (phase == Phase::kSfviCentring) return centre(round, request);
     if (phase == Phase::kSfviMode) return likelihood_at(request);
+    if (phase == Phase::kSfviModeLocals) return start_locals(request);
     if (phase == Phase::kSfviLogJoint) {
       if (!final_) throw std::invalid_argument("a log-joint request before the final posterior");
       const DrawsRequest r = check_draws_request(request, long(silo_global_dim()));
@@ -596,6 +597,22 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     return m;
   }
 
+  // The server's start found (SfviServer::start_at_locations): q's means of this silo's locals at
+  // their conditional mode at the point sent, before its first step (nothing is sent back).
+  Message start_locals(const Message& request) {
+    if (!mode_start_applies(method_, settings_))
+      throw std::invalid_argument("this silo does not start its locals at a mode (method " + method_ +
+                                  ", mode_start = " + settings_.name("mode_start", "on") + ")");
+    const Eigen::Index n = silo_global_dim();
+    if (Eigen::Index(request.size()) != n)
+      throw std::invalid_argument("a start of the locals at " + std::to_string(request.size()) +
+                                  " values of the globals (this model has " + std::to_string(n) + ")");
+    for (double v : request)
+      if (!std::isfinite(v)) throw std::invalid_argument("a start of the locals at a non-finite value");
+    silo_->start_locals_at_mode(Eigen::Map<const Eigen::VectorXd>(request.data(), n));
+    return {};
+  }
+
   // The fit's terms read x - xbar from now on (`request`: each block's xbar in turn).
   void apply_centring(const Message& request) {
     std::vector<engine::CentringBlock> blocks = engine::centring_blocks(model_, data_.view(), silo_global_dim());
@@ -710,12 +727,50 @@ class SfviCoordinator : public Coordinator {
     if (server_.hyper_dim() == 0) {
       if (pooled(run.model)) {
         if (server_.global_dim() <= kModeStartLimit) start_at_mode(nullptr);
-      } else if (mode_start_applies(method_, run.settings) && !has_locals(run.model) &&
-                 server_.global_dim() <= kFederatedModeStartLimit) {
+      } else if (mode_start_applies(method_, run.settings) && server_.global_dim() <= kFederatedModeStartLimit) {
         const engine::LogDensityBatchFn silos = silo_likelihoods();
-        start_at_mode(&silos);
+        if (has_locals(run.model)) start_at_locations(silos);
+        else start_at_mode(&silos);
       }
     }
+  }
+
+  // With locals: q's means of the unbounded globals at the mode with the silos' locals integrated
+  // out (Laplace) where it lies far from q's start (SfviServer::start_at_locations), and each silo's
+  // locals at their conditional mode there (Phase::kSfviModeLocals); the header says which.
+  void start_at_locations(const engine::LogDensityBatchFn& silos) {
+    engine::SfviServer::LocationStart start;
+    try {
+      start = server_.start_at_locations(silos);
+    } catch (const engine::ModeSearchAborted& e) {
+      start_note_ = std::string("  started at q's default (the mode search stopped: ") + e.what() + ")";
+      return;
+    }
+    const engine::Mode& m = start.mode;
+    const std::string cost =
+        std::to_string(m.evaluations) + " points in " + std::to_string(m.batches) + " exchanges with the silos";
+    char travel[160];
+    std::snprintf(travel, sizeof travel, "%.3g from q's start, %g of Adam's steps of lr = %g", start.travel,
+                  std::round(start.travel / options_.lr), options_.lr);
+    if (!m.found) {
+      start_note_ = "  started at q's default (no mode of the globals' locations found, the silos' locals integrated "
+                    "out: " + m.why + ")";
+      return;
+    }
+    if (!start.moved) {
+      start_note_ = std::string("  started at q's default: the mode of the globals' locations lies ") + travel +
+                    " (" + cost + ")";
+      return;
+    }
+    std::vector<Message> replies;
+    const Eigen::VectorXd at = server_.q().mean();
+    const bool taken = ask_every_silo(run_.transport, 0, Phase::kSfviModeLocals, Message(at.data(), at.data() + at.size()),
+                                      0, replies);
+    start_note_ = std::string("  started the unbounded globals' means at the mode over them of the log joint with each "
+                              "silo's locals integrated out (Laplace) and the bounded globals (scales) at q's start, ") +
+                  travel + " (Newton, " + cost + "); " +
+                  (taken ? "each silo's locals start at their conditional mode there"
+                         : "a silo did not take it: its locals start at q's default");
   }
 
   // q set to the mode's Laplace approximation (SfviServer::start_at_mode), the header's note and,

@@ -169,6 +169,22 @@ class SfviServer {
   // joint). Returns the search's outcome (q unchanged when no mode was found); a ModeSearchAborted
   // from `silos` ends it (q unchanged).
   Modes start_at_mode(const LogDensityBatchFn* silos = nullptr);
+  // With locals, whose silo terms are no function of Z_G alone: q(Z_G)'s means of the globals
+  // declared without bounds set at the mode over them of log p(Z_G) + sum_j log p(y_j | Z_G), each
+  // silo's term Laplace's approximation with its locals integrated out (`silos`:
+  // SfviSilo::log_likelihood_at), every bounded global held at q's mean: a scale of the locals'
+  // prior would collapse the profile (tau -> 0, every local at its location). q's sds stay, as the
+  // curvature at held scales is not the posterior's.
+  // The means are set only where the mode lies over kLongTravelSteps of Adam's steps (lr each)
+  // from q's start in some coordinate: data far from the unit scale, which q would take that
+  // long to reach. A ModeSearchAborted from `silos` ends the search (q unchanged).
+  struct LocationStart {
+    Mode mode;
+    double travel = 0;   // the largest |mode - q's start| over the searched coordinates
+    bool moved = false;  // q's means were set
+  };
+  LocationStart start_at_locations(const LogDensityBatchFn& silos);
+  static constexpr double kLongTravelSteps = 500;
   // Draws of q the server's terms dropped so far because their log density or its gradient was
   // not finite there (the others' average is the step's estimate, as Stan's ADVI has it).
   long dropped_draws() const { return dropped_draws_; }
@@ -183,9 +199,13 @@ class SfviServer {
   void restore(const Eigen::VectorXd& state);
 
  private:
+  // The log joint at each column of z (the fit's coordinates): the server's terms at the written
+  // globals plus `silos` when given.
+  LogDensityBatchFn log_joint(const LogDensityBatchFn* silos);
   SfviOptions options_;
   // The server's own terms: the global priors and the likelihoods of public and server data.
   LogDensity server_terms_;
+  std::vector<Eigen::Index> unbounded_;  // the coordinates of Z_G declared without bounds
   bool at_mode_ = false;  // started at the mode's Laplace approximation (start_at_mode)
   long dropped_draws_ = 0;  // draws of the server's terms dropped: log density or gradient not finite
   long skipped_in_a_row_ = 0;  // steps skipped in a row: every draw's gradient not finite
@@ -228,13 +248,30 @@ class SfviSilo {
   SfviLocalFit fit_locally(const SfviBroadcast& message, long steps, double scale, uint32_t round);
 
   // log p(y_j | Z_G) and its gradient at each column of z_global (n x P, the fit's coordinates):
-  // the silo's part of the server's mode search (SfviServer::start_at_mode). Only a silo without
-  // locals or hyperparameters, whose term is then a function of Z_G alone; ModelError otherwise.
+  // the silo's part of the server's mode search (SfviServer::start_at_mode). With locals, Laplace's
+  // approximation of it, the profile max_{Z_L} log p(y_j, Z_L | Z_G) less half the log determinant
+  // of the locals' curvature there, and the profile's gradient (by the envelope theorem the
+  // joint's with respect to Z_G at the locals' conditional mode: SfviServer::start_at_locations).
+  // The determinant's gradient (third derivatives) is left out: exact along the globals the
+  // curvature does not depend on (a Gaussian likelihood's locations); along a scale of the locals'
+  // prior, where the profile alone rises without bound (tau -> 0, every local at its location),
+  // it cancels that rise, so the search cannot run off there. log p is NaN at a point where the
+  // mode is not found, and at every point where !profile_applies(). ModelError with
+  // hyperparameters.
   struct PointValues {
     Eigen::VectorXd log_p;     // P
     Eigen::MatrixXd gradient;  // n x P
+    Eigen::VectorXd half_log_det = {};  // P, with locals: the term subtracted from the profile
   };
   PointValues log_likelihood_at(const Eigen::MatrixXd& z_global);
+  // Whether the silo answers its profile: no hyperparameters, and locals scored by element (each
+  // element's conditional mode on its own: three joint evaluations a Newton step, whatever m) or
+  // at most kProfileLocalLimit of them (a dense Newton, 2m + 1 evaluations a step).
+  bool profile_applies() const;
+  static constexpr Eigen::Index kProfileLocalLimit = 50;
+  // q(Z_L | Z_G)'s means set at the locals' conditional mode at z_global (the server's start),
+  // before the silo's first step only. Returns whether they were set.
+  bool start_locals_at_mode(const Eigen::VectorXd& z_global);
 
   // The gradients of this silo's ELBO term at given noise (no step; for the tests).
   SfviContribution gradient(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
@@ -309,6 +346,16 @@ class SfviSilo {
   void restore(const Eigen::VectorXd& state);
 
  private:
+  // argmax_{Z_L} log p(y_j, Z_L | Z_G) at one point of Z_G by Newton's method from `start`, the
+  // joint's value and its gradient with respect to Z_G there; found false where no mode is found.
+  struct LocalMode {
+    bool found = false;
+    Eigen::VectorXd at, d_global;
+    double log_p = NAN;
+    double log_det = NAN;  // of -Hessian of the joint in Z_L at the mode
+  };
+  LocalMode local_mode_at(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start);
+  LocalMode local_mode_by_element(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start);
   // Rows [begin, begin + count) of the minibatch of `iteration`, and the likelihood's scale.
   void minibatch(uint32_t iteration, int64_t& begin, int64_t& count, double& scale) const;
   Eigen::MatrixXd local_noise(uint32_t iteration, long draws) const;
@@ -354,6 +401,7 @@ class SfviSilo {
   int silo_;
   SfviOptions options_;
   LogDensity joint_;   // log p(y_j, Z_L | Z_G): the silo density and the likelihoods
+  Eigen::VectorXd profile_start_;  // the locals' last conditional mode: the next point's start
   LogDensity prior_;   // log p(Z_G), when bound (global_prior)
   std::unique_ptr<ElementJoint> elements_;  // the joint by local element (local_samples > 1)
   bool whole_block_ = false;  // local_samples > 1 over the whole block: joint_ weighed per draw

@@ -35,7 +35,8 @@ enum class Phase : uint32_t {
   kSfviCentring = 18,    // round 0: nothing -> [x's column sums, rows] per block; round 1: [xbar per block] -> [(x - xbar)'s column sums of squares per block]
                          // (once, before iteration 1: fvi/engine/centring.h)
   kSfviMode = 19,        // points of Z_G (n x P) -> [defined (P), log p(y_j | Z_G) (P), its gradient (n x P)]
-                         // (the mode search before iteration 1, a silo without locals: fvi/engine/mode.h)
+                         // (the mode search before iteration 1: fvi/engine/mode.h); with locals, the profile
+                         // max over them, log p(y_j, Z_Lj* | Z_G), and its envelope gradient
   kVflPropose = 20,      // the rule's schedule (3) -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
   kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
@@ -48,6 +49,8 @@ enum class Phase : uint32_t {
   kVflScale = 29,        // [the linear predictor's scale at the server's start] -> nothing (once, before iteration 1)
   kSgpUpdate = 30,       // [q, t_k, the silo's factor over u, the others', Z] -> [t_k, factor over u, Z, objective] (seed 003 Alg. 2)
   kSgpEvaluate = 31,     // [q, every factor over u, Z] -> [expected log-likelihood, predictive log density]
+  kSfviModeLocals = 32,  // a point of Z_G (n) -> nothing: the silo's locals start at their conditional mode there
+                         // (once, after the mode search of a model with locals: SfviServer::start_at_locations)
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);
