@@ -100,6 +100,30 @@ int64_t LogDensity::rows() const {
   return n;
 }
 
+LogDensity::Value LogDensity::evaluate_points(const Eigen::MatrixXd& global, const Eigen::MatrixXd* local,
+                                              const Eigen::MatrixXd& hyper, bool with_gradient) {
+  const Eigen::Index P = global.cols(), n = global.rows(), m = local ? local->rows() : 0;
+  Value out;
+  out.per_draw.resize(P);
+  if (with_gradient) {
+    out.d_global.resize(n, P);
+    if (local) out.d_local.resize(m, P);
+  }
+  for (Eigen::Index first = 0; first < P; first += 64) {
+    const Eigen::Index count = std::min<Eigen::Index>(64, P - first);
+    const Eigen::MatrixXd at_global = global.middleCols(first, count);
+    const Eigen::MatrixXd at_local = local ? Eigen::MatrixXd(local->middleCols(first, count)) : Eigen::MatrixXd();
+    GroupValues values{&at_global, local ? &at_local : nullptr, &hyper};
+    const Value v = evaluate(values, long(count), n, m, hyper.rows(), 0, -1, 1, 1, with_gradient);
+    out.per_draw.segment(first, count) = v.per_draw;
+    if (with_gradient) {
+      out.d_global.middleCols(first, count) = v.d_global;
+      if (local) out.d_local.middleCols(first, count) = v.d_local;
+    }
+  }
+  return out;
+}
+
 LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Eigen::Index global_dim,
                                        Eigen::Index local_dim, Eigen::Index hyper_dim, int64_t begin, int64_t count,
                                        double likelihood_scale, double density_scale, bool with_gradient) {
@@ -352,18 +376,9 @@ LogDensityBatchFn SfviServer::log_joint(const LogDensityBatchFn* silos) {
     } else {
       Eigen::MatrixXd written = z;
       to_written(centring_, written);
-      lp.resize(P);
-      gradient.resize(global_dim_, P);
-      // 64 points per call, as log_server_terms: a statement program's values grow with them.
-      for (long first = 0; first < P; first += 64) {
-        const long count = std::min(64L, P - first);
-        const Eigen::MatrixXd at = written.middleCols(first, count);
-        GroupValues values{&at, nullptr, &theta};
-        const LogDensity::Value v =
-            server_terms_.evaluate(values, count, global_dim_, 0, hyper_dim_, 0, -1, 1, 1, true);
-        lp.segment(first, count) = v.per_draw;
-        gradient.middleCols(first, count) = v.d_global;
-      }
+      LogDensity::Value v = server_terms_.evaluate_points(written, nullptr, theta, true);
+      lp = std::move(v.per_draw);
+      gradient = std::move(v.d_global);
       pull_back(centring_, gradient);
     }
     if (silos) {
@@ -532,17 +547,7 @@ Eigen::VectorXd SfviServer::log_server_terms(const Eigen::MatrixXd& z_fit) {
   const Eigen::MatrixXd theta = hyper_;
   Eigen::MatrixXd z_all = z_fit;
   to_written(centring_, z_all);
-  // 64 draws per call, as the silos' log_joint: a statement program's values grow with the draws
-  // (an ODE solve's, at the tail check's 4,000 draws, past the machine's 2^30 bound).
-  Eigen::VectorXd out(z_all.cols());
-  const Eigen::Index chunk = 64;
-  for (Eigen::Index first = 0; first < z_all.cols(); first += chunk) {
-    const Eigen::Index n = std::min(chunk, z_all.cols() - first);
-    const Eigen::MatrixXd z = z_all.middleCols(first, n);
-    GroupValues values{&z, nullptr, &theta};
-    out.segment(first, n) = server_terms_.evaluate(values, long(n), global_dim_, 0, hyper_dim_, 0, -1, 1, 1, false).per_draw;
-  }
-  return out;
+  return server_terms_.evaluate_points(z_all, nullptr, theta, false).per_draw;
 }
 
 SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
@@ -775,23 +780,13 @@ SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, con
   if (elements_) return local_mode_by_element(z_global, start);
   LogDensity& joint = joint_;
   const Eigen::MatrixXd theta(0, 1);
-  auto evaluate = [&](const Eigen::MatrixXd& z_local, bool d_global) {
-    const Eigen::MatrixXd globals = z_global.replicate(1, z_local.cols());
-    GroupValues values{&globals, &z_local, &theta};
-    LogDensity::Value v = joint.evaluate(values, long(z_local.cols()), global_dim_, local_dim_, 0, 0, -1, 1, 1, true);
-    if (v.d_local.size() == 0) v.d_local = Eigen::MatrixXd::Zero(local_dim_, z_local.cols());
-    if (d_global && v.d_global.size() == 0) v.d_global = Eigen::MatrixXd::Zero(global_dim_, z_local.cols());
-    return v;
+  auto evaluate = [&](const Eigen::MatrixXd& z_local) {
+    return joint.evaluate_points(z_global.replicate(1, z_local.cols()), &z_local, theta, true);
   };
   const LogDensityBatchFn log_p = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
-    lp.resize(z.cols());
-    gradient.resize(local_dim_, z.cols());
-    for (Eigen::Index first = 0; first < z.cols(); first += 64) {  // 64 points per call, as log_joint
-      const Eigen::Index count = std::min<Eigen::Index>(64, z.cols() - first);
-      const LogDensity::Value v = evaluate(z.middleCols(first, count), false);
-      lp.segment(first, count) = v.per_draw;
-      gradient.middleCols(first, count) = v.d_local;
-    }
+    LogDensity::Value v = evaluate(z);
+    lp = std::move(v.per_draw);
+    gradient = std::move(v.d_local);
   };
   const Mode mode = find_mode(log_p, start, 100);
   LocalMode out;
@@ -799,12 +794,12 @@ SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, con
   // find_mode stops within 1e-6 of a conditional sd, before its last Newton step: taking it makes
   // the error quadratic, so that the server's finite differences of the envelope gradient (steps
   // of 1e-5) see the profile's curvature and not the inner search's tolerance.
-  LogDensity::Value v = evaluate(mode.at, true);
+  LogDensity::Value v = evaluate(mode.at);
   out.at = mode.at;
   const Eigen::LLT<Eigen::MatrixXd> llt(mode.curvature);
   if (llt.info() == Eigen::Success) {
     const Eigen::VectorXd polished = mode.at + llt.solve(v.d_local.col(0));
-    const LogDensity::Value w = evaluate(polished, true);
+    const LogDensity::Value w = evaluate(polished);
     if (std::isfinite(w.per_draw[0]) && w.per_draw[0] >= v.per_draw[0]) {
       out.at = polished;
       v = w;
@@ -858,17 +853,8 @@ SfviSilo::PointValues SfviSilo::log_likelihood_at(const Eigen::MatrixXd& z_globa
     profile_start_ = next_start;
     return out;
   }
-  PointValues out{Eigen::VectorXd(P), Eigen::MatrixXd(global_dim_, P)};
-  const Eigen::MatrixXd theta(0, 1);
-  for (long first = 0; first < P; first += 64) {  // 64 points per call, as log_joint
-    const long count = std::min(64L, P - first);
-    const Eigen::MatrixXd at = z_global.middleCols(first, count);
-    GroupValues values{&at, nullptr, &theta};
-    const LogDensity::Value v = joint_.evaluate(values, count, global_dim_, 0, 0, 0, -1, 1, 1, true);
-    out.log_p.segment(first, count) = v.per_draw;
-    out.gradient.middleCols(first, count) = v.d_global;
-  }
-  return out;
+  LogDensity::Value v = joint_.evaluate_points(z_global, nullptr, Eigen::MatrixXd(0, 1), true);
+  return {std::move(v.per_draw), std::move(v.d_global)};
 }
 
 SfviContribution SfviSilo::gradient(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,

@@ -122,6 +122,11 @@ class LogDensity {
   Value evaluate(const GroupValues& values, long draws, Eigen::Index global_dim, Eigen::Index local_dim,
                  Eigen::Index hyper_dim, int64_t begin, int64_t count, double likelihood_scale,
                  double density_scale, bool with_gradient);
+  // evaluate() at each of the P points of `global` (n x P) and `local` (m x P, or null), every
+  // row at scale 1, 64 points per call: a statement program's values grow with the draws (an ODE
+  // solve's, at the tail check's 4,000 draws, past the machine's 2^30 bound).
+  Value evaluate_points(const Eigen::MatrixXd& global, const Eigen::MatrixXd* local, const Eigen::MatrixXd& hyper,
+                        bool with_gradient);
   // The same for a mean-field q(Z_G) given by its means and sds: `draws` draws made by the kernels
   // from `noise_key` (kernel ABI forward_meanfield: each data product's Gaussian sampled row by
   // row), the hyperparameters at their values. No factor may read the locals.
