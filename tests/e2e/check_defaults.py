@@ -1151,6 +1151,63 @@ def case_hier_outcome_scale(fvic, cache, work):
             "warning: " + " | ".join(warned))
 
 
+def groups_model():
+    """hier_scaled_model with several groups in each silo, each row reading its group's intercept:
+    `local vector[C] a`, `a[g]`."""
+    return hier_scaled_model().replace(
+        "// Varying intercepts, one per silo,", "// Varying intercepts, several groups in each silo (a[g]),").replace(
+        "  int<lower=0> N;\n", "  int<lower=0> N;\n  int<lower=1> C;\n  array[N] int<lower=1, upper=C> g;\n").replace(
+        "local real alpha;", "local vector[C] a;").replace("alpha ~ normal(mu, tau);", "a ~ normal(mu, tau);").replace(
+        "alpha + beta * x", "a[g] + beta * x")
+
+
+def case_groups_outcome_scale(fvic, cache, work):
+    """groups_model(), 4 silos of 4 groups each (4-10 rows a group), on hier_data's scale times 100:
+    a_g ~ N(100, 50^2), y = a_g + 70 x + N(0, 120^2), x ~ N(2, 1). Each silo's intercepts are
+    searched element by element (SfviSilo::local_mode_by_element, whose terms here are in the
+    thousands), the start is taken, and the fit converges within the limits of the posterior,
+    exactly 100 times that of the same data divided by 100 (hier_reference with each group as its
+    own block; tau printed)."""
+    rng = random.Random(29)
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    with open(os.path.join(data, "data.json"), "w") as f:
+        json.dump({}, f)
+    groups = []  # (x, y) at the unit scale, one entry per group, silo by silo
+    for k in range(1, 5):
+        g, x, y = [], [], []
+        for c in range(1, 5):
+            a = rng.gauss(1.0, 0.5)
+            xs = [round(rng.gauss(2.0, 1), 4) for _ in range(rng.randint(4, 10))]
+            ys = [round(a + 0.7 * xi + rng.gauss(0, 1.2), 4) for xi in xs]
+            groups.append((xs, ys))
+            g += [c] * len(xs)
+            x += xs
+            y += [round(100 * v, 2) for v in ys]
+        with open(os.path.join(data, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": len(y), "C": 4, "g": g, "x": x, "y": y}, f)
+    unit = hier_reference(groups)
+    ref = {name: (100 * m, 100 * sd) for name, (m, sd) in unit.items()}
+    model = os.path.join(work, "groups_outcome_scale.fvi")
+    with open(model, "w") as f:
+        f.write(groups_model())
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out)
+    require("started the unbounded globals' means at the mode" in p.stdout,
+            "the run does not say it started at the locations' mode:\n" + p.stdout)
+    post = posterior(out)
+    print(f"  {post['method']}, {post['iterations']} iterations, k-hat {khat(out):.3f}")
+    fit = {name: (post["variables"][name]["mean"][0], post["variables"][name]["sd"][0])
+           for name in ("mu", "beta", "tau", "sigma")}
+    for k in range(1, 5):
+        a = posterior(os.path.join(out, f"silo-{k}"))["variables"]["a"]
+        for c in range(4):
+            fit[f"alpha[{4 * (k - 1) + c + 1}]"] = (a["mean"][c], a["sd"][c])
+    failures = off_reference(fit, ref, unchecked=("tau",))
+    require_converged(p, out)
+    require(not failures, "not the posterior (0.25 sd, 20%): " + "; ".join(failures))
+
+
 def case_centring_hier(fvic, cache, work):
     """hier_linreg's model written with a non-centred random intercept (`mu + beta * x + u`, u a
     silo's local ~ N(0, tau)) and x 20 sds from 0: the global intercept mu is fitted at the centred
@@ -1431,6 +1488,7 @@ def case_funnel(fvic, cache, work):
 
 
 CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
+         "groups_outcome_scale": case_groups_outcome_scale,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes,
          "vfl_gaussian": case_vfl_gaussian, "vfl_raw": case_vfl_raw, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson}
 
