@@ -721,7 +721,6 @@ SfviSilo::LocalMode SfviSilo::local_mode_by_element(const Eigen::VectorXd& z_glo
     const ElementJoint::Value v = elements_->evaluate(globals1, b, nullptr);
     terms = v.per_element.col(0);
     gradient = elements_->backward(ones, shared1).d_local.col(0);
-    return v.shared[0];
   };
   Eigen::VectorXd b = start, terms, gradient, trial_terms, trial_gradient;
   at(b, terms, gradient);
@@ -785,10 +784,9 @@ SfviSilo::LocalMode SfviSilo::local_mode_by_element(const Eigen::VectorXd& z_glo
 
 SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start) {
   if (elements_) return local_mode_by_element(z_global, start);
-  LogDensity& joint = joint_;
   const Eigen::MatrixXd theta(0, 1);
   auto evaluate = [&](const Eigen::MatrixXd& z_local) {
-    return joint.evaluate_points(z_global.replicate(1, z_local.cols()), &z_local, theta, true);
+    return joint_.evaluate_points(z_global.replicate(1, z_local.cols()), &z_local, theta, true);
   };
   const LogDensityBatchFn log_p = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
     LogDensity::Value v = evaluate(z);
