@@ -8,7 +8,10 @@ over the silos, times the iterations, plus the exchanges the plan does not list 
 serve the progress lines (PVI: each round, q_s down and one number up; SFVI-Avg: every refresh
 round, the broadcast down and one number up; once, before the first round, each silo's row count
 up) or happen once (vfl_exact's joint family: its layout, before the first iteration, each silo's
-block size up and its place down, 3 numbers; the AXDA methods have none).
+block size up and its place down, 3 numbers; the AXDA methods have none). SFVI's mode search, before
+the first iteration, takes as many exchanges as its Newton steps need: there the iterations' bytes
+are the second row's less the first's, and the first row's surplus must be whole points of the
+plan's opening messages.
 
 Usage: check_plan_bytes.py FVIC CACHE"""
 import csv
@@ -38,15 +41,27 @@ def plan_bytes(fvic, model, data, keys):
     return plan, down, up
 
 
-def first_row(fvic, cache, model, data, keys, out):
+def first_rows(fvic, cache, model, data, keys, out):
+    """metrics.csv's first two rows (one where the run reports once) as (steps, sent, received)."""
     cmd = [fvic, "run", model, "--data", data, "--output", out, "--quiet"]
     for kv in keys:
         cmd += ["--set", kv]
     run(cmd, env=dict(os.environ, FVIC_CACHE=cache))
     with open(os.path.join(out, "metrics.csv")) as f:
-        row = next(csv.DictReader(f))
+        rows = list(csv.DictReader(f))[:2]
     refresh = next((int(kv.split("=")[1]) for kv in keys if kv.startswith("refresh=")), 1)
-    return int(row["round"]) * refresh, int(row["bytes_sent"]), int(row["bytes_received"])
+    return [(int(r["round"]) * refresh, int(r["bytes_sent"]), int(r["bytes_received"])) for r in rows]
+
+
+def mode_search_points(plan, silos, sent, received):
+    """SFVI's mode search before the first iteration (the plan's opening messages): P points of the
+    n globals down to each silo, n + 2 numbers back per point. n from the plan's largest exchange
+    (2n points: 2n x n doubles down, 2n x (n + 2) up); P from the bytes, or None when they are not
+    P such points."""
+    down, up = (m["doubles_per_silo"][0] for m in plan["opening_messages"][:2])
+    n = 2 * down // (up - down)
+    points, rest = divmod(sent, 8 * n * silos)
+    return points if rest == 0 and points > 0 and received == 8 * (n + 2) * points * silos else None
 
 
 def main():
@@ -57,7 +72,7 @@ def main():
         ("PVI (pima_logreg, mean-field)", "examples/pima_logreg/pima_logreg.fvi", "examples/pima_logreg/data",
          ["rounds=2"], "pvi"),
         ("SFVI (hier_logreg, structured, with locals)", "examples/hier_logreg/hier_logreg.fvi",
-         "examples/hier_logreg/data", ["rounds=40", "refresh=10"], None),
+         "examples/hier_logreg/data", ["rounds=40", "refresh=10"], "sfvi"),
         ("SFVI-Avg (hier_logreg)", "examples/hier_logreg/hier_logreg.fvi", "examples/hier_logreg/data",
          ["method=sfvi_avg", "rounds=4", "refresh=1"], "avg"),
     ]
@@ -76,7 +91,21 @@ def main():
             model, data = os.path.join(ROOT, model), os.path.join(ROOT, data)
             plan, down, up = plan_bytes(fvic, model, data, keys)
             silos = plan["silos"]
-            steps, sent, received = first_row(fvic, cache, model, data, keys, os.path.join(work, str(i)))
+            rows = first_rows(fvic, cache, model, data, keys, os.path.join(work, str(i)))
+            steps, sent, received = rows[0]
+            if extra == "sfvi":
+                # The mode search's points before the first iteration (as many as its Newton steps
+                # need; e2e.sfvi.privacy reads them too): the iterations' bytes are the second row's
+                # less the first's, and the first row's surplus over its iterations is the search's.
+                (first, first_sent, first_received), (steps, sent, received) = rows[0], rows[1]
+                steps -= first
+                sent, received = sent - first_sent, received - first_received
+                points = mode_search_points(plan, silos, first_sent - first * down, first_received - first * up)
+                ok = points is not None
+                failed += not ok
+                print(f"{'ok' if ok else 'FAIL'}: {name}: before the first iteration, sent "
+                      f"{first_sent - first * down} B, received {first_received - first * up} B: "
+                      f"{points if ok else 'not'} points of the mode search as the plan's opening messages give them")
             extra_down = extra_up = 0
             if extra == "pvi":  # the objective: q_s (the request's natural parameters) down, one number up
                 reply = [m for m in plan["messages"] if m["to"] == "server"][0]
