@@ -59,6 +59,25 @@ std::optional<Centring> product(const SemanticModel& m, const Expr* e, Base inte
   return std::nullopt;
 }
 
+// `a[i]` (i an int: a row's group) or `a[g]` (g an int array: every row's group) of a vector a: the
+// group's intercept. Every element of a takes the same shift, so whichever the index selects,
+// a_c[i] + (x - xbar) W = a[i] + x W.
+bool group_read(const Expr* e, const std::string& a) {
+  if (!e || e->kind != ExprKind::Index || e->args.size() != 1 || e->indices.size() != 1 || !is_var(e->args[0].get(), a))
+    return false;
+  const Index& i = e->indices[0];
+  return i.kind == IndexKind::Single && i.lower && (i.lower->type.is_int() || (i.lower->type.is_int_array() &&
+                                                                               i.lower->type.array_dims == 1));
+}
+
+// The parameter a sum's term reads as a whole, `b` or `b[i]`, or nullptr.
+const Symbol* parameter_term(const SemanticModel& m, const Expr* t) {
+  if (t && t->kind == ExprKind::Index && t->args.size() == 1) t = t->args[0].get();
+  if (!t || t->kind != ExprKind::Var) return nullptr;
+  const Symbol* s = m.find(t->name);
+  return s && s->kind == SymbolKind::Parameter ? s : nullptr;
+}
+
 bool is_sum(const Expr* e) {
   return e && !e->inlined && e->kind == ExprKind::Binary && e->args.size() == 2 && (e->name == "+" || e->name == "-");
 }
@@ -146,14 +165,45 @@ int location_argument(const std::string& distribution) {
   return -1;
 }
 
-// a (a silo's local, a real or a row_vector) when every sum adding +a once holds +x * W (one x and
-// W) and no other parameter's intercept; x is read only there; a only there and in its one prior
-// statement `a ~ D(mu, ...)`, D a location family (location_argument), mu a global of a's type.
+// a's one prior statement `a ~ D(mu, ...)` (`a[c] ~ D(mu, ...)` in a loop for a vector of
+// groups'), D a location family (location_argument), reading a once: mu when it is a global of
+// type `location_base` read there once and otherwise only in the server's priors; nullptr else.
+const Symbol* prior_location(const SemanticModel& m, const Symbol& a, Base location_base) {
+  const Term* prior = nullptr;
+  for (const Term& t : m.terms)
+    if (t.kind == TermKind::Prior && t.subject == a.name) {
+      if (prior) return nullptr;
+      prior = &t;
+    }
+  if (!prior || prior->conditional || !prior->stmt || prior->stmt->kind != StmtKind::Tilde) return nullptr;
+  const Expr* variate = prior->stmt->lhs.get();
+  const bool one_group = a.decl->type.base == Base::Vector && group_read(variate, a.name) &&
+                         variate->indices[0].lower->type.is_int();
+  if (!is_var(variate, a.name) && !one_group) return nullptr;
+  const int at = location_argument(prior->stmt->name);
+  if (at < 0 || size_t(at) >= prior->stmt->args.size() || count_in(*prior->stmt, a.name) != 1) return nullptr;
+  const Expr* location = prior->stmt->args[size_t(at)].get();
+  const Symbol* mu = location && location->kind == ExprKind::Var ? m.find(location->name) : nullptr;
+  if (!global_parameter(mu) || mu->decl->type.base != location_base || count_in(*prior->stmt, mu->name) != 1)
+    return nullptr;
+  // The prior of a global a is itself one of the server's.
+  const int other_server_reads = reads_in_server_priors(m, *mu) - (prior->owner == TermOwner::Server ? 1 : 0);
+  if (uses_in_log_density(m, mu->name) != 1 + other_server_reads) return nullptr;
+  return mu;
+}
+
+// a (a silo's local: a real, a row_vector, or a vector of groups' intercepts read as a, a[i] or
+// a[g]) when every sum adding +a once holds +x * W (one x and W) and no other parameter; x is
+// read only there; a only there and in its one prior (prior_location), whose location mu is a
+// global of a's type (a real for a vector: one location for every group).
 std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symbol& a) {
   if (a.kind != SymbolKind::Parameter || a.owner != Owner::Silo || !unconstrained(a) || split_model(m))
     return std::nullopt;
   const Base base = a.decl->type.base;
-  if (base != Base::Real && base != Base::RowVector) return std::nullopt;
+  if (base != Base::Real && base != Base::RowVector && base != Base::Vector) return std::nullopt;
+  const bool groups = base == Base::Vector;
+  // A group's intercept is one number added to each row's x * W: a real intercept's product.
+  const Base row_base = groups ? Base::Real : base;
   std::optional<Centring> found;
   int matches = 0;
   bool refused = false;
@@ -161,10 +211,10 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
     int intercepts = 0, others = 0;
     std::optional<Centring> c;
     for (const auto& [t, positive] : terms) {
-      if (positive && is_var(t, a.name)) ++intercepts;
-      if (!c && positive) c = product(m, t, base);
-      if (t->kind == ExprKind::Var && t->name != a.name)
-        if (const Symbol* s = m.find(t->name); s && s->kind == SymbolKind::Parameter) ++others;
+      const bool reads_a = is_var(t, a.name) || (groups && group_read(t, a.name));
+      if (positive && reads_a) ++intercepts;
+      if (!c && positive) c = product(m, t, row_base);
+      if (const Symbol* s = parameter_term(m, t); s && s != &a) ++others;
     }
     if (intercepts == 0) return;
     if (intercepts != 1 || !c || others > 0 || (found && (found->data != c->data || found->coefficient != c->coefficient)))
@@ -173,48 +223,43 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
     ++matches;
   });
   if (!found || refused || uses_in_log_density(m, found->data) != matches) return std::nullopt;
-  const Term* prior = nullptr;
-  for (const Term& t : m.terms)
-    if (t.kind == TermKind::Prior && t.subject == a.name) {
-      if (prior) return std::nullopt;
-      prior = &t;
-    }
-  if (!prior || prior->conditional || !prior->stmt || prior->stmt->kind != StmtKind::Tilde ||
-      !is_var(prior->stmt->lhs.get(), a.name))
-    return std::nullopt;
-  const int at = location_argument(prior->stmt->name);
-  if (at < 0 || size_t(at) >= prior->stmt->args.size()) return std::nullopt;
-  const Expr* location = prior->stmt->args[size_t(at)].get();
-  const Symbol* mu = location && location->kind == ExprKind::Var ? m.find(location->name) : nullptr;
-  if (!global_parameter(mu) || mu->decl->type.base != base) return std::nullopt;
-  if (uses_in_log_density(m, a.name) != matches + 1 || count_in(*prior->stmt, a.name) != 1) return std::nullopt;
-  if (count_in(*prior->stmt, mu->name) != 1 || uses_in_log_density(m, mu->name) != 1 + reads_in_server_priors(m, *mu))
-    return std::nullopt;
+  if (uses_in_log_density(m, a.name) != matches + 1) return std::nullopt;
+  const Symbol* mu = prior_location(m, a, row_base);
+  if (!mu) return std::nullopt;
   return LocalIntercept{*found, mu};
 }
 
+// A global intercept b: a real or row_vector read whole (`b + x * W`), or a vector of groups'
+// intercepts read as b[i] or b[g] (each group's b plus x * W, W a real or vector). A sum that adds
+// another global parameter read whole (`b1 + b2 + x * W`: both would shift), or, for a vector of
+// groups', any other global parameter, is refused.
 std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol& b) {
   if (!global_parameter(&b)) return std::nullopt;
   const Base base = b.decl->type.base;
-  if (base != Base::Real && base != Base::RowVector) return std::nullopt;
-  if (split_model(m)) return vertical_centring_of(m, b);
+  if (base != Base::Real && base != Base::RowVector && base != Base::Vector) return std::nullopt;
+  if (split_model(m)) return base == Base::Real ? vertical_centring_of(m, b) : std::nullopt;
+  const bool groups = base == Base::Vector;
+  const Base row_base = groups ? Base::Real : base;
   // Every sum holding +b and +x * W (`b + x * W`, `x * W + b`, `o + b + x * W`), all of one x and W.
   std::optional<Centring> found;
   int matches = 0;
-  bool mixed = false;
+  bool refused = false;
   each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
-    int intercepts = 0;
+    int intercepts = 0, others = 0;
     std::optional<Centring> c;
     for (const auto& [t, positive] : terms) {
-      if (positive && is_var(t, b.name)) ++intercepts;
-      if (!c && positive) c = product(m, t, base);
+      if (positive && (is_var(t, b.name) || (groups && group_read(t, b.name)))) ++intercepts;
+      if (!c && positive) c = product(m, t, row_base);
+      if (const Symbol* s = parameter_term(m, t); s && s != &b && s->owner == Owner::Global &&
+                                                   (groups || t->kind == ExprKind::Var))
+        ++others;
     }
     if (intercepts != 1 || !c) return;
-    if (found && (found->data != c->data || found->coefficient != c->coefficient)) mixed = true;
+    if (others > 0 || (found && (found->data != c->data || found->coefficient != c->coefficient))) refused = true;
     found = c;
     ++matches;
   });
-  if (!found || mixed) return std::nullopt;
+  if (!found || refused) return std::nullopt;
   // x is read there alone; b there and in the server's priors alone (evaluated at b = b_c - xbar W).
   if (uses_in_log_density(m, found->data) != matches) return std::nullopt;
   if (uses_in_log_density(m, b.name) != matches + reads_in_server_priors(m, b)) return std::nullopt;
@@ -226,15 +271,23 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
 std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
   if (std::optional<Centring> c = direct_centring_of(m, b)) return c;
   if (!global_parameter(&b) || split_model(m)) return std::nullopt;
-  // The location of one silo local intercept's prior: mu_c = mu + xbar W, shifted with a.
+  // The location of one intercept's prior: mu_c = mu + xbar W, shifted with a (a silo's local, or
+  // a global vector of groups' intercepts, itself centred).
   std::optional<Centring> found;
-  int locals = 0;
-  for (const Symbol& a : m.symbols)
+  int intercepts = 0;
+  for (const Symbol& a : m.symbols) {
     if (std::optional<LocalIntercept> li = local_intercept(m, a); li && li->location == &b) {
       found = li->centring;
-      ++locals;
+      ++intercepts;
+    } else if (&a != &b && global_parameter(&a) && a.decl->type.base == Base::Vector &&
+               prior_location(m, a, Base::Real) == &b) {
+      if (std::optional<Centring> c = direct_centring_of(m, a)) {
+        found = c;
+        ++intercepts;
+      }
     }
-  if (locals != 1) return std::nullopt;
+  }
+  if (intercepts != 1) return std::nullopt;
   return found;
 }
 

@@ -35,11 +35,16 @@ struct Centring {
 // or real) or a row_vector (W a matrix); and the model has no split parameters (a silo's
 // locals may be added to the sum: `b + x * W + u`). In a model with split parameters: b a real,
 // added once to `silo_sum(...)` in one sum and read nowhere else but in server priors; then data
-// is kSiloSumCentring and coefficient "". Conservative: nullopt for anything else.
+// is kSiloSumCentring and coefficient "". b may also be a vector of groups' intercepts read as
+// b[g] or b[g[n]] (W a real or vector: each group's b plus x * W); then no other global is in its
+// sums, and a real b in a sum with another global read whole (`b1 + b2 + x * W`) is refused (both
+// would take the shift). Also the real location mu of one such vector's prior (`b ~ normal(mu,
+// tau)`), shifted with it. Conservative: nullopt for anything else.
 std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b);
 
-// A hierarchy's intercept: `a ~ normal(mu, tau)` and `a + x * W`, a a silo's local (a real, or a
-// row_vector with a matrix W) whose every sum adding +a once holds +x * W and no other
+// A hierarchy's intercept: `a ~ normal(mu, tau)` and `a + x * W`, a a silo's local (a real, a
+// row_vector with a matrix W, or a vector of groups' intercepts read as a[g] about a real mu)
+// whose every sum adding +a once holds +x * W and no other
 // parameter, x read only there, a only there and in that one prior (normal, student_t, cauchy,
 // double_exponential or logistic: the density reads a - mu alone), mu a global of a's type read
 // only there and in server priors. centring_of marks mu (x, W) and local_centring_of marks a:

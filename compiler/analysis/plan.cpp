@@ -356,27 +356,40 @@ void add_mode_search_messages(Plan& plan, const SemanticModel& m, const Groups& 
 // pooled means down, the sums of squares about them up, once.
 void add_centring_messages(Plan& plan, const SemanticModel& m) {
   std::vector<std::string> centred;
+  // One exchange per x: a global vector of groups' intercepts and its location share theirs.
+  std::vector<std::pair<std::string, std::vector<std::string>>> sums;  // x, the sums it centres
+  std::vector<std::string> coefficients;
   for (const Symbol& s : m.symbols) {
     const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
     if (!c || c->data == kSiloSumCentring) continue;
-    const Symbol* x = m.find(c->data);
+    auto at = std::find_if(sums.begin(), sums.end(), [&](const auto& e) { return e.first == c->data; });
+    if (at == sums.end()) {
+      sums.push_back({c->data, {}});
+      coefficients.push_back(c->coefficient);
+      at = sums.end() - 1;
+    }
+    at->second.push_back(s.name + " + " + c->data + " * " + c->coefficient);
+    centred.push_back(s.name);
+    for (const Symbol& a : m.symbols)  // a silo's local intercept whose prior's location is s
+      if (const std::optional<Centring> lc = local_centring_of(m, a); lc && lc->data == c->data && lc->coefficient == c->coefficient)
+        centred.push_back("each silo's " + a.name);
+  }
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const std::string& data = sums[i].first;
+    const Symbol* x = m.find(data);
     const SymSize columns = x && x->shape.dims.size() == 2 ? x->shape.dims[1] : SymSize::constant(1);
-    plan.opening.push_back({"silo k", "server", "the column sums of " + c->data + " and its rows (to centre " +
-                                                    s.name + " + " + c->data + " * " + c->coefficient + ")",
+    plan.opening.push_back({"silo k", "server", "the column sums of " + data + " and its rows (to centre " +
+                                                    join(sums[i].second) + ")",
                             columns + SymSize::constant(1)});
-    plan.opening.push_back({"server", "silo k", "the pooled column means of " + c->data, columns});
-    plan.opening.push_back({"silo k", "server", "the column sums of squares of " + c->data + " less those means (to scale " +
-                                                    c->coefficient + "'s steps by " + c->data + "'s pooled sds)",
+    plan.opening.push_back({"server", "silo k", "the pooled column means of " + data, columns});
+    plan.opening.push_back({"silo k", "server", "the column sums of squares of " + data + " less those means (to scale " +
+                                                    coefficients[i] + "'s steps by " + data + "'s pooled sds)",
                             columns});
     // The silo's rows are sent: their count is no longer private.
     if (x && !x->shape.dims.empty()) {
       const std::string rows = x->shape.dims[0].str();
       plan.never_leaves.erase(std::remove(plan.never_leaves.begin(), plan.never_leaves.end(), rows), plan.never_leaves.end());
     }
-    centred.push_back(s.name);
-    for (const Symbol& a : m.symbols)  // a silo's local intercept whose prior's location is s
-      if (const std::optional<Centring> lc = local_centring_of(m, a); lc && lc->data == c->data && lc->coefficient == c->coefficient)
-        centred.push_back("each silo's " + a.name);
   }
   if (!centred.empty())
     plan.notes.push_back("the intercept" + std::string(centred.size() > 1 ? "s " : " ") + join(centred) +

@@ -11,7 +11,8 @@ namespace fvi::engine {
 namespace {
 
 // The marked intercepts of `intercept_group` (its values `intercept_dim`) whose coefficient is a
-// global: b a real with W a real or vector[D]; b a row_vector[K] with W a matrix[D, K].
+// global: b a real with W a real or vector[D]; b a row_vector[K] with W a matrix[D, K]; b a
+// vector[G] of groups' intercepts with W a real or vector[D] (rank 1 with a W of rank below 2).
 std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data& data, fvi_group intercept_group,
                                          Eigen::Index intercept_dim, Eigen::Index global_dim) {
   std::vector<CentringBlock> blocks;
@@ -26,12 +27,15 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
       continue;
     const std::optional<VariablePlace> bp = variable_place(model, data, i, intercept_dim);
     const std::optional<VariablePlace> wp = variable_place(model, data, w_index, global_dim);
-    if (!bp || !wp || b.rank > 1 || w.rank > 2 || (b.rank == 0) != (w.rank < 2) || bp->count == 0 || wp->count == 0)
+    if (!bp || !wp || b.rank > 1 || w.rank > 2 || (b.rank == 0 && w.rank == 2) || bp->count == 0 || wp->count == 0)
       continue;
-    const int64_t K = bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
+    const bool groups = b.rank == 1 && w.rank < 2;
+    const int64_t K = groups ? 1 : bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
     if ((w.rank == 2 ? wp->dims[1] : 1) != K) continue;
-    blocks.push_back({b.centring_data, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
-                      Eigen::Index(D), Eigen::Index(K), {}, {}});
+    CentringBlock block{b.centring_data, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
+                        Eigen::Index(D), Eigen::Index(K), {}, {}};
+    block.groups = groups ? Eigen::Index(bp->count) : 1;
+    blocks.push_back(std::move(block));
   }
   return blocks;
 }
@@ -54,6 +58,26 @@ std::vector<CentringBlock> local_centring_blocks(const fvi_model& model, const f
         break;
       }
   return blocks;
+}
+
+std::vector<const CentringBlock*> one_block_per_data(const std::vector<CentringBlock>& blocks) {
+  std::vector<const CentringBlock*> first;
+  for (const CentringBlock& b : blocks) {
+    bool seen = false;
+    for (const CentringBlock* f : first) seen = seen || f->data == b.data;
+    if (!seen) first.push_back(&b);
+  }
+  return first;
+}
+
+void set_data_means(std::vector<CentringBlock>& blocks, const std::string& x, const Eigen::VectorXd& means) {
+  for (CentringBlock& b : blocks)
+    if (b.data == x) b.means = means;
+}
+
+void set_data_scales(std::vector<CentringBlock>& blocks, const std::string& x, const Eigen::VectorXd& scales) {
+  for (CentringBlock& b : blocks)
+    if (b.data == x) b.scales = scales;
 }
 
 namespace {
@@ -101,11 +125,16 @@ Eigen::VectorXd pooled_scales(const Eigen::VectorXd& sums_of_squares, double row
 
 namespace {
 
-// f(index of W_jk among the globals, s_j) for every coefficient of a block with scales.
+// f(index of W_jk among the globals, s_j) for every coefficient of a block with scales, once:
+// a group intercept and its location share x and W (two blocks, one W).
 template <typename F>
 void each_scaled_coefficient(const std::vector<CentringBlock>& blocks, F f) {
-  for (const CentringBlock& c : blocks) {
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const CentringBlock& c = blocks[i];
     if (c.scales.size() != c.columns) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) seen = blocks[j].coefficient == c.coefficient && blocks[j].scales.size() > 0;
+    if (seen) continue;
     for (Eigen::Index k = 0; k < c.classes; ++k)
       for (Eigen::Index j = 0; j < c.columns; ++j) f(c.coefficient + k * c.columns + j, c.scales[j]);
   }
@@ -136,8 +165,10 @@ namespace {
 void shift_intercepts(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> z, double sign) {
   for (const CentringBlock& c : blocks) {
     if (c.means.size() != c.columns) continue;
-    for (Eigen::Index k = 0; k < c.classes; ++k)
-      z.row(c.intercept + k) -= sign * (c.means.transpose() * z.middleRows(c.coefficient + k * c.columns, c.columns));
+    for (Eigen::Index k = 0; k < c.classes; ++k) {
+      const Eigen::RowVectorXd shift = sign * (c.means.transpose() * z.middleRows(c.coefficient + k * c.columns, c.columns));
+      for (Eigen::Index g = 0; g < c.groups; ++g) z.row(c.intercept_at(k, g)) -= shift;
+    }
   }
 }
 
@@ -150,7 +181,8 @@ void pull_back(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::Matri
   for (const CentringBlock& c : blocks) {
     if (c.means.size() != c.columns) continue;
     for (Eigen::Index k = 0; k < c.classes; ++k)
-      gradient.middleRows(c.coefficient + k * c.columns, c.columns) -= c.means * gradient.row(c.intercept + k);
+      gradient.middleRows(c.coefficient + k * c.columns, c.columns) -=
+          c.means * gradient.middleRows(c.intercept_at(k, 0), c.groups).colwise().sum();
   }
 }
 
@@ -167,7 +199,8 @@ Eigen::VectorXd written_sd(const std::vector<CentringBlock>& blocks, const Struc
   for (const CentringBlock& c : blocks) {
     if (c.means.size() != c.columns) continue;
     for (Eigen::Index k = 0; k < c.classes; ++k)
-      var[c.intercept + k] += c.means.cwiseAbs2().dot(fit_var.segment(c.coefficient + k * c.columns, c.columns));
+      var.segment(c.intercept_at(k, 0), c.groups).array() +=
+          c.means.cwiseAbs2().dot(fit_var.segment(c.coefficient + k * c.columns, c.columns));
   }
   return var.cwiseSqrt();
 }
@@ -183,7 +216,8 @@ void locals_to_written(const std::vector<CentringBlock>& blocks, const Eigen::Ma
     for (Eigen::Index k = 0; k < c.classes; ++k) {
       // a_k = a_c,k - xbar W_k at each global draw, repeated for its K local draws.
       const Eigen::RowVectorXd shift = c.means.transpose() * z_global.middleRows(c.coefficient + k * c.columns, c.columns);
-      for (Eigen::Index s = 0; s < z_local.cols(); ++s) z_local(c.intercept + k, s) -= shift[s / K];
+      for (Eigen::Index g = 0; g < c.groups; ++g)
+        for (Eigen::Index s = 0; s < z_local.cols(); ++s) z_local(c.intercept_at(k, g), s) -= shift[s / K];
     }
 }
 
@@ -192,7 +226,8 @@ Eigen::MatrixXd written_local_coupling(const std::vector<CentringBlock>& blocks,
   Eigen::MatrixXd t = coupling.size() > 0 ? coupling : Eigen::MatrixXd::Zero(local_dim, global_dim);
   for (const CentringBlock& c : blocks)
     for (Eigen::Index k = 0; k < c.classes; ++k)
-      t.row(c.intercept + k).segment(c.coefficient + k * c.columns, c.columns) -= c.means.transpose();
+      for (Eigen::Index g = 0; g < c.groups; ++g)
+        t.row(c.intercept_at(k, g)).segment(c.coefficient + k * c.columns, c.columns) -= c.means.transpose();
   return t;
 }
 

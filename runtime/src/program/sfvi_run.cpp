@@ -481,9 +481,9 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     // Then the centring's means and their count: a silo restarted from this resumes at the same
     // centred data (the server sends the means once, before iteration 1).
     size_t means = 0;
-    for (const engine::CentringBlock& b : centring_) {
-      m.insert(m.end(), b.means.data(), b.means.data() + b.means.size());
-      means += size_t(b.means.size());
+    for (const engine::CentringBlock* b : engine::one_block_per_data(centring_)) {
+      m.insert(m.end(), b->means.data(), b->means.data() + b->means.size());
+      means += size_t(b->means.size());
     }
     m.push_back(double(means));
     return m;
@@ -523,7 +523,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   }
 
  private:
-  // Round 0: x's column sums and rows of each block; round 1: the pooled means, after which the
+  // Round 0: each x's column sums and rows (one_block_per_data); round 1: the pooled means, after which the
   // fit's terms read x - xbar (a new SfviSilo over the centred copy, before any step: the
   // exchange precedes iteration 1, and a second one with the same means changes nothing), and
   // the reply is x - xbar's column sums of squares.
@@ -535,9 +535,9 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     if (round == 0) {
       std::vector<engine::CentringBlock> blocks = engine::centring_blocks(model_, data_.view(), silo_global_dim());
       Message m;
-      for (const engine::CentringBlock& b : blocks) {
+      for (const engine::CentringBlock* b : engine::one_block_per_data(blocks)) {
         int64_t rows = 0;
-        const Eigen::VectorXd sums = engine::column_sums(b, data_.view(), rows);
+        const Eigen::VectorXd sums = engine::column_sums(*b, data_.view(), rows);
         m.insert(m.end(), sums.data(), sums.data() + sums.size());
         m.push_back(double(rows));
       }
@@ -547,8 +547,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     apply_centring(request);
     // x - xbar's column sums of squares: the pooled sds that scale the server's steps.
     Message m;
-    for (const engine::CentringBlock& b : centring_) {
-      const Eigen::VectorXd squares = engine::column_sums_of_squares(b, centred_.view());
+    for (const engine::CentringBlock* b : engine::one_block_per_data(centring_)) {
+      const Eigen::VectorXd squares = engine::column_sums_of_squares(*b, centred_.view());
       m.insert(m.end(), squares.data(), squares.data() + squares.size());
     }
     return m;
@@ -616,17 +616,19 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   // The fit's terms read x - xbar from now on (`request`: each block's xbar in turn).
   void apply_centring(const Message& request) {
     std::vector<engine::CentringBlock> blocks = engine::centring_blocks(model_, data_.view(), silo_global_dim());
+    std::vector<std::pair<std::string, Eigen::Index>> data;  // each x once, as the server sends them
+    for (const engine::CentringBlock* b : engine::one_block_per_data(blocks)) data.emplace_back(b->data, b->columns);
     size_t expected = 0;
-    for (const engine::CentringBlock& b : blocks) expected += size_t(b.columns);
+    for (const auto& [x, columns] : data) expected += size_t(columns);
     if (request.size() != expected)
       throw std::invalid_argument("a centring request of " + std::to_string(request.size()) +
                                   " means; this model's x have " + std::to_string(expected) + " columns");
     for (double v : request)
       if (!std::isfinite(v)) throw std::invalid_argument("a centring request with a non-finite mean");
     size_t at = 0;
-    for (engine::CentringBlock& b : blocks) {
-      b.means = Eigen::Map<const Eigen::VectorXd>(request.data() + at, b.columns);
-      at += size_t(b.columns);
+    for (const auto& [x, columns] : data) {
+      engine::set_data_means(blocks, x, Eigen::Map<const Eigen::VectorXd>(request.data() + at, columns));
+      at += size_t(columns);
     }
     bool same = centring_.size() == blocks.size();
     for (size_t i = 0; same && i < blocks.size(); ++i) same = centring_[i].means == blocks[i].means;
@@ -641,8 +643,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     }
     data::DataSet centred;
     for (data::Variable v : data_.variables()) {
-      for (const engine::CentringBlock& b : blocks)
-        if (v.name == b.data) engine::centre_columns(b, v.values.data(), v.rows);
+      for (const engine::CentringBlock* b : engine::one_block_per_data(blocks))
+        if (v.name == b->data) engine::centre_columns(*b, v.values.data(), v.rows);
       centred.add(std::move(v));
     }
     centred_ = std::move(centred);
@@ -729,16 +731,20 @@ class SfviCoordinator : public Coordinator {
         if (server_.global_dim() <= kModeStartLimit) start_at_mode(nullptr);
       } else if (mode_start_applies(method_, run.settings) && server_.global_dim() <= kFederatedModeStartLimit) {
         const engine::LogDensityBatchFn silos = silo_likelihoods();
-        if (has_locals(run.model)) start_at_locations(silos);
-        else start_at_mode(&silos);
+        if (has_locals(run.model) || !start_at_mode(&silos)) start_at_locations(silos);
       }
     }
   }
 
-  // With locals: q's means of the unbounded globals at the mode with the silos' locals integrated
-  // out (Laplace) where it lies far from q's start (SfviServer::start_at_locations), and each silo's
-  // locals at their conditional mode there (Phase::kSfviModeLocals); the header says which.
+  // With locals, or where the search over every global found no mode (a hierarchical scale's
+  // mode at 0): q's means of the unbounded globals at the mode over them, the scales held (and the
+  // silos' locals integrated out, Laplace), where it lies far from q's start
+  // (SfviServer::start_at_locations), and each silo's locals at their conditional mode there
+  // (Phase::kSfviModeLocals); the header says which.
   void start_at_locations(const engine::LogDensityBatchFn& silos) {
+    const bool locals = has_locals(run_.model);
+    // The search over every global's note, when it ran first and found nothing.
+    const std::string first = locals ? "" : start_note_.substr(std::min(start_note_.size(), size_t(2))) + "; ";
     engine::SfviServer::LocationStart start;
     try {
       start = server_.start_at_locations(silos);
@@ -752,6 +758,17 @@ class SfviCoordinator : public Coordinator {
     char travel[160];
     std::snprintf(travel, sizeof travel, "%.3g from q's start, %g of Adam's steps of lr = %g", start.travel,
                   std::round(start.travel / options_.lr), options_.lr);
+    if (!locals) {
+      start_note_ = "  " + first +
+                    (!m.found ? "no mode of the unbounded globals with the scales held either (" + m.why +
+                                    "): started at q's default"
+                     : !start.moved ? std::string("the unbounded globals' mode with the scales held lies ") + travel +
+                                          " (" + cost + "): started at q's default"
+                                    : std::string("started the unbounded globals' means at their mode with the bounded "
+                                                  "globals (scales) at q's start, ") +
+                                          travel + " (Newton, " + cost + ")");
+      return;
+    }
     if (!m.found) {
       start_note_ = "  started at q's default (no mode of the globals' locations found, the silos' locals integrated "
                     "out: " + m.why + ")";
@@ -775,13 +792,14 @@ class SfviCoordinator : public Coordinator {
 
   // q set to the mode's Laplace approximation (SfviServer::start_at_mode), the header's note and,
   // where the searches found separate modes, the run's closing warning.
-  void start_at_mode(const engine::LogDensityBatchFn* silos) {
+  // Whether a mode was found.
+  bool start_at_mode(const engine::LogDensityBatchFn* silos) {
     engine::Modes modes;
     try {
       modes = server_.start_at_mode(silos);
     } catch (const engine::ModeSearchAborted& e) {
       start_note_ = std::string("  started at q's default (the mode search stopped: ") + e.what() + ")";
-      return;
+      return true;  // a silo stopped it: no second search
     }
     const engine::Mode& m = modes.best;
     const std::string cost = silos ? std::to_string(m.evaluations) + " points in " + std::to_string(m.batches) +
@@ -789,7 +807,8 @@ class SfviCoordinator : public Coordinator {
                                    : std::to_string(m.evaluations) + " gradients";
     start_note_ = m.found ? "  started at the mode's Laplace approximation (Newton from " +
                                 std::to_string(modes.starts) + " starting points, " + cost + ")"
-                          : "  started at q's default (no mode found: " + m.why + ")";
+                          : silos ? "  no mode of every global found (" + m.why + "; " + cost + ")"  // start_at_locations next
+                                  : "  started at q's default (no mode found: " + m.why + ")";
     if (modes.separate_log_p.size() > 1) {
       std::string values;
       for (double lp : modes.separate_log_p) {
@@ -802,6 +821,7 @@ class SfviCoordinator : public Coordinator {
                        "): the posterior is multimodal, and q describes the neighbourhood of the highest "
                        "alone; its means and sds leave the others out";
     }
+    return m.found;
   }
 
   // The silos' log likelihoods at a batch of points of the globals (the fit's coordinates): one
@@ -834,8 +854,11 @@ class SfviCoordinator : public Coordinator {
     if (blocks.empty() || method_ != "sfvi" || warm_start_ > 0 || pooled(run_.model) ||
         run_.settings.name("center", "on") == "off")
       return;
+    // One exchange per x (a vector of groups' intercepts and its location share one).
+    std::vector<std::pair<std::string, Eigen::Index>> data;  // x and its columns
+    for (const engine::CentringBlock* b : engine::one_block_per_data(blocks)) data.emplace_back(b->data, b->columns);
     size_t reply = 0;
-    for (const engine::CentringBlock& b : blocks) reply += size_t(b.columns) + 1;
+    for (const auto& [x, columns] : data) reply += size_t(columns) + 1;
     std::vector<Message> replies;
     if (!ask_every_silo(run_.transport, 0, Phase::kSfviCentring, {}, reply, replies)) {
       centring_note_ = "  not centred: a silo did not send its column sums (the fit is at the raw data)";
@@ -843,41 +866,40 @@ class SfviCoordinator : public Coordinator {
     }
     Message means;
     size_t at = 0;
-    std::vector<double> block_rows;
-    for (engine::CentringBlock& b : blocks) {
-      Eigen::VectorXd sum = Eigen::VectorXd::Zero(b.columns);
+    std::vector<double> data_rows;
+    for (const auto& [x, columns] : data) {
+      Eigen::VectorXd sum = Eigen::VectorXd::Zero(columns);
       double rows = 0;
       for (const Message& m : replies) {
-        sum += Eigen::Map<const Eigen::VectorXd>(m.data() + at, b.columns);
-        const double n = m[at + size_t(b.columns)];
+        sum += Eigen::Map<const Eigen::VectorXd>(m.data() + at, columns);
+        const double n = m[at + size_t(columns)];
         if (!(n >= 0 && n == std::floor(n))) throw std::runtime_error("centring: a silo sent " + std::to_string(n) + " rows");
         rows += n;
       }
-      at += size_t(b.columns) + 1;
+      at += size_t(columns) + 1;
       if (!(rows > 0)) return;  // no rows anywhere: nothing to centre at
-      block_rows.push_back(rows);
-      b.means = sum / rows;
-      means.insert(means.end(), b.means.data(), b.means.data() + b.means.size());
+      data_rows.push_back(rows);
+      const Eigen::VectorXd mean = sum / rows;
+      engine::set_data_means(blocks, x, mean);
+      means.insert(means.end(), mean.data(), mean.data() + mean.size());
     }
     // A silo that misses the means would score its rows at the raw x while the others do not.
-    size_t columns = 0;
-    for (const engine::CentringBlock& b : blocks) columns += size_t(b.columns);
-    if (!ask_every_silo(run_.transport, 1, Phase::kSfviCentring, means, columns, replies))
+    if (!ask_every_silo(run_.transport, 1, Phase::kSfviCentring, means, means.size(), replies))
       throw std::runtime_error("centring: a silo did not take the pooled means of its data (set center = off to "
                                "fit at the raw data)");
     // Their sums of squares about the means: the pooled sds, Adam's step coordinates (centring.h).
     at = 0;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      engine::CentringBlock& b = blocks[i];
-      Eigen::VectorXd squares = Eigen::VectorXd::Zero(b.columns);
+    for (size_t i = 0; i < data.size(); ++i) {
+      const auto& [x, columns] = data[i];
+      Eigen::VectorXd squares = Eigen::VectorXd::Zero(columns);
       for (const Message& m : replies) {
-        const Eigen::Map<const Eigen::VectorXd> silo_squares(m.data() + at, b.columns);
+        const Eigen::Map<const Eigen::VectorXd> silo_squares(m.data() + at, columns);
         if (!(silo_squares.array() >= 0).all())  // NaN too
           throw std::runtime_error("centring: a silo sent a sum of squares that is negative or not a number");
         squares += silo_squares;
       }
-      at += size_t(b.columns);
-      b.scales = engine::pooled_scales(squares, block_rows[i]);
+      at += size_t(columns);
+      engine::set_data_scales(blocks, x, engine::pooled_scales(squares, data_rows[i]));
     }
     std::string names, scales;
     for (const engine::CentringBlock& b : blocks) {
@@ -993,7 +1015,7 @@ class SfviCoordinator : public Coordinator {
   }
   std::string fit_coordinate(Eigen::Index i) const override {
     for (const engine::CentringBlock& b : server_.centring())
-      if (i >= b.intercept && i < b.intercept + b.classes) return " (fitted at the centred " + b.data + ")";
+      if (i >= b.intercept && i < b.intercept + b.intercepts()) return " (fitted at the centred " + b.data + ")";
     return "";
   }
   Eigen::VectorXd params() const override {

@@ -222,4 +222,55 @@ TEST_CASE("centring: a hierarchy's intercepts, a silo's local and its prior's lo
   }
 }
 
+TEST_CASE("centring: groups' intercepts, a vector read as a[c], and their location", "[centring]") {
+  const std::string globals = "  global real mu;\n  global vector[D] beta;\n  global real<lower=0> tau;\n"
+                              "  global real<lower=0> sigma;\n";
+  const std::string priors = "  mu ~ normal(0, 10);\n  beta ~ normal(0, 10);\n  tau ~ normal(0, 1);\n"
+                             "  sigma ~ normal(0, 1);\n";
+  const std::string likelihood = "  y ~ normal(a[c] + x * beta, sigma);\n";
+  for (const std::string owner : {"local", "global"}) {
+    INFO(owner);
+    const std::string params = globals + "  " + owner + " vector[K] a;\n";
+    CHECK(mark(params, priors + "  a ~ normal(mu, tau);\n" + likelihood, "a") == "x * beta");
+    CHECK(mark(params, priors + "  a ~ normal(mu, tau);\n" + likelihood, "mu") == "x * beta");
+    // One covariate; the rows in a loop, each its group's; the prior in a loop over the groups.
+    const std::string one = "  global real mu;\n  global real b;\n  global real<lower=0> tau;\n  " + owner +
+                            " vector[K] a;\n";
+    const std::string one_priors = "  mu ~ normal(0, 10);\n  b ~ normal(0, 10);\n  tau ~ normal(0, 1);\n";
+    CHECK(mark(one, one_priors + "  a ~ normal(mu, tau);\n  y ~ normal(a[c] + b * v, 1);\n", "a") == "v * b");
+    CHECK(mark(one, one_priors + "  a ~ normal(mu, tau);\n  for (n in 1:N)\n    y[n] ~ normal(a[c[n]] + v[n] * b, 1);\n",
+               "mu") == "v * b");
+    CHECK(mark(one, one_priors + "  for (k in 1:K)\n    a[k] ~ normal(mu, tau);\n  y ~ normal(a[c] + b * v, 1);\n",
+               "a") == "v * b");
+    // No global real location (a fixed one, or each group's own): a global a is still marked (the
+    // server evaluates its prior at the written a); a silo's is not (its prior would read the shift).
+    CHECK(mark(params, priors + "  a ~ normal(0, tau);\n" + likelihood, "a") == (owner == "global" ? "x * beta" : ""));
+    CHECK(mark(globals + "  " + owner + " vector[K] a;\n  global vector[K] m;\n",
+               priors + "  m ~ normal(0, 1);\n  a ~ normal(m, tau);\n" + likelihood, "a") ==
+          (owner == "global" ? "x * beta" : ""));
+    SECTION("not marked") {
+      // a read again, a scaled, another global in the sum.
+      CHECK(mark(params, priors + "  a ~ normal(mu, tau);\n" + likelihood + "  v ~ normal(a[c], 1);\n", "a").empty());
+      CHECK(mark(params, priors + "  a ~ normal(mu, tau);\n  y ~ normal(2 * a[c] + x * beta, sigma);\n", "a").empty());
+      CHECK(mark(params + "  global vector[K] d;\n",
+                 priors + "  d ~ normal(0, 1);\n  a ~ normal(mu, tau);\n  y ~ normal(a[c] + d[c] + x * beta, sigma);\n",
+                 "a").empty());
+      // A range of groups is not one group per row.
+      CHECK(mark(params, priors + "  a ~ normal(mu, tau);\n  y[1:K] ~ normal(a[1:K] + x[1:K] * beta, sigma);\n", "a")
+                .empty());
+    }
+  }
+  // Two global intercepts in one sum would both take the shift: neither is marked.
+  const std::string two = "  global real b1;\n  global real b2;\n  global vector[D] beta;\n";
+  const std::string two_priors = "  b1 ~ normal(0, 1);\n  b2 ~ normal(0, 1);\n  beta ~ normal(0, 1);\n";
+  CHECK(mark(two, two_priors + "  y ~ normal(b1 + b2 + x * beta, 1);\n", "b1").empty());
+  CHECK(mark(two, two_priors + "  y ~ normal(b1 + b2 + x * beta, 1);\n", "b2").empty());
+  // A global intercept beside a global vector of group effects: the intercept alone is marked.
+  const std::string crossed = "  global real b;\n  global vector[D] beta;\n  global vector[K] d;\n";
+  const std::string crossed_model = "  b ~ normal(0, 1);\n  beta ~ normal(0, 1);\n  d ~ normal(0, 1);\n"
+                                    "  y ~ normal(b + x * beta + d[c], 1);\n";
+  CHECK(mark(crossed, crossed_model, "b") == "x * beta");
+  CHECK(mark(crossed, crossed_model, "d").empty());
+}
+
 }  // namespace centring_test

@@ -173,3 +173,59 @@ TEST_CASE("centring: a silo's column sums, and its data centred", "[centring]") 
   c.data = "z";
   CHECK_THROWS_WITH(column_sums(c, data, rows), Catch::Contains("no 'z'"));
 }
+
+// Groups' intercepts about a location (compiler/analysis/centring.h: `a ~ normal(mu, tau)`,
+// `a[g] + x * W`, a a global vector[G]): two blocks of one x and one W, a's with G groups, mu's
+// with one. Globals laid out as [c, W (D), a (G), mu].
+TEST_CASE("centring: groups' intercepts and their location, one W: the map, its gradient, sds and steps",
+          "[centring]") {
+  std::mt19937_64 rng(6);
+  const Eigen::Index D = 2, G = 3, n = 1 + D + G + 1, S = 5;
+  CentringBlock a = block(D, 1, rng);
+  a.intercept = 1 + D;
+  a.groups = G;
+  CentringBlock mu = a;
+  mu.intercept = 1 + D + G;
+  mu.groups = 1;
+  const std::vector<CentringBlock> blocks = {a, mu};
+  // T from the definition: every a_g and mu less xbar . W.
+  Eigen::MatrixXd t = Eigen::MatrixXd::Identity(n, n);
+  for (Eigen::Index row = 1 + D; row < n; ++row)
+    for (Eigen::Index d = 0; d < D; ++d) t(row, 1 + d) = -a.means[d];
+  const Eigen::MatrixXd fit = random_matrix(n, S, rng);
+  Eigen::MatrixXd written = fit;
+  to_written(blocks, written);
+  CHECK((written - t * fit).cwiseAbs().maxCoeff() < 1e-12 * fit.cwiseAbs().maxCoeff() * 50);
+  Eigen::MatrixXd back = written;
+  to_fit(blocks, back);
+  CHECK((back - fit).cwiseAbs().maxCoeff() < 1e-12);
+  const Eigen::MatrixXd g = random_matrix(n, S, rng);
+  Eigen::MatrixXd pulled = g;
+  pull_back(blocks, pulled);
+  CHECK((pulled - t.transpose() * g).cwiseAbs().maxCoeff() < 1e-12 * 50);
+  // Sds: diag(T Sigma T^T), mean-field and correlated.
+  Eigen::MatrixXd lower = Eigen::MatrixXd::Identity(n, n);
+  lower.triangularView<Eigen::StrictlyLower>() = 0.4 * random_matrix(n, n, rng);
+  const Eigen::VectorXd mean = random_matrix(n, 1, rng), log_sd = 0.3 * random_matrix(n, 1, rng);
+  for (bool correlated : {false, true}) {
+    const fvi::StructuredGlobalGaussian<double> q =
+        correlated ? fvi::StructuredGlobalGaussian<double>(mean, log_sd, lower)
+                   : fvi::StructuredGlobalGaussian<double>(mean, log_sd);
+    const Eigen::VectorXd expected = (t * q.covariance() * t.transpose()).diagonal().cwiseSqrt();
+    CHECK((written_sd(blocks, q) - expected).cwiseAbs().maxCoeff() < 1e-12 * expected.maxCoeff());
+  }
+  // Adam's step coordinates scale the one W once, though two blocks name it.
+  std::vector<CentringBlock> scaled = blocks;
+  for (CentringBlock& b : scaled) b.scales = Eigen::Vector2d(4.0, 1.0);
+  Eigen::VectorXd params = random_matrix(2 * n, 1, rng), gradient = random_matrix(2 * n, 1, rng), limit;
+  const Eigen::VectorXd params0 = params, gradient0 = gradient;
+  to_step_coordinates(scaled, params, gradient, limit);
+  CHECK(params[1] == Approx(4 * params0[1]));
+  CHECK(gradient[1] == Approx(gradient0[1] / 4));
+  CHECK(params[2] == params0[2]);
+  from_step_coordinates(scaled, params);
+  CHECK((params - params0).cwiseAbs().maxCoeff() < 1e-15);
+  Eigen::VectorXd log_sd_start = Eigen::VectorXd::Zero(n);
+  set_starting_sds(scaled, 0.1, log_sd_start);
+  CHECK(log_sd_start[1] == Approx(std::log(0.1 / 4)));
+}

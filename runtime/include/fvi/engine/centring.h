@@ -19,7 +19,9 @@
 
 namespace fvi::engine {
 
-// One intercept b (K values) and its coefficient W (D x K, column-major), within the globals.
+// One intercept b (K values) and its coefficient W (D x K, column-major), within the globals; or a
+// hierarchy's intercepts of G groups (a vector[G] read as a[g]), each shifted by the same xbar W
+// (K = 1, W a real or vector[D]).
 struct CentringBlock {
   std::string data;               // x's name: N x D silo data (N x 1 with D = 1 when W is a real)
   std::string intercept_name, coefficient_name;  // b's and W's
@@ -29,12 +31,23 @@ struct CentringBlock {
   Eigen::Index classes = 0;       // K
   Eigen::VectorXd means;          // xbar (D): empty until the silos' sums are in
   Eigen::VectorXd scales;         // pooled_scales of x (D), the server's alone: empty, none (to_step_coordinates)
+  Eigen::Index groups = 1;        // G: the values intercept .. intercept + G - 1 of each class (then K = 1)
+  // The intercept's values (K * G) and the one of class k and group g.
+  Eigen::Index intercepts() const { return classes * groups; }
+  Eigen::Index intercept_at(Eigen::Index k, Eigen::Index g) const { return intercept + k * groups + g; }
 };
 
 // The blocks of `model` given its data (the server's or a silo's: the shapes come from the
 // parameters' declarations); nothing from a model older than FVI_ABI_VERSION 13, and no block
 // whose place or shape is not as the compiler's analysis promises.
 std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim);
+
+// The blocks that centre each x, one per x, first seen first: what the exchange of sums and means
+// runs over (a global vector of groups' intercepts and its location are two blocks of one x).
+std::vector<const CentringBlock*> one_block_per_data(const std::vector<CentringBlock>& blocks);
+// Every block of x takes `means` (and `scales`, when given).
+void set_data_means(std::vector<CentringBlock>& blocks, const std::string& x, const Eigen::VectorXd& means);
+void set_data_scales(std::vector<CentringBlock>& blocks, const std::string& x, const Eigen::VectorXd& scales);
 
 // x's column sums in `data` (D values) and its rows: a silo's part of the pooled means. Throws
 // std::invalid_argument, naming x, when `data` holds no x of D columns.

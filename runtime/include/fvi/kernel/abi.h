@@ -143,7 +143,9 @@ typedef struct fvi_variable_info {
    * and evaluate the priors at b = b_c - xbar W, a change of the fit's coordinates with unit
    * Jacobian (compiler/analysis/centring.h; FVI_ABI_VERSION 13). In a vertical model,
    * "silo_sum" and -1: a real b added to `silo_sum(...)` alone, which an engine may fit as
-   * b_c = b + the mean over rows of the silos' summed partial predictors. "" and -1 otherwise. */
+   * b_c = b + the mean over rows of the silos' summed partial predictors. A local b of rank 1
+   * with a W of rank 0 or 1 is a vector of groups' intercepts (read as b[g]), each element
+   * shifted by the same xbar W. "" and -1 otherwise. */
   const char* centring_data;
   int centring_coefficient;
 } fvi_variable_info;
