@@ -344,11 +344,14 @@ void add_mode_search_messages(Plan& plan, const SemanticModel& m, const Groups& 
                                    "whether it is defined there"
                                  : "its log likelihood and its gradient at each point, and whether it is defined there",
                           (G + SymSize::constant(2)) * points});
-  if (locals)
+  if (locals) {
     plan.opening.push_back({"server", "silo k",
                             "the mode found, once, where it lies over 500 of Adam's steps from q's start: the silo's "
                             "locals start at their conditional mode there",
                             G});
+    plan.opening.push_back({"silo k", "server", "whether its locals took that start (1) or found no mode there (0)",
+                            SymSize::constant(1)});
+  }
 }
 
 // SFVI fits each intercept of `x * W + b` at the silos' centred x (analysis/centring.h;

@@ -609,8 +609,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                                   " values of the globals (this model has " + std::to_string(n) + ")");
     for (double v : request)
       if (!std::isfinite(v)) throw std::invalid_argument("a start of the locals at a non-finite value");
-    silo_->start_locals_at_mode(Eigen::Map<const Eigen::VectorXd>(request.data(), n));
-    return {};
+    // 1: the locals start at their conditional mode; 0: this silo's search found none (they keep q's).
+    return {silo_->start_locals_at_mode(Eigen::Map<const Eigen::VectorXd>(request.data(), n)) ? 1.0 : 0.0};
   }
 
   // The fit's terms read x - xbar from now on (`request`: each block's xbar in turn).
@@ -781,13 +781,16 @@ class SfviCoordinator : public Coordinator {
     }
     std::vector<Message> replies;
     const Eigen::VectorXd at = server_.q().mean();
-    const bool taken = ask_every_silo(run_.transport, 0, Phase::kSfviModeLocals, Message(at.data(), at.data() + at.size()),
-                                      0, replies);
+    ask_every_silo(run_.transport, 0, Phase::kSfviModeLocals, Message(at.data(), at.data() + at.size()), 1, replies);
+    std::string others;  // the silos whose locals keep q's default: no reply, or no mode of their own
+    for (size_t k = 0; k < replies.size(); ++k)
+      if (replies[k].size() != 1 || replies[k][0] != 1) others += (others.empty() ? "" : ", ") + std::to_string(k + 1);
     start_note_ = std::string("  started the unbounded globals' means at the mode over them of the log joint with each "
                               "silo's locals integrated out (Laplace) and the bounded globals (scales) at q's start, ") +
                   travel + " (Newton, " + cost + "); " +
-                  (taken ? "each silo's locals start at their conditional mode there"
-                         : "a silo did not take it: its locals start at q's default");
+                  (others.empty() ? "each silo's locals start at their conditional mode there"
+                                  : "each silo's locals start at their conditional mode there but silo " + others +
+                                        "'s, which start at q's default (no reply, or no mode found there)");
   }
 
   // q set to the mode's Laplace approximation (SfviServer::start_at_mode), the header's note and,

@@ -202,8 +202,8 @@ TEST_CASE("mode start with locals: the server's start is the mode over the unbou
   }
 }
 
-TEST_CASE("mode start with locals: the silo's host takes the start's point, and refuses one of the wrong size, a "
-          "non-finite one, or one its settings do not allow",
+TEST_CASE("mode start with locals: the silo's host takes the start's point and says whether its locals took it, "
+          "and refuses one of the wrong size, a non-finite one, or one its settings do not allow",
           "[mode]") {
   using fvi::program::Message;
   using fvi::program::Phase;
@@ -222,7 +222,10 @@ TEST_CASE("mode start with locals: the silo's host takes the start's point, and 
     return fvi::program::sfvi_silo_host(model, fvi::engine::Settings({}, keys), "sfvi", data, 1, 2);
   };
   const Message point{118.0, 3.0, -1.0, 0.0, 1.0};
-  CHECK(host({})->endpoint().handle(0, Phase::kSfviModeLocals, point).empty());
+  // 1: its locals start at their conditional mode there; 0: none found (sigma = exp(-1000) is 0).
+  CHECK(host({})->endpoint().handle(0, Phase::kSfviModeLocals, point) == Message{1.0});
+  CHECK(host({})->endpoint().handle(0, Phase::kSfviModeLocals, Message{118.0, 3.0, -1.0, 0.0, -1000.0}) ==
+        Message{0.0});
   CHECK_THROWS_WITH(host({})->endpoint().handle(0, Phase::kSfviModeLocals, Message(size_t(n + 1), 0.0)),
                     Catch::Contains("6 values of the globals (this model has 5)"));
   Message bad = point;
