@@ -58,7 +58,8 @@ Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& 
   return find_modes(batched(log_p), starts, max_steps);
 }
 
-Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, long max_steps) {
+Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, long max_steps,
+               const std::vector<Eigen::Index>& bounded) {
   Mode m;
   m.at = start;
   Eigen::VectorXd g(start.size()), trial_g(start.size());
@@ -124,6 +125,14 @@ Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, lon
         damping = std::max(1e-8 * (1 + m.curvature.diagonal().cwiseAbs().maxCoeff()), 10 * damping);
       }
     }
+    for (Eigen::Index i : bounded)
+      if (moved && std::fabs(m.at[i]) > kBoundedCoordinateLimit) {
+        m.why = "log p still rises as unconstrained coordinate " + std::to_string(i) +
+                " (a bounded parameter's) runs past +-20, within e^-20 of its bound or e^20 from it: no mode "
+                "inside (a hierarchical scale's log joint grows without limit as the scale goes to 0)";
+        m.ran_to_bound = true;
+        return m;
+      }
     if (!moved) {
       // At the floor of floating-point precision, a step of 1e-3 sd is the mode for any purpose.
       m.found = newton_in_sds <= 1e-3;
@@ -136,16 +145,19 @@ Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, lon
   return m;
 }
 
-Modes find_modes(const LogDensityBatchFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps) {
+Modes find_modes(const LogDensityBatchFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps,
+                 const std::vector<Eigen::Index>& bounded) {
   Modes out;
   std::vector<Mode> found;
   for (const Eigen::VectorXd& start : starts) {
-    Mode m = find_mode(log_p, start, max_steps);
+    Mode m = find_mode(log_p, start, max_steps, bounded);
     ++out.starts;
     out.best.evaluations += m.evaluations;
     out.best.batches += m.batches;
+    const bool unbounded_above = m.ran_to_bound;  // the model's log p, from any start: no other tried
     if (m.found) found.push_back(std::move(m));
     else if (found.empty() && out.starts == 1) out.best.why = m.why, out.best.finite_start = m.finite_start;
+    if (unbounded_above) break;
   }
   if (found.empty()) return out;
   std::sort(found.begin(), found.end(), [](const Mode& a, const Mode& b) { return a.log_p > b.log_p; });

@@ -438,7 +438,10 @@ Modes SfviServer::start_at_mode(const LogDensityBatchFn* silos) {
     std::mt19937_64 rng(options_.seed ^ 0x6d6f646573ULL);
     for (int k = 0; k < 3; ++k) starts.push_back(random_init(rng));
   }
-  Modes modes = find_modes(log_p, starts);
+  std::vector<Eigen::Index> bounded;  // every global declared with a bound (or another transform)
+  for (Eigen::Index i = 0; i < global_dim_; ++i)
+    if (std::find(unbounded_.begin(), unbounded_.end(), i) == unbounded_.end()) bounded.push_back(i);
+  Modes modes = find_modes(log_p, starts, 200, bounded);
   if (!modes.best.found && !modes.best.finite_start) {
     // Where log p or its gradient is not finite at every start (a spectral density underflowing
     // at the default length scale), Stan's rule: up to 100 random inits on (-2, 2), the first
@@ -457,7 +460,7 @@ Modes SfviServer::start_at_mode(const LogDensityBatchFn* silos) {
       }
       if (!std::isfinite(lp[0]) || !gradient.allFinite()) continue;
       const long evaluations = modes.best.evaluations, batches = modes.best.batches;
-      modes = find_modes(log_p, {z});
+      modes = find_modes(log_p, {z}, 200, bounded);
       modes.best.evaluations += evaluations;
       modes.best.batches += batches;
       if (!modes.best.found) {

@@ -175,3 +175,47 @@ TEST_CASE("find_mode: ModeSearchAborted from the density ends the search; other 
   CHECK(refused >= 1);
   CHECK(m.at[0] == Approx(1.0).margin(1e-6));
 }
+
+TEST_CASE("find_modes: a hierarchical scale whose log joint grows without limit as it goes to 0 stops at the bound, "
+          "and no other start is tried",
+          "[mode]") {
+  // (mu, u = log tau, a_1..a_J): a_j ~ N(mu, tau), y_j = a_j + N(0, 1) with every y_j = 0.5, mu ~
+  // N(0, 1), tau ~ half-normal(0, 5), the log Jacobian u: log p = -(J - 1) u - sum (a_j - mu)^2 /
+  // (2 tau^2) - sum (y_j - a_j)^2 / 2 - mu^2 / 2 - tau^2 / 50, which tends to +inf as u -> -inf
+  // with every a_j = mu.
+  const int J = 4;
+  long points = 0;
+  const fvi::engine::LogDensityBatchFn funnel = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g) {
+    lp.resize(z.cols());
+    g.resize(z.rows(), z.cols());
+    for (Eigen::Index c = 0; c < z.cols(); ++c) {
+      ++points;
+      const double mu = z(0, c), u = z(1, c), tau2 = std::exp(2 * u);
+      double value = -(J - 1) * u - 0.5 * mu * mu - tau2 / 50, d_mu = -mu, d_u = -(J - 1) - tau2 / 25;
+      for (int j = 0; j < J; ++j) {
+        const double a = z(2 + j, c), r = a - mu;
+        value += -r * r / (2 * tau2) - 0.5 * (0.5 - a) * (0.5 - a);
+        d_mu += r / tau2;
+        d_u += r * r / tau2;
+        g(2 + j, c) = -r / tau2 + (0.5 - a);
+      }
+      lp[c] = value;
+      g(0, c) = d_mu;
+      g(1, c) = d_u;
+    }
+  };
+  const std::vector<Eigen::VectorXd> starts = {Eigen::VectorXd::Zero(2 + J), Eigen::VectorXd::Constant(2 + J, 1.0),
+                                               Eigen::VectorXd::Constant(2 + J, -1.0)};
+  const fvi::engine::Modes bounded = fvi::engine::find_modes(funnel, starts, 200, {1});
+  CHECK_FALSE(bounded.best.found);
+  CHECK(bounded.starts == 1);
+  CHECK_THAT(bounded.best.why, Catch::Contains("runs past +-20"));
+  const long bounded_points = points;
+  // Told nothing of the bound, every start runs its 200 steps, log tau falling all the way.
+  points = 0;
+  const fvi::engine::Modes blind = fvi::engine::find_modes(funnel, starts, 200);
+  CHECK_FALSE(blind.best.found);
+  CHECK(blind.starts == 3);
+  CHECK_THAT(blind.best.why, Catch::Contains("200 Newton steps"));
+  CHECK(points > 3 * bounded_points);
+}

@@ -37,6 +37,7 @@ struct Mode {
   std::string why;            // when not found
   double log_p = -INFINITY;   // log p at `at`
   bool finite_start = true;   // log p and its gradient were finite at the start
+  bool ran_to_bound = false;  // stopped at kBoundedCoordinateLimit (find_modes tries no other start)
 };
 
 // The modes reached from several starting points: the one of highest log p, and the log p of
@@ -48,11 +49,20 @@ struct Modes {
   std::vector<double> separate_log_p;  // highest first
 };
 Modes find_modes(const LogDensityFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps = 200);
-Modes find_modes(const LogDensityBatchFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps = 200);
+Modes find_modes(const LogDensityBatchFn& log_p, const std::vector<Eigen::VectorXd>& starts, long max_steps = 200,
+                 const std::vector<Eigen::Index>& bounded = {});
+
+// A search whose accepted point puts a `bounded` coordinate (the unconstrained value of a declared
+// bound's parameter) beyond this in absolute value stops there, not found: log p still rising
+// within e^-20 of a bound or e^20 from it (a hierarchical scale, whose log joint grows without
+// limit as it goes to 0) has no mode a fit could start at, and the steps that creep after it cost
+// exchanges.
+inline constexpr double kBoundedCoordinateLimit = 20;
 
 // Starts at `start`; at most `max_steps` Newton steps, each costing 2n + 1 evaluations or more
 // (two batches or more).
 Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max_steps = 200);
-Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, long max_steps = 200);
+Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, long max_steps = 200,
+               const std::vector<Eigen::Index>& bounded = {});
 
 }  // namespace fvi::engine
