@@ -724,9 +724,12 @@ class SfviCoordinator : public Coordinator {
     centre();
     // The fit starts at the Laplace approximation of the log joint's mode where the search is
     // cheap: pooled, the server's terms are the whole log joint; federated, without locals, the
-    // silos' likelihoods at the search's points are one exchange per batch (a resumed run
-    // restores its own q after this).
-    if (server_.hyper_dim() == 0) {
+    // silos' likelihoods at the search's points are one exchange per batch. A run resumed from its
+    // checkpoint takes q from there, and its silos' locals are past their first step: no search.
+    const bool resuming = run.resume && !run.checkpoint.empty() && std::filesystem::exists(run.checkpoint);
+    if (resuming) {
+      start_note_ = "  not searched for a start: q is the checkpoint's (" + run.checkpoint + ")";
+    } else if (server_.hyper_dim() == 0) {
       if (pooled(run.model)) {
         if (server_.global_dim() <= kModeStartLimit) start_at_mode(nullptr);
       } else if (mode_start_applies(method_, run.settings) && server_.global_dim() <= kFederatedModeStartLimit) {
