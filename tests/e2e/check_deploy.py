@@ -72,7 +72,7 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                missing; the client restarted with --resume rejoins ("silo rejoined"), the last
                step has every silo, the server exits 0 with a finite posterior (and finite silo
                posteriors) and one metrics row per step.
-  server_kill, sfvi_server_kill, vfl_server_kill
+  server_kill, sfvi_server_kill, vfl_server_kill, sfvi_locations_server_kill
                the server killed (SIGKILL) mid-run and restarted with --resume on the same port
                and output folder while the clients keep running (they reconnect): the
                posteriors (the server's and every silo's) equal an uninterrupted run's with the
@@ -1090,14 +1090,17 @@ def client_kill_case(label, model, sets, steps, kill_at=3):
     return case
 
 
-def server_kill_case(label, model, sets, steps, kill_at=3):
+def server_kill_case(label, model, sets, steps, kill_at=3, resumed_says=None, prepare=None):
     """The server killed (SIGKILL) a few steps into the run and restarted with --resume on the
     same port and output folder while the clients keep running: the posteriors (the server's and
     each silo's), the ELBOs and the byte counters equal an uninterrupted run's. `sets` make one
     progress line per step (a PVI round, an SFVI warm-start round or iteration, a VFL iteration),
-    `steps` of them; the kill comes once `kill_at` have been printed."""
+    `steps` of them; the kill comes once `kill_at` have been printed. `resumed_says`: a line the
+    resumed server prints; `prepare(cache)` first writes the model's file."""
 
     def case(fvic, cache, work):
+        if prepare:
+            prepare(cache)
         bins, data, certs, token_files = setup(fvic, cache, work, model=model)
         d = Deployment(work, bins, data)
         try:
@@ -1126,6 +1129,8 @@ def server_kill_case(label, model, sets, steps, kill_at=3):
             d.until("a step from the resumed server although its 4 clients are polling it",
                     lambda: round_lines(again.stdout()), 20, [again])
             complete(d, again, clients, timeout=120)
+            if resumed_says:
+                d.check(resumed_says in again.stdout(), f"the resumed server did not say '{resumed_says}'")
             resumed = re.search(r"^resumed from .* after (?:round|step|iteration) (\d+)$", again.stdout(), re.MULTILINE)
             d.check(resumed and int(resumed.group(1)) >= kill_at - 1,
                     f"the restarted server did not resume from a checkpoint after step {kill_at - 1} or later")
@@ -1414,6 +1419,12 @@ CASES = {
     "sfvi_server_kill": server_kill_case("sfvi_server_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
                                          kill_at=60),
     "vfl_server_kill": server_kill_case("vfl_server_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60),
+    # Started at the locations' mode (sfvi_locations_equal's run): resumed, q is the checkpoint's and
+    # no search runs again.
+    "sfvi_locations_server_kill": server_kill_case(
+        "sfvi_locations_server_kill", HIER_SCALED, ["rounds=300", "refresh=1"], 300, kill_at=60,
+        resumed_says="not searched for a start: q is the checkpoint's",
+        prepare=lambda cache: write_model(HIER_SCALED, cache, "hier_scaled", hier_scaled_model())),
 }
 
 
