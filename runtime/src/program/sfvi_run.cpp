@@ -908,9 +908,12 @@ class SfviCoordinator : public Coordinator {
       engine::set_data_scales(blocks, x, engine::pooled_scales(squares, data_rows[i]));
     }
     std::string names, scales;
+    const std::vector<const engine::CentringBlock*> first_of_data = engine::one_block_per_data(blocks);
     for (const engine::CentringBlock& b : blocks) {
       names += (names.empty() ? "" : ", ") + b.intercept_name + " + " + b.data + " * " + b.coefficient_name + " at " +
                b.data + "'s pooled column means";
+      // W's steps once (a vector of groups' intercepts and its location share x and W).
+      if (std::find(first_of_data.begin(), first_of_data.end(), &b) == first_of_data.end()) continue;
       char range[96];
       if (b.columns == 1) std::snprintf(range, sizeof range, "%.3g", b.scales[0]);
       else std::snprintf(range, sizeof range, "%.3g to %.3g", b.scales.minCoeff(), b.scales.maxCoeff());
