@@ -797,8 +797,9 @@ class SfviCoordinator : public Coordinator {
   }
 
   // q set to the mode's Laplace approximation (SfviServer::start_at_mode), the header's note and,
-  // where the searches found separate modes, the run's closing warning.
-  // Whether a mode was found.
+  // where the searches found separate modes, the run's closing warning. False where no mode was
+  // found and the caller may search the locations instead (start_at_locations); true where one
+  // was, or a silo stopped the search (no second search then).
   bool start_at_mode(const engine::LogDensityBatchFn* silos) {
     engine::Modes modes;
     try {
