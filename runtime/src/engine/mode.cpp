@@ -127,9 +127,10 @@ Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, lon
     }
     for (Eigen::Index i : bounded)
       if (moved && std::fabs(m.at[i]) > kBoundedCoordinateLimit) {
-        m.why = "log p still rises as unconstrained coordinate " + std::to_string(i) +
-                " (a bounded parameter's) runs past +-20, within e^-20 of its bound or e^20 from it: no mode "
-                "inside (a hierarchical scale's log joint grows without limit as the scale goes to 0)";
+        const std::string limit = std::to_string(int(kBoundedCoordinateLimit));
+        m.why = "log p still rises as unconstrained coordinate " + std::to_string(i) + " (a bounded parameter's) runs past +-" +
+                limit + ", within e^-" + limit + " of its bound or e^" + limit + " from it: no mode inside (a hierarchical "
+                "scale's log joint grows without limit as the scale goes to 0)";
         m.ran_to_bound = true;
         return m;
       }

@@ -134,6 +134,12 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std:
                   "NOT converged after %ld %s: the server's q settled (the last %ld %s averaged: drift %.3f, standard "
                   "error %.3f < %g), but %s. Try a larger max_rounds.",
                   steps, unit, averaged_steps(), unit, drift_, precision_, options_.tol_param, held_.c_str());
+  } else if (!averaging_ && relative_change_ < 0) {
+    // Fewer than two windows: no change of the objective to read yet.
+    std::snprintf(text, sizeof text,
+                  "NOT converged after %ld %s: too few to judge (the rule compares the mean objective of one window "
+                  "of %ld %s with the next). Try a larger max_rounds.",
+                  steps, unit, options_.window, unit);
   } else if (!averaging_) {
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the objective was still changing (relative change %.2g per %ld %s). "

@@ -101,6 +101,20 @@ TEST_CASE("the stopping rule waits while the objective still climbs", "[optim][c
   CHECK(monitor.verdict(5000, "iterations").find("still changing") != std::string::npos);
 }
 
+TEST_CASE("a run of one window says it was too short to judge, not a change it never measured",
+          "[optim][convergence]") {
+  ConvergenceOptions o;
+  o.window = 1;
+  ConvergenceMonitor monitor(o);
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(1), one = Eigen::VectorXd::Ones(1);
+  monitor.observe(-100.0, zero, one, zero);  // `--set rounds=1`: no second window to compare
+  const std::string v = monitor.verdict(1, "rounds");
+  CHECK(v.rfind("NOT converged after 1 rounds: too few to judge", 0) == 0);
+  CHECK(v.find("-1") == std::string::npos);
+  monitor.observe(-90.0, zero, one, zero);  // a second window: now a change, 10 / 90
+  CHECK(monitor.verdict(2, "rounds").find("still changing (relative change 0.11") != std::string::npos);
+}
+
 TEST_CASE("the step size decays as 1/sqrt(1 + w/4) over the averaging windows, never below 0.3",
           "[optim][convergence]") {
   ConvergenceOptions o;
