@@ -1090,13 +1090,27 @@ def client_kill_case(label, model, sets, steps, kill_at=3):
     return case
 
 
-def server_kill_case(label, model, sets, steps, kill_at=3, resumed_says=None, prepare=None):
+def checkpoint_round(data):
+    """The round a checkpoint was written after (runtime/src/program/checkpoint.cpp: "FVICKPT2", the
+    kind's length and text, then the round, each a native-endian u64)."""
+    require(data[:8] == b"FVICKPT2", "not an fvi checkpoint")
+    kind = int.from_bytes(data[8:16], "little")
+    return int.from_bytes(data[16 + kind:24 + kind], "little")
+
+
+def server_kill_case(label, model, sets, steps, kill_at=3, resumed_says=None, prepare=None, clients_too=False,
+                     stale_server=False):
     """The server killed (SIGKILL) a few steps into the run and restarted with --resume on the
     same port and output folder while the clients keep running: the posteriors (the server's and
     each silo's), the ELBOs and the byte counters equal an uninterrupted run's. `sets` make one
     progress line per step (a PVI round, an SFVI warm-start round or iteration, a VFL iteration),
     `steps` of them; the kill comes once `kill_at` have been printed. `resumed_says`: a line the
-    resumed server prints; `prepare(cache)` first writes the model's file."""
+    resumed server prints; `prepare(cache)` first writes the model's file. `clients_too`: every
+    client is killed with the server (a power cut) and restarted with --resume from its own
+    checkpoint; the run ends the same. `stale_server` (with clients_too): the server's checkpoint
+    is put back to the one of the step before the kill, as a kill between the clients' replies and
+    the server's write leaves it; the resumed server asks that step again, the clients (whose
+    checkpoints hold their replies to it) answer with the same replies, and the run ends the same."""
 
     def case(fvic, cache, work):
         if prepare:
@@ -1115,12 +1129,44 @@ def server_kill_case(label, model, sets, steps, kill_at=3, resumed_says=None, pr
             server, port = d.server(out, sets, tls_server(certs, work))
             clients = [d.client(port, k, silos, tls_client(certs, token_files, k, reconnect=60))
                        for k in range(1, SILOS + 1)]
+            checkpoint = os.path.join(out, "server.checkpoint")
+            kept = {}  # round: the server's checkpoint after it
+            if stale_server:
+                # Each version of the server's checkpoint as it is replaced (a step takes a third
+                # of a second or more here, the polling 20 ms), up to the one after step kill_at; the
+                # kill then comes within the next step.
+                end = time.monotonic() + 40
+                while kill_at not in kept:
+                    if os.path.exists(checkpoint):
+                        with open(checkpoint, "rb") as f:
+                            data = f.read()
+                        kept.setdefault(checkpoint_round(data), data)
+                    d.check(server.running() and time.monotonic() < end, f"no {kill_at} steps within 40 s")
+                    time.sleep(0.02)
             d.until(f"{kill_at} steps", lambda: len(round_lines(server.stdout())) >= kill_at, 40, [server])
             server.kill()
             killed_after = len(round_lines(server.stdout()))
             d.check(killed_after < steps, "the run was over when the server was killed")
             time.sleep(0.5)
             d.check(all(c.running() for c in clients), "a client stopped when the server was killed")
+            if clients_too:
+                for c in clients:
+                    c.kill()
+                clients = [d.client(port, k, silos, tls_client(certs, token_files, k, reconnect=60) + ["--resume"],
+                                    name=f"client-{k}-resumed") for k in range(1, SILOS + 1)]
+            if stale_server:
+                # The clients' checkpoints hold their replies to step R (some may be at R - 1, killed
+                # before replying); the server's is put back to the one after step R - 1.
+                rounds = []
+                for k in range(1, SILOS + 1):
+                    with open(os.path.join(silos, f"silo-{k}", "checkpoint"), "rb") as f:
+                        rounds.append(checkpoint_round(f.read()))
+                ahead = max(rounds)
+                print(f"{label}: the clients' checkpoints after rounds {rounds}; the server's kept: {sorted(kept)}")
+                d.check(ahead - 1 in kept, f"the clients replied to step {ahead}; the server's checkpoint after step "
+                                           f"{ahead - 1} was not kept (kept: {sorted(kept)})")
+                with open(checkpoint, "wb") as f:
+                    f.write(kept[ahead - 1])
             again, port2 = d.server(out, sets, tls_server(certs, work) + ["--resume"], port=port,
                                     name="server-resumed")
             d.check(port2 == port, f"the resumed server listens on {port2}, not {port}")
@@ -1129,12 +1175,18 @@ def server_kill_case(label, model, sets, steps, kill_at=3, resumed_says=None, pr
             d.until("a step from the resumed server although its 4 clients are polling it",
                     lambda: round_lines(again.stdout()), 20, [again])
             complete(d, again, clients, timeout=120)
+            if clients_too:
+                d.check(all("resumed from" in c.stdout() for c in clients),
+                        "a restarted client did not say it resumed from its checkpoint")
             if resumed_says:
                 d.check(resumed_says in again.stdout(), f"the resumed server did not say '{resumed_says}'")
             resumed = re.search(r"^resumed from .* after (?:round|step|iteration) (\d+)$", again.stdout(), re.MULTILINE)
-            d.check(resumed and int(resumed.group(1)) >= kill_at - 1,
+            d.check(resumed and int(resumed.group(1)) >= kill_at - (2 if stale_server else 1),
                     f"the restarted server did not resume from a checkpoint after step {kill_at - 1} or later")
             after = int(resumed.group(1))
+            if stale_server:
+                d.check(after == ahead - 1, f"the server resumed after step {after}, not {ahead - 1}, the one before "
+                                            f"its clients' last replies")
             d.check(len(round_lines(again.stdout())) == steps - after,
                     f"the resumed server printed {len(round_lines(again.stdout()))} steps, not the {steps - after} "
                     f"after its checkpoint")
@@ -1418,6 +1470,21 @@ CASES = {
                                             "local_steps=1000", "clients_per_round=3"], 12),
     "sfvi_server_kill": server_kill_case("sfvi_server_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
                                          kill_at=60),
+    # A power cut: the server and every client killed at once, each restarted from its own checkpoint.
+    # A power cut with the server's checkpoint a step behind its clients' (killed between their
+    # replies and its write): they answer that step again from theirs.
+    "all_kill_stale_server": server_kill_case("all_kill_stale_server", PVI, ["rounds=12", "local_steps=1000"], 12,
+                                              clients_too=True, stale_server=True),
+    # The same where each silo's state moves with every step (SFVI-Avg's warm start: each silo's
+    # locals and its copy of q take avg_steps steps a round), so that a silo which stepped again
+    # would answer differently.
+    "sfvi_all_kill_stale_server": server_kill_case("sfvi_all_kill_stale_server", SFVI,
+                                                   ["rounds=20", "warm_start=8", "avg_steps=4000", "refresh=1"], 28,
+                                                   kill_at=4, clients_too=True, stale_server=True),
+    "vfl_all_kill": server_kill_case("vfl_all_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60,
+                                     clients_too=True),
+    "sfvi_all_kill": server_kill_case("sfvi_all_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
+                                      kill_at=60, clients_too=True),
     "vfl_server_kill": server_kill_case("vfl_server_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60),
     # Started at the locations' mode (sfvi_locations_equal's run): resumed, q is the checkpoint's and
     # no search runs again.
