@@ -134,11 +134,16 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std:
                   "NOT converged after %ld %s: the server's q settled (the last %ld %s averaged: drift %.3f, standard "
                   "error %.3f < %g), but %s. Try a larger max_rounds.",
                   steps, unit, averaged_steps(), unit, drift_, precision_, options_.tol_param, held_.c_str());
-  } else if (!averaging_ && relative_change_ < 0) {
+  } else if (!averaging_ && relative_change_ < 0 && steps < 2 * options_.window) {
     // Fewer than two windows: no change of the objective to read yet.
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: too few to judge (the rule compares the mean objective of one window "
                   "of %ld %s with the next). Try a larger max_rounds.",
+                  steps, unit, options_.window, unit);
+  } else if (!averaging_ && relative_change_ < 0) {
+    std::snprintf(text, sizeof text,
+                  "NOT converged after %ld %s: no two windows of %ld %s had a finite estimate of the objective to "
+                  "compare (the steps' log densities were not finite: see the warnings above).",
                   steps, unit, options_.window, unit);
   } else if (!averaging_) {
     std::snprintf(text, sizeof text,

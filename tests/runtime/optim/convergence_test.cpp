@@ -113,6 +113,12 @@ TEST_CASE("a run of one window says it was too short to judge, not a change it n
   CHECK(v.find("-1") == std::string::npos);
   monitor.observe(-90.0, zero, one, zero);  // a second window: now a change, 10 / 90
   CHECK(monitor.verdict(2, "rounds").find("still changing (relative change 0.11") != std::string::npos);
+
+  ConvergenceMonitor never_finite(o);  // every step's estimate NaN: windows pass, none to compare
+  for (int t = 0; t < 5; ++t) never_finite.observe(std::nan(""), zero, one, zero);
+  const std::string none = never_finite.verdict(5, "rounds");
+  CHECK(none.find("no two windows of 1 rounds had a finite estimate of the objective") != std::string::npos);
+  CHECK(none.find("-1") == std::string::npos);
 }
 
 TEST_CASE("the step size decays as 1/sqrt(1 + w/4) over the averaging windows, never below 0.3",
