@@ -62,6 +62,11 @@ def run_fvic(fvic, cache, model, data, out, sets=(), test=None, expect_ok=True, 
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     if expect_ok:
         require(p.returncode == 0, f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    if any(kv.startswith("rounds=") for kv in sets):
+        # `--set rounds=N` ran exactly N steps: an unconverged verdict's advice is a larger rounds,
+        # not max_rounds, which that run does not read.
+        advice = [line for line in p.stdout.splitlines() if line.startswith("NOT converged") and "max_rounds" in line]
+        require(not advice, f"{' '.join(cmd)}: the verdict advises max_rounds, which --set rounds overrides: {advice}")
     return p
 
 
