@@ -1471,8 +1471,12 @@ CASES = {
     "sfvi_server_kill": server_kill_case("sfvi_server_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
                                          kill_at=60),
     # A power cut: the server and every client killed at once, each restarted from its own checkpoint.
-    # A power cut with the server's checkpoint a step behind its clients' (killed between their
-    # replies and its write): they answer that step again from theirs.
+    "sfvi_all_kill": server_kill_case("sfvi_all_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
+                                      kill_at=60, clients_too=True),
+    "vfl_all_kill": server_kill_case("vfl_all_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60,
+                                     clients_too=True),
+    # ... with the server's checkpoint a step behind its clients' (killed between their replies and
+    # its write): they answer that step again from theirs.
     "all_kill_stale_server": server_kill_case("all_kill_stale_server", PVI, ["rounds=12", "local_steps=1000"], 12,
                                               clients_too=True, stale_server=True),
     # The same where each silo's state moves with every step (SFVI-Avg's warm start: each silo's
@@ -1481,10 +1485,6 @@ CASES = {
     "sfvi_all_kill_stale_server": server_kill_case("sfvi_all_kill_stale_server", SFVI,
                                                    ["rounds=20", "warm_start=8", "avg_steps=4000", "refresh=1"], 28,
                                                    kill_at=4, clients_too=True, stale_server=True),
-    "vfl_all_kill": server_kill_case("vfl_all_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60,
-                                     clients_too=True),
-    "sfvi_all_kill": server_kill_case("sfvi_all_kill", SFVI, ["rounds=600", "warm_start=20", "refresh=1"], 620,
-                                      kill_at=60, clients_too=True),
     "vfl_server_kill": server_kill_case("vfl_server_kill", VFL, ["rounds=600", "refresh=1"], 600, kill_at=60),
     # Started at the locations' mode (sfvi_locations_equal's run): resumed, q is the checkpoint's and
     # no search runs again.
