@@ -113,7 +113,8 @@ Eigen::VectorXd ConvergenceMonitor::average() const {
   return sum / double(averages_.size());
 }
 
-std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std::string& moving) const {
+std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std::string& moving,
+                                        const char* more_steps) const {
   char text[1024];
   // Where the windows were correlated, the standard errors allowed for it: say by how much.
   char correlated[96] = "";
@@ -132,51 +133,54 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std:
   } else if (!held_.empty()) {
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the server's q settled (the last %ld %s averaged: drift %.3f, standard "
-                  "error %.3f < %g), but %s. Try a larger max_rounds.",
-                  steps, unit, averaged_steps(), unit, drift_, precision_, options_.tol_param, held_.c_str());
-  } else if (!averaging_ && relative_change_ < 0 && steps < 2 * options_.window) {
-    // Fewer than two windows: no change of the objective to read yet.
-    std::snprintf(text, sizeof text,
-                  "NOT converged after %ld %s: too few to judge (the rule compares the mean objective of one window "
-                  "of %ld %s with the next). Try a larger max_rounds.",
-                  steps, unit, options_.window, unit);
+                  "error %.3f < %g), but %s. Try %s.",
+                  steps, unit, averaged_steps(), unit, drift_, precision_, options_.tol_param, held_.c_str(), more_steps);
   } else if (!averaging_ && relative_change_ < 0) {
-    std::snprintf(text, sizeof text,
-                  "NOT converged after %ld %s: no two windows of %ld %s had a finite estimate of the objective to "
-                  "compare (the steps' log densities were not finite: see the warnings above).",
-                  steps, unit, options_.window, unit);
+    // No two windows' objectives to compare: too few steps, or no finite estimate in them.
+    if (steps < 2 * options_.window)
+      std::snprintf(text, sizeof text,
+                    "NOT converged after %ld %s: too few to judge (the rule compares the mean objective of one window "
+                    "of %ld %s with the next). Try %s.",
+                    steps, unit, options_.window, unit, more_steps);
+    else
+      std::snprintf(text, sizeof text,
+                    "NOT converged after %ld %s: no two windows of %ld %s had a finite estimate of the objective to "
+                    "compare.",
+                    steps, unit, options_.window, unit);
   } else if (!averaging_) {
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the objective was still changing (relative change %.2g per %ld %s). "
-                  "Try a larger max_rounds, a larger lr, or more mc_samples.",
-                  steps, unit, relative_change_, options_.window, unit);
+                  "Try %s, a larger lr, or more mc_samples.",
+                  steps, unit, relative_change_, options_.window, unit, more_steps);
   } else if (drift_ < 0) {
     // Averaging began, but too few windows for a judgement.
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the objective has levelled off, and averaging had just begun (%ld %s "
-                  "averaged; the rule judges the average over at least %ld windows of %ld). Try a larger max_rounds.",
-                  steps, unit, averaged_steps(), unit, options_.min_average_windows, options_.window);
+                  "averaged; the rule judges the average over at least %ld windows of %ld). Try %s.",
+                  steps, unit, averaged_steps(), unit, options_.min_average_windows, options_.window, more_steps);
   } else {
     // A steady trend (well above the average's noise) under an objective that no longer changes
     // (the last window was flat): q's means crawling along a ridge that the data barely
     // determine, or its sds still settling (spreads the data barely inform, or a hyperparameter
     // they follow).
     const bool steady = drift_ > 3 * precision_ && plateaus_ > 0;
+    const std::string advice =
+        !steady ? "Try " + std::string(more_steps) + " or more mc_samples."
+        : !drift_of_sd_
+            ? "The objective has levelled off while the means keep moving one way: a ridge, where parameters trade "
+              "off and the data barely tell them apart; where the means stop along it depends on the seed and the "
+              "iterations. Try a tighter prior on the parameters that trade off, or a model that identifies them; " +
+                  std::string(more_steps) + "."
+            : "The objective has levelled off while q's sds keep changing one way: spreads the data barely inform, "
+              "settling slowly (or following a hyperparameter that still moves). Try " +
+                  std::string(more_steps) + ", or a tighter prior on those parameters.";
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the averaged q still moved %.3f (%sstandard error %.3f%s; tol_param %g; "
                   "means in q sds, sds relative%s). %s",
                   steps, unit, drift_, moving.empty() ? "" : (moving + "; ").c_str(), precision_, correlated,
                   options_.tol_param,
                   mc_factor_ > 1 ? (", with mc_samples x" + std::to_string(mc_factor_) + " by the rule").c_str() : "",
-                  !steady ? "Try a larger max_rounds or more mc_samples."
-                  : !drift_of_sd_
-                      ? "The objective has levelled off while the means keep moving one "
-                        "way: a ridge, where parameters trade off and the data barely tell them apart; where the "
-                        "means stop along it depends on the seed and the iterations. Try a tighter prior on the "
-                        "parameters that trade off, or a model that identifies them; a larger max_rounds."
-                      : "The objective has levelled off while q's sds keep changing one way: spreads the data "
-                        "barely inform, settling slowly (or following a hyperparameter that still moves). Try a "
-                        "larger max_rounds, or a tighter prior on those parameters.");
+                  advice.c_str());
   }
   return text;
 }

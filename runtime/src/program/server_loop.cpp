@@ -342,15 +342,13 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   // A verdict that is not "converged" names the coordinate that moved most (by the draws' layout).
   std::string verdict =
       monitor.converged() ? monitor.verdict(last, coordinator.unit()) + coordinator.settled_note()
-                          : monitor.verdict(last, coordinator.unit(), d ? moving_most(monitor, d->layout, q_mean.size(), coordinator) : "");
+                          : monitor.verdict(last, coordinator.unit(),
+                                            d ? moving_most(monitor, d->layout, q_mean.size(), coordinator) : "",
+                                            // `--set rounds=N` ran exactly N: a larger max_rounds would not help.
+                                            fixed ? "a larger --set rounds (it ran exactly that many)"
+                                                  : "a larger max_rounds");
   if (!monitor.converged() && d && q_mean.size() > 0)
     verdict += far_from_start(q_mean, settings.number("lr", 0.01), last, d->layout, coordinator);
-  // `--set rounds=N` ran exactly N: the rule's advice names what would give it more.
-  if (!monitor.converged() && fixed) {
-    const std::string from = "a larger max_rounds", to = "a larger --set rounds (it ran exactly that many)";
-    for (size_t at = verdict.find(from); at != std::string::npos; at = verdict.find(from, at + to.size()))
-      verdict.replace(at, from.size(), to);
-  }
   // The block's `rounds` written for one method caps another's iterations (`--set method=sfvi` on
   // a PVI model's 10 rounds): say where the cap came from.
   if (!monitor.converged() && !fixed && !settings.has("max_rounds") && settings.has("rounds"))

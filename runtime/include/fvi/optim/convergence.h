@@ -83,8 +83,10 @@ class ConvergenceMonitor {
   double precision() const { return precision_; }
   // "converged after N iterations (...)" or "NOT converged after N iterations: ..."
   // `moving`, where given, names the coordinate that moved most ("b[6]'s mean") in a verdict of
-  // means still moving.
-  std::string verdict(long steps, const char* unit, const std::string& moving = "") const;
+  // means still moving. `more_steps` is the advice for a longer run ("a larger max_rounds"; under
+  // `--set rounds=N`, which fixes the steps, a larger rounds).
+  std::string verdict(long steps, const char* unit, const std::string& moving = "",
+                      const char* more_steps = "a larger max_rounds") const;
 
   // Everything observe() depends on, for a checkpoint, and back (throws if it does not fit).
   std::vector<double> state() const;
