@@ -1078,8 +1078,14 @@ class FactorBuilder {
   int rng_streams_ = 0;
 };
 
-// The hyperparameter h when the only prior of global `s` is `s ~ normal(a, h)` with h a scalar
-// `real<lower=0>` hyperparameter (then log h is the log of every prior sd of s's elements); "".
+// The hyperparameter h when the only prior of global `s` is `s ~ normal(0, h)` with h a scalar
+// `real<lower=0>` hyperparameter: h is then the unit of every element of s a priori, so an engine
+// may measure q's means in units of h and its log-sds from log h (fvi_variable_info.prior_scale);
+// "". Another location would move the means by h's steps about a point the prior does not favour.
+bool is_zero_literal(const Expr& e) {
+  return (e.kind == ExprKind::IntLit && e.int_value == 0) || (e.kind == ExprKind::RealLit && e.real_value == 0);
+}
+
 std::string prior_scale_of(const SemanticModel& m, const Symbol& s) {
   const TypeDecl& type = s.decl->type;
   if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None ||
@@ -1093,15 +1099,13 @@ std::string prior_scale_of(const SemanticModel& m, const Symbol& s) {
     ++priors;
     const Stmt& st = *t.stmt;
     if (t.conditional || st.kind != StmtKind::Tilde || t.distribution != "normal" || !st.lhs ||
-        st.lhs->kind != ExprKind::Var || st.args.size() != 2 || st.args[1]->kind != ExprKind::Var)
+        st.lhs->kind != ExprKind::Var || st.args.size() != 2 || !is_zero_literal(*st.args[0]) ||
+        st.args[1]->kind != ExprKind::Var)
       return "";
     const Symbol* h = m.find(st.args[1]->name);
     if (!h || h->kind != SymbolKind::Hyperparameter || group_of(*h) != FVI_GROUP_HYPER || !h->decl) return "";
     const TypeDecl& ht = h->decl->type;
-    const Expr* lower = ht.lower.get();
-    const bool zero = lower && ((lower->kind == ExprKind::IntLit && lower->int_value == 0) ||
-                                (lower->kind == ExprKind::RealLit && lower->real_value == 0));
-    if (!zero || ht.upper || !h->shape.dims.empty() || ht.affine()) return "";
+    if (!ht.lower || !is_zero_literal(*ht.lower) || ht.upper || !h->shape.dims.empty() || ht.affine()) return "";
     scale = h->name;
   }
   return priors == 1 ? scale : "";

@@ -1,5 +1,6 @@
 #include "fvi/engine/prior_scale.h"
 
+#include <cmath>
 #include <string>
 
 #include "fvi/engine/bound_factor.h"
@@ -23,21 +24,29 @@ std::vector<PriorScaleBlock> prior_scale_blocks(const fvi_model& model, const fv
     const std::optional<VariablePlace> x = variable_place(model, data, i, global_dim);
     const std::optional<VariablePlace> scale_place = variable_place(model, data, h, hyper_dim);
     if (!x || !scale_place || x->count == 0 || scale_place->count != 1) continue;
-    blocks.push_back({global_dim + x->offset, x->count, q_params + scale_place->offset});
+    blocks.push_back({x->offset, global_dim + x->offset, x->count, q_params + scale_place->offset});
   }
   return blocks;
 }
 
 void to_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, Eigen::VectorXd& params,
-                                Eigen::VectorXd& gradient) {
+                                Eigen::VectorXd& gradient, Eigen::VectorXd& step_limit) {
   for (const PriorScaleBlock& b : blocks) {
-    params.segment(b.log_sd_begin, b.count).array() -= params[b.hyper];
-    gradient[b.hyper] += gradient.segment(b.log_sd_begin, b.count).sum();
+    const double theta = params[b.hyper], scale = std::exp(theta);
+    auto means = params.segment(b.mean_begin, b.count);
+    gradient[b.hyper] += gradient.segment(b.mean_begin, b.count).dot(means) + gradient.segment(b.log_sd_begin, b.count).sum();
+    gradient.segment(b.mean_begin, b.count) *= scale;
+    means /= scale;
+    if (step_limit.size() != 0) step_limit.segment(b.mean_begin, b.count) /= scale;
+    params.segment(b.log_sd_begin, b.count).array() -= theta;
   }
 }
 
 void from_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, Eigen::VectorXd& params) {
-  for (const PriorScaleBlock& b : blocks) params.segment(b.log_sd_begin, b.count).array() += params[b.hyper];
+  for (const PriorScaleBlock& b : blocks) {
+    params.segment(b.mean_begin, b.count) *= std::exp(params[b.hyper]);
+    params.segment(b.log_sd_begin, b.count).array() += params[b.hyper];
+  }
 }
 
 }  // namespace fvi::engine

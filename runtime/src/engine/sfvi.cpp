@@ -341,8 +341,8 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   Eigen::VectorXd limit = mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
                                                                     : q_.marginal_sd());
   to_step_coordinates(centring_, params, gradient, limit);
+  to_prior_scale_coordinates(prior_scales_, params, gradient, limit);
   adam_.set_step_limit(limit);
-  to_prior_scale_coordinates(prior_scales_, params, gradient);
   adam_.step(params, gradient);
   from_prior_scale_coordinates(prior_scales_, params);
   from_step_coordinates(centring_, params);
@@ -1144,8 +1144,9 @@ SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double sc
     Eigen::VectorXd params(np + hyper_dim_), gradient(np + hyper_dim_);
     params << global.params(), hyper;
     gradient << -d_global, -d_hyper;
-    adam.set_step_limit(mean_step_limit(params.size(), global.marginal_sd()));
-    to_prior_scale_coordinates(prior_scales_, params, gradient);
+    Eigen::VectorXd limit = mean_step_limit(params.size(), global.marginal_sd());
+    to_prior_scale_coordinates(prior_scales_, params, gradient, limit);
+    adam.set_step_limit(limit);
     adam.step(params, gradient);
     from_prior_scale_coordinates(prior_scales_, params);
     global = StructuredGlobalGaussian<double>::from_params(params.head(np), global_dim_, options_.correlated_global);

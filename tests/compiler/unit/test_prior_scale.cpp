@@ -1,5 +1,5 @@
 // Which globals the IR marks with a prior scale (ir::Slot::prior_scale): a global whose only
-// prior is `x ~ normal(a, h)`, h a scalar `real<lower=0>` hyperparameter; nothing else.
+// prior is `x ~ normal(0, h)`, h a scalar `real<lower=0>` hyperparameter; nothing else.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -33,13 +33,17 @@ const std::string kParams = "  global vector[3] w;\n  global real v;\n";
 
 TEST_CASE("prior scale: marked where a hyperparameter is the scale of a global's only normal prior", "[prior_scale]") {
   CHECK(mark(kTwo, kParams, "  w ~ normal(0, s);\n  v ~ normal(1, t);\n", "w") == "s");
-  CHECK(mark(kTwo, kParams, "  w ~ normal(0, s);\n  v ~ normal(1, t);\n", "v") == "t");
-  CHECK(mark(kTwo, kParams, "  w ~ normal(v, s);\n  v ~ normal(0, 1);\n", "w") == "s");  // any location
+  CHECK(mark(kTwo, kParams, "  w ~ normal(0.0, s);\n  v ~ normal(0, t);\n", "w") == "s");
+  CHECK(mark(kTwo, kParams, "  w ~ normal(0, s);\n  v ~ normal(0, t);\n", "v") == "t");
 }
 
 TEST_CASE("prior scale: not marked for other priors, scales or parameters", "[prior_scale]") {
   SECTION("a literal scale") { CHECK(mark(kTwo, kParams, "  w ~ normal(0, 2);\n  v ~ normal(0, t + s);\n", "w").empty()); }
   SECTION("a computed scale") { CHECK(mark(kTwo, kParams, "  w ~ normal(0, 2 * s);\n  v ~ normal(0, t);\n", "w").empty()); }
+  SECTION("a location other than 0") {  // q's means are measured in units of h about 0
+    CHECK(mark(kTwo, kParams, "  w ~ normal(0, s);\n  v ~ normal(1, t);\n", "v").empty());
+    CHECK(mark(kTwo, kParams, "  w ~ normal(v, s);\n  v ~ normal(0, 1);\n", "w").empty());
+  }
   SECTION("not normal") { CHECK(mark(kTwo, kParams, "  w ~ cauchy(0, s);\n  v ~ normal(0, t);\n", "w").empty()); }
   SECTION("a second term on the global") {
     CHECK(mark(kTwo, kParams, "  w ~ normal(0, s);\n  w[1] ~ normal(0, 1);\n  v ~ normal(0, t);\n", "w").empty());

@@ -32,15 +32,21 @@ Eigen::VectorXd objective_gradient(const Eigen::VectorXd& p) {
 TEST_CASE("prior-scale coordinates: the vector maps back exactly and the gradient is the objective's in the new "
           "coordinates (central differences)",
           "[prior_scale]") {
-  // [means 0-3, log-sds 4-7, hyperparameters 8-9]: log-sds 4-5 measured from hyper 8, 6 from 9.
-  const std::vector<PriorScaleBlock> blocks = {{4, 2, 8}, {6, 1, 9}};
+  // [means 0-3, log-sds 4-7, hyperparameters 8-9]: means 0-1 and log-sds 4-5 measured from
+  // hyper 8, mean 2 and log-sd 6 from 9.
+  const std::vector<PriorScaleBlock> blocks = {{0, 4, 2, 8}, {2, 6, 1, 9}};
   Eigen::VectorXd p(10);
   p << 0.3, -1.2, 0.7, 2.0, -0.5, 0.1, -2.2, 0.4, -1.1, 0.6;
-  Eigen::VectorXd w = p, g = objective_gradient(p);
-  to_prior_scale_coordinates(blocks, w, g);
+  Eigen::VectorXd w = p, g = objective_gradient(p), limit = Eigen::VectorXd::Constant(10, 0.5);
+  to_prior_scale_coordinates(blocks, w, g, limit);
+  CHECK(w[0] == Approx(p[0] / std::exp(p[8])).epsilon(1e-15));
+  CHECK(w[2] == Approx(p[2] / std::exp(p[9])).epsilon(1e-15));
+  CHECK(limit[1] == Approx(0.5 / std::exp(p[8])).epsilon(1e-15));  // a mean's bound in the new units
+  CHECK(limit[4] == 0.5);
   CHECK(w[4] == Approx(p[4] - p[8]).margin(1e-15));
   CHECK(w[6] == Approx(p[6] - p[9]).margin(1e-15));
-  CHECK(w[7] == p[7]);  // not in a block
+  CHECK(w[3] == p[3]);  // not in a block
+  CHECK(w[7] == p[7]);
   Eigen::VectorXd back = w;
   from_prior_scale_coordinates(blocks, back);
   CHECK((back - p).cwiseAbs().maxCoeff() < 1e-15);
