@@ -29,23 +29,37 @@ std::vector<PriorScaleBlock> prior_scale_blocks(const fvi_model& model, const fv
   return blocks;
 }
 
-void to_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, Eigen::VectorXd& params,
-                                Eigen::VectorXd& gradient, Eigen::VectorXd& step_limit) {
+PriorScaleStep to_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, Eigen::VectorXd& params,
+                                          Eigen::VectorXd& gradient, Eigen::VectorXd& step_limit) {
+  PriorScaleStep step;
+  step.weights.reserve(blocks.size());
   for (const PriorScaleBlock& b : blocks) {
-    const double theta = params[b.hyper], scale = std::exp(theta);
+    const double theta = params[b.hyper];
     auto means = params.segment(b.mean_begin, b.count);
-    gradient[b.hyper] += gradient.segment(b.mean_begin, b.count).dot(means) + gradient.segment(b.log_sd_begin, b.count).sum();
-    gradient.segment(b.mean_begin, b.count) *= scale;
-    means /= scale;
-    if (step_limit.size() != 0) step_limit.segment(b.mean_begin, b.count) /= scale;
-    params.segment(b.log_sd_begin, b.count).array() -= theta;
+    auto log_sds = params.segment(b.log_sd_begin, b.count);
+    // A mean moves with the scale by w_i = (s_i / scale)^2, the prior's share of its precision
+    // (at most 1); every log-sd entirely.
+    const Eigen::ArrayXd w = (2 * (log_sds.array() - theta)).exp().min(1.0);
+    const Eigen::ArrayXd unit = (w * theta).exp();  // scale^w_i
+    auto g_means = gradient.segment(b.mean_begin, b.count).array();
+    gradient[b.hyper] += (w * g_means * means.array()).sum() + gradient.segment(b.log_sd_begin, b.count).sum();
+    g_means *= unit;
+    means.array() /= unit;
+    if (step_limit.size() != 0) step_limit.segment(b.mean_begin, b.count).array() /= unit;
+    log_sds.array() -= theta;
+    step.weights.push_back(w);
   }
+  return step;
 }
 
-void from_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, Eigen::VectorXd& params) {
-  for (const PriorScaleBlock& b : blocks) {
-    params.segment(b.mean_begin, b.count) *= std::exp(params[b.hyper]);
-    params.segment(b.log_sd_begin, b.count).array() += params[b.hyper];
+void from_prior_scale_coordinates(const std::vector<PriorScaleBlock>& blocks, const PriorScaleStep& step,
+                                  Eigen::VectorXd& params) {
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const PriorScaleBlock& b = blocks[k];
+    const Eigen::ArrayXd& w = step.weights[k];
+    const double theta = params[b.hyper];
+    params.segment(b.mean_begin, b.count).array() *= (w * theta).exp();
+    params.segment(b.log_sd_begin, b.count).array() += theta;
   }
 }
 

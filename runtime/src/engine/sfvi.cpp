@@ -341,10 +341,10 @@ double SfviServer::step(const std::vector<SfviContribution>& contributions, uint
   Eigen::VectorXd limit = mean_step_limit(params.size(), at_mode_ ? Eigen::VectorXd(q_.log_sd().array().exp())
                                                                     : q_.marginal_sd());
   to_step_coordinates(centring_, params, gradient, limit);
-  to_prior_scale_coordinates(prior_scales_, params, gradient, limit);
+  const PriorScaleStep scaled = to_prior_scale_coordinates(prior_scales_, params, gradient, limit);
   adam_.set_step_limit(limit);
   adam_.step(params, gradient);
-  from_prior_scale_coordinates(prior_scales_, params);
+  from_prior_scale_coordinates(prior_scales_, scaled, params);
   from_step_coordinates(centring_, params);
   // Along a softmax's shift only the prior moves the objective: its optimum, set exactly.
   remove_class_means(class_shifts_, params.head(global_dim_));
@@ -1145,10 +1145,10 @@ SfviLocalFit SfviSilo::fit_locally(const SfviBroadcast& m, long steps, double sc
     params << global.params(), hyper;
     gradient << -d_global, -d_hyper;
     Eigen::VectorXd limit = mean_step_limit(params.size(), global.marginal_sd());
-    to_prior_scale_coordinates(prior_scales_, params, gradient, limit);
+    const PriorScaleStep scaled = to_prior_scale_coordinates(prior_scales_, params, gradient, limit);
     adam.set_step_limit(limit);
     adam.step(params, gradient);
-    from_prior_scale_coordinates(prior_scales_, params);
+    from_prior_scale_coordinates(prior_scales_, scaled, params);
     global = StructuredGlobalGaussian<double>::from_params(params.head(np), global_dim_, options_.correlated_global);
     hyper = params.tail(hyper_dim_);
     if (local_dim_ > 0) {

@@ -127,9 +127,9 @@ typedef struct fvi_variable_info {
   const char* upper_data;
   int rank;       /* 0 scalar, 1 vector or row_vector, 2 matrix (arrays count their dimensions) */
   /* A global whose only prior is `x ~ normal(0, h)`, h a scalar `real<lower=0>` hyperparameter:
-   * h's index in this table, so that an engine may measure x's q in h's units, its means as
-   * multiples of h and its log-sds from log h (a change of the optimiser's coordinates, not of
-   * the model; FVI_ABI_VERSION 11). -1 otherwise. */
+   * h's index in this table, so that an engine may measure x's q in h's units (its log-sds from
+   * log h, its means as multiples of a power of h: a change of the optimiser's coordinates, not
+   * of the model; FVI_ABI_VERSION 11). -1 otherwise. */
   int prior_scale;
   /* 1: a global matrix whose rows the likelihood sees only up to a shift (adding one number to
    * every element of a row changes only its prior's term: `categorical_logit(x * W + b)`, the
