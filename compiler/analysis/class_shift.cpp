@@ -6,10 +6,6 @@ namespace fvic {
 
 namespace {
 
-bool is_zero(const Expr* e) {
-  return e && ((e->kind == ExprKind::IntLit && e->int_value == 0) || (e->kind == ExprKind::RealLit && e->real_value == 0));
-}
-
 // Whether the softmax's argument `e` holds `name` only up to the shift: as the logits themselves;
 // `A * W`, or that plus or minus something without W (mode 1, W's rows); a term added to the
 // logits, `A + b`, `b + A` or `A - b`, b a vector of the classes (mode 2).
@@ -41,7 +37,7 @@ int class_shift_of(const SemanticModel& m, const Symbol& s) {
     if (t.kind == TermKind::Prior && t.subject == s.name) {
       // `s ~ normal(0, scale)`: one scale for every element, read from no random parameter.
       if (t.conditional || st.kind != StmtKind::Tilde || t.distribution != "normal" || !is_var(st.lhs.get(), s.name) ||
-          st.args.size() != 2 || !is_zero(st.args[0].get()) || !st.args[1]->shape.dims.empty() ||
+          st.args.size() != 2 || !is_zero_literal(st.args[0].get()) || !st.args[1]->shape.dims.empty() ||
           reads_parameters(st.args[1].get()) || count_in(st.args[1].get(), s.name) != 0)
         return 0;
       ++priors;

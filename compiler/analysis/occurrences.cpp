@@ -4,6 +4,10 @@ namespace fvic {
 
 bool is_var(const Expr* e, const std::string& name) { return e && e->kind == ExprKind::Var && e->name == name; }
 
+bool is_zero_literal(const Expr* e) {
+  return e && ((e->kind == ExprKind::IntLit && e->int_value == 0) || (e->kind == ExprKind::RealLit && e->real_value == 0));
+}
+
 int count_in(const Expr* e, const std::string& name) {
   if (!e) return 0;
   if (e->inlined) return count_in(e->inlined.get(), name);

@@ -9,6 +9,8 @@
 namespace fvic {
 
 bool is_var(const Expr* e, const std::string& name);
+// `0` or `0.0` as written.
+bool is_zero_literal(const Expr* e);
 
 // Occurrences of variable `name` in an expression or a statement, through inlined user functions
 // (bounded by the expression's own depth, which the parser bounds).

@@ -6,6 +6,7 @@
 
 #include "analysis/centring.h"
 #include "analysis/class_shift.h"
+#include "analysis/occurrences.h"
 #include "analysis/sparse_gp.h"
 #include "analysis/transformed_data.h"
 #include "builtins.h"
@@ -1080,11 +1081,9 @@ class FactorBuilder {
 
 // The hyperparameter h when the only prior of global `s` is `s ~ normal(0, h)` with h a scalar
 // `real<lower=0>` hyperparameter: h is then the unit of every element of s a priori, so an engine
-// may measure q's means in units of h and its log-sds from log h (fvi_variable_info.prior_scale);
-// "". Another location would move the means by h's steps about a point the prior does not favour.
-bool is_zero_literal(const Expr& e) {
-  return (e.kind == ExprKind::IntLit && e.int_value == 0) || (e.kind == ExprKind::RealLit && e.real_value == 0);
-}
+// may measure q's log-sds from log h and its means in units of (a power of) h
+// (fvi_variable_info.prior_scale); "". Another location would move the means by h's steps about a
+// point the prior does not favour.
 
 std::string prior_scale_of(const SemanticModel& m, const Symbol& s) {
   const TypeDecl& type = s.decl->type;
@@ -1099,13 +1098,13 @@ std::string prior_scale_of(const SemanticModel& m, const Symbol& s) {
     ++priors;
     const Stmt& st = *t.stmt;
     if (t.conditional || st.kind != StmtKind::Tilde || t.distribution != "normal" || !st.lhs ||
-        st.lhs->kind != ExprKind::Var || st.args.size() != 2 || !is_zero_literal(*st.args[0]) ||
+        st.lhs->kind != ExprKind::Var || st.args.size() != 2 || !is_zero_literal(st.args[0].get()) ||
         st.args[1]->kind != ExprKind::Var)
       return "";
     const Symbol* h = m.find(st.args[1]->name);
     if (!h || h->kind != SymbolKind::Hyperparameter || group_of(*h) != FVI_GROUP_HYPER || !h->decl) return "";
     const TypeDecl& ht = h->decl->type;
-    if (!ht.lower || !is_zero_literal(*ht.lower) || ht.upper || !h->shape.dims.empty() || ht.affine()) return "";
+    if (!is_zero_literal(ht.lower.get()) || ht.upper || !h->shape.dims.empty() || ht.affine()) return "";
     scale = h->name;
   }
   return priors == 1 ? scale : "";

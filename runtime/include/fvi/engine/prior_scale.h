@@ -25,7 +25,7 @@
 
 namespace fvi::engine {
 
-// A run of log-sds measured from one hyperparameter, as indices into the optimiser's vector
+// A global's means and log-sds measured from one hyperparameter, as indices into the optimiser's vector
 // [q's parameters (means, then log-sds, then the Cholesky rows), hyperparameters].
 struct PriorScaleBlock {
   Eigen::Index mean_begin = 0, log_sd_begin = 0, count = 0;
