@@ -40,7 +40,7 @@ const Expr* data_or_row(const Expr* e) {
 
 // `x * W` (or `W * x`, W a real and x a vector), x possibly one row `x[n]`: the data product an
 // intercept is added to.
-std::optional<Centring> product(const SemanticModel& m, const Expr* e, Base intercept) {
+std::optional<CentringProduct> product(const SemanticModel& m, const Expr* e, Base intercept) {
   if (!e || e->kind != ExprKind::Binary || e->name != "*" || e->args.size() != 2) return std::nullopt;
   for (int data_side : {0, 1}) {
     const Expr* x = data_or_row(e->args[data_side].get());
@@ -54,7 +54,7 @@ std::optional<Centring> product(const SemanticModel& m, const Expr* e, Base inte
     const bool fits = (xb == Base::Matrix && data_side == 0 && wb == Base::Matrix && intercept == Base::RowVector) ||
                       (xb == Base::Matrix && data_side == 0 && wb == Base::Vector && intercept == Base::Real) ||
                       (xb == Base::Vector && wb == Base::Real && intercept == Base::Real);
-    if (fits) return Centring{x->name, w->name};
+    if (fits) return CentringProduct{x->name, w->name};
   }
   return std::nullopt;
 }
@@ -123,6 +123,64 @@ void each_sum(const SemanticModel& m, const std::function<void(const std::vector
     }
 }
 
+// The products `x * W` an intercept's sums add (each sum's positive terms that `product` reads), and
+// those common to every sum: a centred x is x - xbar wherever it is read, so it must be read in
+// each of the sums, once, and nowhere else; its W in each the same, and no W twice.
+class ProductTally {
+ public:
+  explicit ProductTally(Base intercept) : intercept_(intercept) {}
+  // One sum's terms; call for every sum that adds the intercept once.
+  void add_sum(const SemanticModel& m, const std::vector<std::pair<const Expr*, bool>>& terms) {
+    std::vector<CentringProduct> own;
+    for (const auto& [t, positive] : terms) {
+      if (!positive) continue;
+      const std::optional<CentringProduct> p = product(m, t, intercept_);
+      if (!p) continue;
+      for (const CentringProduct& q : own)
+        if (q.data == p->data || q.coefficient == p->coefficient) repeated_.push_back(p->data), repeated_.push_back(q.data);
+      own.push_back(*p);
+    }
+    for (const CentringProduct& p : own) {
+      auto at = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.product == p; });
+      if (at == entries_.end()) entries_.push_back({p, 0}), at = entries_.end() - 1;
+      ++at->sums;
+    }
+  }
+  // The products in all `sums` sums whose x is read there alone, in the order first written.
+  Centring common(const SemanticModel& m, int sums) const {
+    Centring c;
+    for (const Entry& e : entries_) {
+      const bool repeated = std::find(repeated_.begin(), repeated_.end(), e.product.data) != repeated_.end();
+      if (e.sums == sums && !repeated && uses_in_log_density(m, e.product.data) == sums) c.products.push_back(e.product);
+    }
+    // A W that two kept products share (each with its own x) would take two shifts: neither is kept.
+    std::vector<CentringProduct> kept;
+    for (const CentringProduct& p : c.products)
+      if (std::count_if(c.products.begin(), c.products.end(),
+                        [&](const CentringProduct& q) { return q.coefficient == p.coefficient; }) == 1)
+        kept.push_back(p);
+    c.products = std::move(kept);
+    return c;
+  }
+
+ private:
+  struct Entry {
+    CentringProduct product;
+    int sums;
+  };
+  Base intercept_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> repeated_;  // an x read twice in one sum, or sharing its W with another there
+};
+
+// Whether a sum's terms add a product `x * W` (a sum that adds the intercept and none is not one
+// that centring could keep equal).
+bool has_products(const std::vector<std::pair<const Expr*, bool>>& terms, const SemanticModel& m, Base intercept) {
+  for (const auto& [t, positive] : terms)
+    if (positive && product(m, t, intercept)) return true;
+  return false;
+}
+
 // The number of b's reads in the server's own priors (evaluated at the written b).
 int reads_in_server_priors(const SemanticModel& m, const Symbol& b) {
   int n = 0;
@@ -145,7 +203,7 @@ std::optional<Centring> vertical_centring_of(const SemanticModel& m, const Symbo
     if (intercepts == 1 && sums == 1) ++matches;
   });
   if (matches != 1 || uses_in_log_density(m, b.name) != 1 + reads_in_server_priors(m, b)) return std::nullopt;
-  return Centring{std::string(kSiloSumCentring), ""};
+  return Centring{{{std::string(kSiloSumCentring), ""}}};
 }
 
 // A silo's local a that is the intercept of x * W and whose prior's location is a global mu
@@ -204,29 +262,27 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
   const bool groups = base == Base::Vector;
   // A group's intercept is one number added to each row's x * W: a real intercept's product.
   const Base row_base = groups ? Base::Real : base;
-  std::optional<Centring> found;
+  ProductTally tally(row_base);
   int matches = 0;
   bool refused = false;
   each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
     int intercepts = 0, others = 0;
-    std::optional<Centring> c;
     for (const auto& [t, positive] : terms) {
       const bool reads_a = is_var(t, a.name) || (groups && group_read(t, a.name));
       if (positive && reads_a) ++intercepts;
-      if (!c && positive) c = product(m, t, row_base);
       if (const Symbol* s = parameter_term(m, t); s && s != &a) ++others;
     }
     if (intercepts == 0) return;
-    if (intercepts != 1 || !c || others > 0 || (found && (found->data != c->data || found->coefficient != c->coefficient)))
-      refused = true;
-    found = c;
+    if (intercepts != 1 || !has_products(terms, m, row_base) || others > 0) refused = true;
+    tally.add_sum(m, terms);
     ++matches;
   });
-  if (!found || refused || uses_in_log_density(m, found->data) != matches) return std::nullopt;
-  if (uses_in_log_density(m, a.name) != matches + 1) return std::nullopt;
+  if (refused || matches == 0) return std::nullopt;
+  Centring found = tally.common(m, matches);
+  if (found.products.empty() || uses_in_log_density(m, a.name) != matches + 1) return std::nullopt;
   const Symbol* mu = prior_location(m, a, row_base);
   if (!mu) return std::nullopt;
-  return LocalIntercept{*found, mu};
+  return LocalIntercept{std::move(found), mu};
 }
 
 // A global intercept b: a real or row_vector read whole (`b + x * W`), or a vector of groups'
@@ -240,28 +296,28 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
   if (split_model(m)) return base == Base::Real ? vertical_centring_of(m, b) : std::nullopt;
   const bool groups = base == Base::Vector;
   const Base row_base = groups ? Base::Real : base;
-  // Every sum holding +b and +x * W (`b + x * W`, `x * W + b`, `o + b + x * W`), all of one x and W.
-  std::optional<Centring> found;
+  // Every sum holding +b and products +x * W (`b + x * W`, `x * W + b`, `o + b + x * W + v * c`).
+  ProductTally tally(row_base);
   int matches = 0;
   bool refused = false;
   each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
     int intercepts = 0, others = 0;
-    std::optional<Centring> c;
     for (const auto& [t, positive] : terms) {
       if (positive && (is_var(t, b.name) || (groups && group_read(t, b.name)))) ++intercepts;
-      if (!c && positive) c = product(m, t, row_base);
       if (const Symbol* s = parameter_term(m, t); s && s != &b && s->owner == Owner::Global &&
                                                    (groups || t->kind == ExprKind::Var))
         ++others;
     }
-    if (intercepts != 1 || !c) return;
-    if (others > 0 || (found && (found->data != c->data || found->coefficient != c->coefficient))) refused = true;
-    found = c;
+    if (intercepts != 1 || !has_products(terms, m, row_base)) return;
+    if (others > 0) refused = true;
+    tally.add_sum(m, terms);
     ++matches;
   });
-  if (!found || refused) return std::nullopt;
-  // x is read there alone; b there and in the server's priors alone (evaluated at b = b_c - xbar W).
-  if (uses_in_log_density(m, found->data) != matches) return std::nullopt;
+  if (refused || matches == 0) return std::nullopt;
+  // Each x read there alone (ProductTally); b there and in the server's priors alone (evaluated
+  // at b = b_c - sum_j xbar_j W_j).
+  Centring found = tally.common(m, matches);
+  if (found.products.empty()) return std::nullopt;
   if (uses_in_log_density(m, b.name) != matches + reads_in_server_priors(m, b)) return std::nullopt;
   return found;
 }
@@ -295,7 +351,7 @@ std::optional<Centring> local_centring_of(const SemanticModel& m, const Symbol& 
   const std::optional<LocalIntercept> li = local_intercept(m, a);
   if (!li) return std::nullopt;
   const std::optional<Centring> c = centring_of(m, *li->location);
-  if (!c || c->data != li->centring.data || c->coefficient != li->centring.coefficient) return std::nullopt;
+  if (!c || *c != li->centring) return std::nullopt;
   return li->centring;
 }
 

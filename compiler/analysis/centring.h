@@ -12,6 +12,7 @@
 // silo's column sums and rows (a message the plan lists, once, before the first iteration).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "frontend/semantic.h"
 
@@ -22,15 +23,29 @@ namespace fvic {
 // and evaluates every prior at b = b_c - that mean (runtime/include/fvi/engine/vfl.h).
 inline constexpr const char* kSiloSumCentring = "silo_sum";
 
-struct Centring {
+// One `x * W` of an intercept's sums.
+struct CentringProduct {
   std::string data;         // x: silo data, a matrix[N, D] (or a vector[N] with a scalar coefficient)
   std::string coefficient;  // W: a global matrix[D, K] or vector[D] (real with a vector x)
 };
+inline bool operator==(const CentringProduct& a, const CentringProduct& b) {
+  return a.data == b.data && a.coefficient == b.coefficient;
+}
 
-// For global `b`: the data and coefficient it is the intercept of, when every read of x in the
-// transformed parameters and model block is in a sum (a chain of + and -) that adds b once and
-// x * W (`W * x` too, W a real; x or one row of it, `x[n] * W` in a loop over the rows): `b + x * W`,
-// `x * W + b`, `offset + b + x * W - c`, `exp(-(b + x[n] * W) / k)`; b is read
+// Every `x * W` of the intercept's sums, as the first sum writes them: b_c = b + sum_j xbar_j W_j
+// (`a + age * b_age + income * b_income`, each column centred at its own pooled means, as brms
+// centres every column of the design matrix). A vertical model's: one, {kSiloSumCentring, ""}.
+struct Centring {
+  std::vector<CentringProduct> products;
+};
+inline bool operator==(const Centring& a, const Centring& b) { return a.products == b.products; }
+inline bool operator!=(const Centring& a, const Centring& b) { return !(a == b); }
+
+// For global `b`: the data and coefficients it is the intercept of, when every read of each x in
+// the transformed parameters and model block is in a sum (a chain of + and -) that adds b once
+// and x * W (`W * x` too, W a real; x or one row of it, `x[n] * W` in a loop over the rows):
+// `b + x * W`, `x * W + b`, `offset + b + x * W - c`, `exp(-(b + x[n] * W) / k)`, and with several
+// products, each of its own x and W, `b + x * W + v * c` (every such sum adds the same ones); b is read
 // only there and in priors the server evaluates; b and W are unconstrained, b a real (W a vector
 // or real) or a row_vector (W a matrix); and the model has no split parameters (a silo's
 // locals may be added to the sum: `b + x * W + u`). In a model with split parameters: b a real,
@@ -44,7 +59,7 @@ std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b)
 
 // A hierarchy's intercept: `a ~ normal(mu, tau)` and `a + x * W`, a a silo's local (a real, a
 // row_vector with a matrix W, or a vector of groups' intercepts read as a[g] about a real mu)
-// whose every sum adding +a once holds +x * W and no other
+// whose every sum adding +a once holds +x * W (or several products, as centring_of) and no other
 // parameter, x read only there, a only there and in that one prior (normal, student_t, cauchy,
 // double_exponential or logistic: the density reads a - mu alone), mu a global of a's type read
 // only there and in server priors. centring_of marks mu (x, W) and local_centring_of marks a:

@@ -364,17 +364,21 @@ void add_centring_messages(Plan& plan, const SemanticModel& m) {
   std::vector<std::string> coefficients;
   for (const Symbol& s : m.symbols) {
     const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
-    if (!c || c->data == kSiloSumCentring) continue;
-    auto at = std::find_if(sums.begin(), sums.end(), [&](const auto& e) { return e.first == c->data; });
-    if (at == sums.end()) {
-      sums.push_back({c->data, {}});
-      coefficients.push_back(c->coefficient);
-      at = sums.end() - 1;
+    if (!c || c->products.empty() || c->products[0].data == kSiloSumCentring) continue;
+    std::string sum = s.name;
+    for (const CentringProduct& p : c->products) sum += " + " + p.data + " * " + p.coefficient;
+    for (const CentringProduct& p : c->products) {
+      auto at = std::find_if(sums.begin(), sums.end(), [&](const auto& e) { return e.first == p.data; });
+      if (at == sums.end()) {
+        sums.push_back({p.data, {}});
+        coefficients.push_back(p.coefficient);
+        at = sums.end() - 1;
+      }
+      at->second.push_back(sum);
     }
-    at->second.push_back(s.name + " + " + c->data + " * " + c->coefficient);
     centred.push_back(s.name);
     for (const Symbol& a : m.symbols)  // a silo's local intercept whose prior's location is s
-      if (const std::optional<Centring> lc = local_centring_of(m, a); lc && lc->data == c->data && lc->coefficient == c->coefficient)
+      if (const std::optional<Centring> lc = local_centring_of(m, a); lc && *lc == *c)
         centred.push_back("each silo's " + a.name);
   }
   for (size_t i = 0; i < sums.size(); ++i) {
@@ -429,7 +433,7 @@ void add_vertical_centring_note(Plan& plan, const SemanticModel& m) {
   if (plan.method != Method::VFLExact || m.settings.name("center", "on") == "off") return;
   for (const Symbol& s : m.symbols) {
     const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
-    if (c && c->data == kSiloSumCentring)
+    if (c && !c->products.empty() && c->products[0].data == kSiloSumCentring)
       plan.notes.push_back("the intercept " + s.name + " is fitted at the silos' summed partial predictors centred at "
                            "their mean over the rows (the written model's posterior exactly, reported at the written "
                            "intercept; center = off fits it as written; analysis/centring.h)");

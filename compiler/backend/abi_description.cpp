@@ -186,8 +186,12 @@ std::vector<VariableDescription> describe_variables(const ir::Module& module, co
     v.rank = structured ? 1 : s ? int(s->shape.dims.size()) : 0;
     v.prior_scale = slot->prior_scale.empty() ? -1 : index_of(slot->prior_scale);
     v.class_shift = slot->class_shift;
-    v.centring_data = slot->centring_data;
-    v.centring_coefficient = slot->centring_coefficient.empty() ? -1 : index_of(slot->centring_coefficient);
+    for (size_t i = 0; i < slot->centring.size(); ++i) {
+      const auto& [data, coefficient] = slot->centring[i];
+      const int index = coefficient.empty() ? -1 : index_of(coefficient);
+      if (i == 0) v.centring_data = data, v.centring_coefficient = index;
+      else v.centring_more_data.push_back(data), v.centring_more_coefficients.push_back(index);
+    }
     v.offset = slot->offset;
     if (structured) v.dims.push_back(slot->size);  // its unconstrained values; the matrix is a quantity
     else if (s) v.dims = s->shape.dims;

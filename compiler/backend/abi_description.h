@@ -35,6 +35,8 @@ struct VariableDescription {
   int class_shift = 0;   // fvi_variable_info.class_shift
   std::string centring_data;     // fvi_variable_info.centring_data ("" for none)
   int centring_coefficient = -1; // fvi_variable_info.centring_coefficient: an index in this list
+  std::vector<std::string> centring_more_data;   // fvi_variable_info.centring_more_data: the further products'
+  std::vector<int> centring_more_coefficients;   // ... and centring_more_coefficients (indices in this list)
   SymSize offset;        // in its group
   std::vector<SymSize> dims;
 };

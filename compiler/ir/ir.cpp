@@ -139,8 +139,9 @@ std::string dump(const Module& m) {
       out << ' ' << s.variable << "@" << s.offset.str();
       if (!s.prior_scale.empty()) out << " [prior scale " << s.prior_scale << "]";
       if (s.class_shift) out << (s.class_shift == 1 ? " [class shift: rows]" : " [class shift: all]");
-      if (!s.centring_data.empty())
-        out << " [centred: " << s.centring_data << (s.centring_coefficient.empty() ? "" : " * " + s.centring_coefficient) << "]";
+      for (size_t i = 0; i < s.centring.size(); ++i)
+        out << (i == 0 ? " [centred: " : " + ") << s.centring[i].first
+            << (s.centring[i].second.empty() ? "" : " * " + s.centring[i].second) << (i + 1 == s.centring.size() ? "]" : "");
     }
     out << '\n';
   }

@@ -124,10 +124,11 @@ struct Slot {
   // fvi_variable_info.class_shift (analysis/class_shift.h): 1 a matrix's rows, 2 a vector's
   // elements, that the likelihood sees only up to a shift along a softmax's classes; else 0.
   int class_shift = 0;
-  // fvi_variable_info.centring_data / centring_coefficient (analysis/centring.h): the silo data x
-  // and global W this intercept is added to as `x * W`, when it may be fitted at the centred x;
-  // "silo_sum" and "" for a vertical model's intercept of the silos' summed partial predictors.
-  std::string centring_data = "", centring_coefficient = "";
+  // fvi_variable_info.centring_data / centring_coefficient and centring_more (analysis/centring.h):
+  // each silo data x and global W this intercept is added to as `x * W`, when it may be fitted at
+  // the centred x, the first product first; {"silo_sum", ""} for a vertical model's intercept of
+  // the silos' summed partial predictors; empty otherwise.
+  std::vector<std::pair<std::string, std::string>> centring = {};
 };
 struct Group {
   fvi_group kind = FVI_GROUP_GLOBAL;  // the kernel ABI's number for it; fvi_group_name(kind) for messages

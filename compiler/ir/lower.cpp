@@ -1123,8 +1123,11 @@ void build_groups(const SemanticModel& m, Module& module) {
       const std::optional<Centring> centring = global                                                     ? centring_of(m, s)
                                                : kind == FVI_GROUP_LOCAL && s.kind == SymbolKind::Parameter ? local_centring_of(m, s)
                                                                                                             : std::nullopt;
+      std::vector<std::pair<std::string, std::string>> products;
+      if (centring)
+        for (const CentringProduct& p : centring->products) products.push_back({p.data, p.coefficient});
       g.slots.push_back({s.name, g.size, n, global ? prior_scale_of(m, s) : "", global ? class_shift_of(m, s) : 0,
-                         centring ? centring->data : "", centring ? centring->coefficient : ""});
+                         std::move(products)});
       g.size = g.size + n;
     }
     if (!g.slots.empty()) module.groups.push_back(g);

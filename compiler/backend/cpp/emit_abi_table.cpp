@@ -134,13 +134,29 @@ void Emitter::quantity_table(std::ostringstream& o) {
 // declared dimensions from the data's sizes. Returns the number of variables.
 size_t Emitter::variable_table(std::ostringstream& o) {
   const std::vector<VariableDescription> variables = describe_variables(m_, model_);
+  // An intercept's further centred products (fvi_variable_info.centring_more_*).
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const VariableDescription& v = variables[i];
+    if (v.centring_more_data.empty()) continue;
+    o << "const char* const kVariable" << i << "CentringData[] = {";
+    for (size_t j = 0; j < v.centring_more_data.size(); ++j) o << (j ? ", " : "") << quoted(v.centring_more_data[j]);
+    o << "};\nconst int kVariable" << i << "CentringCoefficients[] = {";
+    for (size_t j = 0; j < v.centring_more_coefficients.size(); ++j) o << (j ? ", " : "") << v.centring_more_coefficients[j];
+    o << "};\n";
+  }
   o << "const fvi_variable_info kVariables[] = {\n";
-  for (const VariableDescription& v : variables)
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const VariableDescription& v = variables[i];
+    const std::string more = v.centring_more_data.empty()
+                                 ? "0, nullptr, nullptr"
+                                 : std::to_string(v.centring_more_data.size()) + ", kVariable" + std::to_string(i) +
+                                       "CentringData, kVariable" + std::to_string(i) + "CentringCoefficients";
     o << "    {" << quoted(v.name) << ", " << v.group << ", " << transform_name(v.transform) << ", "
       << number(v.lower.literal) << ", " << number(v.upper.literal) << ", " << quoted(v.lower.data) << ", "
       << quoted(v.upper.data) << ", " << v.rank << ", " << v.prior_scale << ", " << v.class_shift << ", "
-      << quoted(v.centring_data) << ", " << v.centring_coefficient << "},\n";
-  if (variables.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0, -1, 0, \"\", -1},\n";
+      << quoted(v.centring_data) << ", " << v.centring_coefficient << ", " << more << "},\n";
+  }
+  if (variables.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0, -1, 0, \"\", -1, 0, nullptr, nullptr},\n";
   o << "};\n\n";
   o << "int variable_shape(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error) {\n"
     << "  (void)dims;\n  return guarded(error, [&] {\n    Sizes s(data);\n    (void)s;\n    switch (variable) {\n";

@@ -183,10 +183,19 @@ void GraphModel::build_table() {
     factors_.push_back({f.name.c_str(), kind_code(f.kind), owner_code(f.owner), f.distribution.c_str(),
                         int(f.groups.size()), factor_groups_[i].data(), int(f.seeds.size()), f.local_index.c_str()});
   }
-  for (const VariableDescription& v : variable_descriptions_)
+  for (const VariableDescription& v : variable_descriptions_) {
+    centring_more_data_.emplace_back();
+    for (const std::string& x : v.centring_more_data) centring_more_data_.back().push_back(x.c_str());
+  }
+  for (size_t i = 0; i < variable_descriptions_.size(); ++i) {
+    const VariableDescription& v = variable_descriptions_[i];
+    const bool more = !v.centring_more_data.empty();
     variables_.push_back({v.name.c_str(), v.group, v.transform, v.lower.literal, v.upper.literal, v.lower.data.c_str(),
                           v.upper.data.c_str(), v.rank, v.prior_scale, v.class_shift,
-                          v.centring_data.c_str(), v.centring_coefficient});
+                          v.centring_data.c_str(), v.centring_coefficient, int(v.centring_more_data.size()),
+                          more ? centring_more_data_[i].data() : nullptr,
+                          more ? v.centring_more_coefficients.data() : nullptr});
+  }
   for (const QuantityDescription& q : quantity_descriptions_)
     quantities_.push_back({q.name.c_str(), q.block, q.owner, q.factor, int(q.groups.size()), q.groups.data(), q.rank,
                            q.transform, q.lower.literal, q.upper.literal, q.lower.data.c_str(), q.upper.data.c_str(),

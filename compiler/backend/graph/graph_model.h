@@ -56,6 +56,7 @@ class GraphModel {
   std::vector<fvi_variable_info> variables_;
   std::vector<fvi_quantity_info> quantities_;
   std::vector<std::vector<const char*>> data_dims_;
+  std::vector<std::vector<const char*>> centring_more_data_;  // each variable's, into variable_descriptions_
   std::vector<fvi_data_declaration> data_declarations_;
   std::vector<fvi_size_check> size_checks_;
   fvi_data_table data_table_{};

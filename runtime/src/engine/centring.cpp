@@ -10,33 +10,45 @@ namespace fvi::engine {
 
 namespace {
 
+// Intercept i's marked products, (x, W's index), the first first: one before FVI_ABI_VERSION 14.
+std::vector<std::pair<const char*, int>> marked_products(const fvi_model& model, int i) {
+  const fvi_variable_info& b = model.variables[i];
+  std::vector<std::pair<const char*, int>> out;
+  if (!b.centring_data || !*b.centring_data) return out;
+  out.push_back({b.centring_data, b.centring_coefficient});
+  if (model.abi_version >= 14 && b.centring_more > 0 && b.centring_more_data && b.centring_more_coefficients)
+    for (int j = 0; j < b.centring_more; ++j) out.push_back({b.centring_more_data[j], b.centring_more_coefficients[j]});
+  return out;
+}
+
 // The marked intercepts of `intercept_group` (its values `intercept_dim`) whose coefficient is a
-// global: b a real with W a real or vector[D]; b a row_vector[K] with W a matrix[D, K]; b a
-// vector[G] of groups' intercepts with W a real or vector[D] (rank 1 with a W of rank below 2).
+// global, one block per product (`b + x * W + v * c`: two, whose shifts add): b a real with W a
+// real or vector[D]; b a row_vector[K] with W a matrix[D, K]; b a vector[G] of groups' intercepts
+// with W a real or vector[D] (rank 1 with a W of rank below 2).
 std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data& data, fvi_group intercept_group,
                                          Eigen::Index intercept_dim, Eigen::Index global_dim) {
   std::vector<CentringBlock> blocks;
   if (model.abi_version < 13) return blocks;
-  for (int i = 0; i < model.variable_count; ++i) {
-    const fvi_variable_info& b = model.variables[i];
-    const int w_index = b.centring_coefficient;
-    if (!b.centring_data || !*b.centring_data || w_index < 0 || w_index >= model.variable_count) continue;
-    const fvi_variable_info& w = model.variables[w_index];
-    if (group_kind(model, b.group) != intercept_group || group_kind(model, w.group) != FVI_GROUP_GLOBAL ||
-        b.transform != FVI_IDENTITY || w.transform != FVI_IDENTITY)
-      continue;
-    const std::optional<VariablePlace> bp = variable_place(model, data, i, intercept_dim);
-    const std::optional<VariablePlace> wp = variable_place(model, data, w_index, global_dim);
-    if (!bp || !wp || b.rank > 1 || w.rank > 2 || (b.rank == 0 && w.rank == 2) || bp->count == 0 || wp->count == 0)
-      continue;
-    const bool groups = b.rank == 1 && w.rank < 2;
-    const int64_t K = groups ? 1 : bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
-    if ((w.rank == 2 ? wp->dims[1] : 1) != K) continue;
-    CentringBlock block{b.centring_data, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
-                        Eigen::Index(D), Eigen::Index(K), {}, {}};
-    block.groups = groups ? Eigen::Index(bp->count) : 1;
-    blocks.push_back(std::move(block));
-  }
+  for (int i = 0; i < model.variable_count; ++i)
+    for (const auto& [x, w_index] : marked_products(model, i)) {
+      const fvi_variable_info& b = model.variables[i];
+      if (!x || !*x || w_index < 0 || w_index >= model.variable_count) continue;
+      const fvi_variable_info& w = model.variables[w_index];
+      if (group_kind(model, b.group) != intercept_group || group_kind(model, w.group) != FVI_GROUP_GLOBAL ||
+          b.transform != FVI_IDENTITY || w.transform != FVI_IDENTITY)
+        continue;
+      const std::optional<VariablePlace> bp = variable_place(model, data, i, intercept_dim);
+      const std::optional<VariablePlace> wp = variable_place(model, data, w_index, global_dim);
+      if (!bp || !wp || b.rank > 1 || w.rank > 2 || (b.rank == 0 && w.rank == 2) || bp->count == 0 || wp->count == 0)
+        continue;
+      const bool groups = b.rank == 1 && w.rank < 2;
+      const int64_t K = groups ? 1 : bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
+      if ((w.rank == 2 ? wp->dims[1] : 1) != K) continue;
+      CentringBlock block{x, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
+                          Eigen::Index(D), Eigen::Index(K), {}, {}};
+      block.groups = groups ? Eigen::Index(bp->count) : 1;
+      blocks.push_back(std::move(block));
+    }
   return blocks;
 }
 

@@ -910,9 +910,24 @@ class SfviCoordinator : public Coordinator {
     }
     std::string names, scales;
     const std::vector<const engine::CentringBlock*> first_of_data = engine::one_block_per_data(blocks);
+    // Each intercept once, with its products: `mu + age * b_age + inc * b_inc at the pooled column
+    // means of age and inc`.
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const engine::CentringBlock& b = blocks[i];
+      bool seen = false;
+      for (size_t j = 0; j < i && !seen; ++j) seen = blocks[j].intercept == b.intercept;
+      if (seen) continue;
+      std::string sum = b.intercept_name, data;
+      size_t products = 0;
+      for (const engine::CentringBlock& p : blocks) {
+        if (p.intercept != b.intercept) continue;
+        sum += " + " + p.data + " * " + p.coefficient_name;
+        data += (products++ == 0 ? "" : ", ") + p.data;
+      }
+      names += (names.empty() ? "" : ", ") + sum + " at " +
+               (products == 1 ? data + "'s pooled column means" : "the pooled column means of " + data);
+    }
     for (const engine::CentringBlock& b : blocks) {
-      names += (names.empty() ? "" : ", ") + b.intercept_name + " + " + b.data + " * " + b.coefficient_name + " at " +
-               b.data + "'s pooled column means";
       // W's steps once (a vector of groups' intercepts and its location share x and W).
       if (std::find(first_of_data.begin(), first_of_data.end(), &b) == first_of_data.end()) continue;
       char range[96];
@@ -1024,9 +1039,10 @@ class SfviCoordinator : public Coordinator {
     sd << server_.q().marginal_sd(), Eigen::VectorXd::Ones(h);
   }
   std::string fit_coordinate(Eigen::Index i) const override {
+    std::string data;
     for (const engine::CentringBlock& b : server_.centring())
-      if (i >= b.intercept && i < b.intercept + b.intercepts()) return " (fitted at the centred " + b.data + ")";
-    return "";
+      if (i >= b.intercept && i < b.intercept + b.intercepts()) data += (data.empty() ? "" : ", ") + b.data;
+    return data.empty() ? "" : " (fitted at the centred " + data + ")";
   }
   Eigen::VectorXd params() const override {
     if (method_ == "independent") return {};

@@ -19,6 +19,7 @@
 
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 extern "C" const fvi_model* fvi_model_hier_intercepts(void);
+extern "C" const fvi_model* fvi_model_intercept_products(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
@@ -113,6 +114,79 @@ TEST_CASE("centring: multinomial_eb's silo scores the centred data at the fit's 
           server.set_centring(blocks);
           return term(params).elbo_term;
         }()) > 1e-3);
+}
+
+TEST_CASE("centring: an intercept of two products, each covariate at its own pooled mean, scores the written "
+          "model; its written sd adds both coefficients' shares",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_intercept_products();
+  REQUIRE(model.variable_count == 3);  // alpha, b_age, b_income
+  const fvi_variable_info& alpha = model.variables[0];
+  CHECK(std::string(alpha.centring_data) == "age");
+  CHECK(alpha.centring_coefficient == 1);
+  REQUIRE(alpha.centring_more == 1);
+  CHECK(std::string(alpha.centring_more_data[0]) == "income");
+  CHECK(alpha.centring_more_coefficients[0] == 2);
+  for (int i : {1, 2}) CHECK(model.variables[i].centring_more == 0);
+
+  std::mt19937_64 rng(21);
+  std::normal_distribution<double> normal;
+  const int N = 12, S = 5, P = 3;
+  Eigen::MatrixXd age(N, 1), income(N, 1), y(N, 1);
+  for (int i = 0; i < N; ++i) {
+    age(i, 0) = 50 + 10 * normal(rng);
+    income(i, 0) = 30 + 8 * normal(rng);
+    y(i, 0) = i % 2;
+  }
+  Data public_data, raw, centred;
+  std::vector<CentringBlock> blocks = fvi::engine::centring_blocks(model, public_data.abi(), P);
+  REQUIRE(blocks.size() == 2);
+  for (const CentringBlock& b : blocks) CHECK(b.intercept == 0);
+  CHECK(blocks[0].data == "age");
+  CHECK(blocks[0].coefficient == 1);
+  CHECK(blocks[1].data == "income");
+  CHECK(blocks[1].coefficient == 2);
+  // The pool's means, not this silo's alone.
+  fvi::engine::set_data_means(blocks, "age", Eigen::VectorXd::Constant(1, 48.0));
+  fvi::engine::set_data_means(blocks, "income", Eigen::VectorXd::Constant(1, 31.5));
+  raw.add("N", scalar(N));
+  raw.add("age", age);
+  raw.add("income", income);
+  raw.add("y", y);
+  centred.add("N", scalar(N));
+  centred.add("age", Eigen::MatrixXd(age.array() - 48.0));
+  centred.add("income", Eigen::MatrixXd(income.array() - 31.5));
+  centred.add("y", y);
+
+  SfviOptions options;
+  SfviSilo silo_raw(model, raw.abi(), 1, options, false), silo_centred(model, centred.abi(), 1, options, false);
+  Eigen::VectorXd params(2 * P);
+  for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.1 * normal(rng);
+  const Global q = Global::from_params(params, P, false);
+  Eigen::MatrixXd eps(P, S);
+  for (Eigen::Index i = 0; i < eps.size(); ++i) eps.data()[i] = normal(rng);
+  const Eigen::MatrixXd z_fit = q.sample(eps);
+  // The written alpha, computed here: alpha_c less both means times their coefficients.
+  Eigen::MatrixXd z_written = z_fit;
+  z_written.row(0) -= 48.0 * z_fit.row(1) + 31.5 * z_fit.row(2);
+  Eigen::MatrixXd mapped = z_fit;
+  fvi::engine::to_written(blocks, mapped);
+  CHECK((mapped - z_written).cwiseAbs().maxCoeff() < 1e-12);
+  const Eigen::MatrixXd none(0, S);
+  const Eigen::VectorXd at_fit = silo_centred.log_joint(q, Eigen::VectorXd(), z_fit, none, none).log_p;
+  const Eigen::VectorXd at_written = silo_raw.log_joint(q, Eigen::VectorXd(), z_written, none, none).log_p;
+  for (Eigen::Index s = 0; s < S; ++s) CHECK(std::abs(at_fit[s] - at_written[s]) < 1e-10 * std::abs(at_written[s]));
+  // Not by accident: either shift alone scores otherwise.
+  for (size_t one = 0; one < 2; ++one) {
+    Eigen::MatrixXd partial = z_fit;
+    fvi::engine::to_written({blocks[one]}, partial);
+    CHECK((silo_raw.log_joint(q, Eigen::VectorXd(), partial, none, none).log_p - at_written).cwiseAbs().maxCoeff() > 1e-3);
+  }
+  // Mean-field q over (alpha_c, b_age, b_income): var alpha = var alpha_c + 48^2 var b_age + 31.5^2 var b_income.
+  const Eigen::VectorXd sd = fvi::engine::written_sd(blocks, q);
+  const Eigen::VectorXd var = q.sd().cwiseAbs2();
+  CHECK(sd[0] == Approx(std::sqrt(var[0] + 48.0 * 48.0 * var[1] + 31.5 * 31.5 * var[2])).epsilon(1e-12));
+  CHECK(sd[1] == Approx(q.sd()[1]).epsilon(1e-15));
 }
 
 TEST_CASE("centring: a column wider than 1 has its coefficient's Adam steps and starting sd divided by its sd",

@@ -20,6 +20,7 @@
 extern "C" const fvi_model* fvi_model_conv_classifier(void);
 extern "C" const fvi_model* fvi_model_eb_normal_means(void);
 extern "C" const fvi_model* fvi_model_hier_intercepts(void);
+extern "C" const fvi_model* fvi_model_intercept_products(void);
 extern "C" const fvi_model* fvi_model_scaled_intercepts(void);
 extern "C" const fvi_model* fvi_model_stan_blocks(void);
 extern "C" const fvi_model* fvi_model_vfl_linreg(void);
@@ -45,7 +46,8 @@ std::vector<Case> cases() {
   std::vector<Case> out = {FVI_MODELS(ENTRY)};
 #undef ENTRY
 #define ENGINE(name) out.push_back({#name, fvi_model_##name, engine + #name ".fvi"});
-  ENGINE(conv_classifier) ENGINE(eb_normal_means) ENGINE(hier_intercepts) ENGINE(scaled_intercepts) ENGINE(stan_blocks) ENGINE(vfl_linreg)
+  ENGINE(conv_classifier) ENGINE(eb_normal_means) ENGINE(hier_intercepts) ENGINE(intercept_products)
+  ENGINE(scaled_intercepts) ENGINE(stan_blocks) ENGINE(vfl_linreg)
 #undef ENGINE
   return out;
 }
@@ -116,6 +118,11 @@ void compare_tables(const fvi_model& g, const fvi_model& e, const fvi_data& data
     CHECK(a.class_shift == b.class_shift);
     CHECK(text(a.centring_data) == text(b.centring_data));
     CHECK(a.centring_coefficient == b.centring_coefficient);
+    REQUIRE(a.centring_more == b.centring_more);
+    for (int j = 0; j < a.centring_more; ++j) {
+      CHECK(text(a.centring_more_data[j]) == text(b.centring_more_data[j]));
+      CHECK(a.centring_more_coefficients[j] == b.centring_more_coefficients[j]);
+    }
     int64_t go = -2, eo = -3, gd[8] = {}, ed[8] = {};
     fvi_error error{};
     CHECK(g.variable_shape(i, &data, &go, gd, &error) == e.variable_shape(i, &data, &eo, ed, &error));

@@ -1,5 +1,5 @@
 // Which global intercepts the IR marks to be fitted at the silos' centred data (ir::Slot::
-// centring_data / centring_coefficient, analysis/centring.h): `b + x * W` where x and b are read
+// centring, analysis/centring.h): `b + x * W` where x and b are read
 // nowhere else in the silos' terms; nothing else. That the compiled likelihood at the centred data
 // and b_c equals the written one at the raw data and b is checked on the kernels
 // (tests/compiler/emitted/test_centring.cpp).
@@ -15,15 +15,18 @@ namespace centring_test {
 
 namespace {
 
-// The model text's slot `name`: "x * W" when it is marked centred at data x by coefficient W,
-// "silo_sum" for a vertical model's intercept, else "".
+// The model text's slot `name`: "x * W" when it is marked centred at data x by coefficient W
+// ("x * W + v * b" with two products), "silo_sum" for a vertical model's intercept, else "".
 std::string mark_in(const std::string& text, const std::string& name) {
   fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_centring", text);
   REQUIRE(m.ok());
   fvic::ir::Module module;
   REQUIRE(fvic::build_ir(*m.model, module, m.diags));
   const fvic::ir::Slot& s = fvic::test::slot_named(module, name);
-  return s.centring_data + (s.centring_coefficient.empty() ? "" : " * " + s.centring_coefficient);
+  std::string out;
+  for (const auto& [data, coefficient] : s.centring)
+    out += (out.empty() ? "" : " + ") + data + (coefficient.empty() ? "" : " * " + coefficient);
+  return out;
 }
 
 // mark_in of a model over silo data x (matrix), v, y (vectors) and c (classes).
@@ -271,6 +274,36 @@ TEST_CASE("centring: groups' intercepts, a vector read as a[c], and their locati
                                     "  y ~ normal(b + x * beta + d[c], 1);\n";
   CHECK(mark(crossed, crossed_model, "b") == "x * beta");
   CHECK(mark(crossed, crossed_model, "d").empty());
+}
+
+TEST_CASE("centring: an intercept of several products, each x at its own means", "[centring]") {
+  // `a + b * v + x * beta`: a regression on two raw covariates written apart (age, income), each
+  // centred (brms centres every column); the products in the order the sum writes them.
+  const std::string params = "  global real a;\n  global real b;\n  global vector[D] beta;\n  global real<lower=0> sigma;\n";
+  const std::string priors = "  a ~ normal(0, 10);\n  b ~ normal(0, 10);\n  beta ~ normal(0, 10);\n  sigma ~ normal(0, 1);\n";
+  CHECK(mark(params, priors + "  y ~ normal(a + b * v + x * beta, sigma);\n", "a") == "v * b + x * beta");
+  CHECK(mark(params, priors + "  y ~ normal(x * beta + a + v * b, sigma);\n", "a") == "x * beta + v * b");
+  // Two sums, the products in either order in each.
+  CHECK(mark(params, priors + "  y ~ normal(a + b * v + x * beta, sigma);\n  target += normal_lpdf(y | x * beta + v * b + a, 1);\n",
+             "a") == "v * b + x * beta");
+  // A product in one sum only is not centred (its x would read x - xbar in the other sum, which
+  // adds no xbar W to undo the shift); the common one is.
+  CHECK(mark(params, priors + "  y ~ normal(a + b * v + x * beta, sigma);\n  target += normal_lpdf(y | a + x * beta, 1);\n",
+             "a") == "x * beta");
+  // An x read elsewhere too: that product is left at the raw data, the other centred.
+  CHECK(mark(params, priors + "  y ~ normal(a + b * v + x * beta, sigma);\n  v ~ normal(0, 1);\n", "a") == "x * beta");
+  // One x twice in a sum: neither product is centred.
+  const std::string shared = "  global real a;\n  global real b;\n  global real b2;\n";
+  const std::string shared_priors = "  a ~ normal(0, 1);\n  b ~ normal(0, 1);\n  b2 ~ normal(0, 1);\n";
+  CHECK(mark(shared, shared_priors + "  y ~ normal(a + b * v + b2 * v, 1);\n", "a").empty());
+  // A hierarchy: the local intercept and its prior's location take both shifts.
+  const std::string hierarchy = "  global real mu;\n  global real b;\n  global vector[D] beta;\n"
+                                "  global real<lower=0> tau;\n  local real u;\n";
+  const std::string hierarchy_model = "  mu ~ normal(0, 10);\n  b ~ normal(0, 1);\n  beta ~ normal(0, 1);\n"
+                                      "  tau ~ normal(0, 1);\n  u ~ normal(mu, tau);\n"
+                                      "  y ~ normal(u + b * v + x * beta, 1);\n";
+  CHECK(mark(hierarchy, hierarchy_model, "u") == "v * b + x * beta");
+  CHECK(mark(hierarchy, hierarchy_model, "mu") == "v * b + x * beta");
 }
 
 }  // namespace centring_test

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 13
+#define FVI_ABI_VERSION 14
 
 typedef struct fvi_tensor {
   double* data;
@@ -149,6 +149,13 @@ typedef struct fvi_variable_info {
    * shifted by the same xbar W. "" and -1 otherwise. */
   const char* centring_data;
   int centring_coefficient;
+  /* The same intercept's further products, `b + x * W + v * c` (FVI_ABI_VERSION 14): centring_more
+   * pairs of silo data (centring_more_data[j]) and coefficient index (centring_more_coefficients[j]),
+   * each read as centring_data and centring_coefficient are, each data read only there; then
+   * b_c = b + xbar W + vbar c, every x at its own pooled column means. 0 and nulls otherwise. */
+  int centring_more;
+  const char* const* centring_more_data;
+  const int* centring_more_coefficients;
 } fvi_variable_info;
 
 /* The model's data declarations (docs/kernel-abi.md, "Data declarations"): what the generated
