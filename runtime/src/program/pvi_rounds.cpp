@@ -124,7 +124,9 @@ std::string PviRounds<Q>::accept(int k, Message& reply, uint32_t round) {
   if (reason.empty())
     reason = Server::unusable(natural_product(server_.posterior(), natural_message<Natural>(reply, d, "the PVI change")));
   if (!reason.empty()) {
-    std::fprintf(stderr, "round %u: refused the change from silo %d: %s\n", round, k + 1, reason.c_str());
+    // And what follows, so that a reader knows the run goes on.
+    std::fprintf(stderr, "round %u: refused the change from silo %d: %s; the round goes on without it (the silo "
+                         "keeps its previous factor)\n", round, k + 1, reason.c_str());
     ++rejected_;
   }
   return reason;

@@ -728,7 +728,7 @@ class SfviCoordinator : public Coordinator {
     // checkpoint takes q from there, and its silos' locals are past their first step: no search.
     const bool resuming = run.resume && !run.checkpoint.empty() && std::filesystem::exists(run.checkpoint);
     if (resuming) {
-      start_note_ = "  not searched for a start: q is the checkpoint's (" + run.checkpoint + ")";
+      start_note_ = "not searched for a start: q is the checkpoint's (" + run.checkpoint + ")";
     } else if (server_.hyper_dim() == 0) {
       if (pooled(run.model)) {
         if (server_.global_dim() <= kModeStartLimit) start_at_mode(nullptr);
@@ -747,12 +747,12 @@ class SfviCoordinator : public Coordinator {
   void start_at_locations(const engine::LogDensityBatchFn& silos) {
     const bool locals = has_locals(run_.model);
     // The search over every global's note, when it ran first and found nothing.
-    const std::string first = locals ? "" : start_note_.substr(std::min(start_note_.size(), size_t(2))) + "; ";
+    const std::string first = locals ? "" : start_note_ + "; ";
     engine::SfviServer::LocationStart start;
     try {
       start = server_.start_at_locations(silos);
     } catch (const engine::ModeSearchAborted& e) {
-      start_note_ = std::string("  started at q's default (the mode search stopped: ") + e.what() + ")";
+      start_note_ = std::string("started at q's default (the mode search stopped: ") + e.what() + ")";
       return;
     }
     const engine::Mode& m = start.mode;
@@ -762,7 +762,7 @@ class SfviCoordinator : public Coordinator {
     std::snprintf(travel, sizeof travel, "%.3g from q's start, %g of Adam's steps of lr = %g", start.travel,
                   std::round(start.travel / options_.lr), options_.lr);
     if (!locals) {
-      start_note_ = "  " + first +
+      start_note_ = first +
                     (!m.found ? "no mode of the unbounded globals with the scales held either (" + m.why +
                                     "): started at q's default"
                      : !start.moved ? std::string("the unbounded globals' mode with the scales held lies ") + travel +
@@ -773,12 +773,12 @@ class SfviCoordinator : public Coordinator {
       return;
     }
     if (!m.found) {
-      start_note_ = "  started at q's default (no mode of the globals' locations found, the silos' locals integrated "
+      start_note_ = "started at q's default (no mode of the globals' locations found, the silos' locals integrated "
                     "out: " + m.why + ")";
       return;
     }
     if (!start.moved) {
-      start_note_ = std::string("  started at q's default: the mode of the globals' locations lies ") + travel +
+      start_note_ = std::string("started at q's default: the mode of the globals' locations lies ") + travel +
                     " (" + cost + ")";
       return;
     }
@@ -788,7 +788,7 @@ class SfviCoordinator : public Coordinator {
     std::string others;  // the silos whose locals keep q's default: no reply, or no mode of their own
     for (size_t k = 0; k < replies.size(); ++k)
       if (replies[k].size() != 1 || replies[k][0] != 1) others += (others.empty() ? "" : ", ") + std::to_string(k + 1);
-    start_note_ = std::string("  started the unbounded globals' means at the mode over them of the log joint with each "
+    start_note_ = std::string("started the unbounded globals' means at the mode over them of the log joint with each "
                               "silo's locals integrated out (Laplace) and the bounded globals (scales) at q's start, ") +
                   travel + " (Newton, " + cost + "); " +
                   (others.empty() ? "each silo's locals start at their conditional mode there"
@@ -805,17 +805,17 @@ class SfviCoordinator : public Coordinator {
     try {
       modes = server_.start_at_mode(silos);
     } catch (const engine::ModeSearchAborted& e) {
-      start_note_ = std::string("  started at q's default (the mode search stopped: ") + e.what() + ")";
+      start_note_ = std::string("started at q's default (the mode search stopped: ") + e.what() + ")";
       return true;  // a silo stopped it: no second search
     }
     const engine::Mode& m = modes.best;
     const std::string cost = silos ? std::to_string(m.evaluations) + " points in " + std::to_string(m.batches) +
                                          " exchanges with the silos"
                                    : std::to_string(m.evaluations) + " gradients";
-    start_note_ = m.found ? "  started at the mode's Laplace approximation (Newton from " +
+    start_note_ = m.found ? "started at the mode's Laplace approximation (Newton from " +
                                 std::to_string(modes.starts) + " starting points, " + cost + ")"
-                          : silos ? "  no mode of every global found (" + m.why + "; " + cost + ")"  // start_at_locations next
-                                  : "  started at q's default (no mode found: " + m.why + ")";
+                          : silos ? "no mode of every global found (" + m.why + "; " + cost + ")"  // start_at_locations next
+                                  : "started at q's default (no mode found: " + m.why + ")";
     if (modes.separate_log_p.size() > 1) {
       std::string values;
       for (double lp : modes.separate_log_p) {
@@ -962,7 +962,7 @@ class SfviCoordinator : public Coordinator {
     std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
                 (long long)server_.hyper_dim());
     if (!centring_note_.empty()) std::printf("%s\n", centring_note_.c_str());
-    if (!start_note_.empty()) std::printf("%s\n", start_note_.c_str());
+    if (!start_note_.empty()) std::printf("  %s\n", start_note_.c_str());
   }
   long steps() const override { return avg_rounds_ + sfvi_iterations_; }
   long rounds_setting() const override { return rounds_; }
@@ -1214,7 +1214,7 @@ class SfviCoordinator : public Coordinator {
   std::vector<SfviLocalFit> own_;
   HeldOut held_out_, ood_;
   uint32_t mode_exchanges_ = 0;  // the mode search's exchanges so far (each its own round)
-  std::string start_note_;  // how the fit started (at the mode's Laplace approximation)
+  std::string start_note_;  // how the fit started (at the mode's Laplace approximation); the header indents it
   std::string centring_note_;  // which intercepts are fitted at the centred data
   std::string modes_warning_;  // the mode search found several modes
   std::string settled_note_;  // what the last check of the silos' locals found
