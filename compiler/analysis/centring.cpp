@@ -129,8 +129,9 @@ void each_sum(const SemanticModel& m, const std::function<void(const std::vector
 class ProductTally {
  public:
   explicit ProductTally(Base intercept) : intercept_(intercept) {}
-  // One sum's terms; call for every sum that adds the intercept once.
-  void add_sum(const SemanticModel& m, const std::vector<std::pair<const Expr*, bool>>& terms) {
+  // One sum's terms; call for every sum that adds the intercept once. False when the sum adds no
+  // product (then nothing is tallied: it is no sum that centring could keep equal).
+  bool add_sum(const SemanticModel& m, const std::vector<std::pair<const Expr*, bool>>& terms) {
     std::vector<CentringProduct> own;
     for (const auto& [t, positive] : terms) {
       if (!positive) continue;
@@ -145,21 +146,16 @@ class ProductTally {
       if (at == entries_.end()) entries_.push_back({p, 0}), at = entries_.end() - 1;
       ++at->sums;
     }
+    return !own.empty();
   }
-  // The products in all `sums` sums whose x is read there alone, in the order first written.
+  // The products in all `sums` sums whose x is read there alone, in the order first written. Two
+  // kept products are in every sum, so one W shared by two of them was caught there (repeated_).
   Centring common(const SemanticModel& m, int sums) const {
     Centring c;
     for (const Entry& e : entries_) {
       const bool repeated = std::find(repeated_.begin(), repeated_.end(), e.product.data) != repeated_.end();
       if (e.sums == sums && !repeated && uses_in_log_density(m, e.product.data) == sums) c.products.push_back(e.product);
     }
-    // A W that two kept products share (each with its own x) would take two shifts: neither is kept.
-    std::vector<CentringProduct> kept;
-    for (const CentringProduct& p : c.products)
-      if (std::count_if(c.products.begin(), c.products.end(),
-                        [&](const CentringProduct& q) { return q.coefficient == p.coefficient; }) == 1)
-        kept.push_back(p);
-    c.products = std::move(kept);
     return c;
   }
 
@@ -172,14 +168,6 @@ class ProductTally {
   std::vector<Entry> entries_;
   std::vector<std::string> repeated_;  // an x read twice in one sum, or sharing its W with another there
 };
-
-// Whether a sum's terms add a product `x * W` (a sum that adds the intercept and none is not one
-// that centring could keep equal).
-bool has_products(const std::vector<std::pair<const Expr*, bool>>& terms, const SemanticModel& m, Base intercept) {
-  for (const auto& [t, positive] : terms)
-    if (positive && product(m, t, intercept)) return true;
-  return false;
-}
 
 // The number of b's reads in the server's own priors (evaluated at the written b).
 int reads_in_server_priors(const SemanticModel& m, const Symbol& b) {
@@ -273,8 +261,7 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
       if (const Symbol* s = parameter_term(m, t); s && s != &a) ++others;
     }
     if (intercepts == 0) return;
-    if (intercepts != 1 || !has_products(terms, m, row_base) || others > 0) refused = true;
-    tally.add_sum(m, terms);
+    if (intercepts != 1 || others > 0 || !tally.add_sum(m, terms)) refused = true;
     ++matches;
   });
   if (refused || matches == 0) return std::nullopt;
@@ -308,9 +295,8 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
                                                    (groups || t->kind == ExprKind::Var))
         ++others;
     }
-    if (intercepts != 1 || !has_products(terms, m, row_base)) return;
+    if (intercepts != 1 || !tally.add_sum(m, terms)) return;
     if (others > 0) refused = true;
-    tally.add_sum(m, terms);
     ++matches;
   });
   if (refused || matches == 0) return std::nullopt;
