@@ -21,6 +21,10 @@ bool global_parameter(const Symbol* s) {
   return s && s->kind == SymbolKind::Parameter && s->owner == Owner::Global && unconstrained(*s);
 }
 
+bool local_parameter(const Symbol* s) {
+  return s && s->kind == SymbolKind::Parameter && s->owner == Owner::Silo && unconstrained(*s);
+}
+
 bool split_model(const SemanticModel& m) {
   return std::any_of(m.symbols.begin(), m.symbols.end(),
                      [](const Symbol& s) { return s.kind == SymbolKind::Parameter && s.owner == Owner::Split; });
@@ -38,9 +42,14 @@ const Expr* data_or_row(const Expr* e) {
   return x && x->kind == ExprKind::Var ? x : nullptr;
 }
 
+// Whose coefficients a product may have: a global W (the server's centring) or a silo's local b
+// (a local slope, centred by the silo alone: local_slope_centring_of).
+enum class Coefficient { Global, Local };
+
 // `x * W` (or `W * x`, W a real and x a vector), x possibly one row `x[n]`: the data product an
 // intercept is added to.
-std::optional<CentringProduct> product(const SemanticModel& m, const Expr* e, Base intercept) {
+std::optional<CentringProduct> product(const SemanticModel& m, const Expr* e, Base intercept,
+                                       Coefficient owner = Coefficient::Global) {
   if (!e || e->kind != ExprKind::Binary || e->name != "*" || e->args.size() != 2) return std::nullopt;
   for (int data_side : {0, 1}) {
     const Expr* x = data_or_row(e->args[data_side].get());
@@ -49,7 +58,7 @@ std::optional<CentringProduct> product(const SemanticModel& m, const Expr* e, Ba
     const Symbol* xs = m.find(x->name);
     const Symbol* ws = m.find(w->name);
     if (!xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo || xs->type.array_dims != 0) continue;
-    if (!global_parameter(ws)) continue;
+    if (owner == Coefficient::Global ? !global_parameter(ws) : !local_parameter(ws)) continue;
     const Base xb = xs->type.base, wb = ws->decl->type.base;
     const bool fits = (xb == Base::Matrix && data_side == 0 && wb == Base::Matrix && intercept == Base::RowVector) ||
                       (xb == Base::Matrix && data_side == 0 && wb == Base::Vector && intercept == Base::Real) ||
@@ -128,14 +137,14 @@ void each_sum(const SemanticModel& m, const std::function<void(const std::vector
 // each of the sums, once, and nowhere else; its W in each the same, and no W twice.
 class ProductTally {
  public:
-  explicit ProductTally(Base intercept) : intercept_(intercept) {}
+  explicit ProductTally(Base intercept, Coefficient owner = Coefficient::Global) : intercept_(intercept), owner_(owner) {}
   // One sum's terms; call for every sum that adds the intercept once. False when the sum adds no
   // product (then nothing is tallied: it is no sum that centring could keep equal).
   bool add_sum(const SemanticModel& m, const std::vector<std::pair<const Expr*, bool>>& terms) {
     std::vector<CentringProduct> own;
     for (const auto& [t, positive] : terms) {
       if (!positive) continue;
-      const std::optional<CentringProduct> p = product(m, t, intercept_);
+      const std::optional<CentringProduct> p = product(m, t, intercept_, owner_);
       if (!p) continue;
       for (const CentringProduct& q : own)
         if (q.data == p->data || q.coefficient == p->coefficient) repeated_.push_back(p->data), repeated_.push_back(q.data);
@@ -165,6 +174,7 @@ class ProductTally {
     int sums;
   };
   Base intercept_;
+  Coefficient owner_;
   std::vector<Entry> entries_;
   std::vector<std::string> repeated_;  // an x read twice in one sum, or sharing its W with another there
 };
@@ -308,6 +318,30 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
   return found;
 }
 
+// The products `x * b` of a silo's local real a with its own local slopes b, in every sum adding +a
+// once (each x read there alone, ProductTally), chains not yet refused (local_slope_centring_of).
+Centring slope_products(const SemanticModel& m, const Symbol& a) {
+  if (a.kind != SymbolKind::Parameter || a.owner != Owner::Silo || !unconstrained(a) ||
+      a.decl->type.base != Base::Real || split_model(m))
+    return {};
+  ProductTally tally(Base::Real, Coefficient::Local);
+  int matches = 0;
+  bool refused = false;
+  each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
+    int intercepts = 0;
+    for (const auto& [t, positive] : terms)
+      if (positive && is_var(t, a.name)) ++intercepts;
+    if (intercepts == 0) return;
+    if (intercepts != 1 || !tally.add_sum(m, terms)) refused = true;
+    ++matches;
+  });
+  if (refused || matches == 0) return {};
+  Centring c = tally.common(m, matches);
+  for (const CentringProduct& p : c.products)
+    if (p.coefficient == a.name) return {};
+  return c;
+}
+
 }  // namespace
 
 std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
@@ -339,6 +373,21 @@ std::optional<Centring> local_centring_of(const SemanticModel& m, const Symbol& 
   const std::optional<Centring> c = centring_of(m, *li->location);
   if (!c || *c != li->centring) return std::nullopt;
   return li->centring;
+}
+
+std::optional<Centring> local_slope_centring_of(const SemanticModel& m, const Symbol& a) {
+  Centring c = slope_products(m, a);
+  if (c.products.empty()) return std::nullopt;
+  // No chains: a slope that is itself an intercept of slopes, or a that is another's slope, would
+  // make the maps depend on each other's order.
+  for (const CentringProduct& p : c.products)
+    if (const Symbol* b = m.find(p.coefficient); !b || !slope_products(m, *b).products.empty()) return std::nullopt;
+  for (const Symbol& s : m.symbols) {
+    if (&s == &a || s.kind != SymbolKind::Parameter || s.owner != Owner::Silo) continue;
+    for (const CentringProduct& p : slope_products(m, s).products)
+      if (p.coefficient == a.name) return std::nullopt;
+  }
+  return c;
 }
 
 }  // namespace fvic

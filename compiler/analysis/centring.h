@@ -69,4 +69,14 @@ std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b)
 // (mu, a and W trading off) is gone.
 std::optional<Centring> local_centring_of(const SemanticModel& model, const Symbol& a);
 
+// A silo's local intercept of its own local slopes: `a + b * x` (x[n] * b in a loop, or `a + x * b`
+// with x a matrix[N, D] and b a local vector[D]; several products as centring_of), a and b a
+// silo's unconstrained locals (a a real), every sum adding +a once holding the same products, each
+// x read only there; no chains (b is no intercept of slopes, a no one's slope). The silo fits
+// a_c = a + xbar b, xbar its own column means of x (nothing is sent), and evaluates every term at
+// the written a = a_c - xbar b: a unit-Jacobian change of the fit's coordinates, exact for any
+// prior on a, that takes away the ridge between a silo's intercept and slope at a raw x far from
+// 0 (random slopes on age in years). runtime/include/fvi/engine/centring.h local_slope_blocks.
+std::optional<Centring> local_slope_centring_of(const SemanticModel& model, const Symbol& a);
+
 }  // namespace fvic

@@ -417,9 +417,31 @@ void add_vertical_scale_message(Plan& plan, const SemanticModel& m) {
                           SymSize::constant(1)});
 }
 
+// Each silo fits its local intercept of its own slopes at its own means (analysis/centring.h
+// local_slope_centring_of; runtime/include/fvi/engine/centring.h local_slope_blocks): no message.
+void add_local_slope_note(Plan& plan, const SemanticModel& m) {
+  const bool sfvi = plan.method == Method::SFVI || plan.method == Method::SFVIAvg || plan.method == Method::Independent;
+  if (!sfvi || m.settings.name("center", "on") == "off")
+    return;
+  for (const Symbol& a : m.symbols) {
+    const std::optional<Centring> c = local_slope_centring_of(m, a);
+    if (!c) continue;
+    std::string sum = a.name, data;
+    for (const CentringProduct& p : c->products) {
+      sum += " + " + p.data + " * " + p.coefficient;
+      data += (data.empty() ? "" : ", ") + p.data;
+    }
+    plan.notes.push_back("each silo fits " + sum + " at its own column means of " + data + " (" + a.name +
+                         " shifted by the means times the slopes; nothing is sent; the written model's posterior "
+                         "exactly, reported at the written " + a.name + "; center = off fits it as written; "
+                         "analysis/centring.h)");
+  }
+}
+
 // What SFVI's server and silos exchange before the first iteration.
 void add_opening_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   add_vertical_scale_message(plan, m);
+  add_local_slope_note(plan, m);
   if (plan.method != Method::SFVI || plan.pooled) return;
   if (auto w = m.settings.values.find("warm_start"); w != m.settings.values.end() && w->second.number > 0) return;
   if (m.settings.name("center", "on") != "off") add_centring_messages(plan, m);

@@ -1120,12 +1120,15 @@ void build_groups(const SemanticModel& m, Module& module) {
       if ((s.kind != SymbolKind::Parameter && s.kind != SymbolKind::Hyperparameter) || group_of(s) != g.kind) continue;
       SymSize n = unconstrained_elements(s);
       const bool global = kind == FVI_GROUP_GLOBAL && s.kind == SymbolKind::Parameter;
-      const std::optional<Centring> centring = global                                                     ? centring_of(m, s)
-                                               : kind == FVI_GROUP_LOCAL && s.kind == SymbolKind::Parameter ? local_centring_of(m, s)
-                                                                                                            : std::nullopt;
+      const bool local = kind == FVI_GROUP_LOCAL && s.kind == SymbolKind::Parameter;
       std::vector<std::pair<std::string, std::string>> products;
-      if (centring)
-        for (const CentringProduct& p : centring->products) products.push_back({p.data, p.coefficient});
+      // A local's products: those of global coefficients (shifted with the pooled centring), then
+      // those of its own slopes (the silo's map); the runtime tells them apart by W's group.
+      for (const std::optional<Centring>& centring :
+           {global ? centring_of(m, s) : local ? local_centring_of(m, s) : std::nullopt,
+            local ? local_slope_centring_of(m, s) : std::nullopt})
+        if (centring)
+          for (const CentringProduct& p : centring->products) products.push_back({p.data, p.coefficient});
       g.slots.push_back({s.name, g.size, n, global ? prior_scale_of(m, s) : "", global ? class_shift_of(m, s) : 0,
                          std::move(products)});
       g.size = g.size + n;

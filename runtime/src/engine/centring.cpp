@@ -21,12 +21,14 @@ std::vector<std::pair<const char*, int>> marked_products(const fvi_model& model,
   return out;
 }
 
-// The marked intercepts of `intercept_group` (its values `intercept_dim`) whose coefficient is a
-// global, one block per product (`b + x * W + v * c`: two, whose shifts add): b a real with W a
-// real or vector[D]; b a row_vector[K] with W a matrix[D, K]; b a vector[G] of groups' intercepts
-// with W a real or vector[D] (rank 1 with a W of rank below 2).
+// The marked intercepts of `intercept_group` (its values `intercept_dim`) whose coefficient is in
+// `coefficient_group` (its values `coefficient_dim`), one block per product (`b + x * W + v * c`:
+// two, whose shifts add): b a real with W a real or vector[D]; b a row_vector[K] with W a
+// matrix[D, K]; b a vector[G] of groups' intercepts with W a real or vector[D] (rank 1 with a W
+// of rank below 2).
 std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data& data, fvi_group intercept_group,
-                                         Eigen::Index intercept_dim, Eigen::Index global_dim) {
+                                         Eigen::Index intercept_dim, fvi_group coefficient_group,
+                                         Eigen::Index coefficient_dim) {
   std::vector<CentringBlock> blocks;
   if (model.abi_version < 13) return blocks;
   for (int i = 0; i < model.variable_count; ++i)
@@ -34,11 +36,11 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
       const fvi_variable_info& b = model.variables[i];
       if (!x || !*x || w_index < 0 || w_index >= model.variable_count) continue;
       const fvi_variable_info& w = model.variables[w_index];
-      if (group_kind(model, b.group) != intercept_group || group_kind(model, w.group) != FVI_GROUP_GLOBAL ||
+      if (group_kind(model, b.group) != intercept_group || group_kind(model, w.group) != coefficient_group ||
           b.transform != FVI_IDENTITY || w.transform != FVI_IDENTITY)
         continue;
       const std::optional<VariablePlace> bp = variable_place(model, data, i, intercept_dim);
-      const std::optional<VariablePlace> wp = variable_place(model, data, w_index, global_dim);
+      const std::optional<VariablePlace> wp = variable_place(model, data, w_index, coefficient_dim);
       if (!bp || !wp || b.rank > 1 || w.rank > 2 || (b.rank == 0 && w.rank == 2) || bp->count == 0 || wp->count == 0)
         continue;
       const bool groups = b.rank == 1 && w.rank < 2;
@@ -55,13 +57,13 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
 }  // namespace
 
 std::vector<CentringBlock> centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim) {
-  return marked_blocks(model, data, FVI_GROUP_GLOBAL, global_dim, global_dim);
+  return marked_blocks(model, data, FVI_GROUP_GLOBAL, global_dim, FVI_GROUP_GLOBAL, global_dim);
 }
 
 std::vector<CentringBlock> local_centring_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index global_dim,
                                                  Eigen::Index local_dim, const std::vector<CentringBlock>& pooled) {
   std::vector<CentringBlock> blocks;
-  for (CentringBlock& b : marked_blocks(model, data, FVI_GROUP_LOCAL, local_dim, global_dim))
+  for (CentringBlock& b : marked_blocks(model, data, FVI_GROUP_LOCAL, local_dim, FVI_GROUP_GLOBAL, global_dim))
     for (const CentringBlock& g : pooled)
       if (g.data == b.data && g.coefficient_name == b.coefficient_name && g.columns == b.columns &&
           g.means.size() == g.columns) {
@@ -70,6 +72,46 @@ std::vector<CentringBlock> local_centring_blocks(const fvi_model& model, const f
         break;
       }
   return blocks;
+}
+
+std::vector<CentringBlock> local_slope_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index local_dim) {
+  std::vector<CentringBlock> blocks;
+  for (CentringBlock& b : marked_blocks(model, data, FVI_GROUP_LOCAL, local_dim, FVI_GROUP_LOCAL, local_dim)) {
+    // The compiler marks a real a only (local_slope_centring_of): one class, one group.
+    if (b.classes != 1 || b.groups != 1) continue;
+    int64_t rows = 0;
+    const Eigen::VectorXd sums = column_sums(b, data, rows);
+    if (rows == 0) continue;  // no rows: nothing to centre at, the fit is as written
+    b.means = sums / double(rows);
+    blocks.push_back(std::move(b));
+  }
+  // No chains (the compiler refuses them): a block whose slope is another's intercept is dropped.
+  std::vector<CentringBlock> kept;
+  for (const CentringBlock& b : blocks) {
+    bool chained = false;
+    for (const CentringBlock& c : blocks) {
+      const bool slope_is_intercept = c.intercept >= b.coefficient && c.intercept < b.coefficient + b.columns;
+      const bool intercept_is_slope = b.intercept >= c.coefficient && b.intercept < c.coefficient + c.columns;
+      chained = chained || slope_is_intercept || intercept_is_slope;
+    }
+    if (!chained) kept.push_back(b);
+  }
+  return kept;
+}
+
+std::vector<std::string> local_slope_sums(const fvi_model& model) {
+  std::vector<std::string> sums;
+  if (model.abi_version < 13) return sums;
+  for (int i = 0; i < model.variable_count; ++i) {
+    if (group_kind(model, model.variables[i].group) != FVI_GROUP_LOCAL) continue;
+    std::string sum;
+    for (const auto& [x, w_index] : marked_products(model, i))
+      if (x && *x && w_index >= 0 && w_index < model.variable_count &&
+          group_kind(model, model.variables[w_index].group) == FVI_GROUP_LOCAL)
+        sum += std::string(" + ") + x + " * " + model.variables[w_index].name;
+    if (!sum.empty()) sums.push_back(model.variables[i].name + sum);
+  }
+  return sums;
 }
 
 std::vector<const CentringBlock*> one_block_per_data(const std::vector<CentringBlock>& blocks) {

@@ -33,6 +33,7 @@ SfviOptions SfviOptions::from(const Settings& s, Eigen::Index global_dim) {
   o.avg_steps = s.integer("avg_steps", 10);
   o.init_sd = s.number("init_sd", std::exp(-2.0));
   o.seed = static_cast<uint64_t>(s.integer("seed", 1));
+  o.centre_local_slopes = s.name("center", "on") != "off";
   return o;
 }
 
@@ -137,6 +138,14 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
     // by the kernels, and its gradient comes summed over the draws).
     if (values.hyper && values.hyper->cols() == draws) out.d_hyper_draws = Eigen::MatrixXd::Zero(hyper_dim, draws);
   }
+  // The factors read the written locals (set_local_map): a = a_c - xbar b.
+  Eigen::MatrixXd written_local;
+  GroupValues at = values;
+  if (values.local && !local_map_.empty()) {
+    written_local = *values.local;
+    to_written(local_map_, written_local);
+    at.local = &written_local;
+  }
   for (auto& f : factors_) {
     const bool likelihood = f->info().kind == FVI_LIKELIHOOD;
     const double scale = likelihood ? likelihood_scale : density_scale;
@@ -144,9 +153,9 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
     std::vector<int> which;
     for (int g = 0; g < f->info().group_count; ++g) {
       const int group = f->group(g);
-      const Eigen::MatrixXd* v = group == FVI_GROUP_GLOBAL  ? values.global
-                                 : group == FVI_GROUP_LOCAL ? values.local
-                                 : group == FVI_GROUP_HYPER ? values.hyper
+      const Eigen::MatrixXd* v = group == FVI_GROUP_GLOBAL  ? at.global
+                                 : group == FVI_GROUP_LOCAL ? at.local
+                                 : group == FVI_GROUP_HYPER ? at.hyper
                                                             : nullptr;
       if (!v) throw ModelError(f->name() + ": reads the " + fvi_group_name(group) + " group, which SFVI does not provide here");
       inputs.push_back(*v);
@@ -166,6 +175,7 @@ LogDensity::Value LogDensity::evaluate(const GroupValues& values, long draws, Ei
       }
     }
   }
+  if (with_gradient && values.local && !local_map_.empty()) pull_back(local_map_, out.d_local);
   return out;
 }
 
@@ -667,6 +677,12 @@ SfviSilo::SfviSilo(const fvi_model& model, const fvi_data& data, int silo, SfviO
     bind(joint_, model, data, FVI_SILO, FVI_LIKELIHOOD);
     likelihood_rows_ = joint_.rows();
   }
+  // A local intercept of the silo's own slopes (centring.h local_slope_blocks): where joint_ holds
+  // the factors; the element-wise bound reads none (the compiler marks only locals read whole).
+  if (options.centre_local_slopes && !elements_) {
+    local_slopes_ = local_slope_blocks(model, data, local_dim_);
+    joint_.set_local_map(local_slopes_);
+  }
   const Eigen::Index m = local_dim_, n = global_dim_;
   // Initial local block: mean 0, sd init_sd, C_j = 0, L_j = I.
   StructuredLocalGaussian<double> q0(Eigen::VectorXd::Zero(m), options.coupled ? Eigen::MatrixXd::Zero(m, n) : Eigen::MatrixXd(),
@@ -953,7 +969,7 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
   for (long s = 0; s < S; ++s) d.u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
   const Eigen::MatrixXd z_global = d.u_each.colwise() + global.mean();
   d.z_local = q_.sample(d.u_each, eps_local);
-  if (!local_centring_.empty()) d.z_written = written_locals(z_global, d.z_local);
+  if (maps_locals()) d.z_written = written_locals(z_global, d.z_local);
   const Eigen::MatrixXd theta = hyper;
   if (whole_block_) {
     // The hyperparameters one column per draw, so that their gradient comes per draw to be weighed.
@@ -1031,6 +1047,7 @@ SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian
 Eigen::MatrixXd SfviSilo::written_locals(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local) const {
   Eigen::MatrixXd written = z_local;
   locals_to_written(local_centring_, z_global, written);
+  to_written(local_slopes_, written);  // a = a_c - xbar b: b is not shifted, so the order is free
   return written;
 }
 

@@ -304,15 +304,18 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::MatrixXd z_global = u.colwise() + global.mean();
   const Eigen::MatrixXd z = silo.written_locals(z_global, z_fit);
   write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, &log_q_local, settings, family);
-  // Marginal sd: diag(T Sigma_GG T^T + Sigma_LL), Sigma_GG = K K^T with K = D_G L_G, T = C_j
-  // less the pooled xbar at each centred local intercept's coefficient (the written a = a_c - xbar W).
+  // Marginal sd: diag(S (T Sigma_GG T^T + Sigma_LL) S^T), Sigma_GG = K K^T with K = D_G L_G, T =
+  // C_j less the pooled xbar at each centred local intercept's coefficient (the written a = a_c -
+  // xbar W), S the silo's own local slopes' map (a = a_c - xbar b: identity without them).
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
-  const Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
+  Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
+  engine::to_written(silo.local_slopes(), k_local);
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
   Eigen::VectorXd mean = q.mean();
-  if (!silo.local_centring().empty()) {
-    const Eigen::MatrixXd t = engine::written_local_coupling(silo.local_centring(), q.coupled() ? q.coupling() : Eigen::MatrixXd(),
-                                                             q.dim(), global.dim());
+  if (silo.maps_locals()) {
+    Eigen::MatrixXd t = engine::written_local_coupling(silo.local_centring(), q.coupled() ? q.coupling() : Eigen::MatrixXd(),
+                                                       q.dim(), global.dim());
+    engine::to_written(silo.local_slopes(), t);
     var += (t * k_global).rowwise().squaredNorm();
     mean = silo.written_locals(global.mean(), q.mean()).col(0);  // q's mean given Z_G's mean, mapped
   } else if (q.coupled()) {
@@ -939,7 +942,10 @@ class SfviCoordinator : public Coordinator {
     // A hierarchy's local intercepts, shifted with their prior's location in each silo.
     for (int i = 0; i < run_.model.variable_count; ++i) {
       const fvi_variable_info& a = run_.model.variables[i];
-      if (engine::group_kind(run_.model, a.group) == FVI_GROUP_LOCAL && a.centring_data && *a.centring_data)
+      const int w = a.centring_coefficient;  // a global W (a local one is the silo's own slope: below)
+      if (engine::group_kind(run_.model, a.group) == FVI_GROUP_LOCAL && a.centring_data && *a.centring_data &&
+          w >= 0 && w < run_.model.variable_count &&
+          engine::group_kind(run_.model, run_.model.variables[w].group) == FVI_GROUP_GLOBAL)
         names += std::string(", with each silo's ") + a.name;
     }
     centring_note_ = "  centred: " + names + " (the fit's intercept is the written one plus the means times the "
@@ -962,6 +968,10 @@ class SfviCoordinator : public Coordinator {
     std::printf("  global parameters %lld, hyperparameters %lld\n", (long long)server_.global_dim(),
                 (long long)server_.hyper_dim());
     if (!centring_note_.empty()) std::printf("%s\n", centring_note_.c_str());
+    if (run_.settings.name("center", "on") != "off")
+      for (const std::string& sum : engine::local_slope_sums(run_.model))
+        std::printf("  centred in each silo: %s at the silo's own column means (nothing is sent; every output "
+                    "reports the written)\n", sum.c_str());
     if (!start_note_.empty()) std::printf("  %s\n", start_note_.c_str());
   }
   long steps() const override { return avg_rounds_ + sfvi_iterations_; }

@@ -20,6 +20,7 @@
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 extern "C" const fvi_model* fvi_model_hier_intercepts(void);
 extern "C" const fvi_model* fvi_model_intercept_products(void);
+extern "C" const fvi_model* fvi_model_local_slopes(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
@@ -413,6 +414,110 @@ TEST_CASE("centring: a hierarchy's silo scores the centred data at mu_c and a_c 
     CHECK(std::abs(shift) > 0.1);
     CHECK(unmapped.local(0, s) - written.local(0, s) == Approx(shift).epsilon(1e-10));
   }
+}
+
+TEST_CASE("centring: a silo's intercept of its own slope, fitted at the silo's own mean of x, scores and "
+          "differentiates the written model",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_local_slopes();
+  REQUIRE(model.variable_count == 6);  // mu_a, mu_b, tau, sigma, b, a
+  const fvi_variable_info& a = model.variables[5];
+  REQUIRE(std::string(a.name) == "a");
+  CHECK(std::string(a.centring_data) == "x");
+  CHECK(a.centring_coefficient == 4);  // b, a local
+  for (int i = 0; i < 5; ++i) CHECK((!model.variables[i].centring_data || !*model.variables[i].centring_data));
+  std::mt19937_64 rng(31);
+  std::normal_distribution<double> normal;
+  const int N = 11, S = 7, P = 4, M = 2;  // globals mu_a, mu_b, tau, sigma; locals b, a
+  Eigen::MatrixXd x(N, 1), y(N, 1);
+  double total = 0;
+  for (int i = 0; i < N; ++i) {
+    x(i, 0) = 40 + 6 * normal(rng);
+    y(i, 0) = 1 + 0.5 * x(i, 0) + normal(rng);
+    total += x(i, 0);
+  }
+  const double xbar = total / N;  // the silo's own mean
+  Data data;
+  data.add("N", scalar(N));
+  data.add("x", x);
+  data.add("y", y);
+  const std::vector<CentringBlock> blocks = fvi::engine::local_slope_blocks(model, data.abi(), M);
+  REQUIRE(blocks.size() == 1);
+  CHECK(blocks[0].intercept == 1);
+  CHECK(blocks[0].coefficient == 0);
+  REQUIRE(blocks[0].means.size() == 1);
+  CHECK(blocks[0].means[0] == Approx(xbar).epsilon(1e-14));
+  CHECK(fvi::engine::local_slope_sums(model) == std::vector<std::string>{"a + x * b"});
+
+  // The fit's silo: structured q over (b, a_c); the raw one, as written (center = off): full-rank q
+  // over (b, a) = S (b, a_c), S = [[1, 0], [-xbar, 1]]: mean S m, coupling S C, factor S D =
+  // D' L' with D' = diag(s_b, s_a), L' = [[1, 0], [-xbar s_b / s_a, 1]]. At the same noise they
+  // draw the same written locals, so every term agrees.
+  SfviOptions fit_options, raw_options;
+  for (SfviOptions* o : {&fit_options, &raw_options}) {
+    o->correlated_global = o->coupled = true;
+    o->local_samples = 1;
+    o->local_samples_given = true;
+    o->stl = false;  // the gradient of the sampled ELBO itself: finite differences can check it
+  }
+  raw_options.correlated_local = true;
+  raw_options.centre_local_slopes = false;
+  SfviSilo fit(model, data.abi(), 1, fit_options, false), raw(model, data.abi(), 1, raw_options, false);
+  CHECK(fit.local_slopes().size() == 1);
+  CHECK(raw.local_slopes().empty());
+  Eigen::VectorXd params(Global::num_params_for(P, true));
+  for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.2 * normal(rng);
+  params[2] = 0.5, params[3] = 0.7;  // tau, sigma (log scale) near their posterior
+  const Global q = Global::from_params(params, P, true);
+  const Eigen::Vector2d mean(0.5, 21.0), log_sd(-3.0, -0.5);  // b near 0.5, a_c = a + xbar b
+  Eigen::MatrixXd coupling(M, P);
+  for (Eigen::Index i = 0; i < coupling.size(); ++i) coupling.data()[i] = 0.1 * normal(rng);
+  Eigen::Matrix2d shear = Eigen::Matrix2d::Identity();
+  shear(1, 0) = -xbar;
+  const Eigen::Vector2d sd = log_sd.array().exp();
+  Eigen::Matrix2d unit_lower = Eigen::Matrix2d::Identity();
+  unit_lower(1, 0) = -xbar * sd[0] / sd[1];
+  fit.set_local_params(fvi::StructuredLocalGaussian<double>(mean, coupling, log_sd, Eigen::MatrixXd(), P).params());
+  raw.set_local_params(
+      fvi::StructuredLocalGaussian<double>(shear * mean, shear * coupling, log_sd, unit_lower, P).params());
+  Eigen::MatrixXd eps(P, S), eps_local(M, S);
+  for (Eigen::Index i = 0; i < eps.size(); ++i) eps.data()[i] = normal(rng);
+  for (Eigen::Index i = 0; i < eps_local.size(); ++i) eps_local.data()[i] = normal(rng);
+  const Eigen::MatrixXd z = q.sample(eps), uniforms = Eigen::MatrixXd::Constant(M, S, 0.5);
+  const SfviSilo::LogJoint at_fit = fit.log_joint(q, Eigen::VectorXd(), z, eps_local, uniforms);
+  const SfviSilo::LogJoint at_raw = raw.log_joint(q, Eigen::VectorXd(), z, eps_local, uniforms);
+  for (Eigen::Index s = 0; s < S; ++s) {
+    CHECK(std::abs(at_fit.log_p[s] - at_raw.log_p[s]) < 1e-10 * std::abs(at_raw.log_p[s]));
+    CHECK(at_fit.log_q[s] == Approx(at_raw.log_q[s]).epsilon(1e-12));
+    for (int i = 0; i < M; ++i) CHECK(at_fit.local(i, s) == Approx(at_raw.local(i, s)).epsilon(1e-12));
+  }
+  // The server's gradient: the same function of q(Z_G) either way.
+  Eigen::VectorXd d_fit, d_raw;
+  const fvi::engine::SfviContribution g_fit = fit.gradient(q, Eigen::VectorXd(), eps, eps_local, 1.0, &d_fit);
+  const fvi::engine::SfviContribution g_raw = raw.gradient(q, Eigen::VectorXd(), eps, eps_local, 1.0, &d_raw);
+  CHECK(g_fit.elbo_term == Approx(g_raw.elbo_term).epsilon(1e-12));
+  for (Eigen::Index i = 0; i < g_fit.d_global.size(); ++i)
+    CHECK(std::abs(g_fit.d_global[i] - g_raw.d_global[i]) < 1e-9 * (1 + std::abs(g_raw.d_global[i])));
+  // The locals' gradient, pulled back to (b, a_c): central differences of the sampled ELBO.
+  const Eigen::VectorXd local = fvi::StructuredLocalGaussian<double>(mean, coupling, log_sd, Eigen::MatrixXd(), P).params();
+  for (Eigen::Index i = 0; i < local.size(); ++i) {
+    const double h = 1e-6 * (1 + std::abs(local[i]));
+    Eigen::VectorXd up = local, down = local;
+    up[i] += h, down[i] -= h;
+    fit.set_local_params(up);
+    const double f_up = fit.gradient(q, Eigen::VectorXd(), eps, eps_local, 1.0, nullptr).elbo_term;
+    fit.set_local_params(down);
+    const double f_down = fit.gradient(q, Eigen::VectorXd(), eps, eps_local, 1.0, nullptr).elbo_term;
+    INFO("local parameter " << i);
+    CHECK(d_fit[i] == Approx((f_up - f_down) / (2 * h)).epsilon(1e-5).margin(1e-6));
+  }
+  // Not by accident: without the map the fit's silo scores a_c as if it were a.
+  SfviOptions unmapped_options = fit_options;
+  unmapped_options.centre_local_slopes = false;
+  SfviSilo unmapped(model, data.abi(), 1, unmapped_options, false);
+  unmapped.set_local_params(local);
+  const SfviSilo::LogJoint at_unmapped = unmapped.log_joint(q, Eigen::VectorXd(), z, eps_local, uniforms);
+  CHECK((at_unmapped.log_p - at_raw.log_p).cwiseAbs().minCoeff() > 1.0);
 }
 
 TEST_CASE("mode search: a silo answers its log likelihood and gradient at each point asked, and refuses what its "

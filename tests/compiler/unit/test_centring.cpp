@@ -306,4 +306,47 @@ TEST_CASE("centring: an intercept of several products, each x at its own means",
   CHECK(mark(hierarchy, hierarchy_model, "mu") == "v * b + x * beta");
 }
 
+TEST_CASE("centring: a silo's intercept of its own local slopes, at the silo's own means", "[centring]") {
+  // Random intercepts and slopes: a and b a silo's locals about global means. The silo's map
+  // a = a_c - xbar b is exact for any prior on a, so a's prior is not looked at.
+  const std::string slopes = "  global real mu_a;\n  global real mu_b;\n  global vector[D] beta;\n"
+                             "  global real<lower=0> tau;\n  local real a;\n  local real b;\n  local vector[D] g;\n";
+  const std::string priors = "  mu_a ~ normal(0, 10);\n  mu_b ~ normal(0, 10);\n  beta ~ normal(0, 1);\n"
+                             "  tau ~ normal(0, 1);\n  a ~ normal(mu_a, tau);\n  b ~ normal(mu_b, tau);\n"
+                             "  g ~ normal(0, 1);\n";
+  CHECK(mark(slopes, priors + "  y ~ normal(a + b * v, 1);\n", "a") == "v * b");
+  CHECK(mark(slopes, priors + "  y ~ normal(v * b + a, 1);\n", "a") == "v * b");
+  // A matrix of covariates with a local vector of slopes; a loop over the rows.
+  CHECK(mark(slopes, priors + "  y ~ normal(a + x * g, 1);\n", "a") == "x * g");
+  CHECK(mark(slopes, priors + "  for (n in 1:N)\n    y[n] ~ normal(a + v[n] * b, 1);\n", "a") == "v * b");
+  // a without a global location (hier_logreg's form).
+  CHECK(mark(slopes, "  beta ~ normal(0, 1);\n  tau ~ normal(0, 1);\n  a ~ normal(0, tau);\n  b ~ normal(0, 1);\n"
+                     "  y ~ normal(a + b * v, 1);\n",
+             "a") == "v * b");
+  // A global product beside the local one: the pooled centring's first, then the silo's.
+  CHECK(mark(slopes, priors + "  y ~ normal(a + x * beta + b * v, 1);\n", "a") == "x * beta + v * b");
+  // The slope and the locations are not marked by it.
+  CHECK(mark(slopes, priors + "  y ~ normal(a + b * v, 1);\n", "b").empty());
+  CHECK(mark(slopes, priors + "  y ~ normal(a + b * v, 1);\n", "mu_a").empty());
+  SECTION("not marked") {
+    // x read elsewhere; a added twice; a product in one of a's sums only; a scaled intercept.
+    CHECK(mark(slopes, priors + "  y ~ normal(a + b * v, 1);\n  v ~ normal(0, 1);\n", "a").empty());
+    CHECK(mark(slopes, priors + "  y ~ normal(a + a + b * v, 1);\n", "a").empty());
+    CHECK(mark(slopes, priors + "  y ~ normal(a + b * v, 1);\n  target += normal_lpdf(y | a + 1, 1);\n", "a").empty());
+    CHECK(mark(slopes, priors + "  y ~ normal(2 * a + b * v, 1);\n", "a").empty());
+    // A constrained intercept or slope; a vector of groups' intercepts.
+    CHECK(mark("  local real<lower=0> a;\n  local real b;\n", "  y ~ normal(a + b * v, 1);\n", "a").empty());
+    CHECK(mark("  local real a;\n  local real<lower=0> b;\n", "  y ~ normal(a + b * v, 1);\n", "a").empty());
+    CHECK(mark("  local vector[K] a;\n  local real b;\n", "  y ~ normal(a[c] + b * v, 1);\n", "a").empty());
+    // A chain: b is itself the intercept of a slope (b + e * y), or a is another's slope.
+    const std::string chain = "silo data {\n  int<lower=0> N;\n  vector[N] v;\n  vector[N] w;\n  vector[N] y;\n"
+                              "  vector[N] z;\n}\nparameters {\n  local real a;\n  local real b;\n  local real e;\n}\n";
+    CHECK(mark_in(chain + "model {\n  y ~ normal(a + b * v, 1);\n  z ~ normal(b + e * w, 1);\n}\n", "a").empty());
+    CHECK(mark_in(chain + "model {\n  y ~ normal(a + b * v, 1);\n  z ~ normal(e + a * w, 1);\n}\n", "a").empty());
+    // Without the chain the same text marks a (the test can fail).
+    CHECK(mark_in(chain + "model {\n  y ~ normal(a + b * v, 1);\n  z ~ normal(e * w, 1);\n}\n", "a") == "v * b");
+    // center = off: the compiler still marks (the engines read the setting); a split model, never.
+  }
+}
+
 }  // namespace centring_test

@@ -211,11 +211,14 @@ TEST_CASE("find_modes: a hierarchical scale whose log joint grows without limit 
   CHECK(bounded.starts == 1);
   CHECK_THAT(bounded.best.why, Catch::Contains("runs past +-20"));
   const long bounded_points = points;
-  // Told nothing of the bound, every start runs its 200 steps, log tau falling all the way.
+  // Told nothing of the bound, every start runs on, log tau falling all the way: until its 200
+  // steps are spent, or until tau^2 = exp(2 log tau) underflows and log p is no longer finite
+  // (which comes first depends on the machine's floating-point arithmetic: -march=native).
   points = 0;
   const fvi::engine::Modes blind = fvi::engine::find_modes(funnel, starts, 200);
   CHECK_FALSE(blind.best.found);
   CHECK(blind.starts == 3);
-  CHECK_THAT(blind.best.why, Catch::Contains("200 Newton steps"));
+  CHECK_THAT(blind.best.why, Catch::Contains("200 Newton steps") ||
+                                 Catch::Contains("no step from the last point increases log p"));
   CHECK(points > 3 * bounded_points);
 }

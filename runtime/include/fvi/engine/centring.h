@@ -115,4 +115,20 @@ void locals_to_written(const std::vector<CentringBlock>& blocks, const Eigen::Ma
 Eigen::MatrixXd written_local_coupling(const std::vector<CentringBlock>& blocks, const Eigen::MatrixXd& coupling,
                                        Eigen::Index local_dim, Eigen::Index global_dim);
 
+// ---- a silo's local intercept of its own local slopes (local_slope_centring_of) -------------
+//
+// `a + b * x`, a and b a silo's locals: the silo fits a_c = a + xbar b, xbar its own column means
+// of x (from its own data: nothing is sent, and the data is not changed), and its terms are
+// evaluated at the written a = a_c - xbar b (LogDensity::set_local_map, the gradient pulled back
+// to the fit's coordinates), so any prior on a is the written one. Here `intercept` is a's
+// offset among the locals and `coefficient` b's, also among the locals: to_written, to_fit and
+// pull_back apply to a matrix of local draws as they do to the globals'.
+
+// The silo's blocks of `model` given its own `data` (means set); a block of a silo without rows
+// and a chain (one block's slope another's intercept, which the compiler does not mark) are left out.
+std::vector<CentringBlock> local_slope_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index local_dim);
+// "a + x * b" for each local intercept of local slopes the model marks: the server's header names
+// them (it holds no silo's data; each silo finds its blocks with local_slope_blocks).
+std::vector<std::string> local_slope_sums(const fvi_model& model);
+
 }  // namespace fvi::engine

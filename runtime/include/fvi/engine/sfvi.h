@@ -53,6 +53,7 @@ struct SfviOptions {
   std::string family = "meanfield";  // as resolved by from(): meanfield, structured or fullrank
   long avg_steps = 10;     // SFVI-Avg: local steps between averagings
   double init_sd = 0.135;  // initial sd of every variational block (sigma = exp(-2), as the authors' code)
+  bool centre_local_slopes = true;  // center: a silo's local intercept of its local slopes fitted at its own means
   uint64_t seed = 1;
 
   // `global_dim`: the model's global parameters. Without a `family` key the family is structured
@@ -107,6 +108,10 @@ class LogDensity {
  public:
   void add(std::unique_ptr<BoundFactor> factor) { factors_.push_back(std::move(factor)); }
   bool empty() const { return factors_.empty(); }
+  // The local values evaluate() is given are the fit's coordinates of a silo's local slopes
+  // (centring.h local_slope_blocks): the factors see the written locals, and d_local is pulled
+  // back to the fit's coordinates.
+  void set_local_map(std::vector<CentringBlock> blocks) { local_map_ = std::move(blocks); }
   int64_t rows() const;  // rows of the likelihoods (0 if none)
 
   struct Value {
@@ -136,6 +141,7 @@ class LogDensity {
 
  private:
   std::vector<std::unique_ptr<BoundFactor>> factors_;
+  std::vector<CentringBlock> local_map_;
 };
 
 class SfviServer {
@@ -331,6 +337,12 @@ class SfviSilo {
   // importance_posterior and log_joint return the written locals.
   void set_local_centring(std::vector<CentringBlock> blocks) { local_centring_ = std::move(blocks); }
   const std::vector<CentringBlock>& local_centring() const { return local_centring_; }
+  // The silo's local intercepts of its own slopes, a_c = a + xbar b (centring.h local_slope_blocks;
+  // set by the constructor unless options.centre_local_slopes is off, and only where the factors
+  // are evaluated as a whole: an element-wise bound reads no such block).
+  const std::vector<CentringBlock>& local_slopes() const { return local_slopes_; }
+  // Whether written_locals changes anything.
+  bool maps_locals() const { return !local_centring_.empty() || !local_slopes_.empty(); }
   // Draws of q(Z_L | Z_G) (m x KS, K per column of z_global) made the written model's.
   Eigen::MatrixXd written_locals(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local) const;
   // The server's stopping rule, carried out on eta_{L_j}: the step size's multiplier for later
@@ -418,6 +430,7 @@ class SfviSilo {
   Adam<double> adam_;
   std::vector<PriorScaleBlock> prior_scales_;  // the local fits' (SFVI-Avg) as the server's
   std::vector<CentringBlock> local_centring_;  // local intercepts shifted with the centred data
+  std::vector<CentringBlock> local_slopes_;    // local intercepts of local slopes (joint_'s map)
   ParameterAverage average_;  // the server's stopping rule on eta_L
   StationarityWatch watch_{kSfviRuleWindow};  // and its judgement of q(Z_L | Z_G)
   std::vector<long> batch_order_;
