@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 
+#include "fvi/diagnostics/psis.h"
 #include "fvi/divergence/wasserstein_barycenter.h"
 #include "fvi/message/codec.h"
 #include "fvi/optim/step_limit.h"
@@ -977,6 +979,7 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
     GroupValues values{&z_global, &d.z_local, &theta_each};
     d.joint = joint_.evaluate(values, S * K, global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, with_gradient);
     const Eigen::VectorXd log_w = d.joint.per_draw - q_.log_density(d.z_local, d.u_each);
+    d.log_w = log_w.transpose();
     d.shared = Eigen::VectorXd::Zero(S * K);
     d.weights.resize(1, S * K);
     for (long s = 0; s < S; ++s) {
@@ -996,6 +999,7 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
   Eigen::MatrixXd log_w = joint.per_element;
   log_w.array() += 0.5 * eps_local.array().square() + 0.5 * kLog2Pi;
   log_w.colwise() += q_.log_sd();
+  d.log_w = log_w;
   d.weights.resize(local_dim_, S * K);
   for (long s = 0; s < S; ++s) {
     auto block = log_w.middleCols(s * K, K);
@@ -1007,6 +1011,42 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
     d.weights.middleCols(s * K, K) = (e.array().colwise() / total.array()).matrix();
   }
   return d;
+}
+
+SfviSilo::LocalsCheck SfviSilo::locals_khat(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                                            const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local) {
+  const long S = eps_global.cols();
+  if (local_dim_ == 0 || S == 0 || eps_local.cols() % S != 0) return {NAN, 0, 0};
+  const long K = eps_local.cols() / S;
+  std::vector<std::vector<double>> khats;  // per row (element or block), one per draw of Z_G
+  for (long s = 0; s < S; ++s) {
+    const Eigen::MatrixXd u = global.offset(eps_global.col(s));
+    const Eigen::MatrixXd eps = eps_local.middleCols(s * K, K);
+    Eigen::MatrixXd log_w;
+    if (elements_ || whole_block_) {
+      log_w = importance_draws(global, hyper, u, eps).log_w;
+    } else {
+      const Eigen::MatrixXd u_each = u.replicate(1, K), z_global = u_each.colwise() + global.mean();
+      const Eigen::MatrixXd z_local = q_.sample(u_each, eps), theta = hyper;
+      GroupValues values{&z_global, &z_local, &theta};
+      const LogDensity::Value v = joint_.evaluate(values, K, global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, false);
+      log_w = (v.per_draw - q_.log_density(z_local, u_each)).transpose();
+    }
+    khats.resize(size_t(log_w.rows()));
+    for (Eigen::Index r = 0; r < log_w.rows(); ++r) {
+      std::vector<double> row(static_cast<size_t>(K));
+      for (long k = 0; k < K; ++k) row[size_t(k)] = log_w(r, k);
+      khats[size_t(r)].push_back(diagnostics::psis(row).khat);
+    }
+  }
+  LocalsCheck out{-std::numeric_limits<double>::infinity(), 0, long(khats.size())};
+  for (std::vector<double>& k : khats) {
+    std::sort(k.begin(), k.end());  // NaN-free: psis gives Inf for non-finite ratios
+    const double median = k.size() % 2 ? k[k.size() / 2] : 0.5 * (k[k.size() / 2 - 1] + k[k.size() / 2]);
+    out.worst = std::max(out.worst, median);
+    if (median > 0.7) ++out.poor;
+  }
+  return out;
 }
 
 SfviContribution SfviSilo::importance_gradient_at(const StructuredGlobalGaussian<double>& global,
@@ -1054,7 +1094,10 @@ Eigen::MatrixXd SfviSilo::written_locals(const Eigen::MatrixXd& z_global, const 
 SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGaussian<double>& global,
                                                          const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
                                                          const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms) {
-  const long S = eps_global.cols(), K = options_.local_samples;
+  const long S = eps_global.cols(), K = S > 0 ? eps_local.cols() / S : options_.local_samples;
+  if (K < 1 || eps_local.cols() != S * K)
+    throw std::invalid_argument("SfviSilo::importance_posterior: " + std::to_string(eps_local.cols()) +
+                                " local draws for " + std::to_string(S) + " draws of Z_G");
   const ImportanceDraws d = importance_draws(global, hyper, global.offset(eps_global), eps_local);
   LocalPosterior out;
   out.weighted_sum = Eigen::VectorXd::Zero(local_dim_);

@@ -145,6 +145,10 @@ void write_posterior_json(const std::string& path, const PosteriorSummary& summa
   }
   if (std::isfinite(summary.khat)) j["khat"] = summary.khat;
   if (!summary.khat_reading.empty()) j["khat_reading"] = summary.khat_reading;
+  if (std::isfinite(summary.locals_khat)) {
+    j["locals_khat"] = summary.locals_khat;
+    j["locals_poor"] = summary.locals_poor;
+  }
   if (summary.moments_corrected) j["moments_corrected"] = true;
   if (!summary.notes.empty()) {
     nlohmann::ordered_json notes = nlohmann::ordered_json::array();

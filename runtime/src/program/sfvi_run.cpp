@@ -249,11 +249,35 @@ GroupDraws silo_groups(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z
   return groups;
 }
 
+// The check of q(Z_L | Z_G) at the end (SfviSilo::locals_khat): draws of Z_G, and of the locals at each.
+constexpr long kLocalsCheckGlobalDraws = 8, kLocalsCheckLocalDraws = 256;
+
 // `centring`: the fit's globals are centred (fvi/engine/centring.h): q(Z_L | Z_G) is conditioned
 // on the fit's coordinates, and the quantities and draws.csv read the written ones.
 void write_local_posterior(const std::string& dir, const fvi_model& model, const fvi_data& data, SfviSilo& silo,
                            const std::vector<engine::CentringBlock>& centring, const Global& global,
-                           const Eigen::VectorXd& hyper, const PosteriorSummary& summary, long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
+                           const Eigen::VectorXd& hyper, const PosteriorSummary& run_summary, long draws, uint64_t seed, const engine::Settings& settings, const std::string& family) {
+  PosteriorSummary summary = run_summary;
+  if (silo.q().dim() > 0) {
+    // How well q(Z_L | Z_G) holds this silo's locals given the globals: the run's k-hat does not
+    // judge them (the bound integrates them out). Said here, where the locals are.
+    CounterRng check(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 13});
+    const Eigen::MatrixXd eps_global = check.normal(global.dim(), kLocalsCheckGlobalDraws);
+    const SfviSilo::LocalsCheck c = silo.locals_khat(
+        global, hyper, eps_global, check.normal(silo.q().dim(), kLocalsCheckGlobalDraws * kLocalsCheckLocalDraws));
+    summary.locals_khat = c.worst;
+    summary.locals_poor = c.poor;
+    if (c.poor > 0) {
+      const std::string which = c.elements == 1 ? "its locals" : std::to_string(c.poor) + " of its " +
+                                                                    std::to_string(c.elements) + " local elements";
+      std::fprintf(stderr,
+                   "warning: silo %d: for %s, q given the globals is poor for their posterior (k-hat up to %.2f, "
+                   "of %ld draws at each of %ld draws of the globals): their reported tails and sds may be off. A "
+                   "Gaussian misses a skewed posterior (few rows per local) or a correlated one (family = fullrank "
+                   "or centred covariates hold it); a larger local_samples weighs more draws\n",
+                   silo.silo(), which.c_str(), c.worst, kLocalsCheckLocalDraws, kLocalsCheckGlobalDraws);
+    }
+  }
   std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_LOCAL, data);
   CounterRng rng(RngKey{seed, uint32_t(silo.silo()), 0, rng_stream::kUserStream + 3});
   if (silo.q().dim() == 0) {
@@ -272,23 +296,42 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   }
   const auto& q = silo.q();
   std::filesystem::create_directories(dir);
+  // The written locals' linear part in Z_G's offsets u: T = C_j less the pooled xbar at each
+  // centred local intercept's coefficient (the written a = a_c - xbar W), through the silo's own
+  // slopes' map S (a = a_c - xbar b). Under q, E[T u] = 0 exactly.
+  Eigen::MatrixXd t = engine::written_local_coupling(silo.local_centring(), q.coupled() ? q.coupling() : Eigen::MatrixXd(),
+                                                     q.dim(), global.dim());
+  engine::to_written(silo.local_slopes(), t);
   if (silo.local_samples() > 1) {
-    const long K = silo.local_samples(), chunk = 50;  // draws of Z_G per evaluation (memory: rows x chunk x K)
+    // K draws of the locals per draw of Z_G, weighed: as many as the k-hat's exchange weighs
+    // (log_joint_samples: 256 over a whole block), not the bound's K, whose self-normalised
+    // estimate leans toward q by O(1/K) (a silo's a and b at a raw x: sds 0.74-0.87 of the
+    // posterior's at K = 16). Draws of Z_G per evaluation: rows x chunk x K values at most 2^22.
+    const long K = silo.log_joint_samples();
+    const long chunk = std::clamp<long>((long(1) << 22) / (K * std::max<long>(long(silo.observations()), 1)), 1, 50);
     Eigen::VectorXd sum = Eigen::VectorXd::Zero(q.dim()), square = Eigen::VectorXd::Zero(q.dim());
+    Eigen::VectorXd linear = Eigen::VectorXd::Zero(q.dim());  // sum over the draws of T u
     Eigen::MatrixXd z(q.dim(), draws), z_global(global.dim(), draws);
     for (long first = 0; first < draws; first += chunk) {
       const long n = std::min(chunk, draws - first);
       const Eigen::MatrixXd eps_global = rng.normal(global.dim(), n);
-      z_global.middleCols(first, n) = global.offset(eps_global).colwise() + global.mean();
+      const Eigen::MatrixXd u = global.offset(eps_global);
+      z_global.middleCols(first, n) = u.colwise() + global.mean();
       const Eigen::MatrixXd eps_local = rng.normal(q.dim(), n * K);
       const Eigen::MatrixXd uniforms = rng.uniform(q.dim(), n);
       const SfviSilo::LocalPosterior p = silo.importance_posterior(global, hyper, eps_global, eps_local, uniforms);
       sum += p.weighted_sum;
       square += p.weighted_square;
+      linear += t * u.rowwise().sum();
       z.middleCols(first, n) = p.draws;
     }
-    const Eigen::VectorXd mean = sum / double(draws);
-    const Eigen::VectorXd var = (square / double(draws) - mean.cwiseAbs2()).cwiseMax(0.0);
+    // The variance about the draws' own mean (its noise cancels in square - mean^2); the mean
+    // reported less T u, a control variate of mean 0: the locals' mean varies with Z_G mostly
+    // through T u (a written intercept a = a_c - xbar W moves with W), which the draws of Z_G
+    // would otherwise bring into it as Monte Carlo noise (hier_linreg's alphas at x near 20: 0.1
+    // of their sd).
+    const Eigen::VectorXd var = (square / double(draws) - (sum / double(draws)).cwiseAbs2()).cwiseMax(0.0);
+    const Eigen::VectorXd mean = (sum - linear) / double(draws);
     Eigen::MatrixXd values = constrain(layout, z);
     Eigen::MatrixXd written = z_global;
     engine::to_written(centring, written);
@@ -304,18 +347,14 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::MatrixXd z_global = u.colwise() + global.mean();
   const Eigen::MatrixXd z = silo.written_locals(z_global, z_fit);
   write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, &log_q_local, settings, family);
-  // Marginal sd: diag(S (T Sigma_GG T^T + Sigma_LL) S^T), Sigma_GG = K K^T with K = D_G L_G, T =
-  // C_j less the pooled xbar at each centred local intercept's coefficient (the written a = a_c -
-  // xbar W), S the silo's own local slopes' map (a = a_c - xbar b: identity without them).
+  // Marginal sd: diag(T Sigma_GG T^T + S Sigma_LL S^T), Sigma_GG = K K^T with K = D_G L_G, T the
+  // written locals' linear part in u (above), S the silo's own slopes' map (identity without them).
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
   engine::to_written(silo.local_slopes(), k_local);
   Eigen::VectorXd var = k_local.rowwise().squaredNorm();
   Eigen::VectorXd mean = q.mean();
   if (silo.maps_locals()) {
-    Eigen::MatrixXd t = engine::written_local_coupling(silo.local_centring(), q.coupled() ? q.coupling() : Eigen::MatrixXd(),
-                                                       q.dim(), global.dim());
-    engine::to_written(silo.local_slopes(), t);
     var += (t * k_global).rowwise().squaredNorm();
     mean = silo.written_locals(global.mean(), q.mean()).col(0);  // q's mean given Z_G's mean, mapped
   } else if (q.coupled()) {

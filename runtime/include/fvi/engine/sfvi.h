@@ -329,6 +329,19 @@ class SfviSilo {
     return whole_block_ ? std::max<long>(options_.local_samples, kWholeBlockJointSamples) : options_.local_samples;
   }
   static constexpr long kWholeBlockJointSamples = 256;
+  // How well q(Z_L | Z_G) holds the locals' posterior given the globals, p(Z_L | Z_G, y_j): at each
+  // of S draws of Z_G (eps_global's columns), K draws of the locals (eps_local: K columns per
+  // draw) weighed by p(y_j, Z_L | Z_G) / q(Z_L | Z_G), and the Pareto k-hat of each element's K
+  // ratios (the whole block's where the locals are read as a whole); the median over the draws of
+  // Z_G, the largest over the elements, and how many exceed 0.7. The run's k-hat judges q(Z_G)
+  // only: the bound integrates the locals out, and a silo's reported locals are its weighted
+  // draws of q(Z_L | Z_G).
+  struct LocalsCheck {
+    double worst;  // NaN without locals
+    long poor, elements;  // elements (or 1, the whole block) whose k-hat exceeds 0.7, of all
+  };
+  LocalsCheck locals_khat(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
+                          const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local);
   LogJoint log_joint(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                      const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms);
   void set_local_params(const Eigen::VectorXd& params);
@@ -382,6 +395,7 @@ class SfviSilo {
     // weights: local_dim x KS per element, or 1 x KS over the whole block (whole_block_);
     // z_written: z_local at the written locals when local_centring_ maps them (else empty).
     Eigen::MatrixXd u_each, z_local, z_written, weights;
+    Eigen::MatrixXd log_w;  // the unnormalised log weights, laid out as `weights`
     // The draws the outputs report: the written locals.
     const Eigen::MatrixXd& written() const { return z_written.size() > 0 ? z_written : z_local; }
     LogDensity::Value joint;  // whole_block_: the joint at the KS draws (with its gradient if asked)

@@ -62,6 +62,10 @@ struct PosteriorSummary {
   std::string khat_reading = {};
   // q is the ELBO's q moved to the posterior's moments (fvi/program/moment_correction.h).
   bool moments_corrected = false;
+  // A silo's posterior.json: k-hat of q(Z_L | Z_G) against its locals' posterior given the globals
+  // (SfviSilo::locals_khat), written when finite.
+  double locals_khat = std::numeric_limits<double>::quiet_NaN();
+  long locals_poor = 0;  // the elements whose k-hat exceeds 0.7 (written with locals_khat)
   // The lines the run ended with ({"warning" or "info", text}): the verdict, k-hat, the
   // reweighted moments, the warnings.
   std::vector<std::pair<std::string, std::string>> notes = {};
