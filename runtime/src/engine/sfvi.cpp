@@ -1028,8 +1028,8 @@ SfviSilo::LocalsCheck SfviSilo::locals_khat(const StructuredGlobalGaussian<doubl
     } else {
       const Eigen::MatrixXd u_each = u.replicate(1, K), z_global = u_each.colwise() + global.mean();
       const Eigen::MatrixXd z_local = q_.sample(u_each, eps), theta = hyper;
-      GroupValues values{&z_global, &z_local, &theta};
-      const LogDensity::Value v = joint_.evaluate(values, K, global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, false);
+      // 64 draws per call: the silo's rows times K values at once could be large.
+      const LogDensity::Value v = joint_.evaluate_points(z_global, &z_local, theta, false);
       log_w = (v.per_draw - q_.log_density(z_local, u_each)).transpose();
     }
     khats.resize(size_t(log_w.rows()));
