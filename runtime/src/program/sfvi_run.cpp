@@ -352,14 +352,9 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
   Eigen::MatrixXd k_local = q.sd().asDiagonal() * q.unit_lower();
   engine::to_written(silo.local_slopes(), k_local);
-  Eigen::VectorXd var = k_local.rowwise().squaredNorm();
-  Eigen::VectorXd mean = q.mean();
-  if (silo.maps_locals()) {
-    var += (t * k_global).rowwise().squaredNorm();
-    mean = silo.written_locals(global.mean(), q.mean()).col(0);  // q's mean given Z_G's mean, mapped
-  } else if (q.coupled()) {
-    var += (q.coupling() * k_global).rowwise().squaredNorm();
-  }
+  // T is C_j itself where nothing maps the locals, and 0 where q(Z_L | Z_G) is not coupled.
+  const Eigen::VectorXd var = k_local.rowwise().squaredNorm() + (t * k_global).rowwise().squaredNorm();
+  const Eigen::VectorXd mean = silo.written_locals(global.mean(), q.mean()).col(0);  // q's mean at Z_G's, mapped
   Eigen::MatrixXd values = constrain(layout, z);
   Eigen::MatrixXd written = z_global;
   engine::to_written(centring, written);
