@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "fvi/engine/factor_loss.h"
+#include "fvi/engine/mode.h"
 #include "fvi/optim/adam.h"
 #include "fvi/math/constants.h"
 #include "fvi/optim/convergence.h"
@@ -240,7 +241,8 @@ long PviClient<Q>::batches() const {
 
 template <class Q>
 typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long batch, long batches, long draws,
-                                                             CounterRng& rng, bool with_gradient) {
+                                                             CounterRng& rng, bool with_gradient,
+                                                             const AffineCoordinates* coordinates) {
   Gradient out;
   if (with_gradient) out.d_params = Eigen::VectorXd::Zero(q.num_params());
   if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
@@ -256,7 +258,8 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
     }
   } else {
     const Eigen::MatrixXd eps = rng.normal(dim_, draws);
-    const Eigen::MatrixXd theta = q.sample(eps);
+    const Eigen::MatrixXd sample = q.sample(eps);
+    const Eigen::MatrixXd theta = coordinates ? coordinates->to_theta(sample) : sample;
     Eigen::MatrixXd d_theta = Eigen::MatrixXd::Zero(dim_, draws);
     for (auto& f : likelihoods_) {
       const int64_t n = f->rows();
@@ -267,7 +270,7 @@ typename PviClient<Q>::Gradient PviClient<Q>::loss_gradient(const Q& q, long bat
       out.loss += l.value;
       if (with_gradient) d_theta += l.gradients[0];
     }
-    if (with_gradient) out.d_params = q.vjp(eps, d_theta);
+    if (with_gradient) out.d_params = q.vjp(eps, coordinates ? coordinates->gradient_to_z(d_theta) : d_theta);
   }
   return out;
 }
@@ -354,19 +357,37 @@ typename PviClient<Q>::Update PviClient<Q>::update(const Natural& server, uint32
       out.delta = natural_quotient(factor_, factor_);
       return out;
     }
-    std::optional<Q> q_cavity;
-    if (cavity_proper) q_cavity = Family::distribution(cavity);
     // Warm start at q_s (spec 000 §6 [repo]); a client's first update may start narrower, as the
     // reference BNN code does (init q = N(0, 1e-3 I)): a wide prior drowns a network's signal.
     // Never wider than q_s: a silo first asked in a later round (clients_per_round) would
     // otherwise start wider than the silos before it left q, and its change take precision away.
-    const Eigen::VectorXd start =
-        updated_once_                ? q_server.params()
-        : options_.init_sd > 0       ? Family::narrowed(q_server, first_start_mean(q_server.mean()), options_.init_sd).params()
-        : options_.init_mean_sd > 0  ? Family::with_mean(q_server, first_start_mean(q_server.mean())).params()
-                                     : q_server.params();
-    const Eigen::VectorXd params = optimise(start, cavity, q_cavity, round, out);
-    q_new = to_natural(Family::from_params(params));
+    const Q start = updated_once_               ? q_server
+                    : options_.init_sd > 0      ? Family::narrowed(q_server, first_start_mean(q_server.mean()), options_.init_sd)
+                    : options_.init_mean_sd > 0 ? Family::with_mean(q_server, first_start_mean(q_server.mean()))
+                                                : q_server;
+    if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
+      std::optional<Q> q_cavity;
+      if (cavity_proper) q_cavity = Family::distribution(cavity);
+      q_new = to_natural(Family::from_params(optimise(start.params(), cavity, q_cavity, round, out)));
+    } else {
+      // The fit runs in z, theta = m + L z (fvi/engine/affine_coordinates.h); a first update with
+      // nothing asked of its start begins at the tilted posterior's Laplace approximation, z ~
+      // N(0, I), not at the prior (a prior 10^5 of the posterior's sds wide took Adam thousands of
+      // steps to leave, and its first factors made q improper).
+      bool at_laplace = false;
+      const AffineCoordinates coordinates = local_coordinates(cavity, q_server, at_laplace);
+      const Natural cavity_z = coordinates.to_z(cavity);
+      std::optional<Q> q_cavity;
+      if (cavity_proper) q_cavity = Family::distribution(cavity_z);
+      const bool start_at_laplace =
+          at_laplace && !updated_once_ && options_.init_sd <= 0 && options_.init_mean_sd <= 0;
+      const Eigen::VectorXd start_z =
+          start_at_laplace ? Family::from_mean_covariance(Eigen::VectorXd::Zero(dim_),
+                                                          Eigen::MatrixXd::Identity(dim_, dim_)).params()
+                           : Family::distribution(coordinates.to_z(to_natural(start))).params();
+      const Eigen::VectorXd params = optimise(start_z, cavity_z, q_cavity, round, out, &coordinates);
+      q_new = coordinates.to_theta(to_natural(Family::from_params(params)));
+    }
   }
   updated_once_ = true;
   // seed 000 Eq. 5: the damped change of this silo's factor.
@@ -386,8 +407,46 @@ Eigen::VectorXd PviClient<Q>::first_start_mean(const Eigen::VectorXd& mean) cons
 }
 
 template <class Q>
+AffineCoordinates PviClient<Q>::local_coordinates(const Natural& cavity, const Q& q_server, bool& at_laplace) {
+  at_laplace = false;
+  if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
+    throw std::logic_error("PviClient::local_coordinates: the mean-field family fits in theta");
+  } else {
+    if (dim_ <= PviOptions::kLaplaceDimensions && !likelihoods_.empty()) {
+      const double w = options_.loss_weight;
+      const LogDensityBatchFn tilted = [&](const Eigen::MatrixXd& theta, Eigen::VectorXd& log_p,
+                                           Eigen::MatrixXd& gradient) {
+        log_p = cavity.log_factor(theta);
+        gradient = (2 * cavity.eta2 * theta).colwise() + cavity.eta1;
+        const Eigen::Index chunk = 64;  // points per call, as log_likelihood
+        for (Eigen::Index first = 0; first < theta.cols(); first += chunk) {
+          const Eigen::Index n = std::min(chunk, theta.cols() - first);
+          const Eigen::MatrixXd block = theta.middleCols(first, n);
+          for (auto& f : likelihoods_) {
+            log_p.segment(first, n) += w * f->bound().forward(0, -1, {block}).colwise().sum().transpose();
+            const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(f->rows(), n);
+            gradient.middleCols(first, n) += w * f->bound().backward({&seed})[0];
+          }
+        }
+      };
+      const Mode mode = find_mode(tilted, q_server.mean());
+      if (mode.found) {
+        try {
+          AffineCoordinates laplace = AffineCoordinates::from_curvature(mode.at, mode.curvature);
+          at_laplace = true;
+          return laplace;
+        } catch (const std::invalid_argument&) {
+          // a curvature too near singular to invert: q_s's own coordinates below
+        }
+      }
+    }
+    return AffineCoordinates::from_cholesky(q_server.mean(), q_server.chol());
+  }
+}
+
+template <class Q>
 Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& cavity, const std::optional<Q>& q_cavity,
-                                       uint32_t round, Update& out) {
+                                       uint32_t round, Update& out, const AffineCoordinates* coordinates) {
   const long n_batches = batches();
   const long steps = options_.adaptive_steps ? options_.max_local_steps
                      : options_.epochs > 0  ? options_.epochs * n_batches
@@ -471,7 +530,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
           throw not_finite(t, 0.0);
         }
       }();
-      Gradient g = loss_gradient(q, batch, n_batches, options_.mc_samples, noise, true);
+      Gradient g = loss_gradient(q, batch, n_batches, options_.mc_samples, noise, true, coordinates);
       Eigen::VectorXd d_div;
       const double div = q_cavity ? Family::divergence(q, *q_cavity, options_.divergence, &d_div)
                                   : Family::improper_kl(q, cavity, &d_div);

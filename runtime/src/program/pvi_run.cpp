@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <type_traits>
 
 #include "fvi/engine/pvi.h"
 #include "fvi/message/codec.h"
@@ -98,7 +99,10 @@ class PviSiloHost : public SiloHost {
   }
   std::string describe() const override {
     return "silo " + std::to_string(silo_) + ": " + std::to_string(observations_) + " observations, " +
-           (closed_form_ ? "closed-form update" : "stochastic optimisation");
+           (closed_form_ ? "closed-form update"
+            : std::is_same_v<Q, FullRankGaussian<double>>
+                ? "stochastic optimisation, whitened by its Laplace approximation (docs/user-guide.md, PVI)"
+                : "stochastic optimisation");
   }
 
  private:

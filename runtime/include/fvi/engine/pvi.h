@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fvi/engine/affine_coordinates.h"
 #include "fvi/engine/aggregation.h"
 #include "fvi/engine/bound_factor.h"
 #include "fvi/engine/gaussian_family.h"
@@ -79,6 +80,10 @@ struct PviOptions {
   long batch_size = 0;
   bool batch_size_given = false;
   static constexpr long kFullBatchRows = 4096, kDefaultBatchRows = 1024;
+  // The full-rank family's local fit starts from the Laplace approximation of the tilted posterior
+  // (PviClient::local_coordinates) up to this many globals: its Newton steps cost 2D + 1 passes
+  // over the silo's rows each.
+  static constexpr long kLaplaceDimensions = 50;
   long mc_samples = 10;
   uint64_t seed = 1;
   std::string lr_schedule = "cosine";  // within a client update: constant or cosine (to 0)
@@ -155,7 +160,9 @@ class PviClient {
   // The loss on minibatch `batch` of `batches`, scaled to the whole silo, averaged over
   // `draws` draws of q: the mean-field family through the kernels' local reparameterisation,
   // the full-rank one by sampling theta. The noise is a pure function of `rng`'s next values.
-  Gradient loss_gradient(const Q& q, long batch, long batches, long draws, CounterRng& rng, bool with_gradient);
+  // With `coordinates`, q is a distribution of z and theta = coordinates.to_theta(z) (full-rank only).
+  Gradient loss_gradient(const Q& q, long batch, long batches, long draws, CounterRng& rng, bool with_gradient,
+                         const AffineCoordinates* coordinates = nullptr);
   // The same for a mean-field q given by its mean and sd (one vector each: the global group),
   // through the kernels' local reparameterisation: the gradient with respect to the mean and sd.
   // In T: double, or float as MeanFieldShards<float> keeps q for precision = float32.
@@ -175,9 +182,14 @@ class PviClient {
   Eigen::VectorXd first_start_mean(const Eigen::VectorXd& mean) const;
   // The stochastic optimisation of the local objective from `params` (seed 000 Eq. 4): Adam over
   // the minibatches, with early stopping. Returns the final parameters; sets out.steps and
-  // out.objective.
+  // out.objective. With `coordinates`, params, cavity and q_cavity are in z (the full-rank family).
   Eigen::VectorXd optimise(Eigen::VectorXd params, const Natural& cavity, const std::optional<Q>& q_cavity,
-                           uint32_t round, Update& out);
+                           uint32_t round, Update& out, const AffineCoordinates* coordinates = nullptr);
+  // The coordinates of this update's fit (full-rank family): theta = m + L z from the Laplace
+  // approximation of the tilted posterior, cavity x likelihood^loss_weight over every row (Newton
+  // from q_s's mean; at most kLaplaceDimensions globals), else from q_s itself. `at_laplace`: the
+  // former, so that z ~ N(0, I) is that Laplace approximation.
+  AffineCoordinates local_coordinates(const Natural& cavity, const Q& q_server, bool& at_laplace);
   // One pass of the optimiser's loop: `step(batch, t)` takes step t on minibatch `batch` and
   // returns the objective before it; `current()` gives the parameters now; `scale(s)` sets the
   // step size's multiplier (the adaptive update's decay).
