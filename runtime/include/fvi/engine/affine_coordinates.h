@@ -19,7 +19,6 @@ class AffineCoordinates {
   // theta = mean + chol z: z ~ N(0, I) is N(mean, chol chol^T).
   static AffineCoordinates from_cholesky(const Eigen::VectorXd& mean, const Eigen::MatrixXd& chol);
 
-  Eigen::Index dim() const { return shift_.size(); }
   // theta at each column of z.
   Eigen::MatrixXd to_theta(const Eigen::MatrixXd& z) const;
   // d/dz from d/dtheta at each column: L^T d.

@@ -80,9 +80,9 @@ struct PviOptions {
   long batch_size = 0;
   bool batch_size_given = false;
   static constexpr long kFullBatchRows = 4096, kDefaultBatchRows = 1024;
-  // The full-rank family's local fit starts from the Laplace approximation of the tilted posterior
-  // (PviClient::local_coordinates) up to this many globals: its Newton steps cost 2D + 1 passes
-  // over the silo's rows each.
+  // The full-rank family's local fit is whitened by the Laplace approximation of the tilted
+  // posterior (PviClient::local_coordinates) up to this many globals, by q_s above: its Newton
+  // steps cost 2D + 1 passes over the silo's rows each.
   static constexpr long kLaplaceDimensions = 50;
   long mc_samples = 10;
   uint64_t seed = 1;
