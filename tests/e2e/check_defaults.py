@@ -70,6 +70,7 @@ Each case prints its figures and the run's wall time. Exit 0 on success, 1 with 
 the first failure, 77 (skipped) when a NUTS reference file is absent.
 """
 import csv
+import itertools
 import json
 import math
 import operator
@@ -240,7 +241,7 @@ def pvi_raw_data(folder, seed=20261204, silos=5):
 def logistic_posterior(rows, prior_sds, points=21, half_width=5.0):
     """The exact posterior's means and sds of (alpha, beta) for y ~ bernoulli_logit(alpha + x beta)
     with independent normal(0, s) priors: Newton's method for the mode, then the midpoint rule on a
-    points^3 grid over +-half_width Laplace sds in the coordinates theta = mode + L z (L L^T the
+    points^p grid over +-half_width Laplace sds in the coordinates theta = mode + L z (L L^T the
     inverse curvature), where the posterior is near N(0, I): the rule's error for so smooth and
     fast-decaying an integrand is far below the test's limits."""
     p = 1 + len(rows[0][0])
@@ -277,16 +278,13 @@ def logistic_posterior(rows, prior_sds, points=21, half_width=5.0):
     top = log_post(t)
     grid = [-half_width + 2 * half_width * (a + 0.5) / points for a in range(points)]
     weight_sum, first, second = 0.0, [0.0] * p, [0.0] * p
-    for z0 in grid:
-        for z1 in grid:
-            for z2 in grid:
-                z = (z0, z1, z2)
-                theta = [t[i] + sum(chol[i][k] * z[k] for k in range(i + 1)) for i in range(p)]
-                w = math.exp(log_post(theta) - top)
-                weight_sum += w
-                for i in range(p):
-                    first[i] += w * theta[i]
-                    second[i] += w * theta[i] ** 2
+    for z in itertools.product(grid, repeat=p):
+        theta = [t[i] + sum(chol[i][k] * z[k] for k in range(i + 1)) for i in range(p)]
+        w = math.exp(log_post(theta) - top)
+        weight_sum += w
+        for i in range(p):
+            first[i] += w * theta[i]
+            second[i] += w * theta[i] ** 2
     means = [f / weight_sum for f in first]
     return [(m, math.sqrt(s / weight_sum - m * m)) for m, s in zip(means, second)]
 

@@ -224,6 +224,18 @@ Eigen::VectorXd PviClient<Q>::log_likelihood(const Eigen::MatrixXd& theta) {
 }
 
 template <class Q>
+std::string PviClient<Q>::update_kind() const {
+  if (closed_form_ || location_) return "closed-form update";
+  if constexpr (std::is_same_v<Q, MeanFieldGaussian<double>>) {
+    return "stochastic optimisation";
+  } else {
+    return dim_ <= PviOptions::kLaplaceDimensions
+               ? "stochastic optimisation, whitened by its Laplace approximation (docs/user-guide.md, PVI)"
+               : "stochastic optimisation, whitened by q";
+  }
+}
+
+template <class Q>
 int64_t PviClient<Q>::observations() const {
   int64_t n = 0;
   for (const auto& f : likelihoods_) n = std::max(n, f->rows());

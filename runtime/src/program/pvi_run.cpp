@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <type_traits>
 
 #include "fvi/engine/pvi.h"
 #include "fvi/message/codec.h"
@@ -38,6 +37,7 @@ class PviSiloHost : public SiloHost {
         client_(std::make_unique<engine::PviClient<Q>>(model, data_.view(), silo, options_)),
         observations_(client_->observations()),
         closed_form_(client_->closed_form()),
+        update_kind_(client_->update_kind()),
         keep_client_(options_.clients_per_round <= 0 || options_.clients_per_round >= silos),
         silo_(silo) {
     const Eigen::Index dim = client_->dim();
@@ -99,10 +99,7 @@ class PviSiloHost : public SiloHost {
   }
   std::string describe() const override {
     return "silo " + std::to_string(silo_) + ": " + std::to_string(observations_) + " observations, " +
-           (closed_form_ ? "closed-form update"
-            : std::is_same_v<Q, FullRankGaussian<double>>
-                ? "stochastic optimisation, whitened by its Laplace approximation (docs/user-guide.md, PVI)"
-                : "stochastic optimisation");
+           update_kind_;
   }
 
  private:
@@ -114,6 +111,7 @@ class PviSiloHost : public SiloHost {
   std::unique_ptr<engine::PviClient<Q>> client_;  // null between requests when not kept
   int64_t observations_;
   bool closed_form_;
+  std::string update_kind_;  // the client's, for describe(): the client may be dropped between rounds
   bool keep_client_;  // every silo asked every round: the client lives for the run
   int silo_;
   std::unique_ptr<PviSiloEndpoint<Q>> endpoint_;

@@ -146,6 +146,8 @@ class PviClient {
   // of theta: the silo's part of log p for the quality diagnostic.
   Eigen::VectorXd log_likelihood(const Eigen::MatrixXd& theta);
   bool closed_form() const { return closed_form_.has_value(); }
+  // How this silo's update is made, for the run's header.
+  std::string update_kind() const;
   const Natural& factor() const { return factor_; }
   void set_factor(const Natural& factor) { factor_ = factor; }
   // Whether the next update is this silo's first (init_sd applies to the first only).
