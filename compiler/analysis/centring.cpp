@@ -79,6 +79,60 @@ bool group_read(const Expr* e, const std::string& a) {
                                                                                i.lower->type.array_dims == 1));
 }
 
+// The group index of a read `a[g]` (g a silo int array: every row's group) or `a[g[n]]` (one
+// row's, n an int): g's name, and the index's text ("g", "g[n]") so that two reads select the same
+// group only when they are indexed alike.
+struct GroupIndex {
+  std::string data, text;
+};
+std::optional<GroupIndex> group_index(const SemanticModel& m, const Expr* read, const std::string& a) {
+  if (!group_read(read, a)) return std::nullopt;
+  const Expr* g = read->indices[0].lower.get();
+  std::string row;
+  if (g->kind == ExprKind::Index && g->args.size() == 1 && g->indices.size() == 1) {
+    const Index& n = g->indices[0];
+    if (n.kind != IndexKind::Single || !n.lower || n.lower->kind != ExprKind::Var || !n.lower->type.is_int())
+      return std::nullopt;
+    row = "[" + n.lower->name + "]";
+    g = g->args[0].get();
+  }
+  if (!g || g->kind != ExprKind::Var) return std::nullopt;
+  const Symbol* s = m.find(g->name);
+  if (!s || s->kind != SymbolKind::Data || s->owner != Owner::Silo || !s->type.is_int_array() || s->type.array_dims != 1)
+    return std::nullopt;
+  return GroupIndex{g->name, g->name + row};
+}
+
+// `b[i] .* x` or `x .* b[i]` (x a silo vector, i = g: every row's group) or `b[i] * x[n]` /
+// `x[n] * b[i]` (one row, i = g[n]), b a silo's local vector of the groups' slopes indexed as the
+// intercept is (`index`, group_index's text).
+std::optional<CentringProduct> group_slope_product(const SemanticModel& m, const Expr* e, const std::string& index) {
+  if (!e || e->kind != ExprKind::Binary || e->args.size() != 2 || (e->name != ".*" && e->name != "*"))
+    return std::nullopt;
+  const bool every_row = index.find('[') == std::string::npos;
+  for (int data_side : {0, 1}) {
+    const Expr* x = data_or_row(e->args[data_side].get());
+    const Expr* w = e->args[1 - data_side].get();
+    if (!x || !w || w->kind != ExprKind::Index || w->args.size() != 1 || !w->args[0] ||
+        w->args[0]->kind != ExprKind::Var)
+      continue;
+    const Symbol* ws = m.find(w->args[0]->name);
+    if (!local_parameter(ws) || ws->decl->type.base != Base::Vector) continue;
+    const std::optional<GroupIndex> gi = group_index(m, w, ws->name);
+    const Symbol* xs = m.find(x->name);
+    if (!gi || gi->text != index || !xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo ||
+        xs->type.array_dims != 0 || xs->type.base != Base::Vector)
+      continue;
+    // The whole of x with every row's group (`.*`), or row n of x with row n's group (`*`).
+    const Expr* read = e->args[data_side].get();
+    const bool whole_x = x == read;
+    const bool same_row = whole_x || (read->indices[0].lower->kind == ExprKind::Var &&
+                                      gi->text == gi->data + "[" + read->indices[0].lower->name + "]");
+    if (whole_x == every_row && (e->name == ".*") == every_row && same_row) return CentringProduct{x->name, ws->name};
+  }
+  return std::nullopt;
+}
+
 // The parameter a sum's term reads as a whole, `b` or `b[i]`, or nullptr.
 const Symbol* parameter_term(const SemanticModel& m, const Expr* t) {
   if (t && t->kind == ExprKind::Index && t->args.size() == 1) t = t->args[0].get();
@@ -140,11 +194,19 @@ class ProductTally {
   explicit ProductTally(Base intercept, Coefficient owner = Coefficient::Global) : intercept_(intercept), owner_(owner) {}
   // One sum's terms; call for every sum that adds the intercept once. False when the sum adds no
   // product (then nothing is tallied: it is no sum that centring could keep equal).
-  bool add_sum(const SemanticModel& m, const std::vector<std::pair<const Expr*, bool>>& terms) {
+  // `group_index`: the intercept is a vector of groups' local intercepts read so (group_index's
+  // text): then a product is a group's own slope (group_slope_product) or one local real slope
+  // times a vector x.
+  bool add_sum(const SemanticModel& m, const std::vector<std::pair<const Expr*, bool>>& terms,
+               const std::string& group_index = "") {
     std::vector<CentringProduct> own;
     for (const auto& [t, positive] : terms) {
       if (!positive) continue;
-      const std::optional<CentringProduct> p = product(m, t, intercept_, owner_);
+      std::optional<CentringProduct> p =
+          group_index.empty() ? product(m, t, intercept_, owner_) : group_slope_product(m, t, group_index);
+      if (!p && !group_index.empty())
+        if (p = product(m, t, Base::Real, Coefficient::Local); p && m.find(p->data)->type.base != Base::Vector)
+          p.reset();
       if (!p) continue;
       for (const CentringProduct& q : own)
         if (q.data == p->data || q.coefficient == p->coefficient) repeated_.push_back(p->data), repeated_.push_back(q.data);
@@ -201,7 +263,7 @@ std::optional<Centring> vertical_centring_of(const SemanticModel& m, const Symbo
     if (intercepts == 1 && sums == 1) ++matches;
   });
   if (matches != 1 || uses_in_log_density(m, b.name) != 1 + reads_in_server_priors(m, b)) return std::nullopt;
-  return Centring{{{std::string(kSiloSumCentring), ""}}};
+  return Centring{{{std::string(kSiloSumCentring), ""}}, ""};
 }
 
 // A silo's local a that is the intercept of x * W and whose prior's location is a global mu
@@ -342,6 +404,43 @@ Centring slope_products(const SemanticModel& m, const Symbol& a) {
   return c;
 }
 
+// The products of a silo's local vector a of groups' intercepts with their own slopes, in every sum
+// adding +a[g] (or +a[g[n]]) once, every such read of a indexed by the same silo int array g (each
+// x read there alone, ProductTally); Centring::group is g. Chains not yet refused.
+Centring group_slope_products(const SemanticModel& m, const Symbol& a) {
+  if (a.kind != SymbolKind::Parameter || a.owner != Owner::Silo || !unconstrained(a) ||
+      a.decl->type.base != Base::Vector || split_model(m))
+    return {};
+  ProductTally tally(Base::Real, Coefficient::Local);
+  int matches = 0;
+  bool refused = false;
+  std::string group;
+  each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
+    int intercepts = 0;
+    std::optional<GroupIndex> index;
+    for (const auto& [t, positive] : terms)
+      if (positive && group_read(t, a.name)) ++intercepts, index = group_index(m, t, a.name);
+    if (intercepts == 0) return;
+    if (intercepts != 1 || !index || (!group.empty() && index->data != group) || !tally.add_sum(m, terms, index->text))
+      refused = true;
+    else
+      group = index->data;
+    ++matches;
+  });
+  if (refused || matches == 0) return {};
+  Centring c = tally.common(m, matches);
+  for (const CentringProduct& p : c.products)
+    if (p.coefficient == a.name) return {};
+  if (!c.products.empty()) c.group = group;
+  return c;
+}
+
+// A local's own slopes' products, as a real intercept's or a vector of groups'.
+Centring own_slope_products(const SemanticModel& m, const Symbol& a) {
+  Centring c = slope_products(m, a);
+  return c.products.empty() ? group_slope_products(m, a) : c;
+}
+
 }  // namespace
 
 std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
@@ -376,15 +475,15 @@ std::optional<Centring> local_centring_of(const SemanticModel& m, const Symbol& 
 }
 
 std::optional<Centring> local_slope_centring_of(const SemanticModel& m, const Symbol& a) {
-  Centring c = slope_products(m, a);
+  Centring c = own_slope_products(m, a);
   if (c.products.empty()) return std::nullopt;
   // No chains: a slope that is itself an intercept of slopes, or a that is another's slope, would
   // make the maps depend on each other's order.
   for (const CentringProduct& p : c.products)
-    if (const Symbol* b = m.find(p.coefficient); !b || !slope_products(m, *b).products.empty()) return std::nullopt;
+    if (const Symbol* b = m.find(p.coefficient); !b || !own_slope_products(m, *b).products.empty()) return std::nullopt;
   for (const Symbol& s : m.symbols) {
     if (&s == &a || s.kind != SymbolKind::Parameter || s.owner != Owner::Silo) continue;
-    for (const CentringProduct& p : slope_products(m, s).products)
+    for (const CentringProduct& p : own_slope_products(m, s).products)
       if (p.coefficient == a.name) return std::nullopt;
   }
   return c;

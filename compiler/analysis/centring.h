@@ -37,8 +37,11 @@ inline bool operator==(const CentringProduct& a, const CentringProduct& b) {
 // centres every column of the design matrix). A vertical model's: one, {kSiloSumCentring, ""}.
 struct Centring {
   std::vector<CentringProduct> products;
+  // A silo's vector of groups' intercepts of their own slopes (local_slope_centring_of): the silo
+  // int array g that gives each row's group, each group then centred at its own mean of x; "" else.
+  std::string group;
 };
-inline bool operator==(const Centring& a, const Centring& b) { return a.products == b.products; }
+inline bool operator==(const Centring& a, const Centring& b) { return a.products == b.products && a.group == b.group; }
 inline bool operator!=(const Centring& a, const Centring& b) { return !(a == b); }
 
 // For global `b`: the data and coefficients it is the intercept of, when every read of each x in
@@ -77,6 +80,11 @@ std::optional<Centring> local_centring_of(const SemanticModel& model, const Symb
 // the written a = a_c - xbar b: a unit-Jacobian change of the fit's coordinates, exact for any
 // prior on a, that takes away the ridge between a silo's intercept and slope at a raw x far from
 // 0 (random slopes on age in years). runtime/include/fvi/engine/centring.h local_slope_blocks.
+// Also a silo's vector of groups' intercepts read as a[g] (`a[g] + b[g] .* x`, or `a[g[n]] + b[g[n]]
+// * x[n]` in a loop; b a local vector of the groups' slopes indexed as a is, or a local real, one
+// slope for every group; x a silo vector), g a silo int array: then Centring::group is g and each
+// group c is fitted at a_c[c] = a[c] + xbar_c b[c], xbar_c the mean of x over the silo's rows of
+// group c (varying intercepts and slopes by ward within each hospital).
 std::optional<Centring> local_slope_centring_of(const SemanticModel& model, const Symbol& a);
 
 }  // namespace fvic

@@ -426,12 +426,17 @@ void add_local_slope_note(Plan& plan, const SemanticModel& m) {
   for (const Symbol& a : m.symbols) {
     const std::optional<Centring> c = local_slope_centring_of(m, a);
     if (!c) continue;
-    std::string sum = a.name, data;
+    // `a[g] + x * b[g]`: each group at its own mean of x.
+    const std::string by = c->group.empty() ? "" : "[" + c->group + "]";
+    std::string sum = a.name + by, data;
     for (const CentringProduct& p : c->products) {
-      sum += " + " + p.data + " * " + p.coefficient;
+      const Symbol* b = m.find(p.coefficient);
+      sum += " + " + p.data + " * " + p.coefficient + (b && b->decl && b->decl->type.base == Base::Vector ? by : "");
       data += (data.empty() ? "" : ", ") + p.data;
     }
-    plan.notes.push_back("each silo fits " + sum + " at its own column means of " + data + " (" + a.name +
+    const std::string where = by.empty() ? " at its own column means of " + data
+                                         : " with each group (" + c->group + ") at its own mean of " + data;
+    plan.notes.push_back("each silo fits " + sum + where + " (" + a.name +
                          " shifted by the means times the slopes; nothing is sent; the written model's posterior "
                          "exactly, reported at the written " + a.name + "; center = off fits it as written; "
                          "analysis/centring.h)");

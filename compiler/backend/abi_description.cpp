@@ -192,6 +192,7 @@ std::vector<VariableDescription> describe_variables(const ir::Module& module, co
       if (i == 0) v.centring_data = data, v.centring_coefficient = index;
       else v.centring_more_data.push_back(data), v.centring_more_coefficients.push_back(index);
     }
+    v.centring_group = slot->centring_group;
     v.offset = slot->offset;
     if (structured) v.dims.push_back(slot->size);  // its unconstrained values; the matrix is a quantity
     else if (s) v.dims = s->shape.dims;

@@ -37,6 +37,7 @@ struct VariableDescription {
   int centring_coefficient = -1; // fvi_variable_info.centring_coefficient: an index in this list
   std::vector<std::string> centring_more_data;   // fvi_variable_info.centring_more_data: the further products'
   std::vector<int> centring_more_coefficients;   // ... and centring_more_coefficients (indices in this list)
+  std::string centring_group;    // fvi_variable_info.centring_group ("" for none)
   SymSize offset;        // in its group
   std::vector<SymSize> dims;
 };

@@ -141,7 +141,8 @@ std::string dump(const Module& m) {
       if (s.class_shift) out << (s.class_shift == 1 ? " [class shift: rows]" : " [class shift: all]");
       for (size_t i = 0; i < s.centring.size(); ++i)
         out << (i == 0 ? " [centred: " : " + ") << s.centring[i].first
-            << (s.centring[i].second.empty() ? "" : " * " + s.centring[i].second) << (i + 1 == s.centring.size() ? "]" : "");
+            << (s.centring[i].second.empty() ? "" : " * " + s.centring[i].second)
+            << (i + 1 == s.centring.size() ? (s.centring_group.empty() ? "]" : " by " + s.centring_group + "]") : "");
     }
     out << '\n';
   }

@@ -129,6 +129,10 @@ struct Slot {
   // the centred x, the first product first; {"silo_sum", ""} for a vertical model's intercept of
   // the silos' summed partial predictors; empty otherwise.
   std::vector<std::pair<std::string, std::string>> centring = {};
+  // fvi_variable_info.centring_group: a silo's vector of groups' intercepts of their own slopes,
+  // each group centred at its own mean (analysis/centring.h local_slope_centring_of): the silo int
+  // array giving each row's group; "" otherwise.
+  std::string centring_group = "";
 };
 struct Group {
   fvi_group kind = FVI_GROUP_GLOBAL;  // the kernel ABI's number for it; fvi_group_name(kind) for messages

@@ -1122,15 +1122,18 @@ void build_groups(const SemanticModel& m, Module& module) {
       const bool global = kind == FVI_GROUP_GLOBAL && s.kind == SymbolKind::Parameter;
       const bool local = kind == FVI_GROUP_LOCAL && s.kind == SymbolKind::Parameter;
       std::vector<std::pair<std::string, std::string>> products;
+      std::string group;
       // A local's products: those of global coefficients (shifted with the pooled centring), then
       // those of its own slopes (the silo's map); the runtime tells them apart by W's group.
       for (const std::optional<Centring>& centring :
            {global ? centring_of(m, s) : local ? local_centring_of(m, s) : std::nullopt,
             local ? local_slope_centring_of(m, s) : std::nullopt})
-        if (centring)
+        if (centring) {
           for (const CentringProduct& p : centring->products) products.push_back({p.data, p.coefficient});
+          if (!centring->group.empty()) group = centring->group;
+        }
       g.slots.push_back({s.name, g.size, n, global ? prior_scale_of(m, s) : "", global ? class_shift_of(m, s) : 0,
-                         std::move(products)});
+                         std::move(products), std::move(group)});
       g.size = g.size + n;
     }
     if (!g.slots.empty()) module.groups.push_back(g);

@@ -154,9 +154,10 @@ size_t Emitter::variable_table(std::ostringstream& o) {
     o << "    {" << quoted(v.name) << ", " << v.group << ", " << transform_name(v.transform) << ", "
       << number(v.lower.literal) << ", " << number(v.upper.literal) << ", " << quoted(v.lower.data) << ", "
       << quoted(v.upper.data) << ", " << v.rank << ", " << v.prior_scale << ", " << v.class_shift << ", "
-      << quoted(v.centring_data) << ", " << v.centring_coefficient << ", " << more << "},\n";
+      << quoted(v.centring_data) << ", " << v.centring_coefficient << ", " << more << ", " << quoted(v.centring_group)
+      << "},\n";
   }
-  if (variables.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0, -1, 0, \"\", -1, 0, nullptr, nullptr},\n";
+  if (variables.empty()) o << "    {\"\", -1, 0, 0, 0, \"\", \"\", 0, -1, 0, \"\", -1, 0, nullptr, nullptr, \"\"},\n";
   o << "};\n\n";
   o << "int variable_shape(int variable, const fvi_data* data, int64_t* offset, int64_t* dims, fvi_error* error) {\n"
     << "  (void)dims;\n  return guarded(error, [&] {\n    Sizes s(data);\n    (void)s;\n    switch (variable) {\n";

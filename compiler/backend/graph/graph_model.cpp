@@ -194,7 +194,7 @@ void GraphModel::build_table() {
                           v.upper.data.c_str(), v.rank, v.prior_scale, v.class_shift,
                           v.centring_data.c_str(), v.centring_coefficient, int(v.centring_more_data.size()),
                           more ? centring_more_data_[i].data() : nullptr,
-                          more ? v.centring_more_coefficients.data() : nullptr});
+                          more ? v.centring_more_coefficients.data() : nullptr, v.centring_group.c_str()});
   }
   for (const QuantityDescription& q : quantity_descriptions_)
     quantities_.push_back({q.name.c_str(), q.block, q.owner, q.factor, int(q.groups.size()), q.groups.data(), q.rank,

@@ -47,8 +47,15 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
       const int64_t K = groups ? 1 : bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
       if ((w.rank == 2 ? wp->dims[1] : 1) != K) continue;
       CentringBlock block{x, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
-                          Eigen::Index(D), Eigen::Index(K), {}, {}};
+                          Eigen::Index(D), Eigen::Index(K), {}, {}, 1, {}, false};
       block.groups = groups ? Eigen::Index(bp->count) : 1;
+      if (model.abi_version >= 15 && b.centring_group && *b.centring_group) {
+        // Each group at its own mean of a vector x: one column, and a slope per group or one.
+        if (!groups || (w.rank == 1 && wp->count != bp->count)) continue;
+        block.group_data = b.centring_group;
+        block.slope_per_group = w.rank == 1;
+        block.columns = 1;
+      }
       blocks.push_back(std::move(block));
     }
   return blocks;
@@ -74,10 +81,51 @@ std::vector<CentringBlock> local_centring_blocks(const fvi_model& model, const f
   return blocks;
 }
 
+namespace {
+
+const fvi_tensor& centred_data(const CentringBlock& block, const fvi_data& data);
+
+// The mean of x over each group's rows in `data` (G values; 0 for a group without rows).
+Eigen::VectorXd means_by_group(const CentringBlock& block, const fvi_data& data) {
+  int64_t rows = 0;
+  column_sums(block, data, rows);  // checks x is there, one column
+  const fvi_tensor& x = centred_data(block, data);
+  const fvi_tensor* g = nullptr;
+  for (int i = 0; i < data.count; ++i)
+    if (std::strcmp(data.names[i], block.group_data.c_str()) == 0) g = &data.values[i];
+  if (!g || g->rows * g->cols != rows)
+    throw std::invalid_argument("centring: this party's data holds no '" + block.group_data + "' of " +
+                                std::to_string(rows) + " groups, one for each row of '" + block.data + "'");
+  Eigen::VectorXd sums = Eigen::VectorXd::Zero(block.groups), counts = Eigen::VectorXd::Zero(block.groups);
+  for (int64_t n = 0; n < rows; ++n) {
+    const double c = g->data[n];
+    if (!(c >= 1 && c <= double(block.groups) && c == std::floor(c)))
+      throw std::invalid_argument("centring: '" + block.group_data + "[" + std::to_string(n + 1) + "]' is " +
+                                  std::to_string(c) + ", not a group of '" + block.intercept_name + "' (1 to " +
+                                  std::to_string(block.groups) + ")");
+    sums[Eigen::Index(c) - 1] += x.data[n];
+    counts[Eigen::Index(c) - 1] += 1;
+  }
+  for (Eigen::Index c = 0; c < block.groups; ++c) sums[c] = counts[c] > 0 ? sums[c] / counts[c] : 0.0;
+  return sums;
+}
+
+// The locals a block's map reads as slopes: [first, first + count).
+std::pair<Eigen::Index, Eigen::Index> slopes_of(const CentringBlock& b) {
+  return {b.coefficient, b.group_means() ? (b.slope_per_group ? b.groups : 1) : b.columns};
+}
+
+}  // namespace
+
 std::vector<CentringBlock> local_slope_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index local_dim) {
   std::vector<CentringBlock> blocks;
   for (CentringBlock& b : marked_blocks(model, data, FVI_GROUP_LOCAL, local_dim, FVI_GROUP_LOCAL, local_dim)) {
-    // The compiler marks a real a only (local_slope_centring_of): one class, one group.
+    if (b.group_means()) {
+      b.means = means_by_group(b, data);
+      blocks.push_back(std::move(b));
+      continue;
+    }
+    // Otherwise the compiler marks a real a only (local_slope_centring_of): one class, one group.
     if (b.classes != 1 || b.groups != 1) continue;
     int64_t rows = 0;
     const Eigen::VectorXd sums = column_sums(b, data, rows);
@@ -90,8 +138,10 @@ std::vector<CentringBlock> local_slope_blocks(const fvi_model& model, const fvi_
   for (const CentringBlock& b : blocks) {
     bool chained = false;
     for (const CentringBlock& c : blocks) {
-      const bool slope_is_intercept = c.intercept >= b.coefficient && c.intercept < b.coefficient + b.columns;
-      const bool intercept_is_slope = b.intercept >= c.coefficient && b.intercept < c.coefficient + c.columns;
+      const auto [b_first, b_count] = slopes_of(b);
+      const auto [c_first, c_count] = slopes_of(c);
+      const bool slope_is_intercept = c.intercept + c.groups > b_first && c.intercept < b_first + b_count;
+      const bool intercept_is_slope = b.intercept + b.groups > c_first && b.intercept < c_first + c_count;
       chained = chained || slope_is_intercept || intercept_is_slope;
     }
     if (!chained) kept.push_back(b);
@@ -104,12 +154,18 @@ std::vector<std::string> local_slope_sums(const fvi_model& model) {
   if (model.abi_version < 13) return sums;
   for (int i = 0; i < model.variable_count; ++i) {
     if (group_kind(model, model.variables[i].group) != FVI_GROUP_LOCAL) continue;
+    // `a[g] + x * b[g]` where each group is centred at its own mean.
+    const fvi_variable_info& a = model.variables[i];
+    const std::string by =
+        model.abi_version >= 15 && a.centring_group && *a.centring_group ? std::string("[") + a.centring_group + "]" : "";
     std::string sum;
     for (const auto& [x, w_index] : marked_products(model, i))
       if (x && *x && w_index >= 0 && w_index < model.variable_count &&
           group_kind(model, model.variables[w_index].group) == FVI_GROUP_LOCAL)
-        sum += std::string(" + ") + x + " * " + model.variables[w_index].name;
-    if (!sum.empty()) sums.push_back(model.variables[i].name + sum);
+        sum += std::string(" + ") + x + " * " + model.variables[w_index].name +
+               (model.variables[w_index].rank == 1 ? by : "");
+    if (!sum.empty())
+      sums.push_back(a.name + by + sum + (by.empty() ? " at the silo's own column means" : " at each group's own mean"));
   }
   return sums;
 }
@@ -218,6 +274,11 @@ namespace {
 // b -= sign * xbar W for every column of z.
 void shift_intercepts(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> z, double sign) {
   for (const CentringBlock& c : blocks) {
+    if (c.group_means()) {
+      if (c.means.size() != c.groups) continue;
+      for (Eigen::Index g = 0; g < c.groups; ++g) z.row(c.intercept + g) -= (sign * c.means[g]) * z.row(c.slope_at(g));
+      continue;
+    }
     if (c.means.size() != c.columns) continue;
     for (Eigen::Index k = 0; k < c.classes; ++k) {
       const Eigen::RowVectorXd shift = sign * (c.means.transpose() * z.middleRows(c.coefficient + k * c.columns, c.columns));
@@ -233,6 +294,12 @@ void to_fit(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd
 
 void pull_back(const std::vector<CentringBlock>& blocks, Eigen::Ref<Eigen::MatrixXd> gradient) {
   for (const CentringBlock& c : blocks) {
+    if (c.group_means()) {
+      // a = a_c - xbar_g b_g: d/db_g (fit) = d/db_g - xbar_g d/da_g.
+      if (c.means.size() != c.groups) continue;
+      for (Eigen::Index g = 0; g < c.groups; ++g) gradient.row(c.slope_at(g)) -= c.means[g] * gradient.row(c.intercept + g);
+      continue;
+    }
     if (c.means.size() != c.columns) continue;
     for (Eigen::Index k = 0; k < c.classes; ++k)
       gradient.middleRows(c.coefficient + k * c.columns, c.columns) -=

@@ -1004,8 +1004,7 @@ class SfviCoordinator : public Coordinator {
     if (!centring_note_.empty()) std::printf("%s\n", centring_note_.c_str());
     if (run_.settings.name("center", "on") != "off")
       for (const std::string& sum : engine::local_slope_sums(run_.model))
-        std::printf("  centred in each silo: %s at the silo's own column means (nothing is sent; every output "
-                    "reports the written)\n", sum.c_str());
+        std::printf("  centred in each silo: %s (nothing is sent; every output reports the written)\n", sum.c_str());
     if (!start_note_.empty()) std::printf("  %s\n", start_note_.c_str());
   }
   long steps() const override { return avg_rounds_ + sfvi_iterations_; }

@@ -21,6 +21,7 @@ extern "C" const fvi_model* fvi_model_multinomial_eb(void);
 extern "C" const fvi_model* fvi_model_hier_intercepts(void);
 extern "C" const fvi_model* fvi_model_intercept_products(void);
 extern "C" const fvi_model* fvi_model_local_slopes(void);
+extern "C" const fvi_model* fvi_model_group_slopes(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
@@ -416,43 +417,18 @@ TEST_CASE("centring: a hierarchy's silo scores the centred data at mu_c and a_c 
   }
 }
 
-TEST_CASE("centring: a silo's intercept of its own slope, fitted at the silo's own mean of x, scores and "
-          "differentiates the written model",
-          "[centring]") {
-  const fvi_model& model = *fvi_model_local_slopes();
-  REQUIRE(model.variable_count == 6);  // mu_a, mu_b, tau, sigma, b, a
-  const fvi_variable_info& a = model.variables[5];
-  REQUIRE(std::string(a.name) == "a");
-  CHECK(std::string(a.centring_data) == "x");
-  CHECK(a.centring_coefficient == 4);  // b, a local
-  for (int i = 0; i < 5; ++i) CHECK((!model.variables[i].centring_data || !*model.variables[i].centring_data));
-  std::mt19937_64 rng(31);
+// A silo fitting its locals' intercepts at data means (local_slope_blocks) against one fitting the
+// written locals (center = off), at q over the fit's locals (mean, coupling, log_sd; independent
+// given the globals) and the same q read in the written coordinates: T the map from the fit's
+// locals to the written, unit lower triangular (a = a_c - xbar b), so the raw silo's q is full
+// rank with mean T m, coupling T C and factor T D = D L', L' = D^-1 T D. At the same noise both
+// draw the same written locals, so every term agrees; the fit's gradient in its own locals is
+// checked against central differences, and without the map the fit's silo scores differently.
+void check_scores_written(const fvi_model& model, Data& data, Eigen::Index P, const Eigen::VectorXd& mean,
+                          const Eigen::VectorXd& log_sd, const Eigen::MatrixXd& shear, std::mt19937_64& rng) {
   std::normal_distribution<double> normal;
-  const int N = 11, S = 7, P = 4, M = 2;  // globals mu_a, mu_b, tau, sigma; locals b, a
-  Eigen::MatrixXd x(N, 1), y(N, 1);
-  double total = 0;
-  for (int i = 0; i < N; ++i) {
-    x(i, 0) = 40 + 6 * normal(rng);
-    y(i, 0) = 1 + 0.5 * x(i, 0) + normal(rng);
-    total += x(i, 0);
-  }
-  const double xbar = total / N;  // the silo's own mean
-  Data data;
-  data.add("N", scalar(N));
-  data.add("x", x);
-  data.add("y", y);
-  const std::vector<CentringBlock> blocks = fvi::engine::local_slope_blocks(model, data.abi(), M);
-  REQUIRE(blocks.size() == 1);
-  CHECK(blocks[0].intercept == 1);
-  CHECK(blocks[0].coefficient == 0);
-  REQUIRE(blocks[0].means.size() == 1);
-  CHECK(blocks[0].means[0] == Approx(xbar).epsilon(1e-14));
-  CHECK(fvi::engine::local_slope_sums(model) == std::vector<std::string>{"a + x * b"});
-
-  // The fit's silo: structured q over (b, a_c); the raw one, as written (center = off): full-rank q
-  // over (b, a) = S (b, a_c), S = [[1, 0], [-xbar, 1]]: mean S m, coupling S C, factor S D =
-  // D' L' with D' = diag(s_b, s_a), L' = [[1, 0], [-xbar s_b / s_a, 1]]. At the same noise they
-  // draw the same written locals, so every term agrees.
+  const Eigen::Index M = mean.size();
+  const int S = 6;
   SfviOptions fit_options, raw_options;
   for (SfviOptions* o : {&fit_options, &raw_options}) {
     o->correlated_global = o->coupled = true;
@@ -469,17 +445,14 @@ TEST_CASE("centring: a silo's intercept of its own slope, fitted at the silo's o
   for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.2 * normal(rng);
   params[2] = 0.5, params[3] = 0.7;  // tau, sigma (log scale) near their posterior
   const Global q = Global::from_params(params, P, true);
-  const Eigen::Vector2d mean(0.5, 21.0), log_sd(-3.0, -0.5);  // b near 0.5, a_c = a + xbar b
   Eigen::MatrixXd coupling(M, P);
   for (Eigen::Index i = 0; i < coupling.size(); ++i) coupling.data()[i] = 0.1 * normal(rng);
-  Eigen::Matrix2d shear = Eigen::Matrix2d::Identity();
-  shear(1, 0) = -xbar;
-  const Eigen::Vector2d sd = log_sd.array().exp();
-  Eigen::Matrix2d unit_lower = Eigen::Matrix2d::Identity();
-  unit_lower(1, 0) = -xbar * sd[0] / sd[1];
-  fit.set_local_params(fvi::StructuredLocalGaussian<double>(mean, coupling, log_sd, Eigen::MatrixXd(), P).params());
-  raw.set_local_params(
-      fvi::StructuredLocalGaussian<double>(shear * mean, shear * coupling, log_sd, unit_lower, P).params());
+  const Eigen::VectorXd sd = log_sd.array().exp();
+  Eigen::MatrixXd unit_lower = sd.cwiseInverse().asDiagonal() * shear * sd.asDiagonal();
+  unit_lower.diagonal().setOnes();  // exactly: d_i / d_i may round
+  const Eigen::VectorXd local = fvi::StructuredLocalGaussian<double>(mean, coupling, log_sd, Eigen::MatrixXd(), P).params();
+  fit.set_local_params(local);
+  raw.set_local_params(fvi::StructuredLocalGaussian<double>(shear * mean, shear * coupling, log_sd, unit_lower, P).params());
   Eigen::MatrixXd eps(P, S), eps_local(M, S);
   for (Eigen::Index i = 0; i < eps.size(); ++i) eps.data()[i] = normal(rng);
   for (Eigen::Index i = 0; i < eps_local.size(); ++i) eps_local.data()[i] = normal(rng);
@@ -489,7 +462,7 @@ TEST_CASE("centring: a silo's intercept of its own slope, fitted at the silo's o
   for (Eigen::Index s = 0; s < S; ++s) {
     CHECK(std::abs(at_fit.log_p[s] - at_raw.log_p[s]) < 1e-10 * std::abs(at_raw.log_p[s]));
     CHECK(at_fit.log_q[s] == Approx(at_raw.log_q[s]).epsilon(1e-12));
-    for (int i = 0; i < M; ++i) CHECK(at_fit.local(i, s) == Approx(at_raw.local(i, s)).epsilon(1e-12));
+    for (Eigen::Index i = 0; i < M; ++i) CHECK(at_fit.local(i, s) == Approx(at_raw.local(i, s)).epsilon(1e-12).margin(1e-12));
   }
   // The server's gradient: the same function of q(Z_G) either way.
   Eigen::VectorXd d_fit, d_raw;
@@ -498,8 +471,7 @@ TEST_CASE("centring: a silo's intercept of its own slope, fitted at the silo's o
   CHECK(g_fit.elbo_term == Approx(g_raw.elbo_term).epsilon(1e-12));
   for (Eigen::Index i = 0; i < g_fit.d_global.size(); ++i)
     CHECK(std::abs(g_fit.d_global[i] - g_raw.d_global[i]) < 1e-9 * (1 + std::abs(g_raw.d_global[i])));
-  // The locals' gradient, pulled back to (b, a_c): central differences of the sampled ELBO.
-  const Eigen::VectorXd local = fvi::StructuredLocalGaussian<double>(mean, coupling, log_sd, Eigen::MatrixXd(), P).params();
+  // The locals' gradient, pulled back to the fit's: central differences of the sampled ELBO.
   for (Eigen::Index i = 0; i < local.size(); ++i) {
     const double h = 1e-6 * (1 + std::abs(local[i]));
     Eigen::VectorXd up = local, down = local;
@@ -518,6 +490,109 @@ TEST_CASE("centring: a silo's intercept of its own slope, fitted at the silo's o
   unmapped.set_local_params(local);
   const SfviSilo::LogJoint at_unmapped = unmapped.log_joint(q, Eigen::VectorXd(), z, eps_local, uniforms);
   CHECK((at_unmapped.log_p - at_raw.log_p).cwiseAbs().minCoeff() > 1.0);
+}
+
+TEST_CASE("centring: a silo's intercept of its own slope, fitted at the silo's own mean of x, scores and "
+          "differentiates the written model",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_local_slopes();
+  REQUIRE(model.variable_count == 6);  // mu_a, mu_b, tau, sigma, b, a
+  const fvi_variable_info& a = model.variables[5];
+  REQUIRE(std::string(a.name) == "a");
+  CHECK(std::string(a.centring_data) == "x");
+  CHECK(a.centring_coefficient == 4);  // b, a local
+  CHECK(std::string(a.centring_group).empty());
+  for (int i = 0; i < 5; ++i) CHECK((!model.variables[i].centring_data || !*model.variables[i].centring_data));
+  std::mt19937_64 rng(31);
+  std::normal_distribution<double> normal;
+  const int N = 11, P = 4, M = 2;  // globals mu_a, mu_b, tau, sigma; locals b, a
+  Eigen::MatrixXd x(N, 1), y(N, 1);
+  double total = 0;
+  for (int i = 0; i < N; ++i) {
+    x(i, 0) = 40 + 6 * normal(rng);
+    y(i, 0) = 1 + 0.5 * x(i, 0) + normal(rng);
+    total += x(i, 0);
+  }
+  const double xbar = total / N;  // the silo's own mean
+  Data data;
+  data.add("N", scalar(N));
+  data.add("x", x);
+  data.add("y", y);
+  const std::vector<CentringBlock> blocks = fvi::engine::local_slope_blocks(model, data.abi(), M);
+  REQUIRE(blocks.size() == 1);
+  CHECK(blocks[0].intercept == 1);
+  CHECK(blocks[0].coefficient == 0);
+  REQUIRE(blocks[0].means.size() == 1);
+  CHECK(blocks[0].means[0] == Approx(xbar).epsilon(1e-14));
+  CHECK(fvi::engine::local_slope_sums(model) == std::vector<std::string>{"a + x * b at the silo's own column means"});
+  // q over (b, a_c), a_c = a + xbar b: the written (b, a) = T (b, a_c), T = [[1, 0], [-xbar, 1]].
+  const Eigen::Vector2d mean(0.5, 21.0), log_sd(-3.0, -0.5);
+  Eigen::MatrixXd shear = Eigen::MatrixXd::Identity(M, M);
+  shear(1, 0) = -xbar;
+  check_scores_written(model, data, P, mean, log_sd, shear, rng);
+}
+
+TEST_CASE("centring: a silo's groups' intercepts of their own slopes, each group at its own mean of x, score and "
+          "differentiate the written model",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_group_slopes();
+  REQUIRE(model.variable_count == 6);  // mu_a, mu_b, tau, sigma, b, a
+  const fvi_variable_info& a = model.variables[5];
+  REQUIRE(std::string(a.name) == "a");
+  CHECK(std::string(a.centring_data) == "x");
+  CHECK(a.centring_coefficient == 4);  // b, a local vector
+  CHECK(std::string(a.centring_group) == "g");
+  for (int i = 0; i < 5; ++i) CHECK(std::string(model.variables[i].centring_group).empty());
+  std::mt19937_64 rng(37);
+  std::normal_distribution<double> normal;
+  const int C = 3, N = 13, P = 4, M = 2 * C;  // locals b[1..3], a[1..3]
+  // Rows of groups 1 and 3 only: group 2 has no rows, its mean 0 (no shift).
+  Eigen::MatrixXd x(N, 1), y(N, 1), g(N, 1);
+  Eigen::Vector3d total = Eigen::Vector3d::Zero(), count = Eigen::Vector3d::Zero();
+  for (int i = 0; i < N; ++i) {
+    g(i, 0) = i % 3 == 1 ? 3 : 1;
+    x(i, 0) = 40 + 10 * g(i, 0) + 6 * normal(rng);
+    y(i, 0) = 1 + 0.5 * x(i, 0) + normal(rng);
+    total[int(g(i, 0)) - 1] += x(i, 0);
+    count[int(g(i, 0)) - 1] += 1;
+  }
+  const Eigen::Vector3d xbar(total[0] / count[0], 0.0, total[2] / count[2]);  // each group's own mean
+  Data data;
+  data.add("N", scalar(N));
+  data.add("C", scalar(C));
+  data.add("g", g);
+  data.add("x", x);
+  data.add("y", y);
+  const std::vector<CentringBlock> blocks = fvi::engine::local_slope_blocks(model, data.abi(), M);
+  REQUIRE(blocks.size() == 1);
+  CHECK(blocks[0].intercept == C);
+  CHECK(blocks[0].coefficient == 0);
+  CHECK(blocks[0].slope_per_group);
+  REQUIRE(blocks[0].means.size() == C);
+  for (int c = 0; c < C; ++c) CHECK(blocks[0].means[c] == Approx(xbar[c]).epsilon(1e-14).margin(1e-300));
+  CHECK(fvi::engine::local_slope_sums(model) == std::vector<std::string>{"a[g] + x * b[g] at each group's own mean"});
+  // q over (b, a_c), a_c[c] = a[c] + xbar_c b[c]: T = [[I, 0], [-diag(xbar), I]].
+  Eigen::VectorXd mean(M), log_sd(M);
+  Eigen::MatrixXd shear = Eigen::MatrixXd::Identity(M, M);
+  for (int c = 0; c < C; ++c) {
+    mean[c] = 0.5 + 0.05 * normal(rng), log_sd[c] = -3.0 + 0.2 * normal(rng);           // b[c]
+    mean[C + c] = 1 + xbar[c] * mean[c], log_sd[C + c] = -0.5 + 0.2 * normal(rng);  // a_c[c]
+    shear(C + c, c) = -xbar[c];
+  }
+  check_scores_written(model, data, P, mean, log_sd, shear, rng);
+
+  // A group index outside 1..C is refused, naming it and its row.
+  Data bad = data;
+  Eigen::MatrixXd g_bad = g;
+  g_bad(4, 0) = 4;
+  for (size_t i = 0; i < bad.names.size(); ++i)
+    if (bad.names[i] == "g") bad.values[i] = g_bad;
+  try {
+    fvi::engine::local_slope_blocks(model, bad.abi(), M);
+    FAIL("a group index of 4 with C = 3 was accepted");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("'g[5]' is 4") != std::string::npos);
+  }
 }
 
 TEST_CASE("mode search: a silo answers its log likelihood and gradient at each point asked, and refuses what its "

@@ -24,6 +24,7 @@ extern "C" const fvi_model* fvi_model_intercept_products(void);
 extern "C" const fvi_model* fvi_model_scaled_intercepts(void);
 extern "C" const fvi_model* fvi_model_stan_blocks(void);
 extern "C" const fvi_model* fvi_model_vfl_linreg(void);
+extern "C" const fvi_model* fvi_model_group_slopes(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 namespace graph_model_test {
@@ -47,7 +48,7 @@ std::vector<Case> cases() {
 #undef ENTRY
 #define ENGINE(name) out.push_back({#name, fvi_model_##name, engine + #name ".fvi"});
   ENGINE(conv_classifier) ENGINE(eb_normal_means) ENGINE(hier_intercepts) ENGINE(intercept_products)
-  ENGINE(scaled_intercepts) ENGINE(stan_blocks) ENGINE(vfl_linreg)
+  ENGINE(scaled_intercepts) ENGINE(stan_blocks) ENGINE(vfl_linreg) ENGINE(group_slopes)
 #undef ENGINE
   return out;
 }
@@ -123,6 +124,7 @@ void compare_tables(const fvi_model& g, const fvi_model& e, const fvi_data& data
       CHECK(text(a.centring_more_data[j]) == text(b.centring_more_data[j]));
       CHECK(a.centring_more_coefficients[j] == b.centring_more_coefficients[j]);
     }
+    CHECK(text(a.centring_group) == text(b.centring_group));
     int64_t go = -2, eo = -3, gd[8] = {}, ed[8] = {};
     fvi_error error{};
     CHECK(g.variable_shape(i, &data, &go, gd, &error) == e.variable_shape(i, &data, &eo, ed, &error));

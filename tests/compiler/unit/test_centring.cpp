@@ -16,7 +16,8 @@ namespace centring_test {
 namespace {
 
 // The model text's slot `name`: "x * W" when it is marked centred at data x by coefficient W
-// ("x * W + v * b" with two products), "silo_sum" for a vertical model's intercept, else "".
+// ("x * W + v * b" with two products; "v * b by c" for groups' intercepts each centred at its own
+// mean, c the groups' index), "silo_sum" for a vertical model's intercept, else "".
 std::string mark_in(const std::string& text, const std::string& name) {
   fvic::test::LoadedModel m = fvic::test::load_text("fvic_test_centring", text);
   REQUIRE(m.ok());
@@ -26,7 +27,7 @@ std::string mark_in(const std::string& text, const std::string& name) {
   std::string out;
   for (const auto& [data, coefficient] : s.centring)
     out += (out.empty() ? "" : " + ") + data + (coefficient.empty() ? "" : " * " + coefficient);
-  return out;
+  return out + (s.centring_group.empty() ? "" : " by " + s.centring_group);
 }
 
 // mark_in of a model over silo data x (matrix), v, y (vectors) and c (classes).
@@ -334,10 +335,9 @@ TEST_CASE("centring: a silo's intercept of its own local slopes, at the silo's o
     CHECK(mark(slopes, priors + "  y ~ normal(a + a + b * v, 1);\n", "a").empty());
     CHECK(mark(slopes, priors + "  y ~ normal(a + b * v, 1);\n  target += normal_lpdf(y | a + 1, 1);\n", "a").empty());
     CHECK(mark(slopes, priors + "  y ~ normal(2 * a + b * v, 1);\n", "a").empty());
-    // A constrained intercept or slope; a vector of groups' intercepts.
+    // A constrained intercept or slope (a vector of groups' intercepts: the next test case).
     CHECK(mark("  local real<lower=0> a;\n  local real b;\n", "  y ~ normal(a + b * v, 1);\n", "a").empty());
     CHECK(mark("  local real a;\n  local real<lower=0> b;\n", "  y ~ normal(a + b * v, 1);\n", "a").empty());
-    CHECK(mark("  local vector[K] a;\n  local real b;\n", "  y ~ normal(a[c] + b * v, 1);\n", "a").empty());
     // A chain: b is itself the intercept of a slope (b + e * y), or a is another's slope.
     const std::string chain = "silo data {\n  int<lower=0> N;\n  vector[N] v;\n  vector[N] w;\n  vector[N] y;\n"
                               "  vector[N] z;\n}\nparameters {\n  local real a;\n  local real b;\n  local real e;\n}\n";
@@ -346,6 +346,50 @@ TEST_CASE("centring: a silo's intercept of its own local slopes, at the silo's o
     // Without the chain the same text marks a (the test can fail).
     CHECK(mark_in(chain + "model {\n  y ~ normal(a + b * v, 1);\n  z ~ normal(e * w, 1);\n}\n", "a") == "v * b");
     // center = off: the compiler still marks (the engines read the setting); a split model, never.
+  }
+}
+
+TEST_CASE("centring: a silo's groups' intercepts of their own slopes, each at its group's own mean", "[centring]") {
+  // Varying intercepts and slopes by group within each silo: a[c] and b[c], c the row's group.
+  const std::string groups = "  global real mu_a;\n  global real mu_b;\n  global real<lower=0> tau;\n"
+                             "  local vector[K] a;\n  local vector[K] b;\n  local real e;\n";
+  const std::string priors = "  mu_a ~ normal(0, 10);\n  mu_b ~ normal(0, 10);\n  tau ~ normal(0, 1);\n"
+                             "  a ~ normal(mu_a, tau);\n  b ~ normal(mu_b, tau);\n  e ~ normal(0, 1);\n";
+  CHECK(mark(groups, priors + "  y ~ normal(a[c] + b[c] .* v, 1);\n", "a") == "v * b by c");
+  CHECK(mark(groups, priors + "  y ~ normal(v .* b[c] + a[c], 1);\n", "a") == "v * b by c");
+  // A loop over the rows; one local slope shared by the groups.
+  CHECK(mark(groups, priors + "  for (n in 1:N)\n    y[n] ~ normal(a[c[n]] + b[c[n]] * v[n], 1);\n", "a") ==
+        "v * b by c");
+  CHECK(mark(groups, priors + "  y ~ normal(a[c] + e * v, 1);\n", "a") == "v * e by c");
+  // The slopes, the locations and the one-slope local are not marked by it.
+  for (const char* other : {"b", "mu_a", "e"})
+    CHECK(mark(groups, priors + "  y ~ normal(a[c] + b[c] .* v, 1);\n", other).empty());
+  SECTION("not marked") {
+    const std::string two = "silo data {\n  int<lower=0> N;\n  vector[N] v;\n  vector[N] y;\n  vector[N] z;\n"
+                            "  array[N] int<lower=1, upper=3> c;\n  array[N] int<lower=1, upper=3> d;\n}\n"
+                            "parameters {\n  local vector[3] a;\n  local vector[3] b;\n  local vector[3] e;\n}\n";
+    // The slope read by another index, or a by two; a row's slope at every row's index.
+    CHECK(mark_in(two + "model {\n  y ~ normal(a[c] + b[d] .* v, 1);\n}\n", "a").empty());
+    CHECK(mark_in(two + "model {\n  y ~ normal(a[c] + b[c] .* v, 1);\n  z ~ normal(a[d] + e[d] .* v, 1);\n}\n",
+                  "a").empty());
+    CHECK(mark_in(two + "model {\n  for (n in 1:N)\n    y[n] ~ normal(a[c[n]] + b[c[n]] * v[1], 1);\n}\n", "a").empty());
+    CHECK(mark_in(two + "model {\n  for (n in 1:N)\n    y[n] ~ normal(a[c[n]] + b[c[n]] * v[n], 1);\n}\n", "a") ==
+          "v * b by c");
+    // A constrained intercept or slope.
+    CHECK(mark("  local vector<lower=0>[K] a;\n  local vector[K] b;\n", "  y ~ normal(a[c] + b[c] .* v, 1);\n", "a")
+              .empty());
+    CHECK(mark("  local vector[K] a;\n  local vector<lower=0>[K] b;\n", "  y ~ normal(a[c] + b[c] .* v, 1);\n", "a")
+              .empty());
+    // x read elsewhere; a added twice; a matrix x (each group's column means are not kept).
+    CHECK(mark(groups, priors + "  y ~ normal(a[c] + b[c] .* v, 1);\n  v ~ normal(0, 1);\n", "a").empty());
+    CHECK(mark(groups, priors + "  y ~ normal(a[c] + a[c] + b[c] .* v, 1);\n", "a").empty());
+    CHECK(mark("  local vector[K] a;\n  local vector[D] g;\n", "  y ~ normal(a[c] + x * g, 1);\n", "a").empty());
+    // A chain: b is itself the groups' intercept of a slope.
+    CHECK(mark_in(two + "model {\n  y ~ normal(a[c] + b[c] .* v, 1);\n  z ~ normal(b[c] + e[c] .* v, 1);\n}\n",
+                  "a").empty());
+    // Without it the same text marks a (the test can fail).
+    CHECK(mark_in(two + "model {\n  y ~ normal(a[c] + b[c] .* v, 1);\n  z ~ normal(b[c] + e[c], 1);\n}\n", "a") ==
+          "v * b by c");
   }
 }
 

@@ -32,9 +32,17 @@ struct CentringBlock {
   Eigen::VectorXd means;          // xbar (D): empty until the silos' sums are in
   Eigen::VectorXd scales;         // pooled_scales of x (D), the server's alone: empty, none (to_step_coordinates)
   Eigen::Index groups = 1;        // G: the values intercept .. intercept + G - 1 of each class (then K = 1)
+  // A silo's groups' intercepts each at its own mean of x (local_slope_blocks): g's name, each row's
+  // group; then `means` holds G values, D = K = 1, and group c's slope is coefficient + c
+  // (slope_per_group, `b[g] .* x`) or coefficient (one local real slope, `b * x`). "" otherwise.
+  std::string group_data;
+  bool slope_per_group = false;
   // The intercept's values (K * G) and the one of class k and group g.
   Eigen::Index intercepts() const { return classes * groups; }
   Eigen::Index intercept_at(Eigen::Index k, Eigen::Index g) const { return intercept + k * groups + g; }
+  bool group_means() const { return !group_data.empty(); }
+  // Group g's slope, where group_means().
+  Eigen::Index slope_at(Eigen::Index g) const { return coefficient + (slope_per_group ? g : 0); }
 };
 
 // The blocks of `model` given its data (the server's or a silo's: the shapes come from the
@@ -124,11 +132,18 @@ Eigen::MatrixXd written_local_coupling(const std::vector<CentringBlock>& blocks,
 // offset among the locals and `coefficient` b's, also among the locals: to_written, to_fit and
 // pull_back apply to a matrix of local draws as they do to the globals'.
 
+//
+// A vector of groups' intercepts (`a[g] + b[g] .* x`, fvi_variable_info.centring_group) is fitted
+// at a_c[c] = a[c] + xbar_c b[c], xbar_c the mean of x over the silo's rows of group c (0 for a
+// group without rows: no shift), each group's own ridge taken away.
+
 // The silo's blocks of `model` given its own `data` (means set); a block of a silo without rows
-// and a chain (one block's slope another's intercept, which the compiler does not mark) are left out.
+// and a chain (one block's slope another's intercept, which the compiler does not mark) are left
+// out. Throws std::invalid_argument, naming g and the row, for a group index outside 1..G.
 std::vector<CentringBlock> local_slope_blocks(const fvi_model& model, const fvi_data& data, Eigen::Index local_dim);
-// "a + x * b" for each local intercept of local slopes the model marks: the server's header names
-// them (it holds no silo's data; each silo finds its blocks with local_slope_blocks).
+// "a + x * b at the silo's own column means" ("a[g] + x * b[g] at each group's own mean") for each
+// local intercept of local slopes the model marks: the server's header names them (it holds no
+// silo's data; each silo finds its blocks with local_slope_blocks).
 std::vector<std::string> local_slope_sums(const fvi_model& model);
 
 }  // namespace fvi::engine

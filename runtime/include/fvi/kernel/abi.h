@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 14
+#define FVI_ABI_VERSION 15
 
 typedef struct fvi_tensor {
   double* data;
@@ -156,6 +156,13 @@ typedef struct fvi_variable_info {
   int centring_more;
   const char* const* centring_more_data;
   const int* centring_more_coefficients;
+  /* A silo's local vector of groups' intercepts of their own local slopes (FVI_ABI_VERSION 15):
+   * `b[g] + W[g] .* x` (W a local vector of the groups' slopes indexed as b is) or `b[g] + W * x` (W
+   * a local real), x the silo vector centring_data, W at centring_coefficient: the name of the silo
+   * int array g giving each row's group (1-based), so that a silo may fit b_c[c] = b[c] + xbar_c W[c]
+   * (or W), xbar_c the mean of x over its rows of group c, evaluating every term at the written b.
+   * "" otherwise. */
+  const char* centring_group;
 } fvi_variable_info;
 
 /* The model's data declarations (docs/kernel-abi.md, "Data declarations"): what the generated
