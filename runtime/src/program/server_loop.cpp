@@ -166,8 +166,10 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
     const char* richer = family == "meanfield" ? "family = fullrank or structured, " : "";
     std::snprintf(text, sizeof text,
                   "k-hat %.2f > 0.7: q (%s) is a poor approximation of this posterior (strong "
-                  "correlations, a funnel, heavy tails). Try %sa non-centred parameterisation, or standardised "
-                  "predictors.",
+                  "correlations, a funnel, heavy tails). Try %sthe other parameterisation of a hierarchy (a funnel "
+                  "wants it non-centred, a = mu + tau * z; groups' intercepts and slopes at a predictor far from 0 "
+                  "want it centred, a ~ normal(mu, tau), which each silo then fits at its own means), or "
+                  "standardised predictors.",
                   khat, family.c_str(), richer);
   } else if (!reweighted.line.empty() && target_note.empty() &&
              (reweighted.mean_shift > 0.25 || reweighted.sd_change > 0.2)) {
