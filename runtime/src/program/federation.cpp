@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
+#include "fvi/data/dataset.h"
+#include "fvi/engine/bound_factor.h"
 #include "fvi/program/parallel.h"
 
 namespace fvi::program {
@@ -114,6 +117,19 @@ std::string check_reply(const Message& reply, size_t expected_size) {
   return "";
 }
 
+void rethrow_naming_silo(int silo) {
+  const std::string where = "silo " + std::to_string(silo) + ": ";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    if (std::string(e.what()).rfind(where, 0) == 0) throw;  // named already
+    if (dynamic_cast<const engine::ModelError*>(&e)) throw engine::ModelError(where + e.what());
+    if (dynamic_cast<const data::DataError*>(&e)) throw data::DataError(where + e.what());
+    if (dynamic_cast<const std::invalid_argument*>(&e)) throw std::invalid_argument(where + e.what());
+    throw std::runtime_error(where + e.what());
+  }
+}
+
 InProcessTransport::InProcessTransport(std::vector<SiloEndpoint*> endpoints) : endpoints_(std::move(endpoints)) {
   traffic_.resize(endpoints_.size());
 }
@@ -132,7 +148,12 @@ std::vector<bool> InProcessTransport::run_exchange(const Exchange& x) {
       request = x.request(k);
       if (x.counted) traffic_[k].sent += 8LL * (long long)request.size();
     }
-    Message reply = endpoints_[k]->handle(x.round, x.phase, request);
+    Message reply;
+    try {
+      reply = endpoints_[k]->handle(x.round, x.phase, request);
+    } catch (const std::exception&) {
+      rethrow_naming_silo(k + 1);
+    }
     std::lock_guard<std::mutex> guard(lock);
     if (x.counted) traffic_[k].received += 8LL * (long long)reply.size();
     accepted[k] = x.reply(k, reply).empty();

@@ -115,8 +115,12 @@ int run_sim(const fvi_model& model, const ModelDescription& description, int arg
     std::vector<SiloEndpoint*> endpoints;
     std::vector<std::string> lines;
     for (int k = 0; k < S; ++k) {
-      hosts.push_back(make_silo_host(model, settings, method, std::move(dir.silos[k]).merged(dir.public_data), k + 1, S,
-                                     silo_threads(method, threads_per_silo(S))));
+      try {
+        hosts.push_back(make_silo_host(model, settings, method, std::move(dir.silos[k]).merged(dir.public_data), k + 1,
+                                       S, silo_threads(method, threads_per_silo(S))));
+      } catch (const std::exception&) {
+        rethrow_naming_silo(k + 1);
+      }
       endpoints.push_back(&hosts.back()->endpoint());
       lines.push_back(hosts.back()->describe());
     }

@@ -115,6 +115,13 @@ class Transport {
   long missing_ = 0;
 };
 
+// Inside a catch block, for what failed in a silo of this process (its data, its model calls):
+// the exception again with its message led by "silo K: " (unless it is already), its type kept
+// where the server's catches read it (engine::ModelError, data::DataError, std::invalid_argument;
+// any other std::exception becomes a std::runtime_error). A deployed client's own error names its
+// program instead.
+[[noreturn]] void rethrow_naming_silo(int silo);
+
 // Every silo in this process, on threads of its own (NAME-sim).
 class InProcessTransport : public Transport {
  public:
