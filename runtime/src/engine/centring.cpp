@@ -49,8 +49,9 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
       CentringBlock block{x, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
                           Eigen::Index(D), Eigen::Index(K), {}, {}, 1, {}, false};
       block.groups = groups ? Eigen::Index(bp->count) : 1;
-      if (model.abi_version >= 15 && b.centring_group && *b.centring_group) {
-        // Each group at its own mean of a vector x: one column, and a slope per group or one.
+      if (model.abi_version >= 15 && b.centring_group && *b.centring_group && coefficient_group == FVI_GROUP_LOCAL) {
+        // Each group at its own mean of a vector x: one column, and a slope per group or one. (A
+        // global W's product beside them shifts every group by the pooled xbar W, as without.)
         if (!groups || (w.rank == 1 && wp->count != bp->count)) continue;
         block.group_data = b.centring_group;
         block.slope_per_group = w.rank == 1;

@@ -361,6 +361,9 @@ TEST_CASE("centring: a silo's groups' intercepts of their own slopes, each at it
   CHECK(mark(groups, priors + "  for (n in 1:N)\n    y[n] ~ normal(a[c[n]] + b[c[n]] * v[n], 1);\n", "a") ==
         "v * b by c");
   CHECK(mark(groups, priors + "  y ~ normal(a[c] + e * v, 1);\n", "a") == "v * e by c");
+  // Beside a global slope (the pooled centring, every group shifted alike) the groups' own.
+  CHECK(mark(groups + "  global vector[D] beta;\n", priors + "  beta ~ normal(0, 1);\n  y ~ normal(a[c] + x * beta + b[c] .* v, 1);\n",
+             "a") == "x * beta + v * b by c");
   // The slopes, the locations and the one-slope local are not marked by it.
   for (const char* other : {"b", "mu_a", "e"})
     CHECK(mark(groups, priors + "  y ~ normal(a[c] + b[c] .* v, 1);\n", other).empty());

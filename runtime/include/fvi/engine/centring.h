@@ -131,7 +131,6 @@ Eigen::MatrixXd written_local_coupling(const std::vector<CentringBlock>& blocks,
 // to the fit's coordinates), so any prior on a is the written one. Here `intercept` is a's
 // offset among the locals and `coefficient` b's, also among the locals: to_written, to_fit and
 // pull_back apply to a matrix of local draws as they do to the globals'.
-
 //
 // A vector of groups' intercepts (`a[g] + b[g] .* x`, fvi_variable_info.centring_group) is fitted
 // at a_c[c] = a[c] + xbar_c b[c], xbar_c the mean of x over the silo's rows of group c (0 for a

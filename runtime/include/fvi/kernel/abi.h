@@ -161,7 +161,7 @@ typedef struct fvi_variable_info {
    * a local real), x the silo vector centring_data, W at centring_coefficient: the name of the silo
    * int array g giving each row's group (1-based), so that a silo may fit b_c[c] = b[c] + xbar_c W[c]
    * (or W), xbar_c the mean of x over its rows of group c, evaluating every term at the written b.
-   * "" otherwise. */
+   * It applies to b's products whose coefficient is a local; "" otherwise. */
   const char* centring_group;
 } fvi_variable_info;
 
