@@ -188,7 +188,10 @@ void each_sum(const SemanticModel& m, const std::function<void(const std::vector
 
 // The products `x * W` an intercept's sums add (each sum's positive terms that `product` reads), and
 // those common to every sum: a centred x is x - xbar wherever it is read, so it must be read in
-// each of the sums, once, and nowhere else; its W in each the same, and no W twice.
+// each of the sums, once, and nowhere else; its W in each the same, and no W twice. Or one W with
+// a different x in different sums (`u + beta * age_obs` and `u + beta * age_cen`, a censored
+// survival model's two sets of rows): every sum holds W once, each x read only in its sums; then
+// the x are centred at their pooled mean, one constant, so that every sum takes the same shift.
 class ProductTally {
  public:
   explicit ProductTally(Base intercept, Coefficient owner = Coefficient::Global) : intercept_(intercept), owner_(owner) {}
@@ -196,10 +199,11 @@ class ProductTally {
   // product (then nothing is tallied: it is no sum that centring could keep equal).
   // `group_index`: the intercept is a vector of groups' local intercepts read so (group_index's
   // text): then a product is a group's own slope (group_slope_product) or one local real slope
-  // times a vector x.
+  // times a vector x, each x its own (each group's mean is of the rows of one x).
   bool add_sum(const SemanticModel& m, const std::vector<std::pair<const Expr*, bool>>& terms,
                const std::string& group_index = "") {
     std::vector<CentringProduct> own;
+    if (!group_index.empty()) companions_ = false;
     for (const auto& [t, positive] : terms) {
       if (!positive) continue;
       std::optional<CentringProduct> p =
@@ -219,13 +223,31 @@ class ProductTally {
     }
     return !own.empty();
   }
-  // The products in all `sums` sums whose x is read there alone, in the order first written. Two
-  // kept products are in every sum, so one W shared by two of them was caught there (repeated_).
+  // The products in all `sums` sums whose x is read there alone, in the order first written, and
+  // the companions: one W's products whose x differ, every sum holding one of them (each x read in
+  // its sums alone, all of one type: their columns are pooled). A W shared by two products of one
+  // sum was caught there (repeated_).
   Centring common(const SemanticModel& m, int sums) const {
     Centring c;
+    std::vector<std::string> done;  // the coefficients seen
     for (const Entry& e : entries_) {
-      const bool repeated = std::find(repeated_.begin(), repeated_.end(), e.product.data) != repeated_.end();
-      if (e.sums == sums && !repeated && uses_in_log_density(m, e.product.data) == sums) c.products.push_back(e.product);
+      const std::string& w = e.product.coefficient;
+      if (std::find(done.begin(), done.end(), w) != done.end()) continue;
+      done.push_back(w);
+      std::vector<const Entry*> of_w;
+      for (const Entry& f : entries_)
+        if (f.product.coefficient == w) of_w.push_back(&f);
+      int covered = 0;
+      bool alone = true;
+      for (const Entry* f : of_w) {
+        const Symbol* x = m.find(f->product.data);
+        const Symbol* first = m.find(of_w[0]->product.data);
+        covered += f->sums;
+        alone = alone && std::find(repeated_.begin(), repeated_.end(), f->product.data) == repeated_.end() &&
+                uses_in_log_density(m, f->product.data) == f->sums && x && first && x->type.base == first->type.base;
+      }
+      if (covered != sums || !alone || (of_w.size() > 1 && !companions_)) continue;
+      for (const Entry* f : of_w) c.products.push_back(f->product);
     }
     return c;
   }
@@ -237,6 +259,7 @@ class ProductTally {
   };
   Base intercept_;
   Coefficient owner_;
+  bool companions_ = true;  // one W with several x in different sums may be centred (not by groups)
   std::vector<Entry> entries_;
   std::vector<std::string> repeated_;  // an x read twice in one sum, or sharing its W with another there
 };
@@ -442,6 +465,29 @@ Centring own_slope_products(const SemanticModel& m, const Symbol& a) {
 }
 
 }  // namespace
+
+std::string CentredCoefficient::data_text() const {
+  std::string text;
+  for (size_t i = 0; i < data.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == data.size() ? " and " : ", ") + data[i];
+  return text;
+}
+
+std::string CentredCoefficient::product_text() const {
+  std::string x;
+  for (size_t i = 0; i < data.size(); ++i) x += (i == 0 ? "" : " or ") + data[i];
+  return (data.size() > 1 ? "(" + x + ")" : x) + " * " + coefficient;
+}
+
+std::vector<CentredCoefficient> by_coefficient(const Centring& c) {
+  std::vector<CentredCoefficient> out;
+  for (const CentringProduct& p : c.products) {
+    auto at = std::find_if(out.begin(), out.end(), [&](const CentredCoefficient& e) { return e.coefficient == p.coefficient; });
+    if (at == out.end()) out.push_back({{p.data}, p.coefficient});
+    else at->data.push_back(p.data);
+  }
+  return out;
+}
 
 std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
   if (std::optional<Centring> c = direct_centring_of(m, b)) return c;

@@ -44,9 +44,20 @@ struct Centring {
 inline bool operator==(const Centring& a, const Centring& b) { return a.products == b.products && a.group == b.group; }
 inline bool operator!=(const Centring& a, const Centring& b) { return !(a == b); }
 
+// A centring's products by coefficient, first written first: each W with its x, or with the several
+// x read with it in different sums (companions, centred at their pooled means: one shift of b).
+struct CentredCoefficient {
+  std::vector<std::string> data;  // x, then its companions
+  std::string coefficient;
+  std::string data_text() const;     // "x", "x and v", "x, v and u"
+  std::string product_text() const;  // "x * W", "(x or v) * W"
+};
+std::vector<CentredCoefficient> by_coefficient(const Centring& c);
+
 // For global `b`: the data and coefficients it is the intercept of, when every read of each x in
 // the transformed parameters and model block is in a sum (a chain of + and -) that adds b once
-// and x * W (`W * x` too, W a real; x or one row of it, `x[n] * W` in a loop over the rows):
+// and x * W (`W * x` too, W a real; x or one row of it, `x[n] * W` in a loop over the rows; or a
+// different x of one type in different sums, `b + age_obs * W` and `b + age_cen * W`: companions):
 // `b + x * W`, `x * W + b`, `offset + b + x * W - c`, `exp(-(b + x[n] * W) / k)`, and with several
 // products, each of its own x and W, `b + x * W + v * c` (every such sum adds the same ones); b is read
 // only there and in priors the server evaluates; b and W are unconstrained, b a real (W a vector

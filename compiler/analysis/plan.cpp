@@ -359,44 +359,48 @@ void add_mode_search_messages(Plan& plan, const SemanticModel& m, const Groups& 
 // pooled means down, the sums of squares about them up, once.
 void add_centring_messages(Plan& plan, const SemanticModel& m) {
   std::vector<std::string> centred;
-  // One exchange per x: a global vector of groups' intercepts and its location share theirs.
-  std::vector<std::pair<std::string, std::vector<std::string>>> sums;  // x, the sums it centres
-  std::vector<std::string> coefficients;
+  // One exchange per x (an x and its companions pooled: one): a global vector of groups' intercepts
+  // and its location share theirs.
+  struct Exchange {
+    CentredCoefficient product;
+    std::vector<std::string> sums;  // the sums it centres
+  };
+  std::vector<Exchange> exchanges;
   for (const Symbol& s : m.symbols) {
     const std::optional<Centring> c = s.kind == SymbolKind::Parameter && s.owner == Owner::Global ? centring_of(m, s) : std::nullopt;
     if (!c || c->products.empty() || c->products[0].data == kSiloSumCentring) continue;
     std::string sum = s.name;
-    for (const CentringProduct& p : c->products) sum += " + " + p.data + " * " + p.coefficient;
-    for (const CentringProduct& p : c->products) {
-      auto at = std::find_if(sums.begin(), sums.end(), [&](const auto& e) { return e.first == p.data; });
-      if (at == sums.end()) {
-        sums.push_back({p.data, {}});
-        coefficients.push_back(p.coefficient);
-        at = sums.end() - 1;
-      }
-      at->second.push_back(sum);
+    for (const CentredCoefficient& p : by_coefficient(*c)) sum += " + " + p.product_text();
+    for (const CentredCoefficient& p : by_coefficient(*c)) {
+      auto at = std::find_if(exchanges.begin(), exchanges.end(),
+                             [&](const Exchange& e) { return e.product.data[0] == p.data[0]; });
+      if (at == exchanges.end()) exchanges.push_back({p, {}}), at = exchanges.end() - 1;
+      at->sums.push_back(sum);
     }
     centred.push_back(s.name);
     for (const Symbol& a : m.symbols)  // a silo's local intercept whose prior's location is s
       if (const std::optional<Centring> lc = local_centring_of(m, a); lc && *lc == *c)
         centred.push_back("each silo's " + a.name);
   }
-  for (size_t i = 0; i < sums.size(); ++i) {
-    const std::string& data = sums[i].first;
-    const Symbol* x = m.find(data);
+  for (const Exchange& e : exchanges) {
+    const std::string data = e.product.data_text();
+    const std::string its = e.product.data.size() > 1 ? "their" : "its";
+    const Symbol* x = m.find(e.product.data[0]);
     const SymSize columns = x && x->shape.dims.size() == 2 ? x->shape.dims[1] : SymSize::constant(1);
-    plan.opening.push_back({"silo k", "server", "the column sums of " + data + " and its rows (to centre " +
-                                                    join(sums[i].second) + ")",
+    plan.opening.push_back({"silo k", "server", "the column sums of " + data + " and " + its + " rows (to centre " +
+                                                    join(e.sums) + ")",
                             columns + SymSize::constant(1)});
     plan.opening.push_back({"server", "silo k", "the pooled column means of " + data, columns});
     plan.opening.push_back({"silo k", "server", "the column sums of squares of " + data + " less those means (to scale " +
-                                                    coefficients[i] + "'s steps by " + data + "'s pooled sds)",
+                                                    e.product.coefficient + "'s steps by " + data + "'s pooled sds)",
                             columns});
     // The silo's rows are sent: their count is no longer private.
-    if (x && !x->shape.dims.empty()) {
-      const std::string rows = x->shape.dims[0].str();
-      plan.never_leaves.erase(std::remove(plan.never_leaves.begin(), plan.never_leaves.end(), rows), plan.never_leaves.end());
-    }
+    for (const std::string& name : e.product.data)
+      if (const Symbol* xi = m.find(name); xi && !xi->shape.dims.empty()) {
+        const std::string rows = xi->shape.dims[0].str();
+        plan.never_leaves.erase(std::remove(plan.never_leaves.begin(), plan.never_leaves.end(), rows),
+                                plan.never_leaves.end());
+      }
   }
   if (!centred.empty())
     plan.notes.push_back("the intercept" + std::string(centred.size() > 1 ? "s " : " ") + join(centred) +
@@ -429,10 +433,10 @@ void add_local_slope_note(Plan& plan, const SemanticModel& m) {
     // `a[g] + x * b[g]`: each group at its own mean of x.
     const std::string by = c->group.empty() ? "" : "[" + c->group + "]";
     std::string sum = a.name + by, data;
-    for (const CentringProduct& p : c->products) {
+    for (const CentredCoefficient& p : by_coefficient(*c)) {
       const Symbol* b = m.find(p.coefficient);
-      sum += " + " + p.data + " * " + p.coefficient + (b && b->decl && b->decl->type.base == Base::Vector ? by : "");
-      data += (data.empty() ? "" : ", ") + p.data;
+      sum += " + " + p.product_text() + (b && b->decl && b->decl->type.base == Base::Vector ? by : "");
+      for (const std::string& x : p.data) data += (data.empty() ? "" : ", ") + x;
     }
     const std::string where = by.empty() ? " at its own column means of " + data
                                          : " with each group (" + c->group + ") at its own mean of " + data;

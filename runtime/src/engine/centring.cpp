@@ -1,5 +1,6 @@
 #include "fvi/engine/centring.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -46,7 +47,15 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
       const bool groups = b.rank == 1 && w.rank < 2;
       const int64_t K = groups ? 1 : bp->count, D = w.rank == 0 ? 1 : wp->dims[0];
       if ((w.rank == 2 ? wp->dims[1] : 1) != K) continue;
-      CentringBlock block{x, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
+      // A companion: x read with an earlier product's W in other sums, centred with that product's x.
+      auto first = std::find_if(blocks.begin(), blocks.end(), [&](const CentringBlock& c) {
+        return c.intercept_name == b.name && c.coefficient_name == w.name;
+      });
+      if (first != blocks.end()) {
+        if (model.abi_version >= 16 && !first->group_means() && first->columns == D) first->companions.push_back(x);
+        continue;
+      }
+      CentringBlock block{x, {}, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
                           Eigen::Index(D), Eigen::Index(K), {}, {}, 1, {}, false};
       block.groups = groups ? Eigen::Index(bp->count) : 1;
       if (model.abi_version >= 15 && b.centring_group && *b.centring_group && coefficient_group == FVI_GROUP_LOCAL) {
@@ -122,6 +131,7 @@ std::vector<CentringBlock> local_slope_blocks(const fvi_model& model, const fvi_
   std::vector<CentringBlock> blocks;
   for (CentringBlock& b : marked_blocks(model, data, FVI_GROUP_LOCAL, local_dim, FVI_GROUP_LOCAL, local_dim)) {
     if (b.group_means()) {
+      if (!b.companions.empty()) continue;  // each group's mean is of one x's rows (the compiler's mark)
       b.means = means_by_group(b, data);
       blocks.push_back(std::move(b));
       continue;
@@ -159,12 +169,20 @@ std::vector<std::string> local_slope_sums(const fvi_model& model) {
     const fvi_variable_info& a = model.variables[i];
     const std::string by =
         model.abi_version >= 15 && a.centring_group && *a.centring_group ? std::string("[") + a.centring_group + "]" : "";
+    // Companions (one slope's x in different sums) as one product: `a + (x or v) * b`.
+    std::vector<std::pair<std::string, int>> products;
+    for (const auto& [x, w_index] : marked_products(model, i)) {
+      if (!x || !*x || w_index < 0 || w_index >= model.variable_count ||
+          group_kind(model, model.variables[w_index].group) != FVI_GROUP_LOCAL)
+        continue;
+      auto at = std::find_if(products.begin(), products.end(), [&](const auto& p) { return p.second == w_index; });
+      if (at == products.end()) products.push_back({x, w_index});
+      else at->first += std::string(" or ") + x;
+    }
     std::string sum;
-    for (const auto& [x, w_index] : marked_products(model, i))
-      if (x && *x && w_index >= 0 && w_index < model.variable_count &&
-          group_kind(model, model.variables[w_index].group) == FVI_GROUP_LOCAL)
-        sum += std::string(" + ") + x + " * " + model.variables[w_index].name +
-               (model.variables[w_index].rank == 1 ? by : "");
+    for (const auto& [x, w_index] : products)
+      sum += " + " + (x.find(' ') == std::string::npos ? x : "(" + x + ")") + " * " + model.variables[w_index].name +
+             (model.variables[w_index].rank == 1 ? by : "");
     if (!sum.empty())
       sums.push_back(a.name + by + sum + (by.empty() ? " at the silo's own column means" : " at each group's own mean"));
   }
@@ -193,25 +211,52 @@ void set_data_scales(std::vector<CentringBlock>& blocks, const std::string& x, c
 
 namespace {
 
-// x in `data`, checked to have the block's D columns.
-const fvi_tensor& centred_data(const CentringBlock& block, const fvi_data& data) {
+// The part `name` of a block in `data`, checked to have the block's D columns.
+const fvi_tensor& data_part(const CentringBlock& block, const std::string& name, const fvi_data& data) {
   for (int i = 0; i < data.count; ++i) {
-    if (std::strcmp(data.names[i], block.data.c_str()) != 0) continue;
+    if (std::strcmp(data.names[i], name.c_str()) != 0) continue;
     const fvi_tensor& x = data.values[i];
     if (x.cols != block.columns || x.rows < 0)
-      throw std::invalid_argument("centring: '" + block.data + "' has " + std::to_string(x.cols) +
+      throw std::invalid_argument("centring: '" + name + "' has " + std::to_string(x.cols) +
                                   " columns; its coefficient has " + std::to_string(block.columns) + " rows");
     return x;
   }
-  throw std::invalid_argument("centring: this party's data holds no '" + block.data + "'");
+  throw std::invalid_argument("centring: this party's data holds no '" + name + "'");
+}
+
+// x in `data` (a block of one x: means_by_group reads its rows).
+const fvi_tensor& centred_data(const CentringBlock& block, const fvi_data& data) {
+  return data_part(block, block.data, data);
 }
 
 }  // namespace
 
+std::vector<std::string> CentringBlock::parts() const {
+  std::vector<std::string> all{data};
+  all.insert(all.end(), companions.begin(), companions.end());
+  return all;
+}
+
+bool CentringBlock::centres(const std::string& name) const {
+  return name == data || std::find(companions.begin(), companions.end(), name) != companions.end();
+}
+
+std::string CentringBlock::data_text(const char* conjunction) const {
+  const std::vector<std::string> all = parts();
+  std::string text;
+  for (size_t i = 0; i < all.size(); ++i) text += (i == 0 ? "" : i + 1 == all.size() ? conjunction : ", ") + all[i];
+  return text;
+}
+
 Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, int64_t& rows) {
-  const fvi_tensor& x = centred_data(block, data);
-  rows = x.rows;
-  return Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().sum().transpose();
+  Eigen::VectorXd sums = Eigen::VectorXd::Zero(block.columns);
+  rows = 0;
+  for (const std::string& name : block.parts()) {
+    const fvi_tensor& x = data_part(block, name, data);
+    rows += x.rows;
+    sums += Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().sum().transpose();
+  }
+  return sums;
 }
 
 void centre_columns(const CentringBlock& block, double* values, int64_t rows) {
@@ -220,8 +265,12 @@ void centre_columns(const CentringBlock& block, double* values, int64_t rows) {
 }
 
 Eigen::VectorXd column_sums_of_squares(const CentringBlock& block, const fvi_data& data) {
-  const fvi_tensor& x = centred_data(block, data);
-  return Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().squaredNorm().transpose();
+  Eigen::VectorXd squares = Eigen::VectorXd::Zero(block.columns);
+  for (const std::string& name : block.parts()) {
+    const fvi_tensor& x = data_part(block, name, data);
+    squares += Eigen::Map<const Eigen::MatrixXd>(x.data, x.rows, x.cols).colwise().squaredNorm().transpose();
+  }
+  return squares;
 }
 
 Eigen::VectorXd pooled_scales(const Eigen::VectorXd& sums_of_squares, double rows) {

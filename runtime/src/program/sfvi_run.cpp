@@ -670,18 +670,19 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
     bool same = centring_.size() == blocks.size();
     for (size_t i = 0; same && i < blocks.size(); ++i) same = centring_[i].means == blocks[i].means;
     if (same) return;
-    for (const engine::CentringBlock& b : blocks) {
-      const data::Variable* x = data_.find(b.data);
-      const bool shaped = x && x->cols == b.columns && x->rows >= 0 &&
-                          (x->rows == 0 ? x->size() == 0 : x->size() % x->rows == 0 && x->size() / x->rows == x->cols);
-      if (!shaped)
-        throw std::invalid_argument("centring: this silo's '" + b.data + "' is not " + std::to_string(b.columns) +
-                                    " columns wide");
-    }
+    for (const engine::CentringBlock& b : blocks)
+      for (const std::string& name : b.parts()) {
+        const data::Variable* x = data_.find(name);
+        const bool shaped = x && x->cols == b.columns && x->rows >= 0 &&
+                            (x->rows == 0 ? x->size() == 0 : x->size() % x->rows == 0 && x->size() / x->rows == x->cols);
+        if (!shaped)
+          throw std::invalid_argument("centring: this silo's '" + name + "' is not " + std::to_string(b.columns) +
+                                      " columns wide");
+      }
     data::DataSet centred;
     for (data::Variable v : data_.variables()) {
       for (const engine::CentringBlock* b : engine::one_block_per_data(blocks))
-        if (v.name == b->data) engine::centre_columns(*b, v.values.data(), v.rows);
+        if (b->centres(v.name)) engine::centre_columns(*b, v.values.data(), v.rows);
       centred.add(std::move(v));
     }
     centred_ = std::move(centred);
@@ -958,8 +959,8 @@ class SfviCoordinator : public Coordinator {
       size_t products = 0;
       for (const engine::CentringBlock& p : blocks) {
         if (p.intercept != b.intercept) continue;
-        sum += " + " + p.data + " * " + p.coefficient_name;
-        data += (products++ == 0 ? "" : ", ") + p.data;
+        sum += " + " + (p.companions.empty() ? p.data : "(" + p.data_text(" or ") + ")") + " * " + p.coefficient_name;
+        data += (products++ == 0 ? "" : ", ") + p.data_text();
       }
       names += (names.empty() ? "" : ", ") + sum + " at " +
                (products == 1 ? data + "'s pooled column means" : "the pooled column means of " + data);
@@ -971,7 +972,7 @@ class SfviCoordinator : public Coordinator {
       if (b.columns == 1) std::snprintf(range, sizeof range, "%.3g", b.scales[0]);
       else std::snprintf(range, sizeof range, "%.3g to %.3g", b.scales.minCoeff(), b.scales.maxCoeff());
       if ((b.scales.array() != 1.0).any())
-        scales += (scales.empty() ? "" : "; ") + b.coefficient_name + " by " + range + " (" + b.data + "'s pooled column sds)";
+        scales += (scales.empty() ? "" : "; ") + b.coefficient_name + " by " + range + " (" + b.data_text() + "'s pooled column sds)";
     }
     // A hierarchy's local intercepts, shifted with their prior's location in each silo.
     for (int i = 0; i < run_.model.variable_count; ++i) {
@@ -1084,7 +1085,7 @@ class SfviCoordinator : public Coordinator {
   std::string fit_coordinate(Eigen::Index i) const override {
     std::string data;
     for (const engine::CentringBlock& b : server_.centring())
-      if (i >= b.intercept && i < b.intercept + b.intercepts()) data += (data.empty() ? "" : ", ") + b.data;
+      if (i >= b.intercept && i < b.intercept + b.intercepts()) data += (data.empty() ? "" : ", ") + b.data_text();
     return data.empty() ? "" : " (fitted at the centred " + data + ")";
   }
   Eigen::VectorXd params() const override {

@@ -22,6 +22,7 @@ extern "C" const fvi_model* fvi_model_hier_intercepts(void);
 extern "C" const fvi_model* fvi_model_intercept_products(void);
 extern "C" const fvi_model* fvi_model_local_slopes(void);
 extern "C" const fvi_model* fvi_model_group_slopes(void);
+extern "C" const fvi_model* fvi_model_censored_companions(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 extern "C" const fvi_model* fvi_model_robust_logreg(void);
@@ -35,6 +36,48 @@ using fvi::engine::SfviSilo;
 using fvic::test::Data;
 using fvic::test::scalar;
 using Global = fvi::StructuredGlobalGaussian<double>;
+
+// An intercept's two marked products: the first (x, W's index) and the one further pair.
+void check_two_products(const fvi_variable_info& b, const std::string& x, int w, const std::string& more_x, int more_w) {
+  CHECK(std::string(b.centring_data) == x);
+  CHECK(b.centring_coefficient == w);
+  REQUIRE(b.centring_more == 1);
+  CHECK(std::string(b.centring_more_data[0]) == more_x);
+  CHECK(b.centring_more_coefficients[0] == more_w);
+}
+
+// A mean-field q over P globals, means N(0, 0.1^2) and log-sds alike, and S draws of it: the fit's
+// coordinates at which a silo is scored.
+struct FitDraws {
+  Global q;
+  Eigen::MatrixXd z;
+};
+FitDraws fit_draws(Eigen::Index P, Eigen::Index S, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Eigen::VectorXd params(2 * P);
+  for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.1 * normal(rng);
+  Global q = Global::from_params(params, P, false);
+  Eigen::MatrixXd eps(P, S);
+  for (Eigen::Index i = 0; i < eps.size(); ++i) eps.data()[i] = normal(rng);
+  Eigen::MatrixXd z = q.sample(eps);
+  return {std::move(q), std::move(z)};
+}
+
+// The pooled centring's map and score: to_written(blocks) takes the fit's draws to z_written (the
+// caller's, from the definition), and the silo over the centred data scores the fit's draws as
+// the silo over the raw data scores the written ones. Returns those scores.
+Eigen::VectorXd check_pooled_scores_written(const std::vector<CentringBlock>& blocks, SfviSilo& centred, SfviSilo& raw,
+                                     const Global& q, const Eigen::MatrixXd& z_fit, const Eigen::MatrixXd& z_written) {
+  Eigen::MatrixXd mapped = z_fit;
+  fvi::engine::to_written(blocks, mapped);
+  CHECK((mapped - z_written).cwiseAbs().maxCoeff() < 1e-12);
+  const Eigen::MatrixXd none(0, z_fit.cols());
+  const Eigen::VectorXd at_fit = centred.log_joint(q, Eigen::VectorXd(), z_fit, none, none).log_p;
+  const Eigen::VectorXd at_written = raw.log_joint(q, Eigen::VectorXd(), z_written, none, none).log_p;
+  for (Eigen::Index s = 0; s < z_fit.cols(); ++s)
+    CHECK(std::abs(at_fit[s] - at_written[s]) < 1e-10 * std::abs(at_written[s]));
+  return at_written;
+}
 
 TEST_CASE("centring: multinomial_eb's silo scores the centred data at the fit's draws as the raw data at the "
           "written draws; the server's gradient is its estimate's",
@@ -123,12 +166,7 @@ TEST_CASE("centring: an intercept of two products, each covariate at its own poo
           "[centring]") {
   const fvi_model& model = *fvi_model_intercept_products();
   REQUIRE(model.variable_count == 3);  // alpha, b_age, b_income
-  const fvi_variable_info& alpha = model.variables[0];
-  CHECK(std::string(alpha.centring_data) == "age");
-  CHECK(alpha.centring_coefficient == 1);
-  REQUIRE(alpha.centring_more == 1);
-  CHECK(std::string(alpha.centring_more_data[0]) == "income");
-  CHECK(alpha.centring_more_coefficients[0] == 2);
+  check_two_products(model.variables[0], "age", 1, "income", 2);
   for (int i : {1, 2}) CHECK(model.variables[i].centring_more == 0);
 
   std::mt19937_64 rng(21);
@@ -162,22 +200,12 @@ TEST_CASE("centring: an intercept of two products, each covariate at its own poo
 
   SfviOptions options;
   SfviSilo silo_raw(model, raw.abi(), 1, options, false), silo_centred(model, centred.abi(), 1, options, false);
-  Eigen::VectorXd params(2 * P);
-  for (Eigen::Index i = 0; i < params.size(); ++i) params[i] = 0.1 * normal(rng);
-  const Global q = Global::from_params(params, P, false);
-  Eigen::MatrixXd eps(P, S);
-  for (Eigen::Index i = 0; i < eps.size(); ++i) eps.data()[i] = normal(rng);
-  const Eigen::MatrixXd z_fit = q.sample(eps);
+  const auto [q, z_fit] = fit_draws(P, S, rng);
   // The written alpha, computed here: alpha_c less both means times their coefficients.
   Eigen::MatrixXd z_written = z_fit;
   z_written.row(0) -= 48.0 * z_fit.row(1) + 31.5 * z_fit.row(2);
-  Eigen::MatrixXd mapped = z_fit;
-  fvi::engine::to_written(blocks, mapped);
-  CHECK((mapped - z_written).cwiseAbs().maxCoeff() < 1e-12);
+  const Eigen::VectorXd at_written = check_pooled_scores_written(blocks, silo_centred, silo_raw, q, z_fit, z_written);
   const Eigen::MatrixXd none(0, S);
-  const Eigen::VectorXd at_fit = silo_centred.log_joint(q, Eigen::VectorXd(), z_fit, none, none).log_p;
-  const Eigen::VectorXd at_written = silo_raw.log_joint(q, Eigen::VectorXd(), z_written, none, none).log_p;
-  for (Eigen::Index s = 0; s < S; ++s) CHECK(std::abs(at_fit[s] - at_written[s]) < 1e-10 * std::abs(at_written[s]));
   // Not by accident: either shift alone scores otherwise.
   for (size_t one = 0; one < 2; ++one) {
     Eigen::MatrixXd partial = z_fit;
@@ -189,6 +217,66 @@ TEST_CASE("centring: an intercept of two products, each covariate at its own poo
   const Eigen::VectorXd var = q.sd().cwiseAbs2();
   CHECK(sd[0] == Approx(std::sqrt(var[0] + 48.0 * 48.0 * var[1] + 31.5 * 31.5 * var[2])).epsilon(1e-12));
   CHECK(sd[1] == Approx(q.sd()[1]).epsilon(1e-15));
+}
+
+TEST_CASE("centring: one slope read with two x in two sums (observed and censored rows): one block, both x "
+          "centred at their pooled mean, scores the written model",
+          "[centring]") {
+  const fvi_model& model = *fvi_model_censored_companions();
+  REQUIRE(model.variable_count == 3);  // alpha, beta, sigma
+  check_two_products(model.variables[0], "x_obs", 1, "x_cen", 1);  // the companion: beta again
+
+  std::mt19937_64 rng(23);
+  std::normal_distribution<double> normal;
+  const int N = 9, M = 5, S = 4, P = 3;
+  Eigen::MatrixXd x_obs(N, 1), t_obs(N, 1), x_cen(M, 1), t_cen(M, 1);
+  for (int i = 0; i < N; ++i) x_obs(i, 0) = 60 + 10 * normal(rng), t_obs(i, 0) = 3 + normal(rng);
+  for (int i = 0; i < M; ++i) x_cen(i, 0) = 40 + 10 * normal(rng), t_cen(i, 0) = 4 + normal(rng);
+  Data public_data, raw;
+  raw.add("N", scalar(N));
+  raw.add("M", scalar(M));
+  raw.add("x_obs", x_obs);
+  raw.add("t_obs", t_obs);
+  raw.add("x_cen", x_cen);
+  raw.add("t_cen", t_cen);
+  std::vector<CentringBlock> blocks = fvi::engine::centring_blocks(model, public_data.abi(), P);
+  REQUIRE(blocks.size() == 1);  // one shift of alpha, not two
+  CHECK(blocks[0].data == "x_obs");
+  CHECK(blocks[0].companions == std::vector<std::string>{"x_cen"});
+  CHECK(blocks[0].centres("x_cen"));
+  // The silo's part of the pooled mean: both vectors' sums and rows, computed here.
+  int64_t rows = 0;
+  const Eigen::VectorXd sums = fvi::engine::column_sums(blocks[0], raw.abi(), rows);
+  CHECK(rows == N + M);
+  CHECK(sums[0] == Approx(x_obs.sum() + x_cen.sum()).epsilon(1e-14));
+  const double xbar = sums[0] / double(rows);
+  fvi::engine::set_data_means(blocks, "x_obs", Eigen::VectorXd::Constant(1, xbar));
+  const Eigen::VectorXd squares = fvi::engine::column_sums_of_squares(blocks[0], raw.abi());
+  CHECK(squares[0] == Approx(x_obs.squaredNorm() + x_cen.squaredNorm()).epsilon(1e-14));
+
+  // Both x centred at the one mean score the fit's draws as the raw x the written ones.
+  const auto silo_at = [&](double obs_shift, double cen_shift) {
+    Data d;
+    d.add("N", scalar(N));
+    d.add("M", scalar(M));
+    d.add("x_obs", Eigen::MatrixXd(x_obs.array() - obs_shift));
+    d.add("t_obs", t_obs);
+    d.add("x_cen", Eigen::MatrixXd(x_cen.array() - cen_shift));
+    d.add("t_cen", t_cen);
+    return d;
+  };
+  Data centred = silo_at(xbar, xbar);
+  SfviOptions options;
+  SfviSilo silo_raw(model, raw.abi(), 1, options, false), silo_centred(model, centred.abi(), 1, options, false);
+  const auto [q, z_fit] = fit_draws(P, S, rng);
+  Eigen::MatrixXd z_written = z_fit;
+  z_written.row(0) -= xbar * z_fit.row(1);  // alpha = alpha_c - xbar beta, computed here
+  const Eigen::VectorXd at_written = check_pooled_scores_written(blocks, silo_centred, silo_raw, q, z_fit, z_written);
+  const Eigen::MatrixXd none(0, S);
+  // Not by accident: each x at its own mean would give the two sums different shifts.
+  Data own = silo_at(x_obs.mean(), x_cen.mean());
+  SfviSilo silo_own(model, own.abi(), 1, options, false);
+  CHECK((silo_own.log_joint(q, Eigen::VectorXd(), z_fit, none, none).log_p - at_written).cwiseAbs().maxCoeff() > 1e-3);
 }
 
 TEST_CASE("centring: a column wider than 1 has its coefficient's Adam steps and starting sd divided by its sd",

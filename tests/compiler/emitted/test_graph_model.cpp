@@ -25,6 +25,7 @@ extern "C" const fvi_model* fvi_model_scaled_intercepts(void);
 extern "C" const fvi_model* fvi_model_stan_blocks(void);
 extern "C" const fvi_model* fvi_model_vfl_linreg(void);
 extern "C" const fvi_model* fvi_model_group_slopes(void);
+extern "C" const fvi_model* fvi_model_censored_companions(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 namespace graph_model_test {
@@ -49,6 +50,7 @@ std::vector<Case> cases() {
 #define ENGINE(name) out.push_back({#name, fvi_model_##name, engine + #name ".fvi"});
   ENGINE(conv_classifier) ENGINE(eb_normal_means) ENGINE(hier_intercepts) ENGINE(intercept_products)
   ENGINE(scaled_intercepts) ENGINE(stan_blocks) ENGINE(vfl_linreg) ENGINE(group_slopes)
+  ENGINE(censored_companions)
 #undef ENGINE
   return out;
 }

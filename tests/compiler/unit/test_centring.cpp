@@ -307,6 +307,46 @@ TEST_CASE("centring: an intercept of several products, each x at its own means",
   CHECK(mark(hierarchy, hierarchy_model, "mu") == "v * b + x * beta");
 }
 
+TEST_CASE("centring: one coefficient of a different x in each sum, the x pooled (companions)", "[centring]") {
+  // A right-censored survival model written Stan's other way: the observed rows and the censored
+  // rows in two vectors, each sum reading its own with the same beta. Both x are centred at one
+  // constant (their pooled mean), so each sum takes the same shift: both marked, in order.
+  const std::string data = "silo data {\n  int<lower=0> N;\n  int<lower=0> M;\n  vector[N] x_obs;\n"
+                           "  vector[M] x_cen;\n  vector[N] t_obs;\n  vector[M] t_cen;\n  vector[N] v;\n}\n";
+  const std::string params = "parameters {\n  global real<lower=0> k;\n  global real mu;\n  global real beta;\n"
+                             "  global real gamma;\n  global real<lower=0> tau;\n  local real u;\n}\n";
+  const std::string priors = "  k ~ gamma(2, 1);\n  mu ~ normal(0, 5);\n  beta ~ normal(0, 1);\n"
+                             "  gamma ~ normal(0, 1);\n  tau ~ normal(0, 1);\n";
+  const std::string both = "  t_obs ~ weibull(k, exp(u + beta * x_obs));\n"
+                           "  target += weibull_lccdf(t_cen | k, exp(u + beta * x_cen));\n";
+  const std::string hierarchy = data + params + "model {\n" + priors + "  u ~ normal(mu, tau);\n" + both + "}\n";
+  CHECK(mark_in(hierarchy, "u") == "x_obs * beta + x_cen * beta");
+  CHECK(mark_in(hierarchy, "mu") == "x_obs * beta + x_cen * beta");
+  // A global intercept (mu itself in each sum).
+  CHECK(mark_in(data + params + "model {\n" + priors + "  u ~ normal(0, 1);\n  t_obs ~ weibull(k, exp(mu + beta * x_obs));\n"
+                "  target += weibull_lccdf(t_cen | k, exp(mu + beta * x_cen));\n}\n", "mu") == "x_obs * beta + x_cen * beta");
+  // A silo's local slope read with two x.
+  const std::string local = "parameters {\n  local real a;\n  local real b;\n}\n";
+  CHECK(mark_in(data + local + "model {\n  t_obs ~ normal(a + b * x_obs, 1);\n  t_cen ~ normal(a + b * x_cen, 1);\n}\n",
+                "a") == "x_obs * b + x_cen * b");
+  SECTION("not marked") {
+    // An x read elsewhere too: the other sum's x alone would take the shift.
+    CHECK(mark_in(data + params + "model {\n" + priors + "  u ~ normal(mu, tau);\n" + both + "  x_cen ~ normal(0, 1);\n}\n",
+                  "u").empty());
+    // u read again outside the sums: there its shift would not be undone.
+    CHECK(mark_in(data + params + "model {\n" + priors + "  u ~ normal(mu, tau);\n" + both +
+                  "  v ~ normal(u, 1);\n}\n", "u").empty());
+    // The two x with different coefficients are their own products, each in one sum only.
+    CHECK(mark_in(data + params + "model {\n" + priors + "  u ~ normal(mu, tau);\n"
+                  "  t_obs ~ weibull(k, exp(u + beta * x_obs));\n"
+                  "  target += weibull_lccdf(t_cen | k, exp(u + gamma * x_cen));\n}\n", "u").empty());
+    // One x with the coefficient in one sum and another x with it twice in the other.
+    CHECK(mark_in(data + params + "model {\n" + priors + "  u ~ normal(mu, tau);\n"
+                  "  t_obs ~ weibull(k, exp(u + beta * x_obs));\n"
+                  "  target += weibull_lccdf(t_cen | k, exp(u + beta * x_cen + beta * x_cen));\n}\n", "u").empty());
+  }
+}
+
 TEST_CASE("centring: a silo's intercept of its own local slopes, at the silo's own means", "[centring]") {
   // Random intercepts and slopes: a and b a silo's locals about global means. The silo's map
   // a = a_c - xbar b is exact for any prior on a, so a's prior is not looked at.

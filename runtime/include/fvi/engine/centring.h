@@ -24,6 +24,10 @@ namespace fvi::engine {
 // (K = 1, W a real or vector[D]).
 struct CentringBlock {
   std::string data;               // x's name: N x D silo data (N x 1 with D = 1 when W is a real)
+  // Further x read with the same W in other sums of the intercept (`u + beta * age_obs`, `u + beta *
+  // age_cen`: FVI_ABI_VERSION 16), each of D columns: every part is centred at the pooled means of
+  // them all (their rows stacked), one shift of the intercept. `data` names the exchange.
+  std::vector<std::string> companions;
   std::string intercept_name, coefficient_name;  // b's and W's
   Eigen::Index intercept = 0;     // b's offset in the global group
   Eigen::Index coefficient = 0;   // W's offset
@@ -41,6 +45,11 @@ struct CentringBlock {
   Eigen::Index intercepts() const { return classes * groups; }
   Eigen::Index intercept_at(Eigen::Index k, Eigen::Index g) const { return intercept + k * groups + g; }
   bool group_means() const { return !group_data.empty(); }
+  // x and its companions, and whether `name` is one of them.
+  std::vector<std::string> parts() const;
+  bool centres(const std::string& name) const;
+  // "x", "x and v" (conjunction " or ": "x or v"): the parts, for what a run prints.
+  std::string data_text(const char* conjunction = " and ") const;
   // Group g's slope, where group_means().
   Eigen::Index slope_at(Eigen::Index g) const { return coefficient + (slope_per_group ? g : 0); }
 };
@@ -57,14 +66,14 @@ std::vector<const CentringBlock*> one_block_per_data(const std::vector<CentringB
 void set_data_means(std::vector<CentringBlock>& blocks, const std::string& x, const Eigen::VectorXd& means);
 void set_data_scales(std::vector<CentringBlock>& blocks, const std::string& x, const Eigen::VectorXd& scales);
 
-// x's column sums in `data` (D values) and its rows: a silo's part of the pooled means. Throws
-// std::invalid_argument, naming x, when `data` holds no x of D columns.
+// x's column sums in `data` (D values) and its rows, its companions' added: a silo's part of the
+// pooled means. Throws std::invalid_argument, naming x, when `data` holds no x of D columns.
 Eigen::VectorXd column_sums(const CentringBlock& block, const fvi_data& data, int64_t& rows);
 
 // x - xbar in place: `values` is x's tensor, rows x D column-major.
 void centre_columns(const CentringBlock& block, double* values, int64_t rows);
 
-// The column sums of squares of x in `data` (D values), a silo's part of the pooled variances once
+// The column sums of squares of x (and its companions) in `data` (D values), a silo's part of the pooled variances once
 // x is centred (two passes: no cancellation at a column's mean far from 0, as age in years).
 Eigen::VectorXd column_sums_of_squares(const CentringBlock& block, const fvi_data& data);
 

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define FVI_ABI_VERSION 15
+#define FVI_ABI_VERSION 16
 
 typedef struct fvi_tensor {
   double* data;
@@ -152,7 +152,10 @@ typedef struct fvi_variable_info {
   /* The same intercept's further products, `b + x * W + v * c` (FVI_ABI_VERSION 14): centring_more
    * pairs of silo data (centring_more_data[j]) and coefficient index (centring_more_coefficients[j]),
    * each read as centring_data and centring_coefficient are, each data read only there; then
-   * b_c = b + xbar W + vbar c, every x at its own pooled column means. 0 and nulls otherwise. */
+   * b_c = b + xbar W + vbar c, every x at its own pooled column means. A pair whose coefficient
+   * is an earlier pair's (FVI_ABI_VERSION 16) is that product's companion: the same W with another
+   * x of its columns, each read in other sums of b (every sum holding W once), centred together at
+   * their pooled column means: one shift. 0 and nulls otherwise. */
   int centring_more;
   const char* const* centring_more_data;
   const int* centring_more_coefficients;
