@@ -42,6 +42,12 @@ const Expr* data_or_row(const Expr* e) {
   return x && x->kind == ExprKind::Var ? x : nullptr;
 }
 
+// A silo vector x of one column: `vector[N] x`, or `array[N] real x` read a row at a time (`x[n]`,
+// Stan's older style; the runtime holds both as N x 1).
+bool column_data(const Symbol& x) {
+  return (x.type.base == Base::Vector && x.type.array_dims == 0) || (x.type.base == Base::Real && x.type.array_dims == 1);
+}
+
 // Whose coefficients a product may have: a global W (the server's centring) or a silo's local b
 // (a local slope, centred by the silo alone: local_slope_centring_of).
 enum class Coefficient { Global, Local };
@@ -57,9 +63,10 @@ std::optional<CentringProduct> product(const SemanticModel& m, const Expr* e, Ba
     if (!x || !w || w->kind != ExprKind::Var) continue;
     const Symbol* xs = m.find(x->name);
     const Symbol* ws = m.find(w->name);
-    if (!xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo || xs->type.array_dims != 0) continue;
+    if (!xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo) continue;
+    if (xs->type.array_dims != 0 && !column_data(*xs)) continue;
     if (owner == Coefficient::Global ? !global_parameter(ws) : !local_parameter(ws)) continue;
-    const Base xb = xs->type.base, wb = ws->decl->type.base;
+    const Base xb = xs->type.array_dims == 0 ? xs->type.base : Base::Vector, wb = ws->decl->type.base;
     const bool fits = (xb == Base::Matrix && data_side == 0 && wb == Base::Matrix && intercept == Base::RowVector) ||
                       (xb == Base::Matrix && data_side == 0 && wb == Base::Vector && intercept == Base::Real) ||
                       (xb == Base::Vector && wb == Base::Real && intercept == Base::Real);
@@ -121,7 +128,7 @@ std::optional<CentringProduct> group_slope_product(const SemanticModel& m, const
     const std::optional<GroupIndex> gi = group_index(m, w, ws->name);
     const Symbol* xs = m.find(x->name);
     if (!gi || gi->text != index || !xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo ||
-        xs->type.array_dims != 0 || xs->type.base != Base::Vector)
+        !column_data(*xs))
       continue;
     // The whole of x with every row's group (`.*`), or row n of x with row n's group (`*`).
     const Expr* read = e->args[data_side].get();
@@ -209,7 +216,7 @@ class ProductTally {
       std::optional<CentringProduct> p =
           group_index.empty() ? product(m, t, intercept_, owner_) : group_slope_product(m, t, group_index);
       if (!p && !group_index.empty())
-        if (p = product(m, t, Base::Real, Coefficient::Local); p && m.find(p->data)->type.base != Base::Vector)
+        if (p = product(m, t, Base::Real, Coefficient::Local); p && !column_data(*m.find(p->data)))
           p.reset();
       if (!p) continue;
       for (const CentringProduct& q : own)
@@ -244,7 +251,8 @@ class ProductTally {
         const Symbol* first = m.find(of_w[0]->product.data);
         covered += f->sums;
         alone = alone && std::find(repeated_.begin(), repeated_.end(), f->product.data) == repeated_.end() &&
-                uses_in_log_density(m, f->product.data) == f->sums && x && first && x->type.base == first->type.base;
+                uses_in_log_density(m, f->product.data) == f->sums && x && first &&
+                (column_data(*x) ? column_data(*first) : x->type.base == first->type.base);
       }
       if (covered != sums || !alone || (of_w.size() > 1 && !companions_)) continue;
       for (const Entry* f : of_w) c.products.push_back(f->product);

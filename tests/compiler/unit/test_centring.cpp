@@ -347,6 +347,22 @@ TEST_CASE("centring: one coefficient of a different x in each sum, the x pooled 
   }
 }
 
+TEST_CASE("centring: an array of reals read a row at a time is a column, as a vector is", "[centring]") {
+  const std::string hierarchy = "parameters {\n  global real mu;\n  global real beta;\n  global real<lower=0> tau;\n"
+                                "  local real u;\n}\n";
+  const std::string hierarchy_priors = "  mu ~ normal(0, 5);\n  beta ~ normal(0, 1);\n  tau ~ normal(0, 1);\n";
+  // Stan's older style, `array[N] real x` read a row at a time, is a column as a vector is.
+  const std::string arrays = "silo data {\n  int<lower=0> N;\n  array[N] real age;\n  array[N] int<lower=0, upper=1> y;\n"
+                             "  array[N] int<lower=1, upper=3> g;\n}\n";
+  const std::string loop = "  for (n in 1:N)\n    y[n] ~ bernoulli_logit(u + beta * age[n]);\n";
+  CHECK(mark_in(arrays + hierarchy + "model {\n" + hierarchy_priors + "  u ~ normal(mu, tau);\n" + loop + "}\n", "u") == "age * beta");
+  CHECK(mark_in(arrays + hierarchy + "model {\n" + hierarchy_priors + "  u ~ normal(mu, tau);\n" + loop + "}\n", "mu") == "age * beta");
+  CHECK(mark_in(arrays + "parameters {\n  local real a;\n  local real b;\n}\nmodel {\n  for (n in 1:N)\n"
+                "    y[n] ~ bernoulli_logit(a + b * age[n]);\n}\n", "a") == "age * b");
+  CHECK(mark_in(arrays + "parameters {\n  local vector[3] a;\n  local vector[3] b;\n}\nmodel {\n  for (n in 1:N)\n"
+                "    y[n] ~ bernoulli_logit(a[g[n]] + b[g[n]] * age[n]);\n}\n", "a") == "age * b by g");
+}
+
 TEST_CASE("centring: a silo's intercept of its own local slopes, at the silo's own means", "[centring]") {
   // Random intercepts and slopes: a and b a silo's locals about global means. The silo's map
   // a = a_c - xbar b is exact for any prior on a, so a's prior is not looked at.
