@@ -375,10 +375,38 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
   return LocalIntercept{std::move(found), mu};
 }
 
+// The transformed parameters that carry a real global b into sums: `real a = mu + tau * z;` (or
+// `vector[J] a = mu + tau * z;`, read as a[g]: groups), unconstrained, defined whole by one sum
+// that adds +b once and reads it nowhere else there, with no other global read whole and no data
+// product in it. A sum that adds +a (or +a[g]) adds b: the non-centred hierarchy of Stan's
+// transformed parameters (eight schools), `y ~ normal(a + x * beta, sigma)`.
+std::vector<const Symbol*> carriers_of(const SemanticModel& m, const Symbol& b) {
+  std::vector<const Symbol*> out;
+  if (b.decl->type.base != Base::Real) return out;
+  for (const Symbol& t : m.symbols) {
+    if (t.kind != SymbolKind::Transformed || t.block != BlockKind::TransformedParameters || !t.value || t.loop ||
+        !unconstrained(t) || (t.type.base != Base::Real && t.type.base != Base::Vector) || !is_sum(t.value) ||
+        count_in(t.value, b.name) != 1)
+      continue;
+    std::vector<std::pair<const Expr*, bool>> terms;
+    sum_terms(t.value, true, terms);
+    int intercepts = 0, others = 0, products = 0;
+    for (const auto& [e, positive] : terms) {
+      if (positive && is_var(e, b.name)) ++intercepts;
+      if (const Symbol* s = parameter_term(m, e); s && s != &b && s->owner == Owner::Global && e->kind == ExprKind::Var)
+        ++others;
+      if (product(m, e, Base::Real) || product(m, e, Base::Real, Coefficient::Local)) ++products;
+    }
+    if (intercepts == 1 && others == 0 && products == 0) out.push_back(&t);
+  }
+  return out;
+}
+
 // A global intercept b: a real or row_vector read whole (`b + x * W`), or a vector of groups'
-// intercepts read as b[i] or b[g] (each group's b plus x * W, W a real or vector). A sum that adds
-// another global parameter read whole (`b1 + b2 + x * W`: both would shift), or, for a vector of
-// groups', any other global parameter, is refused.
+// intercepts read as b[i] or b[g] (each group's b plus x * W, W a real or vector); a real b also
+// through its carriers (carriers_of: `a + x * W`, a = b + tau * z). A sum that adds another global
+// parameter read whole (`b1 + b2 + x * W`: both would shift), or, for a vector of groups', any
+// other global parameter, is refused.
 std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol& b) {
   if (!global_parameter(&b)) return std::nullopt;
   const Base base = b.decl->type.base;
@@ -388,12 +416,19 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
   const Base row_base = groups ? Base::Real : base;
   // Every sum holding +b and products +x * W (`b + x * W`, `x * W + b`, `o + b + x * W + v * c`).
   ProductTally tally(row_base);
+  const std::vector<const Symbol*> carriers = carriers_of(m, b);
+  std::vector<int> carried(carriers.size(), 0);  // each carrier's reads in the matched sums
   int matches = 0;
   bool refused = false;
   each_sum(m, [&](const std::vector<std::pair<const Expr*, bool>>& terms) {
     int intercepts = 0, others = 0;
+    size_t via = carriers.size();
     for (const auto& [t, positive] : terms) {
       if (positive && (is_var(t, b.name) || (groups && group_read(t, b.name)))) ++intercepts;
+      for (size_t c = 0; c < carriers.size(); ++c)
+        if (positive && (is_var(t, carriers[c]->name) ||
+                         (carriers[c]->type.base == Base::Vector && group_read(t, carriers[c]->name))))
+          ++intercepts, via = c;
       if (const Symbol* s = parameter_term(m, t); s && s != &b && s->owner == Owner::Global &&
                                                    (groups || t->kind == ExprKind::Var))
         ++others;
@@ -401,13 +436,21 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
     if (intercepts != 1 || !tally.add_sum(m, terms)) return;
     if (others > 0) refused = true;
     ++matches;
+    if (via < carriers.size()) ++carried[via];
   });
   if (refused || matches == 0) return std::nullopt;
-  // Each x read there alone (ProductTally); b there and in the server's priors alone (evaluated
-  // at b = b_c - sum_j xbar_j W_j).
+  // Each x read there alone (ProductTally); b there, in its carriers' definitions and in the
+  // server's priors alone (evaluated at b = b_c - sum_j xbar_j W_j); each carrier read only in
+  // the matched sums (elsewhere its b would be shifted with nothing to undo it).
   Centring found = tally.common(m, matches);
   if (found.products.empty()) return std::nullopt;
-  if (uses_in_log_density(m, b.name) != matches + reads_in_server_priors(m, b)) return std::nullopt;
+  int direct = matches;
+  for (size_t c = 0; c < carriers.size(); ++c) {
+    if (uses_in_log_density(m, carriers[c]->name) != carried[c]) return std::nullopt;
+    direct -= carried[c];
+  }
+  if (uses_in_log_density(m, b.name) != direct + int(carriers.size()) + reads_in_server_priors(m, b))
+    return std::nullopt;
   return found;
 }
 

@@ -363,6 +363,40 @@ TEST_CASE("centring: an array of reals read a row at a time is a column, as a ve
                 "    y[n] ~ bernoulli_logit(a[g[n]] + b[g[n]] * age[n]);\n}\n", "a") == "age * b by g");
 }
 
+TEST_CASE("centring: a non-centred hierarchy's location carried by a transformed parameter", "[centring]") {
+  // Stan's non-centred form: `real a = mu + tau * z;` (z a silo's local) in transformed
+  // parameters, `a + beta * x` in the likelihood. mu reaches the sum through a, once: it is
+  // centred (a_c = mu_c + tau z), and a's outputs are the written ones (the runtime's).
+  const std::string data = "data {\n  int<lower=1> J;\n}\nsilo data {\n  int<lower=0> N;\n  vector[N] x;\n  vector[N] y;\n"
+                           "  array[N] int<lower=1, upper=J> g;\n}\n";
+  const std::string params = "parameters {\n  global real mu;\n  global real beta;\n  global real<lower=0> tau;\n"
+                             "  local real z;\n  local vector[J] w;\n}\n";
+  const std::string priors = "  mu ~ normal(0, 10);\n  beta ~ normal(0, 10);\n  tau ~ normal(0, 5);\n  z ~ std_normal();\n"
+                             "  w ~ std_normal();\n";
+  const auto model = [&](const std::string& tp, const std::string& likelihood) {
+    return data + params + "transformed parameters {\n" + tp + "}\nmodel {\n" + priors + likelihood + "}\n";
+  };
+  const std::string one = "  real a = mu + tau * z;\n";
+  CHECK(mark_in(model(one, "  y ~ normal(a + beta * x, 1);\n"), "mu") == "x * beta");
+  CHECK(mark_in(model(one, "  y ~ normal(x * beta + a, 1);\n"), "mu") == "x * beta");
+  // Groups within the silo: a vector read as a[g].
+  const std::string groups = "  vector[J] a = mu + tau * w;\n";
+  CHECK(mark_in(model(groups, "  y ~ normal(a[g] + beta * x, 1);\n"), "mu") == "x * beta");
+  CHECK(mark_in(model(groups, "  for (n in 1:N)\n    y[n] ~ normal(a[g[n]] + beta * x[n], 1);\n"), "mu") == "x * beta");
+  SECTION("not marked") {
+    // a read outside the sums, or subtracted; mu read again in a silo's term; a's definition reading
+    // another global whole, or mu twice; a constrained a (its bound would be checked at a_c).
+    CHECK(mark_in(model(one, "  y ~ normal(a + beta * x, 1);\n  target += normal_lpdf(a | 0, 10);\n"), "mu").empty());
+    CHECK(mark_in(model(one, "  y ~ normal(beta * x - a, 1);\n"), "mu").empty());
+    CHECK(mark_in(model(one, "  y ~ normal(a + beta * x, 1);\n  target += normal_lpdf(y | mu, 10);\n"), "mu").empty());
+    CHECK(mark_in(model("  real a = mu + beta + tau * z;\n", "  y ~ normal(a + beta * x, 1);\n"), "mu").empty());
+    CHECK(mark_in(model("  real a = mu + mu * tau * z;\n", "  y ~ normal(a + beta * x, 1);\n"), "mu").empty());
+    CHECK(mark_in(model("  real<lower=-100> a = mu + tau * z;\n", "  y ~ normal(a + beta * x, 1);\n"), "mu").empty());
+    // A sum reading a that holds no product: a's b would be shifted there with nothing to undo it.
+    CHECK(mark_in(model(one, "  y ~ normal(a + beta * x, 1);\n  target += normal_lpdf(y | a + 1, 1);\n"), "mu").empty());
+  }
+}
+
 TEST_CASE("centring: a silo's intercept of its own local slopes, at the silo's own means", "[centring]") {
   // Random intercepts and slopes: a and b a silo's locals about global means. The silo's map
   // a = a_c - xbar b is exact for any prior on a, so a's prior is not looked at.
