@@ -376,7 +376,7 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
 }
 
 // The transformed parameters that carry a real global b into sums: `real a = mu + tau * z;` (or
-// `vector[J] a = mu + tau * z;`, read as a[g]: groups), unconstrained, defined whole by one sum
+// `vector[J] a = mu + tau * z;`, or element by element in a loop, read as a[g]: groups), unconstrained, defined whole by one sum
 // that adds +b once and reads it nowhere else there, with no other global read whole and no data
 // product in it. A sum that adds +a (or +a[g]) adds b: the non-centred hierarchy of Stan's
 // transformed parameters (eight schools), `y ~ normal(a + x * beta, sigma)`.
@@ -384,8 +384,11 @@ std::vector<const Symbol*> carriers_of(const SemanticModel& m, const Symbol& b) 
   std::vector<const Symbol*> out;
   if (b.decl->type.base != Base::Real) return out;
   for (const Symbol& t : m.symbols) {
-    if (t.kind != SymbolKind::Transformed || t.block != BlockKind::TransformedParameters || !t.value || t.loop ||
-        !unconstrained(t) || (t.type.base != Base::Real && t.type.base != Base::Vector) || !is_sum(t.value) ||
+    // A vector's value may be element j's, `for (j in 1:J) a[j] = mu + tau * z[j];` (its one
+    // assignment): each element reads b once there too.
+    if (t.kind != SymbolKind::Transformed || t.block != BlockKind::TransformedParameters || !t.value ||
+        (t.loop && t.type.base != Base::Vector) || !unconstrained(t) ||
+        (t.type.base != Base::Real && t.type.base != Base::Vector) || !is_sum(t.value) ||
         count_in(t.value, b.name) != 1)
       continue;
     std::vector<std::pair<const Expr*, bool>> terms;
@@ -446,7 +449,9 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
   if (found.products.empty()) return std::nullopt;
   int direct = matches;
   for (size_t c = 0; c < carriers.size(); ++c) {
-    if (uses_in_log_density(m, carriers[c]->name) != carried[c]) return std::nullopt;
+    // (A carrier defined by its one assignment, not its declaration, names itself there once more.)
+    const int defining = carriers[c]->decl && carriers[c]->decl->init ? 0 : 1;
+    if (uses_in_log_density(m, carriers[c]->name) - defining != carried[c]) return std::nullopt;
     direct -= carried[c];
   }
   if (uses_in_log_density(m, b.name) != direct + int(carriers.size()) + reads_in_server_priors(m, b))

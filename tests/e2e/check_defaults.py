@@ -1635,13 +1635,23 @@ TP_MODEL = HIER_MODEL.replace("  local real alpha;\n}\n", "  local real z;\n}\nt
     "  alpha ~ normal(mu, tau);\n", "  z ~ std_normal();\n")
 
 
+# groups_raw_x's model non-centred: each silo's groups' a built in a loop from its local z.
+TP_GROUPS_MODEL = TP_MODEL.replace("  int<lower=0> N;\n", "  int<lower=0> N;\n  int<lower=1> C;\n"
+                                   "  array[N] int<lower=1, upper=C> g;\n").replace(
+    "  local real z;\n", "  local vector[C] z;\n").replace(
+    "  real alpha = mu + tau * z;\n", "  vector[C] a;\n  for (c in 1:C)\n    a[c] = mu + tau * z[c];\n").replace(
+    "alpha + beta * x", "a[g] + beta * x")
+
+
 def case_centring_tp(fvic, cache, work):
     """centring_local's data and posterior with the hierarchy written non-centred in transformed
     parameters (TP_MODEL: alpha = mu + tau * z, z each silo's local): mu reaches the sum
     `alpha + beta * x` through alpha, and is fitted at the centred x. mu, beta, sigma and every
     silo's alpha (the transformed parameter, reported at the written mu) within 0.1 sd of the grid
     reference with sds within 10%; tau printed. (Fitted raw, as before: mu's and beta's sds 26%
-    short, warned by the tail check, after 14,900 iterations.)"""
+    short, warned by the tail check, after 14,900 iterations.) The same for groups within each
+    silo (TP_GROUPS_MODEL on groups_raw_x's data: a[c] = mu + tau * z[c] in a loop, read as a[g]),
+    every group's a checked."""
     require("real alpha = mu + tau * z;" in TP_MODEL and "z ~ std_normal();" in TP_MODEL, "TP_MODEL is not derived")
     model = os.path.join(work, "tp.fvi")
     with open(model, "w") as f:
@@ -1652,6 +1662,20 @@ def case_centring_tp(fvic, cache, work):
     p, _ = run_defaults(fvic, cache, model, data, out)
     require("centred: mu + x * beta at x's pooled column means" in p.stdout, "the run does not say mu is centred:\n" + p.stdout)
     fit = hier_fit(out)
+    off_reference(fit, ref, unchecked=("tau",))
+    require_converged(p, out)
+    require_near_reference(fit, ref, unchecked=("tau",))
+    # Groups within each silo (groups_raw_x's data), a vector built element by element in a loop.
+    print("groups: a[c] = mu + tau * z[c] for each silo's 4 groups, read as a[g]")
+    data = os.path.join(work, "groups")
+    ref = hier_reference(groups_data(data, 31, 20.0, 1))
+    groups = os.path.join(work, "tp_groups.fvi")
+    with open(groups, "w") as f:
+        f.write(TP_GROUPS_MODEL)
+    out = os.path.join(work, "out_groups")
+    p, _ = run_defaults(fvic, cache, groups, data, out)
+    require("centred: mu + x * beta at x's pooled column means" in p.stdout, "the run does not say mu is centred:\n" + p.stdout)
+    fit = groups_fit(out)
     off_reference(fit, ref, unchecked=("tau",))
     require_converged(p, out)
     require_near_reference(fit, ref, unchecked=("tau",))

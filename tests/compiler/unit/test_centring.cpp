@@ -379,10 +379,13 @@ TEST_CASE("centring: a non-centred hierarchy's location carried by a transformed
   const std::string one = "  real a = mu + tau * z;\n";
   CHECK(mark_in(model(one, "  y ~ normal(a + beta * x, 1);\n"), "mu") == "x * beta");
   CHECK(mark_in(model(one, "  y ~ normal(x * beta + a, 1);\n"), "mu") == "x * beta");
+  CHECK(mark_in(model("  real a;\n  a = mu + tau * z;\n", "  y ~ normal(a + beta * x, 1);\n"), "mu") == "x * beta");
   // Groups within the silo: a vector read as a[g].
   const std::string groups = "  vector[J] a = mu + tau * w;\n";
   CHECK(mark_in(model(groups, "  y ~ normal(a[g] + beta * x, 1);\n"), "mu") == "x * beta");
   CHECK(mark_in(model(groups, "  for (n in 1:N)\n    y[n] ~ normal(a[g[n]] + beta * x[n], 1);\n"), "mu") == "x * beta");
+  CHECK(mark_in(model("  vector[J] a;\n  for (j in 1:J)\n    a[j] = mu + tau * w[j];\n", "  y ~ normal(a[g] + beta * x, 1);\n"),
+                "mu") == "x * beta");
   SECTION("not marked") {
     // a read outside the sums, or subtracted; mu read again in a silo's term; a's definition reading
     // another global whole, or mu twice; a constrained a (its bound would be checked at a_c).
