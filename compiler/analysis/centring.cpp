@@ -375,6 +375,31 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
   return LocalIntercept{std::move(found), mu};
 }
 
+// b's reads in the parameters' declared bounds, offsets and multipliers (`real<lower=mu> w`,
+// `<offset=mu>`): transforms that read b's value, which uses_in_log_density does not count.
+int reads_in_declarations(const SemanticModel& m, const Symbol& b) {
+  int n = 0;
+  for (const Symbol& s : m.symbols)
+    if (s.kind == SymbolKind::Parameter && s.decl)
+      for (const ExprPtr* e : {&s.decl->type.lower, &s.decl->type.upper, &s.decl->type.offset, &s.decl->type.multiplier})
+        n += count_in(e->get(), b.name);
+  return n;
+}
+
+// A silo's local declared `real<offset=b, multiplier=s> a` (or a vector of groups', read as a[g]):
+// Stan's non-centred form, a = b + s * z with z the fit's coordinate, b a real global. Its one
+// prior must be a location family about b (`a ~ normal(b, s)`, reading a - b alone), so that
+// a_c = b_c + s z leaves it as written; s must not read b.
+bool affine_carrier(const SemanticModel& m, const Symbol& a, const Symbol& b) {
+  if (a.kind != SymbolKind::Parameter || a.owner != Owner::Silo || !a.decl || split_model(m)) return false;
+  const TypeDecl& t = a.decl->type;
+  if (!is_var(t.offset.get(), b.name) || count_in(t.multiplier.get(), b.name) != 0 || t.lower || t.upper ||
+      t.simplex || t.ordering != Ordering::None || t.structure != MatrixStructure::None || !t.array_sizes.empty() ||
+      (t.base != Base::Real && t.base != Base::Vector))
+    return false;
+  return prior_location(m, a, Base::Real) == &b;
+}
+
 // The transformed parameters that carry a real global b into sums: `real a = mu + tau * z;` (or
 // `vector[J] a = mu + tau * z;`, or element by element in a loop, read as a[g]: groups), unconstrained, defined whole by one sum
 // that adds +b once and reads it nowhere else there, with no other global read whole and no data
@@ -384,6 +409,10 @@ std::vector<const Symbol*> carriers_of(const SemanticModel& m, const Symbol& b) 
   std::vector<const Symbol*> out;
   if (b.decl->type.base != Base::Real) return out;
   for (const Symbol& t : m.symbols) {
+    if (affine_carrier(m, t, b)) {
+      out.push_back(&t);
+      continue;
+    }
     // A vector's value may be element j's, `for (j in 1:J) a[j] = mu + tau * z[j];` (its one
     // assignment): each element reads b once there too.
     if (t.kind != SymbolKind::Transformed || t.block != BlockKind::TransformedParameters || !t.value ||
@@ -449,12 +478,20 @@ std::optional<Centring> direct_centring_of(const SemanticModel& m, const Symbol&
   if (found.products.empty()) return std::nullopt;
   int direct = matches;
   for (size_t c = 0; c < carriers.size(); ++c) {
-    // (A carrier defined by its one assignment, not its declaration, names itself there once more.)
-    const int defining = carriers[c]->decl && carriers[c]->decl->init ? 0 : 1;
-    if (uses_in_log_density(m, carriers[c]->name) - defining != carried[c]) return std::nullopt;
+    // (A carrier defined by its one assignment, not its declaration, names itself there once more;
+    // an affine local is read in its prior too, which reads b: a - b, the same in the fit.)
+    const bool affine = carriers[c]->kind == SymbolKind::Parameter;
+    const int defining = affine || (carriers[c]->decl && carriers[c]->decl->init) ? 0 : 1;
+    if (uses_in_log_density(m, carriers[c]->name) - defining - (affine ? 1 : 0) != carried[c]) return std::nullopt;
     direct -= carried[c];
   }
-  if (uses_in_log_density(m, b.name) != direct + int(carriers.size()) + reads_in_server_priors(m, b))
+  // b's reads: the matched sums' own, one in each transformed carrier's definition or affine
+  // carrier's prior, and the server's priors; in declarations, only the affine carriers' offsets
+  // (any other transform reading b would read b_c).
+  int affine = 0;
+  for (const Symbol* c : carriers) affine += c->kind == SymbolKind::Parameter ? 1 : 0;
+  if (uses_in_log_density(m, b.name) != direct + int(carriers.size()) + reads_in_server_priors(m, b) ||
+      reads_in_declarations(m, b) != affine)
     return std::nullopt;
   return found;
 }

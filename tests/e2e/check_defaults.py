@@ -1635,6 +1635,9 @@ TP_MODEL = HIER_MODEL.replace("  local real alpha;\n}\n", "  local real z;\n}\nt
     "  alpha ~ normal(mu, tau);\n", "  z ~ std_normal();\n")
 
 
+# HIER_MODEL non-centred by Stan's affine transform: alpha = mu + tau * (the fit's coordinate).
+AFFINE_MODEL = HIER_MODEL.replace("  local real alpha;\n", "  local real<offset=mu, multiplier=tau> alpha;\n")
+
 # groups_raw_x's model non-centred: each silo's groups' a built in a loop from its local z.
 TP_GROUPS_MODEL = TP_MODEL.replace("  int<lower=0> N;\n", "  int<lower=0> N;\n  int<lower=1> C;\n"
                                    "  array[N] int<lower=1, upper=C> g;\n").replace(
@@ -1651,7 +1654,8 @@ def case_centring_tp(fvic, cache, work):
     reference with sds within 10%; tau printed. (Fitted raw, as before: mu's and beta's sds 26%
     short, warned by the tail check, after 14,900 iterations.) The same for groups within each
     silo (TP_GROUPS_MODEL on groups_raw_x's data: a[c] = mu + tau * z[c] in a loop, read as a[g]),
-    every group's a checked."""
+    every group's a checked; and for `local real<offset=mu, multiplier=tau> alpha` (AFFINE_MODEL,
+    mu reaching the sum through alpha's transform; fitted raw: sds 26% short, warned)."""
     require("real alpha = mu + tau * z;" in TP_MODEL and "z ~ std_normal();" in TP_MODEL, "TP_MODEL is not derived")
     model = os.path.join(work, "tp.fvi")
     with open(model, "w") as f:
@@ -1660,6 +1664,18 @@ def case_centring_tp(fvic, cache, work):
     ref = hier_reference(hier_data(data, x_mean=20.0))
     out = os.path.join(work, "out")
     p, _ = run_defaults(fvic, cache, model, data, out)
+    require("centred: mu + x * beta at x's pooled column means" in p.stdout, "the run does not say mu is centred:\n" + p.stdout)
+    fit = hier_fit(out)
+    off_reference(fit, ref, unchecked=("tau",))
+    require_converged(p, out)
+    require_near_reference(fit, ref, unchecked=("tau",))
+    # Stan's affine form of the same: alpha<offset=mu, multiplier=tau>, alpha ~ normal(mu, tau).
+    print("affine: local real<offset=mu, multiplier=tau> alpha")
+    affine = os.path.join(work, "affine.fvi")
+    with open(affine, "w") as f:
+        f.write(AFFINE_MODEL)
+    out = os.path.join(work, "out_affine")
+    p, _ = run_defaults(fvic, cache, affine, data, out)
     require("centred: mu + x * beta at x's pooled column means" in p.stdout, "the run does not say mu is centred:\n" + p.stdout)
     fit = hier_fit(out)
     off_reference(fit, ref, unchecked=("tau",))

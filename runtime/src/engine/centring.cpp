@@ -32,6 +32,10 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
                                          Eigen::Index coefficient_dim) {
   std::vector<CentringBlock> blocks;
   if (model.abi_version < 13) return blocks;
+  // An intercept whose companion cannot be taken (a mark this engine does not read) is left
+  // uncentred, all of its products: centring x alone would shift its other sums with nothing to
+  // undo it.
+  std::vector<std::string> refused;
   for (int i = 0; i < model.variable_count; ++i)
     for (const auto& [x, w_index] : marked_products(model, i)) {
       const fvi_variable_info& b = model.variables[i];
@@ -53,6 +57,7 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
       });
       if (first != blocks.end()) {
         if (model.abi_version >= 16 && !first->group_means() && first->columns == D) first->companions.push_back(x);
+        else refused.push_back(b.name);
         continue;
       }
       CentringBlock block{x, {}, b.name, w.name, Eigen::Index(bp->offset), Eigen::Index(wp->offset),
@@ -68,6 +73,11 @@ std::vector<CentringBlock> marked_blocks(const fvi_model& model, const fvi_data&
       }
       blocks.push_back(std::move(block));
     }
+  blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
+                              [&](const CentringBlock& c) {
+                                return std::find(refused.begin(), refused.end(), c.intercept_name) != refused.end();
+                              }),
+               blocks.end());
   return blocks;
 }
 

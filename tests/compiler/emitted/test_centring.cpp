@@ -244,6 +244,11 @@ TEST_CASE("centring: one slope read with two x in two sums (observed and censore
   CHECK(blocks[0].data == "x_obs");
   CHECK(blocks[0].companions == std::vector<std::string>{"x_cen"});
   CHECK(blocks[0].centres("x_cen"));
+  // A table from before companions (FVI_ABI_VERSION 15) is not centred at all: x_obs alone would
+  // shift the censored rows' sum with nothing to undo it.
+  fvi_model older = model;
+  older.abi_version = 15;
+  CHECK(fvi::engine::centring_blocks(older, public_data.abi(), P).empty());
   // The silo's part of the pooled mean: both vectors' sums and rows, computed here.
   int64_t rows = 0;
   const Eigen::VectorXd sums = fvi::engine::column_sums(blocks[0], raw.abi(), rows);

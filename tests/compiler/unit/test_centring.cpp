@@ -386,7 +386,31 @@ TEST_CASE("centring: a non-centred hierarchy's location carried by a transformed
   CHECK(mark_in(model(groups, "  for (n in 1:N)\n    y[n] ~ normal(a[g[n]] + beta * x[n], 1);\n"), "mu") == "x * beta");
   CHECK(mark_in(model("  vector[J] a;\n  for (j in 1:J)\n    a[j] = mu + tau * w[j];\n", "  y ~ normal(a[g] + beta * x, 1);\n"),
                 "mu") == "x * beta");
+  // Stan's affine form, `real<offset=mu, multiplier=tau> a` with its prior about mu: a = mu + tau z,
+  // z the fit's coordinate, so mu_c gives a_c with no map of a's own.
+  const auto affine_model = [&](const std::string& local, const std::string& body) {
+    return data + "parameters {\n  global real mu;\n  global real beta;\n  global real<lower=0> tau;\n" + local +
+           "}\nmodel {\n  mu ~ normal(0, 10);\n  beta ~ normal(0, 10);\n  tau ~ normal(0, 5);\n" + body + "}\n";
+  };
+  const std::string affine_a = "  local real<offset=mu, multiplier=tau> a;\n";
+  const std::string affine_v = "  local vector<offset=mu, multiplier=tau>[J] v;\n";
+  CHECK(mark_in(affine_model(affine_a, "  a ~ normal(mu, tau);\n  y ~ normal(a + beta * x, 1);\n"), "mu") == "x * beta");
+  CHECK(mark_in(affine_model(affine_v, "  v ~ normal(mu, tau);\n  y ~ normal(v[g] + beta * x, 1);\n"), "mu") ==
+        "x * beta");
+  // Not its own map: a is not marked (mu_c moves it already).
+  CHECK(mark_in(affine_model(affine_a, "  a ~ normal(mu, tau);\n  y ~ normal(a + beta * x, 1);\n"), "a").empty());
   SECTION("not marked") {
+    // An affine a whose prior is not about mu (it would read a_c alone), or read again; another
+    // parameter whose offset reads mu (its value would be read at mu_c).
+    CHECK(mark_in(affine_model(affine_a, "  a ~ normal(0, 10);\n  y ~ normal(a + beta * x, 1);\n"), "mu").empty());
+    CHECK(mark_in(affine_model(affine_a, "  a ~ normal(mu, tau);\n  y ~ normal(a + beta * x, 1);\n"
+                                         "  target += normal_lpdf(y | a, 10);\n"), "mu").empty());
+    CHECK(mark_in(affine_model(affine_a + affine_v, "  a ~ normal(mu, tau);\n  v ~ normal(0, 1);\n"
+                                                    "  y ~ normal(a + beta * x, 1);\n"), "mu").empty());
+    CHECK(mark_in(affine_model("  global real<offset=mu> w;\n", "  w ~ normal(0, 1);\n  y ~ normal(mu + beta * x, 1);\n"),
+                  "mu").empty());
+    // Without w the same sum marks mu (the test can fail).
+    CHECK(mark_in(affine_model("", "  y ~ normal(mu + beta * x, 1);\n"), "mu") == "x * beta");
     // a read outside the sums, or subtracted; mu read again in a silo's term; a's definition reading
     // another global whole, or mu twice; a constrained a (its bound would be checked at a_c).
     CHECK(mark_in(model(one, "  y ~ normal(a + beta * x, 1);\n  target += normal_lpdf(a | 0, 10);\n"), "mu").empty());
