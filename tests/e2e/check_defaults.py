@@ -1657,44 +1657,29 @@ def case_centring_tp(fvic, cache, work):
     every group's a checked; and for `local real<offset=mu, multiplier=tau> alpha` (AFFINE_MODEL,
     mu reaching the sum through alpha's transform; fitted raw: sds 26% short, warned)."""
     require("real alpha = mu + tau * z;" in TP_MODEL and "z ~ std_normal();" in TP_MODEL, "TP_MODEL is not derived")
-    model = os.path.join(work, "tp.fvi")
-    with open(model, "w") as f:
-        f.write(TP_MODEL)
+    def fit_centred(text, name, data, ref, fit_of):
+        """TEXT run with its defaults on DATA: mu centred, converged, near REF (tau printed)."""
+        model = os.path.join(work, name + ".fvi")
+        with open(model, "w") as f:
+            f.write(text)
+        out = os.path.join(work, "out_" + name)
+        p, _ = run_defaults(fvic, cache, model, data, out)
+        require("centred: mu + x * beta at x's pooled column means" in p.stdout,
+                "the run does not say mu is centred:\n" + p.stdout)
+        fit = fit_of(out)
+        off_reference(fit, ref, unchecked=("tau",))
+        require_converged(p, out)
+        require_near_reference(fit, ref, unchecked=("tau",))
+
     data = os.path.join(work, "data")
     ref = hier_reference(hier_data(data, x_mean=20.0))
-    out = os.path.join(work, "out")
-    p, _ = run_defaults(fvic, cache, model, data, out)
-    require("centred: mu + x * beta at x's pooled column means" in p.stdout, "the run does not say mu is centred:\n" + p.stdout)
-    fit = hier_fit(out)
-    off_reference(fit, ref, unchecked=("tau",))
-    require_converged(p, out)
-    require_near_reference(fit, ref, unchecked=("tau",))
-    # Stan's affine form of the same: alpha<offset=mu, multiplier=tau>, alpha ~ normal(mu, tau).
+    fit_centred(TP_MODEL, "tp", data, ref, hier_fit)
     print("affine: local real<offset=mu, multiplier=tau> alpha")
-    affine = os.path.join(work, "affine.fvi")
-    with open(affine, "w") as f:
-        f.write(AFFINE_MODEL)
-    out = os.path.join(work, "out_affine")
-    p, _ = run_defaults(fvic, cache, affine, data, out)
-    require("centred: mu + x * beta at x's pooled column means" in p.stdout, "the run does not say mu is centred:\n" + p.stdout)
-    fit = hier_fit(out)
-    off_reference(fit, ref, unchecked=("tau",))
-    require_converged(p, out)
-    require_near_reference(fit, ref, unchecked=("tau",))
+    fit_centred(AFFINE_MODEL, "affine", data, ref, hier_fit)
     # Groups within each silo (groups_raw_x's data), a vector built element by element in a loop.
     print("groups: a[c] = mu + tau * z[c] for each silo's 4 groups, read as a[g]")
     data = os.path.join(work, "groups")
-    ref = hier_reference(groups_data(data, 31, 20.0, 1))
-    groups = os.path.join(work, "tp_groups.fvi")
-    with open(groups, "w") as f:
-        f.write(TP_GROUPS_MODEL)
-    out = os.path.join(work, "out_groups")
-    p, _ = run_defaults(fvic, cache, groups, data, out)
-    require("centred: mu + x * beta at x's pooled column means" in p.stdout, "the run does not say mu is centred:\n" + p.stdout)
-    fit = groups_fit(out)
-    off_reference(fit, ref, unchecked=("tau",))
-    require_converged(p, out)
-    require_near_reference(fit, ref, unchecked=("tau",))
+    fit_centred(TP_GROUPS_MODEL, "tp_groups", data, hier_reference(groups_data(data, 31, 20.0, 1)), groups_fit)
 
 
 # HIER_MODEL with a second raw covariate written apart, as age and income are: alpha's location mu
