@@ -48,6 +48,21 @@ bool column_data(const Symbol& x) {
   return (x.type.base == Base::Vector && x.type.array_dims == 0) || (x.type.base == Base::Real && x.type.array_dims == 1);
 }
 
+// A silo's data, or a silo's transformed data built by statements (computed from the raw data when
+// the silo reads it, then held as data is: centred as data is).
+bool silo_data(const Symbol* s) {
+  return s && s->owner == Owner::Silo && (s->kind == SymbolKind::Data || computed_at_load(*s));
+}
+
+// Whether x is read in the value of a transformed datum the kernels compute (`vector[N] x2 =
+// square(x);`): with x centred that value would read x - xbar, and the fit be of another model.
+bool read_by_kernel_transformed_data(const SemanticModel& m, const std::string& x) {
+  return std::any_of(m.symbols.begin(), m.symbols.end(), [&](const Symbol& s) {
+    return s.kind == SymbolKind::Transformed && s.block == BlockKind::TransformedData && !computed_at_load(s) &&
+           count_in(s.value, x) > 0;
+  });
+}
+
 // Whose coefficients a product may have: a global W (the server's centring) or a silo's local b
 // (a local slope, centred by the silo alone: local_slope_centring_of).
 enum class Coefficient { Global, Local };
@@ -63,7 +78,7 @@ std::optional<CentringProduct> product(const SemanticModel& m, const Expr* e, Ba
     if (!x || !w || w->kind != ExprKind::Var) continue;
     const Symbol* xs = m.find(x->name);
     const Symbol* ws = m.find(w->name);
-    if (!xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo) continue;
+    if (!silo_data(xs)) continue;
     if (xs->type.array_dims != 0 && !column_data(*xs)) continue;
     if (owner == Coefficient::Global ? !global_parameter(ws) : !local_parameter(ws)) continue;
     const Base xb = xs->type.array_dims == 0 ? xs->type.base : Base::Vector, wb = ws->decl->type.base;
@@ -127,8 +142,7 @@ std::optional<CentringProduct> group_slope_product(const SemanticModel& m, const
     if (!local_parameter(ws) || ws->decl->type.base != Base::Vector) continue;
     const std::optional<GroupIndex> gi = group_index(m, w, ws->name);
     const Symbol* xs = m.find(x->name);
-    if (!gi || gi->text != index || !xs || xs->kind != SymbolKind::Data || xs->owner != Owner::Silo ||
-        !column_data(*xs))
+    if (!gi || gi->text != index || !silo_data(xs) || !column_data(*xs))
       continue;
     // The whole of x with every row's group (`.*`), or row n of x with row n's group (`*`).
     const Expr* read = e->args[data_side].get();
@@ -251,7 +265,8 @@ class ProductTally {
         const Symbol* first = m.find(of_w[0]->product.data);
         covered += f->sums;
         alone = alone && std::find(repeated_.begin(), repeated_.end(), f->product.data) == repeated_.end() &&
-                uses_in_log_density(m, f->product.data) == f->sums && x && first &&
+                uses_in_log_density(m, f->product.data) == f->sums && !read_by_kernel_transformed_data(m, f->product.data) &&
+                x && first &&
                 (column_data(*x) ? column_data(*first) : x->type.base == first->type.base);
       }
       if (covered != sums || !alone || (of_w.size() > 1 && !companions_)) continue;

@@ -363,6 +363,23 @@ TEST_CASE("centring: an array of reals read a row at a time is a column, as a ve
                 "    y[n] ~ bernoulli_logit(a[g[n]] + b[g[n]] * age[n]);\n}\n", "a") == "age * b by g");
 }
 
+TEST_CASE("centring: a silo's transformed data computed when it reads its data is centred as data", "[centring]") {
+  const std::string data = "silo data {\n  int<lower=0> N;\n  vector[N] age;\n  vector[N] y;\n}\n";
+  const std::string rest = "parameters {\n  global real a;\n  global real b1;\n  global real b2;\n"
+                           "  global real<lower=0> sigma;\n}\nmodel {\n  a ~ normal(0, 10);\n  b1 ~ normal(0, 1);\n"
+                           "  b2 ~ normal(0, 1);\n  sigma ~ normal(0, 1);\n  y ~ normal(a + b1 * age + b2 * age2, sigma);\n}\n";
+  // Built by statements: computed from the raw age when the silo reads its data, then held as data.
+  CHECK(mark_in(data + "transformed data {\n  vector[N] age2;\n  for (n in 1:N)\n    age2[n] = age[n] * age[n];\n}\n" + rest,
+                "a") == "age * b1 + age2 * b2");
+  // Given by its value, which the kernels compute from the age they read: with age centred that
+  // value would be (age - mean)^2, another model. Neither is centred (age2 is no data the silo holds).
+  CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = square(age);\n}\n" + rest, "a").empty());
+  CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = square(age);\n}\n" +
+                    "parameters {\n  global real a;\n  global real b1;\n  global real<lower=0> sigma;\n}\n"
+                    "model {\n  y ~ normal(a + b1 * age, sigma);\n  target += -0.5 * dot_self(age2) * sigma;\n}\n",
+                "a").empty());
+}
+
 TEST_CASE("centring: a non-centred hierarchy's location carried by a transformed parameter", "[centring]") {
   // Stan's non-centred form: `real a = mu + tau * z;` (z a silo's local) in transformed
   // parameters, `a + beta * x` in the likelihood. mu reaches the sum through a, once: it is
