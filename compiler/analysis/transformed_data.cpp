@@ -160,6 +160,15 @@ const char* base_code(const Symbol& s) {
 
 }  // namespace
 
+bool computable_at_load(const SemanticModel& model, const VarDecl& d) {
+  Diagnostics quiet(nullptr);
+  ProgramWriter trial(model, quiet);
+  trial.declaration(d, true);
+  for (const std::string& r : trial.reads)
+    if (const Symbol* s = model.find(r); s && s->kind == SymbolKind::Transformed && !computed_at_load(*s)) return false;
+  return trial.ok();
+}
+
 bool transformed_data_programs(const SemanticModel& model, std::array<std::string, 3>& programs, Diagnostics& diags) {
   programs = {"", "", ""};
   const Block* block = model.program->find(BlockKind::TransformedData);

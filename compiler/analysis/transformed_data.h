@@ -16,6 +16,11 @@
 
 namespace fvic {
 
+// Whether the declaration `d` (its value given: `vector[N] age2 = square(age);`) is one the runtime
+// can compute when the data is read: its type and every function of its value are in the program's
+// form (fvi/data/transformed_data.h), and every transformed datum it reads is computed then too.
+bool computable_at_load(const SemanticModel& model, const VarDecl& d);
+
 // The programs for the public data, the server and each silo (fvi_data_party order; "" where a
 // party has nothing to compute). Reports what the runtime cannot compute (a function it lacks, a
 // density, split data) and returns false then.

@@ -1,6 +1,7 @@
 // The checker (checker_impl.h) on the derived blocks, transformed data, transformed parameters and
 // generated quantities: their statements, the sizes they may not give, silo_sum values, and who
 // computes each value (inferred from what it reads).
+#include "analysis/transformed_data.h"
 #include "frontend/checker_impl.h"
 
 namespace fvic {
@@ -65,6 +66,11 @@ void Checker::check_derived(const Block& b) {
       continue;
     }
     infer_owner(sym);
+    // A silo's value of data alone is computed once, when the silo reads its data (not an int: ints
+    // size other declarations, from their values).
+    sym.value_at_load = sym.block == BlockKind::TransformedData && sym.owner == Owner::Silo && sym.value &&
+                        !sym.loop && sym.decl && sym.value == sym.decl->init.get() && !sym.type.is_int_valued() &&
+                        !sym.value->type.is_error() && computable_at_load(model_, *sym.decl);
     // Values computed when the data is read have their bounds checked then (fvi/data/transformed_data.h).
     if (sym.block == BlockKind::TransformedData && (sym.decl->type.lower || sym.decl->type.upper) &&
         !computed_at_load(sym))

@@ -96,7 +96,8 @@ std::optional<SymSize> size_value(const Expr& e, const SemanticModel& model) {
 }
 
 bool computed_at_load(const Symbol& s) {
-  return s.kind == SymbolKind::Transformed && s.block == BlockKind::TransformedData && (!s.value || s.loop);
+  return s.kind == SymbolKind::Transformed && s.block == BlockKind::TransformedData &&
+         (!s.value || s.loop || s.value_at_load);
 }
 
 }  // namespace fvic

@@ -52,10 +52,16 @@ struct Symbol {
   // A generated quantity `real t = silo_sum(e);`: each silo computes e at the server's draws
   // and sends it once, at the end; the server writes the sum (owner Global).
   bool aggregate = false;
+  // A silo's transformed data declared with its value (`vector[N] age2 = square(age);`, not an
+  // int) that the silo computes when it reads its data, as it does what statements build, rather
+  // than the kernels wherever it is read: then it is held as data (a covariate centred as data is,
+  // analysis/centring.h). Set where the runtime can compute the value (analysis/transformed_data.h).
+  bool value_at_load = false;
 };
 
 // Whether `s` is transformed data built by statements (loops, ifs, element assignments: no single
-// defining expression), computed when its party's data is read (analysis/transformed_data.h).
+// defining expression), or a silo's with its value computed so (value_at_load), computed when its
+// party's data is read (analysis/transformed_data.h).
 bool computed_at_load(const Symbol& s);
 
 enum class TermKind { Prior, Likelihood, Target };

@@ -69,7 +69,10 @@ TEST_CASE("quantities: a silo's part of a silo_sum, its own values without it, a
   for (size_t k = 0; k < ys.size(); ++k) {
     fvic::test::Data data;
     data.add("N", fvic::test::scalar(double(ys[k].size())));
-    data.add("y", Eigen::Map<const Eigen::VectorXd>(ys[k].data(), Eigen::Index(ys[k].size())));
+    const Eigen::Map<const Eigen::VectorXd> y(ys[k].data(), Eigen::Index(ys[k].size()));
+    data.add("y", y);
+    // Transformed data the silo computes when it reads its data (the runtime's program): y - 1.
+    data.add("y_centred", Eigen::VectorXd(y.array() - 1.0));
     const fvi_data& view = data.abi();
     const Eigen::MatrixXd part =
         fvi::program::silo_sum_parts(m, view, int(k + 1), {{FVI_GROUP_GLOBAL, u}, {FVI_GROUP_LOCAL, eta}}, 1, u.cols());

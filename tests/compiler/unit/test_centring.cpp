@@ -371,10 +371,15 @@ TEST_CASE("centring: a silo's transformed data computed when it reads its data i
   // Built by statements: computed from the raw age when the silo reads its data, then held as data.
   CHECK(mark_in(data + "transformed data {\n  vector[N] age2;\n  for (n in 1:N)\n    age2[n] = age[n] * age[n];\n}\n" + rest,
                 "a") == "age * b1 + age2 * b2");
-  // Given by its value, which the kernels compute from the age they read: with age centred that
-  // value would be (age - mean)^2, another model. Neither is centred (age2 is no data the silo holds).
-  CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = square(age);\n}\n" + rest, "a").empty());
-  CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = square(age);\n}\n" +
+  // Given by its value, computed so too where the runtime can.
+  CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = square(age);\n}\n" + rest, "a") == "age * b1 + age2 * b2");
+  // Nor a value reading one the kernels compute: w2 from w, which reads age.
+  CHECK(mark_in(data + "transformed data {\n  vector[N] w = softmax(age);\n  vector[N] age2 = square(w);\n}\n" + rest,
+                "a").empty());
+  // Where it cannot (softmax), the kernels compute the value from the age they read: with age
+  // centred it would read age - its mean, another model. age is not centred, nor the value.
+  CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = softmax(age);\n}\n" + rest, "a").empty());
+  CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = softmax(age);\n}\n" +
                     "parameters {\n  global real a;\n  global real b1;\n  global real<lower=0> sigma;\n}\n"
                     "model {\n  y ~ normal(a + b1 * age, sigma);\n  target += -0.5 * dot_self(age2) * sigma;\n}\n",
                 "a").empty());

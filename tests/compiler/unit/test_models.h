@@ -151,7 +151,8 @@ inline ir::Bindings random_bindings(const SemanticModel& m, const ir::Module& mo
   std::vector<long long> sizes = {5, 3, 4, 2, 3};
   size_t next_size = 0;
   for (const Symbol& s : m.symbols) {
-    if (s.kind != SymbolKind::Data) continue;
+    // Transformed data computed when the data is read is data to the kernels.
+    if (s.kind != SymbolKind::Data && !computed_at_load(s)) continue;
     const TypeDecl& t = s.decl->type;
     if (s.type.is_int()) {
       double lo = bound(t.lower, 0);
