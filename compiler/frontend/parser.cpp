@@ -6,6 +6,7 @@
 
 #include "FVILexer.h"
 #include "frontend/functions.h"
+#include "frontend/data_products.h"
 #include "frontend/stan_forms.h"
 #include "FVIParser.h"
 #include "antlr4-runtime.h"
@@ -858,6 +859,7 @@ std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& di
   if (diags.has_errors()) return nullptr;
   desugar_user_densities(*program);
   desugar_stan_forms(*program);
+  hoist_data_products(*program);
   return program;
 }
 

@@ -373,6 +373,10 @@ TEST_CASE("centring: a silo's transformed data computed when it reads its data i
                 "a") == "age * b1 + age2 * b2");
   // Given by its value, computed so too where the runtime can.
   CHECK(mark_in(data + "transformed data {\n  vector[N] age2 = square(age);\n}\n" + rest, "a") == "age * b1 + age2 * b2");
+  // Written inline, the product of an expression of the data is such a datum (frontend/data_products.h).
+  std::string inline_square = rest;
+  inline_square.replace(inline_square.find("b2 * age2"), 9, "b2 * square(age)");
+  CHECK(mark_in(data + inline_square, "a") == "age * b1 + square_age * b2");
   // Nor a value reading one the kernels compute: w2 from w, which reads age.
   CHECK(mark_in(data + "transformed data {\n  vector[N] w = softmax(age);\n  vector[N] age2 = square(w);\n}\n" + rest,
                 "a").empty());

@@ -30,6 +30,13 @@ inline fvi::data::Variable data_variable(const std::string& name, std::vector<in
   return v;
 }
 
+// A data variable's values as the interpreter binds data (one draw).
+inline ir::RealTensor tensor_of(const fvi::data::Variable& v) {
+  ir::RealTensor t(v.rows, v.cols, 1);
+  for (size_t i = 0; i < v.values.size(); ++i) t.m.data()[i] = v.values[i];
+  return t;
+}
+
 inline std::vector<std::string> acceptance_models() {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(std::string(FVIC_SOURCE_DIR) + "/examples/acceptance"))

@@ -14,12 +14,6 @@ namespace {
 
 using fvic::test::data_variable;
 
-fvic::ir::RealTensor tensor(const fvi::data::Variable& v) {
-  fvic::ir::RealTensor t(v.rows, v.cols, 1);
-  for (size_t i = 0; i < v.values.size(); ++i) t.m.data()[i] = v.values[i];
-  return t;
-}
-
 }  // namespace
 
 TEST_CASE("transformed data: statements run where their data is, and factors read the values", "[transformed]") {
@@ -80,7 +74,7 @@ model {
 
   fvic::ir::Bindings b;
   for (const auto* set : {&pub, &silo})
-    for (const fvi::data::Variable& v : set->variables()) b.data[v.name] = tensor(v);
+    for (const fvi::data::Variable& v : set->variables()) b.data[v.name] = fvic::test::tensor_of(v);
   b.inputs["global"] = fvic::ir::RealTensor(3, 1, 1);
   b.inputs["global"].m << 0.3, -0.4, 0.9;  // a, b[1], b[2]
   fvic::ir::Interpreter likelihood(module, fvic::test::factor_named(module, "likelihood_y"));
