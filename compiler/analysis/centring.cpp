@@ -48,8 +48,9 @@ bool column_data(const Symbol& x) {
   return (x.type.base == Base::Vector && x.type.array_dims == 0) || (x.type.base == Base::Real && x.type.array_dims == 1);
 }
 
-// A silo's data, or a silo's transformed data built by statements (computed from the raw data when
-// the silo reads it, then held as data is: centred as data is).
+// A silo's data, or its transformed data computed from the raw data when the silo reads it (built
+// by statements, or a value the runtime can compute: semantic.h computed_at_load), then held as
+// data is: centred as data is.
 bool silo_data(const Symbol* s) {
   return s && s->owner == Owner::Silo && (s->kind == SymbolKind::Data || computed_at_load(*s));
 }
@@ -265,8 +266,8 @@ class ProductTally {
         const Symbol* first = m.find(of_w[0]->product.data);
         covered += f->sums;
         alone = alone && std::find(repeated_.begin(), repeated_.end(), f->product.data) == repeated_.end() &&
-                uses_in_log_density(m, f->product.data) == f->sums && !read_by_kernel_transformed_data(m, f->product.data) &&
-                x && first &&
+                uses_in_log_density(m, f->product.data) == f->sums &&
+                !read_by_kernel_transformed_data(m, f->product.data) && x && first &&
                 (column_data(*x) ? column_data(*first) : x->type.base == first->type.base);
       }
       if (covered != sums || !alone || (of_w.size() > 1 && !companions_)) continue;

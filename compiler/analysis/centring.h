@@ -68,9 +68,9 @@ std::vector<CentredCoefficient> by_coefficient(const Centring& c);
 // b[g] or b[g[n]] (W a real or vector: each group's b plus x * W); then no other global is in its
 // sums, and a real b in a sum with another global read whole (`b1 + b2 + x * W`) is refused (both
 // would take the shift). Also the real location mu of one such vector's prior (`b ~ normal(mu,
-// tau)`), shifted with it. x is a silo's data or its transformed data built by statements (computed
-// from the raw data when it is read), and is read in no transformed datum's value (which the kernels
-// compute from the centred x). Conservative: nullopt for anything else.
+// tau)`), shifted with it. x is a silo's data or its transformed data computed from the raw data
+// when the silo reads it (semantic.h computed_at_load), and is read in no transformed datum's value
+// that the kernels compute (they would read the centred x). Conservative: nullopt for anything else.
 std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b);
 
 // A hierarchy's intercept: `a ~ normal(mu, tau)` and `a + x * W`, a a silo's local (a real, a

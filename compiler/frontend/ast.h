@@ -118,6 +118,7 @@ struct VarDecl {
   Loc name_loc;
   ExprPtr init;  // local variables, and the derived blocks' declarations
   Loc loc;
+  bool from_product = false;  // made from a product in the model (frontend/data_products.h)
 };
 using VarDeclPtr = std::unique_ptr<VarDecl>;
 

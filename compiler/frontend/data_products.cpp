@@ -172,6 +172,7 @@ class Hoister {
       decl->name = name;
       decl->name_loc = decl->loc = e->loc;
       decl->init = copy(*e);
+      decl->from_product = true;
       auto s = std::make_unique<Stmt>(StmtKind::Decl, e->loc);
       s->decl = std::move(decl);
       hoisted_.push_back(std::move(s));

@@ -57,7 +57,7 @@ TEST_CASE("data products: a parameter times an expression of a silo's data reads
 }
 
 TEST_CASE("data products: what is not surely one silo's data times a parameter is left as written", "[hoist]") {
-  for (const std::string& model : {
+  for (const char* model : {
            "  y ~ normal(a + c * square(a), s);\n",                 // a parameter's value
            "  y ~ normal(a + c * softmax(age), s);\n",              // not element by element
            "  for (n in 1:N)\n    y[n] ~ normal(a + c * square(age[n]), s);\n",  // one row
