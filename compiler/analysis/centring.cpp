@@ -318,6 +318,7 @@ std::optional<Centring> vertical_centring_of(const SemanticModel& m, const Symbo
 struct LocalIntercept {
   Centring centring;
   const Symbol* location = nullptr;
+  std::vector<const Symbol*> links;  // the silo locals between a and mu (prior_location), nearest first
 };
 
 // Distributions whose density reads the variate and the location only through their difference,
@@ -330,10 +331,10 @@ int location_argument(const std::string& distribution) {
   return -1;
 }
 
-// a's one prior statement `a ~ D(mu, ...)` (`a[c] ~ D(mu, ...)` in a loop for a vector of
-// groups'), D a location family (location_argument), reading a once: mu when it is a global of
-// type `location_base` read there once and otherwise only in the server's priors; nullptr else.
-const Symbol* prior_location(const SemanticModel& m, const Symbol& a, Base location_base) {
+// a's one prior statement `a ~ D(l, ...)` (`a[c] ~ D(l, ...)` in a loop for a vector of groups'), D
+// a location family (location_argument), reading a once, its location a variable l read there
+// once: l's symbol (any kind); nullptr else.
+const Symbol* prior_location_symbol(const SemanticModel& m, const Symbol& a) {
   const Term* prior = nullptr;
   for (const Term& t : m.terms)
     if (t.kind == TermKind::Prior && t.subject == a.name) {
@@ -348,10 +349,39 @@ const Symbol* prior_location(const SemanticModel& m, const Symbol& a, Base locat
   const int at = location_argument(prior->stmt->name);
   if (at < 0 || size_t(at) >= prior->stmt->args.size() || count_in(*prior->stmt, a.name) != 1) return nullptr;
   const Expr* location = prior->stmt->args[size_t(at)].get();
-  const Symbol* mu = location && location->kind == ExprKind::Var ? m.find(location->name) : nullptr;
-  if (!global_parameter(mu) || mu->decl->type.base != location_base || count_in(*prior->stmt, mu->name) != 1)
-    return nullptr;
-  // The prior of a global a is itself one of the server's.
+  const Symbol* l = location && location->kind == ExprKind::Var ? m.find(location->name) : nullptr;
+  if (!l || count_in(*prior->stmt, l->name) != 1) return nullptr;
+  return l;
+}
+
+// A nesting no user writes deeper (wards in hospitals in regions in ...): the walk is a loop, and
+// this bounds it.
+constexpr int kMaxLinks = 8;
+
+// h links a hierarchy to the level above: a silo's unconstrained local of type `base`, read only as
+// the location of the prior below it and as the variate of its own (`a_w ~ normal(a_h, tau_w)`,
+// `a_h ~ normal(mu, tau_h)`). Shifted by xbar W with the rest of the chain, every difference the
+// priors read (a_w - a_h, a_h - mu) stays as written.
+bool link(const SemanticModel& m, const Symbol& h, Base base) {
+  return local_parameter(&h) && h.decl->type.base == base && uses_in_log_density(m, h.name) == 2;
+}
+
+// a's one prior's location mu (prior_location_symbol) when it is a global of type `location_base`
+// read there once and otherwise only in the server's priors; nullptr else. With `links`, the
+// location may be a chain of silo locals (link) ending at such a mu, nearest first, each added.
+const Symbol* prior_location(const SemanticModel& m, const Symbol& a, Base location_base,
+                             std::vector<const Symbol*>* links = nullptr) {
+  const Symbol* mu = prior_location_symbol(m, a);
+  for (int depth = 0; mu && links && depth < kMaxLinks && link(m, *mu, location_base); ++depth) {
+    links->push_back(mu);
+    mu = prior_location_symbol(m, *mu);
+  }
+  if (!global_parameter(mu) || mu->decl->type.base != location_base) return nullptr;
+  // The prior that reads mu (a's, or the last link's); that of a global a is itself one of the server's.
+  const Symbol& below = links && !links->empty() ? *links->back() : a;
+  const Term* prior = nullptr;
+  for (const Term& t : m.terms)
+    if (t.kind == TermKind::Prior && t.subject == below.name) prior = &t;
   const int other_server_reads = reads_in_server_priors(m, *mu) - (prior->owner == TermOwner::Server ? 1 : 0);
   if (uses_in_log_density(m, mu->name) != 1 + other_server_reads) return nullptr;
   return mu;
@@ -386,9 +416,10 @@ std::optional<LocalIntercept> local_intercept(const SemanticModel& m, const Symb
   if (refused || matches == 0) return std::nullopt;
   Centring found = tally.common(m, matches);
   if (found.products.empty() || uses_in_log_density(m, a.name) != matches + 1) return std::nullopt;
-  const Symbol* mu = prior_location(m, a, row_base);
+  std::vector<const Symbol*> links;
+  const Symbol* mu = prior_location(m, a, row_base, &links);
   if (!mu) return std::nullopt;
-  return LocalIntercept{std::move(found), mu};
+  return LocalIntercept{std::move(found), mu, std::move(links)};
 }
 
 // b's reads in the parameters' declared bounds, offsets and multipliers (`real<lower=mu> w`,
@@ -622,7 +653,12 @@ std::optional<Centring> centring_of(const SemanticModel& m, const Symbol& b) {
 }
 
 std::optional<Centring> local_centring_of(const SemanticModel& m, const Symbol& a) {
-  const std::optional<LocalIntercept> li = local_intercept(m, a);
+  // a itself, or a link of one local intercept's chain to its mu (shifted with it).
+  std::optional<LocalIntercept> li = local_intercept(m, a);
+  for (auto s = m.symbols.begin(); !li && local_parameter(&a) && s != m.symbols.end(); ++s)
+    if (std::optional<LocalIntercept> below = local_intercept(m, *s);
+        below && std::find(below->links.begin(), below->links.end(), &a) != below->links.end())
+      li = below;
   if (!li) return std::nullopt;
   const std::optional<Centring> c = centring_of(m, *li->location);
   if (!c || *c != li->centring) return std::nullopt;

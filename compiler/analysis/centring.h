@@ -82,7 +82,11 @@ std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b)
 // SFVI fits mu_c = mu + xbar W and a_c = a + xbar W at the pooled centred x, the silo's terms
 // then read (a_c - mu_c) and a_c + (x - xbar) W, the written values exactly; the server's
 // priors read mu = mu_c - xbar W, the silo's outputs a = a_c - xbar W. The ridge a raw x makes
-// (mu, a and W trading off) is gone.
+// (mu, a and W trading off) is gone. The location may also be a chain of silo locals ending at
+// such a mu (wards in hospitals: `a_w ~ normal(a_h, tau_w)`, `a_h ~ normal(mu, tau_h)`, `a_w[ward]
+// + x * W`), each link read only as the location below it and in its own prior (a location
+// family): every link is shifted with a and mu (a_h_c = a_h + xbar W), which leaves every
+// difference the priors read as written, and local_centring_of marks it too.
 std::optional<Centring> local_centring_of(const SemanticModel& model, const Symbol& a);
 
 // A silo's local intercept of its own local slopes: `a + b * x` (x[n] * b in a loop, or `a + x * b`

@@ -1630,6 +1630,99 @@ def case_centring_td(fvic, cache, work):
                 "centred: mu + x * beta at x's pooled column means, with each silo's alpha")
 
 
+# Wards in hospitals: each silo (a hospital) has its own level a_h about mu, and each of its wards its
+# own a_w about a_h with a known spread (0.5); x far from 0.
+CHAIN_MODEL = """\
+silo data {
+  int<lower=0> N;
+  int<lower=1> W;
+  array[N] int<lower=1, upper=W> ward;
+  vector[N] x;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+  global real beta;
+  global real<lower=0> tau;
+  global real<lower=0> sigma;
+  local real a_h;
+  local vector[W] a_w;
+}
+model {
+  mu ~ normal(0, 10);
+  beta ~ normal(0, 10);
+  tau ~ normal(0, 5);
+  sigma ~ normal(0, 5);
+  a_h ~ normal(mu, tau);
+  a_w ~ normal(a_h, 0.5);
+  y ~ normal(a_w[ward] + beta * x, sigma);
+}
+"""
+
+
+def case_centring_chain(fvic, cache, work):
+    """CHAIN_MODEL on hier_data's rows with x 20 sds from 0, each row in one of 2 wards of its silo:
+    mu, each silo's a_h (a link: read only as a_w's location and in its own prior) and its wards'
+    a_w are all fitted at the centred x, shifted together, so that a_w - a_h and a_h - mu are as
+    written. Against the grid reference (theta = mu, beta, a_h, a_w given tau and sigma): mu, beta,
+    sigma and every a_h and a_w within 0.1 sd with sds within 10%; tau printed. A link left unshifted
+    would put every a_w about xbar beta (2 sds here) off. (With `center = off` this Gaussian chain
+    is right too, after 14,100 iterations against 5,600; a logistic one on age in years, wards in 4
+    hospitals, had sds 4-19% short of NUTS's at k-hat 0.70, 5-15% centred.)"""
+    data = os.path.join(work, "data")
+    silos = hier_data(data, x_mean=20.0)
+    rng = random.Random(5)
+    wards = []
+    for k, (x, y) in enumerate(silos):
+        ward = [1 + (n % 2) for n in range(len(x))]
+        rng.shuffle(ward)
+        shift = [rng.gauss(0, 0.5) for _ in range(2)]
+        y = [round(v + shift[w - 1], 4) for v, w in zip(y, ward)]
+        silos[k] = (x, y)
+        wards.append(ward)
+        with open(os.path.join(data, f"silo-{k + 1}.json"), "w") as f:
+            json.dump({"N": len(x), "W": 2, "ward": ward, "x": x, "y": y}, f)
+    J = len(silos)
+    D = 2 + J + 2 * J  # mu, beta, a_h[1..J], a_w[silo k's ward w] at 2 + J + 2k + w - 1
+
+    def row(k, point):  # silo k's design row at (x, ward)
+        x, w = point
+        v = [0.0] * D
+        v[1], v[2 + J + 2 * k + w - 1] = x, 1.0
+        return v
+
+    def prior(t2):  # a_h - mu ~ N(0, tau^2), a_w - a_h ~ N(0, 0.5^2), mu and beta N(0, 10^2)
+        prec = [[0.0] * D for _ in range(D)]
+
+        def add(i, j, w):  # w (theta_i - theta_j)^2 / 2 in the log density
+            prec[i][i] += w
+            prec[j][j] += w
+            prec[i][j] -= w
+            prec[j][i] -= w
+        prec[0][0] = prec[1][1] = 1 / 100
+        for k in range(J):
+            add(2 + k, 0, 1 / t2)
+            for w in range(2):
+                add(2 + J + 2 * k + w, 2 + k, 4.0)
+        return prec, -2 * math.log(100) - J * math.log(t2) + 2 * J * math.log(4.0)
+
+    rows = [(list(zip(x, ward)), y) for (x, y), ward in zip(silos, wards)]
+    names = (["mu", "beta"] + [f"a_h[{k + 1}]" for k in range(J)] +
+             [f"a_w[{2 * k + w + 1}]" for k in range(J) for w in range(2)])
+    ref = grid_reference(rows, names, row, prior, (1e-4, 20), (0.5, 3), points=(80, 40))
+
+    def chain_fit(out):
+        fit = global_fit(out)
+        for k in range(1, J + 1):
+            v = posterior(os.path.join(out, f"silo-{k}"))["variables"]
+            fit[f"a_h[{k}]"] = (v["a_h"]["mean"][0], v["a_h"]["sd"][0])
+            for w in range(2):
+                fit[f"a_w[{2 * (k - 1) + w + 1}]"] = (v["a_w"]["mean"][w], v["a_w"]["sd"][w])
+        return fit
+    fit_centred(fvic, cache, work, CHAIN_MODEL, "chain", data, ref, chain_fit,
+                "centred: mu + x * beta at x's pooled column means, with each silo's a_h and a_w")
+
+
 # HIER_MODEL non-centred as Stan users write it: alpha a transformed parameter, mu + tau * z.
 TP_MODEL = HIER_MODEL.replace("  local real alpha;\n}\n", "  local real z;\n}\ntransformed parameters {\n"
                               "  real alpha = mu + tau * z;\n}\n").replace(
@@ -2153,7 +2246,7 @@ def case_funnel(fvic, cache, work):
     require(not off or flagged, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k}, warnings: {warnings})")
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,

@@ -974,15 +974,19 @@ class SfviCoordinator : public Coordinator {
       if ((b.scales.array() != 1.0).any())
         scales += (scales.empty() ? "" : "; ") + b.coefficient_name + " by " + range + " (" + b.data_text() + "'s pooled column sds)";
     }
-    // A hierarchy's local intercepts, shifted with their prior's location in each silo.
+    // A hierarchy's local intercepts (and the links of a chain to their location), shifted with
+    // their prior's location in each silo: "with each silo's a_h and a_w".
+    std::vector<std::string> locals;
     for (int i = 0; i < run_.model.variable_count; ++i) {
       const fvi_variable_info& a = run_.model.variables[i];
       const int w = a.centring_coefficient;  // a global W (a local one is the silo's own slope: below)
       if (engine::group_kind(run_.model, a.group) == FVI_GROUP_LOCAL && a.centring_data && *a.centring_data &&
           w >= 0 && w < run_.model.variable_count &&
           engine::group_kind(run_.model, run_.model.variables[w].group) == FVI_GROUP_GLOBAL)
-        names += std::string(", with each silo's ") + a.name;
+        locals.push_back(a.name);
     }
+    for (size_t i = 0; i < locals.size(); ++i)
+      names += (i == 0 ? ", with each silo's " : i + 1 == locals.size() ? " and " : ", ") + locals[i];
     centring_note_ = "  centred: " + names + " (the fit's intercept is the written one plus the means times the "
                      "coefficients; every output reports the written)";
     if (!scales.empty())

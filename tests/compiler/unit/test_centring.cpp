@@ -277,6 +277,42 @@ TEST_CASE("centring: groups' intercepts, a vector read as a[c], and their locati
   CHECK(mark(crossed, crossed_model, "d").empty());
 }
 
+TEST_CASE("centring: a chain of silo locals to a global location (wards in hospitals)", "[centring]") {
+  const std::string params = "  global real mu;\n  global vector[D] beta;\n  global real<lower=0> tau_h;\n"
+                             "  global real<lower=0> tau_w;\n  local real a_h;\n  local vector[K] a_w;\n";
+  const std::string priors = "  mu ~ normal(0, 10);\n  beta ~ normal(0, 10);\n  tau_h ~ normal(0, 1);\n"
+                             "  tau_w ~ normal(0, 1);\n";
+  const std::string chain = priors + "  a_h ~ normal(mu, tau_h);\n  a_w ~ normal(a_h, tau_w);\n"
+                                     "  y ~ normal(a_w[c] + x * beta, 1);\n";
+  // Every level shifted by xbar beta: a_w - a_h and a_h - mu are as written.
+  CHECK(mark(params, chain, "a_w") == "x * beta");
+  CHECK(mark(params, chain, "a_h") == "x * beta");
+  CHECK(mark(params, chain, "mu") == "x * beta");
+  // Three levels: a region's r, a hospital's a_h about it, its wards' a_w about that.
+  const std::string three = params + "  local real r;\n";
+  const std::string three_model = priors + "  r ~ normal(mu, 1);\n  a_h ~ normal(r, tau_h);\n  a_w ~ normal(a_h, tau_w);\n"
+                                           "  y ~ normal(a_w[c] + x * beta, 1);\n";
+  for (const char* name : {"r", "a_h", "a_w", "mu"}) CHECK(mark(three, three_model, name) == "x * beta");
+  SECTION("not marked") {
+    // A link read again would see its shift; a link with a bound is no location family's variate;
+    // a chain that ends at a fixed location has no global to shift with it.
+    for (const std::string& model :
+         {chain + "  v ~ normal(a_h, 1);\n", priors + "  a_h ~ normal(0, tau_h);\n  a_w ~ normal(a_h, tau_w);\n"
+                                                       "  y ~ normal(a_w[c] + x * beta, 1);\n"}) {
+      INFO(model);
+      CHECK(mark(params, model, "a_w").empty());
+      CHECK(mark(params, model, "a_h").empty());
+    }
+    const std::string bounded = "  global real mu;\n  global vector[D] beta;\n  local real<lower=0> a_h;\n"
+                                "  local vector[K] a_w;\n";
+    const std::string bounded_model = "  mu ~ normal(0, 1);\n  beta ~ normal(0, 1);\n  a_h ~ normal(mu, 1);\n"
+                                      "  a_w ~ normal(a_h, 1);\n  y ~ normal(a_w[c] + x * beta, 1);\n";
+    CHECK(mark(bounded, bounded_model, "a_w").empty());
+    CHECK(mark(bounded, bounded_model, "a_h").empty());
+    CHECK(mark(bounded, bounded_model, "mu").empty());
+  }
+}
+
 TEST_CASE("centring: an intercept of several products, each x at its own means", "[centring]") {
   // `a + b * v + x * beta`: a regression on two raw covariates written apart (age, income), each
   // centred (brms centres every column); the products in the order the sum writes them.
