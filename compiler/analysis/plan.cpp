@@ -1191,7 +1191,7 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
     derived = true;
     std::ostringstream line;
     line << "line " << std::setw(3) << std::left << s.loc.line << " " << std::setw(23) << block_name(s.block)
-         << std::setw(16) << s.name << derived_where(s, plan);
+         << std::setw(15) << s.name << ' ' << derived_where(s, plan);
     if (s.decl && s.decl->from_product && s.value)
       line << " (the model's " << to_source(*s.value) << ", computed once)";
     out << "    " << line.str() << '\n';

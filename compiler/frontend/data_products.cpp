@@ -1,6 +1,8 @@
 #include "frontend/data_products.h"
 
 #include <map>
+#include <memory>
+#include <tuple>
 #include <set>
 #include <string>
 #include <utility>
@@ -91,13 +93,35 @@ class Hoister {
   // The depth is the expression's, which the parser bounds.
   void walk(ExprPtr& e) {
     if (!e) return;
+    regroup(e);
     if (e->kind == ExprKind::Binary && e->name == "*" && e->args.size() == 2)
       for (int data_side : {0, 1}) {
-        const Expr* w = e->args[1 - data_side].get();
-        if (w && w->kind == ExprKind::Var && parameters_.count(w->name)) hoist(e->args[data_side]);
+        if (parameter(e->args[1 - data_side].get())) hoist(e->args[data_side]);
       }
     for (ExprPtr& a : e->args) walk(a);
     for (Index& i : e->indices) walk(i.lower), walk(i.upper);
+  }
+
+  bool parameter(const Expr* e) const { return e && e->kind == ExprKind::Var && parameters_.count(e->name); }
+
+  // `w * x[n] * v[n]` parses as (w * x[n]) * v[n]: regrouped as w * (x[n] * v[n]) where that is a
+  // form (likewise `(w * income) .* age`), the product the user means, equal but for rounding.
+  void regroup(ExprPtr& e) {
+    if (e->kind != ExprKind::Binary || (e->name != "*" && e->name != ".*") || e->args.size() != 2) return;
+    Expr* left = e->args[0].get();
+    if (!left || left->kind != ExprKind::Binary || left->name != "*" || left->args.size() != 2 ||
+        !parameter(left->args[0].get()))
+      return;
+    auto inner = std::make_unique<Expr>(ExprKind::Binary, e->loc);
+    inner->name = e->name;
+    inner->args.push_back(copy(*left->args[1]));
+    inner->args.push_back(copy(*e->args[1]));
+    if (form(*inner).name.empty()) return;
+    auto outer = std::make_unique<Expr>(ExprKind::Binary, e->loc);
+    outer->name = "*";
+    outer->args.push_back(std::move(left->args[0]));
+    outer->args.push_back(std::move(inner));
+    e = std::move(outer);
   }
 
   // The column `name` when it is one, else nullptr.
@@ -107,71 +131,133 @@ class Hoister {
     return it == columns_.end() ? nullptr : &it->second;
   }
 
-  // e's type and name when e is one of the forms taken (the header's), else no name.
-  std::pair<TypeDecl, std::string> form(const Expr& e) const {
-    TypeDecl t;
-    t.loc = e.loc;
-    if (e.kind == ExprKind::Call && e.args.size() == 1 && elementwise(e.name)) {
-      if (const Column* x = column(e.args[0].get())) {
-        t.base = Base::Vector;
-        t.sizes.push_back(copy(x->size()));
-        return {std::move(t), e.name + "_" + x->decl->name};
-      }
-    }
-    if (e.kind == ExprKind::Binary && (e.name == ".*" || e.name == "./") && e.args.size() == 2) {
-      const Column* a = column(e.args[0].get());
-      const Column* b = column(e.args[1].get());
-      if (a && b && to_source(a->size()) == to_source(b->size())) {
-        t.base = Base::Vector;
-        t.sizes.push_back(copy(a->size()));
-        return {std::move(t), a->decl->name + (e.name == ".*" ? "_times_" : "_over_") + b->decl->name};
-      }
-    }
-    if (e.kind == ExprKind::Index && e.args.size() == 1 && e.indices.size() == 1) {
-      const Column* x = column(e.args[0].get());
-      const Index& r = e.indices[0];
-      if (x && r.kind == IndexKind::Range && r.lower && r.upper) {
-        // (upper - lower) + 1 rows
-        auto diff = std::make_unique<Expr>(ExprKind::Binary, e.loc);
-        diff->name = "-";
-        diff->args.push_back(copy(*r.upper));
-        diff->args.push_back(copy(*r.lower));
-        auto one = std::make_unique<Expr>(ExprKind::IntLit, e.loc);
-        one->int_value = 1;
-        one->text = "1";
-        auto rows = std::make_unique<Expr>(ExprKind::Binary, e.loc);
-        rows->name = "+";
-        rows->args.push_back(std::move(diff));
-        rows->args.push_back(std::move(one));
-        t.base = Base::Vector;
-        t.sizes.push_back(std::move(rows));
-        return {std::move(t), x->decl->name + "_rows"};
-      }
-    }
-    return {std::move(t), ""};
+  // A hoisted value: the datum's type, name and value, and the index it is read at where written
+  // (`square(age[n])` is `square_age[n]`; null: read whole).
+  struct Form {
+    TypeDecl type;
+    std::string name;  // "": not a form taken
+    ExprPtr value;
+    const Index* index = nullptr;
+  };
+
+  // One row (or rows: an int array) of a column, `x[i]`: the column, and the index.
+  std::pair<const Column*, const Index*> row_of(const Expr* e) const {
+    if (!e || e->kind != ExprKind::Index || e->args.size() != 1 || e->indices.size() != 1 ||
+        e->indices[0].kind != IndexKind::Single || !e->indices[0].lower)
+      return {nullptr, nullptr};
+    const Column* x = column(e->args[0].get());
+    return {x, x ? &e->indices[0] : nullptr};
   }
 
-  // e, one of the forms, becomes the name of a transformed datum of its value (one per value).
+  static Form vector_form(const Expr& e, const Column& like, std::string name, ExprPtr value, const Index* index) {
+    Form f;
+    f.type.loc = e.loc;
+    f.type.base = Base::Vector;
+    f.type.sizes.push_back(copy(like.size()));
+    f.name = std::move(name);
+    f.value = std::move(value);
+    f.index = index;
+    return f;
+  }
+
+  // f(x) of the column x, or f(x[i]) (elementwise: f(x)[i]).
+  Form call_form(const Expr& e) const {
+    if (e.kind != ExprKind::Call || e.args.size() != 1 || !elementwise(e.name)) return {};
+    const Column* x = column(e.args[0].get());
+    const Index* index = nullptr;
+    if (!x) std::tie(x, index) = row_of(e.args[0].get());
+    if (!x) return {};
+    auto value = std::make_unique<Expr>(ExprKind::Call, e.loc);
+    value->name = e.name;
+    auto arg = std::make_unique<Expr>(ExprKind::Var, e.loc);
+    arg->name = x->decl->name;
+    value->args.push_back(std::move(arg));
+    return vector_form(e, *x, e.name + "_" + x->decl->name, std::move(value), index);
+  }
+
+  // a .* b or a ./ b of two columns of one size; or the same rows of each, `a[i] * b[i]`,
+  // `a[i] / b[i]` (or .* and ./): (a .* b)[i].
+  Form product_form(const Expr& e) const {
+    if (e.kind != ExprKind::Binary || e.args.size() != 2) return {};
+    const bool times = e.name == ".*" || e.name == "*", over = e.name == "./" || e.name == "/";
+    if (!times && !over) return {};
+    const Column* a = column(e.args[0].get());
+    const Column* b = column(e.args[1].get());
+    const Index* index = nullptr;
+    if (a || b) {
+      if (e.name == "*" || e.name == "/") return {};  // whole columns: only the elementwise operators
+    } else {
+      auto [ra, ia] = row_of(e.args[0].get());
+      auto [rb, ib] = row_of(e.args[1].get());
+      if (!ra || !rb || to_source(*ia->lower) != to_source(*ib->lower)) return {};
+      a = ra, b = rb, index = ia;
+    }
+    if (!a || !b || to_source(a->size()) != to_source(b->size())) return {};
+    auto value = std::make_unique<Expr>(ExprKind::Binary, e.loc);
+    value->name = times ? ".*" : "./";
+    for (const Column* c : {a, b}) {
+      auto v = std::make_unique<Expr>(ExprKind::Var, e.loc);
+      v->name = c->decl->name;
+      value->args.push_back(std::move(v));
+    }
+    return vector_form(e, *a, a->decl->name + (times ? "_times_" : "_over_") + b->decl->name, std::move(value), index);
+  }
+
+  // x[l:u], both bounds written: (u - l) + 1 rows.
+  Form range_form(const Expr& e) const {
+    if (e.kind != ExprKind::Index || e.args.size() != 1 || e.indices.size() != 1) return {};
+    const Column* x = column(e.args[0].get());
+    const Index& r = e.indices[0];
+    if (!x || r.kind != IndexKind::Range || !r.lower || !r.upper) return {};
+    auto diff = std::make_unique<Expr>(ExprKind::Binary, e.loc);
+    diff->name = "-";
+    diff->args.push_back(copy(*r.upper));
+    diff->args.push_back(copy(*r.lower));
+    auto one = std::make_unique<Expr>(ExprKind::IntLit, e.loc);
+    one->int_value = 1;
+    one->text = "1";
+    auto rows = std::make_unique<Expr>(ExprKind::Binary, e.loc);
+    rows->name = "+";
+    rows->args.push_back(std::move(diff));
+    rows->args.push_back(std::move(one));
+    Form f;
+    f.type.loc = e.loc;
+    f.type.base = Base::Vector;
+    f.type.sizes.push_back(std::move(rows));
+    f.name = x->decl->name + "_rows";
+    f.value = copy(e);
+    return f;
+  }
+
+  // e's form when it is one of those taken (the header's), else one with no name.
+  Form form(const Expr& e) const {
+    for (Form (Hoister::*taken)(const Expr&) const : {&Hoister::call_form, &Hoister::product_form, &Hoister::range_form})
+      if (Form f = (this->*taken)(e); !f.name.empty()) return f;
+    return {};
+  }
+
+  // e, one of the forms, becomes the name of a transformed datum of its value (one per value), or
+  // the rows of it that e read.
   void hoist(ExprPtr& e) {
     if (!e) return;
-    const std::string text = to_source(*e);
+    Form f = form(*e);
+    if (f.name.empty()) return;
+    const std::string text = to_source(*f.value);
     auto seen = names_.find(text);
     std::string name;
     if (seen != names_.end()) {
       name = seen->second;
     } else {
-      auto [type, base] = form(*e);
-      if (base.empty()) return;
-      name = base;
-      for (int k = 2; taken_.count(name); ++k) name = base + "_" + std::to_string(k);
+      name = f.name;
+      for (int k = 2; taken_.count(name); ++k) name = f.name + "_" + std::to_string(k);
       taken_.insert(name);
       names_.emplace(text, name);
       auto decl = std::make_unique<VarDecl>();
       decl->block = BlockKind::TransformedData;
-      decl->type = std::move(type);
+      decl->type = std::move(f.type);
       decl->name = name;
       decl->name_loc = decl->loc = e->loc;
-      decl->init = copy(*e);
+      decl->init = std::move(f.value);
       decl->from_product = true;
       auto s = std::make_unique<Stmt>(StmtKind::Decl, e->loc);
       s->decl = std::move(decl);
@@ -179,7 +265,18 @@ class Hoister {
     }
     auto var = std::make_unique<Expr>(ExprKind::Var, e->loc);
     var->name = name;
-    e = std::move(var);
+    if (f.index) {
+      auto row = std::make_unique<Expr>(ExprKind::Index, e->loc);
+      row->args.push_back(std::move(var));
+      Index i;
+      i.kind = IndexKind::Single;
+      i.lower = copy(*f.index->lower);
+      i.loc = f.index->loc;
+      row->indices.push_back(std::move(i));
+      e = std::move(row);
+    } else {
+      e = std::move(var);
+    }
   }
 
   Program& program_;

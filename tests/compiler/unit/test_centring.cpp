@@ -413,6 +413,11 @@ TEST_CASE("centring: a silo's transformed data computed when it reads its data i
   std::string inline_square = rest;
   inline_square.replace(inline_square.find("b2 * age2"), 9, "b2 * square(age)");
   CHECK(mark_in(data + inline_square, "a") == "age * b1 + square_age * b2");
+  // A row at a time in a loop, too.
+  std::string loop_square = rest;
+  loop_square.replace(loop_square.find("  y ~ normal(a + b1 * age + b2 * age2, sigma);"), 47,
+                      "  for (n in 1:N)\n    y[n] ~ normal(a + b1 * age[n] + b2 * square(age[n]), sigma);");
+  CHECK(mark_in(data + loop_square, "a") == "age * b1 + square_age * b2");
   // Nor a value reading one the kernels compute: w2 from w, which reads age.
   CHECK(mark_in(data + "transformed data {\n  vector[N] w = softmax(age);\n  vector[N] age2 = square(w);\n}\n" + rest,
                 "a").empty());

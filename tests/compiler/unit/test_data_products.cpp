@@ -51,6 +51,15 @@ TEST_CASE("data products: a parameter times an expression of a silo's data reads
   CHECK_THAT(lag, Catch::Contains("a + b * y_rows"));
   CHECK_THAT(ast_of("  y ~ normal(a + b * to_vector(exp(w)), s);\n"), !Catch::Contains("exp_w"));
   CHECK_THAT(ast_of("  target += b * sum(exp(w));\n  y ~ normal(a + c * exp(w)[1], s);\n"), !Catch::Contains("exp_w"));
+  // One row in a loop, f(x[n]) and x[n] * v[n] (as `b * x[n] * v[n]` parses, too): the datum's row,
+  // one datum with the whole column's value.
+  const std::string rows = ast_of("  for (n in 1:N)\n    y[n] ~ normal(a + c * square(age[n]) + b * income[n] * age[n], s);\n"
+                                  "  y ~ normal(c * square(age) + (income[1] * age[1]) * b, s);\n");
+  CHECK_THAT(rows, Catch::Contains("decl vector[N] square_age = square(age)"));
+  CHECK_THAT(rows, Catch::Contains("decl vector[N] income_times_age = income .* age"));
+  CHECK_THAT(rows, Catch::Contains("a + c * square_age[n] + b * income_times_age[n]"));
+  CHECK_THAT(rows, Catch::Contains("c * square_age + income_times_age[1] * b"));
+  CHECK(rows.find("square_age_2") == std::string::npos);
   // A name taken is not reused.
   CHECK_THAT(ast_of("  y ~ normal(a + c * square(age) + b * square_age, s);\n", "  vector[N] square_age;\n"),
              Catch::Contains("decl vector[N] square_age_2 = square(age)"));
@@ -60,7 +69,8 @@ TEST_CASE("data products: what is not surely one silo's data times a parameter i
   for (const char* model : {
            "  y ~ normal(a + c * square(a), s);\n",                 // a parameter's value
            "  y ~ normal(a + c * softmax(age), s);\n",              // not element by element
-           "  for (n in 1:N)\n    y[n] ~ normal(a + c * square(age[n]), s);\n",  // one row
+           "  for (n in 1:N)\n    y[n] ~ normal(a + c * (income[n] * age[1]), s);\n",  // not one row of each
+           "  y[2:N] ~ normal(a + c * square(age[2:N]), s);\n",  // a function of a range
            "  real k = 2;\n  y ~ normal(a + k * square(age), s);\n",  // a model local
            "  y[2:N] ~ normal(a + c * y[2:], s);\n",                // a bound not written
        }) {
@@ -74,7 +84,8 @@ TEST_CASE("data products: the factor reads the value the silo computes when it r
   fvic::test::LoadedModel m = fvic::test::load_text(
       "fvic_test_data_products_value",
       kData + kParameters + "model {\n  y[2:N] ~ normal(a + b * y[1:(N - 1)] + c * square(age[2:N]), s);\n"
-                            "  y ~ normal(c * (income .* age), s);\n}\n");
+                            "  y ~ normal(c * (income .* age), s);\n  for (n in 1:N)\n"
+                            "    y[n] ~ normal(b * income[n] * age[n] + c * square(age[n]), s);\n}\n");
   INFO(m.errors());
   REQUIRE(m.ok());
   fvic::ir::Module module;
@@ -105,6 +116,7 @@ TEST_CASE("data products: the factor reads the value the silo computes when it r
   double want = 0;
   for (int n = 1; n < 4; ++n) want += normal(y[n], a + b * y[n - 1] + c * age[n] * age[n]);
   for (int n = 0; n < 4; ++n) want += normal(y[n], c * income[n] * age[n]);
+  for (int n = 0; n < 4; ++n) want += normal(y[n], b * income[n] * age[n] + c * age[n] * age[n]);
   double got = 0;
   for (const fvic::ir::Factor& f : module.factors)
     if (f.name.rfind("likelihood", 0) == 0) got += fvic::ir::Interpreter(module, f).forward(bind).m.sum();
