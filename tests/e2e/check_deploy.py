@@ -97,7 +97,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_pvi import EXAMPLES, Failure, posterior, require, run_case  # noqa: E402
 from check_stan_programs import check_silo_sums, regression_log_lik, silo_rows, with_silo_sums  # noqa: E402
-from check_defaults import hier_scaled_model, vfl_generate, vfl_model  # noqa: E402
+from check_defaults import CHAIN_MODEL, hier_scaled_model, vfl_generate, vfl_model  # noqa: E402
 
 SILOS = 4
 # The server and NAME-sim run the same engines and the same rounds in the same order; only how
@@ -1314,6 +1314,41 @@ def case_sfvi_locations_equal(fvic, cache, work):
     print("sfvi_locations_equal: the server started at the locations' mode, every silo's locals at theirs")
 
 
+CHAIN = Model("centring_chain", None)
+
+
+def four_hospitals_in_wards(work):
+    """4 silos (hospitals) of 12-24 rows, each row in one of 2 wards: y = a_h + w + 0.7 x + N(0,
+    1.2^2), a_h ~ N(1, 0.5^2), a ward's w ~ N(0, 0.5^2), x ~ N(20, 1)."""
+    rng = random.Random(23)
+    out = os.path.join(work, "data")
+    os.makedirs(out)
+    with open(os.path.join(out, "data.json"), "w") as f:
+        json.dump({}, f)
+    for k in range(1, SILOS + 1):
+        a, w, n = rng.gauss(1, 0.5), [rng.gauss(0, 0.5) for _ in range(2)], 12 + 4 * (k - 1)
+        ward = [1 + r % 2 for r in range(n)]
+        x = [round(rng.gauss(20, 1), 4) for _ in range(n)]
+        y = [round(a + w[g - 1] + 0.7 * v + rng.gauss(0, 1.2), 4) for g, v in zip(ward, x)]
+        with open(os.path.join(out, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": n, "W": 2, "ward": ward, "x": x, "y": y}, f)
+    return out
+
+
+CHAIN.deal = four_hospitals_in_wards
+
+
+def case_sfvi_chain_equal(fvic, cache, work):
+    """check_defaults.CHAIN_MODEL (wards' a_w about each hospital's a_h about mu, x 20 sds from 0):
+    the server centres mu with each silo's a_h and a_w, and every deployed client maps its a_h and
+    a_w back to the written ones as NAME-sim's silos do: the posteriors, the server's and each
+    silo's, equal NAME-sim's."""
+    write_model(CHAIN, cache, "centring_chain", CHAIN_MODEL)
+    server_stdout = equal_case("sfvi_chain_equal", CHAIN, ["rounds=300", "refresh=10"])(fvic, cache, work)
+    require("with each silo's a_h and a_w" in server_stdout, "the server did not centre the chain:\n" + server_stdout)
+    print("sfvi_chain_equal: the server centred mu with each silo's a_h and a_w; the clients' fits are NAME-sim's")
+
+
 def case_generic_programs(fvic, cache, work):
     """issue 28's generic programs, fvi-server and fvi-client (beside FVIC), given the model file:
     (1) 1 server and 4 clients, each client with --accept-plan of the plan `fvic plan --json` saved
@@ -1429,6 +1464,7 @@ def case_generic_programs(fvic, cache, work):
 
 CASES = {
     "generic_programs": case_generic_programs,
+    "sfvi_chain_equal": case_sfvi_chain_equal,
     "sparse_gp_equal": equal_case("sparse_gp_equal", SPARSE_GP, ["rounds=3", "local_steps=60"]),
     "pvi_equal": equal_case("pvi_equal", PVI, ["rounds=6", "local_steps=200", "mc_samples=8"], pima_held_out),
     "fedavg_equal": equal_case("fedavg_equal", PVI, ["method=fedavg", "rounds=5", "local_steps=50", "mc_samples=8",
