@@ -55,7 +55,11 @@ NUTS's. weibull_frailty (examples/stan_programs/weibull_frailty) is a survival m
 rows through weibull_lccdf, a frailty per hospital (local), raw age read a row at a time (centred
 and its steps scaled); its means only (at seed 3 tau's sd is 24% short, with the warnings).
 
-Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum, hyperparameters,
+The case silo_draws checks each silo's draws.csv: a pointwise log likelihood in generated
+quantities is there, a column per row, equal at every draw to the density of that row at the
+draw's parameters, by SFVI without locals (regression_ppc) and with them (hier_regression_tp).
+
+Cases: eight_schools_noncentered, hier_regression_tp, regression_ppc, silo_sum, silo_draws, hyperparameters,
 capture_recapture, pk_oral, ordinal_regression, negbin_exposure, weibull_frailty. Exit 0 on
 success, 1 with a message on the first failure.
 """
@@ -523,7 +527,71 @@ def check_observations(stdout, data):
                 f"silo {k} holds {s['N']} rows; the header says {m.group(0) if m else 'nothing'}")
 
 
+# ---------------------------------------------------------------------------------------------
+# silo_draws: each silo's draws.csv holds its own quantities at its draws
+
+POINTWISE_LINES = """  // Each row's log likelihood, for loo: the silo's own, at its draws.
+  vector[N] log_lik_row;
+  for (n in 1:N)
+    log_lik_row[n] = normal_lpdf(y[n] | {mean}, sigma);
+"""
+
+
+def with_pointwise_log_lik(source, mean):
+    """source with POINTWISE_LINES (`mean` the row's fitted mean) at the end of its generated
+    quantities, or in a new block."""
+    lines = POINTWISE_LINES.format(mean=mean)
+    if "generated quantities {" in source:
+        end = source.index("\n}", source.index("generated quantities {"))
+        return source[:end + 1] + lines + source[end + 1:]
+    at = source.index("inference {") if "inference {" in source else len(source)
+    return source[:at] + "generated quantities {\n" + lines + "}\n" + source[at:]
+
+
+def case_silo_draws(fvic, cache):
+    """A pointwise log likelihood in generated quantities (`log_lik_row[n] = normal_lpdf(y[n] | ...)`,
+    what loo reads) is in each silo's OUT/silo-K/draws.csv, a column per row, and at every draw it
+    is the log density of that silo's row at the same draw's parameters (the silo's own locals and
+    transformed parameters among them), computed here from the data file within the rounding of
+    draws.csv's 10 digits: by SFVI without locals (regression_ppc, the silo's draws of the globals)
+    and with them (hier_regression_tp, alpha = mu_alpha + sigma_alpha * z each silo's own)."""
+    cases = [("regression_ppc", "alpha + x[n] * beta", lambda d, x: d["alpha"] + sum(d[f"beta.{i + 1}"] * v for i, v in enumerate(x))),
+             ("hier_regression_tp", "alpha + beta * x[n]", lambda d, x: d["alpha"] + d["beta"] * x)]
+    with tempfile.TemporaryDirectory() as work:
+        for name, mean, mean_at in cases:
+            root = os.path.join(EXAMPLES, "stan_programs", name)
+            with open(os.path.join(root, name + ".fvi")) as f:
+                source = with_pointwise_log_lik(f.read(), mean)
+            model, data, out = os.path.join(work, name + ".fvi"), os.path.join(root, "data"), os.path.join(work, name)
+            with open(model, "w") as f:
+                f.write(source)
+            run(fvic, cache, model, data, out)
+            worst, checked = 0.0, 0
+            for k, silo in enumerate(silo_files(data), start=1):
+                draws = draws_rows(os.path.join(out, f"silo-{k}"))
+                require(draws and f"log_lik_row.{silo['N']}" in draws[0],
+                        f"{name}: silo {k}'s draws.csv has no log_lik_row column per row")
+                for d in draws:
+                    for n, (x, y) in enumerate(zip(silo["x"], silo["y"])):
+                        def density(p):
+                            return -0.5 * ((y - mean_at(p, x)) / p["sigma"]) ** 2 - math.log(p["sigma"]) - \
+                                0.5 * math.log(2 * math.pi)
+                        exact = density(d)
+                        # Each parameter's printed rounding, carried through the density (first order).
+                        tolerance = abs(exact) * ROUNDING + 1e-12
+                        for p in d:
+                            if not p.startswith(("log_lik_row", "lp__", "log_p__", "log_g__")):
+                                tolerance += abs(density(dict(d, **{p: d[p] * (1 + ROUNDING)})) - exact)
+                        worst = max(worst, abs(d[f"log_lik_row.{n + 1}"] - exact) / tolerance)
+                        checked += 1
+            require(worst <= 1, f"{name}: a silo's log_lik_row is {worst:.2f} roundings from the density at its draw")
+            print(f"{name}: {checked} pointwise log likelihoods in the silos' draws.csv, each within {worst:.2f} of "
+                  f"the rounding of the density at its draw computed here")
+
+
 def run_case(fvic, cache, case):
+    if case == "silo_draws":
+        return case_silo_draws(fvic, cache)
     if case == "capture_recapture":
         return case_capture_recapture(fvic, cache)
     if case == "pk_oral":

@@ -209,10 +209,13 @@ Eigen::MatrixXd global_draws(const Global& q, uint64_t seed, uint32_t stream, lo
 // drawn from q(Z_L | Z_G) at those draws. log_g__ is log q of the pair; log_p__ is 0, since the
 // log joint needs every silo's data. With the importance-weighted bound (log_q_local null) the
 // locals are importance-resampled draws, whose density has no closed form: log_g__ is 0 too.
-// `z_global` is in the fit's coordinates; the file holds the written globals (`centring`).
+// `z_global` is in the fit's coordinates; the file holds the written globals (`centring`). The
+// silo's own transformed parameters and generated quantities at the same draws follow, as CmdStan
+// orders them (`quantities`, `quantity_values`: their layout from offset 0 and their rows).
 void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_data& data, const Global& global,
                       const std::vector<engine::CentringBlock>& centring, const Eigen::VectorXd& hyper,
                       const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z_local, const Eigen::VectorXd* log_q_local,
+                      const std::vector<VariableLayout>& quantities, const Eigen::MatrixXd& quantity_values,
                       const engine::Settings& settings, const std::string& family) {
   const Eigen::Index n = z_global.rows(), h = hyper.size(), m = z_local.rows(), S = z_global.cols();
   DrawsFile file;
@@ -231,6 +234,17 @@ void write_silo_draws(const std::string& dir, const fvi_model& model, const fvi_
   mean << global.mean(), hyper, z_local.rowwise().mean();
   engine::to_written(centring, mean.head(n));
   file.mean = constrain(file.layout, mean).col(0);
+  if (quantity_values.rows() > 0) {
+    const Eigen::Index at = file.draws.rows();
+    for (VariableLayout v : quantities) {
+      v.offset += at;
+      file.layout.push_back(v);
+    }
+    file.draws.conservativeResize(at + quantity_values.rows(), Eigen::NoChange);
+    file.draws.bottomRows(quantity_values.rows()) = quantity_values;
+    file.mean.conservativeResize(at + quantity_values.rows());
+    file.mean.tail(quantity_values.rows()) = quantity_values.rowwise().mean();
+  }
   file.log_g = log_q_local ? Eigen::VectorXd(global.log_density(z_global) + *log_q_local) : Eigen::VectorXd::Zero(S);
   file.log_p = Eigen::VectorXd::Zero(S);
   file.config = settings.entries();
@@ -247,6 +261,32 @@ GroupDraws silo_groups(const Eigen::MatrixXd& z_global, const Eigen::MatrixXd& z
   GroupDraws groups{{FVI_GROUP_GLOBAL, z_global}, {FVI_GROUP_LOCAL, z}};
   if (hyper.size() > 0) groups[FVI_GROUP_HYPER] = hyper;
   return groups;
+}
+
+// A silo's locals (written, constrained) at its posterior's draws, then its quantities at them.
+struct SiloValues {
+  std::vector<VariableLayout> layout;
+  Eigen::MatrixXd values;
+  size_t locals = 0;      // layout's entries of the locals
+  Eigen::Index rows = 0;  // and their rows
+  std::vector<VariableLayout> quantities() const {
+    std::vector<VariableLayout> out(layout.begin() + long(locals), layout.end());
+    for (VariableLayout& v : out) v.offset -= rows;
+    return out;
+  }
+  Eigen::MatrixXd quantity_values() const { return values.bottomRows(values.rows() - rows); }
+};
+
+SiloValues silo_values(const fvi_model& model, const fvi_data& data, int silo,
+                       const std::vector<VariableLayout>& local_layout,
+                       const std::vector<engine::CentringBlock>& centring, const Eigen::MatrixXd& z_global,
+                       const Eigen::MatrixXd& z, const Eigen::VectorXd& hyper, uint64_t seed) {
+  SiloValues v{local_layout, constrain(local_layout, z), local_layout.size(), 0};
+  v.rows = v.values.rows();
+  Eigen::MatrixXd written = z_global;
+  engine::to_written(centring, written);
+  add_silo_quantities(model, data, silo, silo_groups(written, z, hyper), seed, v.layout, v.values);
+  return v;
 }
 
 // The check of q(Z_L | Z_G) at the end (SfviSilo::locals_khat): draws of Z_G, and of the locals at each.
@@ -286,12 +326,13 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     for (int i = 0; i < model.quantity_count; ++i) any |= model.quantities[i].owner == FVI_SILO;
     if (!any) return;
     std::filesystem::create_directories(dir);
-    Eigen::MatrixXd z_global = global.offset(rng.normal(global.dim(), draws)).colwise() + global.mean();
-    engine::to_written(centring, z_global);
+    const Eigen::MatrixXd z_global = global.offset(rng.normal(global.dim(), draws)).colwise() + global.mean();
     const Eigen::MatrixXd no_locals(0, draws);
-    Eigen::MatrixXd values(0, draws);
-    add_silo_quantities(model, data, silo.silo(), silo_groups(z_global, no_locals, hyper), seed, layout, values);
-    write_posterior_json(dir + "/posterior.json", summary, layout, values, Eigen::VectorXd(), Eigen::VectorXd());
+    const SiloValues v = silo_values(model, data, silo.silo(), layout, centring, z_global, no_locals, hyper, seed);
+    write_posterior_json(dir + "/posterior.json", summary, v.layout, v.values, Eigen::VectorXd(), Eigen::VectorXd());
+    const Eigen::VectorXd no_log_q = Eigen::VectorXd::Zero(draws);  // log q of no locals
+    write_silo_draws(dir, model, data, global, centring, hyper, z_global, no_locals, &no_log_q, v.quantities(),
+                     v.quantity_values(), settings, family);
     return;
   }
   const auto& q = silo.q();
@@ -332,12 +373,10 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
     // of their sd).
     const Eigen::VectorXd var = (square / double(draws) - (sum / double(draws)).cwiseAbs2()).cwiseMax(0.0);
     const Eigen::VectorXd mean = (sum - linear) / double(draws);
-    Eigen::MatrixXd values = constrain(layout, z);
-    Eigen::MatrixXd written = z_global;
-    engine::to_written(centring, written);
-    add_silo_quantities(model, data, silo.silo(), silo_groups(written, z, hyper), seed, layout, values);
-    write_posterior_json(dir + "/posterior.json", summary, layout, values, mean, var.cwiseSqrt());
-    write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, nullptr, settings, family);
+    const SiloValues v = silo_values(model, data, silo.silo(), layout, centring, z_global, z, hyper, seed);
+    write_posterior_json(dir + "/posterior.json", summary, v.layout, v.values, mean, var.cwiseSqrt());
+    write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, nullptr, v.quantities(),
+                     v.quantity_values(), settings, family);
     return;
   }
   const Eigen::MatrixXd eps_global = rng.normal(global.dim(), draws);
@@ -346,7 +385,9 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   const Eigen::VectorXd log_q_local = q.log_density(z_fit, u);  // unit Jacobian: the written locals' too
   const Eigen::MatrixXd z_global = u.colwise() + global.mean();
   const Eigen::MatrixXd z = silo.written_locals(z_global, z_fit);
-  write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, &log_q_local, settings, family);
+  const SiloValues v = silo_values(model, data, silo.silo(), layout, centring, z_global, z, hyper, seed);
+  write_silo_draws(dir, model, data, global, centring, hyper, z_global, z, &log_q_local, v.quantities(),
+                   v.quantity_values(), settings, family);
   // Marginal sd: diag(T Sigma_GG T^T + S Sigma_LL S^T), Sigma_GG = K K^T with K = D_G L_G, T the
   // written locals' linear part in u (above), S the silo's own slopes' map (identity without them).
   const Eigen::MatrixXd k_global = global.sd().asDiagonal() * global.unit_lower();
@@ -355,11 +396,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
   // T is C_j itself where nothing maps the locals, and 0 where q(Z_L | Z_G) is not coupled.
   const Eigen::VectorXd var = k_local.rowwise().squaredNorm() + (t * k_global).rowwise().squaredNorm();
   const Eigen::VectorXd mean = silo.written_locals(global.mean(), q.mean()).col(0);  // q's mean at Z_G's, mapped
-  Eigen::MatrixXd values = constrain(layout, z);
-  Eigen::MatrixXd written = z_global;
-  engine::to_written(centring, written);
-  add_silo_quantities(model, data, silo.silo(), silo_groups(written, z, hyper), seed, layout, values);
-  write_posterior_json(dir + "/posterior.json", summary, layout, values, mean, var.cwiseSqrt());
+  write_posterior_json(dir + "/posterior.json", summary, v.layout, v.values, mean, var.cwiseSqrt());
 }
 
 // The global parameters and the hyperparameters as one layout (hyperparameters after the
