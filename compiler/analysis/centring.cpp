@@ -358,12 +358,16 @@ const Symbol* prior_location_symbol(const SemanticModel& m, const Symbol& a) {
 // this bounds it.
 constexpr int kMaxLinks = 8;
 
+int reads_in_declarations(const SemanticModel& m, const Symbol& b);
+
 // h links a hierarchy to the level above: a silo's unconstrained local of type `base`, read only as
 // the location of the prior below it and as the variate of its own (`a_w ~ normal(a_h, tau_w)`,
-// `a_h ~ normal(mu, tau_h)`). Shifted by xbar W with the rest of the chain, every difference the
-// priors read (a_w - a_h, a_h - mu) stays as written.
+// `a_h ~ normal(mu, tau_h)`), in no declaration's bound, offset or multiplier. Shifted by xbar W
+// with the rest of the chain, every difference the priors read (a_w - a_h, a_h - mu) stays as
+// written.
 bool link(const SemanticModel& m, const Symbol& h, Base base) {
-  return local_parameter(&h) && h.decl->type.base == base && uses_in_log_density(m, h.name) == 2;
+  return local_parameter(&h) && h.decl->type.base == base && uses_in_log_density(m, h.name) == 2 &&
+         reads_in_declarations(m, h) == 0;
 }
 
 // a's one prior's location mu (prior_location_symbol) when it is a global of type `location_base`

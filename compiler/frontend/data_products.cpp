@@ -76,7 +76,7 @@ class Hoister {
  private:
   // Every name a statement declares (locals, loop variables): a new name must not meet one.
   void note_names(const Stmt& s) {
-    if (s.kind == StmtKind::For) taken_.insert(s.name);
+    if (s.kind == StmtKind::For) taken_.insert(s.name), loop_variables_.insert(s.name);
     if (s.decl) taken_.insert(s.decl->name);
     for (const StmtPtr& b : s.body)
       if (b) note_names(*b);
@@ -190,6 +190,12 @@ class Hoister {
       auto [ra, ia] = row_of(e.args[0].get());
       auto [rb, ib] = row_of(e.args[1].get());
       if (!ra || !rb || to_source(*ia->lower) != to_source(*ib->lower)) return {};
+      // `*` and `/` of rows picked by an int array would be no valid product: the index must be
+      // surely one int (a loop's variable or a literal), so the rewrite never makes one valid.
+      const Expr& i = *ia->lower;
+      if ((e.name == "*" || e.name == "/") &&
+          !(i.kind == ExprKind::IntLit || (i.kind == ExprKind::Var && loop_variables_.count(i.name))))
+        return {};
       a = ra, b = rb, index = ia;
     }
     if (!a || !b || to_source(a->size()) != to_source(b->size())) return {};
@@ -281,7 +287,7 @@ class Hoister {
 
   Program& program_;
   std::map<std::string, Column> columns_;
-  std::set<std::string> parameters_, taken_;
+  std::set<std::string> parameters_, taken_, loop_variables_;
   std::map<std::string, std::string> names_;  // a value's text -> its datum
   std::vector<StmtPtr> hoisted_;
 };

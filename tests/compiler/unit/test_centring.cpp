@@ -303,6 +303,10 @@ TEST_CASE("centring: a chain of silo locals to a global location (wards in hospi
       CHECK(mark(params, model, "a_w").empty());
       CHECK(mark(params, model, "a_h").empty());
     }
+    // A link that another declaration reads (an offset) would move it.
+    const std::string offset = params + "  local real<offset=a_h> u;\n";
+    CHECK(mark(offset, chain + "  u ~ normal(0, 1);\n", "a_w").empty());
+    CHECK(mark(offset, chain + "  u ~ normal(0, 1);\n", "a_h").empty());
     const std::string bounded = "  global real mu;\n  global vector[D] beta;\n  local real<lower=0> a_h;\n"
                                 "  local vector[K] a_w;\n";
     const std::string bounded_model = "  mu ~ normal(0, 1);\n  beta ~ normal(0, 1);\n  a_h ~ normal(mu, 1);\n"

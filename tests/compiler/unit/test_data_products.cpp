@@ -21,11 +21,15 @@ const std::string kData = "silo data {\n  int<lower=2> N;\n  vector[N] age;\n  v
 const std::string kParameters = "parameters {\n  global real a;\n  global real b;\n  global real c;\n"
                                 "  global real<lower=0> s;\n}\n";
 
-// `fvic dump --ast` of the model whose model block is `model` (after the data and parameters above).
+// The model whose model block is `model`, after the data (with `extra_data`) and parameters above.
+fvic::test::LoadedModel load(const std::string& model, const std::string& extra_data = "") {
+  return fvic::test::load_text("fvic_test_data_products", kData.substr(0, kData.size() - 2) + extra_data + "}\n" +
+                                                              kParameters + "model {\n" + model + "}\n");
+}
+
+// `fvic dump --ast` of load(model, extra_data).
 std::string ast_of(const std::string& model, const std::string& extra_data = "") {
-  fvic::test::LoadedModel m =
-      fvic::test::load_text("fvic_test_data_products", kData.substr(0, kData.size() - 2) + extra_data + "}\n" +
-                                                           kParameters + "model {\n" + model + "}\n");
+  fvic::test::LoadedModel m = load(model, extra_data);
   INFO(m.errors());
   REQUIRE(m.ok());
   return fvic::dump_ast(*m.program);
@@ -60,6 +64,11 @@ TEST_CASE("data products: a parameter times an expression of a silo's data reads
   CHECK_THAT(rows, Catch::Contains("a + c * square_age[n] + b * income_times_age[n]"));
   CHECK_THAT(rows, Catch::Contains("c * square_age + income_times_age[1] * b"));
   CHECK(rows.find("square_age_2") == std::string::npos);
+  // Rows picked by an int array: `.*` of them is (income .* age)[k]; `*` of them is no product of
+  // two numbers, and stays the error it is.
+  const std::string k = "  array[N] int<lower=1, upper=N> k;\n";
+  CHECK_THAT(ast_of("  y ~ normal(a + c * (income[k] .* age[k]), s);\n", k), Catch::Contains("c * income_times_age[k]"));
+  CHECK_FALSE(load("  y ~ normal(a + c * (income[k] * age[k]), s);\n", k).ok());
   // A name taken is not reused.
   CHECK_THAT(ast_of("  y ~ normal(a + c * square(age) + b * square_age, s);\n", "  vector[N] square_age;\n"),
              Catch::Contains("decl vector[N] square_age_2 = square(age)"));
