@@ -1067,6 +1067,15 @@ def vfl_case(family, limit, fvic, cache, work, means=VFL_MEANS):
     require_converged(p, out, "split block")
     require(post.get("method") == "vfl_exact", f"planned as {post.get('method')}, not vfl_exact")
     require(not failures, "not the written model's posterior: " + "; ".join(failures))
+    if family == "gaussian":
+        # q's joint Gaussian holds this posterior exactly: the parties' tail check must be made and
+        # find q's moments (its Monte Carlo error at ESS ~1,000: 0.03 sd a mean, 2% an sd; it
+        # warns beyond 0.25 sd, 20%, or an sd more than 10% narrower).
+        tail = [line for line in p.stdout.splitlines() if line.startswith(("tail check:", "tail check ("))]
+        print("  " + (tail[0] if tail else "no tail check line"))
+        require(tail and tail[0].startswith("tail check ("), "the tail check was not made: " + (tail[0] if tail else "no line"))
+        require("q's tails" not in p.stderr and "heavier-tailed" not in p.stderr,
+                "the tail check warns on an exactly Gaussian posterior:\n" + p.stderr)
 
 
 def case_vfl_power_block(fvic, cache, work):
@@ -2246,11 +2255,138 @@ def case_funnel(fvic, cache, work):
     require(not off or flagged, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k}, warnings: {warnings})")
 
 
+VFL_FUNNEL_MODEL = """\
+// A vertically split Gaussian regression, 2 silos of 3 columns, each silo's coefficients about a
+// scale it learns from its own block (lambda is split): silo 2's columns barely predict y, so its
+// lambda reaches toward 0, where it and its betas form a funnel.
+data {
+  int<lower=0> N;
+}
+server data {
+  vector[N] y;
+  real<lower=0> sigma;
+}
+split data {
+  int<lower=1> P;
+  matrix[N, P] x;
+}
+parameters {
+  global real b;
+  split real<lower=0> lambda;
+  split vector[P] beta;
+}
+model {
+  b ~ normal(0, 2);
+  lambda ~ normal(0, 1);
+  beta ~ normal(0, lambda);
+  y ~ normal(b + silo_sum(x * beta), sigma);
+}
+"""
+VFL_FUNNEL_BETA = [0.8, -0.5, 0.3, 0.05, 0.0, -0.05]  # silo 1's columns, then silo 2's
+VFL_FUNNEL_N, VFL_FUNNEL_SIGMA = 100, 2.0
+
+
+def vfl_funnel_data(folder):
+    """N = 100 rows of 6 standard normal columns, y = -0.3 + x beta + N(0, 2^2) (seed 20261205);
+    silo K the columns 3K-2..3K. Returns (x, y) as written."""
+    rng = random.Random(20261205)
+    x = [[round(rng.gauss(0, 1), 6) for _ in range(6)] for _ in range(VFL_FUNNEL_N)]
+    y = [round(-0.3 + sum(c * v for c, v in zip(VFL_FUNNEL_BETA, r)) + rng.gauss(0, VFL_FUNNEL_SIGMA), 6) for r in x]
+    os.makedirs(folder)
+    with open(os.path.join(folder, "data.json"), "w") as f:
+        json.dump({"N": VFL_FUNNEL_N}, f)
+    with open(os.path.join(folder, "server.json"), "w") as f:
+        json.dump({"y": y, "sigma": VFL_FUNNEL_SIGMA}, f)
+    for k in range(2):
+        with open(os.path.join(folder, f"silo-{k + 1}.json"), "w") as f:
+            json.dump({"P": 3, "x": [r[3 * k:3 * k + 3] for r in x]}, f)
+    return x, y
+
+
+def vfl_funnel_reference(x, y, points=60, lo=-7.0, hi=1.5):
+    """VFL_FUNNEL_MODEL's posterior by quadrature: given (lambda_1, lambda_2) the model is
+    linear-Gaussian in theta = (b, beta), with prior precision D^-1 = diag(1/4, 1/lambda_1^2 x 3,
+    1/lambda_2^2 x 3) and P = D^-1 + A'A / sigma^2 (A = [1, x]), so
+        log p(y | lambda) = -y'y / (2 sigma^2) + r'P^-1 r / 2 - log|P| / 2 - log|D| / 2 + const,
+    r = A'y / sigma^2, and theta | lambda ~ N(P^-1 r, P^-1). A points x points grid over
+    u_k = log lambda_k (the density in u: the half-normal prior times lambda_k) weighs the
+    conditional Gaussians; lambda's moments from the same weights."""
+    rows = [(1.0, *r) for r in x]
+    d = len(rows[0])
+    ata = [[sum(r[i] * r[j] for r in rows) / VFL_FUNNEL_SIGMA ** 2 for j in range(d)] for i in range(d)]
+    rhs = [sum(r[i] * yi for r, yi in zip(rows, y)) / VFL_FUNNEL_SIGMA ** 2 for i in range(d)]
+    grid = [lo + (hi - lo) * i / (points - 1) for i in range(points)]
+    cells = []
+    for u1 in grid:
+        for u2 in grid:
+            lam = (math.exp(u1), math.exp(u2))
+            prior_var = [4.0] + [lam[0] ** 2] * 3 + [lam[1] ** 2] * 3
+            prec = [[ata[i][j] + (1 / prior_var[i] if i == j else 0.0) for j in range(d)] for i in range(d)]
+            low = cholesky(prec)
+            mean = backward(low, forward(low, rhs))
+            log_ml = (0.5 * sum(m * r for m, r in zip(mean, rhs)) - sum(math.log(low[i][i]) for i in range(d))
+                      - 0.5 * sum(math.log(v) for v in prior_var))
+            log_w = log_ml - 0.5 * (lam[0] ** 2 + lam[1] ** 2) + u1 + u2
+            cells.append((log_w, lam, mean, cholesky_inverse(low)))
+    top = max(c[0] for c in cells)
+    w = [math.exp(c[0] - top) for c in cells]
+    total = sum(w)
+    w = [wi / total for wi in w]
+    names = ["b"] + [f"beta[{j + 1}]" for j in range(6)]
+    ref = {}
+    for i, name in enumerate(names):
+        m = sum(wi * c[2][i] for wi, c in zip(w, cells))
+        second = sum(wi * (c[3][i][i] + c[2][i] ** 2) for wi, c in zip(w, cells))
+        ref[name] = (m, math.sqrt(second - m * m))
+    for k in range(2):
+        m = sum(wi * c[1][k] for wi, c in zip(w, cells))
+        ref[f"lambda[{k + 1}]"] = (m, math.sqrt(sum(wi * c[1][k] ** 2 for wi, c in zip(w, cells)) - m * m))
+    edge = sum(wi for wi, c in zip(w, cells) if min(c[1]) <= math.exp(lo + 1e-9) or max(c[1]) >= math.exp(hi - 1e-9))
+    require(edge < 1e-3, f"the quadrature grid's edges hold {edge:.2g} of the posterior: widen it")
+    return ref
+
+
+def case_vfl_funnel(fvic, cache, work):
+    """VFL_FUNNEL_MODEL: a split scale per silo, silo 2's reaching toward 0 (a funnel in its block,
+    which a Gaussian q over every party's block cannot follow). Issue 26: either every mean within
+    0.25 reference sd and sd within 20% (the quadrature reference, vfl_funnel_reference), or a
+    warning on stderr -- never a silent wrong answer. vfl_exact's k-hat reads q's own draws; its
+    tail check, made by the parties together (each silo draws its block of a heavier-tailed
+    proposal and weighs it with the server's weights), must have been made: its line on stdout."""
+    model = os.path.join(work, "vfl_funnel.fvi")
+    with open(model, "w") as f:
+        f.write(VFL_FUNNEL_MODEL)
+    data = os.path.join(work, "data")
+    x, y = vfl_funnel_data(data)
+    ref = vfl_funnel_reference(x, y)
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out)
+    post = posterior(out)
+    k = khat(out)
+    print(f"  {post['method']}, {post['iterations']} iterations, k-hat {k:.3f}")
+    require(post.get("method") == "vfl_exact", f"planned as {post.get('method')}, not vfl_exact")
+    fit = {"b": (post["variables"]["b"]["mean"][0], post["variables"]["b"]["sd"][0])}
+    for s in range(2):
+        silo = posterior(os.path.join(out, f"silo-{s + 1}"))["variables"]
+        fit[f"lambda[{s + 1}]"] = (silo["lambda"]["mean"][0], silo["lambda"]["sd"][0])
+        for j in range(3):
+            fit[f"beta[{3 * s + j + 1}]"] = (silo["beta"]["mean"][j], silo["beta"]["sd"][j])
+    off = off_reference(fit, ref)
+    tail = [line for line in p.stdout.splitlines() if line.startswith(("tail check:", "tail check ("))]
+    print("  " + (tail[0] if tail else "no tail check line"))
+    require(tail and "not made" not in tail[0], "vfl_exact's tail check was not made: " + (tail[0] if tail else "no line"))
+    warnings = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
+    for w in warnings:
+        print("  stderr: " + w)
+    print(f"  accurate: {not off}; warned: {bool(warnings)}")
+    require(not off or warnings, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k})")
+
+
 CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,
-         "vfl_gaussian": case_vfl_gaussian, "vfl_raw": case_vfl_raw, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson}
+         "vfl_gaussian": case_vfl_gaussian, "vfl_raw": case_vfl_raw, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson, "vfl_funnel": case_vfl_funnel}
 
 
 if __name__ == "__main__":

@@ -162,6 +162,12 @@ Eigen::MatrixXd VflServer::output_noise(uint64_t key, uint32_t stream, long draw
   return CounterRng(RngKey{key, 0, 0, stream}).normal(global_dim_, draws);
 }
 
+Eigen::VectorXd VflServer::own_noise_norm2(const Eigen::MatrixXd& eps) const {
+  return eps.topRows(global_dim_).colwise().squaredNorm().transpose();
+}
+
+double VflServer::own_log_det() const { return joint_ ? joint_q_.log_det() : q_.log_sd().sum(); }
+
 Eigen::VectorXd VflServer::marginal_log_q(const Eigen::MatrixXd& eps) const {
   if (joint_) return joint_q_.marginal_log_density(joint_q_.sample(eps));
   return q_.log_density(q_.sample(eps));
@@ -715,15 +721,27 @@ VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
   // draws, b = b_c - sum_k mean(eta_k), pair with them row by row; the joint family's are also the
   // server's output draws (the same joint noise of `key`).
   const Eigen::MatrixXd theta = theta_draws(theta_noise(key, rng_stream::kUserStream + 3, draws));
+  LogJointPart out = log_joint_at(theta);
+  out.log_q = joint_ ? Eigen::VectorXd::Constant(draws, -joint_q().log_det()) : q_theta().log_density(theta);
+  return out;
+}
+
+VflSilo::LogJointPart VflSilo::log_joint_at(const Eigen::MatrixXd& theta) {
   const Eigen::MatrixXd h = hyper();
   LogJointPart out;
   out.eta = contribution_draws(*contribution_, theta, h);
-  out.log_q = joint_ ? Eigen::VectorXd::Constant(draws, -joint_q().log_det()) : q_theta().log_density(theta);
-  out.log_prior = Eigen::VectorXd::Zero(draws);
+  out.log_prior = Eigen::VectorXd::Zero(theta.cols());
   if (density_)
     out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h}})).transpose();
   return out;
 }
+
+Eigen::VectorXd VflSilo::own_noise_norm2(const Eigen::MatrixXd& eps) const {
+  const Eigen::Index from = joint_ ? joint_q_.offset() : 0;
+  return eps.middleRows(from, split_dim_).colwise().squaredNorm().transpose();
+}
+
+double VflSilo::own_log_det() const { return joint_ ? joint_q().log_det() : q_theta().log_sd().sum(); }
 
 void VflSilo::set_schedule(double step_scale, long epoch) {
   const bool restart = epoch != average_.epoch();

@@ -36,6 +36,8 @@ const char* phase_name(Phase phase) {
     case Phase::kVflLayout: return "vfl layout";
     case Phase::kVflSettled: return "vfl settled";
     case Phase::kVflScale: return "vfl scale";
+    case Phase::kVflTailDraws: return "vfl tail draws";
+    case Phase::kVflTailMoments: return "vfl tail moments";
     case Phase::kSgpUpdate: return "sparse gp update";
     case Phase::kSgpEvaluate: return "sparse gp evaluate";
   }

@@ -18,28 +18,129 @@ namespace {
 
 constexpr double kNu = 3;  // the Student-t's degrees of freedom: a finite variance, heavy tails
 
-// log(1/2 N(z; m, L L') + 1/2 t_nu(z; m, L L')) at each column of z.
+// log g at each column of z: log_tail_proposal of its whitened distance from m.
 Eigen::VectorXd log_mixture(const Eigen::MatrixXd& z, const Eigen::VectorXd& m, const Eigen::MatrixXd& L) {
-  const double k = double(m.size());
   const double log_det = L.diagonal().array().log().sum();
   const Eigen::MatrixXd white = L.triangularView<Eigen::Lower>().solve(z.colwise() - m);
   const Eigen::VectorXd d2 = white.colwise().squaredNorm().transpose();
   Eigen::VectorXd out(z.cols());
-  for (Eigen::Index s = 0; s < z.cols(); ++s) {
-    const double normal = -0.5 * k * std::log(2 * M_PI) - log_det - 0.5 * d2[s];
-    const double t = std::lgamma(0.5 * (kNu + k)) - std::lgamma(0.5 * kNu) - 0.5 * k * std::log(kNu * M_PI) - log_det -
-                     0.5 * (kNu + k) * std::log1p(d2[s] / kNu);
-    const double top = std::max(normal, t);
-    out[s] = std::log(0.5) + top + std::log(std::exp(normal - top) + std::exp(t - top));
-  }
+  for (Eigen::Index s = 0; s < z.cols(); ++s) out[s] = log_tail_proposal(d2[s], double(m.size()), log_det);
   return out;
 }
 
 }  // namespace
 
+// log(1/2 N(z; m, L L') + 1/2 t_nu(z; m, L L')), d2 = |L^-1 (z - m)|^2.
+double log_tail_proposal(double d2, double k, double log_det) {
+  const double normal = -0.5 * k * std::log(2 * M_PI) - log_det - 0.5 * d2;
+  const double t = std::lgamma(0.5 * (kNu + k)) - std::lgamma(0.5 * kNu) - 0.5 * k * std::log(kNu * M_PI) - log_det -
+                   0.5 * (kNu + k) * std::log1p(d2 / kNu);
+  const double top = std::max(normal, t);
+  return std::log(0.5) + top + std::log(std::exp(normal - top) + std::exp(t - top));
+}
+
+// Even draws from the Gaussian (a_s = 1), odd ones from the t: eps / sqrt(chi2_nu / nu).
+Eigen::VectorXd tail_scales(uint64_t key, Eigen::Index draws) {
+  const Eigen::MatrixXd chi = CounterRng(RngKey{key, 0, 0, rng_stream::kUserStream + 33}).normal(Eigen::Index(kNu), draws);
+  Eigen::VectorXd a = Eigen::VectorXd::Ones(draws);
+  for (Eigen::Index s = 1; s < draws; s += 2) a[s] = std::sqrt(kNu / chi.col(s).squaredNorm());
+  return a;
+}
+
+void add_tail_figures(const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& c, const Eigen::VectorXd& mean,
+                      const Eigen::VectorXd& sd, const std::vector<double>& mean_w, const std::vector<double>& sd_w,
+                      TailFigures& f) {
+  for (const VariableLayout& v : layout) {
+    const std::vector<std::string> names = element_names(v);
+    for (Eigen::Index j = 0; j < v.elements(); ++j) {
+      const Eigen::Index i = v.offset + j;
+      if (size_t(j) >= names.size() || i >= c.rows() || i >= sd.size() || size_t(i) >= mean_w.size() || !(sd[i] > 0) ||
+          c.row(i).maxCoeff() == c.row(i).minCoeff())
+        continue;
+      const double shift = std::abs(mean_w[size_t(i)] - mean[i]) / sd[i], change = sd_w[size_t(i)] / sd[i] - 1;
+      if (shift > f.worst_mean) f.worst_mean = shift, f.mean_name = names[size_t(j)], f.mean_row = i;
+      if (std::abs(change) > std::abs(f.worst_sd))
+        f.worst_sd = change, f.sd_name = names[size_t(j)], f.sd_from = sd[i], f.sd_to = sd_w[size_t(i)], f.sd_row = i;
+    }
+  }
+}
+
+TailCheck tail_verdict(const TailFigures& f) {
+  TailCheck out;
+  char text[768];
+  out.khat = f.khat;
+  if (!(f.khat <= 0.7)) {
+    // g's ratios are p / g <= 2 p / N(m, S): bounded wherever q's Gaussian covers the posterior,
+    // whatever the dimension. Heavy ones mean posterior mass beyond q's tails, even t_3's.
+    std::snprintf(text, sizeof text, "tail check: a heavier-tailed proposal around q has k-hat %.2f", f.khat);
+    out.line = text;
+    std::snprintf(text, sizeof text,
+                  "q's tails are lighter than the posterior's: importance sampling from a proposal around q with "
+                  "heavier (Student-t) tails still finds posterior mass it cannot weigh (its k-hat %.2f > 0.7), "
+                  "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified direction, a "
+                  "heavy-tailed prior); read the intervals with that margin, or give the model a tighter prior or "
+                  "a parameterisation that identifies it.",
+                  f.khat);
+    out.warning = text;
+    return out;
+  }
+  if (f.mean_name.empty() && f.sd_name.empty()) return out;
+  std::snprintf(text, sizeof text,
+                "tail check (importance sampling from a heavier-tailed proposal around q, k-hat %.2f, ESS %.0f): "
+                "means move at most %.2f q sds (%s); sds change at most %+.0f%% (%s)",
+                f.khat, f.ess, f.worst_mean, f.mean_name.c_str(), 100 * f.worst_sd, f.sd_name.c_str());
+  out.line = text;
+  out.ess = f.ess, out.worst_mean = f.worst_mean, out.worst_sd = f.worst_sd, out.sd_name = f.sd_name;
+  out.reliable = f.ess >= 200;
+  // A verdict only from enough effective draws: an sd's relative Monte Carlo error is then about
+  // 1 / sqrt(2 ESS), under 5% at 200.
+  out.moments_hold = f.ess >= 200 && f.worst_mean <= 0.25 && std::abs(f.worst_sd) <= 0.2;
+  if (out.moments_hold && f.worst_sd > std::max(kNarrowerWarning, 3 / std::sqrt(2 * f.ess))) {
+    // Within the limits by this check, but a check from a proposal around a too-narrow q finds only
+    // part of the spread q misses (weibull_frailty at seed 2: tau's sd +18% from 4,000 draws, +25%
+    // from 16,000, NUTS's +28%): said, unless a corrected q replaces this one (moment_correction.h).
+    std::snprintf(text, sizeof text,
+                  "q's tails are lighter than the posterior's: importance sampling from a heavier-tailed proposal "
+                  "puts %s's sd at %.3g against q's %.3g (%+.0f%%), and a check around a q too narrow finds only "
+                  "part of what q misses: read %s's intervals as at least that much too narrow (a scale fitted "
+                  "from few groups, a weakly identified direction).",
+                  f.sd_name.c_str(), f.sd_to, f.sd_from, 100 * f.worst_sd, f.sd_name.c_str());
+    out.warning = text;
+  }
+  if (f.ess >= 200 && (f.worst_mean > 0.25 || std::abs(f.worst_sd) > 0.2)) {
+    // An sd too wide is a Gaussian on a log-scale skewed toward 0 (its right tail too long); one
+    // too narrow, tails lighter than the posterior's; a mean off with every sd close, q short of
+    // the optimum along a ridge (PVI at raw, correlated predictors: 0.67 q sds, sds within 2%).
+    if (std::abs(f.worst_sd) <= 0.2) {
+      std::snprintf(text, sizeof text,
+                    "importance sampling from a heavier-tailed proposal moves %s's mean by %.2f q sds while no sd "
+                    "changes by more than %.0f%% (%s): %s",
+                    f.mean_name.c_str(), f.worst_mean, 100 * std::abs(f.worst_sd), f.sd_name.c_str(), kMeanOffCause);
+      out.warning = text;
+      return out;
+    }
+    const bool wider = f.worst_sd < 0;
+    std::snprintf(text, sizeof text,
+                  "%s: importance sampling from a heavier-tailed proposal puts %s's sd at %.3g against q's %.3g "
+                  "(%+.0f%%) and moves a mean by %.2f q sds (%s), %s",
+                  wider ? "q is wider than the posterior in places" : "q's tails are lighter than the posterior's",
+                  f.sd_name.c_str(), f.sd_to, f.sd_from, 100 * f.worst_sd, f.worst_mean, f.mean_name.c_str(),
+                  wider ? "where q's Gaussian shape (on the unconstrained scale) misses the posterior's skew: read "
+                          "its intervals as too wide by that margin."
+                        : "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified "
+                          "direction, a heavy-tailed prior); read the intervals with that margin, or give the model "
+                          "a tighter prior or a parameterisation that identifies it.");
+    out.warning = text;
+  }
+  return out;
+}
+
 TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t seed, const Moments* around) {
   TailCheck out;
-  if (!coordinator.closing_takes_draws()) return out;
+  if (!coordinator.closing_takes_draws()) {
+    if (!around) coordinator.check_tails(d, seed, out);
+    return out;
+  }
   const Eigen::MatrixXd& u = d.unconstrained;
   const Eigen::Index S = u.cols();
   // The parameters q varies (SFVI's hyperparameters are point estimates, constant rows).
@@ -90,54 +191,19 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   }
   const Eigen::VectorXd ratio = closing.log_p - closing.log_g;
   const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
-  char text[768];
-  out.khat = smoothed.khat;
-  if (!(smoothed.khat <= 0.7)) {
-    // g's ratios are p / g <= 2 p / N(m, S): bounded wherever q's Gaussian covers the posterior,
-    // whatever the dimension. Heavy ones mean posterior mass beyond q's tails, even t_3's.
-    std::snprintf(text, sizeof text, "tail check: a heavier-tailed proposal around q has k-hat %.2f", smoothed.khat);
-    out.line = text;
-    std::snprintf(text, sizeof text,
-                  "q's tails are lighter than the posterior's: importance sampling from a proposal around q with "
-                  "heavier (Student-t) tails still finds posterior mass it cannot weigh (its k-hat %.2f > 0.7), "
-                  "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified direction, a "
-                  "heavy-tailed prior); read the intervals with that margin, or give the model a tighter prior or "
-                  "a parameterisation that identifies it.",
-                  smoothed.khat);
-    out.warning = text;
-    return out;
-  }
+  TailFigures f;
+  f.khat = smoothed.khat;
+  if (!(smoothed.khat <= 0.7)) return tail_verdict(f);
   // The posterior's moments from g against q's own (not its draws': declared_moments.h), over the
   // written parameters.
-  const std::vector<double> mean_w = diagnostics::weighted_means(g.constrained, smoothed.log_weights);
-  const std::vector<double> sd_w = diagnostics::weighted_sds(g.constrained, smoothed.log_weights);
-  const Eigen::MatrixXd& c = d.constrained;
   const DeclaredMoments q_moments = declared_moments(d);
-  const Eigen::VectorXd& mean = q_moments.mean;
-  const Eigen::VectorXd& sd = q_moments.sd;
-  double ess = 0;
-  for (double lw : smoothed.log_weights) ess += std::exp(2 * lw);
-  ess = ess > 0 ? 1 / ess : 0;
-  double worst_mean = 0, worst_sd = 0, sd_from = 0, sd_to = 0;
-  std::string mean_name, sd_name;
-  for (const VariableLayout& layout : d.layout) {
-    const std::vector<std::string> names = element_names(layout);
-    for (Eigen::Index j = 0; j < layout.elements(); ++j) {
-      const Eigen::Index i = layout.offset + j;
-      if (size_t(j) >= names.size() || i >= c.rows() || !(sd[i] > 0) || c.row(i).maxCoeff() == c.row(i).minCoeff()) continue;
-      const double shift = std::abs(mean_w[size_t(i)] - mean[i]) / sd[i], change = sd_w[size_t(i)] / sd[i] - 1;
-      if (shift > worst_mean) worst_mean = shift, mean_name = names[size_t(j)];
-      if (std::abs(change) > std::abs(worst_sd)) worst_sd = change, sd_name = names[size_t(j)], sd_from = sd[i], sd_to = sd_w[size_t(i)];
-    }
-  }
-  if (mean_name.empty() && sd_name.empty()) return out;
-  std::snprintf(text, sizeof text,
-                "tail check (importance sampling from a heavier-tailed proposal around q, k-hat %.2f, ESS %.0f): "
-                "means move at most %.2f q sds (%s); sds change at most %+.0f%% (%s)",
-                smoothed.khat, ess, worst_mean, mean_name.c_str(), 100 * worst_sd, sd_name.c_str());
-  out.line = text;
-  out.khat = smoothed.khat, out.ess = ess, out.worst_mean = worst_mean, out.worst_sd = worst_sd, out.sd_name = sd_name;
-  out.reliable = ess >= 200;
+  add_tail_figures(d.layout, d.constrained, q_moments.mean, q_moments.sd,
+                   diagnostics::weighted_means(g.constrained, smoothed.log_weights),
+                   diagnostics::weighted_sds(g.constrained, smoothed.log_weights), f);
+  for (double lw : smoothed.log_weights) f.ess += std::exp(2 * lw);
+  f.ess = f.ess > 0 ? 1 / f.ess : 0;
+  out = tail_verdict(f);
+  if (out.line.empty()) return out;
   // The posterior's mean and covariance on the unconstrained scale, over the varying rows.
   Eigen::VectorXd w(G);
   for (Eigen::Index s = 0; s < G; ++s) w[s] = std::exp(smoothed.log_weights[size_t(s)]);
@@ -146,46 +212,6 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   out.posterior.mean = z * w;
   const Eigen::MatrixXd zc = z.colwise() - out.posterior.mean;
   out.posterior.covariance = zc * w.asDiagonal() * zc.transpose();
-  // A verdict only from enough effective draws: an sd's relative Monte Carlo error is then about
-  // 1 / sqrt(2 ESS), under 5% at 200.
-  out.moments_hold = ess >= 200 && worst_mean <= 0.25 && std::abs(worst_sd) <= 0.2;
-  if (out.moments_hold && worst_sd > std::max(kNarrowerWarning, 3 / std::sqrt(2 * ess))) {
-    // Within the limits by this check, but a check from a proposal around a too-narrow q finds only
-    // part of the spread q misses (weibull_frailty at seed 2: tau's sd +18% from 4,000 draws, +25%
-    // from 16,000, NUTS's +28%): said, unless a corrected q replaces this one (moment_correction.h).
-    std::snprintf(text, sizeof text,
-                  "q's tails are lighter than the posterior's: importance sampling from a heavier-tailed proposal "
-                  "puts %s's sd at %.3g against q's %.3g (%+.0f%%), and a check around a q too narrow finds only "
-                  "part of what q misses: read %s's intervals as at least that much too narrow (a scale fitted "
-                  "from few groups, a weakly identified direction).",
-                  sd_name.c_str(), sd_to, sd_from, 100 * worst_sd, sd_name.c_str());
-    out.warning = text;
-  }
-  if (ess >= 200 && (worst_mean > 0.25 || std::abs(worst_sd) > 0.2)) {
-    // An sd too wide is a Gaussian on a log-scale skewed toward 0 (its right tail too long); one
-    // too narrow, tails lighter than the posterior's; a mean off with every sd close, q short of
-    // the optimum along a ridge (PVI at raw, correlated predictors: 0.67 q sds, sds within 2%).
-    if (std::abs(worst_sd) <= 0.2) {
-      std::snprintf(text, sizeof text,
-                    "importance sampling from a heavier-tailed proposal moves %s's mean by %.2f q sds while no sd "
-                    "changes by more than %.0f%% (%s): %s",
-                    mean_name.c_str(), worst_mean, 100 * std::abs(worst_sd), sd_name.c_str(), kMeanOffCause);
-      out.warning = text;
-      return out;
-    }
-    const bool wider = worst_sd < 0;
-    std::snprintf(text, sizeof text,
-                  "%s: importance sampling from a heavier-tailed proposal puts %s's sd at %.3g against q's %.3g "
-                  "(%+.0f%%) and moves a mean by %.2f q sds (%s), %s",
-                  wider ? "q is wider than the posterior in places" : "q's tails are lighter than the posterior's",
-                  sd_name.c_str(), sd_to, sd_from, 100 * worst_sd, worst_mean, mean_name.c_str(),
-                  wider ? "where q's Gaussian shape (on the unconstrained scale) misses the posterior's skew: read "
-                          "its intervals as too wide by that margin."
-                        : "which q's own k-hat cannot see. q understates the uncertainty (a weakly identified "
-                          "direction, a heavy-tailed prior); read the intervals with that margin, or give the model "
-                          "a tighter prior or a parameterisation that identifies it.");
-    out.warning = text;
-  }
   return out;
 }
 

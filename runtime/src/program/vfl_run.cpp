@@ -21,6 +21,7 @@
 #include "fvi/program/quantities.h"
 #include "fvi/program/server_loop.h"
 #include "fvi/program/silo_settling.h"
+#include "fvi/program/vfl_tail_check.h"
 #include "fvi/rng.h"
 
 namespace fvi::program {
@@ -316,6 +317,9 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         const VflSilo::LogJointPart part = silo_.log_joint_part(uint64_t(request[0]), draws);
         return message::Writer().values(part.eta).values(part.log_prior.head(draws)).values(part.log_q.head(draws)).done();
       }
+      case Phase::kVflTailDraws: return vfl_tail_draws(silo_, request);
+      case Phase::kVflTailMoments:
+        return vfl_tail_moments(silo_, model_, data_.view(), request, options_.seed, draws_);
       case Phase::kVflLayout: {
         if (request.empty()) return {double(silo_.split_dim())};
         expect(3);
@@ -497,6 +501,10 @@ class VflCoordinator : public Coordinator {
     }
     log_p += silo_prior;
     return true;
+  }
+  // vfl_exact's q over every party's block, drawn by the parties together (vfl_tail_check.h).
+  void check_tails(const ServerDraws& d, uint64_t seed, TailCheck& out) override {
+    if (options_.exact) vfl_tail_check(server_, run_.transport, run_.model, d, seed, uint32_t(rounds_ + 3), out);
   }
   std::string target_note() const override {
     if (!options_.auxiliary) return "";

@@ -19,6 +19,7 @@
 #include "abi_data.h"
 #include "dual.h"
 #include "fvi/engine/vfl.h"
+#include "fvi/program/vfl_tail_check.h"
 
 extern "C" const fvi_model* fvi_model_vfl_logreg(void);
 extern "C" const fvi_model* fvi_model_vfl_logreg_power(void);
@@ -874,6 +875,84 @@ TEST_CASE("A vertical silo steps its coefficients at the outcome's scale over 10
     CHECK(again.theta_sd().isApprox(silo.theta_sd(), 1e-12));
     CHECK_THROWS_AS(silo.set_outcome_scale(std::nan("")), std::invalid_argument);
   }
+}
+
+TEST_CASE("A vertical silo's part of the tail check: its block's draws scored as written, and its moments at "
+          "weights that reweigh the proposal back to q are q's",
+          "[vfl][tail]") {
+  using fvi::program::Message;
+  std::mt19937_64 rng(47);
+  const Split d = logistic_split(40, {3}, rng);
+  Data data;
+  data.add("N", scalar(d.N));
+  data.add("P", scalar(3));
+  data.add("x", d.columns(0));
+  VflOptions opt;
+  opt.exact = true;
+  opt.auxiliary = false;
+  opt.center = false;
+  opt.family = "meanfield";
+  const fvi_model& model = *fvi_model_vfl_logreg();
+  VflSilo silo(model, data.abi(), 1, 1, opt);
+  Eigen::VectorXd p = silo.params();
+  p.head(6) << 0.4, -0.7, 0.1, std::log(0.3), std::log(0.5), std::log(0.2);  // q: means, log sds
+  silo.set_params(p);
+  const Eigen::VectorXd m = silo.theta_mean(), sd = silo.theta_sd();
+
+  const long S = 4000;
+  const Message reply = fvi::program::vfl_tail_draws(silo, {7, double(S)});
+  REQUIRE(reply.size() == size_t(d.N * S + 2 * S + 2));
+  const Eigen::MatrixXd eta = Eigen::Map<const Eigen::MatrixXd>(reply.data(), d.N, S);
+  const Eigen::Map<const Eigen::VectorXd> log_prior(reply.data() + d.N * S, S), d2(reply.data() + d.N * S + S, S);
+  CHECK(reply[reply.size() - 2] == Approx(sd.array().log().sum()).epsilon(1e-12));  // its log det
+  CHECK(reply.back() == 3);                                                            // its block's size
+  // The draws, recovered from eta = x beta by least squares (x has full column rank).
+  const Eigen::MatrixXd beta = d.columns(0).colPivHouseholderQr().solve(eta);
+  Eigen::VectorXd log_q(S), log_g(S);
+  for (long s = 0; s < S; ++s) {
+    const Eigen::VectorXd white = (beta.col(s) - m).cwiseQuotient(sd);
+    CHECK(d2[s] == Approx(white.squaredNorm()).epsilon(1e-8));
+    double prior = 0;  // beta ~ normal(0, 1)
+    for (int j = 0; j < 3; ++j) prior += -0.5 * std::log(2 * M_PI) - 0.5 * beta(j, s) * beta(j, s);
+    CHECK(log_prior[s] == Approx(prior).epsilon(1e-9));
+    log_q[s] = -1.5 * std::log(2 * M_PI) - sd.array().log().sum() - 0.5 * white.squaredNorm();
+    log_g[s] = fvi::program::log_tail_proposal(white.squaredNorm(), 3, sd.array().log().sum());
+  }
+  // Odd draws come from the t: wider than q's.
+  double even = 0, odd = 0;
+  for (long s = 0; s < S; ++s) (s % 2 ? odd : even) += d2[s];
+  CHECK(odd > 1.5 * even);
+
+  // Weights q / g (self-normalised) make the proposal's draws q's: the silo's largest mean move
+  // and sd change are then Monte Carlo error (about 1 / sqrt(ESS) q sd and 1 / sqrt(2 ESS); the
+  // ESS here is over 2,000 of 4,000, so 0.022 and 1.6%; limits of about 4 times the largest).
+  const double top = (log_q - log_g).maxCoeff();
+  const double norm = top + std::log((log_q - log_g).array().unaryExpr([&](double r) { return std::exp(r - top); }).sum());
+  Message request{7, double(S)};
+  for (long s = 0; s < S; ++s) request.push_back(log_q[s] - log_g[s] - norm);
+  const Message figures = fvi::program::vfl_tail_moments(silo, model, data.abi(), request, 1, 1000);
+  REQUIRE(figures.size() == fvi::program::kVflTailMomentsSize);
+  CHECK(figures[0] < 0.1);
+  CHECK(std::abs(figures[4]) < 0.07);
+  CHECK(std::string(model.variables[int(figures[1])].name) == "beta");  // whose: beta.i
+  CHECK(figures[2] >= 1);
+  CHECK(figures[2] <= 3);
+  CHECK(figures[8] == Approx(sd[int(figures[6]) - 1]).epsilon(1e-6));  // q's sd of that element
+  // Equal weights: the proposal's own moments, wider than q's (its t half).
+  Message flat{7, double(S)};
+  flat.insert(flat.end(), size_t(S), -std::log(double(S)));
+  CHECK(fvi::program::vfl_tail_moments(silo, model, data.abi(), flat, 1, 1000)[4] > 0.2);
+
+  // Malformed requests are refused, naming what is wrong.
+  using Catch::Contains;
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 0}), Contains("key and draws"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7.5, 10}), Contains("key and draws"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 1e9}), Contains("key and draws"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 10, 1}), Contains("not 2"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_moments(silo, model, data.abi(), {7, 10, 0.0}, 1, 1000), Contains("not 12"));
+  Message nan = flat;
+  nan[5] = std::nan("");
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_moments(silo, model, data.abi(), nan, 1, 1000), Contains("not finite"));
 }
 
 }  // namespace vfl_engine_test

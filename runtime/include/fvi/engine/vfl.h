@@ -150,6 +150,11 @@ class VflServer {
   // The global draws of `iteration` (n_G x S, from the server's noise stream).
   Eigen::MatrixXd global_noise(uint32_t iteration) const;
   Eigen::MatrixXd globals(const Eigen::MatrixXd& eps) const { return joint_ ? joint_q_.sample(eps) : q_.sample(eps); }
+  // The squared norm of the server's own rows of noise `eps` per draw (the joint family's first
+  // global_dim rows; all of its own noise otherwise), and the log determinant of its rows' factor:
+  // its parts of the whitened distance and the log det of a proposal around q (the tail check).
+  Eigen::VectorXd own_noise_norm2(const Eigen::MatrixXd& eps) const;
+  double own_log_det() const;
 
   // Augmented model, Alg. 1 steps 4-6: from the summed z (N x S), the gradient G = dL0/dz_sum
   // (N x S; the same for every silo) and the server's gradient with respect to q(globals).
@@ -227,6 +232,9 @@ class VflSilo {
   Eigen::MatrixXd theta_noise(uint64_t key, uint32_t stream, long draws) const;
   Eigen::MatrixXd theta_draws(const Eigen::MatrixXd& eps) const;
   Eigen::VectorXd theta_log_q(const Eigen::MatrixXd& theta) const;
+  // As VflServer's: this silo's rows of noise `eps` (theta_noise's), and its rows' log det.
+  Eigen::VectorXd own_noise_norm2(const Eigen::MatrixXd& eps) const;
+  double own_log_det() const;
   Eigen::VectorXd hyper() const { return params_.segment(theta_params(), hyper_dim_); }
 
   // The draws per gradient, S (the server's schedule may change them between proposals).
@@ -269,6 +277,8 @@ class VflSilo {
     Eigen::VectorXd log_prior, log_q;
   };
   LogJointPart log_joint_part(uint64_t key, long draws);
+  // eta_k and log p(theta_k) at any draws theta (p_k x S) of the block (log_q left empty).
+  LogJointPart log_joint_at(const Eigen::MatrixXd& theta);
 
   // The server's stopping rule on this silo's parameters: the step size's multiplier, and at a
   // new averaging epoch a new average of them from the next update on; use_average() at the end.

@@ -51,6 +51,10 @@ enum class Phase : uint32_t {
   kSgpEvaluate = 31,     // [q, every factor over u, Z] -> [expected log-likelihood, predictive log density]
   kSfviModeLocals = 32,  // a point of Z_G (n) -> nothing: the silo's locals start at their conditional mode there
                          // (once, after the mode search of a model with locals: SfviServer::start_at_locations)
+  kVflTailDraws = 33,    // [key, draws] -> [eta_k (rows x draws), log p(theta_k), |its noise|^2 (draws each), its log det, p_k]
+                         // at a heavier-tailed proposal's draws (the tail check, at the end: fvi/program/vfl_tail_check.h)
+  kVflTailMoments = 34,  // [key, draws, log weights (draws)] -> its block's largest mean move and sd change, whose,
+                         // and that sd's two values (10 numbers)
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);

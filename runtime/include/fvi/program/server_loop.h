@@ -29,6 +29,8 @@ struct ServerDraws {
   std::string family;             // q's family when the settings do not name it ("" : theirs)
 };
 
+struct TailCheck;  // fvi/program/tail_check.h
+
 // The server's side of one method.
 class Coordinator {
  public:
@@ -113,6 +115,10 @@ class Coordinator {
   // Whether closing() scores the draws it is given, wherever they come from (PVI, SFVI): the tail
   // check (fvi/program/tail_check.h) then scores a heavier-tailed proposal's draws there too.
   virtual bool closing_takes_draws() const { return false; }
+  // The tail check of a method whose q other parties hold parts of (a vertical model's split
+  // blocks), which the server cannot draw alone: made by the parties together at the end, from
+  // q's output draws `draws` and the key `seed`, into `out` (left empty where it is not made).
+  virtual void check_tails(const ServerDraws& draws, uint64_t seed, TailCheck& out) { (void)draws, (void)seed, (void)out; }
   // What the diagnostic measures against, when it is not the written model's posterior ("" if it is).
   virtual std::string target_note() const { return ""; }
   // What to try where k-hat against the written model is over 0.7 (a surrogate target).

@@ -12,6 +12,7 @@
 
 #include <Eigen/Dense>
 
+#include "fvi/program/output.h"
 #include "fvi/program/server_loop.h"
 
 namespace fvi::program {
@@ -48,6 +49,32 @@ struct TailCheck {
 // check of a corrected q); q_draws are then draws of N(around).
 TailCheck tail_check(const ServerDraws& q_draws, Coordinator& coordinator, uint64_t seed,
                      const Moments* around = nullptr);
+
+// Where a party other than the server holds some of q's parameters (a vertical model's split
+// blocks), the coordinator makes the check itself (Coordinator::check_tails) from these pieces.
+// The same proposal: the balance mixture of N(m, L L') and t_3(m, L L'), one draw z = m + a_s L eps_s
+// with a_s = tail_scales(key, S)[s], which every party computes alike from the key; its log density
+// at a draw whose whitened distance |a_s eps_s|^2 is d2, in k dimensions, with log det L log_det.
+Eigen::VectorXd tail_scales(uint64_t key, Eigen::Index draws);
+double log_tail_proposal(double d2, double k, double log_det);
+
+// What a check found, and whose: the largest move of a mean (in q sds) and change of an sd
+// (relative), their elements' names, and that sd's two values (q's and the check's).
+struct TailFigures {
+  double khat = 0, ess = 0, worst_mean = 0, worst_sd = 0, sd_from = 0, sd_to = 0;
+  std::string mean_name, sd_name;
+  Eigen::Index mean_row = -1, sd_row = -1;  // their rows in the layout add_tail_figures read
+};
+// The check's line and, beyond issue 26's limits, its warning, from its figures (posterior left
+// empty: the caller's, where it estimated the moments).
+TailCheck tail_verdict(const TailFigures& f);
+// The figures of one party's elements: importance-weighted moments (weighted_means, _sds of the
+// proposal's draws on the declared scale) against q's own (declared_moments), over the elements of
+// `layout` that q varies (a positive sd, and q's draws `q_draws` not all equal), merged into `f`
+// where larger.
+void add_tail_figures(const std::vector<VariableLayout>& layout, const Eigen::MatrixXd& q_draws, const Eigen::VectorXd& q_mean,
+                      const Eigen::VectorXd& q_sd, const std::vector<double>& mean_w, const std::vector<double>& sd_w,
+                      TailFigures& f);
 
 // What a mean off the posterior's with every sd close means, and what to try: the tail check's
 // warning and the PSIS reweighting's (server_loop.cpp) both end with it.

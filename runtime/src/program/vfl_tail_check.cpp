@@ -1,0 +1,209 @@
+#include "fvi/program/vfl_tail_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fvi/diagnostics/psis.h"
+#include "fvi/engine/bound_factor.h"
+#include "fvi/message/codec.h"
+#include "fvi/message/sizes.h"
+#include "fvi/program/declared_moments.h"
+#include "fvi/program/output.h"
+#include "fvi/rng.h"
+
+namespace fvi::program {
+
+namespace {
+
+// The proposal's noise: every party's own rows of it, as q's output draws are drawn.
+constexpr uint32_t kTailStream = rng_stream::kUserStream + 32;
+constexpr double kMaxRequestDraws = 100000;  // what a silo draws for one request
+
+// [key, S] at the head of a request: a key a double holds exactly, and S a count of draws.
+void read_key_and_draws(const Message& request, uint64_t& key, long& draws) {
+  if (request.size() < 2 || !(request[0] >= 0 && request[0] < 9007199254740992.0 && request[0] == std::floor(request[0])) ||
+      !(request[1] >= 1 && request[1] <= kMaxRequestDraws && request[1] == std::floor(request[1])))
+    throw std::invalid_argument("a tail-check request's key and draws are not two counts (draws at most 100000)");
+  key = uint64_t(request[0]);
+  draws = long(request[1]);
+}
+
+// The silo's proposal draws of its block (p_k x S) and the noise behind them.
+Eigen::MatrixXd proposal_noise(const engine::VflSilo& silo, uint64_t key, long draws) {
+  return silo.theta_noise(key, kTailStream, draws) * tail_scales(key, draws).asDiagonal();
+}
+
+// Where an element of a variable of `dims` sits, 1-based as element_names writes it: (0, 0) for
+// a scalar, (i, 0) in a vector, (i, j) in a matrix (column-major).
+std::pair<int64_t, int64_t> element_position(const std::vector<int64_t>& dims, int64_t j) {
+  if (dims.empty()) return {0, 0};
+  if (dims.size() == 1 || dims[0] <= 0) return {j + 1, 0};
+  return {j % dims[0] + 1, j / dims[0] + 1};
+}
+
+// Row `row` of the block `layout` lays out, as [its variable's index in the model, i, j].
+void write_element(const fvi_model& model, const std::vector<VariableLayout>& layout, Eigen::Index row,
+                   message::Writer& out) {
+  for (const VariableLayout& v : layout) {
+    if (row < v.offset || row >= v.offset + v.elements()) continue;
+    for (int i = 0; i < model.variable_count; ++i)
+      if (v.name == model.variables[i].name) {
+        const auto at = element_position(v.dims, row - v.offset);
+        out.value(double(i)).value(double(at.first)).value(double(at.second));
+        return;
+      }
+  }
+  out.value(-1).value(0).value(0);
+}
+
+// The name of the element a silo's reply gives as [variable, i, j] ("" where it is none).
+std::string element_name(const fvi_model& model, double variable, double i, double j) {
+  const auto count = [](double x) { return x >= 0 && x <= 1e9 && x == std::floor(x); };
+  if (!(variable >= 0 && variable < double(model.variable_count) && variable == std::floor(variable)) || !count(i) ||
+      !count(j))
+    return "";
+  const fvi_variable_info& info = model.variables[int(variable)];
+  if (engine::group_kind(model, info.group) != FVI_GROUP_SPLIT) return "";
+  std::string name = info.name;
+  if (i > 0) name += "." + std::to_string(int64_t(i));
+  if (j > 0) name += "." + std::to_string(int64_t(j));
+  return name;
+}
+
+}  // namespace
+
+Message vfl_tail_draws(engine::VflSilo& silo, const Message& request) {
+  uint64_t key = 0;
+  long draws = 0;
+  read_key_and_draws(request, key, draws);
+  if (request.size() != 2) throw std::invalid_argument("a tail-draws request has " + std::to_string(request.size()) + " values, not 2");
+  const Eigen::MatrixXd eps = proposal_noise(silo, key, draws);
+  const engine::VflSilo::LogJointPart part = silo.log_joint_at(silo.theta_draws(eps));
+  return message::Writer()
+      .values(part.eta)
+      .values(part.log_prior)
+      .values(silo.own_noise_norm2(eps))
+      .value(silo.own_log_det())
+      .value(double(silo.split_dim()))
+      .done();
+}
+
+Message vfl_tail_moments(const engine::VflSilo& silo, const fvi_model& model, const fvi_data& data,
+                         const Message& request, uint64_t q_key, long q_draws) {
+  uint64_t key = 0;
+  long draws = 0;
+  read_key_and_draws(request, key, draws);
+  if (request.size() != size_t(2 + draws))
+    throw std::invalid_argument("a tail-moments request has " + std::to_string(request.size()) + " values, not " +
+                                std::to_string(2 + draws));
+  const std::vector<double> log_weights(request.begin() + 2, request.end());
+  for (double w : log_weights)
+    if (!std::isfinite(w)) throw std::invalid_argument("a tail-moments request's weight is not finite");
+  const std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_SPLIT, data);
+  // q's own moments (declared_moments), from its output draws where a transform needs them.
+  ServerDraws q;
+  q.layout = layout;
+  q.unconstrained = silo.theta_draws(silo.theta_noise(q_key, rng_stream::kUserStream + 3, std::max(2L, q_draws)));
+  q.constrained = constrain(layout, q.unconstrained);
+  q.mean = silo.theta_mean();
+  q.sd = silo.theta_sd();
+  const DeclaredMoments moments = declared_moments(q);
+  const Eigen::MatrixXd g = constrain(layout, silo.theta_draws(proposal_noise(silo, key, draws)));
+  TailFigures f;
+  add_tail_figures(layout, q.constrained, moments.mean, moments.sd, diagnostics::weighted_means(g, log_weights),
+                   diagnostics::weighted_sds(g, log_weights), f);
+  message::Writer out;
+  out.value(f.worst_mean);
+  write_element(model, layout, f.mean_row, out);
+  out.value(f.worst_sd);
+  write_element(model, layout, f.sd_row, out);
+  out.value(f.sd_from).value(f.sd_to);
+  return out.done();
+}
+
+void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_model& model, const ServerDraws& d,
+                    uint64_t key, uint32_t round, TailCheck& out) {
+  const Eigen::Index N = server.rows(), n_global = server.global_dim();
+  if (N <= 0) return;
+  // As many draws as the other checks take, within the rows' limit on a request (eta_k is N x S).
+  const long S = std::min<long>(std::max<long>(long(d.unconstrained.cols()), kTailCheckMinDraws),
+                                std::max(100L, long(kMaxLogJointRequest / N)));
+  // Before asking: the joint family's size is known; under mean-field it comes with the replies.
+  if (server.joint() && (server.joint_total() > kTailCheckMaxParameters || S < 20 * server.joint_total())) return;
+  std::vector<Message> replies;
+  const size_t reply_size = size_t(message::vfl_rows_size<int64_t>(N, S) + 2 * S + 2);
+  if (!ask_every_silo(transport, round, Phase::kVflTailDraws, {double(key), double(S)}, reply_size, replies)) {
+    out.line = "tail check: not made (a silo did not send its part)";
+    return;
+  }
+  const Eigen::VectorXd scales = tail_scales(key, S);
+  const Eigen::MatrixXd eps = server.output_noise(key, kTailStream, S) * scales.asDiagonal();
+  Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(N, S);
+  Eigen::VectorXd silo_prior = Eigen::VectorXd::Zero(S), d2 = server.own_noise_norm2(eps);
+  double log_det = server.own_log_det();
+  Eigen::Index total = n_global;
+  for (const Message& m : replies) {
+    message::Reader in(m, "a silo's tail-check draws");
+    eta += in.matrix(N, S, "eta_k");
+    silo_prior += in.vector(S, "log p(theta_k)");
+    d2 += in.vector(S, "its noise's squared norm");
+    log_det += in.value("its log det");
+    const double p = in.value("its block's size");
+    in.finish();
+    if (!(p >= 0 && p <= 1e7 && p == std::floor(p))) throw std::invalid_argument("a silo's block size is not a count");
+    total += Eigen::Index(p);
+  }
+  if (server.joint() && total != server.joint_total())
+    throw std::invalid_argument("the silos' blocks add up to " + std::to_string(total) + " parameters, not the layout's " +
+                                std::to_string(server.joint_total()));
+  if (total > kTailCheckMaxParameters || S < 20 * total) return;
+  const Eigen::MatrixXd b = server.written(server.globals(eps), eta);
+  Eigen::VectorXd log_p;
+  if (!server.log_joint(b, eta, log_p)) return;
+  log_p += silo_prior;
+  std::vector<double> ratio(static_cast<size_t>(S));
+  for (Eigen::Index s = 0; s < S; ++s) ratio[size_t(s)] = log_p[s] - log_tail_proposal(d2[s], double(total), log_det);
+  const diagnostics::PsisResult smoothed = diagnostics::psis(ratio);
+  TailFigures f;
+  f.khat = smoothed.khat;
+  if (!(smoothed.khat <= 0.7)) {
+    out = tail_verdict(f);
+    return;
+  }
+  // The server's globals, written scale: the proposal's weighted moments against q's own.
+  const DeclaredMoments q = declared_moments(d);
+  const Eigen::MatrixXd g = constrain(d.layout, b);
+  add_tail_figures(d.layout, d.constrained, q.mean, q.sd, diagnostics::weighted_means(g, smoothed.log_weights),
+                   diagnostics::weighted_sds(g, smoothed.log_weights), f);
+  // Each silo's block, by the silo, at the same weights.
+  Message request{double(key), double(S)};
+  request.insert(request.end(), smoothed.log_weights.begin(), smoothed.log_weights.end());
+  std::vector<Message> moments;
+  if (!ask_every_silo(transport, round, Phase::kVflTailMoments, request, kVflTailMomentsSize, moments)) {
+    out.line = "tail check: not made (a silo did not weigh its block)";
+    return;
+  }
+  for (size_t k = 0; k < moments.size(); ++k) {
+    const Message& m = moments[k];
+    const double shift = m[0], change = m[4];
+    if (!(shift >= 0) || !(change >= -1)) throw std::invalid_argument("a silo's tail figures are not a shift and a change");
+    // Named by the silo's variable and position; an element it cannot name, by the silo.
+    const auto name = [&](double variable, double i, double j) {
+      const std::string n = element_name(model, variable, i, j);
+      return n.empty() ? "silo " + std::to_string(k + 1) + "'s block" : n + " (silo " + std::to_string(k + 1) + ")";
+    };
+    if (shift > f.worst_mean) f.worst_mean = shift, f.mean_name = name(m[1], m[2], m[3]);
+    if (std::abs(change) > std::abs(f.worst_sd))
+      f.worst_sd = change, f.sd_name = name(m[5], m[6], m[7]), f.sd_from = m[8], f.sd_to = m[9];
+  }
+  for (double lw : smoothed.log_weights) f.ess += std::exp(2 * lw);
+  f.ess = f.ess > 0 ? 1 / f.ess : 0;
+  out = tail_verdict(f);
+  // The posterior's moments stay the parties' (no Gaussian over every block is adopted).
+  out.reliable = false;
+}
+
+}  // namespace fvi::program
