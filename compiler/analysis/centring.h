@@ -85,7 +85,7 @@ std::optional<Centring> centring_of(const SemanticModel& model, const Symbol& b)
 // (mu, a and W trading off) is gone. The location may also be a chain of silo locals ending at
 // such a mu (wards in hospitals: `a_w ~ normal(a_h, tau_w)`, `a_h ~ normal(mu, tau_h)`, `a_w[ward]
 // + x * W`), each link read only as the location below it and in its own prior (a location
-// family): every link is shifted with a and mu (a_h_c = a_h + xbar W), which leaves every
+// family), and in no declaration's bound, offset or multiplier: every link is shifted with a and mu (a_h_c = a_h + xbar W), which leaves every
 // difference the priors read as written, and local_centring_of marks it too.
 std::optional<Centring> local_centring_of(const SemanticModel& model, const Symbol& a);
 

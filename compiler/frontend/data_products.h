@@ -15,7 +15,9 @@
 // Only what is surely data of one silo is taken: a call of one of the runtime's elementwise
 // functions (fvi/data/transformed_data.h) of a silo data vector or of one index of it (`x[n]`:
 // the datum's row n), `.*` or `./` of two silo data vectors declared with the same size (or `*`,
-// `/`, `.*`, `./` of the same index of each), or a range of rows of a silo data vector with both
+// `/`, `.*`, `./` of the same index of each; `*` and `/` only at an index that is surely one row,
+// a loop's variable or an int literal: rows picked by an int array are vectors, whose `*` is an
+// error the rewrite must not make valid), or a range of rows of a silo data vector with both
 // bounds written; the other factor a parameter's name (`w * x[n] * v[n]`, parsed (w * x[n]) * v[n],
 // is regrouped). Anything else is left as written.
 #include "frontend/ast.h"
