@@ -181,6 +181,13 @@ bool local_reparam(const SemanticModel& m, const Plan& plan, const Groups& g) {
   return plan.family == "meanfield" && g.locals.empty() && m.settings.name("local_reparam", "on") == "on";
 }
 
+// The first split prior that reads a global parameter, or nullptr.
+const Term* split_prior_reading_globals(const SemanticModel& m) {
+  for (const Term& t : m.terms)
+    if (t.kind == TermKind::Prior && t.owner == TermOwner::SplitSilo && t.taint.has(TaintKind::GlobalParam)) return &t;
+  return nullptr;
+}
+
 void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
   SymSize G = total(g.globals), H = total(g.global_hypers), S = draws(m);
   std::string qg = "q(" + join(names(g.globals), ", ") + ")";
@@ -260,11 +267,16 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
                                "eta_k: silo k's partial predictor per row and draw (reveals silo k's contribution to "
                                "each row's predictor, the standard vertical-FL exchange)",
                                vfl_rows_size(N, S)});
+      // Split priors that read globals: their draws go down with the adjoint, the gradient up.
+      const Term* reads = split_prior_reading_globals(m);
       plan.messages.push_back({"server", "silo k",
-                               "d log p(" + yn + " | ...)/d eta: one gradient per row and draw, the same for every silo",
-                               vfl_rows_size(N, S)});
-      plan.messages.push_back({"silo k", "server", "silo k's ELBO term (its priors and entropy), for the progress lines",
-                               vfl_update_reply_size(N)});
+                               "d log p(" + yn + " | ...)/d eta: one gradient per row and draw, the same for every silo" +
+                                   (reads ? "; S draws of " + qg + " (" + reads->subject + "'s prior reads them)" : ""),
+                               vfl_rows_size(N, S) + (reads ? G * S : SymSize::constant(0))});
+      plan.messages.push_back({"silo k", "server",
+                               "silo k's ELBO term (its priors and entropy), for the progress lines" +
+                                   std::string(reads ? "; its split priors' gradient w.r.t. those draws" : ""),
+                               vfl_update_reply_size(N) + (reads ? G * S : SymSize::constant(0))});
       break;
     }
     case Method::VFLAugmented:
@@ -499,7 +511,12 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
     case Method::VFLAugmented:
     case Method::VFLPower: {
       const SymSize N = coupled_rows(m);
-      plan.closing.push_back({"server", "silo k", "the draws' seed and count", SymSize::constant(2)});
+      const Term* reads = split_prior_reading_globals(m);
+      plan.closing.push_back({"server", "silo k",
+                              "the draws' seed and count" + (reads ? "; the T draws of " + qg + " (" + reads->subject +
+                                                                          "'s prior reads them)"
+                                                                    : std::string()),
+                              SymSize::constant(2) + (reads ? G * T : SymSize::constant(0))});
       plan.closing.push_back({"silo k", "server",
                               "eta_k: silo k's partial predictor per row at each draw of its block (T at most "
                               "max(100, 10^6 / rows)); its split priors and log q at each draw",
@@ -560,6 +577,17 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
       diags.error(at, "method " + requested + " cannot fit a vertically split model",
                   why_vertical + "; use method = vfl_exact (or auto), or the approximations vfl_augmented / "
                       "vfl_power");
+      return false;
+    }
+    // A split prior that reads a global (`beta ~ normal(0, tau)`): only vfl_exact sends the silos
+    // the globals' draws with its adjoint and takes back the prior's gradient in them.
+    if (const Term* t = split_prior_reading_globals(m); t && plan.method != Method::VFLExact) {
+      diags.error(t->loc,
+                  "the prior of split parameter '" + t->subject + "' reads global parameter '" +
+                      t->taint.witness[static_cast<size_t>(TaintKind::GlobalParam)] + "', which method " +
+                      method_key(plan.method) + " cannot send to the silos",
+                  "method = vfl_exact (the default without rho or q_z) sends each silo the globals' draws with its "
+                  "adjoint; or give the prior fixed or split hyperparameters");
       return false;
     }
     plan.reasons.push_back(why_vertical);
@@ -1046,6 +1074,7 @@ bool make_plan(const SemanticModel& model, Diagnostics& diags, Plan& plan) {
     const bool labels_public = y && y->owner == Owner::Public;
     for (Method m : {Method::VFLExact, Method::VFLAugmented, Method::VFLPower}) {
       if (m == Method::VFLPower && !labels_public) continue;  // the power model needs public labels
+      if (m != Method::VFLExact && split_prior_reading_globals(model)) continue;  // only vfl_exact sends the globals
       Plan alternative = plan;
       alternative.method = m;
       alternative.messages.clear();

@@ -159,9 +159,11 @@ std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
         return reject(*bad, what, "a local prior is evaluated by each silo on its own");
       term.owner = TermOwner::Silo;
     } else {
-      unsigned allowed = kPublic | kSplit;
+      // A global parameter too: the server sends its draws with each adjoint, and takes back the
+      // prior's gradient in them (vfl_exact; analysis/plan.cpp refuses the other methods).
+      unsigned allowed = kPublic | kSplit | bit(K::GlobalParam);
       if (auto bad = first_outside(all, allowed)) {
-        if (*bad == K::GlobalParam || *bad == K::GlobalHyper) {
+        if (*bad == K::GlobalHyper) {
           report(*bad, what + " uses " + culprit(all, *bad),
                  "a split prior is evaluated by its silo alone; give it fixed "
                  "hyperparameters or split ones");

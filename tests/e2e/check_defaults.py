@@ -2382,11 +2382,84 @@ def case_vfl_funnel(fvic, cache, work):
     require(not off or warnings, "a silent wrong answer: " + "; ".join(off) + f" (k-hat {k})")
 
 
+VFL_SHARED_SCALE_MODEL = VFL_FUNNEL_MODEL.replace(
+    "// A vertically split Gaussian regression, 2 silos of 3 columns, each silo's coefficients about a\n"
+    "// scale it learns from its own block (lambda is split): silo 2's columns barely predict y, so its\n"
+    "// lambda reaches toward 0, where it and its betas form a funnel.\n",
+    "// A vertically split Gaussian regression, 2 silos of 3 columns, every coefficient about one scale\n"
+    "// the server holds (lambda is global): each silo's prior reads the server's draws of lambda.\n").replace(
+    "  split real<lower=0> lambda;", "  global real<lower=0> lambda;")
+
+
+def vfl_shared_scale_reference(x, y, points=500, lo=-7.0, hi=1.5):
+    """VFL_SHARED_SCALE_MODEL's posterior by quadrature over u = log lambda: given lambda the model
+    is linear-Gaussian in theta = (b, beta) with prior variances (4, lambda^2 x 6), so
+    log p(y | lambda) = r'P^-1 r / 2 - log|P| / 2 - log|D| / 2 + const as in vfl_funnel_reference,
+    and theta | lambda ~ N(P^-1 r, P^-1); the grid weighs them by p(y | lambda) N+(lambda; 0, 1)
+    lambda."""
+    rows = [(1.0, *r) for r in x]
+    d = len(rows[0])
+    ata = [[sum(r[i] * r[j] for r in rows) / VFL_FUNNEL_SIGMA ** 2 for j in range(d)] for i in range(d)]
+    rhs = [sum(r[i] * yi for r, yi in zip(rows, y)) / VFL_FUNNEL_SIGMA ** 2 for i in range(d)]
+    cells = []
+    for i in range(points):
+        u = lo + (hi - lo) * i / (points - 1)
+        lam = math.exp(u)
+        prior_var = [4.0] + [lam ** 2] * 6
+        prec = [[ata[a][c] + (1 / prior_var[a] if a == c else 0.0) for c in range(d)] for a in range(d)]
+        low = cholesky(prec)
+        mean = backward(low, forward(low, rhs))
+        log_ml = (0.5 * sum(m * r for m, r in zip(mean, rhs)) - sum(math.log(low[a][a]) for a in range(d))
+                  - 0.5 * sum(math.log(v) for v in prior_var))
+        cells.append((log_ml - 0.5 * lam ** 2 + u, lam, mean, cholesky_inverse(low)))
+    top = max(c[0] for c in cells)
+    w = [math.exp(c[0] - top) for c in cells]
+    total = sum(w)
+    w = [wi / total for wi in w]
+    require(w[0] + w[-1] < 1e-4, f"the quadrature grid's ends hold {w[0] + w[-1]:.2g} of the posterior: widen it")
+    ref = {}
+    for i, name in enumerate(["b"] + [f"beta[{j + 1}]" for j in range(6)]):
+        m = sum(wi * c[2][i] for wi, c in zip(w, cells))
+        ref[name] = (m, math.sqrt(sum(wi * (c[3][i][i] + c[2][i] ** 2) for wi, c in zip(w, cells)) - m * m))
+    m = sum(wi * c[1] for wi, c in zip(w, cells))
+    ref["lambda"] = (m, math.sqrt(sum(wi * c[1] ** 2 for wi, c in zip(w, cells)) - m * m))
+    return ref
+
+
+def case_vfl_shared_scale(fvic, cache, work):
+    """VFL_SHARED_SCALE_MODEL (vfl_funnel's data, one global scale for every coefficient): vfl_exact
+    sends the silos the server's draws of lambda with each adjoint and takes back their priors'
+    gradient in them. Against the quadrature reference (vfl_shared_scale_reference): converged,
+    every mean within 0.25 reference sd and sd within 20%, or a warning on stderr (issue 26)."""
+    model = os.path.join(work, "vfl_shared_scale.fvi")
+    with open(model, "w") as f:
+        f.write(VFL_SHARED_SCALE_MODEL)
+    data = os.path.join(work, "data")
+    x, y = vfl_funnel_data(data)
+    ref = vfl_shared_scale_reference(x, y)
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out)
+    post = posterior(out)
+    print(f"  {post['method']}, {post['iterations']} iterations, k-hat {khat(out):.3f}")
+    require(post.get("method") == "vfl_exact", f"planned as {post.get('method')}, not vfl_exact")
+    fit = {name: (post["variables"][name]["mean"][0], post["variables"][name]["sd"][0]) for name in ("b", "lambda")}
+    for s in range(2):
+        beta = posterior(os.path.join(out, f"silo-{s + 1}"))["variables"]["beta"]
+        for j in range(3):
+            fit[f"beta[{3 * s + j + 1}]"] = (beta["mean"][j], beta["sd"][j])
+    off = off_reference(fit, ref)
+    warnings = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
+    for w in warnings:
+        print("  stderr: " + w)
+    require_converged(p, out, "split block")
+    require(not off or warnings, "a silent wrong answer: " + "; ".join(off))
+
+
 CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,
-         "vfl_gaussian": case_vfl_gaussian, "vfl_raw": case_vfl_raw, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson, "vfl_funnel": case_vfl_funnel}
+         "vfl_gaussian": case_vfl_gaussian, "vfl_raw": case_vfl_raw, "vfl_power_block": case_vfl_power_block, "vfl_logistic": case_vfl_logistic, "vfl_poisson": case_vfl_poisson, "vfl_funnel": case_vfl_funnel, "vfl_shared_scale": case_vfl_shared_scale}
 
 
 if __name__ == "__main__":

@@ -25,6 +25,10 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
                local reparameterisation) and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
                iteration must also be the ones `fvic plan` lists), and each silo's posterior.json (its locals, its split
                block) equals the one NAME-sim wrote for it.
+  vfl_shared_scale_equal
+               vfl_exact on that regression (unscaled) with one global prior scale lambda for every
+               silo's coefficients: the server sends each client its draws of lambda with the
+               adjoint, the closing exchange and the tail check; the equal case's checks.
   vfl_scale_equal
                vfl_exact on a vertical Gaussian regression with its outcome 100 times larger (6 columns
                in 4 silos): the server starts b at the mode of its own terms and sends every client
@@ -1240,23 +1244,27 @@ def case_vfl_exact_equal(fvic, cache, work):
 SCALED = Model("vfl_scaled", None)
 
 
-def four_scaled_blocks(work):
-    """check_defaults.vfl_generate's 300 Gaussian rows, y and sigma 100 times larger, columns 1-2,
-    3-4, 5 and 6 in silos 1-4, y and sigma on the server."""
+def four_blocks(work, scale=1.0):
+    """check_defaults.vfl_generate's 300 Gaussian rows, y and sigma `scale` times larger, columns
+    1-2, 3-4, 5 and 6 in silos 1-4, y and sigma on the server."""
     x, y = vfl_generate("gaussian")
     out = os.path.join(work, "data")
     os.makedirs(out)
     with open(os.path.join(out, "data.json"), "w") as f:
         json.dump({"N": len(x)}, f)
     with open(os.path.join(out, "server.json"), "w") as f:
-        json.dump({"y": [round(100 * v, 4) for v in y], "sigma": 100.0}, f)
+        json.dump({"y": [round(scale * v, 4) for v in y], "sigma": scale}, f)
     for k, (first, last) in enumerate(((0, 2), (2, 4), (4, 5), (5, 6))):
         with open(os.path.join(out, f"silo-{k + 1}.json"), "w") as f:
             json.dump({"P": last - first, "x": [row[first:last] for row in x]}, f)
     return out
 
 
-SCALED.deal = four_scaled_blocks
+SCALED.deal = lambda work: four_blocks(work, 100.0)
+
+# The same regression with one prior scale for every silo's coefficients, a global
+# (case_vfl_shared_scale_equal): each client's split prior reads the server's draws of lambda.
+SHARED = Model("vfl_shared", four_blocks)
 
 
 def write_model(model, cache, name, source):
@@ -1276,6 +1284,16 @@ def case_vfl_scale_equal(fvic, cache, work):
     require("linear predictor's scale 100" in server_stdout,
             "the server did not send the linear predictor's scale:\n" + server_stdout)
     print("vfl_scale_equal: the server sent the linear predictor's scale, 100, and its fit is NAME-sim's")
+
+
+def case_vfl_shared_scale_equal(fvic, cache, work):
+    write_model(SHARED, cache, "vfl_shared", vfl_model("gaussian").replace(
+        "  split vector[P] beta;", "  global real<lower=0> lambda;\n  split vector[P] beta;").replace(
+        "beta ~ normal(0, 1);", "lambda ~ normal(0, 1);\n  beta ~ normal(0, lambda);"))
+    server_stdout = equal_case("vfl_shared_scale_equal", SHARED, ["rounds=300", "refresh=10"])(fvic, cache, work)
+    require("tail check (" in server_stdout, "the deployed run made no tail check:\n" + server_stdout)
+    print("vfl_shared_scale_equal: the clients' priors read the server's draws of lambda; the fit, k-hat and the tail "
+          "check are NAME-sim's")
 
 
 HIER_SCALED = Model("hier_scaled", None)
@@ -1484,6 +1502,7 @@ CASES = {
     "sfvi_rule": case_sfvi_rule,
     "stan_quantities": case_stan_quantities,
     "vfl_scale_equal": case_vfl_scale_equal,
+    "vfl_shared_scale_equal": case_vfl_shared_scale_equal,
     "sfvi_locations_equal": case_sfvi_locations_equal,
     "stan_statements": equal_case("stan_statements", CAPTURE, ["rounds=300", "refresh=10"]),
     "mtls": case_mtls,

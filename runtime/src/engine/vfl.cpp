@@ -63,6 +63,16 @@ Eigen::Index silo_sum_intercept(const fvi_model& model, const fvi_data& data, co
   return Eigen::Index(place->offset);
 }
 
+bool split_priors_read_globals(const fvi_model& model) {
+  for (int f = 0; f < model.factor_count; ++f) {
+    const fvi_factor_info& info = model.factors[f];
+    if (info.owner != FVI_SPLIT_SILO || info.kind != FVI_DENSITY) continue;
+    for (int g = 0; g < info.group_count; ++g)
+      if (group_kind(model, info.groups[g]) == FVI_GROUP_GLOBAL) return true;
+  }
+  return false;
+}
+
 Eigen::MatrixXd joint_noise(uint64_t seed, uint32_t round, uint32_t stream, Eigen::Index total, long draws) {
   return CounterRng(RngKey{seed, 0, round, stream}).normal(total, draws);
 }
@@ -300,6 +310,12 @@ double VflServer::prior_gradient(const Eigen::MatrixXd& eps, const Eigen::Matrix
   return q_gradient(eps, b, db, log_prior, d_params);
 }
 
+Eigen::VectorXd VflServer::path_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals) const {
+  const double S = double(eps.cols());
+  if (joint_) return joint_q_.path_gradient(d_globals, eps) / S;
+  return meanfield_params_gradient(d_globals, eps, q_.sd()) / S;
+}
+
 void VflServer::step(const Eigen::VectorXd& d_params) {
   if (global_dim_ == 0) return;
   Eigen::VectorXd p = params();
@@ -322,6 +338,8 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   contribution_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
   if (!contribution_) throw ModelError("silo " + std::to_string(silo) + ": the model has no silo_sum contribution");
   density_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_DENSITY);
+  for (int g = 0; density_ && g < density_->info().group_count; ++g)
+    prior_reads_globals_ |= density_->group(g) == FVI_GROUP_GLOBAL;
   rows_ = contribution_->rows();
   if (options.power) {
     likelihood_ = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD);
@@ -688,12 +706,15 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
   Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT, split_dim_, S);
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   if (density_) {
-    const auto& lp = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta_}, {FVI_GROUP_SPLIT_HYPER, &h}}));
+    check_prior_globals(S);
+    const auto& lp = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta_}, {FVI_GROUP_SPLIT_HYPER, &h},
+                                                                    {FVI_GROUP_GLOBAL, &prior_globals_}}));
     value += lp.sum();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
     const auto dd = density_->backward({&seed});
     d_theta += gradient_of(*density_, dd, FVI_GROUP_SPLIT, split_dim_, S);
     d_h += gradient_of(*density_, dd, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
+    if (prior_reads_globals_) d_prior_globals_ = gradient_of(*density_, dd, FVI_GROUP_GLOBAL, global_dim_, S);
   }
   d_params.segment(theta_params(), hyper_dim_) = d_h / double(S);
   if (joint_) {
@@ -716,24 +737,36 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
   return value / double(S);
 }
 
-VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws) {
+VflSilo::LogJointPart VflSilo::log_joint_part(uint64_t key, long draws, const Eigen::MatrixXd& globals) {
   // The draws of the silo's draws.csv (write_split_posterior), so that a centred intercept's
   // draws, b = b_c - sum_k mean(eta_k), pair with them row by row; the joint family's are also the
   // server's output draws (the same joint noise of `key`).
   const Eigen::MatrixXd theta = theta_draws(theta_noise(key, rng_stream::kUserStream + 3, draws));
-  LogJointPart out = log_joint_at(theta);
+  LogJointPart out = log_joint_at(theta, globals);
   out.log_q = joint_ ? Eigen::VectorXd::Constant(draws, -joint_q().log_det()) : q_theta().log_density(theta);
   return out;
 }
 
-VflSilo::LogJointPart VflSilo::log_joint_at(const Eigen::MatrixXd& theta) {
+VflSilo::LogJointPart VflSilo::log_joint_at(const Eigen::MatrixXd& theta, const Eigen::MatrixXd& globals) {
   const Eigen::MatrixXd h = hyper();
   LogJointPart out;
   out.eta = contribution_draws(*contribution_, theta, h);
   out.log_prior = Eigen::VectorXd::Zero(theta.cols());
+  if (prior_reads_globals_ && (globals.rows() != global_dim_ || globals.cols() != theta.cols()))
+    throw std::invalid_argument("silo " + std::to_string(silo_) + "'s split priors read the globals, given " +
+                                std::to_string(globals.rows()) + " x " + std::to_string(globals.cols()) + " draws of them for " +
+                                std::to_string(theta.cols()) + " of its block");
   if (density_)
-    out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h}})).transpose();
+    out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h},
+                                                                   {FVI_GROUP_GLOBAL, &globals}})).transpose();
   return out;
+}
+
+void VflSilo::check_prior_globals(long draws) const {
+  if (prior_reads_globals_ && (prior_globals_.rows() != global_dim_ || prior_globals_.cols() != draws))
+    throw std::invalid_argument("silo " + std::to_string(silo_) + "'s split priors read the globals, but the server sent " +
+                                std::to_string(prior_globals_.rows()) + " x " + std::to_string(prior_globals_.cols()) +
+                                " draws of them for " + std::to_string(draws) + " of its block");
 }
 
 Eigen::VectorXd VflSilo::own_noise_norm2(const Eigen::MatrixXd& eps) const {
@@ -855,7 +888,9 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   double value = (-0.5 * (z_ - m).array().square() / rho2).sum() - q.log_density(theta).sum();
   if (density_) {
-    value += density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h}})).sum();
+    check_prior_globals(S);
+    value += density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h},
+                                                           {FVI_GROUP_GLOBAL, &prior_globals_}})).sum();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);
     const auto dd = density_->backward({&seed});
     d_theta += gradient_of(*density_, dd, FVI_GROUP_SPLIT, split_dim_, S);

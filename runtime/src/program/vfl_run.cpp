@@ -50,9 +50,10 @@ Eigen::MatrixXd matrix(const Message& m, Eigen::Index rows, Eigen::Index cols, c
 // before its first), and it takes no step that iteration (docs/deployment.md, "Dropouts").
 class VerticalFederation {
  public:
-  VerticalFederation(VflServer& server, Transport& transport, bool power, Eigen::Index rows, long draws)
-      : server_(server), transport_(transport), power_(power), rows_(rows), draws_(draws),
-        last_z_(transport.silos(), Eigen::MatrixXd::Zero(rows, draws)) {}
+  VerticalFederation(VflServer& server, Transport& transport, bool power, Eigen::Index rows, long draws,
+                     bool prior_globals)
+      : server_(server), transport_(transport), power_(power), prior_globals_(prior_globals && !power), rows_(rows),
+        draws_(draws), last_z_(transport.silos(), Eigen::MatrixXd::Zero(rows, draws)) {}
 
   // The stopping rule's schedule for the silos' split blocks, which every propose request states
   // (fvi/program/silo_settling.h): a silo that missed one is on it again at its next.
@@ -91,7 +92,8 @@ class VerticalFederation {
       // Alg. 1 steps 4-6: G = dL0/dz_sum, one vector, the same for every silo.
       Eigen::MatrixXd grad;
       server_term = server_.augmented_gradient(eps, z_all, grad, d_server);
-      const Message down = flat(grad);
+      // Split priors that read globals get their draws at the same noise (Phase::kVflUpdate).
+      const Message down = prior_globals_ ? message::Writer().values(grad).values(server_.globals(eps)).done() : flat(grad);
       for (int k = 0; k < J; ++k) adjoint[k] = down;
     } else {
       // Alg. 2 steps 5-9: silo k gets the globals' draws and sum_{j != k} z_j (never another
@@ -116,18 +118,28 @@ class VerticalFederation {
       for (int k = 0; k < J; ++k) adjoint[k] = flat(H_all - H[k]);
       server_term = server_.prior_gradient(eps, d_sum, d_server);
     }
-    server_.step(d_server);
     std::vector<Message> terms(J);
     // Silos that did not propose this iteration take no step (their kept draw is an old one).
     std::vector<int> proposed;
     for (int k = 0; k < J; ++k)
       if (!z[k].empty()) proposed.push_back(k);
+    const Eigen::Index prior_draws = prior_globals_ ? G * S : 0;  // each silo's priors' gradient in the globals
     if (!proposed.empty())
       exchange(t, Phase::kVflUpdate, [&](int k) { return adjoint[k]; }, terms,
-               size_t(message::vfl_update_reply_size<int64_t>(N)), proposed);
+               size_t(message::vfl_update_reply_size<int64_t>(N) + prior_draws), proposed);
     double total = server_term;
-    for (int k = 0; k < J; ++k)
-      if (!terms[k].empty()) total += terms[k][0];
+    Eigen::MatrixXd d_globals = Eigen::MatrixXd::Zero(G, S);
+    for (int k = 0; k < J; ++k) {
+      if (terms[k].empty()) continue;
+      message::Reader in(terms[k], "a silo's update reply");
+      total += in.value("its ELBO term");
+      if (prior_globals_) d_globals += in.matrix(G, S, "its priors' gradient in the globals");
+      in.finish();
+    }
+    // The server steps once the silos' split priors have added their part in the globals (a silo
+    // whose reply is missing adds none this iteration).
+    if (prior_globals_) d_server += server_.path_gradient(eps, d_globals);
+    server_.step(d_server);
     return total;
   }
 
@@ -169,6 +181,7 @@ class VerticalFederation {
   VflServer& server_;
   Transport& transport_;
   bool power_;
+  bool prior_globals_;  // split priors read globals (engine::split_priors_read_globals)
   Eigen::Index rows_;
   long draws_;
   double scale_ = 1;  // the rule's schedule for the silos, with draws_
@@ -299,9 +312,18 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         const Eigen::MatrixXd H = silo_.power_message(globals, others, d_globals, term);
         return message::Writer().values(H).values(d_globals).done();
       }
-      case Phase::kVflUpdate:
-        expect(size_t(message::vfl_rows_size<int64_t>(N, S)));
-        return {silo_.update(matrix(request, N, S, "the server's adjoint"), round)};
+      case Phase::kVflUpdate: {
+        // With split priors that read globals, their draws follow the adjoint, and the priors'
+        // gradient in them the term.
+        const Eigen::Index G = silo_.prior_reads_globals() ? silo_.global_dim() : 0;
+        expect(size_t(message::vfl_rows_size<int64_t>(N, S) + G * S));
+        message::Reader in(request, "the server's update request");
+        const Eigen::MatrixXd adjoint = in.matrix(N, S, "the server's adjoint");
+        if (G > 0) silo_.set_prior_globals(in.matrix(G, S, "the globals' draws"));
+        in.finish();
+        const double term = silo_.update(adjoint, round);
+        return G > 0 ? message::Writer().value(term).values(silo_.prior_globals_gradient()).done() : Message{term};
+      }
       case Phase::kVflPredict: {
         expect(2);
         if (!test_) throw std::invalid_argument("this silo was given no held-out rows (--test)");
@@ -310,11 +332,16 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
         return flat(silo_.predictive_z(model_, test_->view(), draws, uint64_t(request[0])));
       }
       case Phase::kVflLogJoint: {
-        expect(2);
+        // [key, draws], then the globals' draws where the split priors read them.
+        if (!(request.size() >= 2 && request[1] >= 1 && request[1] <= 100000 && request[1] == std::floor(request[1]) &&
+              request[0] >= 0 && request[0] < 9007199254740992.0))
+          throw std::invalid_argument("a log-joint request for " + (request.size() >= 2 ? std::to_string(request[1]) : std::string("no")) + " draws");
         const long draws = long(request[1]);
-        if (!(request[1] >= 1 && request[1] <= 100000 && request[0] >= 0 && request[0] < 9007199254740992.0))
-          throw std::invalid_argument("a log-joint request for " + std::to_string(request[1]) + " draws");
-        const VflSilo::LogJointPart part = silo_.log_joint_part(uint64_t(request[0]), draws);
+        const Eigen::Index G = silo_.prior_reads_globals() ? silo_.global_dim() : 0;
+        expect(size_t(2 + G * draws));
+        const Eigen::MatrixXd globals =
+            Eigen::Map<const Eigen::MatrixXd>(request.data() + 2, G, G > 0 ? draws : 0);
+        const VflSilo::LogJointPart part = silo_.log_joint_part(uint64_t(request[0]), draws, globals);
         return message::Writer().values(part.eta).values(part.log_prior.head(draws)).values(part.log_q.head(draws)).done();
       }
       case Phase::kVflTailDraws: return vfl_tail_draws(silo_, request);
@@ -385,7 +412,8 @@ class VflCoordinator : public Coordinator {
         rounds_(max_steps(run.settings, kVflMaxIterations)),
         refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
         server_(run.model, run.server_data.view(), options_, run.transport.silos()),
-        federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples) {
+        federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples,
+                    engine::split_priors_read_globals(run.model)) {
     if (!run.args.ood.empty())
       throw data::DataError("--ood: a vertical model's held-out rows are split over the silos; the OOD AUROC is "
                             "PVI's and SFVI's");
@@ -661,7 +689,12 @@ class VflCoordinator : public Coordinator {
 
   // Each silo's part of the log joint at the output draws: eta_k (rows x S), log p(theta_k), log q.
   bool ask_log_joint_parts(long S, std::vector<Message>& replies) {
-    return ask_every_silo(run_.transport, uint32_t(rounds_ + 2), Phase::kVflLogJoint, {double(options_.seed), double(S)},
+    Message request{double(options_.seed), double(S)};
+    if (engine::split_priors_read_globals(run_.model)) {  // the split priors' globals, at the output draws
+      const Eigen::MatrixXd globals = server_.globals(output_noise_);
+      request.insert(request.end(), globals.data(), globals.data() + globals.size());
+    }
+    return ask_every_silo(run_.transport, uint32_t(rounds_ + 2), Phase::kVflLogJoint, request,
                           size_t(message::vfl_rows_size<int64_t>(server_.rows(), S) + 2 * S), replies);
   }
 

@@ -79,9 +79,15 @@ Message vfl_tail_draws(engine::VflSilo& silo, const Message& request) {
   uint64_t key = 0;
   long draws = 0;
   read_key_and_draws(request, key, draws);
-  if (request.size() != 2) throw std::invalid_argument("a tail-draws request has " + std::to_string(request.size()) + " values, not 2");
+  // Where its split priors read globals, the globals' draws of the proposal follow.
+  const Eigen::Index G = silo.prior_reads_globals() ? silo.global_dim() : 0;
+  if (request.size() != size_t(2 + G * draws))
+    throw std::invalid_argument("a tail-draws request has " + std::to_string(request.size()) + " values, not " +
+                                std::to_string(2 + G * draws));
+  const Eigen::MatrixXd globals = Eigen::Map<const Eigen::MatrixXd>(request.data() + 2, G, G > 0 ? draws : 0);
+  if (!globals.allFinite()) throw std::invalid_argument("a tail-draws request's globals are not finite");
   const Eigen::MatrixXd eps = proposal_noise(silo, key, draws);
-  const engine::VflSilo::LogJointPart part = silo.log_joint_at(silo.theta_draws(eps));
+  const engine::VflSilo::LogJointPart part = silo.log_joint_at(silo.theta_draws(eps), globals);
   return message::Writer()
       .values(part.eta)
       .values(part.log_prior)
@@ -133,14 +139,17 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
                                 std::max(100L, long(kMaxLogJointRequest / N)));
   // Before asking: the joint family's size is known; under mean-field it comes with the replies.
   if (server.joint() && (server.joint_total() > kTailCheckMaxParameters || S < 20 * server.joint_total())) return;
+  const Eigen::VectorXd scales = tail_scales(key, S);
+  const Eigen::MatrixXd eps = server.output_noise(key, kTailStream, S) * scales.asDiagonal();
+  const Eigen::MatrixXd fit = server.globals(eps);
+  Message draws_request{double(key), double(S)};
+  if (engine::split_priors_read_globals(model)) draws_request.insert(draws_request.end(), fit.data(), fit.data() + fit.size());
   std::vector<Message> replies;
   const size_t reply_size = size_t(message::vfl_rows_size<int64_t>(N, S) + 2 * S + 2);
-  if (!ask_every_silo(transport, round, Phase::kVflTailDraws, {double(key), double(S)}, reply_size, replies)) {
+  if (!ask_every_silo(transport, round, Phase::kVflTailDraws, draws_request, reply_size, replies)) {
     out.line = "tail check: not made (a silo did not send its part)";
     return;
   }
-  const Eigen::VectorXd scales = tail_scales(key, S);
-  const Eigen::MatrixXd eps = server.output_noise(key, kTailStream, S) * scales.asDiagonal();
   Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(N, S);
   Eigen::VectorXd silo_prior = Eigen::VectorXd::Zero(S), d2 = server.own_noise_norm2(eps);
   double log_det = server.own_log_det();
@@ -160,7 +169,7 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
     throw std::invalid_argument("the silos' blocks add up to " + std::to_string(total) + " parameters, not the layout's " +
                                 std::to_string(server.joint_total()));
   if (total > kTailCheckMaxParameters || S < 20 * total) return;
-  const Eigen::MatrixXd b = server.written(server.globals(eps), eta);
+  const Eigen::MatrixXd b = server.written(fit, eta);
   Eigen::VectorXd log_p;
   if (!server.log_joint(b, eta, log_p)) return;
   log_p += silo_prior;

@@ -25,6 +25,7 @@ extern "C" const fvi_model* fvi_model_vfl_logreg(void);
 extern "C" const fvi_model* fvi_model_vfl_logreg_power(void);
 extern "C" const fvi_model* fvi_model_vfl_linreg(void);
 extern "C" const fvi_model* fvi_model_split_nn(void);
+extern "C" const fvi_model* fvi_model_vfl_global_scale(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 namespace vfl_engine_test {
@@ -360,48 +361,112 @@ void joint_rows(const std::vector<T>& p, size_t at, int offset, int dim, std::ve
   }
 }
 
-// The pooled ELBO estimator of the logistic model under the joint family: x = m + L eps for the
-// stacked (b, beta_1, ..., beta_J), entropy in closed form (total/2 log(2 pi e) + log det L).
-Dual pooled_joint_elbo(const std::vector<Dual>& p, const Split& d, long S, const Eigen::MatrixXd& eps,
-                       const std::vector<size_t>& at, const std::vector<int>& offset, const std::vector<int>& dim) {
-  const int parties = int(dim.size()), N = d.N;
-  int total = 0;
-  for (int k : dim) total += k;
-  Dual value = 0;
-  for (long s = 0; s < S; ++s) {
-    std::vector<Dual> x;
-    for (int k = 0; k < parties; ++k) {
-      std::vector<Dual> mean;
-      std::vector<std::vector<Dual>> rows;
-      joint_rows(p, at[size_t(k)], offset[size_t(k)], dim[size_t(k)], mean, rows);
-      for (int r = 0; r < dim[size_t(k)]; ++r) {
-        Dual v = mean[size_t(r)];
-        for (int c = 0; c < offset[size_t(k)] + r + 1; ++c) v = v + rows[size_t(r)][size_t(c)] * Dual(eps(c, s));
-        x.push_back(v);
-      }
-    }
-    value = value + normal_lpdf(x[0], 0, 1);
-    for (int c = 1; c < total; ++c) value = value + normal_lpdf(x[size_t(c)], 0, 1);
-    for (int i = 0; i < N; ++i) {
-      Dual eta = x[0];
-      for (int c = 0; c + 1 < total; ++c) eta = eta + Dual(d.X(i, c)) * x[size_t(c + 1)];
-      value = value + Dual(d.y[i]) * eta - log1p_exp(eta);
-    }
-  }
-  value = value / Dual(double(S));
-  value = value + Dual(0.5 * total * (std::log(2 * M_PI) + 1));
-  for (int k = 0; k < parties; ++k) {
+// Draw s of the joint family's stacked parameters, x = m + L eps (every party's rows).
+std::vector<Dual> joint_draw(const std::vector<Dual>& p, const Eigen::MatrixXd& eps, long s, const std::vector<size_t>& at,
+                             const std::vector<int>& offset, const std::vector<int>& dim) {
+  std::vector<Dual> x;
+  for (size_t k = 0; k < dim.size(); ++k) {
     std::vector<Dual> mean;
     std::vector<std::vector<Dual>> rows;
-    joint_rows(p, at[size_t(k)], offset[size_t(k)], dim[size_t(k)], mean, rows);
-    for (int r = 0; r < dim[size_t(k)]; ++r) value = value + log(rows[size_t(r)][size_t(offset[size_t(k)] + r)]);
+    joint_rows(p, at[k], offset[k], dim[k], mean, rows);
+    for (int r = 0; r < dim[k]; ++r) {
+      Dual v = mean[size_t(r)];
+      for (int c = 0; c < offset[k] + r + 1; ++c) v = v + rows[size_t(r)][size_t(c)] * Dual(eps(c, s));
+      x.push_back(v);
+    }
+  }
+  return x;
+}
+
+// The joint family's entropy in closed form: total/2 log(2 pi e) + log det L.
+Dual joint_entropy(const std::vector<Dual>& p, const std::vector<size_t>& at, const std::vector<int>& offset,
+                   const std::vector<int>& dim) {
+  int total = 0;
+  for (int k : dim) total += k;
+  Dual value = Dual(0.5 * total * (std::log(2 * M_PI) + 1));
+  for (size_t k = 0; k < dim.size(); ++k) {
+    std::vector<Dual> mean;
+    std::vector<std::vector<Dual>> rows;
+    joint_rows(p, at[k], offset[k], dim[k], mean, rows);
+    for (int r = 0; r < dim[k]; ++r) value = value + log(rows[size_t(r)][size_t(offset[k] + r)]);
   }
   return value;
 }
 
+// The logistic likelihood of eta_i = x[0] + sum_c X(i, c) x[first + c].
+Dual logistic_log_likelihood(const std::vector<Dual>& x, const Split& d, size_t first) {
+  Dual value = 0;
+  for (int i = 0; i < d.N; ++i) {
+    Dual eta = x[0];
+    for (size_t c = 0; c + first < x.size(); ++c) eta = eta + Dual(d.X(i, Eigen::Index(c))) * x[c + first];
+    value = value + Dual(d.y[i]) * eta - log1p_exp(eta);
+  }
+  return value;
+}
+
+// The pooled ELBO estimator of the logistic model under the joint family: x = m + L eps for the
+// stacked (b, beta_1, ..., beta_J), entropy in closed form (total/2 log(2 pi e) + log det L).
+Dual pooled_joint_elbo(const std::vector<Dual>& p, const Split& d, long S, const Eigen::MatrixXd& eps,
+                       const std::vector<size_t>& at, const std::vector<int>& offset, const std::vector<int>& dim) {
+  Dual value = 0;
+  for (long s = 0; s < S; ++s) {
+    const std::vector<Dual> x = joint_draw(p, eps, s, at, offset, dim);
+    for (const Dual& v : x) value = value + normal_lpdf(v, 0, 1);
+    value = value + logistic_log_likelihood(x, d, 1);
+  }
+  return value / Dual(double(S)) + joint_entropy(p, at, offset, dim);
+}
+
+// The joint family's parties on a logistic split: the server (its `globals` parameters first in
+// the joint order) and one silo per block of d, every party's parameters random (`fixed`, in
+// the order [server; silo 1; ...], each party's starting at `at`).
+struct JointParties {
+  std::unique_ptr<VflServer> server;
+  std::vector<Data> silo_data;
+  std::vector<std::unique_ptr<VflSilo>> silos;
+  std::vector<int> offset, dim;
+  std::vector<size_t> at{0};
+  std::vector<double> fixed;
+  Data server_data;
+};
+
+std::unique_ptr<JointParties> joint_parties(const fvi_model& model, const Split& d, const VflOptions& opt, int globals,
+                                            std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  const int J = int(d.P.size());
+  int total = globals;
+  for (int P : d.P) total += P;
+  auto out = std::make_unique<JointParties>();
+  out->server_data.add("N", scalar(d.N));
+  out->server_data.add("y", d.y);
+  out->server = std::make_unique<VflServer>(model, out->server_data.abi(), opt, J);
+  out->server->set_layout(true, total);
+  out->offset = {0};
+  out->dim = {globals};
+  auto randomise = [&](Eigen::Index n) {
+    Eigen::VectorXd v(n);
+    for (Eigen::Index i = 0; i < n; ++i) v[i] = 0.3 * normal(rng) - (i >= 1 ? 0.2 : 0.0);
+    out->fixed.insert(out->fixed.end(), v.data(), v.data() + n);
+    return v;
+  };
+  out->server->set_params(randomise(out->server->params().size()));
+  out->silo_data.resize(size_t(J));
+  for (int k = 0; k < J; ++k) {
+    out->silo_data[k].add("N", scalar(d.N));
+    out->silo_data[k].add("P", scalar(d.P[k]));
+    out->silo_data[k].add("x", d.columns(k));
+    out->silos.push_back(std::make_unique<VflSilo>(model, out->silo_data[k].abi(), k + 1, J, opt));
+    out->offset.push_back(globals + d.first(k));
+    out->dim.push_back(d.P[k]);
+    out->silos[k]->set_layout(true, out->offset.back(), total);
+    out->at.push_back(out->fixed.size());
+    out->silos[k]->set_params(randomise(out->silos[k]->params().size()));
+  }
+  return out;
+}
+
 TEST_CASE("VFL exact decomposition, joint family across the silos: federated gradient = pooled gradient", "[vfl]") {
   std::mt19937_64 rng(29);
-  std::normal_distribution<double> normal;
   const Split d = logistic_split(7, {2, 3, 1}, rng);
   const int J = int(d.P.size());
   const long S = 3;
@@ -413,36 +478,13 @@ TEST_CASE("VFL exact decomposition, joint family across the silos: federated gra
   opt.family = "fullrank";
   opt.mc_samples = S;
   opt.seed = 9;
-  const int total = 1 + 6;
-  REQUIRE(fvi::engine::use_joint_family(opt, total));
-  Data server_data;
-  server_data.add("N", scalar(d.N));
-  server_data.add("y", d.y);
-  VflServer server(model, server_data.abi(), opt, J);
-  server.set_layout(true, total);
-  std::vector<int> offset{0}, dim{1};
-  std::vector<size_t> at{0};
-  std::vector<double> fixed;
-  auto randomise = [&](Eigen::Index n) {
-    Eigen::VectorXd v(n);
-    for (Eigen::Index i = 0; i < n; ++i) v[i] = 0.3 * normal(rng) - (i >= 1 ? 0.2 : 0.0);
-    fixed.insert(fixed.end(), v.data(), v.data() + n);
-    return v;
-  };
-  server.set_params(randomise(server.params().size()));
-  std::vector<Data> silo_data(J);
-  std::vector<std::unique_ptr<VflSilo>> silos;
-  for (int k = 0; k < J; ++k) {
-    silo_data[k].add("N", scalar(d.N));
-    silo_data[k].add("P", scalar(d.P[k]));
-    silo_data[k].add("x", d.columns(k));
-    silos.push_back(std::make_unique<VflSilo>(model, silo_data[k].abi(), k + 1, J, opt));
-    offset.push_back(1 + d.first(k));
-    dim.push_back(d.P[k]);
-    silos[k]->set_layout(true, offset.back(), total);
-    at.push_back(fixed.size());
-    silos[k]->set_params(randomise(silos[k]->params().size()));
-  }
+  REQUIRE(fvi::engine::use_joint_family(opt, 1 + 6));
+  const std::unique_ptr<JointParties> parties = joint_parties(model, d, opt, 1, rng);
+  VflServer& server = *parties->server;
+  auto& silos = parties->silos;
+  const auto &offset = parties->offset, &dim = parties->dim;
+  const auto& at = parties->at;
+  const auto& fixed = parties->fixed;
 
   const uint32_t t = 4;
   Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(d.N, S);
@@ -875,6 +917,73 @@ TEST_CASE("A vertical silo steps its coefficients at the outcome's scale over 10
     CHECK(again.theta_sd().isApprox(silo.theta_sd(), 1e-12));
     CHECK_THROWS_AS(silo.set_outcome_scale(std::nan("")), std::invalid_argument);
   }
+}
+
+// vfl_global_scale's pooled ELBO estimator under the joint family: x = m + L eps stacks (b,
+// u = log tau, beta_1, ..., beta_J); the server's priors N(b; 0, 1), N(tau; 0, 1) and the
+// Jacobian u, every silo's N(beta; 0, tau), the logistic likelihood; the entropy in closed form.
+Dual pooled_global_scale_elbo(const std::vector<Dual>& p, const Split& d, long S, const Eigen::MatrixXd& eps,
+                              const std::vector<size_t>& at, const std::vector<int>& offset, const std::vector<int>& dim) {
+  Dual value = 0;
+  for (long s = 0; s < S; ++s) {
+    const std::vector<Dual> x = joint_draw(p, eps, s, at, offset, dim);
+    const Dual tau = exp(x[1]);
+    value = value + normal_lpdf(x[0], 0, 1) + normal_lpdf(tau, 0, 1) + x[1];
+    for (size_t c = 2; c < x.size(); ++c) value = value + normal_lpdf(x[c], 0, tau);
+    value = value + logistic_log_likelihood(x, d, 2);
+  }
+  return value / Dual(double(S)) + joint_entropy(p, at, offset, dim);
+}
+
+TEST_CASE("VFL exact decomposition, a split prior reading a global: the silos' priors at the server's draws of tau, "
+          "their gradient in tau sent back, = the pooled gradient",
+          "[vfl]") {
+  std::mt19937_64 rng(53);
+  const Split d = logistic_split(7, {2, 3, 1}, rng);
+  const int J = int(d.P.size());
+  const long S = 3;
+  const fvi_model& model = *fvi_model_vfl_global_scale();
+  REQUIRE(fvi::engine::split_priors_read_globals(model));
+  REQUIRE_FALSE(fvi::engine::split_priors_read_globals(*fvi_model_vfl_logreg()));
+  VflOptions opt;
+  opt.auxiliary = false;
+  opt.exact = true;
+  opt.center = false;
+  opt.family = "fullrank";
+  opt.mc_samples = S;
+  opt.seed = 9;
+  const std::unique_ptr<JointParties> parties = joint_parties(model, d, opt, 2, rng);
+  VflServer& server = *parties->server;
+  auto& silos = parties->silos;
+  const auto &offset = parties->offset, &dim = parties->dim;
+  const auto& at = parties->at;
+  const auto& fixed = parties->fixed;
+  for (const auto& silo : silos) REQUIRE(silo->prior_reads_globals());
+
+  const uint32_t t = 4;
+  Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(d.N, S);
+  for (auto& s : silos) eta += s->propose(t);
+  const Eigen::MatrixXd eps = server.global_noise(t);
+  Eigen::MatrixXd G;
+  Eigen::VectorXd d_server;
+  double elbo = server.augmented_gradient(eps, eta, G, d_server);
+  Eigen::VectorXd federated(fixed.size());
+  Eigen::MatrixXd d_globals = Eigen::MatrixXd::Zero(2, S);
+  for (int k = 0; k < J; ++k) {
+    silos[k]->set_prior_globals(server.globals(eps));  // what Phase::kVflUpdate carries
+    Eigen::VectorXd g;
+    elbo += silos[k]->gradient(G, g);
+    d_globals += silos[k]->prior_globals_gradient();
+    federated.segment(Eigen::Index(at[size_t(k + 1)]), g.size()) = g;
+  }
+  federated.head(d_server.size()) = d_server + server.path_gradient(eps, d_globals);
+  check_against_pooled(elbo, federated, fixed, [&](const std::vector<Dual>& p) {
+    return pooled_global_scale_elbo(p, d, S, eps, at, offset, dim);
+  });
+  // The draws of tau a silo was not sent: refused, naming them.
+  silos[0]->set_prior_globals(Eigen::MatrixXd::Zero(2, S + 1));
+  Eigen::VectorXd g;
+  CHECK_THROWS_WITH(silos[0]->gradient(G, g), Catch::Contains("split priors read the globals"));
 }
 
 TEST_CASE("A vertical silo's part of the tail check: its block's draws scored as written, and its moments at "

@@ -87,6 +87,11 @@ Eigen::Index silo_sum_intercept(const fvi_model& model, const fvi_data& data, co
 // The model's index of that intercept's variable (what a silo needs to know: predictive_z), or -1.
 int silo_sum_intercept_variable(const fvi_model& model, const VflOptions& options);
 
+// Whether a split prior reads a global parameter (`beta ~ normal(0, tau)`, tau global): the
+// server then sends the globals' draws with each adjoint and takes back the priors' gradient in
+// them (VflSilo::set_prior_globals; vfl_exact only, analysis/plan.cpp).
+bool split_priors_read_globals(const fvi_model& model);
+
 // The noise every party of the joint family draws in `round` of `stream` (total x draws): the
 // same numbers on every party, each reading its first offset + p rows.
 Eigen::MatrixXd joint_noise(uint64_t seed, uint32_t round, uint32_t stream, Eigen::Index total, long draws);
@@ -164,6 +169,9 @@ class VflServer {
   // The server's own terms: log p(globals) - log q(globals) (STL), given the globals' adjoint
   // from the likelihood (n_G x S, summed over silos in the power model). Returns their estimate.
   double prior_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals, Eigen::VectorXd& d_params);
+  // The gradient w.r.t. q(globals)'s parameters of sum_s d_globals_s . globals(eps)_s / S: the
+  // silos' split priors' part, which reads the globals' draws of `eps` (no entropy term).
+  Eigen::VectorXd path_gradient(const Eigen::MatrixXd& eps, const Eigen::MatrixXd& d_globals) const;
   // One Adam step on q(globals) with the ELBO gradient d_params.
   void step(const Eigen::VectorXd& d_params);
   // q(globals) and its Adam's state, for a checkpoint.
@@ -252,6 +260,14 @@ class VflSilo {
   // with respect to the globals to d_globals (n_G x S).
   Eigen::MatrixXd power_message(const Eigen::MatrixXd& globals, const Eigen::MatrixXd& others_z,
                                 Eigen::MatrixXd& d_globals, double& likelihood_term);
+  // Whether its split priors read global parameters (`beta ~ normal(0, tau)`, tau global;
+  // vfl_exact): the server then sends the globals' draws paired with each proposal's
+  // (set_prior_globals, global_dim x S) before the gradient, and takes back the priors'
+  // gradient in them (prior_globals_gradient); log_joint_at reads them too.
+  bool prior_reads_globals() const { return prior_reads_globals_; }
+  Eigen::Index global_dim() const { return global_dim_; }
+  void set_prior_globals(const Eigen::MatrixXd& globals) { prior_globals_ = globals; }
+  const Eigen::MatrixXd& prior_globals_gradient() const { return d_prior_globals_; }
   // The gradient of this silo's ELBO term at the kept noise (seed 004 Eqs. 11-13, 15-17), given
   // the adjoint of z_k from the other parties (G, or sum_{j != k} H_j). Returns the term's
   // estimate (the power model's own likelihood term included).
@@ -276,9 +292,10 @@ class VflSilo {
     Eigen::MatrixXd eta;
     Eigen::VectorXd log_prior, log_q;
   };
-  LogJointPart log_joint_part(uint64_t key, long draws);
-  // eta_k and log p(theta_k) at any draws theta (p_k x S) of the block (log_q left empty).
-  LogJointPart log_joint_at(const Eigen::MatrixXd& theta);
+  LogJointPart log_joint_part(uint64_t key, long draws, const Eigen::MatrixXd& globals);
+  // eta_k and log p(theta_k) at any draws theta (p_k x S) of the block (log_q left empty), the
+  // globals' draws paired with them where the priors read globals (else empty).
+  LogJointPart log_joint_at(const Eigen::MatrixXd& theta, const Eigen::MatrixXd& globals);
 
   // The server's stopping rule on this silo's parameters: the step size's multiplier, and at a
   // new averaging epoch a new average of them from the next update on; use_average() at the end.
@@ -295,6 +312,8 @@ class VflSilo {
   void restore(const Eigen::VectorXd& state);
 
  private:
+  // Throws where the priors read the globals and the draws set for them are not global_dim x draws.
+  void check_prior_globals(long draws) const;
   // Rebinds the kept draws' derived values (theta, m, q(z) outputs, z) from the kept noise.
   void evaluate_kept();
   double local_only_step(uint32_t iteration, long step);
@@ -345,6 +364,8 @@ class VflSilo {
   // The kept draw (from propose): noise, and what it produced.
   Eigen::MatrixXd eps_, tau_, theta_, m_, a_, s_, z_;
   Eigen::MatrixXd own_likelihood_adjoint_;  // power model: d(own term)/d z_sum (N x S)
+  bool prior_reads_globals_ = false;
+  Eigen::MatrixXd prior_globals_, d_prior_globals_;  // global_dim x S: the draws the priors read, their gradient
   double own_likelihood_ = 0;
   Eigen::VectorXd y_;  // power model with an amortised q(z): the outcome rows (a network input)
 };

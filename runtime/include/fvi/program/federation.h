@@ -39,10 +39,11 @@ enum class Phase : uint32_t {
                          // max over them, log p(y_j, Z_Lj* | Z_G), and its envelope gradient
   kVflPropose = 20,      // the rule's schedule (3) -> z_k (seed 004 Alg. 1 step 14 / Alg. 2 step 21)
   kVflPower = 21,        // [globals, sum of the other silos' z] -> [H_k, d globals, term]
-  kVflUpdate = 22,       // the adjoint of z_k -> [the silo's ELBO term]
+  kVflUpdate = 22,       // the adjoint of z_k [, the globals' draws] -> [the silo's ELBO term [, its split priors' gradient in them]]
+                         // (the bracketed parts where a split prior reads a global: engine::split_priors_read_globals)
   kVflFinish = 23,       // nothing -> nothing (the silo writes its split posterior)
   kVflPredict = 24,      // [key, draws] -> z_k* of the held-out rows (rows x draws)
-  kVflLogJoint = 25,     // [key, draws] -> [eta_k (rows x draws), log p(theta_k), log q(theta_k) (draws each)]
+  kVflLogJoint = 25,     // [key, draws [, the globals' draws]] -> [eta_k (rows x draws), log p(theta_k), log q(theta_k) (draws each)]
   // 26: retired (the rule's schedule on its own; it is now every kVflPropose request).
   kVflLayout = 27,       // round 0: nothing -> [p_k]; round 1: [joint?, offset_k, total] -> nothing (once, before iteration 1)
   kVflSettled = 28,      // [tol_param] -> [status, drift, standard error] of the silo's split block (silo_settling.h)
@@ -51,7 +52,7 @@ enum class Phase : uint32_t {
   kSgpEvaluate = 31,     // [q, every factor over u, Z] -> [expected log-likelihood, predictive log density]
   kSfviModeLocals = 32,  // a point of Z_G (n) -> nothing: the silo's locals start at their conditional mode there
                          // (once, after the mode search of a model with locals: SfviServer::start_at_locations)
-  kVflTailDraws = 33,    // [key, draws] -> [eta_k (rows x draws), log p(theta_k), |its noise|^2 (draws each), its log det, p_k]
+  kVflTailDraws = 33,    // [key, draws [, the globals' draws]] -> [eta_k (rows x draws), log p(theta_k), |its noise|^2 (draws each), its log det, p_k]
                          // at a heavier-tailed proposal's draws (the tail check, at the end: fvi/program/vfl_tail_check.h)
   kVflTailMoments = 34,  // [key, draws, log weights (draws)] -> its block's largest mean move and sd change, whose,
                          // and that sd's two values (10 numbers)
