@@ -165,7 +165,8 @@ std::optional<Term> classify_term(const TermFacts& f, Diagnostics& diags) {
       if (auto bad = first_outside(all, allowed)) {
         if (*bad == K::GlobalHyper) {
           report(*bad, what + " uses " + culprit(all, *bad),
-                 "a split prior is evaluated by its silo alone; give it fixed "
+                 "a split prior is evaluated by its silo, which vfl_exact sends the draws of global parameters "
+                 "but not the server's point estimates: declare it a global parameter, or give the prior fixed "
                  "hyperparameters or split ones");
           return std::nullopt;
         }
