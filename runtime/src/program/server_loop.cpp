@@ -158,7 +158,9 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
                   "fitted from few groups), so its tails and extreme quantiles are not to be trusted. Its means "
                   "and sds are close: importance sampling from a heavier-tailed proposal around q (k-hat %.2f, "
                   "ESS %.0f) moves no mean by more than %.2f q sds and changes no sd by more than %.0f%% (%s: "
-                  "read its intervals with that margin).",
+                  "read its intervals with that margin). A tail beyond even that proposal's reach can still leave an "
+                  "sd short (a scale fitted from very few groups can be a quarter narrower than the posterior's where "
+                  "this check reads it close: docs/user-guide.md, \"The tail check\").",
                   khat, family.c_str(), tail.khat, tail.ess, tail.worst_mean, 100 * std::abs(tail.worst_sd),
                   tail.sd_name.c_str());
   } else if (khat > 0.7) {
