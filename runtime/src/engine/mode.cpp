@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 namespace fvi::engine {
@@ -18,22 +19,11 @@ void evaluate(const LogDensityBatchFn& f, const Eigen::MatrixXd& z, Eigen::Vecto
                            std::to_string(z.cols()) + " points");
 }
 
-// -Hessian by central differences of the gradient, symmetrised: the 2n points in one batch.
 Eigen::MatrixXd curvature_at(const LogDensityBatchFn& log_p, const Eigen::VectorXd& z, Mode& m) {
-  const Eigen::Index n = z.size();
-  Eigen::MatrixXd points = z.replicate(1, 2 * n);
-  Eigen::VectorXd steps(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    steps[i] = 1e-5 * (1 + std::fabs(z[i]));
-    points(i, 2 * i) += steps[i];
-    points(i, 2 * i + 1) -= steps[i];
-  }
-  Eigen::VectorXd lp;
-  Eigen::MatrixXd g;
-  evaluate(log_p, points, lp, g, m);
-  Eigen::MatrixXd h(n, n);
-  for (Eigen::Index i = 0; i < n; ++i) h.col(i) = -(g.col(2 * i) - g.col(2 * i + 1)) / (2 * steps[i]);
-  return 0.5 * (h + h.transpose());
+  const Eigen::MatrixXd h = central_curvature(log_p, z);
+  m.evaluations += 2 * z.size();
+  ++m.batches;
+  return h;
 }
 
 LogDensityBatchFn batched(const LogDensityFn& f) {
@@ -49,6 +39,27 @@ LogDensityBatchFn batched(const LogDensityFn& f) {
 }
 
 }  // namespace
+
+Eigen::MatrixXd central_curvature(const LogDensityBatchFn& log_p, const Eigen::VectorXd& z) {
+  const Eigen::Index n = z.size();
+  Eigen::MatrixXd points = z.replicate(1, 2 * n);
+  Eigen::VectorXd steps(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    steps[i] = 1e-5 * (1 + std::fabs(z[i]));
+    points(i, 2 * i) += steps[i];
+    points(i, 2 * i + 1) -= steps[i];
+  }
+  Eigen::VectorXd lp;
+  Eigen::MatrixXd g;
+  log_p(points, lp, g);
+  if (lp.size() != points.cols() || g.rows() != n || g.cols() != points.cols())
+    throw std::logic_error("a log density's batch answered " + std::to_string(lp.size()) + " values for " +
+                           std::to_string(points.cols()) + " points");
+  Eigen::MatrixXd h(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) h.col(i) = -(g.col(2 * i) - g.col(2 * i + 1)) / (2 * steps[i]);
+  return 0.5 * (h + h.transpose());
+}
+
 
 Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max_steps) {
   return find_mode(batched(log_p), start, max_steps);

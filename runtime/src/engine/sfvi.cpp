@@ -586,7 +586,12 @@ SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& g
     const Eigen::MatrixXd z = z_global.middleCols(first, n);
     const Eigen::MatrixXd u = z.colwise() - global.mean();
     if (K > 1) {
-      const ImportanceDraws d = importance_draws(global, hyper, u, eps_local.middleCols(first * K, n * K));
+      // Where the bound's q(Z_L | Z_G) misses p(Z_L | Z_G, y_j) (a draw of Z_G far in q's tails,
+      // where the tail check looks), half the draws follow the locals' conditional mode: an
+      // estimate of log p(y_j | Z_G) from q alone falls short there, and with it the check's
+      // weight of that tail (a three-group scale's sd read +6% where it is +35%).
+      const std::vector<LocalMode> modes = local_modes(global, u);
+      const ImportanceDraws d = importance_draws(global, hyper, u, eps_local.middleCols(first * K, n * K), false, &modes);
       out.log_p.segment(first, n) = d.per_draw;
       out.local.middleCols(first, n) = resample(d, K, uniforms.middleCols(first, n));
       continue;
@@ -735,9 +740,9 @@ SfviSilo::LocalMode SfviSilo::local_mode_by_element(const Eigen::VectorXd& z_glo
   // diagonal, found from the gradients at b + h and b - h, and each element's Newton step is
   // taken or damped by its own term (Levenberg, per element).
   const Eigen::Index m = local_dim_;
-  const Eigen::MatrixXd globals1 = z_global, globals2 = z_global.replicate(1, 2);
-  const Eigen::MatrixXd ones = Eigen::MatrixXd::Ones(m, 1), ones2 = Eigen::MatrixXd::Ones(m, 2);
-  const Eigen::VectorXd shared1 = Eigen::VectorXd::Ones(1), shared2 = Eigen::VectorXd::Ones(2);
+  const Eigen::MatrixXd globals1 = z_global;
+  const Eigen::MatrixXd ones = Eigen::MatrixXd::Ones(m, 1);
+  const Eigen::VectorXd shared1 = Eigen::VectorXd::Ones(1);
   auto at = [&](const Eigen::VectorXd& b, Eigen::VectorXd& terms, Eigen::VectorXd& gradient) {
     const ElementJoint::Value v = elements_->evaluate(globals1, b, nullptr);
     terms = v.per_element.col(0);
@@ -749,12 +754,7 @@ SfviSilo::LocalMode SfviSilo::local_mode_by_element(const Eigen::VectorXd& z_glo
   LocalMode out;
   for (int step = 0; step < 200; ++step) {
     if (!terms.allFinite() || !gradient.allFinite()) return out;
-    const Eigen::VectorXd h = 1e-5 * (1 + b.array().abs());
-    Eigen::MatrixXd pair(m, 2);
-    pair << b + h, b - h;
-    elements_->evaluate(globals2, pair, nullptr);
-    const Eigen::MatrixXd g = elements_->backward(ones2, shared2).d_local;
-    curvature = -(g.col(0) - g.col(1)).cwiseQuotient(2 * h);
+    curvature = local_curvature(z_global, b).col(0);
     // Converged: every element's Newton step under 1e-6 of its conditional sd.
     const bool concave = (curvature.array() > 0).all();
     const double newton_in_sds = concave ? (gradient.cwiseAbs().array() / curvature.array().sqrt()).maxCoeff() : INFINITY;
@@ -799,8 +799,30 @@ SfviSilo::LocalMode SfviSilo::local_mode_by_element(const Eigen::VectorXd& z_glo
   out.log_p = v.per_element.col(0).sum() + v.shared[0];
   out.d_global = elements_->backward(ones, shared1).d_global.col(0);
   out.log_det = curvature.array().log().sum();
+  out.curvature = curvature;
   out.found = std::isfinite(out.log_p) && out.d_global.allFinite() && std::isfinite(out.log_det);
   return out;
+}
+
+Eigen::MatrixXd SfviSilo::local_curvature(const Eigen::VectorXd& z_global, const Eigen::VectorXd& b) {
+  if (elements_) {  // each element's term a function of its own b_i: the diagonal, from two points
+    const Eigen::Index m = local_dim_;
+    const Eigen::VectorXd h = 1e-5 * (1 + b.array().abs());
+    Eigen::MatrixXd pair(m, 2);
+    pair << b + h, b - h;
+    elements_->evaluate(z_global.replicate(1, 2), pair, nullptr);
+    const Eigen::MatrixXd g = elements_->backward(Eigen::MatrixXd::Ones(m, 2), Eigen::VectorXd::Ones(2)).d_local;
+    return -(g.col(0) - g.col(1)).cwiseQuotient(2 * h);
+  }
+  return central_curvature(local_density(z_global), b);
+}
+
+LogDensityBatchFn SfviSilo::local_density(const Eigen::VectorXd& z_global) {
+  return [this, z_global](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
+    LogDensity::Value v = joint_.evaluate_points(z_global.replicate(1, z.cols()), &z, Eigen::MatrixXd(0, 1), true);
+    lp = std::move(v.per_draw);
+    gradient = std::move(v.d_local);
+  };
 }
 
 SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start) {
@@ -809,11 +831,7 @@ SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, con
   auto evaluate = [&](const Eigen::MatrixXd& z_local) {
     return joint_.evaluate_points(z_global.replicate(1, z_local.cols()), &z_local, theta, true);
   };
-  const LogDensityBatchFn log_p = [&](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
-    LogDensity::Value v = evaluate(z);
-    lp = std::move(v.per_draw);
-    gradient = std::move(v.d_local);
-  };
+  const LogDensityBatchFn log_p = local_density(z_global);
   const Mode mode = find_mode(log_p, start, 100);
   LocalMode out;
   if (!mode.found) return out;
@@ -834,8 +852,30 @@ SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, con
   out.log_p = v.per_draw[0];
   out.d_global = v.d_global.col(0);
   if (llt.info() == Eigen::Success) out.log_det = 2 * llt.matrixL().toDenseMatrix().diagonal().array().log().sum();
+  out.curvature = mode.curvature;
   out.found = std::isfinite(out.log_p) && out.d_global.allFinite() && std::isfinite(out.log_det);
   return out;
+}
+
+std::vector<SfviSilo::LocalMode> SfviSilo::local_modes(const StructuredGlobalGaussian<double>& global,
+                                                       const Eigen::MatrixXd& u) {
+  std::vector<LocalMode> modes(size_t(u.cols()));
+  if (!profile_applies()) return modes;
+  const Eigen::MatrixXd starts = q_.sample(u, Eigen::MatrixXd::Zero(local_dim_, u.cols()));
+  for (Eigen::Index s = 0; s < u.cols(); ++s) {
+    try {
+      const Eigen::VectorXd z_global = u.col(s) + global.mean();
+      LocalMode& mode = modes[size_t(s)];
+      mode = local_mode_at(z_global, starts.col(s));
+      // The curvature at the polished mode, not at the search's last point before it: that point
+      // depends on the path (how many steps met the tolerance), and with it the draws would carry
+      // the search's tolerance rather than rounding (the backends agree to 1e-9).
+      if (mode.found) mode.curvature = local_curvature(z_global, mode.at);
+    } catch (const std::exception&) {  // outside the model's domain (a kernel's error): q alone there
+      modes[size_t(s)] = LocalMode();
+    }
+  }
+  return modes;
 }
 
 bool SfviSilo::start_locals_at_mode(const Eigen::VectorXd& z_global) {
@@ -957,9 +997,87 @@ SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& g
 //
 // Where the locals are read as a whole (whole_block_), the same bound with the silo's whole block
 // as its one element: w_k = p(y_j, Z_Lk | Z_G) / q(Z_Lk | Z_G), one weight per draw of the block.
+namespace {
+
+// Student-t with 2 degrees of freedom: heavier tails than any Gaussian's, so that p / t stays
+// bounded where the locals' posterior keeps its prior's Gaussian tail beyond the Laplace
+// curvature's (a logistic intercept whose rows all say 1: the likelihood flattens, the prior
+// remains). Its CDF F(w) = 1/2 + w / (2 sqrt(2 + w^2)) inverts in closed form.
+double t2_log_density(double w) { return -1.5 * std::log1p(0.5 * w * w) - std::log(2 * std::sqrt(2.0)); }
+
+// The t_2 quantile of a standard normal's CDF at e (u = Phi(e), both tails without cancellation).
+double t2_from_normal(double e) {
+  const double u = 0.5 * std::erfc(-e / std::sqrt(2.0)), v = 0.5 * std::erfc(e / std::sqrt(2.0));  // u, 1 - u
+  return (u - v) / std::sqrt(2 * u * v);
+}
+
+}  // namespace
+
+Eigen::MatrixXd SfviSilo::mix_in_laplace(const std::vector<LocalMode>& modes, const Eigen::MatrixXd& u_each,
+                                         const Eigen::MatrixXd& eps, long K, Eigen::MatrixXd& z_local) const {
+  const Eigen::Index m = local_dim_, rows = whole_block_ ? 1 : m;
+  // log of the Laplace half's density, (Gaussian + t_2) / 2, at every draw; -inf without a mode
+  Eigen::MatrixXd log_laplace = Eigen::MatrixXd::Constant(rows, z_local.cols(), -INFINITY);
+  auto log_mean = [&](double a, double b) {
+    const double top = std::max(a, b);
+    return top + std::log(0.5 * std::exp(a - top) + 0.5 * std::exp(b - top));
+  };
+  for (size_t s = 0; s < modes.size(); ++s) {
+    const LocalMode& mode = modes[s];
+    if (!mode.found) continue;
+    // The mode's whitening w = U (b - at), U'U the curvature: its Cholesky factor for a block, the
+    // square roots of the diagonal by element. w ~ N(0, I) or, independently per coordinate, t_2.
+    Eigen::MatrixXd U;
+    Eigen::ArrayXd root;
+    if (whole_block_) {
+      const Eigen::LLT<Eigen::MatrixXd> llt(mode.curvature);
+      if (llt.info() != Eigen::Success) continue;
+      U = llt.matrixU();
+    } else {
+      root = mode.curvature.col(0).array().sqrt();
+    }
+    for (long k = 0; k < K; ++k) {
+      const Eigen::Index c = Eigen::Index(s) * K + k;
+      if (k % 2 == 1) {  // k = 1, 5, 9, ...: the Gaussian; k = 3, 7, ...: the t_2
+        const Eigen::VectorXd w = k % 4 == 1 ? Eigen::VectorXd(eps.col(c)) : Eigen::VectorXd(eps.col(c).unaryExpr(&t2_from_normal));
+        z_local.col(c) = whole_block_ ? Eigen::VectorXd(mode.at + U.triangularView<Eigen::Upper>().solve(w))
+                                      : Eigen::VectorXd(mode.at.array() + w.array() / root);
+      }
+      const Eigen::VectorXd d = z_local.col(c) - mode.at;
+      if (whole_block_) {
+        const Eigen::VectorXd w = U.triangularView<Eigen::Upper>() * d;
+        const double log_det = U.diagonal().array().log().sum();
+        log_laplace(0, c) = log_mean(log_det - 0.5 * w.squaredNorm() - 0.5 * double(m) * kLog2Pi,
+                                     log_det + w.unaryExpr(&t2_log_density).sum());
+      } else {
+        const Eigen::ArrayXd w = root * d.array();
+        for (Eigen::Index i = 0; i < m; ++i)
+          log_laplace(i, c) = std::log(root[i]) + log_mean(-0.5 * w[i] * w[i] - 0.5 * kLog2Pi, t2_log_density(w[i]));
+      }
+    }
+  }
+  // log q at every draw.
+  Eigen::MatrixXd log_q(rows, z_local.cols());
+  if (whole_block_) {
+    log_q.row(0) = q_.log_density(z_local, u_each).transpose();
+  } else {
+    const Eigen::MatrixXd q_means = q_.sample(u_each, Eigen::MatrixXd::Zero(m, u_each.cols()));
+    const Eigen::ArrayXXd r = (z_local - q_means).array().colwise() / q_.sd().array();
+    log_q = (-0.5 * r.square() - 0.5 * kLog2Pi).matrix();
+    log_q.colwise() -= q_.log_sd();
+  }
+  // log (q/2 + Laplace/2), or log q where there is no Laplace half.
+  Eigen::MatrixXd log_mix(rows, z_local.cols());
+  for (Eigen::Index c = 0; c < log_q.cols(); ++c)
+    for (Eigen::Index i = 0; i < rows; ++i)
+      log_mix(i, c) = log_laplace(i, c) == -INFINITY ? log_q(i, c) : log_mean(log_q(i, c), log_laplace(i, c));
+  return log_mix;
+}
+
 SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGaussian<double>& global,
                                                      const Eigen::VectorXd& hyper, const Eigen::MatrixXd& u,
-                                                     const Eigen::MatrixXd& eps_local, bool with_gradient) {
+                                                     const Eigen::MatrixXd& eps_local, bool with_gradient,
+                                                     const std::vector<LocalMode>* modes) {
   const long S = u.cols(), K = S > 0 ? eps_local.cols() / S : options_.local_samples;
   if (!elements_ && !whole_block_) throw ModelError("importance weights need local_samples > 1");
   if (eps_local.cols() != S * K)
@@ -971,6 +1089,7 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
   for (long s = 0; s < S; ++s) d.u_each.middleCols(s * K, K) = u.col(s).replicate(1, K);
   const Eigen::MatrixXd z_global = d.u_each.colwise() + global.mean();
   d.z_local = q_.sample(d.u_each, eps_local);
+  const Eigen::MatrixXd log_mix = modes ? mix_in_laplace(*modes, d.u_each, eps_local, K, d.z_local) : Eigen::MatrixXd();
   if (maps_locals()) d.z_written = written_locals(z_global, d.z_local);
   const Eigen::MatrixXd theta = hyper;
   if (whole_block_) {
@@ -978,7 +1097,8 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
     const Eigen::MatrixXd theta_each = with_gradient ? Eigen::MatrixXd(hyper.replicate(1, S * K)) : theta;
     GroupValues values{&z_global, &d.z_local, &theta_each};
     d.joint = joint_.evaluate(values, S * K, global_dim_, local_dim_, hyper_dim_, 0, -1, 1, 1, with_gradient);
-    const Eigen::VectorXd log_w = d.joint.per_draw - q_.log_density(d.z_local, d.u_each);
+    const Eigen::VectorXd log_w =
+        d.joint.per_draw - (modes ? Eigen::VectorXd(log_mix.row(0).transpose()) : q_.log_density(d.z_local, d.u_each));
     d.log_w = log_w.transpose();
     d.shared = Eigen::VectorXd::Zero(S * K);
     d.weights.resize(1, S * K);
@@ -997,8 +1117,12 @@ SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGauss
   d.shared = joint.shared;
   // log w_ik = log p(y_i, b_ik | Z_G) - log N(eps_ik) + log sigma_i
   Eigen::MatrixXd log_w = joint.per_element;
-  log_w.array() += 0.5 * eps_local.array().square() + 0.5 * kLog2Pi;
-  log_w.colwise() += q_.log_sd();
+  if (modes) {
+    log_w -= log_mix;
+  } else {
+    log_w.array() += 0.5 * eps_local.array().square() + 0.5 * kLog2Pi;
+    log_w.colwise() += q_.log_sd();
+  }
   d.log_w = log_w;
   d.weights.resize(local_dim_, S * K);
   for (long s = 0; s < S; ++s) {
@@ -1093,12 +1217,15 @@ Eigen::MatrixXd SfviSilo::written_locals(const Eigen::MatrixXd& z_global, const 
 
 SfviSilo::LocalPosterior SfviSilo::importance_posterior(const StructuredGlobalGaussian<double>& global,
                                                          const Eigen::VectorXd& hyper, const Eigen::MatrixXd& eps_global,
-                                                         const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms) {
+                                                         const Eigen::MatrixXd& eps_local, const Eigen::MatrixXd& uniforms,
+                                                         bool follow_modes) {
   const long S = eps_global.cols(), K = S > 0 ? eps_local.cols() / S : options_.local_samples;
   if (K < 1 || eps_local.cols() != S * K)
     throw std::invalid_argument("SfviSilo::importance_posterior: " + std::to_string(eps_local.cols()) +
                                 " local draws for " + std::to_string(S) + " draws of Z_G");
-  const ImportanceDraws d = importance_draws(global, hyper, global.offset(eps_global), eps_local);
+  const Eigen::MatrixXd u = global.offset(eps_global);
+  const std::vector<LocalMode> modes = follow_modes ? local_modes(global, u) : std::vector<LocalMode>();
+  const ImportanceDraws d = importance_draws(global, hyper, u, eps_local, false, follow_modes ? &modes : nullptr);
   LocalPosterior out;
   out.weighted_sum = Eigen::VectorXd::Zero(local_dim_);
   out.weighted_square = Eigen::VectorXd::Zero(local_dim_);

@@ -54,19 +54,67 @@ void largest_sd_change(const ServerDraws& from, const ServerDraws& to, double& c
   }
 }
 
-// Whether a check's estimate of the posterior's moments agrees with the Gaussian of `mean` and
-// `sd` it was made against, on the unconstrained scale where the correction matches them: every
-// mean within kSettledMean of that sd and every sd within kSettledSd, or within three Monte Carlo
-// standard errors at the check's ESS where those are wider (1 / sqrt(ESS) of an sd for a mean,
-// 1 / sqrt(2 ESS) relative for an sd), so that noise alone does not prolong a correction.
-// (On the declared scale a Gaussian with a skewed log-scale's right mean and sd has the wrong sd
-// there: the check's own line, which reads that scale, says so.)
-bool agrees(const Eigen::VectorXd& mean, const Eigen::VectorXd& sd, const TailCheck& check) {
+// The Gaussian a pass is built around: the check's moments on the unconstrained scale, except at a
+// coordinate on a log scale (a lower or an upper bound alone), which takes the mean and variance
+// whose log-normal has the check's mean and sd on the declared scale. Where the posterior of the
+// log is skewed (a scale from few groups: its left tail long), a Gaussian with the log's own
+// moments has too long a right tail on the declared scale (eight schools' tau: its sd 47% wide;
+// three clinics' tau, 27%), and the declared scale is the one read. Correlations stay the check's.
+struct Target {
+  Moments gaussian;
+  std::vector<bool> log_scale;                 // per varying row: matched on the declared scale
+  Eigen::VectorXd declared_mean, declared_sd;  // per varying row: the check's there
+};
+
+Target next_target(const TailCheck& check, const std::vector<VariableLayout>& layout) {
+  Target t;
+  t.gaussian = check.posterior;
+  const Eigen::Index k = Eigen::Index(t.gaussian.varying.size());
+  t.log_scale.assign(size_t(k), false);
+  t.declared_mean = t.declared_sd = Eigen::VectorXd::Zero(k);
+  Eigen::VectorXd scale = Eigen::VectorXd::Ones(k);
+  for (Eigen::Index i = 0; i < k; ++i) {
+    const Eigen::Index row = t.gaussian.varying[size_t(i)];
+    if (size_t(row) >= check.declared_mean.size()) continue;
+    t.declared_mean[i] = check.declared_mean[size_t(row)], t.declared_sd[i] = check.declared_sd[size_t(row)];
+    for (const VariableLayout& v : layout) {
+      if (row < v.offset || row >= v.offset + v.elements()) continue;
+      if (v.transform != FVI_LOWER && v.transform != FVI_UPPER) break;
+      // X = lower + Y or upper - Y, Y = exp(N(m, s2)): E Y = exp(m + s2 / 2) = M, sd Y = M sqrt(exp(s2) - 1).
+      const double M = v.transform == FVI_LOWER ? t.declared_mean[i] - v.lower : v.upper - t.declared_mean[i];
+      const double sd = t.declared_sd[i], variance = t.gaussian.covariance(i, i);
+      if (!(M > 0 && sd > 0 && std::isfinite(M) && std::isfinite(sd) && variance > 0)) break;
+      const double s2 = std::log1p(sd * sd / (M * M));
+      t.gaussian.mean[i] = std::log(M) - s2 / 2;
+      scale[i] = std::sqrt(s2 / variance);
+      t.log_scale[size_t(i)] = true;
+      break;
+    }
+  }
+  t.gaussian.covariance = scale.asDiagonal() * t.gaussian.covariance * scale.asDiagonal();
+  return t;
+}
+
+// Whether a check's estimate of the posterior's moments agrees with the target it was made
+// against, on the scale the target matched (the declared one at a log scale's coordinate, else
+// the unconstrained): every mean within kSettledMean of that sd and every sd within kSettledSd,
+// or within three Monte Carlo standard errors at the check's ESS where those are wider
+// (1 / sqrt(ESS) of an sd for a mean, 1 / sqrt(2 ESS) relative for an sd), so that noise alone
+// does not prolong a correction.
+bool agrees(const Target& t, const TailCheck& check) {
   const double mean_limit = std::max(kSettledMean, 3 / std::sqrt(check.ess));
   const double sd_limit = std::max(kSettledSd, 3 / std::sqrt(2 * check.ess));
-  for (Eigen::Index i = 0; i < mean.size(); ++i) {
-    if (std::abs(check.posterior.mean[i] - mean[i]) > mean_limit * sd[i]) return false;
-    if (std::abs(std::sqrt(check.posterior.covariance(i, i)) / sd[i] - 1) > sd_limit) return false;
+  for (Eigen::Index i = 0; i < t.gaussian.mean.size(); ++i) {
+    const size_t row = size_t(t.gaussian.varying[size_t(i)]);
+    double mean = t.gaussian.mean[i], sd = std::sqrt(t.gaussian.covariance(i, i));
+    double found_mean = check.posterior.mean[i], found_sd = std::sqrt(check.posterior.covariance(i, i));
+    if (t.log_scale[size_t(i)]) {
+      if (row >= check.declared_mean.size()) return false;
+      mean = t.declared_mean[i], sd = t.declared_sd[i];
+      found_mean = check.declared_mean[row], found_sd = check.declared_sd[row];
+    }
+    if (std::abs(found_mean - mean) > mean_limit * sd) return false;
+    if (std::abs(found_sd / sd - 1) > sd_limit) return false;
   }
   return true;
 }
@@ -94,26 +142,25 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
   if (out.check.moments_hold && out.check.warning.empty()) return out;
   const TailCheck first = out.check;
   const Eigen::Index S = d.unconstrained.cols();
-  // Each pass checks the Gaussian it was built around. A Gaussian with the posterior's moments on
-  // the unconstrained scale can miss them on the declared one (a log-scale skewed toward 0, as
-  // eight schools' tau: the sd of tau 47% wide), so the run keeps, of q and the Gaussians checked,
-  // the one its check finds closest to the posterior on the declared scale.
-  Moments current = out.check.posterior;
+  // Each pass checks the Gaussian it was built around, and the run keeps, of q and the Gaussians
+  // checked, the one its check finds closest to the posterior on the declared scale.
+  Target current = next_target(out.check, d.layout);
   std::optional<Moments> best;
   std::optional<ServerDraws> best_draws;  // the draws its check was made at
   double best_distance = declared_distance(out.check);
   for (int pass = 1; pass <= kMaxMomentPasses; ++pass) {
-    ServerDraws around = gaussian_draws(d, current, S, seed + uint64_t(pass));
-    TailCheck next = tail_check(around, coordinator, seed + uint64_t(pass), &current);
+    if (!positive_definite(current.gaussian.covariance)) break;
+    ServerDraws around = gaussian_draws(d, current.gaussian, S, seed + uint64_t(pass));
+    TailCheck next = tail_check(around, coordinator, seed + uint64_t(pass), &current.gaussian);
     out.passes = pass;
     if (!next.reliable) break;
-    const bool settled = agrees(current.mean, Eigen::VectorXd(current.covariance.diagonal().cwiseSqrt()), next);
+    const bool settled = agrees(current, next);
     if (declared_distance(next) < best_distance) {
-      best = current, best_draws = std::move(around), best_distance = declared_distance(next);
+      best = current.gaussian, best_draws = std::move(around), best_distance = declared_distance(next);
       out.check = next, out.settled = settled;
     }
     if (settled || !positive_definite(next.posterior.covariance)) break;
-    current = next.posterior;
+    current = next_target(next, d.layout);
   }
   if (!best) return out;
   // What the correction changes, worked out before the coordinator adopts it: nothing after
@@ -122,8 +169,8 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
   char text[768];
   std::snprintf(text, sizeof text,
                 "moments corrected: q (the ELBO's optimum) is replaced by the Gaussian of the posterior's mean and "
-                "covariance on the unconstrained scale, as importance sampling from a heavier-tailed proposal "
-                "estimates them (%d pass%s after the first: of q and the Gaussians checked, the one closest to the "
+                "covariance on the unconstrained scale (a scale's mean and sd matched on its declared scale), as "
+                "importance sampling from a heavier-tailed proposal estimates them (%d pass%s after the first: of q and the Gaussians checked, the one closest to the "
                 "posterior on the declared scale%s); sds change at most %+.0f%% (%s) against the ELBO's q; "
                 "correct_moments = off keeps it",
                 out.passes, out.passes == 1 ? "" : "es",

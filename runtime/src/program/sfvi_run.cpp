@@ -360,7 +360,7 @@ void write_local_posterior(const std::string& dir, const fvi_model& model, const
       z_global.middleCols(first, n) = u.colwise() + global.mean();
       const Eigen::MatrixXd eps_local = rng.normal(q.dim(), n * K);
       const Eigen::MatrixXd uniforms = rng.uniform(q.dim(), n);
-      const SfviSilo::LocalPosterior p = silo.importance_posterior(global, hyper, eps_global, eps_local, uniforms);
+      const SfviSilo::LocalPosterior p = silo.importance_posterior(global, hyper, eps_global, eps_local, uniforms, true);
       sum += p.weighted_sum;
       square += p.weighted_square;
       linear += t * u.rowwise().sum();

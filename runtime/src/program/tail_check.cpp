@@ -28,6 +28,12 @@ Eigen::VectorXd log_mixture(const Eigen::MatrixXd& z, const Eigen::VectorXd& m, 
   return out;
 }
 
+std::string format_khat(double khat) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", khat);
+  return text;
+}
+
 }  // namespace
 
 // log(1/2 N(z; m, L L') + 1/2 t_nu(z; m, L L')), d2 = |L^-1 (z - m)|^2.
@@ -135,32 +141,15 @@ TailCheck tail_verdict(const TailFigures& f) {
   return out;
 }
 
-TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t seed, const Moments* around) {
+namespace {
+
+// One check with the proposal g around m with covariance `cov` (see tail_check), its draws from
+// counter `attempt` of the check's stream.
+TailCheck check_with(const ServerDraws& d, Coordinator& coordinator, uint64_t seed, uint32_t attempt,
+                     const std::vector<Eigen::Index>& varying, const Eigen::VectorXd& m, const Eigen::MatrixXd& cov) {
   TailCheck out;
-  if (!coordinator.closing_takes_draws()) {
-    if (!around) coordinator.check_tails(d, seed, out);
-    return out;
-  }
   const Eigen::MatrixXd& u = d.unconstrained;
-  const Eigen::Index S = u.cols();
-  // The parameters q varies (SFVI's hyperparameters are point estimates, constant rows).
-  std::vector<Eigen::Index> varying;
-  for (Eigen::Index i = 0; i < u.rows(); ++i)
-    if (u.row(i).maxCoeff() > u.row(i).minCoeff()) varying.push_back(i);
-  const Eigen::Index k = Eigen::Index(varying.size());
-  if (k == 0 || k > kTailCheckMaxParameters || S < 20 * k) return out;
-  if (around && around->varying != varying) return out;
-  Eigen::VectorXd m;
-  Eigen::MatrixXd cov;
-  if (around) {
-    m = around->mean, cov = around->covariance;
-  } else {
-    Eigen::MatrixXd v(k, S);
-    for (Eigen::Index i = 0; i < k; ++i) v.row(i) = u.row(varying[size_t(i)]);
-    m = v.rowwise().mean();
-    const Eigen::MatrixXd centred = v.colwise() - m;
-    cov = centred * centred.transpose() / double(S - 1);
-  }
+  const Eigen::Index S = u.cols(), k = m.size();
   const Eigen::LLT<Eigen::MatrixXd> llt(cov);
   if (llt.info() != Eigen::Success) return out;
   const Eigen::MatrixXd L = llt.matrixL();
@@ -168,7 +157,7 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   // kTailCheckMinDraws of them: the tail q misses holds a few percent of g's draws, and a
   // thousand find too few there to weigh it (docs/user-guide.md, "The tail check").
   const Eigen::Index G = std::max<Eigen::Index>(S, kTailCheckMinDraws);
-  CounterRng rng(RngKey{seed, 0, 0, rng_stream::kUserStream + 30});
+  CounterRng rng(RngKey{seed, 0, attempt, rng_stream::kUserStream + 30});
   const Eigen::MatrixXd eps = rng.normal(k, G), chi = rng.normal(Eigen::Index(kNu), G);
   Eigen::MatrixXd z = (L * eps).colwise() + m;
   for (Eigen::Index s = 1; s < G; s += 2) {
@@ -197,13 +186,14 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   // The posterior's moments from g against q's own (not its draws': declared_moments.h), over the
   // written parameters.
   const DeclaredMoments q_moments = declared_moments(d);
-  add_tail_figures(d.layout, d.constrained, q_moments.mean, q_moments.sd,
-                   diagnostics::weighted_means(g.constrained, smoothed.log_weights),
-                   diagnostics::weighted_sds(g.constrained, smoothed.log_weights), f);
+  std::vector<double> declared_mean = diagnostics::weighted_means(g.constrained, smoothed.log_weights),
+                      declared_sd = diagnostics::weighted_sds(g.constrained, smoothed.log_weights);
+  add_tail_figures(d.layout, d.constrained, q_moments.mean, q_moments.sd, declared_mean, declared_sd, f);
   for (double lw : smoothed.log_weights) f.ess += std::exp(2 * lw);
   f.ess = f.ess > 0 ? 1 / f.ess : 0;
   out = tail_verdict(f);
   if (out.line.empty()) return out;
+  out.declared_mean = std::move(declared_mean), out.declared_sd = std::move(declared_sd);
   // The posterior's mean and covariance on the unconstrained scale, over the varying rows.
   Eigen::VectorXd w(G);
   for (Eigen::Index s = 0; s < G; ++s) w[s] = std::exp(smoothed.log_weights[size_t(s)]);
@@ -213,6 +203,45 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   const Eigen::MatrixXd zc = z.colwise() - out.posterior.mean;
   out.posterior.covariance = zc * w.asDiagonal() * zc.transpose();
   return out;
+}
+
+}  // namespace
+
+TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t seed, const Moments* around) {
+  TailCheck out;
+  if (!coordinator.closing_takes_draws()) {
+    if (!around) coordinator.check_tails(d, seed, out);
+    return out;
+  }
+  const Eigen::MatrixXd& u = d.unconstrained;
+  const Eigen::Index S = u.cols();
+  // The parameters q varies (SFVI's hyperparameters are point estimates, constant rows).
+  std::vector<Eigen::Index> varying;
+  for (Eigen::Index i = 0; i < u.rows(); ++i)
+    if (u.row(i).maxCoeff() > u.row(i).minCoeff()) varying.push_back(i);
+  const Eigen::Index k = Eigen::Index(varying.size());
+  if (k == 0 || k > kTailCheckMaxParameters || S < 20 * k) return out;
+  if (around && around->varying != varying) return out;
+  Eigen::VectorXd m;
+  Eigen::MatrixXd cov;
+  if (around) {
+    m = around->mean, cov = around->covariance;
+  } else {
+    Eigen::MatrixXd v(k, S);
+    for (Eigen::Index i = 0; i < k; ++i) v.row(i) = u.row(varying[size_t(i)]);
+    m = v.rowwise().mean();
+    const Eigen::MatrixXd centred = v.colwise() - m;
+    cov = centred * centred.transpose() / double(S - 1);
+  }
+  out = check_with(d, coordinator, seed, 0, varying, m, cov);
+  if (out.khat <= 0.7 || !std::isfinite(out.khat)) return out;
+  // Posterior mass beyond even the t's reach around q (a scale from three groups, q's sd of its
+  // log 0.6 of the posterior's): once more with g twice as wide. Its verdict stands where its own
+  // sampling holds; else the first's.
+  TailCheck wide = check_with(d, coordinator, seed, 1, varying, m, 4 * cov);
+  if (!(wide.khat <= 0.7)) return out;
+  if (!wide.line.empty()) wide.line += " (its proposal twice q's width: around q itself, k-hat " + format_khat(out.khat) + ")";
+  return wide;
 }
 
 }  // namespace fvi::program

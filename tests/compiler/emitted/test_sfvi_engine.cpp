@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "abi_data.h"
@@ -27,6 +28,7 @@ extern "C" const fvi_model* fvi_model_linreg_conjugate(void);
 extern "C" const fvi_model* fvi_model_glmm_sixcities(void);
 extern "C" const fvi_model* fvi_model_scaled_intercepts(void);
 extern "C" const fvi_model* fvi_model_eb_normal_means(void);
+extern "C" const fvi_model* fvi_model_hier_intercepts(void);
 
 // Named: compiled in one unit with other test files (CMakeLists.txt), whose helpers share names.
 namespace sfvi_engine_test {
@@ -587,6 +589,167 @@ TEST_CASE("SFVI, local_samples = K with the locals read as a whole: the bound we
   INFO("hyperparameter: engine " << d_hyper[0] << ", finite differences " << fd);
   REQUIRE(std::abs(d_hyper[0]) > 1e-3);
   CHECK(close(d_hyper[0], fd, 1e-6));
+}
+
+namespace {
+
+// One local's integral log p(y, . | Z_G) by quadrature (trapezoid on a fine grid), and how far the
+// silo's estimate of it may scatter: the estimate is (1/K) sum_k r_k over K/2 draws of q(b | Z_G),
+// K/4 of the Laplace Gaussian at the mode and K/4 of a t_2 there with the same scale, r = p / mix,
+// mix = q/2 + Gaussian/4 + t_2/4; unbiased with variance (2 Var_q r + Var_Gaussian r + Var_t r) /
+// (4K); here relative to p(y)^2, the Laplace proposals the grid's own (its mode and second
+// difference there). `log_q_only`: the log of the relative variance of K
+// draws of q alone, (E_q (p / q)^2 - 1) / K. Every integrand in logs: q underflows far from b.
+struct LocalIntegral {
+  double log_p = 0, relative_variance = 0, log_q_only = 0;
+};
+
+LocalIntegral integrate_local(const std::function<double(double)>& log_joint, double q_mean, double q_sd, double lo,
+                              double hi, long K) {
+  const int n = 40001;
+  const double h = (hi - lo) / (n - 1);
+  std::vector<double> b(n), f(n);
+  int top = 0;
+  for (int i = 0; i < n; ++i) {
+    b[size_t(i)] = lo + h * i, f[size_t(i)] = log_joint(b[size_t(i)]);
+    if (f[size_t(i)] > f[size_t(top)]) top = i;
+  }
+  REQUIRE(top > 0);
+  REQUIRE(top < n - 1);  // the grid holds the mode
+  // log of the trapezoid sum of exp(g(b_i)) h
+  auto log_integral = [&](const std::function<double(int)>& g) {
+    double m = -INFINITY;
+    for (int i = 0; i < n; ++i) m = std::max(m, g(i));
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += (i == 0 || i == n - 1 ? 0.5 : 1) * std::exp(g(i) - m);
+    return m + std::log(sum * h);
+  };
+  LocalIntegral out;
+  out.log_p = log_integral([&](int i) { return f[size_t(i)]; });
+  const double step = 1e-4, at = b[size_t(top)];
+  const double curvature = -(log_joint(at + step) - 2 * log_joint(at) + log_joint(at - step)) / (step * step);
+  REQUIRE(curvature > 0);
+  auto log_gauss = [](double x, double m, double sd) { return -0.5 * std::pow((x - m) / sd, 2) - std::log(sd) - kHalfLog2Pi; };
+  std::vector<double> log_cond(n), log_q(n), log_gaussian(n), log_t(n), log_mix(n);
+  for (int i = 0; i < n; ++i) {
+    log_cond[size_t(i)] = f[size_t(i)] - out.log_p;  // p(b | y, Z_G)
+    log_q[size_t(i)] = log_gauss(b[size_t(i)], q_mean, q_sd);
+    log_gaussian[size_t(i)] = log_gauss(b[size_t(i)], at, 1 / std::sqrt(curvature));
+    const double w = std::sqrt(curvature) * (b[size_t(i)] - at);  // t_2: Gamma(3/2) / (sqrt(2 pi) Gamma(1)) = 1 / (2 sqrt 2)
+    log_t[size_t(i)] = 0.5 * std::log(curvature) - 1.5 * std::log1p(0.5 * w * w) - std::log(2 * std::sqrt(2.0));
+    const double top_part = std::max({log_q[size_t(i)], log_gaussian[size_t(i)], log_t[size_t(i)]});
+    log_mix[size_t(i)] = top_part + std::log(0.5 * std::exp(log_q[size_t(i)] - top_part) +
+                                             0.25 * std::exp(log_gaussian[size_t(i)] - top_part) +
+                                             0.25 * std::exp(log_t[size_t(i)] - top_part));
+  }
+  // E_g r and E_g r^2 for g = q, Laplace: integrals of g r and g r^2, r = cond / mix.
+  auto moment = [&](const std::vector<double>& log_g, int power) {
+    return std::exp(log_integral(
+        [&](int i) { return log_g[size_t(i)] + power * (log_cond[size_t(i)] - log_mix[size_t(i)]); }));
+  };
+  auto variance = [&](const std::vector<double>& log_g) { return moment(log_g, 2) - std::pow(moment(log_g, 1), 2); };
+  out.relative_variance = (2 * variance(log_q) + variance(log_gaussian) + variance(log_t)) / (4.0 * double(K));
+  out.log_q_only = log_integral([&](int i) { return 2 * log_cond[size_t(i)] - log_q[size_t(i)]; }) - std::log(double(K));
+  return out;
+}
+
+double log1p_exp_plain(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+
+}  // namespace
+
+TEST_CASE("SFVI's log joint holds log p(y_j | Z_G) where q(Z_L | Z_G) misses the locals' posterior: half its draws "
+          "follow their conditional mode (a whole block, and element by element), against quadrature",
+          "[sfvi][tail]") {
+  std::mt19937_64 rng(21);
+  std::normal_distribution<double> normal;
+  // The whole block: hier_intercepts' alpha ~ normal(mu, tau), y ~ normal(alpha + x beta, sigma),
+  // at a q(alpha) 8 units from the data and 0.05 wide, at a tau that pins alpha and one that frees it.
+  {
+    const int D = 2, N = 12, n = D + 3;
+    Eigen::MatrixXd x(N, D), y(N, 1);
+    for (int i = 0; i < N; ++i) {
+      for (int d = 0; d < D; ++d) x(i, d) = normal(rng);
+      y(i, 0) = 2 + 0.5 * x(i, 0) + normal(rng);
+    }
+    Data data;
+    data.add("D", scalar(D));
+    data.add("N", scalar(N));
+    data.add("x", x);
+    data.add("y", y);
+    SfviOptions options;
+    options.local_samples = 16;
+    SfviSilo silo(*fvi_model_hier_intercepts(), data.abi(), 1, options, false);
+    REQUIRE(silo.whole_block());
+    const long K = silo.log_joint_samples();
+    const double q_mean = -8, q_sd = 0.05;
+    silo.set_local_params(Eigen::Vector2d(q_mean, std::log(q_sd)));
+    const Global global = Global::from_params(Eigen::VectorXd::Zero(2 * n), n, false);
+    Eigen::MatrixXd z(n, 2);  // mu, beta[2], log tau, log sigma
+    z.col(0) << 1.5, 0.4, -0.2, -3.0, 0.0;
+    z.col(1) << 0.5, 0.6, 0.1, 1.5, -0.3;
+    const SfviSilo::LogJoint lj =
+        silo.log_joint(global, Eigen::VectorXd(), z, standard_normal(1, 2 * K, rng), Eigen::MatrixXd::Constant(1, 2, 0.5));
+    for (int s = 0; s < 2; ++s) {
+      const double mu = z(0, s), tau = std::exp(z(3, s)), sigma = std::exp(z(4, s));
+      const Eigen::VectorXd xb = x * z.col(s).segment(1, D);
+      const LocalIntegral exact = integrate_local(
+          [&](double a) {
+            double lp = normal_lpdf(Dual(a), mu, tau).v;
+            for (int i = 0; i < N; ++i) lp += normal_lpdf(Dual(y(i, 0)), a + xb[i], sigma).v;
+            return lp;
+          },
+          q_mean, q_sd, -40, 40, K);
+      const double tolerance = 4 * std::sqrt(exact.relative_variance) + exact.relative_variance;
+      INFO("draw " << s << ": estimate " << lj.log_p[s] << ", quadrature " << exact.log_p << ", tolerance " << tolerance
+                   << ", q alone's log relative variance " << exact.log_q_only);
+      CHECK(exact.log_q_only > std::log(1e6));  // q alone could not have found it
+      CHECK(std::abs(lj.log_p[s] - exact.log_p) <= tolerance);
+    }
+  }
+  // Element by element: glmm_sixcities' children, b_c ~ normal(0, exp(-omega)), their rows
+  // bernoulli_logit; q(b_c) at 6, 0.1 wide.
+  {
+    const int C = 6, n = 5;
+    GlmmSilo g = glmm_silo(C, rng);
+    SfviOptions options;
+    options.local_samples = 64;
+    SfviSilo silo(*fvi_model_glmm_sixcities(), g.data.abi(), 1, options, false);
+    REQUIRE_FALSE(silo.whole_block());
+    const long K = silo.log_joint_samples();
+    const double q_mean = 6, q_sd = 0.1;
+    Eigen::VectorXd local(2 * C);
+    local << Eigen::VectorXd::Constant(C, q_mean), Eigen::VectorXd::Constant(C, std::log(q_sd));
+    silo.set_local_params(local);
+    const Global global = Global::from_params(Eigen::VectorXd::Zero(2 * n), n, false);
+    Eigen::MatrixXd z(n, 2);  // beta[4], omega
+    z.col(0) << -2.0, 0.5, -0.2, 0.1, -1.0;
+    z.col(1) << -1.0, 0.3, 0.2, -0.1, 1.0;
+    const SfviSilo::LogJoint lj = silo.log_joint(global, Eigen::VectorXd(), z, standard_normal(C, 2 * K, rng),
+                                                 Eigen::MatrixXd::Constant(C, 2, 0.5));
+    for (int s = 0; s < 2; ++s) {
+      double log_p = 0, variance = 0, log_q_only = -INFINITY;
+      for (int c = 1; c <= C; ++c) {
+        const LocalIntegral child = integrate_local(
+            [&](double b) {
+              double lp = normal_lpdf(Dual(b), 0, std::exp(-z(4, s))).v;
+              for (Eigen::Index r = 0; r < g.wheeze.size(); ++r) {
+                if (g.child[size_t(r)] != c) continue;
+                const double eta = z(0, s) + z(1, s) * g.smoke[r] + z(2, s) * g.age[r] +
+                                   z(3, s) * g.smoke[r] * g.age[r] + b;
+                lp += g.wheeze[r] * eta - log1p_exp_plain(eta);
+              }
+              return lp;
+            },
+            q_mean, q_sd, -40, 40, K);
+        log_p += child.log_p, variance += child.relative_variance, log_q_only = std::max(log_q_only, child.log_q_only);
+      }
+      const double tolerance = 4 * std::sqrt(variance) + variance;
+      INFO("draw " << s << ": estimate " << lj.log_p[s] << ", quadrature " << log_p << ", tolerance " << tolerance
+                   << ", q alone's largest log relative variance " << log_q_only);
+      CHECK(log_q_only > std::log(1e6));
+      CHECK(std::abs(lj.log_p[s] - log_p) <= tolerance);
+    }
+  }
 }
 
 TEST_CASE("SFVI-Avg: a diagonal global block averages means and standard deviations (seed 002 Eqs. 14-15)",

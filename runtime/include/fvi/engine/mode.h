@@ -65,4 +65,8 @@ Mode find_mode(const LogDensityFn& log_p, const Eigen::VectorXd& start, long max
 Mode find_mode(const LogDensityBatchFn& log_p, const Eigen::VectorXd& start, long max_steps = 200,
                const std::vector<Eigen::Index>& bounded = {});
 
+// -Hessian of log p at z by central differences of its gradient (steps 1e-5 (1 + |z_i|)),
+// symmetrised: the 2n points in one batch.
+Eigen::MatrixXd central_curvature(const LogDensityBatchFn& log_p, const Eigen::VectorXd& z);
+
 }  // namespace fvi::engine

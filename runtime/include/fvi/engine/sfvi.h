@@ -299,9 +299,12 @@ class SfviSilo {
     Eigen::VectorXd weighted_sum, weighted_square;
     Eigen::MatrixXd draws;
   };
+  // With `follow_modes`, half the K draws follow the locals' conditional mode at each draw of Z_G
+  // (importance_draws' `modes`), as log_joint's do: where q(Z_G) is wider than the q(Z_L | Z_G) was
+  // fitted for (a moment-corrected q), its far draws find the locals there.
   LocalPosterior importance_posterior(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                       const Eigen::MatrixXd& eps_global, const Eigen::MatrixXd& eps_local,
-                                      const Eigen::MatrixXd& uniforms);
+                                      const Eigen::MatrixXd& uniforms, bool follow_modes = false);
   // K: as set, or (local_samples unset) 16 where every local element can be scored on its own or
   // the silo's local block has at most kWholeBlockLimit values (the importance-weighted bound),
   // else 1.
@@ -383,8 +386,15 @@ class SfviSilo {
     Eigen::VectorXd at, d_global;
     double log_p = NAN;
     double log_det = NAN;  // of -Hessian of the joint in Z_L at the mode
+    // -Hessian itself: m x m, or by element (local_mode_by_element) its diagonal, m x 1.
+    Eigen::MatrixXd curvature;
   };
   LocalMode local_mode_at(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start);
+  // -Hessian of log p(y_j, Z_L | Z_G) in Z_L at b by central differences: m x m, or by element
+  // its diagonal (m x 1). No hyperparameters (profile_applies()).
+  Eigen::MatrixXd local_curvature(const Eigen::VectorXd& z_global, const Eigen::VectorXd& b);
+  // log p(y_j, Z_L | Z_G) and its gradient in Z_L at the columns of a batch, Z_G fixed at z_global.
+  LogDensityBatchFn local_density(const Eigen::VectorXd& z_global);
   LocalMode local_mode_by_element(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start);
   // Rows [begin, begin + count) of the minibatch of `iteration`, and the likelihood's scale.
   void minibatch(uint32_t iteration, int64_t& begin, int64_t& count, double& scale) const;
@@ -407,10 +417,24 @@ class SfviSilo {
   // Per draw of Z_G and local element, one of the K draws, picked with probability its weight by
   // uniforms (local_dim x S).
   Eigen::MatrixXd resample(const ImportanceDraws& d, long K, const Eigen::MatrixXd& uniforms) const;
-  // u: offsets Z_G - mu_G of the draws of Z_G (n x S).
+  // u: offsets Z_G - mu_G of the draws of Z_G (n x S). With `modes` (one per draw of Z_G), the
+  // odd draws of each draw s whose mode was found come instead from a Laplace proposal in the
+  // mode's whitening w = U (Z_L - at), U'U its curvature: w ~ N(0, I) for half of them, for the
+  // other half each w_i ~ t_2 (tails heavier than the posterior's wherever its prior's Gaussian
+  // tail outlasts the curvature at the mode). The weights are p / (q/2 + Laplace/2) (the balance heuristic of multiple importance sampling, Veach
+  // and Guibas 1995: unbiased, and bounded by 2 p / Laplace where q(Z_L | Z_G) misses
+  // p(Z_L | Z_G, y_j)).
   ImportanceDraws importance_draws(const StructuredGlobalGaussian<double>& global, const Eigen::VectorXd& hyper,
                                    const Eigen::MatrixXd& u, const Eigen::MatrixXd& eps_local,
-                                   bool with_gradient = false);
+                                   bool with_gradient = false, const std::vector<LocalMode>* modes = nullptr);
+  // For importance_draws' `modes`: replaces the odd draws of z_local (K per draw of Z_G, u_each
+  // its offsets, eps the standard normals they were drawn from) and returns log (q/2 + Laplace/2)
+  // at every draw, laid out as ImportanceDraws::log_w.
+  Eigen::MatrixXd mix_in_laplace(const std::vector<LocalMode>& modes, const Eigen::MatrixXd& u_each,
+                                 const Eigen::MatrixXd& eps, long K, Eigen::MatrixXd& z_local) const;
+  // The locals' conditional mode and curvature at each draw of Z_G (offsets u), each search from
+  // q(Z_L | Z_G)'s mean there; found false where there is none or !profile_applies().
+  std::vector<LocalMode> local_modes(const StructuredGlobalGaussian<double>& global, const Eigen::MatrixXd& u);
   // Draw s's normalised weights as local_dim x K (the whole block's row repeated per element).
   Eigen::MatrixXd weights_of(const ImportanceDraws& d, long s, long K) const;
   // The importance-weighted version of gradient_at (local_samples = K > 1): eps_local has K

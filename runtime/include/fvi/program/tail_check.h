@@ -38,6 +38,9 @@ struct TailCheck {
   // posterior's moments on the unconstrained scale within Monte Carlo error.
   bool reliable = false;
   Moments posterior;
+  // Its estimate of the posterior's mean and sd on the declared scale, one per row of the draws'
+  // `constrained` (where moments were estimated).
+  std::vector<double> declared_mean, declared_sd;
 };
 
 // The check at g's draws, their log p (and each silo's log q of its locals) from `coordinator`'s
