@@ -1251,13 +1251,15 @@ std::string plan_text(const Plan& plan, const SemanticModel& model, const DataSi
                 : "")
         << (plan.method == Method::SFVI || plan.method == Method::SFVIAvg || pvi_engine(plan.method)
                 ? "; with at most 50 parameters in q, the same again at max(T, 4000) draws of a heavier-tailed proposal, "
-                  "the tail check; where it finds q's moments off, up to 4 times more around the moments it estimates, "
-                  "and q moved to them and sent to the silos again (correct_moments)"
+                  "the tail check (once more twice as wide where its own k-hat exceeds 0.7); where it finds q's moments "
+                  "off, up to 4 times more around the moments it estimates, and q moved to them and sent to the silos "
+                  "again (correct_moments)"
                 : plan.method == Method::VFLExact
                 ? "; with at most 50 parameters in q, the tail check at max(T, 4000) draws of a heavier-tailed "
-                  "proposal (at most 10^6 / rows): silo k sends eta_k, its split priors and its noise's squared norm at "
-                  "each, its log det and block size; the server sends back the importance weights, and silo k its "
-                  "block's largest move of a mean and change of an sd, and whose (10 numbers)"
+                  "proposal (at most 10^6 / rows; once more twice as wide where its own k-hat exceeds 0.7): silo k "
+                  "sends eta_k, its split priors and its noise's squared norm at each, its log det and block size; the "
+                  "server sends back the importance weights, and silo k its block's largest move of a mean and change "
+                  "of an sd, and whose (10 numbers)"
                 : "")
         << ")\n";
     for (const Message& m : plan.closing)

@@ -2303,44 +2303,63 @@ def vfl_funnel_data(folder):
     return x, y
 
 
-def vfl_funnel_reference(x, y, points=60, lo=-7.0, hi=1.5):
-    """VFL_FUNNEL_MODEL's posterior by quadrature: given (lambda_1, lambda_2) the model is
-    linear-Gaussian in theta = (b, beta), with prior precision D^-1 = diag(1/4, 1/lambda_1^2 x 3,
-    1/lambda_2^2 x 3) and P = D^-1 + A'A / sigma^2 (A = [1, x]), so
-        log p(y | lambda) = -y'y / (2 sigma^2) + r'P^-1 r / 2 - log|P| / 2 - log|D| / 2 + const,
-    r = A'y / sigma^2, and theta | lambda ~ N(P^-1 r, P^-1). A points x points grid over
-    u_k = log lambda_k (the density in u: the half-normal prior times lambda_k) weighs the
-    conditional Gaussians; lambda's moments from the same weights."""
+def vfl_funnel_conditionals(x, y):
+    """The linear-Gaussian part of VFL_FUNNEL_MODEL's data: given the prior variances D of
+    theta = (b, beta), P = D^-1 + A'A / sigma^2 (A = [1, x]) and r = A'y / sigma^2, theta | D ~
+    N(P^-1 r, P^-1) and log p(y | D) = r'P^-1 r / 2 - log|P| / 2 - log|D| / 2 + const. Returns a
+    function of D's diagonal giving (log p(y | D), the mean, the covariance)."""
     rows = [(1.0, *r) for r in x]
     d = len(rows[0])
     ata = [[sum(r[i] * r[j] for r in rows) / VFL_FUNNEL_SIGMA ** 2 for j in range(d)] for i in range(d)]
     rhs = [sum(r[i] * yi for r, yi in zip(rows, y)) / VFL_FUNNEL_SIGMA ** 2 for i in range(d)]
+
+    def given(prior_var):
+        prec = [[ata[i][j] + (1 / prior_var[i] if i == j else 0.0) for j in range(d)] for i in range(d)]
+        low = cholesky(prec)
+        mean = backward(low, forward(low, rhs))
+        log_ml = (0.5 * sum(m * r for m, r in zip(mean, rhs)) - sum(math.log(low[i][i]) for i in range(d))
+                  - 0.5 * sum(math.log(v) for v in prior_var))
+        return log_ml, mean, cholesky_inverse(low)
+    return given
+
+
+def mixture_reference(cells):
+    """The moments of a mixture of Gaussians over theta = (b, beta[1..6]) and of scales: cells of
+    (log weight, scales, mean, covariance). Returns the normalised weights and each name's (mean,
+    sd) for b and beta."""
+    top = max(c[0] for c in cells)
+    w = [math.exp(c[0] - top) for c in cells]
+    total = sum(w)
+    w = [wi / total for wi in w]
+    ref = {}
+    for i, name in enumerate(["b"] + [f"beta[{j + 1}]" for j in range(6)]):
+        m = sum(wi * c[2][i] for wi, c in zip(w, cells))
+        ref[name] = (m, math.sqrt(sum(wi * (c[3][i][i] + c[2][i] ** 2) for wi, c in zip(w, cells)) - m * m))
+    return w, ref
+
+
+def scale_moments(w, values):
+    m = sum(wi * v for wi, v in zip(w, values))
+    return m, math.sqrt(sum(wi * v * v for wi, v in zip(w, values)) - m * m)
+
+
+def vfl_funnel_reference(x, y, points=60, lo=-7.0, hi=1.5):
+    """VFL_FUNNEL_MODEL's posterior by quadrature: given (lambda_1, lambda_2) the model is
+    linear-Gaussian in theta (vfl_funnel_conditionals, prior variances (4, lambda_1^2 x 3,
+    lambda_2^2 x 3)). A points x points grid over u_k = log lambda_k (the density in u: the
+    half-normal prior times lambda_k) weighs the conditional Gaussians; lambda's moments from the
+    same weights."""
+    given = vfl_funnel_conditionals(x, y)
     grid = [lo + (hi - lo) * i / (points - 1) for i in range(points)]
     cells = []
     for u1 in grid:
         for u2 in grid:
             lam = (math.exp(u1), math.exp(u2))
-            prior_var = [4.0] + [lam[0] ** 2] * 3 + [lam[1] ** 2] * 3
-            prec = [[ata[i][j] + (1 / prior_var[i] if i == j else 0.0) for j in range(d)] for i in range(d)]
-            low = cholesky(prec)
-            mean = backward(low, forward(low, rhs))
-            log_ml = (0.5 * sum(m * r for m, r in zip(mean, rhs)) - sum(math.log(low[i][i]) for i in range(d))
-                      - 0.5 * sum(math.log(v) for v in prior_var))
-            log_w = log_ml - 0.5 * (lam[0] ** 2 + lam[1] ** 2) + u1 + u2
-            cells.append((log_w, lam, mean, cholesky_inverse(low)))
-    top = max(c[0] for c in cells)
-    w = [math.exp(c[0] - top) for c in cells]
-    total = sum(w)
-    w = [wi / total for wi in w]
-    names = ["b"] + [f"beta[{j + 1}]" for j in range(6)]
-    ref = {}
-    for i, name in enumerate(names):
-        m = sum(wi * c[2][i] for wi, c in zip(w, cells))
-        second = sum(wi * (c[3][i][i] + c[2][i] ** 2) for wi, c in zip(w, cells))
-        ref[name] = (m, math.sqrt(second - m * m))
+            log_ml, mean, cov = given([4.0] + [lam[0] ** 2] * 3 + [lam[1] ** 2] * 3)
+            cells.append((log_ml - 0.5 * (lam[0] ** 2 + lam[1] ** 2) + u1 + u2, lam, mean, cov))
+    w, ref = mixture_reference(cells)
     for k in range(2):
-        m = sum(wi * c[1][k] for wi, c in zip(w, cells))
-        ref[f"lambda[{k + 1}]"] = (m, math.sqrt(sum(wi * c[1][k] ** 2 for wi, c in zip(w, cells)) - m * m))
+        ref[f"lambda[{k + 1}]"] = scale_moments(w, [c[1][k] for c in cells])
     edge = sum(wi for wi, c in zip(w, cells) if min(c[1]) <= math.exp(lo + 1e-9) or max(c[1]) >= math.exp(hi - 1e-9))
     require(edge < 1e-3, f"the quadrature grid's edges hold {edge:.2g} of the posterior: widen it")
     return ref
@@ -2393,36 +2412,18 @@ VFL_SHARED_SCALE_MODEL = VFL_FUNNEL_MODEL.replace(
 
 def vfl_shared_scale_reference(x, y, points=500, lo=-7.0, hi=1.5):
     """VFL_SHARED_SCALE_MODEL's posterior by quadrature over u = log lambda: given lambda the model
-    is linear-Gaussian in theta = (b, beta) with prior variances (4, lambda^2 x 6), so
-    log p(y | lambda) = r'P^-1 r / 2 - log|P| / 2 - log|D| / 2 + const as in vfl_funnel_reference,
-    and theta | lambda ~ N(P^-1 r, P^-1); the grid weighs them by p(y | lambda) N+(lambda; 0, 1)
-    lambda."""
-    rows = [(1.0, *r) for r in x]
-    d = len(rows[0])
-    ata = [[sum(r[i] * r[j] for r in rows) / VFL_FUNNEL_SIGMA ** 2 for j in range(d)] for i in range(d)]
-    rhs = [sum(r[i] * yi for r, yi in zip(rows, y)) / VFL_FUNNEL_SIGMA ** 2 for i in range(d)]
+    is linear-Gaussian in theta (vfl_funnel_conditionals, prior variances (4, lambda^2 x 6)); the
+    grid weighs the conditionals by p(y | lambda) N+(lambda; 0, 1) lambda."""
+    given = vfl_funnel_conditionals(x, y)
     cells = []
     for i in range(points):
         u = lo + (hi - lo) * i / (points - 1)
         lam = math.exp(u)
-        prior_var = [4.0] + [lam ** 2] * 6
-        prec = [[ata[a][c] + (1 / prior_var[a] if a == c else 0.0) for c in range(d)] for a in range(d)]
-        low = cholesky(prec)
-        mean = backward(low, forward(low, rhs))
-        log_ml = (0.5 * sum(m * r for m, r in zip(mean, rhs)) - sum(math.log(low[a][a]) for a in range(d))
-                  - 0.5 * sum(math.log(v) for v in prior_var))
-        cells.append((log_ml - 0.5 * lam ** 2 + u, lam, mean, cholesky_inverse(low)))
-    top = max(c[0] for c in cells)
-    w = [math.exp(c[0] - top) for c in cells]
-    total = sum(w)
-    w = [wi / total for wi in w]
+        log_ml, mean, cov = given([4.0] + [lam ** 2] * 6)
+        cells.append((log_ml - 0.5 * lam ** 2 + u, lam, mean, cov))
+    w, ref = mixture_reference(cells)
     require(w[0] + w[-1] < 1e-4, f"the quadrature grid's ends hold {w[0] + w[-1]:.2g} of the posterior: widen it")
-    ref = {}
-    for i, name in enumerate(["b"] + [f"beta[{j + 1}]" for j in range(6)]):
-        m = sum(wi * c[2][i] for wi, c in zip(w, cells))
-        ref[name] = (m, math.sqrt(sum(wi * (c[3][i][i] + c[2][i] ** 2) for wi, c in zip(w, cells)) - m * m))
-    m = sum(wi * c[1] for wi, c in zip(w, cells))
-    ref["lambda"] = (m, math.sqrt(sum(wi * c[1] ** 2 for wi, c in zip(w, cells)) - m * m))
+    ref["lambda"] = scale_moments(w, [c[1] for c in cells])
     return ref
 
 

@@ -10,13 +10,18 @@ namespace fvi::engine {
 namespace {
 
 // log p and its gradient at every column of z: one call of f, its answer's shape checked.
-void evaluate(const LogDensityBatchFn& f, const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g, Mode& m) {
+void answer(const LogDensityBatchFn& f, const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g) {
   f(z, lp, g);
-  ++m.batches;
-  m.evaluations += z.cols();
   if (lp.size() != z.cols() || g.rows() != z.rows() || g.cols() != z.cols())
     throw std::logic_error("a log density's batch answered " + std::to_string(lp.size()) + " values for " +
                            std::to_string(z.cols()) + " points");
+}
+
+// answer(), counted in m.
+void evaluate(const LogDensityBatchFn& f, const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& g, Mode& m) {
+  answer(f, z, lp, g);
+  ++m.batches;
+  m.evaluations += z.cols();
 }
 
 Eigen::MatrixXd curvature_at(const LogDensityBatchFn& log_p, const Eigen::VectorXd& z, Mode& m) {
@@ -51,10 +56,7 @@ Eigen::MatrixXd central_curvature(const LogDensityBatchFn& log_p, const Eigen::V
   }
   Eigen::VectorXd lp;
   Eigen::MatrixXd g;
-  log_p(points, lp, g);
-  if (lp.size() != points.cols() || g.rows() != n || g.cols() != points.cols())
-    throw std::logic_error("a log density's batch answered " + std::to_string(lp.size()) + " values for " +
-                           std::to_string(points.cols()) + " points");
+  answer(log_p, points, lp, g);
   Eigen::MatrixXd h(n, n);
   for (Eigen::Index i = 0; i < n; ++i) h.col(i) = -(g.col(2 * i) - g.col(2 * i + 1)) / (2 * steps[i]);
   return 0.5 * (h + h.transpose());

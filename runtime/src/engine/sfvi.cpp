@@ -799,7 +799,6 @@ SfviSilo::LocalMode SfviSilo::local_mode_by_element(const Eigen::VectorXd& z_glo
   out.log_p = v.per_element.col(0).sum() + v.shared[0];
   out.d_global = elements_->backward(ones, shared1).d_global.col(0);
   out.log_det = curvature.array().log().sum();
-  out.curvature = curvature;
   out.found = std::isfinite(out.log_p) && out.d_global.allFinite() && std::isfinite(out.log_det);
   return out;
 }
@@ -817,9 +816,13 @@ Eigen::MatrixXd SfviSilo::local_curvature(const Eigen::VectorXd& z_global, const
   return central_curvature(local_density(z_global), b);
 }
 
+LogDensity::Value SfviSilo::joint_given_globals(const Eigen::VectorXd& z_global, const Eigen::MatrixXd& z_local) {
+  return joint_.evaluate_points(z_global.replicate(1, z_local.cols()), &z_local, Eigen::MatrixXd(0, 1), true);
+}
+
 LogDensityBatchFn SfviSilo::local_density(const Eigen::VectorXd& z_global) {
   return [this, z_global](const Eigen::MatrixXd& z, Eigen::VectorXd& lp, Eigen::MatrixXd& gradient) {
-    LogDensity::Value v = joint_.evaluate_points(z_global.replicate(1, z.cols()), &z, Eigen::MatrixXd(0, 1), true);
+    LogDensity::Value v = joint_given_globals(z_global, z);
     lp = std::move(v.per_draw);
     gradient = std::move(v.d_local);
   };
@@ -827,23 +830,18 @@ LogDensityBatchFn SfviSilo::local_density(const Eigen::VectorXd& z_global) {
 
 SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start) {
   if (elements_) return local_mode_by_element(z_global, start);
-  const Eigen::MatrixXd theta(0, 1);
-  auto evaluate = [&](const Eigen::MatrixXd& z_local) {
-    return joint_.evaluate_points(z_global.replicate(1, z_local.cols()), &z_local, theta, true);
-  };
-  const LogDensityBatchFn log_p = local_density(z_global);
-  const Mode mode = find_mode(log_p, start, 100);
+  const Mode mode = find_mode(local_density(z_global), start, 100);
   LocalMode out;
   if (!mode.found) return out;
   // find_mode stops within 1e-6 of a conditional sd, before its last Newton step: taking it makes
   // the error quadratic, so that the server's finite differences of the envelope gradient (steps
   // of 1e-5) see the profile's curvature and not the inner search's tolerance.
-  LogDensity::Value v = evaluate(mode.at);
+  LogDensity::Value v = joint_given_globals(z_global, mode.at);
   out.at = mode.at;
   const Eigen::LLT<Eigen::MatrixXd> llt(mode.curvature);
   if (llt.info() == Eigen::Success) {
     const Eigen::VectorXd polished = mode.at + llt.solve(v.d_local.col(0));
-    const LogDensity::Value w = evaluate(polished);
+    const LogDensity::Value w = joint_given_globals(z_global, polished);
     if (std::isfinite(w.per_draw[0]) && w.per_draw[0] >= v.per_draw[0]) {
       out.at = polished;
       v = w;
@@ -852,7 +850,6 @@ SfviSilo::LocalMode SfviSilo::local_mode_at(const Eigen::VectorXd& z_global, con
   out.log_p = v.per_draw[0];
   out.d_global = v.d_global.col(0);
   if (llt.info() == Eigen::Success) out.log_det = 2 * llt.matrixL().toDenseMatrix().diagonal().array().log().sum();
-  out.curvature = mode.curvature;
   out.found = std::isfinite(out.log_p) && out.d_global.allFinite() && std::isfinite(out.log_det);
   return out;
 }
@@ -985,18 +982,6 @@ SfviContribution SfviSilo::gradient_at(const StructuredGlobalGaussian<double>& g
   return out;
 }
 
-// The importance-weighted bound over each local element (Burda, Grosse & Salakhutdinov 2016,
-// "Importance weighted autoencoders", Eq. 8, applied to each element given Z_G): with L_j = I the
-// elements b_i are independent under q(Z_L | Z_G) and, given Z_G, under the model, so
-//     L_j = E_{q(Z_G)} sum_i E[ log (1/K) sum_k w_ik ],   w_ik = p(y_i, b_ik | Z_G) / q(b_ik | Z_G)
-// is a lower bound on sum_i log p(y_i | Z_G) that tightens as K grows (K = 1: seed 002's L_j).
-// Its reparameterisation gradient is sum_k wn_ik d log w_ik, wn the weights normalised over k;
-// log q(b_ik | Z_G) at b_ik = mu_i + C_i u + sigma_i eps_ik is log N(eps_ik) - log sigma_i, so
-// d log w_ik is d log p through the sample path plus 1 on log sigma_i (no score term: the
-// sticking-the-landing variant is biased for this bound).
-//
-// Where the locals are read as a whole (whole_block_), the same bound with the silo's whole block
-// as its one element: w_k = p(y_j, Z_Lk | Z_G) / q(Z_Lk | Z_G), one weight per draw of the block.
 namespace {
 
 // Student-t with 2 degrees of freedom: heavier tails than any Gaussian's, so that p / t stays
@@ -1012,6 +997,7 @@ double t2_from_normal(double e) {
 }
 
 }  // namespace
+
 
 Eigen::MatrixXd SfviSilo::mix_in_laplace(const std::vector<LocalMode>& modes, const Eigen::MatrixXd& u_each,
                                          const Eigen::MatrixXd& eps, long K, Eigen::MatrixXd& z_local) const {
@@ -1074,6 +1060,18 @@ Eigen::MatrixXd SfviSilo::mix_in_laplace(const std::vector<LocalMode>& modes, co
   return log_mix;
 }
 
+// The importance-weighted bound over each local element (Burda, Grosse & Salakhutdinov 2016,
+// "Importance weighted autoencoders", Eq. 8, applied to each element given Z_G): with L_j = I the
+// elements b_i are independent under q(Z_L | Z_G) and, given Z_G, under the model, so
+//     L_j = E_{q(Z_G)} sum_i E[ log (1/K) sum_k w_ik ],   w_ik = p(y_i, b_ik | Z_G) / q(b_ik | Z_G)
+// is a lower bound on sum_i log p(y_i | Z_G) that tightens as K grows (K = 1: seed 002's L_j).
+// Its reparameterisation gradient is sum_k wn_ik d log w_ik, wn the weights normalised over k;
+// log q(b_ik | Z_G) at b_ik = mu_i + C_i u + sigma_i eps_ik is log N(eps_ik) - log sigma_i, so
+// d log w_ik is d log p through the sample path plus 1 on log sigma_i (no score term: the
+// sticking-the-landing variant is biased for this bound).
+//
+// Where the locals are read as a whole (whole_block_), the same bound with the silo's whole block
+// as its one element: w_k = p(y_j, Z_Lk | Z_G) / q(Z_Lk | Z_G), one weight per draw of the block.
 SfviSilo::ImportanceDraws SfviSilo::importance_draws(const StructuredGlobalGaussian<double>& global,
                                                      const Eigen::VectorXd& hyper, const Eigen::MatrixXd& u,
                                                      const Eigen::MatrixXd& eps_local, bool with_gradient,

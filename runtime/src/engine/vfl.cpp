@@ -338,8 +338,7 @@ VflSilo::VflSilo(const fvi_model& model, const fvi_data& data, int silo, int sil
   contribution_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_CONTRIBUTION);
   if (!contribution_) throw ModelError("silo " + std::to_string(silo) + ": the model has no silo_sum contribution");
   density_ = bind_one(model, data, FVI_SPLIT_SILO, FVI_DENSITY);
-  for (int g = 0; density_ && g < density_->info().group_count; ++g)
-    prior_reads_globals_ |= density_->group(g) == FVI_GROUP_GLOBAL;
+  prior_reads_globals_ = density_ && split_priors_read_globals(model);
   rows_ = contribution_->rows();
   if (options.power) {
     likelihood_ = bind_one(model, data, FVI_COUPLING, FVI_LIKELIHOOD);
@@ -706,7 +705,7 @@ double VflSilo::theta_gradient(const Eigen::MatrixXd& a_m, Eigen::VectorXd& d_pa
   Eigen::MatrixXd d_theta = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT, split_dim_, S);
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   if (density_) {
-    check_prior_globals(S);
+    check_prior_globals(prior_globals_, S);
     const auto& lp = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta_}, {FVI_GROUP_SPLIT_HYPER, &h},
                                                                     {FVI_GROUP_GLOBAL, &prior_globals_}}));
     value += lp.sum();
@@ -752,20 +751,17 @@ VflSilo::LogJointPart VflSilo::log_joint_at(const Eigen::MatrixXd& theta, const 
   LogJointPart out;
   out.eta = contribution_draws(*contribution_, theta, h);
   out.log_prior = Eigen::VectorXd::Zero(theta.cols());
-  if (prior_reads_globals_ && (globals.rows() != global_dim_ || globals.cols() != theta.cols()))
-    throw std::invalid_argument("silo " + std::to_string(silo_) + "'s split priors read the globals, given " +
-                                std::to_string(globals.rows()) + " x " + std::to_string(globals.cols()) + " draws of them for " +
-                                std::to_string(theta.cols()) + " of its block");
+  check_prior_globals(globals, theta.cols());
   if (density_)
     out.log_prior = density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h},
                                                                    {FVI_GROUP_GLOBAL, &globals}})).transpose();
   return out;
 }
 
-void VflSilo::check_prior_globals(long draws) const {
-  if (prior_reads_globals_ && (prior_globals_.rows() != global_dim_ || prior_globals_.cols() != draws))
+void VflSilo::check_prior_globals(const Eigen::MatrixXd& globals, long draws) const {
+  if (prior_reads_globals_ && (globals.rows() != global_dim_ || globals.cols() != draws))
     throw std::invalid_argument("silo " + std::to_string(silo_) + "'s split priors read the globals, but the server sent " +
-                                std::to_string(prior_globals_.rows()) + " x " + std::to_string(prior_globals_.cols()) +
+                                std::to_string(globals.rows()) + " x " + std::to_string(globals.cols()) +
                                 " draws of them for " + std::to_string(draws) + " of its block");
 }
 
@@ -888,7 +884,7 @@ double VflSilo::local_only_step(uint32_t iteration, long step) {
   Eigen::VectorXd d_h = gradient_of(*contribution_, dc, FVI_GROUP_SPLIT_HYPER, hyper_dim_, 1).rowwise().sum();
   double value = (-0.5 * (z_ - m).array().square() / rho2).sum() - q.log_density(theta).sum();
   if (density_) {
-    check_prior_globals(S);
+    check_prior_globals(prior_globals_, S);
     value += density_->forward(0, -1, inputs_of(*density_, {{FVI_GROUP_SPLIT, &theta}, {FVI_GROUP_SPLIT_HYPER, &h},
                                                            {FVI_GROUP_GLOBAL, &prior_globals_}})).sum();
     const Eigen::MatrixXd seed = Eigen::MatrixXd::Ones(1, S);

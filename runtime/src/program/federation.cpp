@@ -45,14 +45,23 @@ const char* phase_name(Phase phase) {
 }
 
 DrawsRequest check_draws_request(const Message& request, long rows) {
-  // A bound on the draws keeps a hostile request from asking for unbounded work.
-  constexpr long kMaxDraws = 100000;
-  if (rows <= 0 || request.empty() || request.size() % size_t(rows) != 0 || long(request.size() / size_t(rows)) > kMaxDraws)
+  if (rows <= 0 || request.empty() || request.size() % size_t(rows) != 0 ||
+      long(request.size() / size_t(rows)) > kMaxRequestDraws)
     throw std::invalid_argument("a request of draws of " + std::to_string(rows) + " parameters with " +
                                 std::to_string(request.size()) + " values");
   for (double v : request)
     if (!std::isfinite(v)) throw std::invalid_argument("a request of draws with a non-finite value");
   return {rows, long(request.size() / size_t(rows))};
+}
+
+KeyedDraws read_keyed_draws(const Message& request, const char* what) {
+  constexpr double kExactInDouble = 9007199254740992.0;  // 2^53
+  const auto count = [](double x, double top) { return x >= 0 && x < top && x == std::floor(x); };
+  if (request.size() < 2 || !count(request[0], kExactInDouble) || !count(request[1], double(kMaxRequestDraws) + 1) ||
+      request[1] < 1)
+    throw std::invalid_argument(std::string(what) + "'s key and draws are not two counts (draws from 1 to " +
+                                std::to_string(kMaxRequestDraws) + ")");
+  return {uint64_t(request[0]), long(request[1])};
 }
 
 bool ask_every_silo(Transport& transport, uint32_t round, Phase phase, const Message& request, size_t reply_size,

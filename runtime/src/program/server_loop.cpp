@@ -135,8 +135,10 @@ struct ClosingLine {
 std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converged, const std::string& khat_line,
                                        const Reweighted& reweighted, double khat, const std::string& target_note,
                                        const std::string& surrogate_advice, const std::string& family,
-                                       const TailCheck& tail) {
+                                       bool moments_corrected, const TailCheck& tail) {
   std::vector<ClosingLine> lines{{true, !converged, verdict}};
+  // After a moment correction q is the corrected Gaussian, and k-hat and the check are its.
+  const std::string q_name = family + (moments_corrected ? ", its moments corrected" : "");
   if (khat_line.empty()) return lines;
   lines.push_back({true, false, khat_line});
   if (!reweighted.line.empty()) lines.push_back({true, false, reweighted.line});
@@ -161,18 +163,18 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
                   "read its intervals with that margin). A tail beyond even that proposal's reach (a Student-t's "
                   "with 3 degrees of freedom around q) would leave an sd short unseen: docs/user-guide.md, \"The "
                   "tail check\".",
-                  khat, family.c_str(), tail.khat, tail.ess, tail.worst_mean, 100 * std::abs(tail.worst_sd),
+                  khat, q_name.c_str(), tail.khat, tail.ess, tail.worst_mean, 100 * std::abs(tail.worst_sd),
                   tail.sd_name.c_str());
   } else if (khat > 0.7) {
     // What to try first: a richer family where there is one, then the model itself.
-    const char* richer = family.rfind("meanfield", 0) == 0 ? "family = fullrank or structured, " : "";
+    const char* richer = family == "meanfield" ? "family = fullrank or structured, " : "";
     std::snprintf(text, sizeof text,
                   "k-hat %.2f > 0.7: q (%s) is a poor approximation of this posterior (strong "
                   "correlations, a funnel, heavy tails). Try %sthe other parameterisation of a hierarchy (a funnel "
                   "wants it non-centred, a = mu + tau * z; groups' intercepts and slopes at a predictor far from 0 "
                   "want it centred, a ~ normal(mu, tau), which each silo then fits at its own means), or "
                   "standardised predictors.",
-                  khat, family.c_str(), richer);
+                  khat, q_name.c_str(), richer);
   } else if (!reweighted.line.empty() && target_note.empty() &&
              (reweighted.mean_shift > 0.25 || reweighted.sd_change > 0.2)) {
     // k-hat usable, so the reweighted moments are to be trusted, and they say q is off by more
@@ -489,9 +491,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       for (const std::string& name : skipped) std::fprintf(stderr, "note: %s is not computed yet\n", name.c_str());
     }
   }
-  // After a moment correction q is the corrected Gaussian, and k-hat and the check are its.
-  const std::string family = settings.name("family", d && !d->family.empty() ? d->family : "meanfield") +
-                             (correction.adopted ? ", its moments corrected" : "");
+  const std::string family = settings.name("family", d && !d->family.empty() ? d->family : "meanfield");
   if (summary.khat > 0.7 && tail.moments_hold)  // the tail check runs only against the written model
     summary.khat_reading = "poor tails: q's tails are lighter than the posterior's; its means and sds are close (the tail check)";
   // k-hat reads q's own draws, which rarely reach the mass q misses: where the tail check finds it
@@ -502,7 +502,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
                            " by q's own draws, but q's tails are lighter than the posterior's (the tail check)";
   std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
                                                  coordinator.target_note(), coordinator.surrogate_advice(), family,
-                                                 tail);
+                                                 correction.adopted, tail);
   if (!correction.line.empty()) lines.push_back({true, false, correction.line});
   if (!tail.line.empty()) lines.push_back({true, false, tail.line});
   if (!tail.warning.empty()) lines.push_back({false, true, tail.warning});

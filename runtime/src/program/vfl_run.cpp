@@ -327,21 +327,18 @@ class VflSiloHost : public SiloHost, public SiloEndpoint {
       case Phase::kVflPredict: {
         expect(2);
         if (!test_) throw std::invalid_argument("this silo was given no held-out rows (--test)");
-        const long draws = long(request[1]);
-        if (draws < 1 || draws > 100000) throw std::invalid_argument("a predictive request for " + std::to_string(request[1]) + " draws");
-        return flat(silo_.predictive_z(model_, test_->view(), draws, uint64_t(request[0])));
+        const KeyedDraws head = read_keyed_draws(request, "a predictive request");
+        return flat(silo_.predictive_z(model_, test_->view(), head.draws, head.key));
       }
       case Phase::kVflLogJoint: {
         // [key, draws], then the globals' draws where the split priors read them.
-        if (!(request.size() >= 2 && request[1] >= 1 && request[1] <= 100000 && request[1] == std::floor(request[1]) &&
-              request[0] >= 0 && request[0] < 9007199254740992.0))
-          throw std::invalid_argument("a log-joint request for " + (request.size() >= 2 ? std::to_string(request[1]) : std::string("no")) + " draws");
-        const long draws = long(request[1]);
+        const KeyedDraws head = read_keyed_draws(request, "a log-joint request");
+        const long draws = head.draws;
         const Eigen::Index G = silo_.prior_reads_globals() ? silo_.global_dim() : 0;
         expect(size_t(2 + G * draws));
         const Eigen::MatrixXd globals =
             Eigen::Map<const Eigen::MatrixXd>(request.data() + 2, G, G > 0 ? draws : 0);
-        const VflSilo::LogJointPart part = silo_.log_joint_part(uint64_t(request[0]), draws, globals);
+        const VflSilo::LogJointPart part = silo_.log_joint_part(head.key, draws, globals);
         return message::Writer().values(part.eta).values(part.log_prior.head(draws)).values(part.log_q.head(draws)).done();
       }
       case Phase::kVflTailDraws: return vfl_tail_draws(silo_, request);
@@ -408,12 +405,12 @@ class VflCoordinator : public Coordinator {
   explicit VflCoordinator(ServerRun& run)
       : run_(run),
         power_(run.method == "vfl_power"),
+        prior_globals_(engine::split_priors_read_globals(run.model)),
         options_(engine::VflOptions::from(run.settings, run.method)),
         rounds_(max_steps(run.settings, kVflMaxIterations)),
         refresh_(std::max(1L, run.settings.integer("refresh", std::max(1L, rounds_ / 20)))),
         server_(run.model, run.server_data.view(), options_, run.transport.silos()),
-        federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples,
-                    engine::split_priors_read_globals(run.model)) {
+        federation_(server_, run.transport, power_, checked_rows(server_), options_.mc_samples, prior_globals_) {
     if (!run.args.ood.empty())
       throw data::DataError("--ood: a vertical model's held-out rows are split over the silos; the OOD AUROC is "
                             "PVI's and SFVI's");
@@ -532,7 +529,7 @@ class VflCoordinator : public Coordinator {
   }
   // vfl_exact's q over every party's block, drawn by the parties together (vfl_tail_check.h).
   void check_tails(const ServerDraws& d, uint64_t seed, TailCheck& out) override {
-    if (options_.exact) vfl_tail_check(server_, run_.transport, run_.model, d, seed, uint32_t(rounds_ + 3), out);
+    if (options_.exact) vfl_tail_check(server_, run_.transport, run_.model, prior_globals_, d, seed, uint32_t(rounds_ + 3), out);
   }
   std::string target_note() const override {
     if (!options_.auxiliary) return "";
@@ -690,7 +687,7 @@ class VflCoordinator : public Coordinator {
   // Each silo's part of the log joint at the output draws: eta_k (rows x S), log p(theta_k), log q.
   bool ask_log_joint_parts(long S, std::vector<Message>& replies) {
     Message request{double(options_.seed), double(S)};
-    if (engine::split_priors_read_globals(run_.model)) {  // the split priors' globals, at the output draws
+    if (prior_globals_) {  // the split priors' globals, at the output draws
       const Eigen::MatrixXd globals = server_.globals(output_noise_);
       request.insert(request.end(), globals.data(), globals.data() + globals.size());
     }
@@ -730,6 +727,7 @@ class VflCoordinator : public Coordinator {
 
   ServerRun& run_;
   bool power_;
+  bool prior_globals_;  // split priors read globals: their draws go with the silos' requests
   engine::VflOptions options_;
   long rounds_, refresh_;
   VflServer server_;

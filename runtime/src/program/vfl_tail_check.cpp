@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,18 +21,24 @@ namespace {
 
 // The proposal's noise: every party's own rows of it, as q's output draws are drawn.
 constexpr uint32_t kTailStream = rng_stream::kUserStream + 32;
-constexpr double kMaxRequestDraws = 100000;  // what a silo draws for one request
+constexpr double kMaxWidth = 16;  // the proposal's scale over q's, at most
 
-// [key, S] at the head of a request: a key a double holds exactly, and S a count of draws.
-void read_key_and_draws(const Message& request, uint64_t& key, long& draws) {
-  if (request.size() < 2 || !(request[0] >= 0 && request[0] < 9007199254740992.0 && request[0] == std::floor(request[0])) ||
-      !(request[1] >= 1 && request[1] <= kMaxRequestDraws && request[1] == std::floor(request[1])))
-    throw std::invalid_argument("a tail-check request's key and draws are not two counts (draws at most 100000)");
-  key = uint64_t(request[0]);
-  draws = long(request[1]);
+// [key, S, width] at the head of a request: the draws' key and count, and the proposal's scale
+// over q's (1, or 2 for the check made again wider).
+struct TailRequest {
+  uint64_t key = 0;
+  long draws = 0;
+  double width = 1;
+};
+TailRequest read_tail_request(const Message& request, const char* what) {
+  const KeyedDraws head = read_keyed_draws(request, what);
+  if (request.size() < 3 || !(request[2] >= 1 && request[2] <= kMaxWidth))
+    throw std::invalid_argument(std::string(what) + "'s proposal width is not from 1 to 16");
+  return {head.key, head.draws, request[2]};
 }
 
-// The silo's proposal draws of its block (p_k x S) and the noise behind them.
+// The proposal's whitened draws a_s eps_s, the silo's rows of them (its draws of its block are
+// theta_draws(width * these)).
 Eigen::MatrixXd proposal_noise(const engine::VflSilo& silo, uint64_t key, long draws) {
   return silo.theta_noise(key, kTailStream, draws) * tail_scales(key, draws).asDiagonal();
 }
@@ -76,36 +83,35 @@ std::string element_name(const fvi_model& model, double variable, double i, doub
 }  // namespace
 
 Message vfl_tail_draws(engine::VflSilo& silo, const Message& request) {
-  uint64_t key = 0;
-  long draws = 0;
-  read_key_and_draws(request, key, draws);
+  const TailRequest head = read_tail_request(request, "a tail-draws request");
+  const long draws = head.draws;
   // Where its split priors read globals, the globals' draws of the proposal follow.
   const Eigen::Index G = silo.prior_reads_globals() ? silo.global_dim() : 0;
-  if (request.size() != size_t(2 + G * draws))
+  if (request.size() != size_t(3 + G * draws))
     throw std::invalid_argument("a tail-draws request has " + std::to_string(request.size()) + " values, not " +
-                                std::to_string(2 + G * draws));
-  const Eigen::MatrixXd globals = Eigen::Map<const Eigen::MatrixXd>(request.data() + 2, G, G > 0 ? draws : 0);
+                                std::to_string(3 + G * draws));
+  const Eigen::MatrixXd globals = Eigen::Map<const Eigen::MatrixXd>(request.data() + 3, G, G > 0 ? draws : 0);
   if (!globals.allFinite()) throw std::invalid_argument("a tail-draws request's globals are not finite");
-  const Eigen::MatrixXd eps = proposal_noise(silo, key, draws);
-  const engine::VflSilo::LogJointPart part = silo.log_joint_at(silo.theta_draws(eps), globals);
+  const Eigen::MatrixXd white = proposal_noise(silo, head.key, draws);
+  const engine::VflSilo::LogJointPart part = silo.log_joint_at(silo.theta_draws(head.width * white), globals);
+  // Whitened by the proposal's own scale, width L: the same distance, a log det larger by p_k log width.
   return message::Writer()
       .values(part.eta)
       .values(part.log_prior)
-      .values(silo.own_noise_norm2(eps))
-      .value(silo.own_log_det())
+      .values(silo.own_noise_norm2(white))
+      .value(silo.own_log_det() + double(silo.split_dim()) * std::log(head.width))
       .value(double(silo.split_dim()))
       .done();
 }
 
 Message vfl_tail_moments(const engine::VflSilo& silo, const fvi_model& model, const fvi_data& data,
                          const Message& request, uint64_t q_key, long q_draws) {
-  uint64_t key = 0;
-  long draws = 0;
-  read_key_and_draws(request, key, draws);
-  if (request.size() != size_t(2 + draws))
+  const TailRequest head = read_tail_request(request, "a tail-moments request");
+  const long draws = head.draws;
+  if (request.size() != size_t(3 + draws))
     throw std::invalid_argument("a tail-moments request has " + std::to_string(request.size()) + " values, not " +
-                                std::to_string(2 + draws));
-  const std::vector<double> log_weights(request.begin() + 2, request.end());
+                                std::to_string(3 + draws));
+  const std::vector<double> log_weights(request.begin() + 3, request.end());
   for (double w : log_weights)
     if (!std::isfinite(w)) throw std::invalid_argument("a tail-moments request's weight is not finite");
   const std::vector<VariableLayout> layout = variable_layout(model, FVI_GROUP_SPLIT, data);
@@ -117,7 +123,7 @@ Message vfl_tail_moments(const engine::VflSilo& silo, const fvi_model& model, co
   q.mean = silo.theta_mean();
   q.sd = silo.theta_sd();
   const DeclaredMoments moments = declared_moments(q);
-  const Eigen::MatrixXd g = constrain(layout, silo.theta_draws(proposal_noise(silo, key, draws)));
+  const Eigen::MatrixXd g = constrain(layout, silo.theta_draws(head.width * proposal_noise(silo, head.key, draws)));
   TailFigures f;
   add_tail_figures(layout, q.constrained, moments.mean, moments.sd, diagnostics::weighted_means(g, log_weights),
                    diagnostics::weighted_sds(g, log_weights), f);
@@ -130,10 +136,12 @@ Message vfl_tail_moments(const engine::VflSilo& silo, const fvi_model& model, co
   return out.done();
 }
 
-void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_model& model, const ServerDraws& d,
-                    uint64_t key, uint32_t round, TailCheck& out) {
+namespace {
+
+// One check with the proposal `width` times q's scale (see vfl_tail_check).
+void check_with(engine::VflServer& server, Transport& transport, const fvi_model& model, bool prior_globals,
+                const ServerDraws& d, uint64_t key, uint32_t round, double width, TailCheck& out) {
   const Eigen::Index N = server.rows(), n_global = server.global_dim();
-  if (N <= 0) return;
   // As many draws as the other checks take, within the rows' limit on a request (eta_k is N x S).
   const long S = std::min<long>(std::max<long>(long(d.unconstrained.cols()), kTailCheckMinDraws),
                                 std::max(100L, long(kMaxLogJointRequest / N)));
@@ -141,9 +149,9 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
   if (server.joint() && (server.joint_total() > kTailCheckMaxParameters || S < 20 * server.joint_total())) return;
   const Eigen::VectorXd scales = tail_scales(key, S);
   const Eigen::MatrixXd eps = server.output_noise(key, kTailStream, S) * scales.asDiagonal();
-  const Eigen::MatrixXd fit = server.globals(eps);
-  Message draws_request{double(key), double(S)};
-  if (engine::split_priors_read_globals(model)) draws_request.insert(draws_request.end(), fit.data(), fit.data() + fit.size());
+  const Eigen::MatrixXd fit = server.globals(width * eps);
+  Message draws_request{double(key), double(S), width};
+  if (prior_globals) draws_request.insert(draws_request.end(), fit.data(), fit.data() + fit.size());
   std::vector<Message> replies;
   const size_t reply_size = size_t(message::vfl_rows_size<int64_t>(N, S) + 2 * S + 2);
   if (!ask_every_silo(transport, round, Phase::kVflTailDraws, draws_request, reply_size, replies)) {
@@ -152,7 +160,7 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
   }
   Eigen::MatrixXd eta = Eigen::MatrixXd::Zero(N, S);
   Eigen::VectorXd silo_prior = Eigen::VectorXd::Zero(S), d2 = server.own_noise_norm2(eps);
-  double log_det = server.own_log_det();
+  double log_det = server.own_log_det() + double(n_global) * std::log(width);
   Eigen::Index total = n_global;
   for (const Message& m : replies) {
     message::Reader in(m, "a silo's tail-check draws");
@@ -188,7 +196,7 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
   add_tail_figures(d.layout, d.constrained, q.mean, q.sd, diagnostics::weighted_means(g, smoothed.log_weights),
                    diagnostics::weighted_sds(g, smoothed.log_weights), f);
   // Each silo's block, by the silo, at the same weights.
-  Message request{double(key), double(S)};
+  Message request{double(key), double(S), width};
   request.insert(request.end(), smoothed.log_weights.begin(), smoothed.log_weights.end());
   std::vector<Message> moments;
   if (!ask_every_silo(transport, round, Phase::kVflTailMoments, request, kVflTailMomentsSize, moments)) {
@@ -213,6 +221,25 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
   out = tail_verdict(f);
   // The posterior's moments stay the parties' (no Gaussian over every block is adopted).
   out.reliable = false;
+}
+
+}  // namespace
+
+void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_model& model, bool prior_globals,
+                    const ServerDraws& d, uint64_t key, uint32_t round, TailCheck& out) {
+  if (server.rows() <= 0) return;
+  check_with(server, transport, model, prior_globals, d, key, round, 1, out);
+  if (out.khat <= 0.7 || !std::isfinite(out.khat)) return;
+  // Posterior mass beyond even the t's reach around q (a split block's scale from few columns): once
+  // more with the proposal twice as wide, as tail_check does. Its verdict stands where its own
+  // sampling holds; else the first's.
+  TailCheck wide;
+  check_with(server, transport, model, prior_globals, d, key, round, 2, wide);
+  if (!(wide.khat <= 0.7)) return;
+  char around[96];
+  std::snprintf(around, sizeof around, " (its proposal twice q's width: around q itself, k-hat %.2f)", out.khat);
+  if (!wide.line.empty()) wide.line += around;
+  out = wide;
 }
 
 }  // namespace fvi::program

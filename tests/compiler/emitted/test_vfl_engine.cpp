@@ -1009,7 +1009,7 @@ TEST_CASE("A vertical silo's part of the tail check: its block's draws scored as
   const Eigen::VectorXd m = silo.theta_mean(), sd = silo.theta_sd();
 
   const long S = 4000;
-  const Message reply = fvi::program::vfl_tail_draws(silo, {7, double(S)});
+  const Message reply = fvi::program::vfl_tail_draws(silo, {7, double(S), 1});
   REQUIRE(reply.size() == size_t(d.N * S + 2 * S + 2));
   const Eigen::MatrixXd eta = Eigen::Map<const Eigen::MatrixXd>(reply.data(), d.N, S);
   const Eigen::Map<const Eigen::VectorXd> log_prior(reply.data() + d.N * S, S), d2(reply.data() + d.N * S + S, S);
@@ -1037,7 +1037,7 @@ TEST_CASE("A vertical silo's part of the tail check: its block's draws scored as
   // ESS here is over 2,000 of 4,000, so 0.022 and 1.6%; limits of about 4 times the largest).
   const double top = (log_q - log_g).maxCoeff();
   const double norm = top + std::log((log_q - log_g).array().unaryExpr([&](double r) { return std::exp(r - top); }).sum());
-  Message request{7, double(S)};
+  Message request{7, double(S), 1};
   for (long s = 0; s < S; ++s) request.push_back(log_q[s] - log_g[s] - norm);
   const Message figures = fvi::program::vfl_tail_moments(silo, model, data.abi(), request, 1, 1000);
   REQUIRE(figures.size() == fvi::program::kVflTailMomentsSize);
@@ -1048,17 +1048,38 @@ TEST_CASE("A vertical silo's part of the tail check: its block's draws scored as
   CHECK(figures[2] <= 3);
   CHECK(figures[8] == Approx(sd[int(figures[6]) - 1]).epsilon(1e-6));  // q's sd of that element
   // Equal weights: the proposal's own moments, wider than q's (its t half).
-  Message flat{7, double(S)};
+  Message flat{7, double(S), 1};
   flat.insert(flat.end(), size_t(S), -std::log(double(S)));
-  CHECK(fvi::program::vfl_tail_moments(silo, model, data.abi(), flat, 1, 1000)[4] > 0.2);
+  const double flat_change = fvi::program::vfl_tail_moments(silo, model, data.abi(), flat, 1, 1000)[4];
+  CHECK(flat_change > 0.2);
+
+  // The check made again twice as wide (the retry where its k-hat exceeds 0.7): the same draws'
+  // noise at twice the distance from q's mean, whitened by the wider scale to the same d2, and a
+  // log det larger by p_k log 2; equal weights then give an sd change of 2 (1 + flat_change) - 1.
+  const Message wide = fvi::program::vfl_tail_draws(silo, {7, double(S), 2});
+  REQUIRE(wide.size() == reply.size());
+  CHECK(wide[wide.size() - 2] == Approx(sd.array().log().sum() + 3 * std::log(2.0)).epsilon(1e-12));
+  const Eigen::MatrixXd beta_wide =
+      d.columns(0).colPivHouseholderQr().solve(Eigen::Map<const Eigen::MatrixXd>(wide.data(), d.N, S));
+  for (long s = 0; s < S; s += 97) {
+    CHECK(wide[size_t(d.N * S + S + s)] == Approx(d2[s]).epsilon(1e-10));
+    CHECK((beta_wide.col(s) - m).norm() == Approx(2 * (beta.col(s) - m).norm()).epsilon(1e-8));
+  }
+  Message flat_wide = flat;
+  flat_wide[2] = 2;
+  CHECK(fvi::program::vfl_tail_moments(silo, model, data.abi(), flat_wide, 1, 1000)[4] ==
+        Approx(2 * (1 + flat_change) - 1).epsilon(1e-9));
 
   // Malformed requests are refused, naming what is wrong.
   using Catch::Contains;
-  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 0}), Contains("key and draws"));
-  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7.5, 10}), Contains("key and draws"));
-  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 1e9}), Contains("key and draws"));
-  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 10, 1}), Contains("not 2"));
-  CHECK_THROWS_WITH(fvi::program::vfl_tail_moments(silo, model, data.abi(), {7, 10, 0.0}, 1, 1000), Contains("not 12"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 0, 1}), Contains("key and draws"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7.5, 10, 1}), Contains("key and draws"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 1e9, 1}), Contains("key and draws"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 10}), Contains("width"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 10, 0.5}), Contains("width"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 10, std::nan("")}), Contains("width"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_draws(silo, {7, 10, 1, 1}), Contains("not 3"));
+  CHECK_THROWS_WITH(fvi::program::vfl_tail_moments(silo, model, data.abi(), {7, 10, 1, 0.0}, 1, 1000), Contains("not 13"));
   Message nan = flat;
   nan[5] = std::nan("");
   CHECK_THROWS_WITH(fvi::program::vfl_tail_moments(silo, model, data.abi(), nan, 1, 1000), Contains("not finite"));

@@ -386,7 +386,8 @@ class SfviSilo {
     Eigen::VectorXd at, d_global;
     double log_p = NAN;
     double log_det = NAN;  // of -Hessian of the joint in Z_L at the mode
-    // -Hessian itself: m x m, or by element (local_mode_by_element) its diagonal, m x 1.
+    // -Hessian itself at the polished mode, set by local_modes alone: m x m, or by element its
+    // diagonal, m x 1.
     Eigen::MatrixXd curvature;
   };
   LocalMode local_mode_at(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start);
@@ -395,6 +396,8 @@ class SfviSilo {
   Eigen::MatrixXd local_curvature(const Eigen::VectorXd& z_global, const Eigen::VectorXd& b);
   // log p(y_j, Z_L | Z_G) and its gradient in Z_L at the columns of a batch, Z_G fixed at z_global.
   LogDensityBatchFn local_density(const Eigen::VectorXd& z_global);
+  // The joint and its gradients at the columns of z_local, Z_G fixed at z_global.
+  LogDensity::Value joint_given_globals(const Eigen::VectorXd& z_global, const Eigen::MatrixXd& z_local);
   LocalMode local_mode_by_element(const Eigen::VectorXd& z_global, const Eigen::VectorXd& start);
   // Rows [begin, begin + count) of the minibatch of `iteration`, and the likelihood's scale.
   void minibatch(uint32_t iteration, int64_t& begin, int64_t& count, double& scale) const;

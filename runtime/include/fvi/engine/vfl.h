@@ -312,8 +312,8 @@ class VflSilo {
   void restore(const Eigen::VectorXd& state);
 
  private:
-  // Throws where the priors read the globals and the draws set for them are not global_dim x draws.
-  void check_prior_globals(long draws) const;
+  // Throws where the priors read the globals and `globals` (their draws) are not global_dim x draws.
+  void check_prior_globals(const Eigen::MatrixXd& globals, long draws) const;
   // Rebinds the kept draws' derived values (theta, m, q(z) outputs, z) from the kept noise.
   void evaluate_kept();
   double local_only_step(uint32_t iteration, long step);

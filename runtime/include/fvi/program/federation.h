@@ -52,9 +52,9 @@ enum class Phase : uint32_t {
   kSgpEvaluate = 31,     // [q, every factor over u, Z] -> [expected log-likelihood, predictive log density]
   kSfviModeLocals = 32,  // a point of Z_G (n) -> nothing: the silo's locals start at their conditional mode there
                          // (once, after the mode search of a model with locals: SfviServer::start_at_locations)
-  kVflTailDraws = 33,    // [key, draws [, the globals' draws]] -> [eta_k (rows x draws), log p(theta_k), |its noise|^2 (draws each), its log det, p_k]
+  kVflTailDraws = 33,    // [key, draws, width [, the globals' draws]] -> [eta_k (rows x draws), log p(theta_k), |its noise|^2 (draws each), its log det, p_k]
                          // at a heavier-tailed proposal's draws (the tail check, at the end: fvi/program/vfl_tail_check.h)
-  kVflTailMoments = 34,  // [key, draws, log weights (draws)] -> its block's largest mean move and sd change, whose,
+  kVflTailMoments = 34,  // [key, draws, width, log weights (draws)] -> its block's largest mean move and sd change, whose,
                          // and that sd's two values (10 numbers)
 };
 const char* phase_name(Phase phase);
@@ -143,12 +143,25 @@ class InProcessTransport : public Transport {
   bool parallel_ = true;
 };
 
+// What one request may ask a silo to draw: a bound that keeps a hostile request from asking for
+// unbounded work.
+constexpr long kMaxRequestDraws = 100000;
+
 // Columns of `draws` rows x (size / rows), or an exception naming what is wrong: a request of
 // draws of the global parameters (the quality diagnostic's phases).
 struct DrawsRequest {
   long rows = 0, draws = 0;
 };
 DrawsRequest check_draws_request(const Message& request, long rows);
+
+// [key, draws] at the head of a request whose draws each party makes from a shared key (the
+// vertical phases): a key a double holds exactly and a count of draws in [1, kMaxRequestDraws],
+// or an exception naming `what`.
+struct KeyedDraws {
+  uint64_t key = 0;
+  long draws = 0;
+};
+KeyedDraws read_keyed_draws(const Message& request, const char* what);
 
 // Sends every silo the same request and keeps each reply of `reply_size` values; true when every
 // silo's reply arrived and was accepted.
