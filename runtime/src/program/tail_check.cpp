@@ -239,7 +239,10 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
   // log 0.6 of the posterior's): once more with g twice as wide. Its verdict stands where its own
   // sampling holds; else the first's.
   TailCheck wide = check_with(d, coordinator, seed, 1, varying, m, 4 * cov);
-  if (!(wide.khat <= 0.7)) return out;
+  if (!(wide.khat <= 0.7)) {
+    if (wide.khat > 0.7 && !out.line.empty()) out.line += ", and twice as wide " + format_khat(wide.khat);
+    return out;
+  }
   if (!wide.line.empty()) wide.line += " (its proposal twice q's width: around q itself, k-hat " + format_khat(out.khat) + ")";
   return wide;
 }

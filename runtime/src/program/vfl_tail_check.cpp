@@ -233,10 +233,16 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
   // Posterior mass beyond even the t's reach around q (a split block's scale from few columns): once
   // more with the proposal twice as wide, as tail_check does. Its verdict stands where its own
   // sampling holds; else the first's.
+  // In a round of its own: a deployed silo answers a (round, phase) it has answered again from its
+  // cache (a resumed server's repeat).
   TailCheck wide;
-  check_with(server, transport, model, prior_globals, d, key, round, 2, wide);
-  if (!(wide.khat <= 0.7)) return;
+  check_with(server, transport, model, prior_globals, d, key, round + 1, 2, wide);
   char around[96];
+  if (!(wide.khat <= 0.7)) {
+    std::snprintf(around, sizeof around, ", and twice as wide %.2f", wide.khat);
+    if (wide.khat > 0.7 && !out.line.empty()) out.line += around;
+    return;
+  }
   std::snprintf(around, sizeof around, " (its proposal twice q's width: around q itself, k-hat %.2f)", out.khat);
   if (!wide.line.empty()) wide.line += around;
   out = wide;
