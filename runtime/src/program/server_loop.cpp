@@ -158,13 +158,13 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
     std::snprintf(text, sizeof text,
                   "k-hat %.2f > 0.7: q (%s) has lighter tails than this posterior (a skewed direction, a scale "
                   "fitted from few groups), so its tails and extreme quantiles are not to be trusted. Its means "
-                  "and sds are close: importance sampling from a heavier-tailed proposal around q (k-hat %.2f, "
+                  "and sds are close: importance sampling from a heavier-tailed proposal around q (%sk-hat %.2f, "
                   "ESS %.0f) moves no mean by more than %.2f q sds and changes no sd by more than %.0f%% (%s: "
                   "read its intervals with that margin). A tail beyond even that proposal's reach (a Student-t's "
                   "with 3 degrees of freedom around q) would leave an sd short unseen: docs/user-guide.md, \"The "
                   "tail check\".",
-                  khat, q_name.c_str(), tail.khat, tail.ess, tail.worst_mean, 100 * std::abs(tail.worst_sd),
-                  tail.sd_name.c_str());
+                  khat, q_name.c_str(), tail.width > 1 ? "twice q's width, " : "", tail.khat, tail.ess,
+                  tail.worst_mean, 100 * std::abs(tail.worst_sd), tail.sd_name.c_str());
   } else if (khat > 0.7) {
     // What to try first: a richer family where there is one, then the model itself.
     const char* richer = family == "meanfield" ? "family = fullrank or structured, " : "";

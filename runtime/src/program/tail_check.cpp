@@ -244,6 +244,7 @@ TailCheck tail_check(const ServerDraws& d, Coordinator& coordinator, uint64_t se
     return out;
   }
   if (!wide.line.empty()) wide.line += " (its proposal twice q's width: around q itself, k-hat " + format_khat(out.khat) + ")";
+  wide.width = 2;
   return wide;
 }
 

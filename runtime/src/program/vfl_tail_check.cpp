@@ -245,6 +245,7 @@ void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_m
   }
   std::snprintf(around, sizeof around, " (its proposal twice q's width: around q itself, k-hat %.2f)", out.khat);
   if (!wide.line.empty()) wide.line += around;
+  wide.width = 2;
   out = wide;
 }
 

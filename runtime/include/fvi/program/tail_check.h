@@ -33,6 +33,7 @@ struct TailCheck {
   // k-hat, which its lighter tails raise, is over 0.7.
   bool moments_hold = false;
   double khat = 0, ess = 0, worst_mean = 0, worst_sd = 0;
+  double width = 1;     // the proposal's scale over q's: 2 where the check was made again wider
   std::string sd_name;  // whose sd changes most
   // The check's importance sampling holds (k-hat <= 0.7, ESS >= 200), so `posterior` estimates the
   // posterior's moments on the unconstrained scale within Monte Carlo error.
