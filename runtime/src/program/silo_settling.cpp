@@ -93,8 +93,11 @@ Settling ask_silos_settled(Transport& transport, uint32_t round, Phase phase, do
                   "; the silos' %s not judged (q of them is the importance-weighted bound's proposal, local_samples > 1)",
                   what);
   else
-    std::snprintf(note, sizeof note, "; every silo's %s settled too (drift %.3f, standard error %.3f%s)", what, drift, se,
-                  answered < silos ? ", of the silos that answered" : "");
+    // Settled is a precise average and no significant trend: a drift over tol_param can pass where
+    // the windows' noise explains it, so the criterion is named beside the figures.
+    std::snprintf(note, sizeof note,
+                  "; every silo's %s settled too (standard error %.3f < %g, drift %.3f with no significant trend%s)",
+                  what, se, tol_param, drift, answered < silos ? ", of the silos that answered" : "");
   out.note = note;
   return out;
 }
