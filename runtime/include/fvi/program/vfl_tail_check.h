@@ -25,8 +25,9 @@
 namespace fvi::program {
 
 // The server's side: the check of q's output draws `d` (their layout and q's moments) with key
-// `key`, exchanges in `round` (the wider retry's in round + 1), the globals' draws sent with the first where `prior_globals` (split
-// priors read them: engine::split_priors_read_globals); out is left empty where it is not made (more than
+// `key`, exchanges in `round` (the wider retry's in round + 1), the proposal's draws of the
+// globals sent with each draws request where `prior_globals` (split priors read them:
+// engine::split_priors_read_globals); out is left empty where it is not made (more than
 // kTailCheckMaxParameters parameters in q, fewer than 20 draws each within the rows' limit on a
 // request, a likelihood the server cannot evaluate).
 void vfl_tail_check(engine::VflServer& server, Transport& transport, const fvi_model& model, bool prior_globals,
