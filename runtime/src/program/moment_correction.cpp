@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "fvi/program/declared_moments.h"
 #include "fvi/program/output.h"
 #include "fvi/program/summary.h"
 #include "fvi/rng.h"
@@ -55,39 +56,55 @@ void largest_sd_change(const ServerDraws& from, const ServerDraws& to, double& c
 }
 
 // The Gaussian a pass is built around: the check's moments on the unconstrained scale, except at a
-// coordinate on a log scale (a lower or an upper bound alone), which takes the mean and variance
-// whose log-normal has the check's mean and sd on the declared scale. Where the posterior of the
-// log is skewed (a scale from few groups: its left tail long), a Gaussian with the log's own
-// moments has too long a right tail on the declared scale (eight schools' tau: its sd 47% wide;
-// three clinics' tau, 27%), and the declared scale is the one read. Correlations stay the check's.
+// coordinate of a bounded element, which takes the mean and variance whose image through the bound's
+// transform has the check's mean and sd on the declared scale (a log-normal's at a lower or an
+// upper bound alone, a logit-normal's at an interval). Where the posterior of the log is skewed (a
+// scale from few groups: its left tail long), a Gaussian with the log's own moments has too long a
+// right tail on the declared scale (eight schools' tau: its sd 47% wide; three clinics' tau, 27%),
+// and so at an interval near one of its ends (an AR(1)'s phi at 0.96 in (-1, 1): 35% wide), and the
+// declared scale is the one read. Correlations stay the check's.
 struct Target {
   Moments gaussian;
-  std::vector<bool> log_scale;                 // per varying row: matched on the declared scale
+  std::vector<bool> declared;                  // per varying row: matched on the declared scale
   Eigen::VectorXd declared_mean, declared_sd;  // per varying row: the check's there
 };
+
+// The mean m and variance s2 of the Gaussian whose image through v's transform has `mean` and `sd`.
+bool declared_match(const VariableLayout& v, double mean, double sd, double& m, double& s2) {
+  if (v.transform == FVI_INTERVAL) {
+    double s = 0;
+    if (!interval_gaussian(mean, sd, v.lower, v.upper, m, s)) return false;
+    s2 = s * s;
+    return true;
+  }
+  if (v.transform != FVI_LOWER && v.transform != FVI_UPPER) return false;
+  // X = lower + Y or upper - Y, Y = exp(N(m, s2)): E Y = exp(m + s2 / 2) = M, sd Y = M sqrt(exp(s2) - 1).
+  const double M = v.transform == FVI_LOWER ? mean - v.lower : v.upper - mean;
+  if (!(M > 0 && sd > 0 && std::isfinite(M) && std::isfinite(sd))) return false;
+  s2 = std::log1p(sd * sd / (M * M));
+  m = std::log(M) - s2 / 2;
+  return true;
+}
 
 Target next_target(const TailCheck& check, const std::vector<VariableLayout>& layout) {
   Target t;
   t.gaussian = check.posterior;
   const Eigen::Index k = Eigen::Index(t.gaussian.varying.size());
-  t.log_scale.assign(size_t(k), false);
+  t.declared.assign(size_t(k), false);
   t.declared_mean = t.declared_sd = Eigen::VectorXd::Zero(k);
   Eigen::VectorXd scale = Eigen::VectorXd::Ones(k);
   for (Eigen::Index i = 0; i < k; ++i) {
     const Eigen::Index row = t.gaussian.varying[size_t(i)];
     if (size_t(row) >= check.declared_mean.size()) continue;
     t.declared_mean[i] = check.declared_mean[size_t(row)], t.declared_sd[i] = check.declared_sd[size_t(row)];
+    const double variance = t.gaussian.covariance(i, i);
     for (const VariableLayout& v : layout) {
       if (row < v.offset || row >= v.offset + v.elements()) continue;
-      if (v.transform != FVI_LOWER && v.transform != FVI_UPPER) break;
-      // X = lower + Y or upper - Y, Y = exp(N(m, s2)): E Y = exp(m + s2 / 2) = M, sd Y = M sqrt(exp(s2) - 1).
-      const double M = v.transform == FVI_LOWER ? t.declared_mean[i] - v.lower : v.upper - t.declared_mean[i];
-      const double sd = t.declared_sd[i], variance = t.gaussian.covariance(i, i);
-      if (!(M > 0 && sd > 0 && std::isfinite(M) && std::isfinite(sd) && variance > 0)) break;
-      const double s2 = std::log1p(sd * sd / (M * M));
-      t.gaussian.mean[i] = std::log(M) - s2 / 2;
+      double m = 0, s2 = 0;
+      if (!(variance > 0) || !declared_match(v, t.declared_mean[i], t.declared_sd[i], m, s2)) break;
+      t.gaussian.mean[i] = m;
       scale[i] = std::sqrt(s2 / variance);
-      t.log_scale[size_t(i)] = true;
+      t.declared[size_t(i)] = true;
       break;
     }
   }
@@ -96,7 +113,7 @@ Target next_target(const TailCheck& check, const std::vector<VariableLayout>& la
 }
 
 // Whether a check's estimate of the posterior's moments agrees with the target it was made
-// against, on the scale the target matched (the declared one at a log scale's coordinate, else
+// against, on the scale the target matched (the declared one at a bounded element's coordinate, else
 // the unconstrained): every mean within kSettledMean of that sd and every sd within kSettledSd,
 // or within three Monte Carlo standard errors at the check's ESS where those are wider
 // (1 / sqrt(ESS) of an sd for a mean, 1 / sqrt(2 ESS) relative for an sd), so that noise alone
@@ -108,7 +125,7 @@ bool agrees(const Target& t, const TailCheck& check) {
     const size_t row = size_t(t.gaussian.varying[size_t(i)]);
     double mean = t.gaussian.mean[i], sd = std::sqrt(t.gaussian.covariance(i, i));
     double found_mean = check.posterior.mean[i], found_sd = std::sqrt(check.posterior.covariance(i, i));
-    if (t.log_scale[size_t(i)]) {
+    if (t.declared[size_t(i)]) {
       if (row >= check.declared_mean.size()) return false;
       mean = t.declared_mean[i], sd = t.declared_sd[i];
       found_mean = check.declared_mean[row], found_sd = check.declared_sd[row];
@@ -169,7 +186,7 @@ MomentCorrection correct_moments(const ServerDraws& d, Coordinator& coordinator,
   char text[768];
   std::snprintf(text, sizeof text,
                 "moments corrected: q (the ELBO's optimum) is replaced by the Gaussian of the posterior's mean and "
-                "covariance on the unconstrained scale (a scale's mean and sd matched on its declared scale), as "
+                "covariance on the unconstrained scale (a bounded element's mean and sd matched on its declared scale), as "
                 "importance sampling from a heavier-tailed proposal estimates them (%d pass%s after the first: of q and the Gaussians checked, the one closest to the "
                 "posterior on the declared scale%s); sds change at most %+.0f%% (%s) against the ELBO's q; "
                 "correct_moments = off keeps it",

@@ -97,3 +97,35 @@ TEST_CASE("declared_moments: the draws' moments where an element is not its own 
     CHECK(m.sd[i] == Approx(sample_sd(d.constrained.row(i))).epsilon(1e-14));
   }
 }
+
+TEST_CASE("interval_gaussian: the logit-normal with a given mean and sd", "[declared_moments]") {
+  // The Gaussian found, carried through lower + (upper - lower) inv_logit(u) by the trapezoid rule
+  // (independent of the Gauss-Hermite rule inside), has the mean and sd asked for: an AR(1)'s phi
+  // near 1 in (-1, 1), a probability near its middle, and one near 0 with a wide spread.
+  struct Case {
+    double lower, upper, mean, sd;
+  };
+  for (const Case c : {Case{-1, 1, 0.9627, 0.0265}, Case{0, 1, 0.45, 0.1}, Case{0, 1, 0.05, 0.12}}) {
+    double m = 0, s = 0;
+    REQUIRE(interval_gaussian(c.mean, c.sd, c.lower, c.upper, m, s));
+    REQUIRE(s > 0);
+    REQUIRE(s <= kMaxIntervalScale);
+    const int K = 400000;
+    const double h = 24 * s / K;
+    double first = 0, second = 0;
+    for (int k = 0; k <= K; ++k) {
+      const double u = m - 12 * s + k * h, z = (u - m) / s;
+      const double weight = (k == 0 || k == K ? 0.5 : 1.0) * h * std::exp(-0.5 * z * z) / (s * std::sqrt(2 * M_PI));
+      const double value = c.lower + (c.upper - c.lower) / (1 + std::exp(-u));
+      first += weight * value, second += weight * value * value;
+    }
+    CHECK(first == Approx(c.mean).epsilon(1e-9));
+    CHECK(std::sqrt(second - first * first) == Approx(c.sd).epsilon(1e-8));
+  }
+  double m = 0, s = 0;
+  // No logit-normal reaches a two-point law's sd, sqrt(p (1 - p)) = 0.3 at p = 0.1 in (0, 1).
+  CHECK_FALSE(interval_gaussian(0.1, 0.3, 0, 1, m, s));
+  CHECK_FALSE(interval_gaussian(1.2, 0.1, 0, 1, m, s));  // a mean outside the interval
+  // Close to that bound the Gaussian would need a scale past kMaxIntervalScale.
+  CHECK_FALSE(interval_gaussian(0.5, 0.499, 0, 1, m, s));
+}

@@ -25,4 +25,11 @@ DeclaredMoments declared_moments(const ServerDraws& d);
 // normal: E f(Z) ~ sum w_k f(x_k), exact for polynomials of degree 2n - 1 (Golub and Welsch 1969).
 void normal_quadrature(int n, Eigen::VectorXd& x, Eigen::VectorXd& w);
 
+// The N(m, s^2) whose image through the interval transform, lower + (upper - lower) inv_logit(u),
+// has mean `mean` and sd `sd` (a logit-normal's): false where no such Gaussian exists (the sd at or
+// past the bound sqrt(p (1 - p)) of a two-point law) or it would need s > kMaxIntervalScale, where
+// the quadrature loses its accuracy (the logistic's poles at distance pi / s from the real line).
+bool interval_gaussian(double mean, double sd, double lower, double upper, double& m, double& s);
+constexpr double kMaxIntervalScale = 4;
+
 }  // namespace fvi::program
