@@ -82,34 +82,41 @@ struct Groups {
   std::vector<const Symbol*> silo_data, split_data, server_data;
 };
 
-// Why the priors of `globals` are not what PVI's server can hold ("" when they are): each must
-// be `normal(a, b)` with a and b free of parameters, on an unconstrained parameter, and nothing
-// else may add to the globals' density.
-std::string non_gaussian_prior(const SemanticModel& m, const std::vector<const Symbol*>& globals) {
+// Why PVI cannot hold the density of `globals` ("" when it can): PVI's server holds their prior as
+// one Gaussian factor, so each must be `normal(a, b)` with a and b free of parameters, on an
+// unconstrained parameter, and nothing else may add to it; a silo's likelihood a PVI client takes
+// only as a `~` statement of its data.
+std::string why_pvi_cannot_hold(const SemanticModel& m, const std::vector<const Symbol*>& globals) {
+  const auto prior = [](const std::string& why) { return why + "; PVI needs a Gaussian prior on every global parameter"; };
   for (const Symbol* s : globals) {
     const TypeDecl& type = s->decl->type;
-    if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None || type.structure != MatrixStructure::None || type.affine()) return at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian";
+    if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None || type.structure != MatrixStructure::None || type.affine()) return prior(at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian");
     bool has_prior = false;
     for (const Term& t : m.terms) {
       if (t.kind == TermKind::Likelihood) continue;
       if (t.kind == TermKind::Target && !t.taint.has(TaintKind::GlobalParam)) continue;
-      if (t.kind == TermKind::Target)
-        return (t.conditional ? "`" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "` inside an `if`"
-                : t.stmt->kind == StmtKind::Tilde
-                    ? "the density of a computed value, `" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "`"
-                    : std::string("a `target +=` statement")) +
-               " (line " + std::to_string(t.loc.line) + ") adds to the globals' density";
+      if (t.kind == TermKind::Target) {
+        const std::string what =
+            (t.conditional ? "`" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "` inside an `if`"
+             : t.stmt->kind == StmtKind::Tilde
+                 ? "the density of a computed value, `" + to_source(*t.stmt->lhs) + " ~ " + t.stmt->name + "`"
+                 : std::string("a `target +=` statement")) +
+            " (line " + std::to_string(t.loc.line) + ")";
+        if (t.owner == TermOwner::Silo)
+          return what + " scores silo data: a PVI client takes a likelihood only as a `~` statement of its data";
+        return prior(what + " adds to the globals' density");
+      }
       if (t.subject != s->name) continue;
       has_prior = true;
       if (t.distribution != "normal")
-        return "the prior of " + at_line(*s) + " is " + t.distribution + "(), not normal()";
+        return prior("the prior of " + at_line(*s) + " is " + t.distribution + "(), not normal()");
       const bool via_target = t.stmt->kind == StmtKind::Target;
       const std::vector<ExprPtr>& args = via_target ? t.stmt->args[0]->args : t.stmt->args;
       for (size_t i = via_target ? 1 : 0; i < args.size(); ++i)
         for (TaintKind k : {TaintKind::GlobalParam, TaintKind::GlobalHyper})
-          if (args[i]->taint.has(k)) return "the prior of " + at_line(*s) + " depends on parameters";
+          if (args[i]->taint.has(k)) return prior("the prior of " + at_line(*s) + " depends on parameters");
     }
-    if (!has_prior) return at_line(*s) + " has no prior (a flat prior is not a Gaussian factor)";
+    if (!has_prior) return prior(at_line(*s) + " has no prior (a flat prior is not a Gaussian factor)");
   }
   return "";
 }
@@ -649,10 +656,10 @@ bool choose_method(const SemanticModel& m, const Groups& g, Diagnostics& diags, 
   }
   // PVI's server holds the prior as a Gaussian factor; any other prior is SFVI's (it fits any
   // proper prior by its gradient). The runtime would refuse it otherwise: refuse here instead.
-  const std::string not_gaussian = needs_sfvi ? "" : non_gaussian_prior(m, g.globals);
+  const std::string not_gaussian = needs_sfvi ? "" : why_pvi_cannot_hold(m, g.globals);
   if (!not_gaussian.empty()) {
     needs_sfvi = true;
-    why_not_pvi = not_gaussian + "; PVI needs a Gaussian prior on every global parameter";
+    why_not_pvi = not_gaussian;
   }
   if (!g.locals.empty())
     why_not_pvi = at_line(*g.locals.front()) + " is local to each silo, so PVI does not apply";
