@@ -512,6 +512,11 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       plan.closing.push_back({"silo k", "server",
                               "at each draw, the log density of silo k's data and locals and log q of its locals",
                               T * SymSize::constant(2)});
+      if (!g.locals.empty())
+        plan.closing.push_back({"server", "silo k",
+                                "the importance weights of the last such exchange's draws, where its k-hat is 0.7 "
+                                "or less: silo k reports its locals weighed by them (the written model's posterior)",
+                                T});
       break;
     case Method::Independent: return;  // the server holds no posterior
     case Method::VFLExact:

@@ -579,7 +579,8 @@ SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& g
   // Draws of Z_G per call: rows x draws x K stays under about 4M values.
   const Eigen::Index S = z_global.cols(),
                      chunk = std::clamp<Eigen::Index>((Eigen::Index(1) << 22) / (K * std::max<int64_t>(likelihood_rows_, 1)), 1, 64);
-  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S), Eigen::MatrixXd(local_dim_, S)};
+  LogJoint out{Eigen::VectorXd(S), Eigen::VectorXd::Zero(S), Eigen::MatrixXd(local_dim_, S),
+               Eigen::MatrixXd(local_dim_, S), Eigen::MatrixXd(local_dim_, S)};
   const Eigen::MatrixXd theta = hyper;
   for (Eigen::Index first = 0; first < S; first += chunk) {
     const Eigen::Index n = std::min(chunk, S - first);
@@ -594,6 +595,12 @@ SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& g
       const ImportanceDraws d = importance_draws(global, hyper, u, eps_local.middleCols(first * K, n * K), false, &modes);
       out.log_p.segment(first, n) = d.per_draw;
       out.local.middleCols(first, n) = resample(d, K, uniforms.middleCols(first, n));
+      for (Eigen::Index s = 0; s < n; ++s) {
+        const Eigen::MatrixXd w = weights_of(d, long(s), K);
+        const auto b = d.written().middleCols(s * K, K);
+        out.local_mean.col(first + s) = w.cwiseProduct(b).rowwise().sum();
+        out.local_square.col(first + s) = w.cwiseProduct(b.cwiseAbs2()).rowwise().sum();
+      }
       continue;
     }
     const Eigen::MatrixXd local = q_.sample(u, eps_local.middleCols(first, n));
@@ -603,6 +610,7 @@ SfviSilo::LogJoint SfviSilo::log_joint(const StructuredGlobalGaussian<double>& g
     out.log_q.segment(first, n) = q_.log_density(local, u);  // unit Jacobian: the written locals' density too
     out.local.middleCols(first, n) = written_locals(z, local);
   }
+  if (K == 1) out.local_mean = out.local, out.local_square = out.local.cwiseAbs2();
   return out;
 }
 

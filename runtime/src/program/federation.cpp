@@ -38,6 +38,7 @@ const char* phase_name(Phase phase) {
     case Phase::kVflScale: return "vfl scale";
     case Phase::kVflTailDraws: return "vfl tail draws";
     case Phase::kVflTailMoments: return "vfl tail moments";
+    case Phase::kSfviLocalWeights: return "sfvi local weights";
     case Phase::kSgpUpdate: return "sparse gp update";
     case Phase::kSgpEvaluate: return "sparse gp evaluate";
   }

@@ -429,6 +429,11 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
       const diagnostics::PsisResult smoothed = diagnostics::psis(std::vector<double>(ratio.data(), ratio.data() + ratio.size()));
       summary.khat = smoothed.khat;
       reweighted = reweighted_moments(*d, smoothed);
+      // The silos' locals at the written model's posterior where the weights hold (a surrogate
+      // target's locals stay the surrogate's, as its globals do).
+      if (smoothed.khat <= 0.7 && coordinator.target_note().empty() &&
+          std::all_of(smoothed.log_weights.begin(), smoothed.log_weights.end(), [](double v) { return std::isfinite(v); }))
+        coordinator.weigh_locals(smoothed.log_weights);
       file.log_p = log_p;
       file.log_g = log_g;
       char text[256];

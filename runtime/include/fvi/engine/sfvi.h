@@ -324,6 +324,10 @@ class SfviSilo {
     // The locals' draws at each global draw (local_dim x S): from q(Z_L | Z_G), or with
     // local_samples > 1 resampled from the K importance draws by their weights.
     Eigen::MatrixXd local;
+    // Their mean and mean square at each global draw (local_dim x S): the importance-weighted
+    // ones of the K draws, or the one draw's (local_samples = 1). Weighed across the global draws
+    // by the run's importance weights, they give the written model's posterior of the locals.
+    Eigen::MatrixXd local_mean, local_square;
   };
   // uniforms (local_dim x S) pick each draw's locals among the K importance draws. eps_local may
   // hold more than local_samples draws per draw of Z_G (log_joint_samples()).

@@ -56,6 +56,8 @@ enum class Phase : uint32_t {
                          // at a heavier-tailed proposal's draws (the tail check, at the end: fvi/program/vfl_tail_check.h)
   kVflTailMoments = 34,  // [key, draws, width, log weights (draws)] -> its block's largest mean move and sd change, whose,
                          // and that sd's two values (10 numbers)
+  kSfviLocalWeights = 35,  // the normalised log weights of the last kSfviLogJoint's draws (S) -> nothing: the silo
+                           // reports its locals weighed by them (at the end, where k-hat <= 0.7)
 };
 const char* phase_name(Phase phase);
 bool known_phase(uint32_t phase);

@@ -112,6 +112,14 @@ class Coordinator {
     why = "not computed for this method";
     return false;
   }
+  // After the last closing(): the normalised Pareto-smoothed log weights of its draws, where its
+  // k-hat says they hold (<= 0.7), for the silos to report their locals as these weights give
+  // them (the written model's posterior) rather than as q(Z_G) mixes them. False where the method
+  // has no silo-held locals.
+  virtual bool weigh_locals(const std::vector<double>& log_weights) {
+    (void)log_weights;
+    return false;
+  }
   // Whether closing() scores the draws it is given, wherever they come from (PVI, SFVI): the tail
   // check (fvi/program/tail_check.h) then scores a heavier-tailed proposal's draws there too.
   virtual bool closing_takes_draws() const { return false; }
