@@ -295,7 +295,7 @@ constexpr long kLocalsCheckGlobalDraws = 8, kLocalsCheckLocalDraws = 256;
 // A silo's locals weighed by the run's importance weights of the closing exchange's draws of Z_G
 // (Phase::kSfviLocalWeights): the written model's posterior of them, where q(Z_G) is not (a
 // Gaussian, corrected or not, in a funnel's place: three hospitals' intercepts and slopes came
-// out 21% wide from the mixture over q(Z_G) alone, 0.97 of NUTS's sds weighed).
+// out 11-22% wide from the mixture over q(Z_G) alone, 0.94-1.00 of NUTS's sds weighed).
 struct WeightedLocals {
   Eigen::VectorXd mean, sd;
   Eigen::MatrixXd z_global, z;  // resampled draws: Z_G in the fit's coordinates, the written locals
