@@ -44,6 +44,11 @@ program prints about itself:
              every silo's a and b within 0.25 sd and 20% of long-run NUTS
              (references/group_slopes_few.json), weighed by the closing's importance weights; the
              globals within those limits or named in a warning.
+  ordinal_raw, lkj_slopes, simplex_hier
+             models written outside the examples (references/NAME, with their data and long-run
+             NUTS on the pooled data): an ordinal regression on raw covariates; eight sites'
+             correlated intercepts and slopes under an LKJ prior; clinics' own simplexes about a
+             shared one. Converged, every parameter within 0.25 sd and 20% of NUTS.
   funnel     eight schools (Rubin 1981), centred, one school a silo: few groups and a scale with
              much of its mass near zero (a funnel). Either every mean within 0.25 reference sd and
              every sd within 20%, or k-hat > 0.7 and a warning naming the problem and what to try.
@@ -2352,6 +2357,44 @@ def case_group_slopes_few(fvic, cache, work):
     require(not unflagged, "globals off the NUTS reference with no warning naming them: " + "; ".join(unflagged))
 
 
+REFERENCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "references")
+
+
+def held_out_case(name):
+    """A model written outside the examples, stored with its data and long-run NUTS on the pooled
+    data (references/NAME: model.fvi, data/, pooled.stan, nuts.json, which says how NUTS was run):
+    converged, and every parameter NUTS reports (the server's, and each silo's locals, named as
+    nuts.json's "locals" maps them: "ab[{i},{k}]" is silo k's element i) within 0.25 sd and 20%."""
+    def case(fvic, cache, work):
+        folder = os.path.join(REFERENCES, name)
+        with open(os.path.join(folder, "nuts.json")) as f:
+            reference = json.load(f)
+        ref = {key: tuple(v) for key, v in reference["posterior"].items()}
+        out = os.path.join(work, "out")
+        p, _ = run_defaults(fvic, cache, os.path.join(folder, "model.fvi"), os.path.join(folder, "data"), out)
+        post = posterior(out)
+        print(f"  {reference['what']}: {post['method']}, {post['iterations']} iterations, k-hat {khat(out):.3f}")
+        fit = {}
+        for variable, v in post["variables"].items():
+            scalar = len(v["mean"]) == 1 and not v.get("shape")
+            for i, (mean, sd) in enumerate(zip(v["mean"], v["sd"]), 1):
+                fit[variable if scalar else f"{variable}[{i}]"] = (mean, sd)
+        silo = 1
+        while os.path.exists(os.path.join(out, f"silo-{silo}", "posterior.json")):
+            for variable, pattern in reference["locals"].items():
+                v = posterior(os.path.join(out, f"silo-{silo}"))["variables"][variable]
+                for i, (mean, sd) in enumerate(zip(v["mean"], v["sd"]), 1):
+                    fit[pattern.format(i=i, k=silo)] = (mean, sd)
+            silo += 1
+        compared = {key: value for key, value in fit.items() if key in ref}
+        missing = sorted(set(ref) - set(compared) - {"rho"})
+        require(not missing, f"no fitted value for the reference's {missing}")
+        require_converged(p, out)
+        off = off_reference(compared, ref)
+        require(not off, "off the NUTS reference: " + "; ".join(off))
+    return case
+
+
 FUNNEL_MODEL = """\
 // Eight schools (Rubin 1981), one school a silo: a centred hierarchy whose scale tau has much of
 // its posterior mass near zero, where theta and tau form a funnel.
@@ -2647,7 +2690,7 @@ def case_vfl_shared_scale(fvic, cache, work):
     require(not off or warnings, "a silent wrong answer: " + "; ".join(off))
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "group_slopes_few": case_group_slopes_few, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "group_slopes_few": case_group_slopes_few, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,
