@@ -515,7 +515,8 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       if (!g.locals.empty())
         plan.closing.push_back({"server", "silo k",
                                 "the importance weights of the last such exchange's draws, where its k-hat is 0.7 "
-                                "or less: silo k reports its locals weighed by them (the written model's posterior)",
+                                "or less: silo k reports its locals weighed by them (the written model's posterior); "
+                                "they carry the other silos' log densities at those draws, summed",
                                 T});
       break;
     case Method::Independent: return;  // the server holds no posterior
