@@ -185,6 +185,7 @@ const std::vector<Choice>& choices() {
       {"local_reparam", {"on", "off"}},
       {"center", {"on", "off"}},
       {"mode_start", {"on", "off"}},
+      {"weigh_locals", {"on", "off"}},
       {"correct_moments", {"on", "off"}},
       {"lr_schedule", {"cosine", "constant"}},
       {"factors", {"dpo", "cpo"}},
@@ -440,6 +441,13 @@ const std::vector<KeySpec>& inference_keys() {
        "checked again around it up to 4 times; of q and the Gaussians checked, the outputs are the one the "
        "check finds closest to the posterior on the declared scale; off: the ELBO's q, with "
        "the check's warning",
+       "on"},
+      {"weigh_locals", "on, off",
+       "SFVI and SFVI-Avg with local parameters: where the closing exchange's k-hat is 0.7 or less, the server "
+       "sends each silo that exchange's T normalised importance weights and the silo reports its locals weighed by "
+       "them (the written model's posterior of the locals, not their mixture over q of the globals); up to a "
+       "constant the weights are the other parties' log densities at the T draws, summed (fvic plan lists the "
+       "message); off: no such message, and a silo refuses one; each silo reports the mixture",
        "on"},
       {"estimator", "stl, standard", "gradient estimator (sticking-the-landing or standard)",
        "stl"},

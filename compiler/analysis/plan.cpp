@@ -512,7 +512,7 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       plan.closing.push_back({"silo k", "server",
                               "at each draw, the log density of silo k's data and locals and log q of its locals",
                               T * SymSize::constant(2)});
-      if (!g.locals.empty())
+      if (!g.locals.empty() && m.settings.name("weigh_locals", "on") == "on")
         plan.closing.push_back({"server", "silo k",
                                 "the importance weights of the last such exchange's draws, where its k-hat is 0.7 "
                                 "or less: silo k reports its locals weighed by them (the written model's posterior); "
@@ -872,6 +872,9 @@ void add_notes(const SemanticModel& m, Plan& plan) {
   unused("warm_start", plan.method == Method::SFVI);
   unused("center", plan.method == Method::SFVI || plan.method == Method::VFLExact);
   unused("mode_start", plan.method == Method::SFVI || plan.method == Method::VFLExact);
+  const bool sfvi_engine = plan.method == Method::SFVI || plan.method == Method::SFVIAvg;
+  unused("weigh_locals", sfvi_engine && !group(m).locals.empty(),
+         sfvi_engine ? "a model without local parameters" : std::string());
   unused("correct_moments", !plan.closing.empty() && (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||
                                                       pvi_engine(plan.method)) && !plan.sparse_gp);
   unused("local_reparam", (plan.method == Method::SFVI || plan.method == Method::SFVIAvg ||

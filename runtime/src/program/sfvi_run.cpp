@@ -516,7 +516,8 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                                   options_.seed, r.draws), m);
       // Kept for the weights that may follow (kSfviLocalWeights), where they fit in memory.
       last_joint_.reset();
-      if (silo_->local_dim() > 0 && silo_->local_dim() * r.draws <= kMaxWeighedLocals)
+      if (silo_->local_dim() > 0 && silo_->local_dim() * r.draws <= kMaxWeighedLocals &&
+          settings_.name("weigh_locals", "on") == "on")
         last_joint_ = LastJoint{Eigen::MatrixXd(z), std::move(lj.local), std::move(lj.local_mean), std::move(lj.local_square)};
       return m;
     }
@@ -799,6 +800,9 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   // weights: mean sum_s w_s E[Z_L | Z_G^s], variance from the mean squares likewise; draws by
   // systematic resampling of the draws at each Z_G^s.
   void weigh_locals(const Message& request) {
+    if (settings_.name("weigh_locals", "on") == "off")
+      throw std::invalid_argument("this silo does not take local weights (weigh_locals = off): its locals stay the "
+                                  "mixture over q of the globals");
     if (!last_joint_)
       throw std::invalid_argument("local weights without a log-joint exchange whose locals this silo kept");
     const LastJoint& j = *last_joint_;
@@ -1308,7 +1312,9 @@ class SfviCoordinator : public Coordinator {
   }
   bool closing_takes_draws() const override { return true; }
   bool weigh_locals(const std::vector<double>& log_weights) override {
-    if (method_ == "independent" || engine::group_index(run_.model, FVI_GROUP_LOCAL) < 0) return false;
+    if (method_ == "independent" || engine::group_index(run_.model, FVI_GROUP_LOCAL) < 0 ||
+        run_.settings.name("weigh_locals", "on") == "off")
+      return false;
     std::vector<Message> replies;
     locals_weighted_ = ask_every_silo(run_.transport, uint32_t(steps() + 2 + closing_exchanges_++),
                                       Phase::kSfviLocalWeights, Message(log_weights.begin(), log_weights.end()), 0, replies);
