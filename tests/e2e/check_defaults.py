@@ -44,6 +44,11 @@ program prints about itself:
              (references/group_slopes_few, as below): every silo's a and b within 0.25 sd and
              20% of long-run NUTS, weighed by the closing's importance weights; the globals
              within those limits or named in a warning.
+  same_seed  CmdStan's convention, same model, data and seed, same draws: group_slopes_few run
+             four times for 60 iterations (the LLVM backend's chains, `fvic run`'s default);
+             every output identical but metrics.csv's clock, the report and draws.csv's `file =`
+             line. (Before the runtime's `new` kept blocks on 32 bytes, about half such runs took
+             another path from the first iteration.)
   ordinal_raw, lkj_slopes, simplex_hier
              models written outside the examples (references/NAME, with their data and long-run
              NUTS on the pooled data): an ordinal regression on raw covariates; eight sites'
@@ -2278,6 +2283,34 @@ def case_group_slopes(fvic, cache, work):
 REFERENCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "references")
 
 
+def case_same_seed(fvic, cache, work):
+    """Four runs of one model with one seed: posterior.json and draws.csv (the server's and each
+    silo's) identical, draws.csv's `file =` line aside."""
+    folder = os.path.join(REFERENCES, "group_slopes_few")
+
+    def outputs(out):
+        files = {}
+        for root, _, names in os.walk(out):
+            for name in names:
+                if name in ("posterior.json", "draws.csv"):
+                    with open(os.path.join(root, name)) as f:
+                        lines = [line for line in f if not line.startswith("#   file = ")]
+                    files[os.path.relpath(os.path.join(root, name), out)] = "".join(lines)
+        return files
+
+    runs = []
+    for r in range(4):
+        out = os.path.join(work, f"out{r}")
+        run_defaults(fvic, cache, os.path.join(folder, "model.fvi"), os.path.join(folder, "data"), out,
+                     sets=("max_rounds=60",))
+        runs.append(outputs(out))
+    require(len(runs[0]) == 8, f"expected the server's and three silos' posterior.json and draws.csv, found {sorted(runs[0])}")
+    for r in range(1, len(runs)):
+        differ = sorted(name for name in runs[0] if runs[r].get(name) != runs[0][name])
+        require(not differ, f"run {r + 1} differs from run 1 in {differ} with the same seed")
+    print(f"  4 runs, {len(runs[0])} files each: identical")
+
+
 def held_out_case(name, weighed=False, globals_flagged=False):
     """A model written outside the examples, stored with its data and long-run NUTS on the pooled
     data (references/NAME: model.fvi, data/, pooled.stan, nuts.json, which says how NUTS was run):
@@ -2623,7 +2656,7 @@ def case_vfl_shared_scale(fvic, cache, work):
     require(not off or warnings, "a silent wrong answer: " + "; ".join(off))
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "same_seed": case_same_seed, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,

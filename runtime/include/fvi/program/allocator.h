@@ -1,6 +1,7 @@
 #pragma once
-// How a generated program's process allocates memory (NAME-sim, NAME-server, NAME-client and the
-// benchmarks call this first thing in main).
+// How a generated program's process allocates memory (NAME-sim, NAME-server, NAME-client, `fvic
+// run` and the benchmarks call this first thing in main). Linking it also replaces the process's
+// `new`: every block on 32 bytes, so that a run repeats bit for bit (allocator.cpp says why).
 
 namespace fvi::program {
 
