@@ -510,7 +510,10 @@ void add_closing_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
     case Method::SFVIAvg:
       plan.closing.push_back({"server", "silo k", "T draws of " + qg + " (not sent beyond 10^6 values)", G * T});
       plan.closing.push_back({"silo k", "server",
-                              "at each draw, the log density of silo k's data and locals and log q of its locals",
+                              g.locals.empty() ? "at each draw, the log density of silo k's data (and a 0 in place of "
+                                                 "the log q of locals it does not have)"
+                                               : "at each draw, the log density of silo k's data and locals and log q "
+                                                 "of its locals",
                               T * SymSize::constant(2)});
       if (!g.locals.empty() && m.settings.name("weigh_locals", "on") == "on")
         plan.closing.push_back({"server", "silo k",

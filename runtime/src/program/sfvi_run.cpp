@@ -37,6 +37,10 @@ bool mode_start_applies(const std::string& method, const engine::Settings& setti
   return method == "sfvi" && settings.name("mode_start", "on") != "off" && settings.integer("warm_start", 0) == 0;
 }
 
+// Whether the closing exchange's importance weights reach the silos' locals (weigh_locals, on
+// by default): the server sends them and each silo takes them only where its own settings say so.
+bool weighs_locals(const engine::Settings& settings) { return settings.name("weigh_locals", "on") != "off"; }
+
 // Whether any parameter is a silo's own: then a point of the globals does not fix a silo's term.
 bool has_locals(const fvi_model& model) {
   for (int i = 0; i < model.variable_count; ++i)
@@ -516,8 +520,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
                                   options_.seed, r.draws), m);
       // Kept for the weights that may follow (kSfviLocalWeights), where they fit in memory.
       last_joint_.reset();
-      if (silo_->local_dim() > 0 && silo_->local_dim() * r.draws <= kMaxWeighedLocals &&
-          settings_.name("weigh_locals", "on") == "on")
+      if (silo_->local_dim() > 0 && silo_->local_dim() * r.draws <= kMaxWeighedLocals && weighs_locals(settings_))
         last_joint_ = LastJoint{Eigen::MatrixXd(z), std::move(lj.local), std::move(lj.local_mean), std::move(lj.local_square)};
       return m;
     }
@@ -800,7 +803,7 @@ class SfviSiloHost : public SiloHost, public SiloEndpoint {
   // weights: mean sum_s w_s E[Z_L | Z_G^s], variance from the mean squares likewise; draws by
   // systematic resampling of the draws at each Z_G^s.
   void weigh_locals(const Message& request) {
-    if (settings_.name("weigh_locals", "on") == "off")
+    if (!weighs_locals(settings_))
       throw std::invalid_argument("this silo does not take local weights (weigh_locals = off): its locals stay the "
                                   "mixture over q of the globals");
     if (!last_joint_)
@@ -1312,8 +1315,7 @@ class SfviCoordinator : public Coordinator {
   }
   bool closing_takes_draws() const override { return true; }
   bool weigh_locals(const std::vector<double>& log_weights) override {
-    if (method_ == "independent" || engine::group_index(run_.model, FVI_GROUP_LOCAL) < 0 ||
-        run_.settings.name("weigh_locals", "on") == "off")
+    if (method_ == "independent" || engine::group_index(run_.model, FVI_GROUP_LOCAL) < 0 || !weighs_locals(run_.settings))
       return false;
     std::vector<Message> replies;
     locals_weighted_ = ask_every_silo(run_.transport, uint32_t(steps() + 2 + closing_exchanges_++),
