@@ -46,8 +46,8 @@ program prints about itself:
              within those limits or named in a warning.
   same_seed  CmdStan's convention, same model, data and seed, same draws: group_slopes_few run
              four times for 60 iterations (the LLVM backend's chains, `fvic run`'s default);
-             every output identical but metrics.csv's clock, the report and draws.csv's `file =`
-             line. (Before the runtime's `new` kept blocks on 32 bytes, about half such runs took
+             posterior.json and draws.csv, the server's and each silo's, identical but
+             draws.csv's `file =` line. (Before the runtime's `new` kept blocks on 32 bytes, about half such runs took
              another path from the first iteration.)
   ordinal_raw, lkj_slopes, simplex_hier
              models written outside the examples (references/NAME, with their data and long-run
