@@ -314,6 +314,17 @@ void add_messages(Plan& plan, const SemanticModel& m, const Groups& g) {
       break;
     }
   }
+  // Every round of the PVI engine ends with the objective's evaluation (runtime/src/program/
+  // pvi_rounds.cpp PviRounds::elbo), at the same draws (and context points) every round.
+  if (pvi_engine(plan.method)) {
+    plan.messages.push_back({"server", "silo k", "the round's new " + qg + " in natural parameters, for the objective", Q});
+    plan.messages.push_back({"silo k", "server",
+                             plan.method == Method::FedAvgFSVI
+                                 ? "silo k's term of the objective: its expected loss plus beta times the function-space "
+                                   "KL at its own context points (seed 001 Eq. 27)"
+                                 : "silo k's term of the objective: its expected loss",
+                             SymSize::constant(1)});
+  }
 }
 
 // The output draws k-hat is computed at (program/output.cpp output_draws): the setting, else
@@ -324,8 +335,19 @@ SymSize output_draws(const SemanticModel& m) {
 }
 
 // The stopping rule's exchanges with silos that hold parameters of their own, sent only by a run
-// the rule stops (not with `--set rounds=N`): runtime/src/program/sfvi_run.cpp, vfl_run.cpp.
+// the rule stops (not with `--set rounds=N`): runtime/src/program/sfvi_run.cpp, vfl_run.cpp; and
+// with a function-space objective, which leaves the weights free in its Jacobians' null space,
+// the function at each silo's context points (runtime/src/program/pvi_run.cpp).
 void add_rule_messages(Plan& plan, const Groups& g) {
+  if (plan.method == Method::FedAvgFSVI || plan.method == Method::FedVEMHSVI) {
+    plan.rule.push_back({"server", "silo k", "tol_param, each round once the server's objective has levelled off",
+                         SymSize::constant(1)});
+    plan.rule.push_back({"silo k", "server",
+                         "whether q's function at silo k's fixed context points has settled over the rounds judged, "
+                         "its largest drift and standard error (the points and the function's values stay)",
+                         SymSize::constant(3)});
+    return;
+  }
   const bool sfvi = plan.method == Method::SFVI;
   if (!sfvi && !is_vertical(plan.method)) return;
   const std::string own = sfvi ? "its locals" : "its split block";

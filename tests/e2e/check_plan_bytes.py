@@ -4,10 +4,10 @@ counts. The plan and the programs take them from one place (runtime/include/fvi/
 this checks the two against each other on a short run of each horizontal method: the bytes in
 metrics.csv's first row (its `round` counts reports: the first `refresh` iterations; the bytes are
 cumulative) equal the plan's bytes per silo, summed
-over the silos, times the iterations, plus the exchanges the plan does not list because they only
-serve the progress lines (PVI: each round, q_s down and one number up; SFVI-Avg: every refresh
-round, the broadcast down and one number up; once, before the first round, each silo's row count
-up) or happen once (vfl_exact's joint family: its layout, before the first iteration, each silo's
+over the silos, times the iterations (PVI's include each round's objective, which its stopping rule
+and damping read), plus the exchanges the plan does not list because they only serve the progress
+lines (SFVI-Avg: every refresh round, the broadcast down and one number up; once, before the first
+round, each silo's row count up) or happen once (vfl_exact's joint family: its layout, before the first iteration, each silo's
 block size up and its place down, 3 numbers; the AXDA methods have none). SFVI's mode search, before
 the first iteration, takes as many exchanges as its Newton steps need: there the iterations' bytes
 are the second row's less the first's, and the first row's surplus must be whole points of the
@@ -70,7 +70,7 @@ def main():
     cases = [
         # name, model, data, keys, extra (down, up) bytes per silo per step beyond the plan's messages
         ("PVI (pima_logreg, mean-field)", "examples/pima_logreg/pima_logreg.fvi", "examples/pima_logreg/data",
-         ["rounds=2"], "pvi"),
+         ["rounds=2"], None),
         ("SFVI (hier_logreg, structured, with locals)", "examples/hier_logreg/hier_logreg.fvi",
          "examples/hier_logreg/data", ["rounds=40", "refresh=10"], "sfvi"),
         ("SFVI-Avg (hier_logreg)", "examples/hier_logreg/hier_logreg.fvi", "examples/hier_logreg/data",
@@ -107,10 +107,7 @@ def main():
                       f"{first_sent - first * down} B, received {first_received - first * up} B: "
                       f"{points if ok else 'not'} points of the mode search as the plan's opening messages give them")
             extra_down = extra_up = 0
-            if extra == "pvi":  # the objective: q_s (the request's natural parameters) down, one number up
-                reply = [m for m in plan["messages"] if m["to"] == "server"][0]
-                extra_down, extra_up = sum(reply["bytes_per_silo"]), 8 * silos
-            elif extra == "avg":  # the objective at the averaged q: the broadcast down, one number up
+            if extra == "avg":  # the objective at the averaged q: the broadcast down, one number up
                 broadcast = sum(m["bytes_per_silo"][0] for m in plan["messages"] if m["to"] == "server")
                 extra_down, extra_up = broadcast * silos, 8 * silos
             want_sent = steps * (down + extra_down) + (3 * 8 * silos if extra == "vfl" else 0)

@@ -438,7 +438,8 @@ def case_function_space(fvic, cache, work):
     n_s / beta, mean sum(x_s) / (beta + n_s)); FedVEM HSVI's is N(mu, sigma^2) x lik_s, the FedVEM recursion of case
     aggregation. The silos' updates are stochastic optimisations (the function-space KL has no
     closed form), which stop when their averaged means move less than 0.05 q sds
-    (PviOptions::local_window, ConvergenceMonitor's tol_param): the tolerance is twice that."""
+    (PviOptions::local_window, ConvergenceMonitor's tol_param): the tolerance is twice that. Then
+    fedavg_fsvi stopped by the rule, the silos judging q's function at their context points."""
     data, silos, model = unequal_clutter_silos(work)
     S, n = len(silos), sum(len(p) for p in silos)
 
@@ -460,6 +461,19 @@ def case_function_space(fvic, cache, work):
         run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedavg_fsvi", "rounds=2",
                                                  f"function_kl_weight={beta}", f"context_points={points}"])
         check(out, (average[0], math.exp(average[1] / 2)), f"fedavg_fsvi, beta {beta}, {points} context points")
+
+    # Stopped by the rule (no rounds): the server judges the objective alone, each silo q's function
+    # at its fixed context points (kPviSettled); every round's local optimum is the same, so the
+    # fixed point is the same average.
+    w = 2.0
+    local = [(sum(p) / (w + len(p)), math.log(w / (w + len(p)))) for p in silos]
+    average = [sum(len(p) / n * nu[i] for p, nu in zip(silos, local)) for i in range(2)]
+    out = os.path.join(work, "fedavg_fsvi-rule")
+    p = run_fvic(fvic, cache, model, data, out, ["loss=nll", "method=fedavg_fsvi", "max_rounds=60", "context_points=2"])
+    require(posterior(out)["converged"] is True, f"fedavg_fsvi by the rule did not converge:\n{p.stdout}")
+    require("every silo's function at its context points settled too" in p.stdout,
+            f"fedavg_fsvi by the rule: no silo judged its function:\n{p.stdout}")
+    check(out, (average[0], math.exp(average[1] / 2)), "fedavg_fsvi by the rule")
 
     mu, var = 0.0, 1.0
     for _ in range(3):

@@ -72,7 +72,13 @@ ServerOptimiser::ServerOptimiser(Eigen::Index size, ServerOptimiserOptions optio
 void ServerOptimiser::step(Eigen::VectorXd& nu, const Eigen::VectorXd& g) {
   if (g.size() != nu.size()) throw std::invalid_argument("ServerOptimiser::step: the pseudo-gradient differs in size");
   if (adam_) adam_->step(nu, g);
-  else nu -= options_.lr * g;
+  else nu -= scale_ * options_.lr * g;
+}
+
+void ServerOptimiser::set_scale(double scale) {
+  if (!(scale > 0 && scale <= 1)) throw std::invalid_argument("the server optimiser's step scale must be in (0, 1]");
+  scale_ = scale;
+  if (adam_) adam_->set_scale(scale);
 }
 
 size_t ServerOptimiser::state_size() const { return adam_ ? 1 + 2 * size_t(adam_->first_moment().size()) : 0; }

@@ -334,7 +334,60 @@ double PviClient<Q>::evaluate(const Natural& server, uint32_t round) {
   double total = 0;
   for (long b = 0; b < n_batches; ++b)
     total += loss_gradient(q, b, n_batches, std::max(options_.mc_samples, 16L), rng, false).loss / double(n_batches);
+  if (context_) total += function_space_term(server);
   return total;
+}
+
+template <class Q>
+double PviClient<Q>::function_space_term(const Natural& server) {
+  // seed 001 Eq. 24: fedvem's local q_s is the server's N(mu, sigma^2) when evaluated, and its KL
+  // to the prior linearised there vanishes.
+  if (options_.aggregation != "fedavg") return 0;
+  // seed 001 Eq. 27: FedAvg FSVI's silo term carries beta sum_x KL(q~(f(x)) || p~(f(x))) at its
+  // context points, as each local step's does (optimise), against the prior linearised at the
+  // last update's cavity (fedavg's cavity is the prior). kEvaluationContextSets sets of
+  // context_points each, averaged: the expected term of one step, at the same points every round.
+  if (!function_space_prior_)
+    throw ModelError("silo " + std::to_string(silo_) + ": asked for its objective before its first update, so it "
+                     "has no function-space prior to measure q against");
+  const Q q = Family::distribution(server);
+  const Q& prior = *function_space_prior_;
+  const Eigen::VectorXd variance = Family::sd(q).array().square().matrix();
+  const Eigen::VectorXd prior_variance = Family::sd(prior).array().square().matrix();
+  double kl = 0;
+  for_evaluation_points([&](BoundFactor& points) {
+    kl += function_space_kl(points, q.mean(), variance, prior.mean(), prior_variance, PviOptions::kFunctionSpaceJitter)
+              .value;
+  });
+  return options_.function_kl_weight * kl / double(kEvaluationContextSets);
+}
+
+template <class Q>
+template <class Visit>
+void PviClient<Q>::for_evaluation_points(Visit visit) {
+  // Round 0, which no update has: the same points every round, so that what is measured there
+  // moves with q and not with the points.
+  CounterRng rng(RngKey{options_.seed, uint32_t(silo_), 0, rng_stream::kContextPoints});
+  for (int set = 0; set < kEvaluationContextSets; ++set) visit(context_->draw(rng));
+}
+
+template <class Q>
+bool PviClient<Q>::function_moments(const Natural& server, Eigen::VectorXd& mean, Eigen::VectorXd& sd) {
+  if (!context_) return false;
+  const Q q = Family::distribution(server);
+  const Eigen::VectorXd variance = Family::sd(q).array().square().matrix();
+  std::vector<double> means, sds;
+  for_evaluation_points([&](BoundFactor& points) {
+    for (int64_t row = 0; row < points.rows(); ++row) {
+      const LinearisedGaussian f = linearise(points, row, q.mean(), variance);  // seed 001 Eq. 17
+      const Eigen::VectorXd f_variance = f.covariance().diagonal();
+      for (Eigen::Index c = 0; c < f.mean.size(); ++c)
+        means.push_back(f.mean[c]), sds.push_back(std::sqrt(f_variance[c] + PviOptions::kFunctionSpaceJitter));
+    }
+  });
+  mean = Eigen::Map<const Eigen::VectorXd>(means.data(), Eigen::Index(means.size()));
+  sd = Eigen::Map<const Eigen::VectorXd>(sds.data(), Eigen::Index(sds.size()));
+  return true;
 }
 
 template <class Q>
@@ -480,6 +533,7 @@ Eigen::VectorXd PviClient<Q>::optimise(Eigen::VectorXd params, const Natural& ca
   if (context_ && !q_cavity)
     throw ModelError("silo " + std::to_string(silo_) + ": the function-space prior is linearised at the cavity, "
                      "which is not a proper Gaussian");
+  if (context_) function_space_prior_ = q_cavity;
   // Names the likely cause (issue 27 item 10; data near double's limit were refused above): the
   // starting point (a loss not finite at step 1 was evaluated before any step, so the step size
   // cannot be its cause), else lr.

@@ -23,6 +23,7 @@ ConvergenceMonitor::ConvergenceMonitor(ConvergenceOptions options) : options_(op
 
 void ConvergenceMonitor::observe(double objective, const Eigen::VectorXd& mean, const Eigen::VectorXd& sd,
                                  const Eigen::VectorXd& params) {
+  objective_only_ = mean.size() == 0;
   if (count_ == 0) {
     mean_sum_ = Eigen::VectorXd::Zero(mean.size());
     sd_sum_ = Eigen::VectorXd::Zero(sd.size());
@@ -120,7 +121,10 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std:
   char correlated[96] = "";
   if (autocorrelation_ > 0)
     std::snprintf(correlated, sizeof correlated, ", windows' autocorrelation %.2f allowed for", autocorrelation_);
-  if (converged_) {
+  if (converged_ && objective_only_) {
+    std::snprintf(text, sizeof text, "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged)",
+                  steps, unit, relative_change_, averaged_steps(), unit);
+  } else if (converged_) {
     std::snprintf(text, sizeof text,
                   "converged after %ld %s (relative objective change %.2g; the last %ld %s averaged: drift %.3f, "
                   "standard error %.3f < %g%s; means in q sds, sds relative)",
@@ -130,6 +134,10 @@ std::string ConvergenceMonitor::verdict(long steps, const char* unit, const std:
       const size_t used = std::strlen(text);
       std::snprintf(text + used, sizeof text - used, "; mc_samples x%ld by the rule", mc_factor_);
     }
+  } else if (!held_.empty() && objective_only_) {
+    std::snprintf(text, sizeof text,
+                  "NOT converged after %ld %s: the objective levelled off (the last %ld %s averaged), but %s. Try %s.",
+                  steps, unit, averaged_steps(), unit, held_.c_str(), more_steps);
   } else if (!held_.empty()) {
     std::snprintf(text, sizeof text,
                   "NOT converged after %ld %s: the server's q settled (the last %ld %s averaged: drift %.3f, standard "

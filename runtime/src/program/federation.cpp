@@ -17,6 +17,7 @@ const char* phase_name(Phase phase) {
     case Phase::kPviEvaluate: return "pvi evaluate";
     case Phase::kPviLogJoint: return "pvi log joint";
     case Phase::kPviFinish: return "pvi finish";
+    case Phase::kPviSettled: return "pvi settled";
     case Phase::kSfviContribute: return "sfvi contribute";
     case Phase::kSfviFitLocally: return "sfvi local fit";
     case Phase::kSfviEvaluate: return "sfvi evaluate";

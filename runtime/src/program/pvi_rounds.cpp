@@ -58,6 +58,7 @@ PviRounds<Q>::PviRounds(Server& server, Transport& transport, const engine::PviO
       server_damping_(options.server_damping),
       previous_objective_(std::numeric_limits<double>::quiet_NaN()),
       method_(options.aggregation),
+      function_space_(options.function_space),
       clients_per_round_(options.clients_per_round),
       seed_(options.seed) {
   if (schedule_ != "synchronous" && schedule_ != "sequential" && schedule_ != "asynchronous")
@@ -269,7 +270,7 @@ double PviRounds<Q>::elbo(uint32_t round) {
   };
   const std::vector<bool> arrived = transport_.exchange(x);
   missing_terms_ = 0;
-  double objective = server_.kl_to_prior();
+  double objective = function_space_ ? 0.0 : server_.kl_to_prior();
   silo_terms_.assign(S, std::numeric_limits<double>::quiet_NaN());
   const double scale = double(S) / double(asked.size());
   for (int k : asked) {
@@ -343,6 +344,8 @@ Message PviSiloEndpoint<Q>::handle(uint32_t round, Phase phase, const Message& r
     if (!engine::GaussianFamily<Q>::proper(*final_)) throw std::invalid_argument("the server's final q is not a proper Gaussian");
     return {};
   }
+  if (phase == Phase::kPviSettled)  // no client needed
+    return settled_.answer(request, [&](double tol_param) { return function_watch_.judge(tol_param); });
   if (phase != Phase::kPviEvaluate && phase != Phase::kPviLogJoint && phase != Phase::kPviUpdate)
     throw std::invalid_argument(std::string("a PVI silo cannot do ") + phase_name(phase));
   struct Release {  // after the answer, or when it throws
@@ -363,7 +366,11 @@ Message PviSiloEndpoint<Q>::answer(Client& client, uint32_t round, Phase phase, 
   if (phase == Phase::kPviEvaluate) {
     const std::string bad = check_reply(request, P);
     if (!bad.empty()) throw std::invalid_argument("the server's q_s has " + bad);
-    return {client.evaluate(natural_message<Natural>(request, d, "the server's q_s"), round)};
+    const Natural q = natural_message<Natural>(request, d, "the server's q_s");
+    const double loss = client.evaluate(q, round);
+    Eigen::VectorXd mean, sd;
+    if (client.function_moments(q, mean, sd)) function_watch_.observe(mean, sd);
+    return {loss};
   }
   if (phase == Phase::kPviLogJoint) {
     const DrawsRequest r = check_draws_request(request, long(d));
@@ -385,6 +392,15 @@ Message PviSiloEndpoint<Q>::answer(Client& client, uint32_t round, Phase phase, 
   // FedAvg weights each silo's result by its rows (seed 001 Alg. 1 line 9).
   if (client.options().aggregation == "fedavg") reply.push_back(double(client.observations()));
   return reply;
+}
+
+template <class Q>
+void PviSiloEndpoint<Q>::report_settling(int silo) const {
+  // The judged vector: each evaluation point's outputs in turn.
+  VariableLayout f;
+  f.name = "f";
+  f.dims = {function_watch_.size()};
+  settled_.report(silo, "function at its context points", {f});
 }
 
 template class PviRounds<MeanFieldGaussian<double>>;

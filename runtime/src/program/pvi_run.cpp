@@ -12,6 +12,7 @@
 #include "fvi/program/pvi_rounds.h"
 #include "fvi/program/quantities.h"
 #include "fvi/program/server_loop.h"
+#include "fvi/program/silo_settling.h"
 #include "fvi/rng.h"
 #include "inference_keys.h"
 
@@ -59,6 +60,7 @@ class PviSiloHost : public SiloHost {
   SiloEndpoint& endpoint() override { return *endpoint_; }
   // OUT/silo-K/draws.csv: the silo's draws of the final global posterior (it has no locals).
   void finish(const std::string& dir) override {
+    if (options_.function_space) endpoint_->report_settling(silo_);
     if (!endpoint_->final_posterior()) return;
     const Q q = engine::GaussianFamily<Q>::distribution(*endpoint_->final_posterior());
     CounterRng rng(RngKey{seed_, uint32_t(silo_), 0, rng_stream::kUserStream + 3});
@@ -195,10 +197,32 @@ class PviCoordinator : public Coordinator {
   }
   // The round's ELBO lacks the terms of the silos that did not answer its evaluation.
   std::string missing_note(long) override { return program::missing_note(runner_.missing_terms(), "silo terms"); }
+  // A function-space objective leaves the weights in its Jacobians' null space free to wander
+  // (seed 001 Eqs. 15-18): the server's rule then watches the objective alone, and each silo the
+  // function at its context points (unsettled).
   void moments(Eigen::VectorXd& mean, Eigen::VectorXd& sd) const override {
+    if (options_.function_space) {
+      mean.resize(0), sd.resize(0);
+      return;
+    }
     const Q q = server_.distribution();
     mean = q.mean();
     sd = engine::GaussianFamily<Q>::sd(q);
+  }
+  std::string unsettled(long t, double tol_param) override {
+    settled_note_.clear();
+    if (!options_.function_space) return "";
+    Settling s = ask_silos_settled(run_.transport, uint32_t(t), Phase::kPviSettled, tol_param,
+                                   "function at its context points");
+    settled_note_ = std::move(s.note);
+    return s.unsettled;
+  }
+  std::string settled_note() const override { return settled_note_; }
+  // With a function-space objective, the rule's decay of the step once the objective has levelled
+  // off, on the server's step: each round's average of the silos' local optima carries their
+  // optimisers' noise, which a full step would leave in q's function for ever.
+  void set_schedule(double step_scale, long, long) override {
+    if (options_.function_space) runner_.set_step_scale(step_scale);
   }
   // A round moves q far (a closed-form update to the exact posterior): one flat round ends the
   // optimising phase and three stationary ones show convergence.
@@ -304,6 +328,7 @@ class PviCoordinator : public Coordinator {
   long rounds_, refresh_;
   long closing_exchanges_ = 0;
   std::optional<Q> adopted_;  // q moved to the posterior's moments (adopt_moments)
+  std::string settled_note_;  // what the last check of the silos' functions found
   std::string schedule_;
   Server server_;
   std::vector<VariableLayout> layout_;

@@ -15,10 +15,13 @@
 #include "fvi/engine/function_space.h"
 #include "fvi/engine/pvi.h"
 #include "fvi/engine/settings.h"
+#include "fvi/message/codec.h"
+#include "fvi/program/pvi_rounds.h"
 #include "fvi/rng.h"
 #include "support/gradient_check.h"
 
 extern "C" const fvi_model* fvi_model_multinomial_eb(void);
+extern "C" const fvi_model* fvi_model_linreg_conjugate(void);
 
 using fvi::engine::BoundFactor;
 using fvic::test::Data;
@@ -152,4 +155,104 @@ TEST_CASE("context_points below 1, negative context_noise and score matching are
   CHECK_THROWS_WITH(fvi::engine::PviOptions::from(fvi::engine::Settings({}, {"loss=score_matching(se, 1)"}), 2,
                                                   "fedavg_fsvi"),
                     Catch::Matchers::Contains("cannot use loss = score_matching"));
+}
+
+namespace {
+
+using MeanField = fvi::MeanFieldGaussian<double>;
+
+// A fedavg_fsvi (or other PVI-engine) client of linreg_conjugate (f(x) = x w, w ~ normal(0, 1))
+// on one row, whose context points are therefore that row exactly (context_noise = 0), after
+// one update from the prior: its function-space prior is then the prior.
+struct OneRowSilo {
+  Data data;
+  Eigen::RowVectorXd x0;
+  fvi::engine::PviServer<MeanField> server;
+  fvi::engine::PviClient<MeanField> client;
+  OneRowSilo(const std::string& method, const Eigen::RowVectorXd& x, long context_points, double beta)
+      : data(make_data(x)),
+        x0(x),
+        server(*fvi_model_linreg_conjugate(), data.abi(), 1),
+        client(*fvi_model_linreg_conjugate(), data.abi(), 1,
+               fvi::engine::PviOptions::from(
+                   fvi::engine::Settings({}, {"context_points=" + std::to_string(context_points), "context_noise=0",
+                                              "local_steps=2", "function_kl_weight=" + std::to_string(beta)}),
+                   1, method)) {
+    // fedavg's factor q_s / prior, as the server sends it: the cavity is the prior.
+    client.set_factor(fvi::natural_quotient(server.posterior(), server.prior()));
+    client.update(server.posterior(), 1);
+  }
+  static Data make_data(const Eigen::RowVectorXd& x) {
+    Data d;
+    d.add("D", scalar(double(x.size())));
+    d.add("sigma", scalar(0.7));
+    d.add("N", scalar(1));
+    d.add("x", Eigen::MatrixXd(x));
+    d.add("y", Eigen::MatrixXd::Constant(1, 1, 0.4));
+    return d;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("FedAvg FSVI's objective: each silo's term adds beta times the function-space KL at its context points",
+          "[function_space]") {
+  // seed 001 Eq. 27, for a linear f: KL(N(x m, sum_d x_d^2 v_d) || N(0, sum_d x_d^2)) at the one
+  // row, written out, times beta and the context points per step; the expected loss is the
+  // weight-space fedavg client's at the same draws.
+  std::mt19937_64 rng(8);
+  std::normal_distribution<double> normal;
+  const int D = 3;
+  const long points = 3;
+  const double beta = 0.5, jitter = fvi::engine::PviOptions::kFunctionSpaceJitter;
+  Eigen::RowVectorXd x(D);
+  for (int d = 0; d < D; ++d) x[d] = normal(rng);
+  OneRowSilo fsvi("fedavg_fsvi", x, points, beta), plain("fedavg", x, points, beta), fedvem("fedvem_hsvi", x, points, beta);
+  Eigen::VectorXd m(D), sd(D);
+  for (int d = 0; d < D; ++d) m[d] = normal(rng), sd[d] = std::exp(0.5 * normal(rng));
+  const auto q = fvi::to_natural(MeanField::from_mean_sd(m, sd));
+
+  const double f_mean = x.dot(m), f_var = x.array().square().matrix().dot(sd.array().square().matrix()) + jitter;
+  const double p_var = x.squaredNorm() + jitter;
+  const double kl = 0.5 * (f_var / p_var + f_mean * f_mean / p_var - 1 + std::log(p_var) - std::log(f_var));
+  const double loss = plain.client.evaluate(q, 2);
+  CHECK_THAT(fsvi.client.evaluate(q, 2) - loss, Catch::Matchers::WithinRel(beta * double(points) * kl, 1e-9));
+  // FedVEM HSVI evaluates its silos at the server's N(mu, sigma^2) itself: the KL term is 0.
+  CHECK_THAT(fedvem.client.evaluate(q, 2), Catch::Matchers::WithinRel(loss, 1e-12));
+
+  // What the silo's stopping rule watches: f's linearised mean and sd at every evaluation point.
+  Eigen::VectorXd mean, sd_f;
+  REQUIRE(fsvi.client.function_moments(q, mean, sd_f));
+  REQUIRE(mean.size() == points * 4);  // kEvaluationContextSets sets of `points`
+  CHECK((mean.array() - f_mean).abs().maxCoeff() < 1e-12);
+  CHECK((sd_f.array() - std::sqrt(f_var)).abs().maxCoeff() < 1e-12);
+  CHECK_FALSE(plain.client.function_moments(q, mean, sd_f));
+}
+
+TEST_CASE("a function-space silo says whether q's function at its context points has settled", "[function_space]") {
+  // kPviSettled (silo_settling.h): settled after evaluations at one q; moving when q's function
+  // mean walks 0.5 of its sd per round.
+  Eigen::RowVectorXd x(2);
+  x << 0.8, -1.3;
+  OneRowSilo silo("fedavg_fsvi", x, 2, 1.0);
+  fvi::program::PviSiloEndpoint<MeanField> endpoint(silo.client);
+  const Eigen::VectorXd sd = Eigen::VectorXd::Constant(2, 0.3);
+  const double f_sd = std::sqrt(x.squaredNorm() * 0.09);
+  const auto evaluate = [&](uint32_t round, double shift) {
+    const Eigen::VectorXd m = Eigen::Vector2d(0.2, 0.1) + shift * f_sd * x.transpose() / x.squaredNorm();
+    endpoint.handle(round, fvi::program::Phase::kPviEvaluate,
+                    fvi::message::Writer().natural(fvi::to_natural(MeanField::from_mean_sd(m, sd))).done());
+  };
+  const auto settled = [&] { return endpoint.handle(9, fvi::program::Phase::kPviSettled, {0.05}); };
+  evaluate(1, 0), evaluate(2, 0);
+  CHECK(settled()[0] == 0);  // two windows: too few to judge
+  evaluate(3, 0), evaluate(4, 0);
+  const fvi::program::Message still = settled();
+  CHECK(still[0] == 1);
+  CHECK(still[1] < 1e-9);
+  for (uint32_t r = 5; r <= 10; ++r) evaluate(r, 0.5 * double(r - 4));
+  const fvi::program::Message moving = settled();
+  CHECK(moving[0] == 0);
+  CHECK(moving[1] > 1);
+  CHECK_THROWS(endpoint.handle(9, fvi::program::Phase::kPviSettled, {2.0}));  // tol_param outside (0, 1)
 }

@@ -132,3 +132,21 @@ TEST_CASE("the server optimiser's checkpoint restores Adam's state", "[aggregati
   CHECK(ServerOptimiser(3, {"sgd", 1, 0}).state().empty());
   CHECK_THROWS(ServerOptimiser(3, {"newton", 1, 0}));
 }
+
+TEST_CASE("the server optimiser's step scale multiplies SGD's step and Adam's", "[aggregation]") {
+  // The stopping rule's decay (pvi_run.cpp, function-space methods): scale s takes s times the step.
+  const Eigen::VectorXd g = Eigen::Vector2d(0.4, -1.0);
+  ServerOptimiser sgd(2, {"sgd", 1.0, 1e-4});
+  Eigen::VectorXd nu = Eigen::Vector2d(1.0, 2.0);
+  sgd.set_scale(0.25);
+  sgd.step(nu, g);
+  CHECK_THAT(nu[0], WithinRel(1.0 - 0.25 * 0.4, 1e-15));
+  CHECK_THAT(nu[1], WithinRel(2.0 + 0.25 * 1.0, 1e-15));
+  ServerOptimiser full(2, {"adam", 0.1, 1e-4}), scaled(2, {"adam", 0.1, 1e-4});
+  scaled.set_scale(0.5);
+  Eigen::VectorXd a = Eigen::Vector2d::Zero(), b = Eigen::Vector2d::Zero();
+  full.step(a, g), scaled.step(b, g);
+  CHECK(((b - 0.5 * a).cwiseAbs().maxCoeff()) < 1e-15);
+  CHECK_THROWS(sgd.set_scale(0));
+  CHECK_THROWS(sgd.set_scale(1.5));
+}

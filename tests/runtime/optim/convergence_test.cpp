@@ -285,6 +285,31 @@ TEST_CASE("a converged judgement held for parameters the server does not see is 
   CHECK(monitor.verdict(t, "iterations").rfind("converged after", 0) == 0);
 }
 
+TEST_CASE("a rule given no moments judges the objective alone and speaks only of it", "[optim][convergence]") {
+  // A function-space objective (pvi_run.cpp): the silos judge q's function, the server the objective.
+  ConvergenceOptions o;
+  o.window = 1, o.plateaus = 1, o.min_average_windows = 3;
+  ConvergenceMonitor monitor(o);
+  const Eigen::VectorXd none;
+  long t = 0;
+  // A falling objective first: no plateau, so no verdict of convergence.
+  for (; t < 5; ++t) monitor.observe(-100.0 * double(5 - t), none, none, none);
+  CHECK_FALSE(monitor.converged());
+  while (!monitor.converged() && t < 100) monitor.observe(-10.0, none, none, none), ++t;
+  REQUIRE(monitor.converged());
+  // The first round at -10 still changed; the second is flat and ends the optimising phase; three
+  // averaged ones judge.
+  CHECK(t == 5 + 2 + 3);
+  const std::string verdict = monitor.verdict(t, "rounds");
+  CHECK(verdict.rfind("converged after 10 rounds (relative objective change 0; the last 3 rounds averaged)", 0) == 0);
+  CHECK(verdict.find("q sds") == std::string::npos);
+  monitor.hold("silo 1's function at its context points still moving: drift 0.400 (standard error 0.030)");
+  const std::string held = monitor.verdict(t, "rounds");
+  CHECK(held.rfind("NOT converged after 10 rounds: the objective levelled off (the last 3 rounds averaged), but silo 1's",
+                   0) == 0);
+  CHECK(held.find("the server's q settled") == std::string::npos);
+}
+
 TEST_CASE("a run stopped while averaging had just begun says so, not a drift it never measured",
           "[optim][convergence]") {
   ConvergenceOptions o;

@@ -40,6 +40,8 @@ class ServerOptimiser {
  public:
   ServerOptimiser(Eigen::Index size, ServerOptimiserOptions options);
   void step(Eigen::VectorXd& nu, const Eigen::VectorXd& pseudo_gradient);
+  // The step size's multiplier from now on (the stopping rule's decay; 1 at the start).
+  void set_scale(double scale);
   const ServerOptimiserOptions& options() const { return options_; }
   // Adam's state (t, m, v) for a checkpoint, and back; empty for SGD.
   std::vector<double> state() const;
@@ -49,6 +51,7 @@ class ServerOptimiser {
  private:
   ServerOptimiserOptions options_;
   std::optional<Adam<double>> adam_;
+  double scale_ = 1;
 };
 
 }  // namespace fvi::engine

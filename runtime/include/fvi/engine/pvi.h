@@ -135,7 +135,13 @@ class PviClient {
   Update update(const Natural& server, uint32_t round);
   // E_q[sum_i L(y_i | theta)] over this silo's rows for q = the given global posterior (Monte
   // Carlo, mc_samples draws per minibatch): the silo's term of the objective, one number.
+  // With a function-space prior, plus the silo's function-space KL term (function_space_term).
   double evaluate(const Natural& server, uint32_t round);
+  // With a function-space prior: the linearised q~(f(x)) = N(f(x; m), J diag(sigma^2) J') of q =
+  // `server` at the silo's evaluation context points (the same every round), each output's mean
+  // and sd; what the silo's stopping rule watches, since a function-space objective leaves the
+  // weights in J's null space free (seed 001 Eqs. 15, 17). False without one.
+  bool function_moments(const Natural& server, Eigen::VectorXd& mean, Eigen::VectorXd& sd);
 
   int64_t observations() const;
   // Minibatches per pass over this silo's rows (1: every row each step; PviOptions::batch_size).
@@ -182,6 +188,13 @@ class PviClient {
   // The first update's start means: `mean`, plus init_mean_sd times standard normals of the
   // initialisation stream of `seed` (party 0: every silo draws the same).
   Eigen::VectorXd first_start_mean(const Eigen::VectorXd& mean) const;
+  // beta times the function-space KL of q = `server` against the prior linearised at the cavity,
+  // summed over context_points fixed points and averaged over kEvaluationContextSets such sets.
+  double function_space_term(const Natural& server);
+  // Calls `visit(context)` for each of the kEvaluationContextSets fixed sets of evaluation points.
+  template <class Visit>
+  void for_evaluation_points(Visit visit);
+  static constexpr int kEvaluationContextSets = 4;
   // The stochastic optimisation of the local objective from `params` (seed 000 Eq. 4): Adam over
   // the minibatches, with early stopping. Returns the final parameters; sets out.steps and
   // out.objective. With `coordinates`, params, cavity and q_cavity are in z (the full-rank family).
@@ -202,6 +215,7 @@ class PviClient {
   std::shared_ptr<WorkerPool> pool_;  // null with one thread
   std::vector<std::unique_ptr<RowParallelFactor>> likelihoods_;
   std::unique_ptr<ContextPoints> context_;  // function_space: the likelihood at context points
+  std::optional<Q> function_space_prior_;   // function_space: the last update's cavity (evaluate's prior)
   int silo_;
   // The data value largest in size and its variable: named when the objective is not finite
   // and the data, not the step size, are the likely cause.

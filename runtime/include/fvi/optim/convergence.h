@@ -121,6 +121,9 @@ class ConvergenceMonitor {
   // verdict; not in the state: a restored monitor's next judgement sets it.
   double autocorrelation_ = 0;
   std::string held_;  // why the last converged judgement was held (not in a checkpoint: asked again)
+  // observe() was given no means and sds: the rule judges the objective alone (what the silos
+  // judge, hold() says), and the verdict does not speak of q's moments.
+  bool objective_only_ = false;
 };
 
 }  // namespace fvi

@@ -36,6 +36,8 @@ class StationarityWatch {
     count_ = 0;
   }
   long windows() const { return long(windows_.size()); }
+  // The length of the vectors watched (0 before the first whole window).
+  int64_t size() const { return windows_.empty() ? 0 : int64_t(windows_.back().mean.size()); }
   // Fewer than 3 windows: not stationary (nothing to judge yet), drift and error infinite.
   WindowJudgement judge(double tol_param) const {
     if (windows_.size() < 3) return {false, false, kUnknown, kUnknown};

@@ -24,6 +24,8 @@ enum class Phase : uint32_t {
   kPviEvaluate = 2,      // q_s -> E_q[silo loss]
   kPviLogJoint = 3,      // draws of the globals (d x S) -> the silo's log likelihood at each (S)
   kPviFinish = 4,        // the final q -> nothing (the silo writes its draws of it)
+  kPviSettled = 5,       // [tol_param] -> [status, drift, standard error] of q's function at the silo's fixed
+                         // context points (function-space methods; silo_settling.h)
   kSfviContribute = 10,  // [the rule's schedule (3), broadcast] -> the silo's gradients (seed 002 Alg. 1)
   kSfviFitLocally = 11,  // [steps, scale, broadcast] -> local fit (seed 002 Alg. 2)
   kSfviEvaluate = 12,    // broadcast -> the silo's ELBO term at fixed noise

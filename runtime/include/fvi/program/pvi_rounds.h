@@ -15,7 +15,10 @@
 
 #include "fvi/engine/aggregation.h"
 #include "fvi/engine/pvi.h"
+#include "fvi/optim/convergence.h"
+#include "fvi/optim/stationarity_watch.h"
 #include "fvi/program/federation.h"
+#include "fvi/program/silo_settling.h"
 
 namespace fvi::program {
 
@@ -47,6 +50,11 @@ class PviRounds {
   // that does not answer is left out (and counted in missing_terms()). With clients_per_round,
   // the round's silos are asked and their sum scaled by S / m: an unbiased, noisier estimate.
   double elbo(uint32_t round);
+  // fedavg's and fedvem's server step from now on, times `scale` in (0, 1] (the stopping rule's
+  // decay); nothing for pvi, whose silos' changes are their own.
+  void set_step_scale(double scale) {
+    if (optimiser_) optimiser_->set_scale(scale);
+  }
   int missing_terms() const { return missing_terms_; }
   // Each silo's term of the last elbo(): its expected log likelihood under q (NaN: no reply).
   const std::vector<double>& silo_terms() const { return silo_terms_; }
@@ -77,6 +85,9 @@ class PviRounds {
   double damping_ = 1;
   double previous_objective_;  // NaN: none to compare with
   std::string method_;
+  // seed 001 Eqs. 24, 27: a function-space method's objective has the silos' function-space KL
+  // terms in place of the weight-space KL to the prior.
+  bool function_space_ = false;
   long clients_per_round_ = 0;
   uint64_t seed_ = 1;
   std::optional<engine::ServerOptimiser> optimiser_;  // fedavg and fedvem
@@ -84,9 +95,12 @@ class PviRounds {
 
 // A silo of PVI / FedGVI: answers kPviUpdate, kPviEvaluate, kPviLogJoint and kPviFinish with its
 // PviClient. The client keeps nothing between requests that the server does not send (its
-// factor t_k and whether the update is its first come with each update), so a silo asked in
-// some rounds only (clients_per_round) may make its client for each request and drop it after:
-// the kernels' states, which hold the silo's rows, then live for the asked silos alone.
+// factor t_k and whether the update is its first come with each update) but, from its update to
+// the round's evaluation, which follows, a function-space prior's linearisation point; so a silo
+// asked in some rounds only (clients_per_round) may make its client for its update and drop it
+// after the evaluation: the kernels' states, which hold the silo's rows, then live for the asked
+// silos alone. With a function-space prior it also answers kPviSettled: whether q's function at
+// its fixed context points, one window per evaluation, has settled (silo_settling.h).
 template <class Q>
 class PviSiloEndpoint : public SiloEndpoint {
  public:
@@ -105,6 +119,8 @@ class PviSiloEndpoint : public SiloEndpoint {
   Message handle(uint32_t round, Phase phase, const Message& request) override;
   // The final global posterior the server sent at the end (kPviFinish), if it did.
   const std::optional<typename Client::Natural>& final_posterior() const { return final_; }
+  // Prints, at the end, where q's function at the context points still moved when last judged.
+  void report_settling(int silo) const;
 
  private:
   Message answer(Client& client, uint32_t round, Phase phase, const Message& request);
@@ -114,6 +130,10 @@ class PviSiloEndpoint : public SiloEndpoint {
   std::function<void(Phase)> release_;
   SiloSumParts parts_;
   std::optional<typename Client::Natural> final_;
+  // Windows of one evaluation each, as the server's rule has one round per window; the rule's
+  // span of windows at most.
+  StationarityWatch function_watch_{1, ConvergenceOptions{}.max_average_windows};
+  SettledAnswers settled_;
 };
 
 }  // namespace fvi::program
