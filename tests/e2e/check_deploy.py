@@ -20,6 +20,8 @@ process runs with a time limit and is killed at the end. Cases (PVI unless named
   fedavg_equal, fedvem_equal, fedavg_fsvi_equal
                the same for method = fedavg (server Adam, 3 of the 4 silos asked each round, drawn
                from the seed), fedvem and fedavg_fsvi (two context points per step) on pima_logreg.
+  fsvi_rule    fedavg_fsvi stopped by the rule: the silos asked whether q's function at their context
+               points settled (kPviSettled), the verdict naming it as NAME-sim's does.
   sfvi_equal, sfvi_lrt_equal, vfl_equal, vfl_exact_equal
                the same for SFVI (sfvi_lrt_equal: pima, mean-field, each silo's gradient through the
                local reparameterisation) and VFL (vfl_exact_equal: the exact decomposition, whose bytes per
@@ -587,6 +589,19 @@ def case_sfvi_rule(fvic, cache, work):
     require(verdict and "every silo's locals settled too" in verdict[-1],
             f"the verdict does not report the silos' locals: {verdict[-1] if verdict else 'no verdict'}")
     print(f"sfvi_rule: {verdict[-1]}")
+
+
+def case_fsvi_rule(fvic, cache, work):
+    """FedAvg FSVI stopped by the rule, deployed: the equal case's checks, and the server asked
+    every silo over gRPC whether q's function at its context points had settled (Phase
+    kPviSettled): the verdict names the silos' functions, as NAME-sim's. tol = 0.01: the objective
+    of 4 silos' stochastic updates levels off by that within the few rounds a test can take."""
+    stdout = equal_case("fsvi_rule", PVI, ["method=fedavg_fsvi", "max_rounds=12", "tol=0.01", "local_steps=50",
+                                           "mc_samples=8", "context_points=2"])(fvic, cache, work)
+    verdict = [line for line in stdout.splitlines() if line.startswith(("converged after", "NOT converged"))]
+    require(verdict and "function at its context points" in verdict[-1],
+            f"the verdict does not report the silos' functions: {verdict[-1] if verdict else 'no verdict'}")
+    print(f"fsvi_rule: {verdict[-1]}")
 
 
 def case_stan_quantities(fvic, cache, work):
@@ -1490,6 +1505,7 @@ CASES = {
     "fedvem_equal": equal_case("fedvem_equal", PVI, ["method=fedvem", "rounds=4", "local_steps=50", "mc_samples=8"]),
     # The context points are drawn by each silo from its own rows (seed, silo, round): the same
     # in the deployed clients as in NAME-sim.
+    "fsvi_rule": case_fsvi_rule,
     "fedavg_fsvi_equal": equal_case("fedavg_fsvi_equal", PVI, ["method=fedavg_fsvi", "rounds=3", "local_steps=50",
                                                                "mc_samples=8", "context_points=2"]),
     "sfvi_equal": equal_case("sfvi_equal", SFVI, ["rounds=300", "warm_start=20", "refresh=10"]),
