@@ -270,7 +270,10 @@ double PviRounds<Q>::elbo(uint32_t round) {
   };
   const std::vector<bool> arrived = transport_.exchange(x);
   missing_terms_ = 0;
-  double objective = function_space_ ? 0.0 : server_.kl_to_prior();
+  // The weight-space KL to the written prior belongs to PVI's and FedAvg WSVI's objectives only:
+  // FedAvg FSVI's silos carry their function-space KLs in its place (seed 001 Eq. 27), and FedVEM
+  // has no prior on (mu, sigma^2) (Eq. 33), each silo's KL to N(mu, sigma^2) vanishing there.
+  double objective = function_space_ || method_ == "fedvem" ? 0.0 : server_.kl_to_prior();
   silo_terms_.assign(S, std::numeric_limits<double>::quiet_NaN());
   const double scale = double(S) / double(asked.size());
   for (int k : asked) {

@@ -93,8 +93,9 @@ inference { family = fullrank; }
   CHECK(pvi.method == fvic::Method::PVI);
   CHECK(pvi.conjugacy.closed_form);
   // Full-rank natural parameters of D values: D means plus D(D+1)/2 precision entries; the
-  // request holds q_s and t_k and whether it is the silo's first update.
-  REQUIRE(pvi.messages.size() == 2);
+  // request holds q_s and t_k and whether it is the silo's first update; then the round's
+  // objective: q down, one number up.
+  REQUIRE(pvi.messages.size() == 4);
   auto at_4 = [](const fvic::SymSize& size) {
     return size.eval([](const std::string& n) -> std::optional<long long> {
       return n == "D" ? std::optional<long long>(4) : std::nullopt;
@@ -102,6 +103,10 @@ inference { family = fullrank; }
   };
   CHECK(at_4(pvi.messages[0].doubles) == 1 + 2 * (4 + 10));
   CHECK(at_4(pvi.messages[1].doubles) == 4 + 10);
+  CHECK(at_4(pvi.messages[2].doubles) == 4 + 10);
+  CHECK(pvi.messages[2].from == "server");
+  CHECK(at_4(pvi.messages[3].doubles) == 1);
+  CHECK(pvi.messages[3].from == "silo k");
 }
 
 // Issue 27 item 3: a left-associative chain or a run of indexes deepens the tree by one level per

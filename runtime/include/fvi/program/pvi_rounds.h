@@ -85,8 +85,8 @@ class PviRounds {
   double damping_ = 1;
   double previous_objective_;  // NaN: none to compare with
   std::string method_;
-  // seed 001 Eqs. 24, 27: a function-space method's objective has the silos' function-space KL
-  // terms in place of the weight-space KL to the prior.
+  // seed 001 Eq. 27: FedAvg FSVI's objective has the silos' function-space KL terms in place of
+  // the weight-space KL to the prior (elbo).
   bool function_space_ = false;
   long clients_per_round_ = 0;
   uint64_t seed_ = 1;
