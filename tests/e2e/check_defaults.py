@@ -49,11 +49,14 @@ program prints about itself:
              posterior.json and draws.csv, the server's and each silo's, identical but
              draws.csv's `file =` line. (Before the runtime's `new` kept blocks on 32 bytes, about half such runs took
              another path from the first iteration.)
-  ordinal_raw, lkj_slopes, simplex_hier
+  ordinal_raw, lkj_slopes, simplex_hier, student_t_raw, binomial_labs, zip_counts
              models written outside the examples (references/NAME, with their data and long-run
              NUTS on the pooled data): an ordinal regression on raw covariates; eight sites'
              correlated intercepts and slopes under an LKJ prior; clinics' own simplexes about a
-             shared one. Converged, every parameter within 0.25 sd and 20% of NUTS.
+             shared one; a Student-t regression on a raw predictor with its degrees of freedom
+             unknown; five labs' own baselines of a binomial dose-response (few groups, a scale
+             near zero); zero-inflated counts written as Stan writes a mixture (a loop, a branch,
+             log_sum_exp). Converged, every parameter within 0.25 sd and 20% of NUTS.
   funnel     eight schools (Rubin 1981), centred, one school a silo: few groups and a scale with
              much of its mass near zero (a funnel). Either every mean within 0.25 reference sd and
              every sd within 20%, or k-hat > 0.7 and a warning naming the problem and what to try.
@@ -2656,7 +2659,7 @@ def case_vfl_shared_scale(fvic, cache, work):
     require(not off or warnings, "a silent wrong answer: " + "; ".join(off))
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "same_seed": case_same_seed, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
+CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "student_t_raw": held_out_case("student_t_raw"), "binomial_labs": held_out_case("binomial_labs"), "zip_counts": held_out_case("zip_counts"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "same_seed": case_same_seed, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,
