@@ -302,16 +302,24 @@ int run(const Options& o) {
     c->diags->print(std::cerr);
     return usage_error(error);
   }
-  fvic::Plan plan;
-  bool planned = fvic::make_plan(*c->model, *c->diags, plan);
-  if (!planned || c->diags->has_errors()) return finish(kModelError);
-  // Blocks whose statements the kernels' machine runs one at a time: said in the plan.
+  // Blocks whose statements the kernels' machine runs one at a time: the planner must know where
+  // the model block is one (its terms are then no factors of their own), and the plan says so.
+  std::vector<std::string> program_origins;
   {
     fvic::ir::Module module;
     fvic::Diagnostics quiet(nullptr);
-    if (fvic::build_ir(*c->model, module, quiet) && !module.program_origins.empty()) {
+    if (fvic::build_ir(*c->model, module, quiet)) program_origins = module.program_origins;
+    for (const std::string& origin : program_origins)
+      if (origin.find("the model block") != std::string::npos)
+        for (fvic::Term& t : c->model->terms) t.in_program = true;
+  }
+  fvic::Plan plan;
+  bool planned = fvic::make_plan(*c->model, *c->diags, plan);
+  if (!planned || c->diags->has_errors()) return finish(kModelError);
+  {
+    if (!program_origins.empty()) {
       std::vector<std::string> origins;
-      for (const std::string& o : module.program_origins)
+      for (const std::string& o : program_origins)
         if (std::find(origins.begin(), origins.end(), o) == origins.end()) origins.push_back(o);
       std::string list;
       for (size_t i = 0; i < origins.size(); ++i) list += (i ? ", " : "") + origins[i];

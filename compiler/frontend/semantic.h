@@ -84,6 +84,9 @@ struct Term {
   std::string distribution;  // empty for `target +=`
   bool uses_silo_sum = false;
   bool conditional = false;  // inside an `if`: a `target +=` term whatever it is written as
+  // The model block runs as statement programs (ir/lower.cpp: a statement the vectorised forms
+  // refuse): the term is a part of its party's program, not a factor of its own.
+  bool in_program = false;
   Taint taint;
   Loc loc;
 };

@@ -1,7 +1,10 @@
 #include "ir/lower.h"
 
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "analysis/centring.h"
@@ -490,6 +493,10 @@ class FactorBuilder {
       case ExprKind::Index: return indexed(e, rows, cols);
       case ExprKind::Call: return call(e, rows, cols);
       case ExprKind::CondCall: {
+        if (user_function(e.name)) {  // `y ~ dist(...)` of a user density whose body is statements
+          unsupported(e.loc, "a call of '" + e.name + "', whose body is statements (it runs where statements run one at a time),");
+          return constant(0);
+        }
         std::vector<int> args;
         std::vector<const Expr*> exprs;
         for (const ExprPtr& a : e.args) {
@@ -1203,6 +1210,27 @@ std::string local_index_of(const Module& module, const Factor& f) {
 // The model block's terms as vectorised factors: one density factor per party, element priors,
 // one likelihood factor per likelihood statement. Returns false (reported) where a statement has
 // no vectorised form; `locals` gets the block's locals as they are bound.
+// A party's density factor closed: its flat priors' parameters bound, so that the log-Jacobian
+// of their constraint is collected even where only a likelihood reads them (a flat prior, Stan's
+// implicit uniform, is that Jacobian alone), the party's log-Jacobians added to `parts`, and
+// their sum the factor's output. False when there is nothing to sum (no factor then).
+bool close_density(const SemanticModel& model, FactorBuilder& b, Factor& f, TermOwner party, std::vector<int> parts) {
+  for (const Symbol& s : model.symbols)
+    if (s.flat_prior && party_of(s) == party &&
+        (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || written_as_quantity(s)))
+      b.parameter(s, s.loc);
+  for (const auto& j : b.jacobians())
+    if (j.party == party) parts.push_back(j.node);
+  if (parts.empty()) return false;
+  int total = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i)
+    total = b.op(Op::Add, {total, parts[i]}, FactorBuilder::one(), FactorBuilder::one());
+  f.output = total;
+  mark_active(f);
+  f.forward_end = static_cast<int>(f.nodes.size());
+  return true;
+}
+
 bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags, std::vector<Local>& locals) {
   ModelStatements statements;
   if (!collect_model_statements(model.program->find(BlockKind::Model), statements, diags)) return false;
@@ -1282,22 +1310,8 @@ bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags,
       parts.push_back(value);
       b.set_loop(std::nullopt);
     }
-    // A flat prior (Stan's implicit uniform) is the log-Jacobian of its constraint alone: bind
-    // the parameter here so that the Jacobian is collected even where only a likelihood reads it.
-    for (const Symbol& s : model.symbols)
-      if (s.flat_prior && party_of(s) == party &&
-          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || written_as_quantity(s)))
-        b.parameter(s, s.loc);
-    for (const auto& j : b.jacobians())
-      if (j.party == party) parts.push_back(j.node);
-    if (parts.empty()) continue;
-    int total = parts[0];
-    for (size_t i = 1; i < parts.size(); ++i)
-      total = b.op(Op::Add, {total, parts[i]}, FactorBuilder::one(), FactorBuilder::one());
-    f.output = total;
+    if (!close_density(model, b, f, party, std::move(parts))) continue;
     ok &= b.ok();
-    mark_active(f);
-    f.forward_end = static_cast<int>(f.nodes.size());
     module.factors.push_back(std::move(f));
   }
 
@@ -1399,54 +1413,161 @@ bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags,
   return ok;
 }
 
-// The model block as one statement program (ir/statement_program.h) in the density factor of the
-// party whose terms it holds, with the log-Jacobians of that party's parameters: where the
-// vectorised forms refuse a statement. Every term must belong to one party (the server, or the
-// silos); otherwise the vectorised forms' refusals are reported.
+// What a statement of the model block reads, by the checker's taints, its nested statements
+// included; and whose terms it holds (each term's statement, at any depth).
+void statement_taint(const Stmt& s, Taint& taint) {
+  for (const Expr* e : {s.lhs.get()})
+    if (e) taint.merge(e->taint);
+  for (const ExprPtr& a : s.args)
+    if (a) taint.merge(a->taint);
+  if (s.decl) {  // its value, and the sizes and bounds of its type
+    const TypeDecl& t = s.decl->type;
+    for (const Expr* e : {s.decl->init.get(), t.lower.get(), t.upper.get()})
+      if (e) taint.merge(e->taint);
+    for (const std::vector<ExprPtr>* sizes : {&t.array_sizes, &t.sizes})
+      for (const ExprPtr& e : *sizes)
+        if (e) taint.merge(e->taint);
+  }
+  for (const StmtPtr& b : s.body)
+    if (b) statement_taint(*b, taint);
+}
+
+void statement_owners(const Stmt& s, const std::map<const Stmt*, TermOwner>& owners, std::set<TermOwner>& found) {
+  if (auto it = owners.find(&s); it != owners.end()) found.insert(it->second);
+  for (const StmtPtr& b : s.body)
+    if (b) statement_owners(*b, owners, found);
+}
+
+// Whether a party may compute a statement that holds no term (a local's declaration, a loop
+// filling one): it reads nothing the party does not hold.
+bool visible_to(TermOwner party, const Taint& t) {
+  if (t.any_split() || t.has(TaintKind::SiloSum)) return false;
+  if (party == TermOwner::Server)
+    return !t.has(TaintKind::SiloData) && !t.has(TaintKind::LocalParam) && !t.has(TaintKind::LocalHyper);
+  return !t.has(TaintKind::ServerData);
+}
+
+// The model block as statement programs (ir/statement_program.h), one in the density factor of
+// each party whose terms it holds (the server's priors; the silos' priors and likelihoods), with
+// the log-Jacobians of that party's parameters: where the vectorised forms refuse a statement.
+// Each statement of the block goes to the party whose terms it holds; one that holds none (a
+// local's declaration) to every party that can compute it. A statement holding terms of two
+// parties, or a vertical or silo_sum term, leaves the vectorised forms' refusals standing.
 bool lower_terms_as_program(const SemanticModel& model, Module& module, Diagnostics& diags,
                             const Diagnostics& refusals) {
   const Block* block = model.program->find(BlockKind::Model);
-  TermOwner party = TermOwner::Server;
-  for (const Term& t : model.terms) party = t.owner;
-  bool one_party = party == TermOwner::Server || party == TermOwner::Silo;
-  for (const Term& t : model.terms) one_party = one_party && t.owner == party;
-  if (!one_party) {
-    // The program would have to be split between parties: the vectorised forms' refusals stand.
+  // A local declared without a value, read, and assigned nowhere in the block is the model's
+  // error (Stan would read NaN); the vectorised forms' own "never given its value" may only mean
+  // a form they do not follow.
+  std::map<std::string, const VarDecl*> declared;
+  std::set<std::string> assigned, read;
+  std::vector<const Expr*> reads;  // expressions whose variables are read
+  std::vector<const Stmt*> todo;
+  for (const StmtPtr& st : block->stmts) todo.push_back(st.get());
+  while (!todo.empty()) {
+    const Stmt* st = todo.back();
+    todo.pop_back();
+    if (st->kind == StmtKind::Decl && st->decl && !st->decl->init) declared.emplace(st->decl->name, st->decl.get());
+    if (st->decl && st->decl->init) reads.push_back(st->decl->init.get());
+    if (st->kind == StmtKind::Assign && st->lhs) {
+      const Expr* target = st->lhs.get();
+      while (target->kind == ExprKind::Index && !target->args.empty()) {
+        for (const Index& ix : target->indices)
+          for (const Expr* e : {ix.lower.get(), ix.upper.get()})
+            if (e) reads.push_back(e);
+        target = target->args[0].get();
+      }
+      if (target->kind == ExprKind::Var) assigned.insert(target->name);
+    } else if (st->lhs) {
+      reads.push_back(st->lhs.get());
+    }
+    for (const ExprPtr& a : st->args)
+      if (a) reads.push_back(a.get());
+    for (const StmtPtr& b : st->body)
+      if (b) todo.push_back(b.get());
+  }
+  for (size_t i = 0; i < reads.size(); ++i) {  // the list grows as it is walked
+    const Expr* e = reads[i];
+    if (e->kind == ExprKind::Var) read.insert(e->name);
+    for (const ExprPtr& a : e->args)
+      if (a) reads.push_back(a.get());
+    for (const Index& ix : e->indices)
+      for (const Expr* x : {ix.lower.get(), ix.upper.get()})
+        if (x) reads.push_back(x);
+  }
+  bool unassigned = false;
+  for (const auto& [name, d] : declared)
+    if (read.count(name) && !assigned.count(name)) {
+      diags.error(d->loc, "'" + name + "' is declared in the model block but never given its value",
+                  "give it its value: `" + name + " = ...;` or `for (i in 1:N) " + name + "[i] = ...;`");
+      unassigned = true;
+    }
+  if (unassigned) return false;
+  std::map<const Stmt*, TermOwner> owners;
+  for (const Term& t : model.terms) owners[t.stmt] = t.owner;
+  std::vector<std::optional<TermOwner>> statement_party;  // per top-level statement; nullopt: no term
+  bool splittable = true;
+  for (const Term& t : model.terms)
+    splittable = splittable && (t.owner == TermOwner::Server || t.owner == TermOwner::Silo);
+  for (const StmtPtr& st : block->stmts) {
+    std::set<TermOwner> found;
+    statement_owners(*st, owners, found);
+    splittable = splittable && found.size() <= 1;
+    statement_party.push_back(found.empty() ? std::nullopt : std::optional<TermOwner>(*found.begin()));
+  }
+  if (!splittable) {
     const std::string why =
-        "; statements the vectorised forms refuse run one at a time when every term of the model block "
-        "belongs to one party (the server, or the silos), and here the terms belong to more than one";
+        "; statements the vectorised forms refuse run one at a time when each statement of the model block holds "
+        "the terms of one party (the server's priors, or the silos' terms), and here one does not (or a term is a "
+        "vertical model's or goes through silo_sum)";
     for (const Diagnostic& d : refusals.all()) {
       if (d.severity == Severity::Error) diags.error(d.loc, d.message, d.help + why);
       else diags.warning(d.loc, d.message, d.help);
     }
     return false;
   }
-  std::vector<const Stmt*> stmts;
-  for (const StmtPtr& st : block->stmts) stmts.push_back(st.get());
-  StatementProgram program;
-  if (!compile_statements(model, stmts, true, {}, program, diags)) return false;
-  Factor f;
-  f.kind = FactorKind::Density;
-  f.owner = party;
-  f.name = party == TermOwner::Server ? "server_density" : "silo_density";
-  FactorBuilder b(model, module, diags, f);
-  const int node = b.program(std::move(program), block->loc, "the model block (line " + std::to_string(block->loc.line) + ")");
-  std::vector<int> parts{node};
-  for (const Symbol& s : model.symbols)
-    if (s.flat_prior && party_of(s) == party &&
-          (s.decl->type.lower || s.decl->type.upper || s.decl->type.simplex || written_as_quantity(s)))
-      b.parameter(s, s.loc);
-  for (const auto& j : b.jacobians())
-    if (j.party == party) parts.push_back(j.node);
-  int total = parts[0];
-  for (size_t i = 1; i < parts.size(); ++i)
-    total = b.op(Op::Add, {total, parts[i]}, FactorBuilder::one(), FactorBuilder::one());
-  f.output = total;
-  mark_active(f);
-  f.forward_end = static_cast<int>(f.nodes.size());
-  if (!b.ok()) return false;
-  module.factors.push_back(std::move(f));
-  return true;
+  bool ok = true;
+  for (TermOwner party : {TermOwner::Server, TermOwner::Silo}) {
+    std::vector<const Stmt*> stmts;
+    bool holds_terms = false;
+    for (size_t i = 0; i < block->stmts.size(); ++i) {
+      const Stmt* st = block->stmts[i].get();
+      if (statement_party[i]) {
+        if (*statement_party[i] != party) continue;
+        holds_terms = true;
+        stmts.push_back(st);
+        continue;
+      }
+      Taint taint;
+      statement_taint(*st, taint);
+      if (visible_to(party, taint)) stmts.push_back(st);
+    }
+    Factor f;
+    f.kind = FactorKind::Density;
+    f.owner = party;
+    f.name = party == TermOwner::Server ? "server_density" : "silo_density";
+    FactorBuilder b(model, module, diags, f);
+    std::vector<int> parts;
+    if (holds_terms) {
+      StatementProgram program;
+      if (!compile_statements(model, stmts, true, {}, program, diags)) {
+        ok = false;
+        continue;
+      }
+      const bool both = std::count(statement_party.begin(), statement_party.end(), TermOwner::Server) > 0 &&
+                        std::count(statement_party.begin(), statement_party.end(), TermOwner::Silo) > 0;
+      const std::string origin = "the model block (line " + std::to_string(block->loc.line) +
+                                 (both ? party == TermOwner::Server ? ": the server's terms)" : ": the silos' terms)" : ")");
+      parts.push_back(b.program(std::move(program), block->loc, origin));
+    }
+    if (!close_density(model, b, f, party, std::move(parts))) continue;
+    if (!b.ok()) {
+      ok = false;
+      continue;
+    }
+    module.factors.push_back(std::move(f));
+  }
+  return ok;
 }
 
 }  // namespace

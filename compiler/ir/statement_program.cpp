@@ -548,6 +548,8 @@ class Translator {
 
   // name_lpdf(y | ...), name_lpmf, name_lcdf, name_lccdf: the sum of the log densities.
   int density_call(const Expr& e) {
+    // `y ~ dist(...)` of a user density (desugared to dist_lpdf(y | ...)): its body in line.
+    if (const FunctionDef* user = statement_function(e.name)) return call_function(e, *user);
     std::string dist = e.name;
     for (const char* suffix : {"_lpdf", "_lpmf", "_lupdf", "_lupmf"})
       if (ends_with(dist, suffix)) dist = dist.substr(0, dist.size() - std::string(suffix).size());

@@ -57,6 +57,10 @@ program prints about itself:
              unknown; five labs' own baselines of a binomial dose-response (few groups, a scale
              near zero); zero-inflated counts written as Stan writes a mixture (a loop, a branch,
              log_sum_exp). Converged, every parameter within 0.25 sd and 20% of NUTS.
+  statements_parties
+             a model whose statements the vectorised forms refuse in both parties (the server's
+             prior scale from a function with a branch; each silo's likelihood a user density
+             with a loop): converged, mu within 0.1 sd of its exact posterior, k-hat < 0.5.
   funnel     eight schools (Rubin 1981), centred, one school a silo: few groups and a scale with
              much of its mass near zero (a funnel). Either every mean within 0.25 reference sd and
              every sd within 20%, or k-hat > 0.7 and a warning naming the problem and what to try.
@@ -873,6 +877,79 @@ def case_flat(fvic, cache, work):
     ref = ridge_reference(ridge_data(data, rows=4, seed=20261126, x_mean=0.0, x_sd=1.0), cauchy_scale=None,
                           width=4.0)
     regression_accurate_or_flagged(fvic, cache, work, model, data, ref, reweighting_flags=True)
+
+
+STATEMENTS_MODEL = """\
+// Statements the vectorised forms refuse in both parties: the server's prior scale from a
+// function with a branch, each silo's likelihood a user density with a loop and a branch on its
+// data, over a local it declares from its data. Each runs in its own party's program.
+functions {
+  real prior_scale(int k) {
+    if (k > 2) return 10;
+    return 1;
+  }
+  real gauss_lpdf(vector y, vector r, real s) {
+    real t = 0;
+    for (n in 1:num_elements(r)) {
+      if (y[n] > 1e6) t += -1e9;
+      else t += normal_lpdf(r[n] | 0, s);
+    }
+    return t;
+  }
+}
+data {
+  int<lower=0> K;
+}
+silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+}
+model {
+  vector[N] r = y - mu;
+  mu ~ normal(0, prior_scale(K));
+  y ~ gauss(r, 1);
+}
+"""
+
+
+def case_statements_parties(fvic, cache, work):
+    """STATEMENTS_MODEL with its defaults, 3 silos of 5-12 rows and K = 1 (the prior's sd 1, so it
+    matters): the server's statements in its program, the silos' in theirs. The posterior is
+    exact: mu ~ N(sum y / (1 + n), 1 / (1 + n)). Converged, k-hat < 0.5, and mu within 0.1 sd with
+    its sd within 10% (q's family holds it exactly). And `fvic plan` names both programs and
+    plans SFVI: a PVI client needs the likelihood as a vectorised `~` statement."""
+    rng = random.Random(20261206)
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(data, "data.json"), "w") as f:
+        json.dump({"K": 1}, f)
+    ys = []
+    for k in range(1, 4):
+        y = [rng.gauss(0.7, 1.0) for _ in range(rng.randint(5, 12))]
+        ys += y
+        with open(os.path.join(data, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": len(y), "y": y}, f)
+    model = os.path.join(work, "statements.fvi")
+    with open(model, "w") as f:
+        f.write(STATEMENTS_MODEL)
+    plan = subprocess.run([fvic, "plan", model], capture_output=True, text=True)
+    require(plan.returncode == 0, plan.stdout + plan.stderr)
+    require(plan.stdout.startswith("statements: SFVI") and "the server's terms" in plan.stdout
+            and "the silos' terms" in plan.stdout, "the plan does not name both parties' programs:\n" + plan.stdout)
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out)
+    require_converged(p, out)
+    k = khat(out)
+    require(k < 0.5, f"k-hat {k} on a posterior q holds exactly")
+    precision = 1.0 + len(ys)
+    v = posterior(out)["variables"]["mu"]
+    fit = {"mu": (v["mean"][0], v["sd"][0])}
+    ref = {"mu": (sum(ys) / precision, precision ** -0.5)}
+    print(f"  mu: {fit['mu'][0]:.5f} (sd {fit['mu'][1]:.5f}), exact {ref['mu'][0]:.5f} (sd {ref['mu'][1]:.5f})")
+    require_near_reference(fit, ref)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2659,7 +2736,7 @@ def case_vfl_shared_scale(fvic, cache, work):
     require(not off or warnings, "a silent wrong answer: " + "; ".join(off))
 
 
-CASES = {"flat": case_flat, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "student_t_raw": held_out_case("student_t_raw"), "binomial_labs": held_out_case("binomial_labs"), "zip_counts": held_out_case("zip_counts"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "same_seed": case_same_seed, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
+CASES = {"flat": case_flat, "statements_parties": case_statements_parties, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "student_t_raw": held_out_case("student_t_raw"), "binomial_labs": held_out_case("binomial_labs"), "zip_counts": held_out_case("zip_counts"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "same_seed": case_same_seed, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,

@@ -291,8 +291,12 @@ model {
 }
 
 TEST_CASE("statement programs: what they refuse is named, located, and a test on a parameter stops the run", "[programs]") {
-  // A density per term of two parties: no program can hold it; the vectorised refusal stays.
-  fvic::test::LoadedModel mixed = fvic::test::load_text("fvic_test_mixed_loop", R"(silo data {
+  // One statement holding terms of two parties: neither party's program can hold it; the
+  // vectorised refusal stays, with why.
+  fvic::test::LoadedModel mixed = fvic::test::load_text("fvic_test_mixed_loop", R"(data {
+  int<lower=2> K;
+}
+silo data {
   int<lower=2> N;
   vector[N] y;
 }
@@ -300,8 +304,10 @@ parameters {
   global real mu;
 }
 model {
-  mu ~ normal(0, 1);
-  for (n in 2:N) y[n] ~ normal(mu + y[n - 1], 1);
+  for (k in 2:K) {
+    mu ~ normal(0, 1);
+    y[k] ~ normal(mu + y[k - 1], 1);
+  }
 }
 )");
   REQUIRE(mixed.ok());
@@ -309,6 +315,7 @@ model {
   CHECK_FALSE(fvic::build_ir(*mixed.model, m1, mixed.diags));
   INFO(mixed.errors());
   CHECK(mixed.errors().find("this loop is not supported by the code generator yet") != std::string::npos);
+  CHECK(mixed.errors().find("each statement of the model block holds the terms of one party") != std::string::npos);
 
   // A branch on a parameter: the same in every draw only by chance, so the machine refuses it.
   Built b{fvic::test::load_text("fvic_test_branch_on_parameter", R"(data {
@@ -729,6 +736,69 @@ model {
       want += normal_lpdf(y(n, 0), a.head(n + 1).sum(), 1);
     }
     CHECK(lp.m(0, s) == Approx(want).epsilon(1e-11));
+  }
+  check_adjoints(b.model);
+}
+
+// A federated model whose statements the vectorised forms refuse in both parties: each
+// statement runs in the program of the party whose terms it holds (ir/lower.cpp), the server's
+// prior (its scale from a function with statements) in the server's, the silos' user density
+// with a loop and a branch on the data, over a local declared from the silo's data, in theirs.
+TEST_CASE("statement programs: the server's and the silos' statements each in their own factor", "[programs]") {
+  Built b{fvic::test::load_text("fvic_test_program_parties", R"(functions {
+  real prior_scale(int k) {
+    if (k > 2) return 10;
+    return 2;
+  }
+  real gauss_lpdf(vector y, vector r, real s) {
+    real t = 0;
+    for (n in 1:num_elements(r)) {
+      if (y[n] > 1e6) t += -1e9;
+      else t += normal_lpdf(r[n] | 0, s);
+    }
+    return t;
+  }
+}
+data {
+  int<lower=1> K;
+}
+silo data {
+  int<lower=0> N;
+  vector[N] y;
+}
+parameters {
+  global real mu;
+  global real<lower=0> sigma;
+}
+model {
+  vector[N] r = y - mu;
+  mu ~ normal(0, prior_scale(K));
+  sigma ~ normal(0, 1);
+  y ~ gauss(r, sigma);
+}
+)")};
+  build(b, 15);
+  const fvic::ir::Factor& server = fvic::test::factor_named(b.module, "server_density");
+  const fvic::ir::Factor& silo = fvic::test::factor_named(b.module, "silo_density");
+  REQUIRE(has_program(server));
+  REQUIRE(has_program(silo));
+  // The server's program reads nothing of a silo's: not the local r, not y, not N.
+  fvic::ir::Bindings server_data = b.data;
+  for (const char* name : {"y", "N"}) server_data.data.erase(name);
+  fvic::ir::Interpreter prior(b.module, server);
+  fvic::ir::Interpreter likelihood(b.module, silo);
+  const RealTensor& lp_server = prior.forward(server_data);
+  const RealTensor& lp_silo = likelihood.forward(b.data);
+  const auto& y = b.data.data.at("y").m;
+  const auto& g = b.data.inputs.at("global").m;
+  const double scale = b.data.data.at("K").m(0, 0) > 2 ? 10 : 2;
+  for (Eigen::Index s = 0; s < g.cols(); ++s) {
+    const double mu = g(0, s), sigma = std::exp(g(1, s));
+    // + log |d sigma / d u|, the server's own parameter's
+    CHECK(lp_server.m(0, s) == Approx(normal_lpdf(mu, 0, scale) + normal_lpdf(sigma, 0, 1) + g(1, s)).epsilon(1e-12));
+    double want = 0;
+    for (Eigen::Index n = 0; n < y.rows(); ++n) want += normal_lpdf(y(n, 0) - mu, 0, sigma);
+    CHECK(lp_silo.m(0, s) == Approx(want).epsilon(1e-12));
   }
   check_adjoints(b.model);
 }
