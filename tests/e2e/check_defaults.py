@@ -61,6 +61,9 @@ program prints about itself:
              a model whose statements the vectorised forms refuse in both parties (the server's
              prior scale from a function with a branch; each silo's likelihood a user density
              with a loop): converged, mu within 0.1 sd of its exact posterior, k-hat < 0.5.
+  silent_silos
+             silos whose log density is not finite anywhere (every reply refused): NOT converged,
+             each silo named with how few of its requests it answered, "converged": false.
   funnel     eight schools (Rubin 1981), centred, one school a silo: few groups and a scale with
              much of its mass near zero (a funnel). Either every mean within 0.25 reference sd and
              every sd within 20%, or k-hat > 0.7 and a warning naming the problem and what to try.
@@ -950,6 +953,33 @@ def case_statements_parties(fvic, cache, work):
     ref = {"mu": (sum(ys) / precision, precision ** -0.5)}
     print(f"  mu: {fit['mu'][0]:.5f} (sd {fit['mu'][1]:.5f}), exact {ref['mu'][0]:.5f} (sd {ref['mu'][1]:.5f})")
     require_near_reference(fit, ref)
+
+
+def case_silent_silos(fvic, cache, work):
+    """A model whose silos' log density is not finite anywhere (sigma = log(mu - mu), -inf): every
+    SFVI reply of theirs is refused, and the rule alone would call the prior converged. The run
+    must say NOT converged, name each silo with how few of its requests it answered, write
+    "converged": false, and still write its outputs and exit 0."""
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(data, "data.json"), "w") as f:
+        json.dump({}, f)
+    for k, y in ((1, [1.0, 2.0, 3.0]), (2, [1.0, 2.0])):
+        with open(os.path.join(data, f"silo-{k}.json"), "w") as f:
+            json.dump({"N": len(y), "y": y}, f)
+    model = os.path.join(work, "silent.fvi")
+    with open(model, "w") as f:
+        f.write("silo data {\n  int<lower=0> N;\n  vector[N] y;\n}\nparameters {\n  global real mu;\n}\n"
+                "model {\n  mu ~ normal(0, 1);\n  y ~ normal(mu, log(mu - mu));\n}\n")
+    out = os.path.join(work, "out")
+    p, _ = run_defaults(fvic, cache, model, data, out, sets=("method=sfvi",))
+    verdict = [line for line in p.stdout.splitlines() if line.startswith(("converged after", "NOT converged"))]
+    print("  " + (verdict[-1] if verdict else "no verdict"))
+    require(verdict and verdict[-1].startswith("NOT converged"), "the run called a fit without its silos converged")
+    for k in (1, 2):
+        require(f"silo {k} answered " in verdict[-1], f"the verdict does not name silo {k}: {verdict[-1]}")
+    require("warning: NOT converged" in p.stderr, "no warning on stderr:\n" + p.stderr)
+    require(posterior(out).get("converged") is False, 'posterior.json does not say "converged": false')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2736,7 +2766,7 @@ def case_vfl_shared_scale(fvic, cache, work):
     require(not off or warnings, "a silent wrong answer: " + "; ".join(off))
 
 
-CASES = {"flat": case_flat, "statements_parties": case_statements_parties, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "student_t_raw": held_out_case("student_t_raw"), "binomial_labs": held_out_case("binomial_labs"), "zip_counts": held_out_case("zip_counts"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "same_seed": case_same_seed, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
+CASES = {"flat": case_flat, "statements_parties": case_statements_parties, "silent_silos": case_silent_silos, "funnel": case_funnel, "pvi": case_pvi, "pvi_raw_x": case_pvi_raw_x, "fedgvi": case_fedgvi, "sfvi": case_sfvi, "sfvi_glmm": case_sfvi_glmm, "ridge": case_ridge, "ar1": case_ar1, "ordinal_raw": held_out_case("ordinal_raw"), "lkj_slopes": held_out_case("lkj_slopes"), "simplex_hier": held_out_case("simplex_hier"), "student_t_raw": held_out_case("student_t_raw"), "binomial_labs": held_out_case("binomial_labs"), "zip_counts": held_out_case("zip_counts"), "group_slopes_few": held_out_case("group_slopes_few", weighed=True, globals_flagged=True), "same_seed": case_same_seed, "outcome_scale": case_outcome_scale, "vfl_outcome_scale": case_vfl_outcome_scale, "centring": case_centring, "centring_products": case_centring_products, "centring_covariates": case_centring_covariates, "centring_hier": case_centring_hier, "centring_local": case_centring_local, "centring_companions": case_centring_companions, "centring_arrays": case_centring_arrays, "centring_td": case_centring_td, "centring_chain": case_centring_chain, "centring_tp": case_centring_tp, "hier_linreg": case_hier_linreg, "hier_outcome_scale": case_hier_outcome_scale,
          "groups_outcome_scale": case_groups_outcome_scale, "groups_raw_x": case_groups_raw_x,
          "groups_global_raw_x": case_groups_global_raw_x,
          "raw_hier": case_raw_hier, "random_slopes": case_random_slopes, "local_slopes": case_local_slopes, "group_slopes": case_group_slopes,

@@ -99,11 +99,13 @@ long long Transport::total_received() const {
 std::vector<bool> Transport::exchange(const Exchange& x) {
   std::vector<bool> accepted = run_exchange(x);
   if (x.counted)
-    for (int k = 0; k < silos(); ++k)
-      if (!accepted[k] && (x.silos.empty() || std::find(x.silos.begin(), x.silos.end(), k) != x.silos.end())) {
-        ++missing_;
-        if (size_t(k) < traffic_.size()) ++traffic_[size_t(k)].missing;
-      }
+    for (int k = 0; k < silos(); ++k) {
+      if (!x.silos.empty() && std::find(x.silos.begin(), x.silos.end(), k) == x.silos.end()) continue;
+      if (!accepted[k]) ++missing_;
+      if (size_t(k) >= traffic_.size()) continue;
+      SiloTraffic& t = traffic_[size_t(k)];
+      ++(accepted[k] ? t.accepted : t.missing);
+    }
   return accepted;
 }
 

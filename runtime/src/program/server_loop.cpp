@@ -198,6 +198,21 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
   return lines;
 }
 
+// The silos that answered fewer than half of the exchanges they were asked in (at least 10
+// missing or refused), named with their counts ("silo 2 answered 106 of its 1,506 requests");
+// "" when none. A fit then holds little of their data, whatever the rule says of the rest.
+std::string silent_silos(const std::vector<SiloTraffic>& traffic) {
+  std::string out;
+  for (size_t k = 0; k < traffic.size(); ++k) {
+    const SiloTraffic& t = traffic[k];
+    if (t.missing < 10 || 2 * t.missing < t.missing + t.accepted) continue;
+    out += (out.empty() ? "" : "; ") + std::string("silo ") + std::to_string(k + 1) + " answered " +
+           std::to_string(t.accepted) + " of its " + std::to_string(t.accepted + t.missing) + " requests (" +
+           std::to_string(t.refused) + " replies refused)";
+  }
+  return out;
+}
+
 }  // namespace
 
 bool fixed_steps(const engine::Settings& settings) { return settings.overridden("rounds"); }
@@ -355,6 +370,15 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
                                                   : "a larger max_rounds");
   if (!monitor.converged() && d && q_mean.size() > 0)
     verdict += far_from_start(q_mean, settings.number("lr", 0.01), last, d->layout, coordinator);
+  // A silo that answered fewer than half of its requests (silent_silos): loud, whatever the rule
+  // says of the rest.
+  const std::string silent = silent_silos(run.transport.traffic());
+  if (!silent.empty()) {
+    summary.converged = false;
+    verdict = "NOT converged after " + std::to_string(last) + " " + coordinator.unit() + ": " + silent +
+              ", so the fit lacks their terms (a refused reply held a value that is not finite: check the model and "
+              "the data at q's starting point; silos.csv counts each silo's missing and refused replies)";
+  }
   // The block's `rounds` written for one method caps another's iterations (`--set method=sfvi` on
   // a PVI model's 10 rounds): say where the cap came from.
   if (!monitor.converged() && !fixed && !settings.has("max_rounds") && settings.has("rounds"))
@@ -505,7 +529,7 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   if (summary.khat <= 0.7 && !tail.warning.empty())
     summary.khat_reading = std::string(diagnostics::khat_reading(summary.khat)) +
                            " by q's own draws, but q's tails are lighter than the posterior's (the tail check)";
-  std::vector<ClosingLine> lines = closing_lines(verdict, monitor.converged(), khat_line, reweighted, summary.khat,
+  std::vector<ClosingLine> lines = closing_lines(verdict, summary.converged, khat_line, reweighted, summary.khat,
                                                  coordinator.target_note(), coordinator.surrogate_advice(), family,
                                                  correction.adopted, tail);
   if (!correction.line.empty()) lines.push_back({true, false, correction.line});

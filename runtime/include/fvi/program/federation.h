@@ -80,6 +80,7 @@ struct SiloTraffic {
   long long sent = 0, received = 0;  // server -> silo, silo -> server
   long missing = 0;                  // its replies the coordinator went on without (counted exchanges)
   long refused = 0;                  // its replies the server refused (malformed, stale, too large)
+  long accepted = 0;                 // its replies the coordinator used (counted exchanges)
 };
 
 // One exchange with (some of) the silos: each is sent request(k) and its reply goes to
