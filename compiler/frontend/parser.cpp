@@ -837,6 +837,34 @@ bool valid_utf8(const SourceFile& source, Diagnostics& diags) {
   return true;
 }
 
+// Statements nested within a bound: ifs, loops and blocks, where an `else if` chain nests one
+// level per branch and braceless bodies (`if (N) if (N) ...`) pass every bracket bound above.
+// The passes after the tree builder (desugaring, checker, lowering, the statement programs'
+// translator) recurse once per level; this walk does not.
+bool statements_within_limit(const Program& program, Diagnostics& diags) {
+  constexpr int kMaxStatementDepth = 256;
+  std::vector<std::pair<const Stmt*, int>> todo;
+  for (const Block& b : program.blocks) {
+    for (const StmtPtr& s : b.stmts)
+      if (s) todo.push_back({s.get(), 1});
+    for (const FunctionDef& f : b.functions)
+      if (f.body) todo.push_back({f.body.get(), 1});
+  }
+  while (!todo.empty()) {
+    const auto [s, depth] = todo.back();
+    todo.pop_back();
+    if (depth > kMaxStatementDepth) {
+      diags.error(s->loc, "statements are nested more than " + std::to_string(kMaxStatementDepth) + " deep",
+                  "ifs, loops and blocks count one level each, as does each `else if` of a chain; write a long "
+                  "chain of cases with an array of values indexed by the case, or split it into functions");
+      return false;
+    }
+    for (const StmtPtr& b : s->body)
+      if (b) todo.push_back({b.get(), depth + 1});
+  }
+  return true;
+}
+
 }  // namespace
 
 std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& diags) {
@@ -856,7 +884,7 @@ std::unique_ptr<Program> parse_program(const SourceFile& source, Diagnostics& di
   if (diags.has_errors()) return nullptr;
   AstBuilder builder(diags);
   std::unique_ptr<Program> program = builder.program(tree);
-  if (diags.has_errors()) return nullptr;
+  if (diags.has_errors() || !statements_within_limit(*program, diags)) return nullptr;
   desugar_user_densities(*program);
   desugar_stan_forms(*program);
   hoist_data_products(*program);

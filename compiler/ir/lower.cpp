@@ -1207,9 +1207,6 @@ std::string local_index_of(const Module& module, const Factor& f) {
   return reads_local ? name : "";
 }
 
-// The model block's terms as vectorised factors: one density factor per party, element priors,
-// one likelihood factor per likelihood statement. Returns false (reported) where a statement has
-// no vectorised form; `locals` gets the block's locals as they are bound.
 // A party's density factor closed: its flat priors' parameters bound, so that the log-Jacobian
 // of their constraint is collected even where only a likelihood reads them (a flat prior, Stan's
 // implicit uniform, is that Jacobian alone), the party's log-Jacobians added to `parts`, and
@@ -1231,6 +1228,9 @@ bool close_density(const SemanticModel& model, FactorBuilder& b, Factor& f, Term
   return true;
 }
 
+// The model block's terms as vectorised factors: one density factor per party, element priors,
+// one likelihood factor per likelihood statement. Returns false (reported) where a statement has
+// no vectorised form; `locals` gets the block's locals as they are bound.
 bool lower_terms(const SemanticModel& model, Module& module, Diagnostics& diags, std::vector<Local>& locals) {
   ModelStatements statements;
   if (!collect_model_statements(model.program->find(BlockKind::Model), statements, diags)) return false;
