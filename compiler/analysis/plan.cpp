@@ -90,9 +90,9 @@ std::string why_pvi_cannot_hold(const SemanticModel& m, const std::vector<const 
   const auto prior = [](const std::string& why) { return why + "; PVI needs a Gaussian prior on every global parameter"; };
   for (const Term& t : m.terms)
     if (t.in_program && t.owner == TermOwner::Silo)
-      return "the model block runs as statements one at a time (line " + std::to_string(t.loc.line) +
-             "'s term with them: a statement the vectorised forms refuse), and a PVI client takes a likelihood "
-             "only as a vectorised `~` statement of its data";
+      return "the model block runs as statement programs (a statement the vectorised forms refuse), so the "
+             "silos' term on line " + std::to_string(t.loc.line) + " is no factor of its own, and a PVI client "
+             "takes a likelihood only as a vectorised `~` statement of its data";
   for (const Symbol* s : globals) {
     const TypeDecl& type = s->decl->type;
     if (type.lower || type.upper || type.simplex || type.ordering != Ordering::None || type.structure != MatrixStructure::None || type.affine()) return prior(at_line(*s) + " is constrained, so its prior on the unconstrained scale is not Gaussian");

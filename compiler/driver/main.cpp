@@ -308,10 +308,10 @@ int run(const Options& o) {
   {
     fvic::ir::Module module;
     fvic::Diagnostics quiet(nullptr);
-    if (fvic::build_ir(*c->model, module, quiet)) program_origins = module.program_origins;
-    for (const std::string& origin : program_origins)
-      if (origin.find("the model block") != std::string::npos)
-        for (fvic::Term& t : c->model->terms) t.in_program = true;
+    if (fvic::build_ir(*c->model, module, quiet)) {
+      program_origins = module.program_origins;
+      for (fvic::Term& t : c->model->terms) t.in_program = module.model_block_programs;
+    }
   }
   fvic::Plan plan;
   bool planned = fvic::make_plan(*c->model, *c->diags, plan);

@@ -182,6 +182,9 @@ struct Module {
   // block each was made from ("the model block (line 9)"), for `fvic plan`.
   std::vector<fvi::kernel::Program> programs;
   std::vector<std::string> program_origins;
+  // The model block's terms run as statement programs (no factor of their own): the planner
+  // must not give them to a method that needs their factors (PVI's clients).
+  bool model_block_programs = false;
   // A sparse GP's likelihood (analysis/sparse_gp.h) is no factor: the runtime's fvi/gp computes
   // it from the names the kernel ABI's fvi_sparse_gp gives.
   std::optional<SparseGpModel> sparse_gp;

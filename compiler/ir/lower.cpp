@@ -1591,6 +1591,7 @@ bool lower(const SemanticModel& model, Module& module, Diagnostics& diags) {
   } else {
     locals.clear();
     ok = lower_terms_as_program(model, module, diags, refusals);
+    module.model_block_programs = ok;
   }
 
   // A structured matrix parameter is written to the outputs as its declared value, a quantity of

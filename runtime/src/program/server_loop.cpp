@@ -199,8 +199,8 @@ std::vector<ClosingLine> closing_lines(const std::string& verdict, bool converge
 }
 
 // The silos that answered fewer than half of the exchanges they were asked in (at least 10
-// missing or refused), named with their counts ("silo 2 answered 106 of its 1,506 requests");
-// "" when none. A fit then holds little of their data, whatever the rule says of the rest.
+// missing or refused), named with their counts ("silo 2 answered 106 of its 1506 requests (1400
+// replies refused)"); "" when none. A fit then holds little of their data, whatever the rule says of the rest.
 std::string silent_silos(const std::vector<SiloTraffic>& traffic) {
   std::string out;
   for (size_t k = 0; k < traffic.size(); ++k) {
@@ -374,10 +374,15 @@ int run_server(ServerRun& run, Coordinator& coordinator, const std::string& meth
   // says of the rest.
   const std::string silent = silent_silos(run.transport.traffic());
   if (!silent.empty()) {
+    long refused = 0;
+    for (const SiloTraffic& t : run.transport.traffic()) refused += t.refused;
     summary.converged = false;
     verdict = "NOT converged after " + std::to_string(last) + " " + coordinator.unit() + ": " + silent +
-              ", so the fit lacks their terms (a refused reply held a value that is not finite: check the model and "
-              "the data at q's starting point; silos.csv counts each silo's missing and refused replies)";
+              ", so the fit lacks their terms (" +
+              (refused > 0 ? "a refused reply was malformed or held a value that is not finite: check the model and "
+                             "the data at q's starting point"
+                           : "their replies never came: a silo down or past the deadline") +
+              "; silos.csv counts each silo's missing and refused replies)";
   }
   // The block's `rounds` written for one method caps another's iterations (`--set method=sfvi` on
   // a PVI model's 10 rounds): say where the cap came from.
